@@ -1,0 +1,56 @@
+/**
+ * Plain data shared by the loop, the model port, memory and adapters.
+ * Messages are the OpenAI Chat Completions shapes, so they go to any compatible server unchanged.
+ */
+
+import type { ToolCall, ToolSpec } from "../tools/types.js";
+
+export type { ToolCall, ToolSpec };
+
+export type Message =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; content: string; tool_call_id: string };
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export interface ModelRequest {
+  messages: Message[];
+  /** Empty or absent: the model must answer in text. */
+  tools?: ToolSpec[];
+  /** "none" asks for an answer in text even though tools are listed (used for the stage conclusion). */
+  toolChoice?: "auto" | "none";
+  signal?: AbortSignal;
+  /** Called with each piece of answer text as it arrives (streaming only). */
+  onDelta?: (text: string) => void;
+}
+
+export interface ModelResponse {
+  content: string | null;
+  toolCalls: ToolCall[];
+  finishReason: string;
+  usage: Usage;
+  /** The model that answered, as the server reports it. */
+  model: string;
+}
+
+/** The model behind a one-function port; tests pass a client pointed at a scripted server. */
+export interface ChatModel {
+  readonly name: string;
+  chat(request: ModelRequest): Promise<ModelResponse>;
+}
+
+export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+
+export function addUsage(total: Usage, more: Usage): Usage {
+  return {
+    promptTokens: total.promptTokens + more.promptTokens,
+    completionTokens: total.completionTokens + more.completionTokens,
+    totalTokens: total.totalTokens + more.totalTokens,
+  };
+}

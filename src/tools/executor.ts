@@ -1,0 +1,406 @@
+/**
+ * The tool engine: runs the calls of one model response and turns every outcome — success, bad
+ * arguments, unknown tool, throw, hang, repeat, denial — into one envelope the model can act on.
+ *
+ * Per response: plan every call (parse, repair, validate, guard) in order; run the runnable ones in
+ * parallel (bounded), a call waiting for the calls of the tools it `dependsOn`; dangerous calls ask
+ * the approval gate first. Identical calls run once. Records come back in the order of the calls.
+ */
+import { createHash } from "node:crypto";
+import { canonicalJson, parseToolArguments } from "./args.js";
+import type { RegisteredTool, ToolRegistry } from "./registry.js";
+import type {
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalRequest,
+  ToolCall,
+  ToolCallRecord,
+  ToolEnvelope,
+  ToolErrorType,
+  ToolEvent,
+} from "./types.js";
+
+export interface ExecutorOptions {
+  registry: ToolRegistry;
+  /** Decides dangerous calls; without one, every dangerous call is denied. */
+  approve?: ApprovalGate;
+  /** Per-call time limit unless a tool sets its own (default 10 s). */
+  defaultTimeoutMs?: number;
+  /** Longest tool result text the model reads (default 4,000 characters). */
+  maxResultChars?: number;
+  /** How many calls of one response run at once (default 4). */
+  concurrency?: number;
+}
+
+/** What the engine remembers across the steps of one run. Plain data, stored with a paused run. */
+export interface ToolRunState {
+  /** Times each exact call (tool + canonical arguments) was made. */
+  callCounts: Record<string, number>;
+  /** Times each tool timed out. */
+  timeouts: Record<string, number>;
+  /** Dangerous calls that timed out: their effect is unknown, so they are never repeated. */
+  unknownOutcome: string[];
+}
+
+export const newToolRunState = (): ToolRunState => ({ callCounts: {}, timeouts: {}, unknownOutcome: [] });
+
+export interface RunScope {
+  runId: string;
+  sessionId: string;
+  userId: string;
+  signal?: AbortSignal;
+  state: ToolRunState;
+  emit?: (event: ToolEvent) => void;
+}
+
+/** A call that waits for a human, or for a call that does. Plain data, stored with a paused run. */
+export interface PendingToolCall {
+  call: ToolCall;
+  arguments: Record<string, unknown>;
+  repairs: string[];
+  /** Present once a person has been asked; absent while the call waits on a dependency. */
+  approval?: ApprovalRequest;
+  /** Identical calls of the same response that share this call's result. */
+  duplicateIds: string[];
+}
+
+export interface ToolStepOutcome {
+  /** Finished calls, in the order the model sent them. */
+  records: ToolCallRecord[];
+  pending: PendingToolCall[];
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_RESULT_CHARS = 4_000;
+const DEFAULT_CONCURRENCY = 4;
+const MAX_TIMEOUTS_PER_TOOL = 2;
+const MAX_IDENTICAL_CALLS = 2;
+
+export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptions, scope: RunScope): Promise<ToolStepOutcome> {
+  const units: Unit[] = [];
+  const finished = new Map<string, ToolCallRecord>();
+  const byKey = new Map<string, Unit | ToolCallRecord>();
+  for (const call of calls) {
+    const plan = planCall(call, options, scope, byKey);
+    if ("duplicateOf" in plan) addDuplicate(plan.duplicateOf, call, finished);
+    else if ("record" in plan) finished.set(call.id, plan.record);
+    else units.push(plan.unit);
+  }
+  const decide = (unit: Unit) => askGate(unit, options, scope);
+  return collect(calls, finished, await schedule(units, decide, options, scope));
+}
+
+/** Continue a paused step: approved calls run, denied ones get `denied`, waiting ones stay pending. */
+export async function resumeToolCalls(
+  pending: PendingToolCall[],
+  decisions: Record<string, ApprovalDecision>,
+  options: ExecutorOptions,
+  scope: RunScope,
+): Promise<ToolStepOutcome> {
+  const units: Unit[] = [];
+  const finished = new Map<string, ToolCallRecord>();
+  for (const waiting of pending) {
+    const tool = options.registry.get(waiting.call.function.name);
+    const unit: Unit | undefined = tool && { ...waiting, tool, key: callKey(waiting.call.function.name, waiting.arguments) };
+    if (unit) units.push(unit);
+    else finished.set(waiting.call.id, errorRecord(waiting.call, "tool_not_found", `Tool '${waiting.call.function.name}' is no longer available.`, options));
+  }
+  const decide = async (unit: Unit): Promise<ApprovalDecision | "pending"> => {
+    const decision = decisions[unit.call.id];
+    if (decision && decision.argumentsHash === argumentsHash(unit.arguments)) return decision;
+    return unit.approval ? "pending" : askGate(unit, options, scope);
+  };
+  const calls = pending.flatMap((waiting) => [waiting.call, ...waiting.duplicateIds.map((id) => ({ ...waiting.call, id }))]);
+  return collect(calls, finished, await schedule(units, decide, options, scope));
+}
+
+export function argumentsHash(args: Record<string, unknown>): string {
+  return createHash("sha256").update(canonicalJson(args)).digest("hex");
+}
+
+// ---- planning: everything that can be decided before a call runs ----------------------------
+
+/** A call that passed planning and will run (or wait for a decision). */
+interface Unit extends PendingToolCall {
+  tool: RegisteredTool;
+  key: string;
+}
+
+type Plan = { unit: Unit } | { record: ToolCallRecord } | { duplicateOf: Unit | ToolCallRecord };
+
+function planCall(call: ToolCall, options: ExecutorOptions, scope: RunScope, byKey: Map<string, Unit | ToolCallRecord>): Plan {
+  const { name, arguments: raw } = call.function;
+  const parsed = parseToolArguments(raw);
+  const tool = options.registry.get(name);
+  const validated = tool && parsed.ok ? tool.validate(parsed.value) : undefined;
+  const key = validated?.ok ? callKey(name, validated.value) : `${name}\u0000${raw}`;
+  const earlier = byKey.get(key);
+  if (earlier) return { duplicateOf: earlier };
+
+  const plan = ((): Plan => {
+    const fail = (type: ToolErrorType, message: string, extra: Partial<ToolCallRecord> = {}) => ({
+      record: { ...errorRecord(call, type, message, options), ...extra },
+    });
+    if (!tool) return fail("tool_not_found", unknownToolMessage(name, options.registry));
+    if (!parsed.ok) return fail("invalid_arguments", `${parsed.message}. Send the arguments as one JSON object.`, { repairs: parsed.repairs });
+    if (!validated?.ok) return fail("invalid_arguments", validated?.message ?? "invalid arguments", { repairs: parsed.repairs });
+    const args = validated.value;
+    const repairs = [...parsed.repairs, ...validated.repairs];
+    const known = { arguments: args, repairs };
+    if ((scope.state.timeouts[name] ?? 0) >= MAX_TIMEOUTS_PER_TOOL) {
+      return fail("timeout", `'${name}' timed out ${MAX_TIMEOUTS_PER_TOOL} times in this run and will not be run again in this run; find another way or answer with what you have.`, known);
+    }
+    if (scope.state.unknownOutcome.includes(key)) {
+      return fail("timeout", `This exact '${name}' call timed out earlier and its outcome is unknown, so it is not retried automatically; tell the user it may or may not have happened.`, known);
+    }
+    const count = (scope.state.callCounts[key] ?? 0) + 1;
+    scope.state.callCounts[key] = count;
+    if (count > MAX_IDENTICAL_CALLS) {
+      return fail("repeated_call", `'${name}' was already called ${MAX_IDENTICAL_CALLS} times with these exact arguments in this run; the result will not change. Use the earlier result, change the arguments, or answer.`, known);
+    }
+    return { unit: { call, tool, arguments: args, repairs, key, duplicateIds: [] } };
+  })();
+  byKey.set(key, "unit" in plan ? plan.unit : (plan as { record: ToolCallRecord }).record);
+  return plan;
+}
+
+function addDuplicate(original: Unit | ToolCallRecord, call: ToolCall, finished: Map<string, ToolCallRecord>): void {
+  if ("tool" in original) original.duplicateIds.push(call.id);
+  else finished.set(call.id, { ...original, id: call.id, rawArguments: call.function.arguments });
+}
+
+function callKey(name: string, args: Record<string, unknown>): string {
+  return `${name}\u0000${canonicalJson(args)}`;
+}
+
+function unknownToolMessage(name: string, registry: ToolRegistry): string {
+  const [closest] = registry.closestNames(name);
+  const hint = closest ? ` Did you mean '${closest}'?` : "";
+  return `There is no tool named '${name}'.${hint} Available tools: ${registry.names().join(", ") || "none"}.`;
+}
+
+// ---- scheduling: dependencies, bounded parallelism, approvals ------------------------------
+
+type UnitResult = { record: ToolCallRecord } | { pending: PendingToolCall };
+
+async function schedule(
+  units: Unit[],
+  decide: (unit: Unit) => Promise<ApprovalDecision | "pending">,
+  options: ExecutorOptions,
+  scope: RunScope,
+): Promise<Map<Unit, UnitResult>> {
+  const slots = createSemaphore(options.concurrency ?? DEFAULT_CONCURRENCY);
+  let approvals: Promise<unknown> = Promise.resolve();
+  // One question at a time, so terminal prompts and chat buttons never interleave.
+  const decideInTurn = (unit: Unit) => {
+    const decision = approvals.then(() => decide(unit));
+    approvals = decision.catch(() => undefined);
+    return decision;
+  };
+  const results = new Map<Unit, Promise<UnitResult>>();
+  const runUnit = async (unit: Unit): Promise<UnitResult> => {
+    await null; // let every unit register its promise before any looks up its dependencies
+    const dependencies = units.filter((other) => other !== unit && unit.tool.definition.dependsOn?.includes(other.tool.definition.name));
+    const settled = await Promise.all(dependencies.map((other) => results.get(other)));
+    if (settled.some((result) => result && "pending" in result)) return { pending: toPending(unit) };
+
+    let approval: ApprovalDecision | undefined;
+    if (unit.tool.definition.dangerous) {
+      const decision = await decideInTurn(unit).catch((error: unknown): ApprovalDecision => ({
+        approved: false, by: "error", reason: `the approval could not be asked: ${errorText(error)}`, argumentsHash: argumentsHash(unit.arguments),
+      }));
+      if (decision === "pending") return { pending: { ...toPending(unit), approval: approvalRequest(unit, scope) } };
+      approval = decision;
+      if (!decision.approved) {
+        const why = decision.reason ? ` (${decision.reason})` : "";
+        return { record: { ...errorRecord(unit.call, "denied", `A person did not approve this call${why}; it was not run. Do not retry it; tell the user.`, options), arguments: unit.arguments, repairs: unit.repairs, dangerous: true, approval } };
+      }
+    }
+    const release = await slots.acquire();
+    try {
+      return { record: { ...(await runWithTimeout(unit, options, scope)), approval } };
+    } finally {
+      release();
+    }
+  };
+  for (const unit of units) results.set(unit, runUnit(unit));
+  const entries = await Promise.all([...results].map(async ([unit, result]) => [unit, await result] as const));
+  return new Map(entries);
+}
+
+function toPending({ call, arguments: args, repairs, duplicateIds, approval }: Unit): PendingToolCall {
+  return { call, arguments: args, repairs, duplicateIds, ...(approval ? { approval } : {}) };
+}
+
+async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): Promise<ApprovalDecision | "pending"> {
+  const request = approvalRequest(unit, scope);
+  if (!options.approve) return { approved: false, by: "policy", reason: "no approver is configured", argumentsHash: request.argumentsHash };
+  scope.emit?.({ type: "approval_requested", runId: scope.runId, request });
+  return options.approve(request);
+}
+
+function approvalRequest(unit: Unit, scope: RunScope): ApprovalRequest {
+  return {
+    runId: scope.runId,
+    sessionId: scope.sessionId,
+    userId: scope.userId,
+    toolCallId: unit.call.id,
+    toolName: unit.tool.definition.name,
+    arguments: unit.arguments,
+    argumentsHash: argumentsHash(unit.arguments),
+  };
+}
+
+function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, results: Map<Unit, UnitResult>): ToolStepOutcome {
+  const pending: PendingToolCall[] = [];
+  for (const [unit, result] of results) {
+    if ("pending" in result) pending.push(result.pending);
+    else for (const id of [unit.call.id, ...unit.duplicateIds]) finished.set(id, { ...result.record, id });
+  }
+  const records = calls.map((call) => finished.get(call.id)).filter((record) => record !== undefined);
+  return { records, pending };
+}
+
+// ---- running one call ----------------------------------------------------------------------
+
+type Outcome = { kind: "returned"; data: unknown } | { kind: "threw"; error: unknown } | { kind: "timeout" } | { kind: "cancelled" };
+
+/** The timeout races the handler: the run moves on even if a handler ignores its signal. */
+async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunScope): Promise<ToolCallRecord> {
+  const { tool, call } = unit;
+  const name = tool.definition.name;
+  const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const controller = new AbortController();
+  const signal = scope.signal ? AbortSignal.any([scope.signal, controller.signal]) : controller.signal;
+  const context = { signal, sessionId: scope.sessionId, userId: scope.userId, runId: scope.runId, toolCallId: call.id };
+  scope.emit?.({ type: "tool_start", runId: scope.runId, toolCallId: call.id, name, arguments: unit.arguments });
+
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const outcome = await Promise.race<Outcome>([
+    Promise.resolve()
+      .then(() => tool.definition.handler(structuredClone(unit.arguments), context))
+      .then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error })),
+    new Promise<Outcome>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: "timeout" }), timeoutMs);
+    }),
+    new Promise<Outcome>((resolve) => {
+      onAbort = () => resolve({ kind: "cancelled" });
+      if (scope.signal?.aborted) onAbort();
+      else scope.signal?.addEventListener("abort", onAbort, { once: true });
+    }),
+  ]);
+  clearTimeout(timer);
+  if (onAbort) scope.signal?.removeEventListener("abort", onAbort);
+  if (outcome.kind !== "returned" && outcome.kind !== "threw") controller.abort();
+  const durationMs = performance.now() - started;
+
+  const dangerous = tool.definition.dangerous === true;
+  const envelope = envelopeFor(outcome, name, timeoutMs, dangerous);
+  if (outcome.kind === "timeout") {
+    scope.state.timeouts[name] = (scope.state.timeouts[name] ?? 0) + 1;
+    if (dangerous) scope.state.unknownOutcome.push(unit.key);
+  }
+  const record: ToolCallRecord = {
+    id: call.id,
+    name,
+    rawArguments: call.function.arguments,
+    arguments: unit.arguments,
+    repairs: unit.repairs,
+    envelope,
+    ...renderForModel(envelope, options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS),
+    durationMs,
+    dangerous,
+  };
+  scope.emit?.({ type: "tool_end", runId: scope.runId, record });
+  return record;
+}
+
+function envelopeFor(outcome: Outcome, name: string, timeoutMs: number, dangerous: boolean): ToolEnvelope {
+  const seconds = `${Number((timeoutMs / 1000).toFixed(2))} s`;
+  switch (outcome.kind) {
+    case "returned":
+      return { status: "success", data: outcome.data === undefined ? null : outcome.data };
+    case "threw":
+      return errorEnvelope("execution_error", errorText(outcome.error));
+    case "cancelled":
+      return errorEnvelope("execution_error", "The run was cancelled before this call finished.");
+    case "timeout":
+      return errorEnvelope(
+        "timeout",
+        dangerous
+          ? `'${name}' did not finish within ${seconds}; its outcome is unknown (it may or may not have taken effect). It will not be retried automatically; tell the user so they can check.`
+          : `'${name}' did not finish within ${seconds}. Try different arguments or another way.`,
+      );
+  }
+}
+
+function errorEnvelope(type: ToolErrorType, message: string): ToolEnvelope {
+  return { status: "error", error: { type, message } };
+}
+
+function errorRecord(call: ToolCall, type: ToolErrorType, message: string, options: ExecutorOptions): ToolCallRecord {
+  const envelope = errorEnvelope(type, message);
+  const dangerous = options.registry.get(call.function.name)?.definition.dangerous === true;
+  return {
+    id: call.id,
+    name: call.function.name,
+    rawArguments: call.function.arguments,
+    repairs: [],
+    envelope,
+    ...renderForModel(envelope, options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS),
+    durationMs: 0,
+    dangerous,
+  };
+}
+
+/** A thrown value as "Type: message" (no stack: the model cannot use one). */
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
+  return String(error);
+}
+
+/** Compact JSON of the envelope, cut to the limit with a marker saying how much was cut. */
+export function renderForModel(envelope: ToolEnvelope, maxChars: number): { content: string; truncatedChars: number } {
+  let full: string;
+  try {
+    full = JSON.stringify(envelope);
+  } catch (error) {
+    return renderForModel(errorEnvelope("execution_error", `The tool returned a value that is not JSON (${errorText(error)}).`), maxChars);
+  }
+  if (full.length <= maxChars) return { content: full, truncatedChars: 0 };
+
+  const text = envelope.status === "success" ? (typeof envelope.data === "string" ? envelope.data : JSON.stringify(envelope.data)) : envelope.error.message;
+  const wrap = (kept: string) => {
+    const marked = `${kept} …[cut ${text.length - kept.length} of ${text.length} characters]`;
+    return JSON.stringify(envelope.status === "success" ? { status: "success", data: marked } : { status: "error", error: { ...envelope.error, message: marked } });
+  };
+  // Escaping can lengthen the text, so shrink until the whole envelope fits.
+  let keep = Math.max(0, maxChars - (wrap("").length + 8));
+  let content = wrap(text.slice(0, keep));
+  while (content.length > maxChars && keep > 0) {
+    keep = Math.max(0, keep - (content.length - maxChars));
+    content = wrap(text.slice(0, keep));
+  }
+  return { content, truncatedChars: text.length - keep };
+}
+
+function createSemaphore(size: number): { acquire(): Promise<() => void> } {
+  let free = Math.max(1, size);
+  const waiting: Array<() => void> = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return {
+    acquire: () =>
+      new Promise((resolve) => {
+        if (free > 0) {
+          free--;
+          resolve(release);
+        } else waiting.push(() => resolve(release));
+      }),
+  };
+}

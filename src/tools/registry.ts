@@ -1,0 +1,243 @@
+/**
+ * The registry: tools by name, each schema compiled once. A bad definition fails here, at
+ * registration, with a message naming the tool — never later, in the middle of a run.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import addFormatsModule from "ajv-formats";
+import { isPlainObject } from "./args.js";
+import type { AnyTool, ToolSpec } from "./types.js";
+
+// ajv-formats ships CommonJS with a default export that NodeNext sees one level down.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export type ValidatedArguments =
+  | { ok: true; value: Record<string, unknown>; repairs: string[] }
+  | { ok: false; message: string };
+
+export interface RegisteredTool {
+  definition: AnyTool;
+  /** Validates (and safely coerces, and fills defaults into) a copy of the arguments. */
+  validate(args: Record<string, unknown>): ValidatedArguments;
+}
+
+export interface ToolRegistry {
+  get(name: string): RegisteredTool | undefined;
+  list(): RegisteredTool[];
+  names(): string[];
+  /** The tools as the model is told about them. */
+  specs(): ToolSpec[];
+  /** A registry holding only the named tools (for one agent). Unknown names are an error. */
+  subset(names: string[]): ToolRegistry;
+  /** The registered names closest to an unknown one, best first. */
+  closestNames(name: string): string[];
+}
+
+export class ToolDefinitionError extends Error {
+  readonly code = "invalid_tool_definition";
+}
+
+export function createToolRegistry(tools: AnyTool[]): ToolRegistry {
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
+  addFormats(ajv);
+  const byName = new Map<string, RegisteredTool>();
+  for (const tool of tools) {
+    checkDefinition(tool);
+    if (byName.has(tool.name)) throw new ToolDefinitionError(`Tool '${tool.name}' is registered twice; tool names must be unique.`);
+    byName.set(tool.name, { definition: tool, validate: compileValidator(ajv, tool) });
+  }
+  checkDependencies([...byName.values()].map((tool) => tool.definition));
+  return registryOver(byName);
+}
+
+function registryOver(byName: Map<string, RegisteredTool>): ToolRegistry {
+  const specs = [...byName.values()].map(({ definition }) => ({
+    type: "function" as const,
+    function: { name: definition.name, description: definition.description, parameters: definition.parameters },
+  }));
+  return {
+    get: (name) => byName.get(name),
+    list: () => [...byName.values()],
+    names: () => [...byName.keys()],
+    specs: () => specs,
+    subset(names) {
+      const chosen = new Map<string, RegisteredTool>();
+      for (const name of names) {
+        const tool = byName.get(name);
+        if (!tool) throw new ToolDefinitionError(`No tool named '${name}' to choose; registered tools: ${[...byName.keys()].join(", ")}.`);
+        chosen.set(name, tool);
+      }
+      return registryOver(chosen);
+    },
+    closestNames: (name) => closestNames(name, [...byName.keys()]),
+  };
+}
+
+function checkDefinition(tool: AnyTool): void {
+  const label = `Tool '${String(tool?.name)}'`;
+  if (!isPlainObject(tool)) throw new ToolDefinitionError(`A tool must be an object with name, description, parameters and handler; got ${typeof tool}.`);
+  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) {
+    throw new ToolDefinitionError(`${label}: the name must be 1-64 letters, digits, '_' or '-'.`);
+  }
+  if (typeof tool.description !== "string" || tool.description.trim() === "") {
+    throw new ToolDefinitionError(`${label}: a description is required, so the model knows when to call it.`);
+  }
+  if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object") {
+    throw new ToolDefinitionError(`${label}: parameters must be a JSON Schema with type "object".`);
+  }
+  if (typeof tool.handler !== "function") throw new ToolDefinitionError(`${label}: handler must be a function.`);
+  if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0)) {
+    throw new ToolDefinitionError(`${label}: timeoutMs must be a positive number of milliseconds.`);
+  }
+  if (tool.dependsOn !== undefined && !(Array.isArray(tool.dependsOn) && tool.dependsOn.every((name) => typeof name === "string"))) {
+    throw new ToolDefinitionError(`${label}: dependsOn must be a list of tool names.`);
+  }
+}
+
+/** dependsOn may name tools that are not registered (they simply never appear), but never a cycle. */
+function checkDependencies(tools: AnyTool[]): void {
+  const dependsOn = new Map(tools.map((tool) => [tool.name, tool.dependsOn ?? []]));
+  const visiting = new Set<string>();
+  const done = new Set<string>();
+  const visit = (name: string, path: string[]): void => {
+    if (done.has(name)) return;
+    if (visiting.has(name)) throw new ToolDefinitionError(`Tools depend on each other in a cycle: ${[...path, name].join(" -> ")}.`);
+    visiting.add(name);
+    for (const next of dependsOn.get(name) ?? []) visit(next, [...path, name]);
+    visiting.delete(name);
+    done.add(name);
+  };
+  for (const tool of tools) visit(tool.name, []);
+}
+
+function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
+  let check: ValidateFunction;
+  try {
+    check = ajv.compile(tool.parameters);
+  } catch (error) {
+    throw new ToolDefinitionError(`Tool '${tool.name}': its parameters schema is invalid: ${(error as Error).message}`);
+  }
+  return (args) => {
+    const value = structuredClone(args);
+    const repairs: string[] = [];
+    // Validate, coerce what can be coerced safely, and validate again; a coercion can reveal more.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const before = new Set(Object.keys(value));
+      const valid = check(value);
+      for (const key of Object.keys(value)) if (!before.has(key)) repairs.push(`filled default ${key} = ${JSON.stringify(value[key])}`);
+      if (valid) return { ok: true, value, repairs };
+      const coerced = (check.errors ?? []).map((error) => coerceAt(value, error)).filter((note) => note !== undefined);
+      if (coerced.length === 0) break;
+      repairs.push(...coerced);
+    }
+    return { ok: false, message: describeErrors(check.errors ?? [], tool) };
+  };
+}
+
+/** Only coercions that cannot change meaning: "3" -> 3, "true" -> true, 42 -> "42". */
+function coerceAt(root: Record<string, unknown>, error: ErrorObject): string | undefined {
+  if (error.keyword !== "type" || error.instancePath === "") return undefined;
+  const path = error.instancePath.split("/").slice(1).map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+  const key = path.pop() as string;
+  let parent: unknown = root;
+  for (const part of path) parent = (parent as Record<string, unknown>)[part];
+  if (typeof parent !== "object" || parent === null) return undefined;
+  const container = parent as Record<string, unknown>;
+  const current = container[key];
+  const wanted = ([] as string[]).concat(error.params.type as string | string[]);
+  const next = coerceValue(current, wanted);
+  if (next === undefined) return undefined;
+  container[key] = next;
+  return `coerced ${pointerName(error.instancePath)} from ${JSON.stringify(current)} to ${JSON.stringify(next)}`;
+}
+
+function coerceValue(value: unknown, wanted: string[]): unknown {
+  if (typeof value === "string") {
+    const text = value.trim();
+    if ((wanted.includes("number") || wanted.includes("integer")) && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text)) {
+      const number = Number(text);
+      if (wanted.includes("number") || Number.isInteger(number)) return number;
+    }
+    if (wanted.includes("boolean") && (text === "true" || text === "false")) return text === "true";
+  }
+  if (wanted.includes("string") && ((typeof value === "number" && Number.isSafeInteger(value)) || typeof value === "boolean")) {
+    return String(value);
+  }
+  return undefined;
+}
+
+/** Schema errors in words a model can act on, with the expected shape as a reminder. */
+function describeErrors(errors: ErrorObject[], tool: AnyTool): string {
+  const problems = [...new Set(errors.map(describeError))];
+  return `${problems.join("; ")}. Expected arguments: ${describeShape(tool.parameters)}`;
+}
+
+function describeError(error: ErrorObject): string {
+  const at = error.instancePath ? `property '${pointerName(error.instancePath)}'` : "arguments";
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case "required": {
+      const inside = error.instancePath ? ` in '${pointerName(error.instancePath)}'` : "";
+      return `missing required property '${String(params.missingProperty)}'${inside}`;
+    }
+    case "additionalProperties":
+      return `unexpected property '${String(params.additionalProperty)}'${error.instancePath ? ` in '${pointerName(error.instancePath)}'` : ""}`;
+    case "type":
+      return `${at} must be ${String(params.type)}, got ${typeName(error.data)}`;
+    case "enum":
+      return `${at} must be one of ${(params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(", ")}`;
+    default:
+      return `${at} ${error.message ?? "is invalid"}`;
+  }
+}
+
+function describeShape(schema: Record<string, unknown>): string {
+  const properties = isPlainObject(schema.properties) ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const fields = Object.entries(properties).map(([name, property]) => {
+    const type = isPlainObject(property) && property.type !== undefined ? String(property.type) : "any";
+    return `"${name}": ${type}${required.has(name) ? " (required)" : ""}`;
+  });
+  return `{${fields.join(", ")}}`;
+}
+
+function pointerName(instancePath: string): string {
+  return instancePath.slice(1).replace(/\//g, ".");
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "string") return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  return typeof value === "object" ? "object" : `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/** Names within a small edit distance, or equal once case and separators are ignored. */
+function closestNames(name: string, candidates: string[]): string[] {
+  const normalise = (text: string) => text.toLowerCase().replace(/[_\-\s]/g, "");
+  const wanted = normalise(name);
+  return candidates
+    .map((candidate) => {
+      const plain = normalise(candidate);
+      const distance = plain === wanted ? 0 : editDistance(name.toLowerCase(), candidate.toLowerCase());
+      const related = wanted.length >= 3 && (plain.includes(wanted) || wanted.includes(plain));
+      return { candidate, distance: related ? Math.min(distance, 1) : distance };
+    })
+    .filter(({ candidate, distance }) => distance <= Math.max(2, Math.floor(candidate.length * 0.4)))
+    .sort((a, b) => a.distance - b.distance)
+    .map(({ candidate }) => candidate);
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

@@ -1,0 +1,118 @@
+/**
+ * The tool contract (see DESIGN.md). A tool is a plain object, so a module of tools needs nothing
+ * from glassbox: `export default [{ name, description, parameters, handler }]`.
+ */
+
+/** A JSON Schema for a tool's arguments. Its top level describes an object. */
+export type JsonSchema = { [keyword: string]: unknown };
+
+/** What a handler receives besides its arguments. */
+export interface ToolContext {
+  /** Aborted when the call times out or the run is cancelled; long work should watch it. */
+  signal: AbortSignal;
+  sessionId: string;
+  userId: string;
+  runId: string;
+  toolCallId: string;
+}
+
+export interface ToolDefinition<Args = Record<string, unknown>> {
+  /** Matches ^[a-zA-Z0-9_-]{1,64}$ and is unique in a registry. */
+  name: string;
+  /** What the model reads to decide when to call the tool. */
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: JsonSchema;
+  /** Returns any JSON-serialisable value; a throw becomes an `execution_error` for the model. */
+  handler: (args: Args, context: ToolContext) => unknown;
+  /** A dangerous tool never runs without a human's decision. */
+  dangerous?: boolean;
+  /** Per-call time limit in ms (default 10 s). */
+  timeoutMs?: number;
+  /** Names of tools whose calls in the same model response must finish before this one starts. */
+  dependsOn?: string[];
+}
+
+/** Any tool, whatever its argument type, as stored in a registry. */
+// The handler is typed loosely here because a registry holds tools of many argument types;
+// `defineTool` keeps each handler's own argument type where the tool is written.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = ToolDefinition<any>;
+
+export type ToolErrorType =
+  | "tool_not_found"
+  | "invalid_arguments"
+  | "timeout"
+  | "denied"
+  | "execution_error"
+  | "repeated_call";
+
+/** The one envelope the model sees for every tool result. */
+export type ToolEnvelope =
+  | { status: "success"; data: unknown }
+  | { status: "error"; error: { type: ToolErrorType; message: string } };
+
+/** A tool call as the model sends it (OpenAI Chat Completions shape). */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A tool as the model is told about it. */
+export interface ToolSpec {
+  type: "function";
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+/** Everything about one executed call: what the model sent, what ran, what it read back. */
+export interface ToolCallRecord {
+  id: string;
+  name: string;
+  /** The arguments text exactly as the model sent it. */
+  rawArguments: string;
+  /** The arguments the handler received (after repair, coercion and defaults), if they got that far. */
+  arguments?: Record<string, unknown>;
+  /** Every repair or coercion applied between rawArguments and arguments. */
+  repairs: string[];
+  envelope: ToolEnvelope;
+  /** The text the model reads: the envelope as compact JSON, cut to the result limit. */
+  content: string;
+  /** How many characters were cut from the model's view (0 when nothing was). */
+  truncatedChars: number;
+  durationMs: number;
+  dangerous: boolean;
+  approval?: ApprovalDecision;
+}
+
+/** What a human is asked to decide. Bound to one exact call by runId, toolCallId and argumentsHash. */
+export interface ApprovalRequest {
+  runId: string;
+  sessionId: string;
+  userId: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  argumentsHash: string;
+}
+
+export interface ApprovalDecision {
+  approved: boolean;
+  /** Who decided ("cli", a user id, or "expired"). */
+  by: string;
+  reason?: string;
+  /** The call the decision is for; a decision for other arguments is ignored. */
+  argumentsHash: string;
+}
+
+/**
+ * The approval hook. Resolve with a decision now (a terminal prompt, a policy), or with "pending"
+ * when a person will decide later (chat buttons): the run then stops and is resumed with the decision.
+ */
+export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision | "pending">;
+
+/** Progress from the tool engine, forwarded by the loop as agent events. */
+export type ToolEvent =
+  | { type: "tool_start"; runId: string; toolCallId: string; name: string; arguments: Record<string, unknown> }
+  | { type: "tool_end"; runId: string; record: ToolCallRecord }
+  | { type: "approval_requested"; runId: string; request: ApprovalRequest };
