@@ -1,0 +1,19 @@
+import type { ApprovalDecision, ToolEvent } from "../tools/types.js";
+import type { Message, ModelResponse } from "./types.js";
+import type { RunResult } from "./loop.js";
+
+/** Progress of a run, as a stream of typed events; adapters and traces render them their own way. */
+export type AgentEvent =
+  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string }
+  | { type: "run_resumed"; runId: string; sessionId: string; decisions: Record<string, ApprovalDecision> }
+  | { type: "model_start"; runId: string; step: number; messages: Message[]; toolCount: number }
+  | { type: "model_delta"; runId: string; step: number; text: string }
+  | { type: "model_end"; runId: string; step: number; response: ModelResponse; latencyMs: number }
+  /** Every message the run adds to the conversation, as it is added (memory stores these). */
+  | { type: "message"; runId: string; message: Message }
+  /** A guard's note to the model (repeats, unchanged results, the step limit). */
+  | { type: "note"; runId: string; step: number; text: string }
+  | (ToolEvent & { step: number })
+  | { type: "run_end"; runId: string; result: RunResult };
+
+export type AgentEventListener = (event: AgentEvent) => void;

@@ -1,0 +1,296 @@
+/**
+ * The ReAct loop: show the model the conversation, run the tools it asks for, show it the results,
+ * and again — until it answers, a guard stops it, a person must approve a call, or the run is
+ * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  executeToolCalls,
+  newToolRunState,
+  resumeToolCalls,
+  type ExecutorOptions,
+  type PendingToolCall,
+  type RunScope,
+  type ToolRunState,
+} from "../tools/executor.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import type { ApprovalDecision, ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
+import { GlassboxError, type ErrorCode } from "./errors.js";
+import type { AgentEvent, AgentEventListener } from "./events.js";
+import { addUsage, emptyUsage, type ChatModel, type Message, type ModelResponse, type Usage } from "./types.js";
+
+export interface AgentConfig {
+  model: ChatModel;
+  tools: ToolRegistry;
+  systemPrompt?: string;
+  /** Model calls with tools before the run must conclude (default 8). */
+  maxSteps?: number;
+  /** Decides dangerous calls; without one they are all denied. */
+  approve?: ApprovalGate;
+  toolTimeoutMs?: number;
+  maxResultChars?: number;
+  toolConcurrency?: number;
+}
+
+export interface Task {
+  input: string;
+  sessionId?: string;
+  userId?: string;
+  /** Earlier turns of the conversation, oldest first. */
+  history?: Message[];
+  signal?: AbortSignal;
+  onEvent?: AgentEventListener;
+}
+
+export type StopReason = "final" | "max_steps" | "awaiting_approval" | "cancelled" | "error";
+
+export interface ToolCallSummary {
+  name: string;
+  arguments: unknown;
+  status: "success" | "error";
+  error?: { type: ToolErrorType; message: string };
+}
+
+export interface RunResult {
+  runId: string;
+  sessionId: string;
+  output: string;
+  stopReason: StopReason;
+  /** Model calls made. */
+  steps: number;
+  usage: Usage;
+  toolCalls: ToolCallSummary[];
+  /** Why the run failed, for stopReason "error". */
+  error?: { code: ErrorCode; message: string };
+  /** For stopReason "awaiting_approval": everything needed to resume, as plain data. */
+  paused?: PausedRun;
+}
+
+/** The state of a run between steps. Plain data: it can be stored and a run resumed from it. */
+export interface RunState {
+  runId: string;
+  sessionId: string;
+  userId: string;
+  history: Message[];
+  /** The messages this run added, starting with the user's input. */
+  messages: Message[];
+  steps: number;
+  usage: Usage;
+  toolCalls: ToolCallSummary[];
+  toolState: ToolRunState;
+  /** The last result text of each tool, to notice a result that brings nothing new. */
+  lastResults: Record<string, string>;
+}
+
+export interface PausedRun extends RunState {
+  /** Calls of the paused step that already finished. */
+  finished: ToolCallRecord[];
+  /** Calls of the paused step that wait for a decision. */
+  pending: PendingToolCall[];
+}
+
+interface Live {
+  signal?: AbortSignal;
+  emit: (event: AgentEvent) => void;
+}
+
+export const DEFAULT_MAX_STEPS = 8;
+export const DEFAULT_SYSTEM_PROMPT =
+  "You are glassbox, a helpful assistant in a team chat. Use the tools when they help, never invent tool results, and answer concisely.";
+
+export async function runAgent(config: AgentConfig, task: Task): Promise<RunResult> {
+  const run: RunState = {
+    runId: `run_${randomUUID()}`,
+    sessionId: task.sessionId ?? "local",
+    userId: task.userId ?? "local",
+    history: task.history ?? [],
+    messages: [],
+    steps: 0,
+    usage: emptyUsage(),
+    toolCalls: [],
+    toolState: newToolRunState(),
+    lastResults: {},
+  };
+  const live = liveOf(task);
+  live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input });
+  addMessage(run, live, { role: "user", content: task.input });
+  return loop(config, run, live);
+}
+
+/** Continues a paused run with the decisions people made (by tool_call_id). */
+export async function resumeAgent(
+  config: AgentConfig,
+  paused: PausedRun,
+  decisions: Record<string, ApprovalDecision>,
+  options: Pick<Task, "signal" | "onEvent"> = {},
+): Promise<RunResult> {
+  const { finished, pending, ...state } = structuredClone(paused);
+  const run: RunState = state;
+  const live = liveOf(options);
+  live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions });
+  const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
+  const records = [...finished, ...outcome.records];
+  if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
+  recordToolResults(run, live, records);
+  return loop(config, run, live);
+}
+
+async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
+  const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
+  while (true) {
+    if (live.signal?.aborted) return finish(run, live, "cancelled", "The run was cancelled.");
+    if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
+
+    const reply = await callModel(config, run, live, "auto");
+    if (reply instanceof GlassboxError) return failed(run, live, reply);
+    addMessage(run, live, { role: "assistant", content: reply.content, ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}) });
+    if (reply.toolCalls.length === 0) return finish(run, live, "final", reply.content ?? "");
+
+    const outcome = await executeToolCalls(reply.toolCalls, executorOptions(config), scopeOf(run, live));
+    if (outcome.pending.length > 0) return pause(run, live, outcome.records, outcome.pending);
+    recordToolResults(run, live, outcome.records);
+  }
+}
+
+/** The step limit ends a run with one last call without tools: a stage conclusion, never a throw. */
+async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Live, maxSteps: number): Promise<RunResult> {
+  addNote(run, live, `You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`);
+  const reply = await callModel(config, run, live, "none");
+  if (reply instanceof GlassboxError) return failed(run, live, reply);
+  const output = reply.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
+  addMessage(run, live, { role: "assistant", content: output });
+  return finish(run, live, "max_steps", output);
+}
+
+/** Everything the model sees passes through here. */
+function buildContext(config: AgentConfig, run: RunState): Message[] {
+  return [{ role: "system", content: config.systemPrompt ?? DEFAULT_SYSTEM_PROMPT }, ...run.history, ...run.messages];
+}
+
+async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelResponse | GlassboxError> {
+  const step = ++run.steps;
+  const messages = buildContext(config, run);
+  const tools = config.tools.specs();
+  live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length });
+  const started = performance.now();
+  try {
+    const response = await config.model.chat({
+      messages,
+      tools,
+      toolChoice,
+      signal: live.signal,
+      onDelta: (text) => live.emit({ type: "model_delta", runId: run.runId, step, text }),
+    });
+    run.usage = addUsage(run.usage, response.usage);
+    live.emit({ type: "model_end", runId: run.runId, step, response, latencyMs: performance.now() - started });
+    return response;
+  } catch (error) {
+    if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
+    if (error instanceof GlassboxError) return error;
+    return new GlassboxError("model_unavailable", `The model request failed (${error instanceof Error ? error.message : String(error)}).`);
+  }
+}
+
+/** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. */
+function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[]): void {
+  const assistant = run.messages.findLast((message) => message.role === "assistant");
+  const order = assistant?.role === "assistant" ? (assistant.tool_calls ?? []).map((call) => call.id) : [];
+  const sorted = [...records].sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+  for (const record of sorted) {
+    addMessage(run, live, { role: "tool", tool_call_id: record.id, content: record.content });
+    run.toolCalls.push({
+      name: record.name,
+      arguments: record.arguments ?? record.rawArguments,
+      status: record.envelope.status,
+      ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
+    });
+  }
+  for (const note of guardNotes(run, sorted)) addNote(run, live, note);
+}
+
+function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
+  const notes = new Set<string>();
+  const previous = { ...run.lastResults };
+  for (const record of records) {
+    if (record.envelope.status === "error" && record.envelope.error.type === "repeated_call") {
+      notes.add(`You made the same '${record.name}' call three times. Change strategy (other arguments or another tool) or answer with what you have.`);
+    }
+    if (record.envelope.status === "success") {
+      if (previous[record.name] === record.content) {
+        notes.add(`'${record.name}' returned exactly the same result as its previous call: there is no new information. Answer with what you have.`);
+      }
+      run.lastResults[record.name] = record.content;
+    }
+  }
+  return [...notes];
+}
+
+function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): RunResult {
+  const waitingFor = pending.filter((call) => call.approval).map((call) => call.call.function.name);
+  const paused: PausedRun = { ...structuredClone(run), finished, pending };
+  return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, { paused });
+}
+
+function failed(run: RunState, live: Live, error: GlassboxError): RunResult {
+  if (error.code === "cancelled") return finish(run, live, "cancelled", "The run was cancelled.");
+  return finish(run, live, "error", error.message, { error: { code: error.code, message: error.message } });
+}
+
+function finish(run: RunState, live: Live, stopReason: StopReason, output: string, extra: Partial<RunResult> = {}): RunResult {
+  const result: RunResult = {
+    runId: run.runId,
+    sessionId: run.sessionId,
+    output,
+    stopReason,
+    steps: run.steps,
+    usage: run.usage,
+    toolCalls: run.toolCalls,
+    ...extra,
+  };
+  live.emit({ type: "run_end", runId: run.runId, result });
+  return result;
+}
+
+function addMessage(run: RunState, live: Live, message: Message): void {
+  run.messages.push(message);
+  live.emit({ type: "message", runId: run.runId, message });
+}
+
+function addNote(run: RunState, live: Live, text: string): void {
+  addMessage(run, live, { role: "system", content: text });
+  live.emit({ type: "note", runId: run.runId, step: run.steps, text });
+}
+
+function liveOf(task: Pick<Task, "signal" | "onEvent">): Live {
+  const listener = task.onEvent;
+  // A listener that throws must not break the run it watches.
+  const emit = (event: AgentEvent) => {
+    try {
+      listener?.(event);
+    } catch (error) {
+      console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
+    }
+  };
+  return { signal: task.signal, emit };
+}
+
+function executorOptions(config: AgentConfig): ExecutorOptions {
+  return {
+    registry: config.tools,
+    approve: config.approve,
+    defaultTimeoutMs: config.toolTimeoutMs,
+    maxResultChars: config.maxResultChars,
+    concurrency: config.toolConcurrency,
+  };
+}
+
+function scopeOf(run: RunState, live: Live): RunScope {
+  return {
+    runId: run.runId,
+    sessionId: run.sessionId,
+    userId: run.userId,
+    signal: live.signal,
+    state: run.toolState,
+    emit: (event) => live.emit({ ...event, step: run.steps }),
+  };
+}

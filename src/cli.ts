@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+/** The command line: `glassbox run`, `glassbox tools`, `glassbox chat`. */
+import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline/promises";
+import { parseArgs } from "node:util";
+import { createTerminalRenderer, startTerminalChat, terminalApprovalGate, type ApproveMode } from "./adapters/terminal.js";
+import { runAgent, type RunResult } from "./agent/loop.js";
+import { loadConfig } from "./config.js";
+import { createAgentConfig, loadRegistry } from "./setup.js";
+
+const USAGE = `Usage:
+  glassbox run "<task>" [--tools module.mjs]... [--session ID] [--max-steps N] [--approve yes|no|ask] [--json]
+  glassbox tools [--tools module.mjs]... [--json]
+  glassbox chat [--tools module.mjs]... [--session ID]
+
+The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL (see the README).`;
+
+const EXIT_CODES: Record<RunResult["stopReason"], number> = { final: 0, max_steps: 0, awaiting_approval: 0, cancelled: 130, error: 1 };
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      tools: { type: "string", multiple: true, default: [] },
+      session: { type: "string" },
+      "max-steps": { type: "string" },
+      approve: { type: "string", default: "ask" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  const config = loadConfig();
+  const sessionId = `cli:${values.session ?? randomUUID()}`;
+
+  if (command === "tools") {
+    const registry = await loadRegistry(config, values.tools);
+    const tools = registry.list().map(({ definition }) => ({
+      name: definition.name,
+      description: definition.description,
+      dangerous: definition.dangerous === true,
+      parameters: definition.parameters,
+    }));
+    if (values.json) process.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
+    else for (const tool of tools) process.stdout.write(`${tool.name}${tool.dangerous ? " (dangerous: needs approval)" : ""}\n  ${tool.description}\n  parameters: ${JSON.stringify(tool.parameters)}\n`);
+    return 0;
+  }
+
+  if (command === "chat") {
+    const agent = await createAgentConfig(config, { toolModules: values.tools });
+    await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId });
+    return 0;
+  }
+
+  if (command === "run") {
+    const task = positionals.join(" ").trim();
+    if (!task) throw new UsageError('Give the task in quotes: glassbox run "what is 2+2?"');
+    const approveMode = values.approve;
+    if (approveMode !== "yes" && approveMode !== "no" && approveMode !== "ask") throw new UsageError("--approve takes yes, no or ask.");
+    const maxSteps = values["max-steps"] === undefined ? undefined : Number(values["max-steps"]);
+    if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0)) throw new UsageError("--max-steps takes a whole number above 0.");
+    return runOnce(task, { approveMode, maxSteps, json: values.json, sessionId, toolModules: values.tools, config });
+  }
+
+  process.stdout.write(`${USAGE}\n`);
+  return command === undefined || command === "help" || command === "--help" ? 0 : 2;
+}
+
+async function runOnce(
+  task: string,
+  options: { approveMode: ApproveMode; maxSteps?: number; json: boolean; sessionId: string; toolModules: string[]; config: ReturnType<typeof loadConfig> },
+): Promise<number> {
+  // Prompts go to stderr, so stdout stays the answer (or the one JSON object).
+  const prompt = process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stderr }) : undefined;
+  const approve = terminalApprovalGate(options.approveMode, prompt && ((question) => prompt.question(question)));
+  const agent = await createAgentConfig(options.config, { toolModules: options.toolModules, approve, maxSteps: options.maxSteps });
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort());
+  const renderer = createTerminalRenderer(process.stdout, process.stderr);
+
+  const result = await runAgent(agent, {
+    input: task,
+    sessionId: options.sessionId,
+    userId: "cli",
+    signal: controller.signal,
+    onEvent: options.json ? undefined : (event) => renderer.render(event),
+  });
+  prompt?.close();
+
+  if (options.json) {
+    const { output, stopReason, steps, usage, toolCalls } = result;
+    process.stdout.write(`${JSON.stringify({ output, stopReason, steps, usage, toolCalls })}\n`);
+  } else if (result.stopReason === "error") {
+    process.stderr.write(`${result.output}\n`);
+  } else {
+    process.stdout.write(renderer.printedAnswer && result.stopReason === "final" ? "\n" : `${result.output}\n`);
+  }
+  return EXIT_CODES[result.stopReason];
+}
+
+class UsageError extends Error {}
+
+/** Every failure a person sees is one sentence; a stack trace helps nobody here. */
+export function reportFailure(error: unknown): number {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`glassbox: ${message}\n`);
+  if (error instanceof UsageError || (error as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+// Piped into `head` and the like: a closed stdout is a normal end, not a crash.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.exitCode = reportFailure(error);
+  },
+);

@@ -1,0 +1,66 @@
+/**
+ * Configuration from the environment (see the table in the README). Reading it never throws for a
+ * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
+ */
+import { configurationError } from "./agent/errors.js";
+import type { ToolMode } from "./agent/llm.js";
+
+export interface GlassboxConfig {
+  model: {
+    baseURL?: string;
+    apiKey?: string;
+    model: string;
+    toolMode: ToolMode;
+    stream: boolean;
+    timeoutMs: number;
+  };
+  /** Extra tool modules (paths or package names), from GLASSBOX_TOOLS. */
+  toolModules: string[];
+  maxSteps: number;
+  toolTimeoutMs: number;
+  maxResultChars: number;
+  systemPrompt?: string;
+  shopDatabasePath: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
+  const toolMode = env.GLASSBOX_TOOL_MODE ?? "auto";
+  if (toolMode !== "auto" && toolMode !== "native" && toolMode !== "text") {
+    throw configurationError(`GLASSBOX_TOOL_MODE is '${toolMode}'; set it to auto, native or text.`);
+  }
+  return {
+    model: {
+      baseURL: nonEmpty(env.OPENAI_BASE_URL),
+      apiKey: nonEmpty(env.OPENAI_API_KEY),
+      model: nonEmpty(env.LLM_MODEL) ?? "gpt-4o-mini",
+      toolMode,
+      stream: env.GLASSBOX_STREAM !== "false",
+      timeoutMs: positiveNumber(env, "GLASSBOX_MODEL_TIMEOUT_MS", 60_000),
+    },
+    toolModules: (env.GLASSBOX_TOOLS ?? "").split(",").map((part) => part.trim()).filter(Boolean),
+    maxSteps: positiveNumber(env, "GLASSBOX_MAX_STEPS", 8),
+    toolTimeoutMs: positiveNumber(env, "GLASSBOX_TOOL_TIMEOUT_MS", 10_000),
+    maxResultChars: positiveNumber(env, "GLASSBOX_MAX_RESULT_CHARS", 4_000),
+    systemPrompt: nonEmpty(env.GLASSBOX_SYSTEM_PROMPT),
+    shopDatabasePath: nonEmpty(env.GLASSBOX_SHOP_DB) ?? "data/shop.db",
+  };
+}
+
+/** A model needs a key, or a base URL for a local server that needs none. */
+export function assertModelConfigured(config: GlassboxConfig): void {
+  if (!config.model.apiKey && !config.model.baseURL) {
+    throw configurationError("No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.");
+  }
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
+}
+
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw configurationError(`${name} is '${text}'; set it to a positive number.`);
+  return value;
+}
