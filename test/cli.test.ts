@@ -1,0 +1,156 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+
+// The real command line, in a child process, against the scripted model server.
+let server: ScriptedModelServer;
+const dataDir = mkdtempSync(join(tmpdir(), "glassbox-cli-"));
+
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+interface CliOutcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function glassbox(args: string[], env: Record<string, string> = {}): Promise<CliOutcome> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", ...args],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          OPENAI_BASE_URL: server.url,
+          LLM_MODEL: "scripted-model",
+          GLASSBOX_SHOP_DB: join(dataDir, "shop.db"),
+          ...env,
+        },
+      },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe("glassbox run --json", () => {
+  it("prints exactly one JSON object with output, stopReason, steps, usage and toolCalls", async () => {
+    server.setScript([
+      { toolCalls: [{ name: "check_stock", arguments: "{fruit: 'apple'}" }], usage: { promptTokens: 100, completionTokens: 10 } },
+      { content: "There are 12 apples.", usage: { promptTokens: 150, completionTokens: 8 } },
+    ]);
+    const { code, stdout } = await glassbox(["run", "How many apples?", "--tools", "examples/tools.mjs", "--json"]);
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    const result = JSON.parse(lines[0] ?? "");
+    expect(Object.keys(result).sort()).toEqual(["output", "steps", "stopReason", "toolCalls", "usage"]);
+    expect(result).toMatchObject({
+      output: "There are 12 apples.",
+      stopReason: "final",
+      steps: 2,
+      usage: { promptTokens: 250, completionTokens: 18, totalTokens: 268 },
+      toolCalls: [{ name: "check_stock", arguments: { fruit: "apple" }, status: "success" }],
+    });
+    // The model saw the tool's real result.
+    const toolMessage = server.requests.at(-1)?.body.messages.find((message) => message.role === "tool");
+    expect(JSON.parse(String(toolMessage?.content))).toEqual({ status: "success", data: { fruit: "apple", units: 12 } });
+  });
+
+  it("--approve no denies a dangerous call and reports the error in toolCalls", async () => {
+    server.setScript([{ toolCalls: [{ name: "restock", arguments: '{"fruit":"pear","units":5}' }] }, { content: "I could not restock." }]);
+    const { code, stdout } = await glassbox(["run", "Restock pears", "--tools", "examples/tools.mjs", "--approve", "no", "--json"]);
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.toolCalls).toEqual([
+      { name: "restock", arguments: { fruit: "pear", units: 5 }, status: "error", error: { type: "denied", message: expect.stringContaining("denied by --approve no") } },
+    ]);
+  });
+
+  it("--approve ask without a terminal denies instead of hanging", async () => {
+    server.setScript([{ toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"test"}' }] }, { content: "Not cancelled." }]);
+    const { stdout } = await glassbox(["run", "Cancel my order", "--json"]);
+    const result = JSON.parse(stdout);
+    expect(result.toolCalls[0].error).toMatchObject({ type: "denied", message: expect.stringContaining("no terminal") });
+  });
+
+  it("--approve yes runs a dangerous built-in tool against the demo shop", async () => {
+    server.setScript([{ toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}' }] }, { content: "Cancelled." }]);
+    const { stdout } = await glassbox(["run", "Cancel order 20240410003", "--approve", "yes", "--json"]);
+    const result = JSON.parse(stdout);
+    expect(result.toolCalls[0]).toMatchObject({ name: "cancel_order", status: "success" });
+    server.setScript([{ toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240410003"}' }] }, { content: "done" }]);
+    await glassbox(["run", "status?", "--json"]);
+    const status = server.requests.at(-1)?.body.messages.find((message) => message.role === "tool");
+    expect(JSON.parse(String(status?.content)).data.status).toBe("cancelled");
+  });
+
+  it("--max-steps bounds the run and ends with a stage conclusion", async () => {
+    let n = 0;
+    server.setScript((request) =>
+      request.tool_choice === "none" ? { content: "Stage conclusion: counted twice." } : { toolCalls: [{ name: "calculator", arguments: JSON.stringify({ expression: `${++n}+1` }) }] },
+    );
+    const { stdout } = await glassbox(["run", "count forever", "--max-steps", "2", "--json"]);
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({ stopReason: "max_steps", output: "Stage conclusion: counted twice.", steps: 3 });
+    expect(result.toolCalls).toHaveLength(2);
+  });
+});
+
+describe("glassbox, for a person", () => {
+  it("streams the answer to stdout and tool activity to stderr", async () => {
+    server.setScript([{ toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] }, { content: "The answer is 42." }]);
+    const { code, stdout, stderr } = await glassbox(["run", "6 times 7?"]);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe("The answer is 42.");
+    expect(stderr).toContain("calling calculator(expression: 6*7)");
+  });
+
+  it("says in one sentence what to set when no model is configured", async () => {
+    const { code, stderr } = await glassbox(["run", "hello"], { OPENAI_BASE_URL: "" });
+    expect(code).toBe(2);
+    expect(stderr.trim()).toBe("glassbox: No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.");
+  });
+
+  it("says what is wrong with a bad option value", async () => {
+    const { code, stderr } = await glassbox(["run", "hello", "--approve", "maybe"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("--approve takes yes, no or ask.");
+  });
+
+  it("reports a model that cannot be reached as an error with exit code 1", async () => {
+    const { code, stderr } = await glassbox(["run", "hello"], { OPENAI_BASE_URL: "http://127.0.0.1:9/v1", GLASSBOX_MODEL_TIMEOUT_MS: "2000" });
+    expect(code).toBe(1);
+    expect(stderr).toContain("I can't reach the model server at http://127.0.0.1:9/v1; check OPENAI_BASE_URL");
+  });
+
+  it("rejects a tool module that does not export an array", async () => {
+    const { code, stderr } = await glassbox(["tools", "--tools", "package.json"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("must default-export an array of tool definitions");
+  });
+});
+
+describe("glassbox tools", () => {
+  it("lists built-in and module tools with their schemas", async () => {
+    const { code, stdout } = await glassbox(["tools", "--tools", "examples/tools.mjs", "--json"]);
+    expect(code).toBe(0);
+    const tools = JSON.parse(stdout) as Array<{ name: string; dangerous: boolean; parameters: { type: string } }>;
+    expect(tools.map((tool) => tool.name)).toEqual(["current_time", "calculator", "get_order_status", "cancel_order", "send_message", "check_stock", "restock"]);
+    expect(tools.find((tool) => tool.name === "restock")?.dangerous).toBe(true);
+    expect(tools.every((tool) => tool.parameters.type === "object")).toBe(true);
+  });
+
+  it("GLASSBOX_TOOLS adds modules too", async () => {
+    const { stdout } = await glassbox(["tools", "--json"], { GLASSBOX_TOOLS: "examples/tools.mjs" });
+    expect(JSON.parse(stdout).map((tool: { name: string }) => tool.name)).toContain("check_stock");
+  });
+});
