@@ -40,19 +40,33 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** jsonrepair fixes quotes, commas, comments, fences and truncation; chatter around the object is cut first. */
+/**
+ * jsonrepair fixes quotes, commas, comments, fences and truncation. When the whole text does not
+ * repair into an object, the object inside it is tried: jsonrepair reads chatter on lines of its
+ * own as newline-delimited JSON and returns an array like ["Here you go:", {...}].
+ */
 function repairJson(text: string, repairs: string[]): unknown {
-  for (const candidate of [text, outermostObject(text)]) {
-    if (candidate === undefined) continue;
-    try {
-      const value = JSON.parse(jsonrepair(candidate));
-      repairs.push(candidate === text ? "repaired malformed JSON" : "extracted the JSON object from surrounding text and repaired it");
-      return value;
-    } catch {
-      // try the next candidate
-    }
+  const whole = tryRepair(text);
+  if (isPlainObject(whole)) {
+    repairs.push("repaired malformed JSON");
+    return whole;
   }
-  return undefined;
+  const object = outermostObject(text);
+  const extracted = object !== undefined && object !== text ? tryRepair(object) : undefined;
+  if (isPlainObject(extracted)) {
+    repairs.push("extracted the JSON object from surrounding text and repaired it");
+    return extracted;
+  }
+  if (whole !== undefined) repairs.push("repaired malformed JSON");
+  return whole;
+}
+
+function tryRepair(text: string): unknown {
+  try {
+    return JSON.parse(jsonrepair(text));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The text from the first "{" to the last "}" (or to the end, for a truncated object). */

@@ -39,7 +39,8 @@ export class ToolDefinitionError extends Error {
 }
 
 export function createToolRegistry(tools: AnyTool[]): ToolRegistry {
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
+  // verbose puts the offending value on each error, so a message can say what the model sent.
+  const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
   addFormats(ajv);
   const byName = new Map<string, RegisteredTool>();
   for (const tool of tools) {
@@ -157,7 +158,8 @@ function coerceValue(value: unknown, wanted: string[]): unknown {
     const text = value.trim();
     if ((wanted.includes("number") || wanted.includes("integer")) && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text)) {
       const number = Number(text);
-      if (wanted.includes("number") || Number.isInteger(number)) return number;
+      // "1e999" would become Infinity and a long integer would lose digits: both change the value.
+      if (wanted.includes("number") ? Number.isFinite(number) : Number.isSafeInteger(number)) return number;
     }
     if (wanted.includes("boolean") && (text === "true" || text === "false")) return text === "true";
   }
@@ -196,10 +198,17 @@ function describeShape(schema: Record<string, unknown>): string {
   const properties = isPlainObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const fields = Object.entries(properties).map(([name, property]) => {
-    const type = isPlainObject(property) && property.type !== undefined ? String(property.type) : "any";
-    return `"${name}": ${type}${required.has(name) ? " (required)" : ""}`;
+    return `"${name}": ${describeType(property)}${required.has(name) ? " (required)" : ""}`;
   });
   return `{${fields.join(", ")}}`;
+}
+
+/** `string`, `string | null`, or the allowed values of an enum: `"email" | "sms"`. */
+function describeType(property: unknown): string {
+  if (!isPlainObject(property)) return "any";
+  if (Array.isArray(property.enum)) return property.enum.map((value) => JSON.stringify(value)).join(" | ");
+  if (Array.isArray(property.type)) return property.type.join(" | ");
+  return property.type !== undefined ? String(property.type) : "any";
 }
 
 function pointerName(instancePath: string): string {
