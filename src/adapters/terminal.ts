@@ -2,7 +2,7 @@
  * The terminal adapter: renders agent events on a terminal, asks approvals at a prompt, and runs an
  * interactive chat on the same loop the chat platforms use.
  */
-import { createInterface, type Interface } from "node:readline/promises";
+import { createInterface } from "node:readline/promises";
 import type { AgentEvent } from "../agent/events.js";
 import { runAgent, type AgentConfig } from "../agent/loop.js";
 import type { Message } from "../agent/types.js";
@@ -50,15 +50,21 @@ export function createTerminalRenderer(out: NodeJS.WritableStream, log: NodeJS.W
 /** A chat in the terminal: each line is a turn; the conversation is kept until /reset. */
 export async function startTerminalChat(agent: AgentConfig, io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string }): Promise<void> {
   const terminal = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) });
-  const gate = terminalApprovalGate("ask", (question) => terminal.question(question));
+  // One reader for turns and approval answers alike; it buffers lines that arrive early (pasted or piped).
+  const lines = terminal[Symbol.asyncIterator]();
+  const readLine = async (prompt: string) => {
+    io.output.write(prompt);
+    const next = await lines.next();
+    return next.done ? undefined : next.value;
+  };
+  const gate = terminalApprovalGate("ask", async (question) => (await readLine(question)) ?? "");
   let history: Message[] = [];
   let running: AbortController | undefined;
   terminal.on("SIGINT", () => (running ? running.abort() : terminal.close()));
   io.output.write("glassbox: type a message, /reset to start over, /exit to quit.\n");
 
-  for await (const line of readLines(terminal)) {
+  for (let line = await readLine("> "); line !== undefined && line.trim() !== "/exit"; line = await readLine("> ")) {
     const input = line.trim();
-    if (input === "/exit") break;
     if (input === "/reset") {
       history = [];
       io.output.write("(new conversation)\n");
@@ -89,14 +95,4 @@ export async function startTerminalChat(agent: AgentConfig, io: { input: NodeJS.
     if (result.stopReason !== "error") history = [...history, ...added];
   }
   terminal.close();
-}
-
-async function* readLines(terminal: Interface): AsyncGenerator<string> {
-  while (true) {
-    try {
-      yield await terminal.question("> ");
-    } catch {
-      return; // closed (Ctrl-D or Ctrl-C at the prompt)
-    }
-  }
 }
