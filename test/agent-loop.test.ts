@@ -22,7 +22,7 @@ import {
 afterEach(closeServers);
 
 const envelopeOf = (content: string | undefined): ToolEnvelope => JSON.parse(content ?? "null") as ToolEnvelope;
-const toolMessages = (messages: Array<{ role: string }>) => messages.filter((message) => message.role === "tool");
+const toolMessages = <M extends { role: string }>(messages: M[]) => messages.filter((message) => message.role === "tool");
 const kinds = (events: AgentEvent[]) => events.map((event) => event.type).filter((type) => type !== "model_delta");
 
 describe.each([
@@ -164,6 +164,23 @@ describe.each([
   });
 });
 
+describe("runAgent: context", () => {
+  it("sends the system prompt, then the earlier turns, then the new input", async () => {
+    const server = await startServer({ script: [{ content: "You asked about refunds." }] });
+    const history = [
+      { role: "user" as const, content: "Can you refund A-1?" },
+      { role: "assistant" as const, content: "Refund requested." },
+    ];
+    await runAgent({ model: modelFor(server), tools: createToolRegistry([calculator]), systemPrompt: "Be brief." }, { input: "What did I ask?", history });
+    expect(sentMessages(server, 0)).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Can you refund A-1?" },
+      { role: "assistant", content: "Refund requested." },
+      { role: "user", content: "What did I ask?" },
+    ]);
+  });
+});
+
 describe("runAgent: tool calls the model gets wrong", () => {
   it("repairs broken arguments in a streamed tool call before the tool runs", async () => {
     const lookup = recordingTool("lookup_order", (args) => ({ order: args.order_id, status: "shipped" }), {
@@ -289,6 +306,20 @@ describe("runAgent / resumeAgent: approvals", () => {
     expect(result).toMatchObject({ stopReason: "final", output: "I could not refund it." });
   });
 
+  it("runs a dangerous call at once when the gate approves it, after an approval_requested event", async () => {
+    const refund = recordingTool("refund_order", () => "refunded", { dangerous: true, parameters: refundSchema });
+    const server = await startServer({ script: [{ toolCalls: [call("refund_order", { order_id: "A-1", amount: 5 }, "call_refund")] }, { content: "Refunded." }] });
+    const { events, onEvent } = recordEvents();
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([refund.tool]), approve: async (request) => ({ approved: true, by: "policy", argumentsHash: request.argumentsHash }) },
+      { input: "refund A-1", onEvent },
+    );
+
+    expect(result).toMatchObject({ stopReason: "final", output: "Refunded." });
+    expect(refund.calls).toHaveLength(1);
+    expect(kinds(events).filter((type) => type.startsWith("tool_") || type === "approval_requested")).toEqual(["approval_requested", "tool_start", "tool_end"]);
+  });
+
   async function pausedRun() {
     const refund = recordingTool("refund_order", (args) => ({ refunded: args.amount }), { dangerous: true, parameters: refundSchema });
     const lookup = recordingTool("lookup_order", (args) => ({ order: args.order_id, total: 40 }));
@@ -353,6 +384,43 @@ describe("runAgent / resumeAgent: approvals", () => {
     expect(resumed.toolCalls.map((summary) => summary.name)).toEqual(["refund_order", "lookup_order"]);
     expect(kinds(events).slice(0, 3)).toEqual(["run_resumed", "tool_start", "tool_end"]);
     expect(events.at(-1)?.type).toBe("run_end");
+  });
+
+  it("waits for each dangerous call's own decision, pausing again until all are decided", async () => {
+    const refund = recordingTool("refund_order", (args) => ({ refunded: args.order_id }), { dangerous: true, parameters: refundSchema });
+    const server = await startServer({
+      script: [
+        { toolCalls: [call("refund_order", { order_id: "A-1", amount: 1 }, "call_1"), call("refund_order", { order_id: "A-2", amount: 2 }, "call_2")] },
+        { content: "A-1 refunded, A-2 refused." },
+      ],
+    });
+    const asked: ApprovalRequest[] = [];
+    const config: AgentConfig = {
+      model: modelFor(server),
+      tools: createToolRegistry([refund.tool]),
+      approve: async (request) => {
+        asked.push(request);
+        return "pending";
+      },
+    };
+    const first = await runAgent(config, { input: "refund both" });
+    expect(asked.map((request) => request.toolCallId)).toEqual(["call_1", "call_2"]);
+    const hashOf = (id: string) => asked.find((request) => request.toolCallId === id)?.argumentsHash ?? "";
+
+    const roundTrip = (paused: PausedRun | undefined) => JSON.parse(JSON.stringify(paused)) as PausedRun;
+    const second = await resumeAgent(config, roundTrip(first.paused), { call_1: { approved: true, by: "U1", argumentsHash: hashOf("call_1") } });
+    expect(second.stopReason).toBe("awaiting_approval");
+    expect(second.paused?.pending.map((pending) => pending.call.id)).toEqual(["call_2"]);
+    expect(refund.calls.map((recorded) => recorded.args.order_id)).toEqual(["A-1"]);
+    expect(server.requests).toHaveLength(1);
+
+    const third = await resumeAgent(config, roundTrip(second.paused), { call_2: { approved: false, by: "U1", argumentsHash: hashOf("call_2") } });
+    expect(third).toMatchObject({ stopReason: "final", output: "A-1 refunded, A-2 refused." });
+    expect(refund.calls).toHaveLength(1);
+    const tools = toolMessages(sentMessages(server, 1));
+    expect(tools.map((message) => message.tool_call_id)).toEqual(["call_1", "call_2"]);
+    expect(tools.map((message) => envelopeOf(textOf(message)).status)).toEqual(["success", "error"]);
+    expect(third.toolCalls.map((summary) => summary.status)).toEqual(["success", "error"]);
   });
 
   it("resumes with a denial: the dangerous call does not run and the model gets denied", async () => {

@@ -46,6 +46,10 @@ export function describeModelError(error: unknown, where: { baseURL: string; mod
     if (status === 401 || status === 403) {
       return new GlassboxError("model_auth", `The model server rejected the API key (HTTP ${status}); set OPENAI_API_KEY to a valid key.`, status, cause);
     }
+    // A 404 that names the model means LLM_MODEL; any other 404 means a wrong address (often a missing /v1).
+    if (status === 404 && error.code !== "model_not_found" && !/model/i.test(detail)) {
+      return new GlassboxError("model_unreachable", `The server at ${where.baseURL} has no chat completions endpoint (HTTP 404); check OPENAI_BASE_URL (it usually ends in /v1).`, status, cause);
+    }
     if (status === 404) {
       return new GlassboxError("model_not_found", `The model '${where.model}' was not found at ${where.baseURL} (HTTP 404); set LLM_MODEL to a model that server offers.`, status, cause);
     }

@@ -51,7 +51,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     };
     try {
       if (options.stream === false || !request.onDelta) {
-        const completion = await client.chat.completions.create({ ...params, stream: false }, { signal: request.signal });
+        const completion = await untilAborted(client.chat.completions.create({ ...params, stream: false }, { signal: request.signal }), request.signal);
         const choice = completion.choices[0];
         return {
           content: choice?.message.content ?? null,
@@ -63,11 +63,14 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
           model: completion.model,
         };
       }
-      const stream = await client.chat.completions.create(
-        { ...params, stream: true, stream_options: { include_usage: true } },
-        { signal: request.signal },
+      const stream = await untilAborted(
+        client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: request.signal }),
+        request.signal,
       );
-      return await collectStream(stream, request.onDelta);
+      const response = await collectStream(stream, request.onDelta);
+      // The SDK ends a stream quietly when it is aborted: what arrived is a cut-off answer, not a reply.
+      if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
+      return response;
     } catch (error) {
       throw describeModelError(error, where);
     }
@@ -78,9 +81,10 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     const messages = toTextProtocol(request.messages, tools);
     const quiet = { ...request, onDelta: undefined };
     let response = await send(messages, quiet, false);
-    if (tools.length === 0) return answered(response, response.content ?? "", request);
     const nextId = () => `call_text_${++textCallCount}`;
     let decision = parseTextDecision(response.content ?? "", nextId);
+    // Without tools (the stage conclusion) only an answer counts; the model still wraps it in JSON.
+    if (tools.length === 0) return answered(response, decision.kind === "answer" ? decision.text : (response.content ?? ""), request);
     if (decision.kind === "unreadable") {
       // One second chance: show the model its reply and ask for valid JSON.
       const retry = await send([...messages, { role: "assistant", content: response.content ?? "" }, { role: "user", content: REEMIT_REQUEST }], quiet, false);
@@ -110,17 +114,36 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   };
 }
 
-/** Servers without function calling answer a request with `tools` with a 400 that mentions tools. */
+/**
+ * Servers without function calling answer a request with `tools` with a 400 that mentions tools.
+ * A 400 about the conversation itself (a `tool` message without its `tool_calls`) also mentions
+ * them, but switching that server to the text protocol for good would be wrong.
+ */
 function rejectsTools(error: unknown): boolean {
   const status = (error as { status?: number }).status;
   const cause = (error as { cause?: unknown }).cause;
   const text = cause instanceof Error ? cause.message : String(error);
-  return (status === 400 || status === 422) && /tool/i.test(text);
+  const aboutMessages = /messages|tool_call_id|role '?tool/i.test(text);
+  return (status === 400 || status === 422) && /tool/i.test(text) && !aboutMessages;
 }
 
 function answered(response: ModelResponse, text: string, request: ModelRequest): ModelResponse {
   if (text) request.onDelta?.(text);
   return { ...response, content: text, toolCalls: [], finishReason: "stop" };
+}
+
+/**
+ * The SDK sleeps through a retry wait (Retry-After may ask for up to a minute) without watching the
+ * signal, so a cancelled run would sit out the wait. This rejects the moment the signal fires.
+ */
+function untilAborted<T>(promise: PromiseLike<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return Promise.resolve(promise);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new OpenAI.APIUserAbortError());
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).then(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** Joins streamed chunks: text deltas go out as they come; tool-call fragments are joined by index. */

@@ -183,6 +183,8 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
     });
     run.usage = addUsage(run.usage, response.usage);
     live.emit({ type: "model_end", runId: run.runId, step, response, latencyMs: performance.now() - started });
+    // A reply that lands after the run was cancelled is dropped, so none of its tool calls start.
+    if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
     return response;
   } catch (error) {
     if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");

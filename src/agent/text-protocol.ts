@@ -33,6 +33,9 @@ export function toTextProtocol(messages: Message[], tools: ToolSpec[]): Message[
 }
 
 function toolInstructions(tools: ToolSpec[]): string {
+  const results = "Tool results come back in messages that start with 'Result of tool call'.";
+  // No tools on offer (the stage conclusion): an answer is the only decision left.
+  if (tools.length === 0) return ['Do not call any tools now. Reply with exactly one JSON object and nothing else: {"answer": "<your answer>"}', results].join("\n");
   const list = tools
     .map(({ function: tool }) => `- ${tool.name}: ${tool.description}\n  arguments (JSON Schema): ${JSON.stringify(tool.parameters)}`)
     .join("\n");
@@ -43,7 +46,7 @@ function toolInstructions(tools: ToolSpec[]): string {
     "Reply with exactly one JSON object and nothing else:",
     '- to call tools: {"tool_calls": [{"name": "<tool name>", "arguments": {<arguments>}}]}',
     '- to answer the user: {"answer": "<your answer>"}',
-    "Tool results come back in messages that start with 'Result of tool call'.",
+    results,
   ].join("\n");
 }
 
