@@ -14,6 +14,8 @@ export interface Benchmark {
 }
 
 export interface BenchmarkReport {
+  /** How the figures were taken, printed under the title. */
+  notes: string[];
   rows: Row[];
   targets: Target[];
   /** Everything worth keeping, written as JSON. */
@@ -49,10 +51,10 @@ export function statsOf(runs: number[]): Stats {
   return { median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number, runs };
 }
 
-/** Three significant digits, without exponents. */
+/** Three significant digits ("1.00", "0.0123", "1230"), never an exponent. */
 export function sig3(value: number): string {
   if (!Number.isFinite(value)) return String(value);
-  return String(Number(value.toPrecision(3)));
+  return Math.abs(value) >= 1000 ? String(Number(value.toPrecision(3))) : value.toPrecision(3);
 }
 
 // A full collection between runs keeps one run's garbage from being paid for by the next.
@@ -73,5 +75,5 @@ export function formatReport(title: string, report: BenchmarkReport): string {
   const line = (values: string[]) =>
     "  " + values.map((value, column) => (column === 0 || column === 4 ? value.padEnd(widths[column] ?? 0) : value.padStart(widths[column] ?? 0))).join("  ").trimEnd();
   const targets = report.targets.map((target) => `  ${target.pass ? "PASS" : "FAIL"}  ${target.label}: ${target.detail}`);
-  return [title, line(header), ...cells.map(line), "", ...targets].join("\n");
+  return [title, ...report.notes.map((note) => `  (${note})`), line(header), ...cells.map(line), "", ...targets].join("\n");
 }

@@ -4,7 +4,7 @@
  * exit code is 0 unless a benchmark itself breaks.
  */
 import { mkdir, writeFile } from "node:fs/promises";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import type { Benchmark } from "./measure.js";
 import { formatReport } from "./measure.js";
 
@@ -12,8 +12,9 @@ import { formatReport } from "./measure.js";
 const BENCHMARKS = ["./agent-core.js"];
 
 const resultsDirectory = new URL("./results/", import.meta.url);
-const machine = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length };
-console.log(`glassbox bench — node ${machine.node}, ${machine.cpu}, ${machine.cores} cores\n`);
+const machine = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, loadAverage: loadavg()[0] ?? 0 };
+// The load average says how busy the machine was: figures from a busy machine are noisier.
+console.log(`glassbox bench — node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, load average ${machine.loadAverage.toFixed(2)}\n`);
 
 let failedTargets = 0;
 let broken = 0;
