@@ -1,19 +1,24 @@
 #!/usr/bin/env node
-/** The command line: `glassbox run`, `glassbox tools`, `glassbox chat`. */
+/** The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`. */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { createTerminalRenderer, startTerminalChat, terminalApprovalGate, type ApproveMode } from "./adapters/terminal.js";
-import { runAgent, type RunResult } from "./agent/loop.js";
+import { runAgent, type AgentConfig, type RunResult } from "./agent/loop.js";
+import { openStore } from "./agent/store.js";
 import { loadConfig } from "./config.js";
+import { createLogger } from "./logger.js";
 import { createAgentConfig, loadRegistry } from "./setup.js";
 
 const USAGE = `Usage:
   glassbox run "<task>" [--tools module.mjs]... [--session ID] [--max-steps N] [--approve yes|no|ask] [--json]
-  glassbox tools [--tools module.mjs]... [--json]
   glassbox chat [--tools module.mjs]... [--session ID]
+  glassbox tools [--tools module.mjs]... [--json]
+  glassbox sessions [--json]
+  glassbox reset --session ID
 
-The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL (see the README).`;
+The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
+GLASSBOX_DB (see the README). A session ID without a ':' is a command-line session (cli:ID).`;
 
 const EXIT_CODES: Record<RunResult["stopReason"], number> = { final: 0, max_steps: 0, awaiting_approval: 0, cancelled: 130, error: 1 };
 
@@ -31,63 +36,89 @@ export async function main(argv: string[]): Promise<number> {
     },
   });
   const config = loadConfig();
-  const sessionId = `cli:${values.session ?? randomUUID()}`;
+  const log = createLogger({ level: "warn" });
+  const sessionId = sessionKey(values.session ?? randomUUID());
 
-  if (command === "tools") {
-    const registry = await loadRegistry(config, values.tools);
-    const tools = registry.list().map(({ definition }) => ({
-      name: definition.name,
-      description: definition.description,
-      dangerous: definition.dangerous === true,
-      parameters: definition.parameters,
-    }));
-    if (values.json) process.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
-    else for (const tool of tools) process.stdout.write(`${tool.name}${tool.dangerous ? " (dangerous: needs approval)" : ""}\n  ${tool.description}\n  parameters: ${JSON.stringify(tool.parameters)}\n`);
-    return 0;
+  switch (command) {
+    case "run": {
+      const task = positionals.join(" ").trim();
+      if (!task) throw new UsageError('Give the task in quotes: glassbox run "what is 2+2?"');
+      const approveMode = values.approve;
+      if (approveMode !== "yes" && approveMode !== "no" && approveMode !== "ask") throw new UsageError("--approve takes yes, no or ask.");
+      const maxSteps = values["max-steps"] === undefined ? undefined : Number(values["max-steps"]);
+      if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0)) throw new UsageError("--max-steps takes a whole number above 0.");
+      // Prompts go to stderr, so stdout stays the answer (or the one JSON object).
+      const prompt = process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stderr }) : undefined;
+      const approve = terminalApprovalGate(approveMode, prompt && ((question) => prompt.question(question)));
+      const agent = await createAgentConfig(config, log, { toolModules: values.tools, approve, maxSteps });
+      try {
+        return await runOnce(agent, task, sessionId, values.json);
+      } finally {
+        prompt?.close();
+        agent.store.close();
+      }
+    }
+    case "chat": {
+      const agent = await createAgentConfig(config, log, { toolModules: values.tools });
+      await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.store.resetSession(sessionId) });
+      agent.store.close();
+      return 0;
+    }
+    case "tools": {
+      const store = openStore(config.databasePath);
+      const registry = await loadRegistry(config, values.tools, store);
+      store.close();
+      const tools = registry.list().map(({ definition }) => ({
+        name: definition.name,
+        description: definition.description,
+        dangerous: definition.dangerous === true,
+        parameters: definition.parameters,
+      }));
+      if (values.json) process.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
+      else for (const tool of tools) process.stdout.write(`${tool.name}${tool.dangerous ? " (dangerous: needs approval)" : ""}\n  ${tool.description}\n  parameters: ${JSON.stringify(tool.parameters)}\n`);
+      return 0;
+    }
+    case "sessions": {
+      const store = openStore(config.databasePath);
+      const sessions = store.listSessions();
+      store.close();
+      if (values.json) process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+      else if (sessions.length === 0) process.stdout.write("No sessions yet.\n");
+      else for (const session of sessions) process.stdout.write(`${session.id}  ${session.messageCount} messages  ${session.tokens} tokens  ${session.runCount} runs  last ${session.lastActivity}\n`);
+      return 0;
+    }
+    case "reset": {
+      if (!values.session) throw new UsageError("Name the session to reset: glassbox reset --session ID");
+      const store = openStore(config.databasePath);
+      const found = store.resetSession(sessionId);
+      store.close();
+      process.stdout.write(found ? `Session ${sessionId} starts afresh; its earlier messages are kept but no longer shown to the model.\n` : `There is no session ${sessionId}; see glassbox sessions.\n`);
+      return found ? 0 : 1;
+    }
+    default:
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined || command === "help" || command === "--help" ? 0 : 2;
   }
-
-  if (command === "chat") {
-    const agent = await createAgentConfig(config, { toolModules: values.tools });
-    await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId });
-    return 0;
-  }
-
-  if (command === "run") {
-    const task = positionals.join(" ").trim();
-    if (!task) throw new UsageError('Give the task in quotes: glassbox run "what is 2+2?"');
-    const approveMode = values.approve;
-    if (approveMode !== "yes" && approveMode !== "no" && approveMode !== "ask") throw new UsageError("--approve takes yes, no or ask.");
-    const maxSteps = values["max-steps"] === undefined ? undefined : Number(values["max-steps"]);
-    if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0)) throw new UsageError("--max-steps takes a whole number above 0.");
-    return runOnce(task, { approveMode, maxSteps, json: values.json, sessionId, toolModules: values.tools, config });
-  }
-
-  process.stdout.write(`${USAGE}\n`);
-  return command === undefined || command === "help" || command === "--help" ? 0 : 2;
 }
 
-async function runOnce(
-  task: string,
-  options: { approveMode: ApproveMode; maxSteps?: number; json: boolean; sessionId: string; toolModules: string[]; config: ReturnType<typeof loadConfig> },
-): Promise<number> {
-  // Prompts go to stderr, so stdout stays the answer (or the one JSON object).
-  const prompt = process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stderr }) : undefined;
-  const approve = terminalApprovalGate(options.approveMode, prompt && ((question) => prompt.question(question)));
-  const agent = await createAgentConfig(options.config, { toolModules: options.toolModules, approve, maxSteps: options.maxSteps });
+/** Full session keys (slack:..., discord:...) pass through; a bare ID is a command-line session. */
+function sessionKey(id: string): string {
+  return id.includes(":") ? id : `cli:${id}`;
+}
+
+async function runOnce(agent: AgentConfig, task: string, sessionId: string, json: boolean): Promise<number> {
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
   const renderer = createTerminalRenderer(process.stdout, process.stderr);
-
   const result = await runAgent(agent, {
     input: task,
-    sessionId: options.sessionId,
+    sessionId,
     userId: "cli",
     signal: controller.signal,
-    onEvent: options.json ? undefined : (event) => renderer.render(event),
+    onEvent: json ? undefined : (event) => renderer.render(event),
   });
-  prompt?.close();
 
-  if (options.json) {
+  if (json) {
     const { output, stopReason, steps, usage, toolCalls } = result;
     process.stdout.write(`${JSON.stringify({ output, stopReason, steps, usage, toolCalls })}\n`);
   } else if (result.stopReason === "error") {

@@ -21,6 +21,12 @@ export interface GlassboxConfig {
   maxResultChars: number;
   systemPrompt?: string;
   shopDatabasePath: string;
+  /** The SQLite file of sessions, messages, runs, approvals and facts (GLASSBOX_DB). */
+  databasePath: string;
+  /** Most tokens one model request may carry (GLASSBOX_CONTEXT_TOKENS), capped by the model's window. */
+  contextTokens: number;
+  /** Token encoding override (GLASSBOX_ENCODING); by default it follows the model. */
+  encoding?: "o200k_base" | "cl100k_base";
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
@@ -43,6 +49,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     maxResultChars: positiveNumber(env, "GLASSBOX_MAX_RESULT_CHARS", 4_000),
     systemPrompt: nonEmpty(env.GLASSBOX_SYSTEM_PROMPT),
     shopDatabasePath: nonEmpty(env.GLASSBOX_SHOP_DB) ?? "data/shop.db",
+    databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
+    contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
+    encoding: encodingOf(env.GLASSBOX_ENCODING),
   };
 }
 
@@ -51,6 +60,12 @@ export function assertModelConfigured(config: GlassboxConfig): void {
   if (!config.model.apiKey && !config.model.baseURL) {
     throw configurationError("No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.");
   }
+}
+
+function encodingOf(value: string | undefined): GlassboxConfig["encoding"] {
+  const name = nonEmpty(value);
+  if (name === undefined || name === "o200k_base" || name === "cl100k_base") return name;
+  throw configurationError(`GLASSBOX_ENCODING is '${name}'; set it to o200k_base or cl100k_base, or leave it unset.`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

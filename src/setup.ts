@@ -1,31 +1,52 @@
 /** Builds the engine's parts from configuration; every entry point (CLI, chat adapters) uses these. */
 import { createOpenAIModel } from "./agent/llm.js";
 import type { AgentConfig } from "./agent/loop.js";
+import { createMemoryTools } from "./agent/memory-tools.js";
+import { createSqliteMemory } from "./agent/memory.js";
+import { openStore, type Store } from "./agent/store.js";
+import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
 import type { ChatModel } from "./agent/types.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
+import type { Logger } from "./logger.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { loadToolModules } from "./tools/load-modules.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
-import type { ApprovalGate } from "./tools/types.js";
+import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
-/** The built-in tools plus those of GLASSBOX_TOOLS and any extra modules. */
-export async function loadRegistry(config: GlassboxConfig, extraModules: string[] = []): Promise<ToolRegistry> {
+/** The built-in tools (with memory tools when there is a store), plus those of GLASSBOX_TOOLS and any extra modules. */
+export async function loadRegistry(config: GlassboxConfig, extraModules: string[] = [], store?: Store): Promise<ToolRegistry> {
   const extra = await loadToolModules([...config.toolModules, ...extraModules]);
-  return createToolRegistry([...createBuiltinTools({ shopDatabasePath: config.shopDatabasePath }), ...extra]);
+  const memoryTools: AnyTool[] = store ? createMemoryTools(store) : [];
+  return createToolRegistry([...createBuiltinTools({ shopDatabasePath: config.shopDatabasePath }), ...memoryTools, ...extra]);
 }
 
-export function createModel(config: GlassboxConfig): ChatModel {
+export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
   assertModelConfigured(config);
-  return createOpenAIModel({ ...config.model, warn: (message) => console.warn(`glassbox: ${message}`) });
+  return createOpenAIModel({ ...config.model, warn: (message) => log.warn(message) });
 }
 
+/** The agent with SQLite memory: messages committed as they come, context within the token budget. */
 export async function createAgentConfig(
   config: GlassboxConfig,
-  options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number } = {},
-): Promise<AgentConfig> {
+  log: Logger,
+  options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
+): Promise<AgentConfig & { store: Store }> {
+  const model = createModel(config, log);
+  const store = options.store ?? openStore(config.databasePath);
+  const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
+  const window = contextWindowOf(config.model.model);
+  const memory = createSqliteMemory({
+    store,
+    model,
+    counter,
+    budgetTokens: Math.min(config.contextTokens, window ?? Number.POSITIVE_INFINITY),
+    log: log.child({ component: "memory" }),
+  });
   return {
-    model: createModel(config),
-    tools: await loadRegistry(config, options.toolModules),
+    model,
+    tools: await loadRegistry(config, options.toolModules, store),
+    memory,
+    store,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
     approve: options.approve,

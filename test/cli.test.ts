@@ -33,6 +33,7 @@ function glassbox(args: string[], env: Record<string, string> = {}): Promise<Cli
           OPENAI_BASE_URL: server.url,
           LLM_MODEL: "scripted-model",
           GLASSBOX_SHOP_DB: join(dataDir, "shop.db"),
+          GLASSBOX_DB: join(dataDir, "glassbox.db"),
           ...env,
         },
       },
@@ -144,7 +145,7 @@ describe("glassbox tools", () => {
     const { code, stdout } = await glassbox(["tools", "--tools", "examples/tools.mjs", "--json"]);
     expect(code).toBe(0);
     const tools = JSON.parse(stdout) as Array<{ name: string; dangerous: boolean; parameters: { type: string } }>;
-    expect(tools.map((tool) => tool.name)).toEqual(["current_time", "calculator", "get_order_status", "cancel_order", "send_message", "check_stock", "restock"]);
+    expect(tools.map((tool) => tool.name)).toEqual(["current_time", "calculator", "get_order_status", "cancel_order", "send_message", "remember", "forget", "check_stock", "restock"]);
     expect(tools.find((tool) => tool.name === "restock")?.dangerous).toBe(true);
     expect(tools.every((tool) => tool.parameters.type === "object")).toBe(true);
   });

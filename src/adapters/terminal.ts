@@ -47,8 +47,14 @@ export function createTerminalRenderer(out: NodeJS.WritableStream, log: NodeJS.W
   };
 }
 
-/** A chat in the terminal: each line is a turn; the conversation is kept until /reset. */
-export async function startTerminalChat(agent: AgentConfig, io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string }): Promise<void> {
+/**
+ * A chat in the terminal: each line is a turn; the conversation is kept until /reset (in the
+ * agent's memory when it has one, else in this process).
+ */
+export async function startTerminalChat(
+  agent: AgentConfig,
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string; reset?: () => void },
+): Promise<void> {
   const terminal = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) });
   // One reader for turns and approval answers alike; it buffers lines that arrive early (pasted or piped).
   const lines = terminal[Symbol.asyncIterator]();
@@ -67,6 +73,7 @@ export async function startTerminalChat(agent: AgentConfig, io: { input: NodeJS.
     const input = line.trim();
     if (input === "/reset") {
       history = [];
+      io.reset?.();
       io.output.write("(new conversation)\n");
       continue;
     }

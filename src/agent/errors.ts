@@ -13,7 +13,8 @@ export type ErrorCode =
   | "model_rate_limited"
   | "model_unavailable"
   | "model_rejected"
-  | "cancelled";
+  | "cancelled"
+  | "internal"; // a fault inside glassbox itself, such as a store that cannot write
 
 export class GlassboxError extends Error {
   constructor(

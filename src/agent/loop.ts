@@ -17,7 +17,8 @@ import type { ToolRegistry } from "../tools/registry.js";
 import type { ApprovalDecision, ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
 import { GlassboxError, type ErrorCode } from "./errors.js";
 import type { AgentEvent, AgentEventListener } from "./events.js";
-import { addUsage, emptyUsage, type ChatModel, type Message, type ModelResponse, type Usage } from "./types.js";
+import type { Memory } from "./memory.js";
+import { addUsage, emptyUsage, type ChatModel, type Message, type ModelResponse, type ToolSpec, type Usage } from "./types.js";
 
 export interface AgentConfig {
   model: ChatModel;
@@ -30,13 +31,15 @@ export interface AgentConfig {
   toolTimeoutMs?: number;
   maxResultChars?: number;
   toolConcurrency?: number;
+  /** Where messages are committed and the context is built; without it a run sees only `history`. */
+  memory?: Memory;
 }
 
 export interface Task {
   input: string;
   sessionId?: string;
   userId?: string;
-  /** Earlier turns of the conversation, oldest first. */
+  /** Earlier turns of the conversation, oldest first (when the agent has no memory). */
   history?: Message[];
   signal?: AbortSignal;
   onEvent?: AgentEventListener;
@@ -91,6 +94,7 @@ export interface PausedRun extends RunState {
 
 interface Live {
   signal?: AbortSignal;
+  memory?: Memory;
   emit: (event: AgentEvent) => void;
 }
 
@@ -111,10 +115,12 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
     toolState: newToolRunState(),
     lastResults: {},
   };
-  const live = liveOf(task);
-  live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input });
-  addMessage(run, live, { role: "user", content: task.input });
-  return loop(config, run, live);
+  const live = liveOf(task, config.memory);
+  return survive(run, live, async () => {
+    live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input });
+    addMessages(run, live, [{ role: "user", content: task.input }]);
+    return loop(config, run, live);
+  });
 }
 
 /** Continues a paused run with the decisions people made (by tool_call_id). */
@@ -126,13 +132,15 @@ export async function resumeAgent(
 ): Promise<RunResult> {
   const { finished, pending, ...state } = structuredClone(paused);
   const run: RunState = state;
-  const live = liveOf(options);
-  live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions });
-  const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
-  const records = [...finished, ...outcome.records];
-  if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
-  recordToolResults(run, live, records);
-  return loop(config, run, live);
+  const live = liveOf(options, config.memory);
+  return survive(run, live, async () => {
+    live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions });
+    const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
+    const records = [...finished, ...outcome.records];
+    if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
+    recordToolResults(run, live, records);
+    return loop(config, run, live);
+  });
 }
 
 async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
@@ -143,7 +151,7 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
 
     const reply = await callModel(config, run, live, "auto");
     if (reply instanceof GlassboxError) return failed(run, live, reply);
-    addMessage(run, live, { role: "assistant", content: reply.content, ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}) });
+    addMessages(run, live, [{ role: "assistant", content: reply.content, ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}) }]);
     if (reply.toolCalls.length === 0) return finish(run, live, "final", reply.content ?? "");
 
     const outcome = await executeToolCalls(reply.toolCalls, executorOptions(config), scopeOf(run, live));
@@ -154,23 +162,25 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
 
 /** The step limit ends a run with one last call without tools: a stage conclusion, never a throw. */
 async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Live, maxSteps: number): Promise<RunResult> {
-  addNote(run, live, `You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`);
+  addNotes(run, live, [], [`You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`]);
   const reply = await callModel(config, run, live, "none");
   if (reply instanceof GlassboxError) return failed(run, live, reply);
   const output = reply.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
-  addMessage(run, live, { role: "assistant", content: output });
+  addMessages(run, live, [{ role: "assistant", content: output }]);
   return finish(run, live, "max_steps", output);
 }
 
-/** Everything the model sees passes through here. */
-function buildContext(config: AgentConfig, run: RunState): Message[] {
-  return [{ role: "system", content: config.systemPrompt ?? DEFAULT_SYSTEM_PROMPT }, ...run.history, ...run.messages];
+/** Everything the model sees passes through here: memory's budgeted context, or the plain history. */
+async function buildContext(config: AgentConfig, run: RunState, tools: ToolSpec[]): Promise<Message[]> {
+  const systemPrompt = config.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  if (config.memory) return config.memory.context(run, { systemPrompt, tools });
+  return [{ role: "system", content: systemPrompt }, ...run.history, ...run.messages];
 }
 
 async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelResponse | GlassboxError> {
   const step = ++run.steps;
-  const messages = buildContext(config, run);
   const tools = config.tools.specs();
+  const messages = await buildContext(config, run, tools);
   live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length });
   const started = performance.now();
   try {
@@ -199,7 +209,6 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
   const order = assistant?.role === "assistant" ? (assistant.tool_calls ?? []).map((call) => call.id) : [];
   const sorted = [...records].sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
   for (const record of sorted) {
-    addMessage(run, live, { role: "tool", tool_call_id: record.id, content: record.content });
     run.toolCalls.push({
       name: record.name,
       arguments: record.arguments ?? record.rawArguments,
@@ -207,7 +216,8 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
       ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
     });
   }
-  for (const note of guardNotes(run, sorted)) addNote(run, live, note);
+  const results: Message[] = sorted.map((record) => ({ role: "tool", tool_call_id: record.id, content: record.content }));
+  addNotes(run, live, results, guardNotes(run, sorted));
 }
 
 function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
@@ -253,27 +263,46 @@ function finish(run: RunState, live: Live, stopReason: StopReason, output: strin
   return result;
 }
 
-function addMessage(run: RunState, live: Live, message: Message): void {
-  run.messages.push(message);
-  live.emit({ type: "message", runId: run.runId, message });
+/** Messages are committed (one transaction) before the run goes on, then announced. */
+function addMessages(run: RunState, live: Live, messages: Message[]): void {
+  live.memory?.commit(run, messages);
+  run.messages.push(...messages);
+  for (const message of messages) live.emit({ type: "message", runId: run.runId, message });
 }
 
-function addNote(run: RunState, live: Live, text: string): void {
-  addMessage(run, live, { role: "system", content: text });
-  live.emit({ type: "note", runId: run.runId, step: run.steps, text });
+/** Guards speak to the model in system notes, committed with the step's tool results. */
+function addNotes(run: RunState, live: Live, results: Message[], notes: string[]): void {
+  addMessages(run, live, [...results, ...notes.map((text): Message => ({ role: "system", content: text }))]);
+  for (const text of notes) live.emit({ type: "note", runId: run.runId, step: run.steps, text });
 }
 
-function liveOf(task: Pick<Task, "signal" | "onEvent">): Live {
+function liveOf(task: Pick<Task, "signal" | "onEvent">, memory: Memory | undefined): Live {
   const listener = task.onEvent;
-  // A listener that throws must not break the run it watches.
   const emit = (event: AgentEvent) => {
+    memory?.record(event); // a store that cannot write must stop the run, so this may throw
     try {
-      listener?.(event);
+      listener?.(event); // a listener that throws must not break the run it watches
     } catch (error) {
       console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
     }
   };
-  return { signal: task.signal, emit };
+  return { signal: task.signal, memory, emit };
+}
+
+/** The one place a run can fail for a reason outside the model and the tools (a store that cannot write). */
+async function survive(run: RunState, live: Live, body: () => Promise<RunResult>): Promise<RunResult> {
+  try {
+    return await body();
+  } catch (error) {
+    const message = `The run stopped because of an internal error (${error instanceof Error ? error.message : String(error)}); please try again.`;
+    const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: message, stopReason: "error", steps: run.steps, usage: run.usage, toolCalls: run.toolCalls, error: { code: "internal", message } };
+    try {
+      live.emit({ type: "run_end", runId: run.runId, result });
+    } catch {
+      // the store is what failed; the caller still gets the result
+    }
+    return result;
+  }
 }
 
 function executorOptions(config: AgentConfig): ExecutorOptions {

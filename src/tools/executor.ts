@@ -75,6 +75,7 @@ const DEFAULT_MAX_RESULT_CHARS = 4_000;
 const DEFAULT_CONCURRENCY = 4;
 const MAX_TIMEOUTS_PER_TOOL = 2;
 const MAX_IDENTICAL_CALLS = 2;
+const CANCELLED = "The run was cancelled before this call finished.";
 
 export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptions, scope: RunScope): Promise<ToolStepOutcome> {
   const units: Unit[] = [];
@@ -218,7 +219,11 @@ async function schedule(
     }
     const release = await slots.acquire();
     try {
-      return { record: { ...(await runWithTimeout(unit, options, scope)), approval } };
+      // A call still waiting (for a slot, a dependency or a person) when the run was cancelled never starts.
+      if (scope.signal?.aborted) {
+        return { record: { ...errorRecord(unit.call, "execution_error", CANCELLED, options), arguments: unit.arguments, repairs: unit.repairs, ...(approval ? { approval } : {}) } };
+      }
+      return { record: await runWithTimeout(unit, options, scope, approval) };
     } finally {
       release();
     }
@@ -257,7 +262,11 @@ function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, resul
     if ("pending" in result) pending.push(result.pending);
     else for (const id of [unit.call.id, ...unit.duplicateIds]) finished.set(id, { ...result.record, id });
   }
-  const records = calls.map((call) => finished.get(call.id)).filter((record) => record !== undefined);
+  // Identical calls share one result, but each record keeps the arguments text its own call sent.
+  const records = calls.flatMap((call) => {
+    const record = finished.get(call.id);
+    return record ? [{ ...record, rawArguments: call.function.arguments }] : [];
+  });
   return { records, pending };
 }
 
@@ -266,7 +275,7 @@ function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, resul
 type Outcome = { kind: "returned"; data: unknown } | { kind: "threw"; error: unknown } | { kind: "timeout" } | { kind: "cancelled" };
 
 /** The timeout races the handler: the run moves on even if a handler ignores its signal. */
-async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunScope): Promise<ToolCallRecord> {
+async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord> {
   const { tool, call } = unit;
   const name = tool.definition.name;
   const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -312,6 +321,7 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
     ...renderForModel(envelope, options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS),
     durationMs,
     dangerous,
+    ...(approval ? { approval } : {}),
   };
   scope.emit?.({ type: "tool_end", runId: scope.runId, record });
   return record;
@@ -320,12 +330,20 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
 function envelopeFor(outcome: Outcome, name: string, timeoutMs: number, dangerous: boolean): ToolEnvelope {
   const seconds = `${Number((timeoutMs / 1000).toFixed(2))} s`;
   switch (outcome.kind) {
-    case "returned":
-      return { status: "success", data: outcome.data === undefined ? null : outcome.data };
+    case "returned": {
+      const data = outcome.data === undefined ? null : outcome.data;
+      // A BigInt or a cycle is the tool's mistake; the envelope must stay plain data for the store and trace.
+      try {
+        JSON.stringify(data);
+      } catch (error) {
+        return errorEnvelope("execution_error", `The tool returned a value that is not JSON (${errorText(error)}).`);
+      }
+      return { status: "success", data };
+    }
     case "threw":
       return errorEnvelope("execution_error", errorText(outcome.error));
     case "cancelled":
-      return errorEnvelope("execution_error", "The run was cancelled before this call finished.");
+      return errorEnvelope("execution_error", CANCELLED);
     case "timeout":
       return errorEnvelope(
         "timeout",

@@ -1,0 +1,304 @@
+/**
+ * Session memory over the SQLite store: commits every message as it is produced (with its token
+ * count, computed once), and builds what the model sees under a token budget — system prompt,
+ * rolling summary, relevant long-term facts, the request that started the run, and as many recent
+ * whole turns as fit. Turns that no longer fit are folded into the summary by the model.
+ */
+import type { AgentEvent } from "./events.js";
+import type { RunState } from "./loop.js";
+import type { Store, StoredMessage, Summary } from "./store.js";
+import { promptTokens, type TokenCounter } from "./tokens.js";
+import type { ChatModel, Message, ToolSpec } from "./types.js";
+
+/** The loop's port to memory. */
+export interface Memory {
+  /** Everything the model sees passes through here. */
+  context(run: RunState, request: { systemPrompt: string; tools: ToolSpec[] }): Promise<Message[]>;
+  /** Commits messages of the run, in one transaction, before the loop goes on. */
+  commit(run: RunState, messages: Message[]): void;
+  /** Sees every event of the run; a failure here ends the run (nothing is silently unrecorded). */
+  record(event: AgentEvent): void;
+}
+
+export interface MemoryLog {
+  warn(fields: object, message: string): void;
+  debug(fields: object, message: string): void;
+}
+
+export interface SqliteMemoryOptions {
+  store: Store;
+  /** Writes the summaries. */
+  model: ChatModel;
+  counter: TokenCounter;
+  /** Most tokens one request may carry (GLASSBOX_CONTEXT_TOKENS, capped by the model's window). */
+  budgetTokens: number;
+  /** How many facts may be injected (default 5), within a tenth of the budget. */
+  factLimit?: number;
+  log?: MemoryLog;
+}
+
+// After a fold, the kept turns take at most this share of the room, so folding is occasional.
+const KEEP_AFTER_FOLD = 0.6;
+const SUMMARY_SHARE = 0.15;
+const FACT_SHARE = 0.1;
+const DIGEST_CHARS = 300;
+
+export const SUMMARY_PROMPT = [
+  "You maintain the running summary of a conversation between a user and an assistant that uses tools.",
+  "Merge the previous summary and the new part of the conversation into one updated summary.",
+  "Keep every fact the user stated (names, numbers, ids, preferences, decisions), what was asked, what tools found or changed, and what is still open.",
+  "Write short plain sentences or bullet points, no preamble, at most 250 words.",
+].join(" ");
+
+interface SessionCache {
+  epoch: number;
+  summary: Summary | undefined;
+  /** Messages after the summary, oldest first. */
+  messages: StoredMessage[];
+  dataVersion: number;
+}
+
+export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
+  const { store, counter, budgetTokens } = options;
+  const log = options.log ?? { warn: () => {}, debug: () => {} };
+  const sessions = new Map<string, SessionCache>();
+  const factsByRun = new Map<string, string>();
+  const toolTokens = new WeakMap<ToolSpec[], number>();
+  const estimates = new Map<string, number>();
+  const requests = new Map<string, { message: Message; tokens: number }>();
+
+  /** The session's unsummarised messages, from the cache unless another process wrote meanwhile. */
+  function sessionOf(sessionId: string): SessionCache {
+    const cached = sessions.get(sessionId);
+    const dataVersion = store.dataVersion();
+    if (cached && cached.dataVersion === dataVersion) return cached;
+    const epoch = store.epoch(sessionId);
+    const summary = store.latestSummary(sessionId, epoch);
+    const fresh = { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), dataVersion };
+    sessions.set(sessionId, fresh);
+    return fresh;
+  }
+
+  function factsFor(run: RunState, request: string): string {
+    let text = factsByRun.get(run.runId);
+    if (text === undefined) {
+      const facts = store.searchFacts(run.userId, channelOf(run.sessionId), request, options.factLimit ?? 5);
+      const lines: string[] = [];
+      let tokens = 0;
+      for (const fact of facts) {
+        const line = `- (fact ${fact.id}) ${fact.content}`;
+        tokens += counter.text(line);
+        if (tokens > budgetTokens * FACT_SHARE) break;
+        lines.push(line);
+      }
+      text = lines.join("\n");
+      factsByRun.set(run.runId, text);
+    }
+    return text;
+  }
+
+  async function fold(run: RunState, session: SessionCache, count: number): Promise<void> {
+    const folded = session.messages.slice(0, count);
+    const last = folded.at(-1);
+    const first = folded[0];
+    if (!last || !first) return;
+    let content: string;
+    try {
+      const reply = await options.model.chat({
+        messages: [
+          { role: "system", content: SUMMARY_PROMPT },
+          { role: "user", content: `Previous summary:\n${session.summary?.content || "(none)"}\n\nNew part of the conversation:\n${transcript(folded)}` },
+        ],
+      });
+      content = limitTokens(reply.content?.trim() ?? "", budgetTokens * SUMMARY_SHARE, counter);
+      log.debug({ sessionId: run.sessionId, folded: folded.length, summaryTokens: counter.text(content) }, "folded turns into the summary");
+    } catch (error) {
+      // Never fail the user's run for a summary: drop the turns and say so in the log.
+      log.warn({ sessionId: run.sessionId, folded: folded.length, error: (error as Error).message }, "summary failed; fell back to truncation");
+      content = session.summary?.content ?? "";
+    }
+    const summary = { content, tokens: counter.text(content), lastMessageId: last.id };
+    store.saveSummary(run.sessionId, session.epoch, { ...summary, firstMessageId: first.id });
+    session.summary = summary;
+    session.messages = session.messages.slice(count);
+  }
+
+  /** The user's request that started the run: always in view, cut if it alone is too large. */
+  function requestOf(run: RunState): { message: Message; tokens: number } {
+    let request = requests.get(run.runId);
+    if (!request) {
+      const first = run.messages[0];
+      const message: Message = first?.role === "user" ? first : { role: "user", content: "" };
+      request = fitMessage(message, Math.floor(budgetTokens / 2), counter);
+      requests.set(run.runId, request);
+    }
+    return request;
+  }
+
+  return {
+    async context(run, { systemPrompt, tools }) {
+      const session = sessionOf(run.sessionId);
+      const request = requestOf(run);
+      const facts = factsFor(run, String(request.message.content));
+      let schemaTokens = toolTokens.get(tools);
+      if (schemaTokens === undefined) toolTokens.set(tools, (schemaTokens = counter.tools(tools)));
+      const system = (): Message => ({ role: "system", content: systemText(systemPrompt, session.summary?.content, facts) });
+      const room = () => budgetTokens - promptTokens([counter.message(system()), request.tokens]) - (schemaTokens ?? 0);
+
+      let start = windowStart(session.messages, run.runId, room());
+      if (start > 0) {
+        await fold(run, session, windowStart(session.messages, run.runId, Math.floor(room() * KEEP_AFTER_FOLD)));
+        start = windowStart(session.messages, run.runId, room());
+      }
+      const window = session.messages.slice(start).filter((stored) => !isRequest(stored, run.runId));
+      // Earlier runs are seen without their guards' notes, which spoke to that run only.
+      const earlier = window.filter((stored) => stored.runId !== run.runId && stored.message.role !== "system").map((stored) => stored.message);
+      const ours = window.filter((stored) => stored.runId === run.runId).map((stored) => stored.message);
+      const messages = [system(), ...repairToolPairs([...earlier, request.message, ...ours])];
+      estimates.set(run.runId, promptTokens(messages.map((message) => counter.message(message))) + (schemaTokens ?? 0));
+      return messages;
+    },
+
+    commit(run, messages) {
+      const entries = messages.map((message) => ({ message, tokens: counter.message(message) }));
+      const ids = store.appendMessages(run.sessionId, run.runId, entries);
+      const session = sessionOf(run.sessionId);
+      entries.forEach((entry, index) => session.messages.push({ id: ids[index] ?? 0, runId: run.runId, ...entry }));
+    },
+
+    record(event) {
+      if (event.type === "run_start") store.startRun({ runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input });
+      if (event.type === "model_end") {
+        const estimate = estimates.get(event.runId);
+        const reported = event.response.usage.promptTokens;
+        if (estimate !== undefined && reported > 0) log.debug({ runId: event.runId, estimate, reported, drift: reported - estimate }, "prompt token estimate vs reported usage");
+      }
+      if (event.type === "run_end") {
+        const { result } = event;
+        store.endRun({
+          runId: result.runId,
+          status: result.stopReason,
+          output: result.output,
+          steps: result.steps,
+          promptTokens: result.usage.promptTokens,
+          completionTokens: result.usage.completionTokens,
+          paused: result.paused ? JSON.stringify(result.paused) : null,
+          error: result.error ? JSON.stringify(result.error) : null,
+        });
+        factsByRun.delete(result.runId);
+        estimates.delete(result.runId);
+        requests.delete(result.runId);
+      }
+    },
+  };
+}
+
+const isRequest = (stored: StoredMessage, runId: string) => stored.runId === runId && stored.message.role === "user";
+
+/**
+ * Where the newest messages that fit in `room` tokens begin: the run's own messages are taken in
+ * units (an assistant message with its tool results), earlier runs in whole turns. The run's
+ * request is pinned apart, so it is not counted here.
+ */
+function windowStart(messages: StoredMessage[], runId: string, room: number): number {
+  let used = 0;
+  let start = messages.length;
+  while (start > 0) {
+    const last = start - 1;
+    const ours = messages[last]?.runId === runId;
+    let unitStart = last;
+    while (unitStart > 0 && belongsToPrevious(messages[unitStart] as StoredMessage, ours)) unitStart--;
+    const unit = messages.slice(unitStart, start).filter((stored) => !isRequest(stored, runId));
+    const tokens = unit.reduce((sum, stored) => sum + stored.tokens, 0);
+    if (used + tokens > room) break;
+    used += tokens;
+    start = unitStart;
+  }
+  return start;
+}
+
+/** Tool results belong to the assistant message that asked for them; earlier turns start at a user message. */
+function belongsToPrevious(stored: StoredMessage, inRun: boolean): boolean {
+  return inRun ? stored.message.role === "tool" : stored.message.role !== "user";
+}
+
+/**
+ * Every assistant tool_calls message is followed by exactly one result per call, as the protocol
+ * requires: a call whose result was never written (a crash, a run left waiting) gets an error
+ * result, and a result whose call is not in view is dropped.
+ */
+export function repairToolPairs(messages: Message[]): Message[] {
+  const repaired: Message[] = [];
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index] as Message;
+    if (message.role === "tool") continue; // placed with its assistant message below
+    repaired.push(message);
+    if (message.role !== "assistant" || !message.tool_calls?.length) continue;
+    const results = new Map<string, Message>();
+    for (let next = index + 1; next < messages.length && messages[next]?.role === "tool"; next++) {
+      const result = messages[next] as Extract<Message, { role: "tool" }>;
+      results.set(result.tool_call_id, result);
+    }
+    for (const call of message.tool_calls) {
+      repaired.push(
+        results.get(call.id) ?? {
+          role: "tool",
+          tool_call_id: call.id,
+          content: JSON.stringify({ status: "error", error: { type: "execution_error", message: "This call never finished (the run was interrupted)." } }),
+        },
+      );
+    }
+  }
+  return repaired;
+}
+
+function systemText(prompt: string, summary: string | undefined, facts: string): string {
+  let text = prompt;
+  if (summary) text += `\n\n## Earlier in this conversation (summary)\n${summary}`;
+  if (facts) text += `\n\n## What you remember about this user (use forget with the fact id to remove one)\n${facts}`;
+  return text;
+}
+
+/** A request too large for the room is cut, with a marker saying so. */
+function fitMessage(message: Message, maxTokens: number, counter: TokenCounter): { message: Message; tokens: number } {
+  const tokens = counter.message(message);
+  if (tokens <= maxTokens || message.role !== "user") return { message, tokens };
+  const cut: Message = { role: "user", content: limitTokens(message.content, maxTokens, counter) };
+  return { message: cut, tokens: counter.message(cut) };
+}
+
+function limitTokens(text: string, maxTokens: number, counter: TokenCounter): string {
+  const tokens = counter.text(text);
+  if (tokens <= maxTokens) return text;
+  const keep = Math.max(0, Math.floor((text.length * maxTokens) / tokens) - 80);
+  return `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
+}
+
+/** The channel part of a session key, where facts shared in a channel live. */
+export function channelOf(sessionId: string): string {
+  const parts = sessionId.split(":");
+  const [platform] = parts;
+  if (platform === "slack" && parts.length >= 4) return parts.slice(0, 3).join(":");
+  if (platform === "discord" && parts[1] !== "dm" && parts.length >= 4) return parts.slice(0, 3).join(":");
+  return sessionId;
+}
+
+/** A folded transcript for the summariser; tool results survive as short digests. */
+function transcript(messages: StoredMessage[]): string {
+  return messages
+    .map(({ message }) => {
+      if (message.role === "tool") return `Tool result: ${digest(message.content)}`;
+      if (message.role === "assistant" && message.tool_calls?.length) {
+        const calls = message.tool_calls.map((call) => `${call.function.name}(${digest(call.function.arguments)})`).join(", ");
+        return `${message.content ? `Assistant: ${message.content}\n` : ""}Assistant called: ${calls}`;
+      }
+      const speaker = message.role === "user" ? "User" : message.role === "assistant" ? "Assistant" : "Note";
+      return `${speaker}: ${message.content ?? ""}`;
+    })
+    .join("\n");
+}
+
+function digest(text: string): string {
+  const oneLine = text.replace(/\s+/g, " ");
+  return oneLine.length > DIGEST_CHARS ? `${oneLine.slice(0, DIGEST_CHARS)}…` : oneLine;
+}

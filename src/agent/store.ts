@@ -1,0 +1,323 @@
+/**
+ * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
+ * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version. Every write is
+ * committed before the call returns, so a crash loses nothing that was acknowledged.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import type { Message } from "./types.js";
+
+export interface StoredMessage {
+  id: number;
+  runId: string | null;
+  message: Message;
+  tokens: number;
+}
+
+export interface Summary {
+  content: string;
+  tokens: number;
+  /** The summary covers every message of its session epoch up to and including this id. */
+  lastMessageId: number;
+}
+
+export interface SessionInfo {
+  id: string;
+  messageCount: number;
+  tokens: number;
+  runCount: number;
+  lastActivity: string;
+}
+
+export interface Fact {
+  id: number;
+  userId: string;
+  scope: string;
+  content: string;
+  createdAt: string;
+}
+
+export interface RunRecord {
+  runId: string;
+  sessionId: string;
+  userId: string;
+  input: string;
+}
+
+export interface RunOutcome {
+  runId: string;
+  status: string;
+  output: string;
+  steps: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** JSON of a paused run while it waits for approval; null otherwise. */
+  paused: string | null;
+  error: string | null;
+}
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL DEFAULT 0, -- a reset starts a new epoch; the context reads only the current one
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    user_id TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL, -- running | final | max_steps | awaiting_approval | cancelled | error
+    output TEXT,
+    steps INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    paused TEXT,
+    error TEXT,
+    started_at TEXT NOT NULL,
+    ended_at TEXT
+  );
+  CREATE INDEX runs_by_session ON runs(session_id, started_at);
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    epoch INTEGER NOT NULL,
+    run_id TEXT REFERENCES runs(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX messages_by_session ON messages(session_id, epoch, id);
+  CREATE TABLE summaries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    epoch INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    first_message_id INTEGER NOT NULL,
+    last_message_id INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX summaries_by_session ON summaries(session_id, epoch, id);
+  CREATE TABLE steps (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step INTEGER NOT NULL,
+    model TEXT,
+    context_messages INTEGER,
+    context_tokens INTEGER,
+    content TEXT,
+    tool_calls TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    latency_ms REAL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX steps_by_run ON steps(run_id, step);
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    tool_call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    arguments_hash TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    status TEXT NOT NULL, -- pending | approved | denied | expired
+    decided_by TEXT,
+    decided_at TEXT,
+    expires_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (run_id, tool_call_id)
+  );
+  CREATE TABLE facts (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    scope TEXT NOT NULL, -- 'user' (follows the person everywhere) or a channel key
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX facts_by_user ON facts(user_id);
+  CREATE VIRTUAL TABLE facts_index USING fts5(content, content='facts', content_rowid='id');
+  CREATE TRIGGER facts_indexed AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_index(rowid, content) VALUES (new.id, new.content);
+  END;
+  CREATE TRIGGER facts_unindexed AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_index(facts_index, rowid, content) VALUES ('delete', old.id, old.content);
+  END;
+  CREATE TABLE claims (
+    id TEXT PRIMARY KEY, -- a platform event id: claimed once, before any work starts
+    claimed_at TEXT NOT NULL
+  );
+  `,
+];
+
+export type Store = ReturnType<typeof openStore>;
+
+export function openStore(path: string) {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+
+  const now = () => new Date().toISOString();
+  const statements = {
+    upsertSession: db.prepare(
+      "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at RETURNING epoch",
+    ),
+    epochOf: db.prepare("SELECT epoch FROM sessions WHERE id = ?").pluck(),
+    resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
+    insertRun: db.prepare("INSERT INTO runs (id, session_id, user_id, input, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)"),
+    endRun: db.prepare(
+      "UPDATE runs SET status = @status, output = @output, steps = @steps, prompt_tokens = @promptTokens, completion_tokens = @completionTokens, paused = @paused, error = @error, ended_at = @endedAt WHERE id = @runId",
+    ),
+    pausedRun: db.prepare("SELECT paused FROM runs WHERE id = ? AND status = 'awaiting_approval'").pluck(),
+    insertMessage: db.prepare(
+      "INSERT INTO messages (session_id, epoch, run_id, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ),
+    messagesAfter: db.prepare(
+      "SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE session_id = ? AND epoch = ? AND id > ? ORDER BY id",
+    ),
+    latestSummary: db.prepare(
+      "SELECT content, tokens, last_message_id FROM summaries WHERE session_id = ? AND epoch = ? ORDER BY id DESC LIMIT 1",
+    ),
+    insertSummary: db.prepare(
+      "INSERT INTO summaries (session_id, epoch, content, tokens, first_message_id, last_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    listSessions: db.prepare(`
+      SELECT s.id, s.updated_at AS lastActivity,
+        (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messageCount,
+        (SELECT coalesce(sum(r.prompt_tokens + r.completion_tokens), 0) FROM runs r WHERE r.session_id = s.id) AS tokens,
+        (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runCount
+      FROM sessions s ORDER BY s.updated_at DESC`),
+    insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at) VALUES (?, ?, ?, ?)"),
+    deleteFact: db.prepare("DELETE FROM facts WHERE id = ? AND user_id = ?"),
+    searchFacts: db.prepare(`
+      SELECT f.id, f.user_id AS userId, f.scope, f.content, f.created_at AS createdAt
+      FROM facts_index JOIN facts f ON f.id = facts_index.rowid
+      WHERE facts_index MATCH ? AND f.user_id = ? AND (f.scope = 'user' OR f.scope = ?)
+      ORDER BY bm25(facts_index) LIMIT ?`),
+    claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
+  };
+
+  const appendMessages = db.transaction((sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
+    const epoch = statements.upsertSession.pluck().get(sessionId, now(), now()) as number;
+    return entries.map(({ message, tokens }) => {
+      const toolCalls = message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null;
+      const toolCallId = message.role === "tool" ? message.tool_call_id : null;
+      const info = statements.insertMessage.run(sessionId, epoch, runId, message.role, message.content, toolCalls, toolCallId, tokens, now());
+      return Number(info.lastInsertRowid);
+    });
+  });
+
+  return {
+    db,
+    /** Starts a run (creating its session on first use). */
+    startRun(run: RunRecord): void {
+      db.transaction(() => {
+        statements.upsertSession.run(run.sessionId, now(), now());
+        statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now());
+      })();
+    },
+    endRun(outcome: RunOutcome): void {
+      statements.endRun.run({ ...outcome, endedAt: now() });
+    },
+    pausedRun(runId: string): string | undefined {
+      return statements.pausedRun.get(runId) as string | undefined;
+    },
+    /** Appends messages in one transaction; returns their ids. */
+    appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): number[] {
+      return appendMessages(sessionId, runId, entries);
+    },
+    epoch(sessionId: string): number {
+      return (statements.epochOf.get(sessionId) as number | undefined) ?? 0;
+    },
+    /** The current epoch's messages with an id above `afterId`, oldest first. */
+    messagesAfter(sessionId: string, epoch: number, afterId: number): StoredMessage[] {
+      const rows = statements.messagesAfter.all(sessionId, epoch, afterId) as MessageRow[];
+      return rows.map(toStoredMessage);
+    },
+    latestSummary(sessionId: string, epoch: number): Summary | undefined {
+      const row = statements.latestSummary.get(sessionId, epoch) as { content: string; tokens: number; last_message_id: number } | undefined;
+      return row && { content: row.content, tokens: row.tokens, lastMessageId: row.last_message_id };
+    },
+    saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number }): void {
+      statements.insertSummary.run(sessionId, epoch, summary.content, summary.tokens, summary.firstMessageId, summary.lastMessageId, now());
+    },
+    /** A new start for the session: later runs see none of its earlier messages (which are kept). */
+    resetSession(sessionId: string): boolean {
+      return statements.resetSession.run(now(), sessionId).changes > 0;
+    },
+    listSessions(): SessionInfo[] {
+      return statements.listSessions.all() as SessionInfo[];
+    },
+    addFact(userId: string, scope: string, content: string): number {
+      return Number(statements.insertFact.run(userId, scope, content, now()).lastInsertRowid);
+    },
+    forgetFact(userId: string, factId: number): boolean {
+      return statements.deleteFact.run(factId, userId).changes > 0;
+    },
+    /** The user's facts (personal, or of this channel) that best match the words of `query` (bm25). */
+    searchFacts(userId: string, channel: string, query: string, limit: number): Fact[] {
+      const match = ftsQuery(query);
+      return match ? (statements.searchFacts.all(match, userId, channel, limit) as Fact[]) : [];
+    },
+    /** True for the first claim of an event id, false for every later one. */
+    claim(eventId: string): boolean {
+      return statements.claim.run(eventId, now()).changes === 1;
+    },
+    /** Changes whenever another connection commits; used to notice writes by another process. */
+    dataVersion(): number {
+      return db.pragma("data_version", { simple: true }) as number;
+    },
+    close(): void {
+      db.close();
+    },
+  };
+}
+
+interface MessageRow {
+  id: number;
+  run_id: string | null;
+  role: Message["role"];
+  content: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  tokens: number;
+}
+
+function toStoredMessage(row: MessageRow): StoredMessage {
+  const content = row.content ?? "";
+  const message: Message =
+    row.role === "assistant"
+      ? { role: "assistant", content: row.content, ...(row.tool_calls ? { tool_calls: JSON.parse(row.tool_calls) } : {}) }
+      : row.role === "tool"
+        ? { role: "tool", content, tool_call_id: row.tool_call_id ?? "" }
+        : { role: row.role, content };
+  return { id: row.id, runId: row.run_id, message, tokens: row.tokens };
+}
+
+/** Words of free text as an FTS5 query: each word quoted (so no syntax leaks in), any may match. */
+function ftsQuery(text: string): string {
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [];
+  return [...new Set(words)].slice(0, 32).map((word) => `"${word}"`).join(" OR ");
+}
+
+function migrate(db: Database.Database): void {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  for (let next = version; next < MIGRATIONS.length; next++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[next] ?? "");
+      db.pragma(`user_version = ${next + 1}`);
+    })();
+  }
+}
