@@ -725,6 +725,38 @@ describe("cancellation", () => {
     expect(meter.calls).toBe(1);
   });
 
+  it("stops waiting for an approval nobody answers when the run is cancelled, and never runs the call", async () => {
+    const controller = new AbortController();
+    let ran = 0;
+    const registry = createToolRegistry([tool("wipe", () => ++ran, { dangerous: true })]);
+    const approve: ApprovalGate = () => {
+      setTimeout(() => controller.abort(), 20);
+      return never();
+    };
+    const [record] = (await executeToolCalls([call("c1", "wipe")], { registry, approve }, scope({ signal: controller.signal }))).records;
+    expect(errorOf(record)).toMatchObject({ type: "denied", message: expect.stringContaining("the run was cancelled") });
+    expect(record?.approval).toMatchObject({ approved: false, by: "cancelled" });
+    expect(ran).toBe(0);
+  });
+
+  it("gives a handler the same, already aborted signal when it looks only after its call timed out", async () => {
+    let late: { first: AbortSignal; second: AbortSignal } | undefined;
+    let reportLate: () => void = () => undefined;
+    const looked = new Promise<void>((resolve) => (reportLate = resolve));
+    const registry = createToolRegistry([
+      tool("slow", async (_args, context) => {
+        await sleep(60);
+        late = { first: context.signal, second: context.signal };
+        reportLate();
+      }, { timeoutMs: 10 }),
+    ]);
+    const [record] = (await executeToolCalls([call("c1", "slow")], { registry }, scope())).records;
+    expect(errorOf(record).type).toBe("timeout");
+    await looked;
+    expect(late?.first.aborted).toBe(true);
+    expect(late?.first).toBe(late?.second);
+  });
+
   it("runs nothing when the run is already cancelled", async () => {
     const meter = concurrencyMeter();
     const registry = createToolRegistry([tool("lookup", () => meter.run(async () => "found"))]);

@@ -93,9 +93,10 @@ function preview(text: string): string {
 
 /** JSON with object keys sorted, so equal arguments give equal text whatever the key order. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, inner: unknown) =>
-    isPlainObject(inner)
-      ? Object.fromEntries(Object.keys(inner).sort().map((key) => [key, inner[key]]))
-      : inner,
-  );
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(",")}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
 }

@@ -200,16 +200,21 @@ async function schedule(
   };
   const results = new Map<Unit, Promise<UnitResult>>();
   const runUnit = async (unit: Unit): Promise<UnitResult> => {
-    await null; // let every unit register its promise before any looks up its dependencies
-    const dependencies = units.filter((other) => other !== unit && unit.tool.definition.dependsOn?.includes(other.tool.definition.name));
-    const settled = await Promise.all(dependencies.map((other) => results.get(other)));
-    if (settled.some((result) => result && "pending" in result)) return { pending: toPending(unit) };
+    const { dependsOn } = unit.tool.definition;
+    if (dependsOn?.length) {
+      await null; // let every unit register its promise before any looks up its dependencies
+      const dependencies = units.filter((other) => other !== unit && dependsOn.includes(other.tool.definition.name));
+      const settled = await Promise.all(dependencies.map((other) => results.get(other)));
+      if (settled.some((result) => result && "pending" in result)) return { pending: toPending(unit) };
+    }
 
     let approval: ApprovalDecision | undefined;
     if (unit.tool.definition.dangerous) {
-      const decision = await decideInTurn(unit).catch((error: unknown): ApprovalDecision => ({
-        approved: false, by: "error", reason: `the approval could not be asked: ${errorText(error)}`, argumentsHash: argumentsHash(unit.arguments),
-      }));
+      const refuse = (by: string, reason: string): ApprovalDecision => ({ approved: false, by, reason, argumentsHash: argumentsHash(unit.arguments) });
+      // A question nobody answers must not outlive a cancelled run.
+      const decision = await settleOrCancel(decideInTurn(unit), scope.signal, () => refuse("cancelled", "the run was cancelled")).catch((error: unknown) =>
+        refuse("error", `the approval could not be asked: ${errorText(error)}`),
+      );
       if (decision === "pending") return { pending: { ...toPending(unit), approval: approvalRequest(unit, scope) } };
       approval = decision;
       if (!decision.approved) {
@@ -279,30 +284,35 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
   const { tool, call } = unit;
   const name = tool.definition.name;
   const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const controller = new AbortController();
-  const signal = scope.signal ? AbortSignal.any([scope.signal, controller.signal]) : controller.signal;
-  const context = { signal, sessionId: scope.sessionId, userId: scope.userId, runId: scope.runId, toolCallId: call.id };
+  // The call's own signal is made on first use: most handlers never look at it.
+  let controller: AbortController | undefined;
+  let signal: AbortSignal | undefined;
+  let ended = false;
+  const context = {
+    sessionId: scope.sessionId,
+    userId: scope.userId,
+    runId: scope.runId,
+    toolCallId: call.id,
+    get signal(): AbortSignal {
+      if (!signal) {
+        controller = new AbortController();
+        if (ended) controller.abort();
+        signal = scope.signal ? AbortSignal.any([scope.signal, controller.signal]) : controller.signal;
+      }
+      return signal;
+    },
+  };
   scope.emit?.({ type: "tool_start", runId: scope.runId, toolCallId: call.id, name, arguments: unit.arguments });
 
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const outcome = await Promise.race<Outcome>([
-    Promise.resolve()
-      .then(() => tool.definition.handler(structuredClone(unit.arguments), context))
-      .then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error })),
-    new Promise<Outcome>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: "timeout" }), timeoutMs);
-    }),
-    new Promise<Outcome>((resolve) => {
-      onAbort = () => resolve({ kind: "cancelled" });
-      if (scope.signal?.aborted) onAbort();
-      else scope.signal?.addEventListener("abort", onAbort, { once: true });
-    }),
-  ]);
-  clearTimeout(timer);
-  if (onAbort) scope.signal?.removeEventListener("abort", onAbort);
-  if (outcome.kind !== "returned" && outcome.kind !== "threw") controller.abort();
+  const handled = Promise.resolve()
+    .then(() => tool.definition.handler(structuredClone(unit.arguments), context))
+    .then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error }));
+  const outcome = await settleOrCancel(withTimeout(handled, timeoutMs), scope.signal, (): Outcome => ({ kind: "cancelled" }));
+  if (outcome.kind === "timeout" || outcome.kind === "cancelled") {
+    ended = true;
+    controller?.abort();
+  }
   const durationMs = performance.now() - started;
 
   const dangerous = tool.definition.dangerous === true;
@@ -402,6 +412,26 @@ export function renderForModel(envelope: ToolEnvelope, maxChars: number): { cont
     content = wrap(text.slice(0, keep));
   }
   return { content, truncatedChars: text.length - keep };
+}
+
+function withTimeout(work: Promise<Outcome>, timeoutMs: number): Promise<Outcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: "timeout" }), timeoutMs);
+  });
+  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
+}
+
+/** Settles like `work`, or with `onCancel()` as soon as the run is cancelled, whatever `work` is doing. */
+function settleOrCancel<T>(work: Promise<T>, signal: AbortSignal | undefined, onCancel: () => T): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.resolve(onCancel());
+  let onAbort: (() => void) | undefined;
+  const cancelled = new Promise<T>((resolve) => {
+    onAbort = () => resolve(onCancel());
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([work, cancelled]).finally(() => signal.removeEventListener("abort", onAbort as () => void));
 }
 
 function createSemaphore(size: number): { acquire(): Promise<() => void> } {
