@@ -1,6 +1,6 @@
 import type { ApprovalDecision, ToolEvent } from "../tools/types.js";
 import type { Message, ModelResponse } from "./types.js";
-import type { RunResult } from "./loop.js";
+import type { RunResult } from "./run.js";
 
 /** Progress of a run, as a stream of typed events; adapters and traces render them their own way. */
 export type AgentEvent =

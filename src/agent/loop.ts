@@ -4,93 +4,15 @@
  * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
  */
 import { randomUUID } from "node:crypto";
-import {
-  executeToolCalls,
-  newToolRunState,
-  resumeToolCalls,
-  type ExecutorOptions,
-  type PendingToolCall,
-  type RunScope,
-  type ToolRunState,
-} from "../tools/executor.js";
-import type { ToolRegistry } from "../tools/registry.js";
-import type { ApprovalDecision, ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
-import { GlassboxError, type ErrorCode } from "./errors.js";
-import type { AgentEvent, AgentEventListener } from "./events.js";
+import { executeToolCalls, newToolRunState, resumeToolCalls, type ExecutorOptions, type PendingToolCall, type RunScope } from "../tools/executor.js";
+import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
+import { GlassboxError } from "./errors.js";
+import type { AgentEvent } from "./events.js";
 import type { Memory } from "./memory.js";
-import { addUsage, emptyUsage, type ChatModel, type Message, type ModelResponse, type ToolSpec, type Usage } from "./types.js";
+import type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task } from "./run.js";
+import { addUsage, emptyUsage, type Message, type ModelResponse, type ToolSpec } from "./types.js";
 
-export interface AgentConfig {
-  model: ChatModel;
-  tools: ToolRegistry;
-  systemPrompt?: string;
-  /** Model calls with tools before the run must conclude (default 8). */
-  maxSteps?: number;
-  /** Decides dangerous calls; without one they are all denied. */
-  approve?: ApprovalGate;
-  toolTimeoutMs?: number;
-  maxResultChars?: number;
-  toolConcurrency?: number;
-  /** Where messages are committed and the context is built; without it a run sees only `history`. */
-  memory?: Memory;
-}
-
-export interface Task {
-  input: string;
-  sessionId?: string;
-  userId?: string;
-  /** Earlier turns of the conversation, oldest first (when the agent has no memory). */
-  history?: Message[];
-  signal?: AbortSignal;
-  onEvent?: AgentEventListener;
-}
-
-export type StopReason = "final" | "max_steps" | "awaiting_approval" | "cancelled" | "error";
-
-export interface ToolCallSummary {
-  name: string;
-  arguments: unknown;
-  status: "success" | "error";
-  error?: { type: ToolErrorType; message: string };
-}
-
-export interface RunResult {
-  runId: string;
-  sessionId: string;
-  output: string;
-  stopReason: StopReason;
-  /** Model calls made. */
-  steps: number;
-  usage: Usage;
-  toolCalls: ToolCallSummary[];
-  /** Why the run failed, for stopReason "error". */
-  error?: { code: ErrorCode; message: string };
-  /** For stopReason "awaiting_approval": everything needed to resume, as plain data. */
-  paused?: PausedRun;
-}
-
-/** The state of a run between steps. Plain data: it can be stored and a run resumed from it. */
-export interface RunState {
-  runId: string;
-  sessionId: string;
-  userId: string;
-  history: Message[];
-  /** The messages this run added, starting with the user's input. */
-  messages: Message[];
-  steps: number;
-  usage: Usage;
-  toolCalls: ToolCallSummary[];
-  toolState: ToolRunState;
-  /** The last result text of each tool, to notice a result that brings nothing new. */
-  lastResults: Record<string, string>;
-}
-
-export interface PausedRun extends RunState {
-  /** Calls of the paused step that already finished. */
-  finished: ToolCallRecord[];
-  /** Calls of the paused step that wait for a decision. */
-  pending: PendingToolCall[];
-}
+export type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task, ToolCallSummary } from "./run.js";
 
 interface Live {
   signal?: AbortSignal;
