@@ -5,7 +5,7 @@
  * whole turns as fit. Turns that no longer fit are folded into the summary by the model.
  */
 import type { AgentEvent } from "./events.js";
-import type { RunState } from "./loop.js";
+import type { RunState } from "./run.js";
 import type { Store, StoredMessage, Summary } from "./store.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import type { ChatModel, Message, ToolSpec } from "./types.js";
@@ -161,8 +161,9 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
 
     commit(run, messages) {
       const entries = messages.map((message) => ({ message, tokens: counter.message(message) }));
-      const ids = store.appendMessages(run.sessionId, run.runId, entries);
+      // Before the write: a copy loaded after it would already hold these rows.
       const session = sessionOf(run.sessionId);
+      const ids = store.appendMessages(run.sessionId, run.runId, entries);
       entries.forEach((entry, index) => session.messages.push({ id: ids[index] ?? 0, runId: run.runId, ...entry }));
     },
 
