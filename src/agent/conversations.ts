@@ -16,8 +16,11 @@ export interface Conversations {
   send(task: MessageTask): Promise<RunResult>;
   /** Cancels the session's running run; false when nothing was running. */
   stop(sessionId: string): boolean;
-  /** A new start: later runs see none of the session's earlier messages (which are kept). */
-  reset(sessionId: string): void;
+  /**
+   * A new start: later runs see none of the session's earlier messages (which are kept). Stops the
+   * running run; resolves once the reset is written (false when there was no such session).
+   */
+  reset(sessionId: string): Promise<boolean>;
   busy(sessionId: string): boolean;
 }
 
@@ -44,7 +47,9 @@ export function createConversations(agent: AgentConfig, store: Store): Conversat
     },
     reset(sessionId) {
       running.get(sessionId)?.abort();
-      void queue.run(sessionId, async () => store.resetSession(sessionId));
+      // Returned, not dropped: a store that cannot write must reach the caller, not crash the
+      // process as an unhandled rejection.
+      return queue.run(sessionId, async () => store.resetSession(sessionId));
     },
     busy: (sessionId) => queue.busy(sessionId),
   };

@@ -42,6 +42,8 @@ const KEEP_AFTER_FOLD = 0.6;
 const SUMMARY_SHARE = 0.15;
 const FACT_SHARE = 0.1;
 const DIGEST_CHARS = 300;
+// The summariser's request around the new part: its labels, the previous summary's and the message framing.
+const SUMMARY_FRAMING_TOKENS = 64;
 
 export const SUMMARY_PROMPT = [
   "You maintain the running summary of a conversation between a user and an assistant that uses tools.",
@@ -67,12 +69,14 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
   const estimates = new Map<string, number>();
   const requests = new Map<string, { message: Message; tokens: number }>();
 
-  /** The session's unsummarised messages, from the cache unless another process wrote meanwhile. */
+  /** The session's unsummarised messages, from the cache unless another process wrote or the session was reset meanwhile. */
   function sessionOf(sessionId: string): SessionCache {
     const cached = sessions.get(sessionId);
     const dataVersion = store.dataVersion();
-    if (cached && cached.dataVersion === dataVersion) return cached;
+    // data_version counts only other connections' commits; a reset through this same store (the
+    // terminal's /reset, Conversations.reset) shows as a new epoch.
     const epoch = store.epoch(sessionId);
+    if (cached && cached.dataVersion === dataVersion && cached.epoch === epoch) return cached;
     const summary = store.latestSummary(sessionId, epoch);
     const fresh = { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), dataVersion };
     sessions.set(sessionId, fresh);
@@ -102,15 +106,22 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
     const last = folded.at(-1);
     const first = folded[0];
     if (!last || !first) return;
+    // The summariser's request keeps to the budget too: a huge message (a pasted log) is cut to a
+    // quarter of the room, and the whole new part to the room.
+    const previous = session.summary?.content || "(none)";
+    const room = budgetTokens - counter.text(SUMMARY_PROMPT) - counter.text(previous) - SUMMARY_FRAMING_TOKENS;
+    const newPart = limitTokens(transcript(folded, (text) => limitTokens(text, room / 4, counter)), room, counter);
     let content: string;
     try {
       const reply = await options.model.chat({
         messages: [
           { role: "system", content: SUMMARY_PROMPT },
-          { role: "user", content: `Previous summary:\n${session.summary?.content || "(none)"}\n\nNew part of the conversation:\n${transcript(folded)}` },
+          { role: "user", content: `Previous summary:\n${previous}\n\nNew part of the conversation:\n${newPart}` },
         ],
       });
       content = limitTokens(reply.content?.trim() ?? "", budgetTokens * SUMMARY_SHARE, counter);
+      // An empty reply would replace the rolling summary with nothing; keep the previous one instead.
+      if (!content) throw new Error("the model returned an empty summary");
       log.debug({ sessionId: run.sessionId, folded: folded.length, summaryTokens: counter.text(content) }, "folded turns into the summary");
     } catch (error) {
       // Never fail the user's run for a summary: drop the turns and say so in the log.
@@ -145,12 +156,16 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       const system = (): Message => ({ role: "system", content: systemText(systemPrompt, session.summary?.content, facts) });
       const room = () => budgetTokens - promptTokens([counter.message(system()), request.tokens]) - (schemaTokens ?? 0);
 
-      let start = windowStart(session.messages, run.runId, room());
+      // The run's latest step is fitted into what a fold keeps, so no fold can take it out of view.
+      const view = () => fitLatestStep(session.messages, run.runId, Math.floor(room() * KEEP_AFTER_FOLD), counter);
+      let messagesInView = view();
+      let start = windowStart(messagesInView, run.runId, room());
       if (start > 0) {
-        await fold(run, session, windowStart(session.messages, run.runId, Math.floor(room() * KEEP_AFTER_FOLD)));
-        start = windowStart(session.messages, run.runId, room());
+        await fold(run, session, windowStart(messagesInView, run.runId, Math.floor(room() * KEEP_AFTER_FOLD)));
+        messagesInView = view();
+        start = windowStart(messagesInView, run.runId, room());
       }
-      const window = session.messages.slice(start).filter((stored) => !isRequest(stored, run.runId));
+      const window = messagesInView.slice(start).filter((stored) => !isRequest(stored, run.runId));
       // Earlier runs are seen without their guards' notes, which spoke to that run only.
       const earlier = window.filter((stored) => stored.runId !== run.runId && stored.message.role !== "system").map((stored) => stored.message);
       const ours = window.filter((stored) => stored.runId === run.runId).map((stored) => stored.message);
@@ -218,6 +233,28 @@ function windowStart(messages: StoredMessage[], runId: string, room: number): nu
   return start;
 }
 
+/**
+ * The run's latest step (its last assistant message, with the results and notes after it) must stay
+ * in view, or the model would not see what its last call returned. When the step alone is larger than
+ * `room`, its tool results are cut, with a marker, to share what is left. The store keeps them whole.
+ */
+function fitLatestStep(messages: StoredMessage[], runId: string, room: number, counter: TokenCounter): StoredMessage[] {
+  const start = messages.findLastIndex((stored) => stored.message.role === "assistant");
+  const step = messages.slice(start);
+  if (start < 0 || step[0]?.runId !== runId) return messages;
+  const tokensOf = (list: StoredMessage[]) => list.reduce((sum, stored) => sum + stored.tokens, 0);
+  const results = step.filter((stored) => stored.message.role === "tool");
+  if (tokensOf(step) <= room || results.length === 0) return messages;
+  const share = Math.floor((room - tokensOf(step) + tokensOf(results)) / results.length);
+  const fitted = step.map((stored): StoredMessage => {
+    if (stored.message.role !== "tool" || stored.tokens <= share) return stored;
+    const framing = stored.tokens - counter.text(stored.message.content);
+    const message: Message = { ...stored.message, content: limitTokens(stored.message.content, Math.max(0, share - framing), counter) };
+    return { ...stored, message, tokens: counter.message(message) };
+  });
+  return [...messages.slice(0, start), ...fitted];
+}
+
 /** Tool results belong to the assistant message that asked for them; earlier turns start at a user message. */
 function belongsToPrevious(stored: StoredMessage, inRun: boolean): boolean {
   return inRun ? stored.message.role === "tool" : stored.message.role !== "user";
@@ -271,8 +308,11 @@ function fitMessage(message: Message, maxTokens: number, counter: TokenCounter):
 function limitTokens(text: string, maxTokens: number, counter: TokenCounter): string {
   const tokens = counter.text(text);
   if (tokens <= maxTokens) return text;
-  const keep = Math.max(0, Math.floor((text.length * maxTokens) / tokens) - 80);
-  return `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
+  const cut = (keep: number) => `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
+  // Cut in proportion, then shrink until the text with its marker fits: tokens are not spread evenly.
+  let keep = Math.max(0, Math.floor((text.length * maxTokens) / tokens) - 80);
+  while (keep > 0 && counter.text(cut(keep)) > maxTokens) keep = Math.floor(keep * 0.9);
+  return cut(keep);
 }
 
 /** The channel part of a session key, where facts shared in a channel live. */
@@ -284,17 +324,17 @@ export function channelOf(sessionId: string): string {
   return sessionId;
 }
 
-/** A folded transcript for the summariser; tool results survive as short digests. */
-function transcript(messages: StoredMessage[]): string {
+/** A folded transcript for the summariser; tool results survive as short digests, other text through `cut`. */
+function transcript(messages: StoredMessage[], cut: (text: string) => string): string {
   return messages
     .map(({ message }) => {
       if (message.role === "tool") return `Tool result: ${digest(message.content)}`;
       if (message.role === "assistant" && message.tool_calls?.length) {
         const calls = message.tool_calls.map((call) => `${call.function.name}(${digest(call.function.arguments)})`).join(", ");
-        return `${message.content ? `Assistant: ${message.content}\n` : ""}Assistant called: ${calls}`;
+        return `${message.content ? `Assistant: ${cut(message.content)}\n` : ""}Assistant called: ${calls}`;
       }
       const speaker = message.role === "user" ? "User" : message.role === "assistant" ? "Assistant" : "Note";
-      return `${speaker}: ${message.content ?? ""}`;
+      return `${speaker}: ${cut(message.content ?? "")}`;
     })
     .join("\n");
 }

@@ -156,6 +156,10 @@ const MIGRATIONS = [
     claimed_at TEXT NOT NULL
   );
   `,
+  `
+  ALTER TABLE approvals ADD COLUMN message_ref TEXT; -- where the buttons are shown, to update them later
+  CREATE INDEX approvals_pending ON approvals(status, expires_at);
+  `,
 ];
 
 export type Store = ReturnType<typeof openStore>;
@@ -204,8 +208,8 @@ export function openStore(path: string) {
     searchFacts: db.prepare(`
       SELECT f.id, f.user_id AS userId, f.scope, f.content, f.created_at AS createdAt
       FROM facts_index JOIN facts f ON f.id = facts_index.rowid
-      WHERE facts_index MATCH ? AND f.user_id = ? AND (f.scope = 'user' OR f.scope = ?)
-      ORDER BY bm25(facts_index) LIMIT ?`),
+      WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
+      ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
   };
 
@@ -266,10 +270,13 @@ export function openStore(path: string) {
     forgetFact(userId: string, factId: number): boolean {
       return statements.deleteFact.run(factId, userId).changes > 0;
     },
-    /** The user's facts (personal, or of this channel) that best match the words of `query` (bm25). */
+    /**
+     * The facts that best match the words of `query` (bm25): the user's personal facts, and the facts
+     * anyone shared with this channel (remember's shared_with_channel promises "everyone in this channel").
+     */
     searchFacts(userId: string, channel: string, query: string, limit: number): Fact[] {
       const match = ftsQuery(query);
-      return match ? (statements.searchFacts.all(match, userId, channel, limit) as Fact[]) : [];
+      return match ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[]) : [];
     },
     /** True for the first claim of an event id, false for every later one. */
     claim(eventId: string): boolean {
@@ -313,11 +320,15 @@ function ftsQuery(text: string): string {
 }
 
 function migrate(db: Database.Database): void {
-  const version = db.pragma("user_version", { simple: true }) as number;
-  for (let next = version; next < MIGRATIONS.length; next++) {
-    db.transaction(() => {
+  const version = () => db.pragma("user_version", { simple: true }) as number;
+  if (version() >= MIGRATIONS.length) return;
+  // Two processes may open a new file at once. IMMEDIATE takes the write lock before the version is
+  // read again, so the second waits for the first and then finds the migrations done, instead of
+  // running them twice ("table sessions already exists").
+  db.transaction(() => {
+    for (let next = version(); next < MIGRATIONS.length; next++) {
       db.exec(MIGRATIONS[next] ?? "");
       db.pragma(`user_version = ${next + 1}`);
-    })();
-  }
+    }
+  }).immediate();
 }

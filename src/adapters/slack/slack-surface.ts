@@ -1,0 +1,139 @@
+/**
+ * How one run looks in a Slack thread: a "thinking" status (the assistant status where the app has
+ * it, else a placeholder message), tool activity by updating that message, then the answer
+ * streamed with Slack's streaming API — or, where the workspace refuses it, by editing a message.
+ */
+import type { WebClient } from "@slack/web-api";
+import { slackifyMarkdown } from "slackify-markdown";
+import type { Approval } from "../../agent/approvals.js";
+import type { ChatSurface } from "../../agent/conversations.js";
+import type { AgentEvent } from "../../agent/events.js";
+import type { RunResult } from "../../agent/run.js";
+import type { Logger } from "../../logger.js";
+import { describeCall } from "../describe-call.js";
+import { splitMessage } from "../split-message.js";
+import { approvalQuestion } from "./approval-blocks.js";
+
+/** Where a run talks: a channel, and the thread (absent for a top-level DM conversation). */
+export interface SlackPlace {
+  teamId: string;
+  channel: string;
+  threadTs?: string;
+  /** The person the answer is for (Slack's streaming API wants to know). */
+  userId: string;
+}
+
+// Slack advises at most 4,000 characters of text per message; keep a margin for formatting.
+export const SLACK_MESSAGE_LIMIT = 3_900;
+const EDIT_INTERVAL_MS = 1_000;
+
+export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
+  const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
+  let work: Promise<unknown> = Promise.resolve();
+  // Slack calls go out one at a time, in the order of the events, and a failed call is logged, not fatal.
+  const then = (step: () => Promise<unknown>) => {
+    work = work.then(step).catch((error: unknown) => log.warn({ error: (error as Error).message, channel: place.channel }, "a Slack call failed"));
+  };
+
+  let statusShown = false;
+  let progressTs: string | undefined;
+  const activity: string[] = [];
+  let answer = "";
+  let stream: ReturnType<WebClient["chatStream"]> | undefined;
+  let streaming = Boolean(place.threadTs); // the streaming API only works in threads
+  let editTs: string | undefined;
+  let lastEdit = 0;
+
+  const showThinking = async () => {
+    if (place.threadTs) {
+      try {
+        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: "is thinking…" });
+        statusShown = true;
+        return;
+      } catch {
+        // not an assistant app here: a placeholder message says it instead
+      }
+    }
+    progressTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })).ts;
+  };
+
+  const showActivity = async () => {
+    const text = activity.join("\n");
+    if (progressTs) await client.chat.update({ channel: place.channel, ts: progressTs, text });
+    else progressTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
+  };
+
+  const streamAnswer = async (delta: string) => {
+    if (streaming) {
+      try {
+        stream ??= client.chatStream({ channel: place.channel, thread_ts: place.threadTs as string, recipient_team_id: place.teamId, recipient_user_id: place.userId });
+        await stream.append({ markdown_text: delta });
+        return;
+      } catch (error) {
+        log.info({ error: (error as Error).message }, "Slack refused streaming; editing a message instead");
+        streaming = false;
+        stream = undefined;
+      }
+    }
+    if (Date.now() - lastEdit < EDIT_INTERVAL_MS) return; // the final answer is written at the end anyway
+    lastEdit = Date.now();
+    const text = `${slackifyMarkdown(answer).slice(0, SLACK_MESSAGE_LIMIT)} …`;
+    if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text });
+    else editTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
+  };
+
+  const postAnswer = async (markdown: string) => {
+    if (stream) {
+      try {
+        await stream.stop();
+        return;
+      } catch (error) {
+        log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
+      }
+    }
+    const [first = "", ...rest] = splitMessage(slackifyMarkdown(markdown), SLACK_MESSAGE_LIMIT);
+    if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
+    else if (progressTs && activity.length === 0) await client.chat.update({ channel: place.channel, ts: progressTs, text: first });
+    else await client.chat.postMessage({ channel: place.channel, ...thread, text: first });
+    for (const part of rest) await client.chat.postMessage({ channel: place.channel, ...thread, text: part });
+  };
+
+  return {
+    onEvent(event: AgentEvent) {
+      if (event.type === "run_start" || event.type === "run_resumed") then(showThinking);
+      else if (event.type === "tool_start") {
+        activity.push(`:hourglass_flowing_sand: calling ${describeCall(event.name, event.arguments)}`);
+        then(showActivity);
+      } else if (event.type === "tool_end") {
+        const { name, envelope, durationMs } = event.record;
+        const line = envelope.status === "success" ? `:white_check_mark: ${name} (${Math.round(durationMs)} ms)` : `:warning: ${name}: ${envelope.error.type}`;
+        const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
+        if (index >= 0) activity[index] = line;
+        else activity.push(line);
+        then(showActivity);
+      } else if (event.type === "model_delta") {
+        answer += event.text;
+        const delta = event.text;
+        then(() => streamAnswer(delta));
+      } else if (event.type === "model_start") {
+        answer = ""; // a new step: only the last step's text is the answer
+      }
+    },
+
+    async finish(result: RunResult) {
+      if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output));
+      else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
+      else if (result.stopReason === "error") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: result.output }));
+      if (statusShown && result.stopReason !== "final") {
+        then(() => client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: "" }));
+      }
+      await work;
+    },
+
+    async askApproval(approval: Approval) {
+      await work;
+      const posted = await client.chat.postMessage({ channel: place.channel, ...thread, ...approvalQuestion(approval) });
+      return posted.ts ? `${place.channel}:${posted.ts}` : undefined;
+    },
+  };
+}

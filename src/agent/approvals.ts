@@ -1,0 +1,177 @@
+/**
+ * Durable approvals: a dangerous call that waits for a person is a row in SQLite, bound to one exact
+ * call (run id, tool_call_id, argument hash), decided once, by the requester or an approver, before
+ * it expires. Plain functions over the store; the conversation service decides when to use them.
+ */
+import { randomUUID } from "node:crypto";
+import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
+import type { PausedRun } from "./run.js";
+import type { Store } from "./store.js";
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
+
+export interface Approval {
+  id: string;
+  runId: string;
+  sessionId: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  argumentsHash: string;
+  /** Who asked for the run that wants this call. */
+  requester: string;
+  status: ApprovalStatus;
+  decidedBy: string | null;
+  decidedAt: string | null;
+  expiresAt: string;
+  /** Where the platform shows the buttons (e.g. a Slack channel and ts), to update them later. */
+  messageRef: string | null;
+}
+
+export type DecisionOutcome =
+  | { kind: "decided"; approval: Approval; runReady: boolean }
+  | { kind: "not_allowed"; approval: Approval }
+  | { kind: "already_decided"; approval: Approval }
+  | { kind: "expired"; approval: Approval }
+  | { kind: "stale"; approval: Approval }
+  | { kind: "unknown" };
+
+interface ApprovalRow {
+  id: string;
+  run_id: string;
+  session_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  arguments: string;
+  arguments_hash: string;
+  requester: string;
+  status: ApprovalStatus;
+  decided_by: string | null;
+  decided_at: string | null;
+  expires_at: string;
+  message_ref: string | null;
+}
+
+const toApproval = (row: ApprovalRow): Approval => ({
+  id: row.id,
+  runId: row.run_id,
+  sessionId: row.session_id,
+  toolCallId: row.tool_call_id,
+  toolName: row.tool_name,
+  arguments: JSON.parse(row.arguments) as Record<string, unknown>,
+  argumentsHash: row.arguments_hash,
+  requester: row.requester,
+  status: row.status,
+  decidedBy: row.decided_by,
+  decidedAt: row.decided_at,
+  expiresAt: row.expires_at,
+  messageRef: row.message_ref,
+});
+
+export function createApprovalBook(store: Store) {
+  const { db } = store;
+  const statements = {
+    insert: db.prepare(`INSERT INTO approvals (id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, expires_at, created_at)
+      VALUES (@id, @runId, @sessionId, @toolCallId, @toolName, @arguments, @argumentsHash, @requester, 'pending', @expiresAt, @createdAt)
+      ON CONFLICT (run_id, tool_call_id) DO NOTHING`),
+    byId: db.prepare("SELECT * FROM approvals WHERE id = ?"),
+    byCall: db.prepare("SELECT * FROM approvals WHERE run_id = ? AND tool_call_id = ?"),
+    ofRun: db.prepare("SELECT * FROM approvals WHERE run_id = ? ORDER BY created_at, id"),
+    decide: db.prepare("UPDATE approvals SET status = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'"),
+    setMessage: db.prepare("UPDATE approvals SET message_ref = ? WHERE id = ?"),
+    expired: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? AND session_id LIKE ? ORDER BY expires_at"),
+    pendingOfSession: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND session_id = ?"),
+  };
+  const all = (rows: unknown[]) => (rows as ApprovalRow[]).map(toApproval);
+
+  return {
+    /** One pending approval per waiting call of a paused run (idempotent: a call is asked once). */
+    open(paused: PausedRun, ttlSeconds: number, now = new Date()): Approval[] {
+      const requests = paused.pending.flatMap((call) => (call.approval ? [call.approval] : []));
+      return db.transaction((waiting: ApprovalRequest[]) =>
+        waiting.map((request) => {
+          statements.insert.run({
+            id: `apv_${randomUUID()}`,
+            runId: request.runId,
+            sessionId: request.sessionId,
+            toolCallId: request.toolCallId,
+            toolName: request.toolName,
+            arguments: JSON.stringify(request.arguments),
+            argumentsHash: request.argumentsHash,
+            requester: request.userId,
+            expiresAt: new Date(now.getTime() + ttlSeconds * 1000).toISOString(),
+            createdAt: now.toISOString(),
+          });
+          return toApproval(statements.byCall.get(request.runId, request.toolCallId) as ApprovalRow);
+        }),
+      )(requests);
+    },
+
+    get(id: string): Approval | undefined {
+      const row = statements.byId.get(id) as ApprovalRow | undefined;
+      return row && toApproval(row);
+    },
+
+    ofRun: (runId: string): Approval[] => all(statements.ofRun.all(runId)),
+
+    pendingOfSession: (sessionId: string): Approval[] => all(statements.pendingOfSession.all(sessionId)),
+
+    attachMessage(id: string, messageRef: string): void {
+      statements.setMessage.run(messageRef, id);
+    },
+
+    /**
+     * A person's click. Single use: only the first decision of a pending, unexpired approval counts.
+     * Stale: the run must still be waiting for exactly this call with exactly these arguments.
+     */
+    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date()): DecisionOutcome {
+      const approval = this.get(id);
+      if (!approval) return { kind: "unknown" };
+      if (approval.status !== "pending") return { kind: approval.status === "expired" ? "expired" : "already_decided", approval };
+      if (userId !== approval.requester && !approvers.includes(userId)) return { kind: "not_allowed", approval };
+      if (Date.parse(approval.expiresAt) <= now.getTime()) return { kind: "expired", approval };
+      if (!isWaitingFor(store, approval)) return { kind: "stale", approval };
+      if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), id).changes !== 1) {
+        return { kind: "already_decided", approval: this.get(id) ?? approval };
+      }
+      const decided = this.get(id) ?? approval;
+      return { kind: "decided", approval: decided, runReady: this.ofRun(approval.runId).every((other) => other.status !== "pending") };
+    },
+
+    /** Marks pending approvals past their time as expired; returns them. */
+    expire(sessionPrefix: string, now = new Date()): Approval[] {
+      const due = all(statements.expired.all(now.toISOString(), `${sessionPrefix}%`));
+      return due.filter((approval) => statements.decide.run("expired", "expired", now.toISOString(), approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "expired", decidedAt: now.toISOString() }));
+    },
+
+    /** The decisions of a run whose approvals are all settled, keyed by tool_call_id, as the executor takes them. */
+    decisionsOf(runId: string): Record<string, ApprovalDecision> {
+      const decisions: Record<string, ApprovalDecision> = {};
+      for (const approval of this.ofRun(runId)) {
+        if (approval.status === "pending") continue;
+        decisions[approval.toolCallId] = {
+          approved: approval.status === "approved",
+          by: approval.decidedBy ?? approval.status,
+          argumentsHash: approval.argumentsHash,
+          ...(approval.status === "expired" ? { reason: "nobody approved it in time" } : {}),
+        };
+      }
+      return decisions;
+    },
+
+    /** Pending approvals of a session that a newer message makes moot. */
+    supersede(sessionId: string, now = new Date()): Approval[] {
+      const pending = this.pendingOfSession(sessionId);
+      return pending.filter((approval) => statements.decide.run("expired", "superseded", now.toISOString(), approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded" }));
+    },
+  };
+}
+
+export type ApprovalBook = ReturnType<typeof createApprovalBook>;
+
+function isWaitingFor(store: Store, approval: Approval): boolean {
+  const paused = store.pausedRun(approval.runId);
+  if (!paused) return false;
+  const run = JSON.parse(paused) as PausedRun;
+  return run.pending.some((call) => call.call.id === approval.toolCallId && call.approval?.argumentsHash === approval.argumentsHash);
+}

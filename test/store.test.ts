@@ -1,0 +1,268 @@
+// The SQLite store on a real file: migrations, pragmas, exact message round trips, transactions,
+// session epochs, listings, event claims across connections, and facts with FTS5.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { channelOf } from "../src/agent/memory.js";
+import type { Message } from "../src/agent/types.js";
+import { databasePath, openTestStore, removeDatabases } from "./memory-helpers.js";
+
+afterEach(removeDatabases);
+
+const entries = (messages: Message[]) => messages.map((message, index) => ({ message, tokens: 10 + index }));
+
+describe("schema and connection", () => {
+  it("migrates a new file to the latest user_version, and reopening keeps data without migrating again", () => {
+    const path = databasePath();
+    const first = openTestStore(path);
+    const version = first.db.pragma("user_version", { simple: true }) as number;
+    expect(version).toBeGreaterThanOrEqual(1);
+    const tables = first.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    expect(tables).toEqual(expect.arrayContaining(["approvals", "claims", "facts", "messages", "runs", "sessions", "steps", "summaries"]));
+    first.appendMessages("cli:one", null, entries([{ role: "user", content: "kept across reopening" }]));
+    first.close();
+
+    // Re-running a migration would fail on CREATE TABLE or wipe nothing silently; either way we would notice.
+    const second = openTestStore(path);
+    expect(second.db.pragma("user_version", { simple: true })).toBe(version);
+    expect(second.messagesAfter("cli:one", 0, 0).map((stored) => stored.message)).toEqual([{ role: "user", content: "kept across reopening" }]);
+  });
+
+  it("migrates once when several processes open a new file at the same moment (regression: 'table sessions already exists')", async () => {
+    const path = databasePath();
+    expect(await openFromProcesses(path, 6)).toEqual(Array(6).fill("opened"));
+    expect(openTestStore(path).db.pragma("user_version", { simple: true })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("runs in WAL mode with foreign keys enforced and a busy timeout", () => {
+    const store = openTestStore();
+    expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1);
+    expect(store.db.pragma("busy_timeout", { simple: true })).toBeGreaterThan(0);
+    // A message of a run that does not exist violates runs(id).
+    expect(() => store.appendMessages("cli:fk", "run_missing", entries([{ role: "user", content: "x" }]))).toThrow(/FOREIGN KEY/);
+  });
+});
+
+/**
+ * Opens the store at `path` from `count` separate processes at once: each child loads the store, says
+ * "ready", and opens the file when the parent says "go" to all of them. Resolves with what each printed.
+ */
+async function openFromProcesses(path: string, count: number): Promise<string[]> {
+  const storeModule = fileURLToPath(new URL("../src/agent/store.ts", import.meta.url));
+  const code = `
+    import { openStore } from ${JSON.stringify(storeModule)};
+    process.stdout.write("ready\\n");
+    process.stdin.once("data", () => {
+      try { openStore(process.argv[1]).close(); process.stdout.write("opened\\n"); }
+      catch (error) { process.stdout.write("failed: " + error.message + "\\n"); }
+      process.exit(0);
+    });`;
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, path], { stdio: ["pipe", "pipe", "inherit"] }),
+  );
+  const outputs = children.map((child) => {
+    let text = "";
+    const ready = new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => { text += chunk.toString(); if (text.includes("ready")) resolve(); }));
+    const exited = new Promise<string>((resolve) => child.on("close", () => resolve(text.replace("ready\n", "").trim())));
+    return { child, ready, exited };
+  });
+  await Promise.all(outputs.map((output) => output.ready));
+  for (const { child } of outputs) child.stdin.write("go\n");
+  return Promise.all(outputs.map((output) => output.exited));
+}
+
+describe("messages", () => {
+  it("round-trip exactly: assistant tool_calls, tool results, null content, system notes", () => {
+    const store = openTestStore();
+    store.startRun({ runId: "run_1", sessionId: "slack:T1:C1:1.1", userId: "U1", input: "weather?" });
+    const messages: Message[] = [
+      { role: "user", content: "What's the weather in Paris and in Oslo?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "call_a", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } },
+          { id: "call_b", type: "function", function: { name: "weather", arguments: '{"city":"Oslo","unit":"C"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "call_a", content: '{"status":"success","data":{"c":21}}' },
+      { role: "tool", tool_call_id: "call_b", content: '{"status":"error","error":{"type":"timeout","message":"slow"}}' },
+      { role: "system", content: "A guard's note." },
+      { role: "assistant", content: "Let me check once more.", tool_calls: [{ id: "call_c", type: "function", function: { name: "weather", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "call_c", content: "" },
+      { role: "assistant", content: "Paris 21 °C; Oslo did not answer. 🌦️" },
+      { role: "assistant", content: null },
+    ];
+    const ids = store.appendMessages("slack:T1:C1:1.1", "run_1", entries(messages));
+    expect(ids).toHaveLength(messages.length);
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+
+    const stored = store.messagesAfter("slack:T1:C1:1.1", 0, 0);
+    expect(stored.map((row) => row.message)).toEqual(messages);
+    expect(stored.map((row) => row.id)).toEqual(ids);
+    expect(stored.map((row) => row.tokens)).toEqual(messages.map((_, index) => 10 + index));
+    expect(stored.every((row) => row.runId === "run_1")).toBe(true);
+    expect(store.messagesAfter("slack:T1:C1:1.1", 0, ids[3] as number).map((row) => row.message)).toEqual(messages.slice(4));
+  });
+
+  it("appends in one transaction: a failing insert in the middle leaves none of the batch", () => {
+    const store = openTestStore();
+    store.appendMessages("cli:tx", null, entries([{ role: "user", content: "before" }]));
+    const batch = [
+      { message: { role: "user", content: "first of batch" } as Message, tokens: 5 },
+      { message: { role: "assistant", content: "second of batch" } as Message, tokens: null as unknown as number }, // NOT NULL fails
+      { message: { role: "user", content: "third of batch" } as Message, tokens: 5 },
+    ];
+    expect(() => store.appendMessages("cli:tx", null, batch)).toThrow(/NOT NULL/);
+    expect(store.messagesAfter("cli:tx", 0, 0).map((row) => row.message.content)).toEqual(["before"]);
+    // Nor does a failed first batch leave its session behind.
+    expect(() => store.appendMessages("cli:never", null, batch)).toThrow();
+    expect(store.listSessions().map((session) => session.id)).toEqual(["cli:tx"]);
+  });
+
+  it("resetSession starts a new epoch: old messages stay in the table but are not read for the new one", () => {
+    const store = openTestStore();
+    store.appendMessages("web:r", null, entries([{ role: "user", content: "old question" }, { role: "assistant", content: "old answer" }]));
+    expect(store.epoch("web:r")).toBe(0);
+    expect(store.resetSession("web:r")).toBe(true);
+    expect(store.epoch("web:r")).toBe(1);
+    expect(store.messagesAfter("web:r", 1, 0)).toEqual([]);
+    store.appendMessages("web:r", null, entries([{ role: "user", content: "new question" }]));
+    expect(store.messagesAfter("web:r", 1, 0).map((row) => row.message.content)).toEqual(["new question"]);
+    expect(store.messagesAfter("web:r", 0, 0).map((row) => row.message.content)).toEqual(["old question", "old answer"]);
+    expect(store.db.prepare("SELECT count(*) FROM messages WHERE session_id = 'web:r'").pluck().get()).toBe(3);
+    expect(store.resetSession("web:unknown")).toBe(false);
+  });
+
+  it("keeps summaries per epoch, the latest first", () => {
+    const store = openTestStore();
+    const ids = store.appendMessages("web:s", null, entries([{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }]));
+    store.saveSummary("web:s", 0, { content: "first", tokens: 1, firstMessageId: ids[0] as number, lastMessageId: ids[0] as number });
+    store.saveSummary("web:s", 0, { content: "second", tokens: 2, firstMessageId: ids[1] as number, lastMessageId: ids[1] as number });
+    expect(store.latestSummary("web:s", 0)).toEqual({ content: "second", tokens: 2, lastMessageId: ids[1] });
+    store.resetSession("web:s");
+    expect(store.latestSummary("web:s", 1)).toBeUndefined();
+  });
+});
+
+describe("sessions and runs", () => {
+  it("listSessions counts messages, billed tokens and runs, most recent activity first", () => {
+    const store = openTestStore();
+    store.startRun({ runId: "run_a1", sessionId: "web:a", userId: "U1", input: "one" });
+    store.appendMessages("web:a", "run_a1", entries([{ role: "user", content: "one" }, { role: "assistant", content: "1" }]));
+    store.endRun({ runId: "run_a1", status: "final", output: "1", steps: 1, promptTokens: 100, completionTokens: 7, paused: null, error: null });
+    store.startRun({ runId: "run_a2", sessionId: "web:a", userId: "U1", input: "two" });
+    store.appendMessages("web:a", "run_a2", entries([{ role: "user", content: "two" }]));
+    store.endRun({ runId: "run_a2", status: "error", output: "failed", steps: 1, promptTokens: 50, completionTokens: 0, paused: null, error: '{"code":"model_unavailable"}' });
+    store.startRun({ runId: "run_b1", sessionId: "web:b", userId: "U2", input: "hi" });
+    store.appendMessages("web:b", "run_b1", entries([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]));
+    store.endRun({ runId: "run_b1", status: "final", output: "hello", steps: 1, promptTokens: 20, completionTokens: 3, paused: null, error: null });
+
+    const sessions = store.listSessions();
+    const byId = [...sessions].sort((a, b) => a.id.localeCompare(b.id));
+    expect(byId.map(({ id, messageCount, tokens, runCount }) => ({ id, messageCount, tokens, runCount }))).toEqual([
+      { id: "web:a", messageCount: 3, tokens: 157, runCount: 2 },
+      { id: "web:b", messageCount: 2, tokens: 23, runCount: 1 },
+    ]);
+    // Most recent first (two writes may share a millisecond, so only the order of the times is checked).
+    const times = sessions.map((session) => Date.parse(session.lastActivity));
+    expect(times.every((time) => !Number.isNaN(time))).toBe(true);
+    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    expect(Date.parse(byId[0]?.lastActivity ?? "")).toBeGreaterThanOrEqual(Date.parse(store.db.prepare("SELECT max(created_at) FROM messages WHERE session_id = 'web:a'").pluck().get() as string));
+
+    const run = store.db.prepare("SELECT status, output, steps, prompt_tokens, completion_tokens, error, ended_at FROM runs WHERE id = 'run_a2'").get();
+    expect(run).toMatchObject({ status: "error", output: "failed", steps: 1, prompt_tokens: 50, completion_tokens: 0, error: '{"code":"model_unavailable"}' });
+    expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
+  });
+});
+
+describe("claims", () => {
+  it("claim() is true once and false ever after, also from a second connection to the same file", () => {
+    const path = databasePath();
+    const first = openTestStore(path);
+    const second = openTestStore(path);
+    expect(first.claim("Ev123")).toBe(true);
+    expect(first.claim("Ev123")).toBe(false);
+    expect(second.claim("Ev123")).toBe(false);
+    expect(second.claim("Ev456")).toBe(true);
+    expect(first.claim("Ev456")).toBe(false);
+    // A raw connection sees both, committed.
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual(["Ev123", "Ev456"]);
+    raw.close();
+  });
+});
+
+describe("facts", () => {
+  it("ranks by bm25: the fact that matches more of the words comes first", () => {
+    const store = openTestStore();
+    const weak = store.addFact("U1", "user", "The office server room is on the second floor.");
+    const strong = store.addFact("U1", "user", "The staging server deploy key is stored in the team vault.");
+    store.addFact("U1", "user", "Likes espresso in the morning.");
+    const found = store.searchFacts("U1", "cli:x", "Where is the deploy key for the staging server?", 5);
+    expect(found.map((fact) => fact.id).slice(0, 2)).toEqual([strong, weak]);
+    expect(found[0]).toMatchObject({ userId: "U1", scope: "user", content: "The staging server deploy key is stored in the team vault." });
+    expect(store.searchFacts("U1", "cli:x", "staging server deploy", 1).map((fact) => fact.id)).toEqual([strong]);
+  });
+
+  it("never returns another user's personal facts", () => {
+    const store = openTestStore();
+    store.addFact("U2", "user", "U2 prefers answers in French.");
+    const own = store.addFact("U1", "user", "U1 prefers answers in German.");
+    expect(store.searchFacts("U1", "slack:T1:C1", "prefers answers French German", 10).map((fact) => fact.id)).toEqual([own]);
+    expect(store.searchFacts("U3", "slack:T1:C1", "prefers answers French German", 10)).toEqual([]);
+  });
+
+  it("finds a channel fact from any thread of that channel, never from another channel", () => {
+    const store = openTestStore();
+    const shared = store.addFact("U1", "slack:T1:C1", "The release train leaves on Thursdays.");
+    expect(channelOf("slack:T1:C1:1234.5")).toBe("slack:T1:C1");
+    expect(store.searchFacts("U1", channelOf("slack:T1:C1:1234.5"), "when does the release train leave", 5).map((fact) => fact.id)).toEqual([shared]);
+    expect(store.searchFacts("U1", channelOf("slack:T1:C1:9999.1"), "release train", 5).map((fact) => fact.id)).toEqual([shared]);
+    expect(store.searchFacts("U1", channelOf("slack:T1:C2:1234.5"), "release train", 5)).toEqual([]);
+    expect(store.searchFacts("U1", channelOf("discord:dm:C1"), "release train", 5)).toEqual([]);
+  });
+
+  it("shares a channel fact with everyone in that channel (what remember's shared_with_channel promises), but not personal facts", () => {
+    const store = openTestStore();
+    const shared = store.addFact("U1", "discord:G1:C1", "The on-call rota lives in the wiki.");
+    store.addFact("U1", "user", "U1's on-call rota starts Monday.");
+    expect(store.searchFacts("U2", channelOf("discord:G1:C1:thread9"), "on-call rota", 5).map((fact) => fact.id)).toEqual([shared]);
+    expect(store.searchFacts("U2", channelOf("discord:G1:C2"), "on-call rota", 5)).toEqual([]);
+  });
+
+  it("forgetFact works only for the fact's owner, and a forgotten fact is no longer found", () => {
+    const store = openTestStore();
+    const id = store.addFact("U1", "user", "Parking spot number 42 in the garage.");
+    expect(store.forgetFact("U2", id)).toBe(false);
+    expect(store.searchFacts("U1", "cli:x", "parking garage", 5).map((fact) => fact.id)).toEqual([id]);
+    expect(store.forgetFact("U1", id)).toBe(true);
+    expect(store.forgetFact("U1", id)).toBe(false);
+    expect(store.searchFacts("U1", "cli:x", "parking garage", 5)).toEqual([]);
+    // The FTS index forgot it too, so a new fact with the same words is the only match.
+    const again = store.addFact("U1", "user", "Parking moved to the north garage.");
+    expect(store.searchFacts("U1", "cli:x", "parking garage", 5).map((fact) => fact.id)).toEqual([again]);
+  });
+
+  it.each([
+    'AND OR "NEAR(',
+    '"',
+    "'); DROP TABLE facts; --",
+    "NEAR(vault key, 2)",
+    "deploy* -staging ^key content:vault",
+    "key AND NOT vault",
+    "(((",
+    "!!! ??? ...",
+    "",
+    "🙂 ключ vault",
+    Array.from({ length: 200 }, (_, index) => `word${index}`).join(" "),
+  ])("does not throw on an FTS query made of %j", (query) => {
+    const store = openTestStore();
+    const id = store.addFact("U1", "user", "The vault key rotates monthly.");
+    const found = store.searchFacts("U1", "cli:x", query, 5);
+    expect(Array.isArray(found)).toBe(true);
+    if (/vault|key/i.test(query)) expect(found.map((fact) => fact.id)).toEqual([id]);
+  });
+});
