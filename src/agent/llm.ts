@@ -47,7 +47,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     const params: ChatCompletionCreateParamsBase = {
       model: options.model,
       messages: messages as ChatCompletionMessageParam[],
-      ...(withTools && request.tools?.length ? { tools: request.tools, tool_choice: request.toolChoice ?? "auto" } : {}),
+      // "auto" is the default wherever tools are given, so only "none" needs saying.
+      ...(withTools && request.tools?.length ? { tools: request.tools, ...(request.toolChoice === "none" ? { tool_choice: "none" as const } : {}) } : {}),
     };
     try {
       if (options.stream === false || !request.onDelta) {

@@ -67,6 +67,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
   const factsByRun = new Map<string, string>();
   const toolTokens = new WeakMap<ToolSpec[], number>();
   const estimates = new Map<string, number>();
+  let systemCount: { content: string; tokens: number } | undefined;
   const requests = new Map<string, { message: Message; tokens: number }>();
 
   /** The session's unsummarised messages, from the cache unless another process wrote or the session was reset meanwhile. */
@@ -153,8 +154,12 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       const facts = factsFor(run, String(request.message.content));
       let schemaTokens = toolTokens.get(tools);
       if (schemaTokens === undefined) toolTokens.set(tools, (schemaTokens = counter.tools(tools)));
-      const system = (): Message => ({ role: "system", content: systemText(systemPrompt, session.summary?.content, facts) });
-      const room = () => budgetTokens - promptTokens([counter.message(system()), request.tokens]) - (schemaTokens ?? 0);
+      const system = (): { message: Message; tokens: number } => {
+        const content = systemText(systemPrompt, session.summary?.content, facts);
+        if (systemCount?.content !== content) systemCount = { content, tokens: counter.message({ role: "system", content }) };
+        return { message: { role: "system", content }, tokens: systemCount.tokens };
+      };
+      const room = () => budgetTokens - promptTokens([system().tokens, request.tokens]) - (schemaTokens ?? 0);
 
       // The run's latest step is fitted into what a fold keeps, so no fold can take it out of view.
       const view = () => fitLatestStep(session.messages, run.runId, Math.floor(room() * KEEP_AFTER_FOLD), counter);
@@ -169,9 +174,11 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       // Earlier runs are seen without their guards' notes, which spoke to that run only.
       const earlier = window.filter((stored) => stored.runId !== run.runId && stored.message.role !== "system").map((stored) => stored.message);
       const ours = window.filter((stored) => stored.runId === run.runId).map((stored) => stored.message);
-      const messages = [system(), ...repairToolPairs([...earlier, request.message, ...ours])];
-      estimates.set(run.runId, promptTokens(messages.map((message) => counter.message(message))) + (schemaTokens ?? 0));
-      return messages;
+      const { message: systemMessage, tokens: systemTokens } = system();
+      // The estimate adds counts already known (each stored message's, cached when it was committed).
+      const inView = window.filter((stored) => stored.runId === run.runId || stored.message.role !== "system");
+      estimates.set(run.runId, promptTokens([systemTokens, request.tokens, ...inView.map((stored) => stored.tokens)]) + (schemaTokens ?? 0));
+      return [systemMessage, ...repairToolPairs([...earlier, request.message, ...ours])];
     },
 
     commit(run, messages) {

@@ -211,6 +211,7 @@ export function openStore(path: string) {
       WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };
 
   const appendMessages = db.transaction((sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
@@ -284,7 +285,7 @@ export function openStore(path: string) {
     },
     /** Changes whenever another connection commits; used to notice writes by another process. */
     dataVersion(): number {
-      return db.pragma("data_version", { simple: true }) as number;
+      return statements.dataVersion.get() as number;
     },
     close(): void {
       db.close();

@@ -35,22 +35,49 @@ export function contextWindowOf(model: string): number | undefined {
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_REPLY = 3;
 
-const encoders = new Map<EncodingName, Tiktoken>();
-
-async function loadEncoder(encoding: EncodingName): Promise<Tiktoken> {
-  let encoder = encoders.get(encoding);
-  if (!encoder) {
-    // The rank tables are large; load only the one needed, once per process.
-    const ranks = encoding === "o200k_base" ? await import("js-tiktoken/ranks/o200k_base") : await import("js-tiktoken/ranks/cl100k_base");
-    encoder = new Tiktoken(ranks.default);
-    encoders.set(encoding, encoder);
-  }
-  return encoder;
+interface Encoding {
+  encoder: Tiktoken;
+  /** The encoding's own pre-tokenizer pattern: tiktoken encodes each piece it matches on its own. */
+  pieces: RegExp;
 }
 
+const encodings = new Map<EncodingName, Encoding>();
+
+async function loadEncoding(name: EncodingName): Promise<Encoding> {
+  let encoding = encodings.get(name);
+  if (!encoding) {
+    // The rank tables are large; load only the one needed, once per process.
+    const ranks = (name === "o200k_base" ? await import("js-tiktoken/ranks/o200k_base") : await import("js-tiktoken/ranks/cl100k_base")).default;
+    encoding = { encoder: new Tiktoken(ranks), pieces: new RegExp(ranks.pat_str, "gu") };
+    encodings.set(name, encoding);
+  }
+  return encoding;
+}
+
+const PIECE_CACHE_LIMIT = 200_000;
+
+/**
+ * Counts are exact: text is split with the encoding's own pattern, and each piece's count (what
+ * tiktoken would give it) is cached, since chat text repeats its words. Special tokens such as
+ * <|endoftext|> in a message are counted as the plain text they are.
+ */
 export async function createTokenCounter(encoding: EncodingName): Promise<TokenCounter> {
-  const encoder = await loadEncoder(encoding);
-  const text = (value: string) => (value ? encoder.encode(value).length : 0);
+  const { encoder, pieces } = await loadEncoding(encoding);
+  const cache = new Map<string, number>();
+  const piece = (value: string) => {
+    let count = cache.get(value);
+    if (count === undefined) {
+      count = encoder.encode(value, [], []).length;
+      if (cache.size >= PIECE_CACHE_LIMIT) cache.clear();
+      cache.set(value, count);
+    }
+    return count;
+  };
+  const text = (value: string) => {
+    let count = 0;
+    if (value) for (const match of value.matchAll(pieces)) count += piece(match[0]);
+    return count;
+  };
   return {
     encoding,
     text,
