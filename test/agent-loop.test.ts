@@ -268,7 +268,7 @@ describe("runAgent: guards", () => {
 
     expect(calls.calls).toHaveLength(3);
     expect(server.requests).toHaveLength(4);
-    expect(server.requests.slice(0, 3).map((request) => request.body.tool_choice)).toEqual(["auto", "auto", "auto"]);
+    expect(server.requests.slice(0, 3).map((request) => request.body.tool_choice)).toEqual([undefined, undefined, undefined]);
     expect(server.requests[3]?.body.tool_choice).toBe("none");
     const last = sentMessages(server, 3).at(-1);
     expect(last?.role).toBe("system");
