@@ -81,6 +81,7 @@ export function createApprovalBook(store: Store) {
     setMessage: db.prepare("UPDATE approvals SET message_ref = ? WHERE id = ?"),
     expired: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? AND session_id LIKE ? ORDER BY expires_at"),
     pendingOfSession: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND session_id = ?"),
+    endSuperseded: db.prepare("UPDATE runs SET status = 'superseded', paused = NULL, ended_at = ? WHERE id = ? AND status = 'awaiting_approval'"),
   };
   const all = (rows: unknown[]) => (rows as ApprovalRow[]).map(toApproval);
 
@@ -159,10 +160,17 @@ export function createApprovalBook(store: Store) {
       return decisions;
     },
 
-    /** Pending approvals of a session that a newer message makes moot. */
+    /**
+     * Pending approvals of a session that a newer message makes moot: they expire, and their runs
+     * end there (a later click finds nothing to resume; the model sees those calls as not run).
+     */
     supersede(sessionId: string, now = new Date()): Approval[] {
-      const pending = this.pendingOfSession(sessionId);
-      return pending.filter((approval) => statements.decide.run("expired", "superseded", now.toISOString(), approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded" }));
+      return db.transaction(() => {
+        const at = now.toISOString();
+        const moot = this.pendingOfSession(sessionId).filter((approval) => statements.decide.run("expired", "superseded", at, approval.id).changes === 1);
+        for (const runId of new Set(moot.map((approval) => approval.runId))) statements.endSuperseded.run(at, runId);
+        return moot.map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded", decidedAt: at }));
+      })();
     },
   };
 }

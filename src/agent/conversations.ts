@@ -1,9 +1,13 @@
 /**
  * Conversations: what adapters talk to. Each message becomes a run of the shared agent, one run at
  * a time per session (a message that arrives while its session is busy waits its turn), with
- * memory in the store. `stop` cancels the running run; `reset` starts the session afresh.
+ * memory in the store. A dangerous call pauses its run: the approval is written to SQLite and shown
+ * by the adapter; a person's click (after a restart too) resumes the run from the store.
  */
-import { runAgent, type AgentConfig, type RunResult, type Task } from "./loop.js";
+import type { Approval, DecisionOutcome } from "./approvals.js";
+import { createApprovalBook } from "./approvals.js";
+import type { AgentEvent } from "./events.js";
+import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult, type Task } from "./loop.js";
 import { createSessionQueue } from "./session-queue.js";
 import type { Store } from "./store.js";
 
@@ -12,8 +16,36 @@ export interface MessageTask extends Omit<Task, "history"> {
   userId: string;
 }
 
+/** How one run shows in a chat (a port: each adapter implements it for its platform). */
+export interface ChatSurface {
+  /** Every event of the run, in order: progress and the streamed answer. */
+  onEvent(event: AgentEvent): void;
+  /** Shows how the run ended (the answer, an error, "stopped"); resolves once it is posted. */
+  finish(result: RunResult): Promise<void>;
+  /** Posts Approve / Deny buttons for a waiting call; returns where, so the message can be updated. */
+  askApproval(approval: Approval): Promise<string | undefined>;
+}
+
+export interface ConversationOptions {
+  /** The surface a run of this session shows on (a thread, a DM, a page). */
+  openSurface?: (sessionId: string, userId: string) => ChatSurface;
+  /** Updates an approval's message once it is decided, expired or no longer needed. */
+  showDecision?: (approval: Approval) => Promise<void>;
+  /** Users who may decide any approval (besides the person who asked). */
+  approvers?: string[];
+  /** How long an approval waits for a decision (default 3,600 s). */
+  approvalTtlSeconds?: number;
+  /** The sessions whose approvals this instance expires, by key prefix ("slack:"). */
+  sessionPrefix?: string;
+  onError?: (error: unknown, context: string) => void;
+}
+
 export interface Conversations {
   send(task: MessageTask): Promise<RunResult>;
+  /** A person's click on Approve or Deny. When it settles the last open approval of its run, the run resumes. */
+  decide(decision: { approvalId: string; userId: string; approved: boolean }): Promise<DecisionOutcome & { resumed?: Promise<RunResult | undefined> }>;
+  /** Expires approvals past their time (their runs resume with `denied`); returns how many expired. */
+  expireApprovals(now?: Date): Promise<number>;
   /** Cancels the session's running run; false when nothing was running. */
   stop(sessionId: string): boolean;
   /**
@@ -22,35 +54,120 @@ export interface Conversations {
    */
   reset(sessionId: string): Promise<boolean>;
   busy(sessionId: string): boolean;
+  /** Resolves when every queued run has finished (for shutdown and tests). */
+  idle(): Promise<void>;
 }
 
-export function createConversations(agent: AgentConfig, store: Store): Conversations {
+const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
+
+export function createConversations(agent: AgentConfig, store: Store, options: ConversationOptions = {}): Conversations {
   const queue = createSessionQueue();
   const running = new Map<string, AbortController>();
+  const book = createApprovalBook(store);
+  const openSurface = options.openSurface ?? (() => noSurface);
+  const showDecision = options.showDecision ?? (async () => {});
+  const onError = options.onError ?? (() => {});
+  const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
+  // Chat approvals wait for a person: the run pauses and is resumed by a click.
+  const durableAgent: AgentConfig = { ...agent, approve: agent.approve ?? (async () => "pending") };
+
+  /** Runs `body` as the session's turn, cancellable by stop(). */
+  function inTurn(sessionId: string, body: (signal: AbortSignal) => Promise<RunResult | undefined>, outer?: AbortSignal) {
+    return queue.run(sessionId, async () => {
+      const controller = new AbortController();
+      running.set(sessionId, controller);
+      try {
+        return await body(outer ? AbortSignal.any([outer, controller.signal]) : controller.signal);
+      } finally {
+        running.delete(sessionId);
+      }
+    });
+  }
+
+  /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
+  async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
+    if (result.paused) {
+      for (const approval of book.open(result.paused, ttlSeconds)) {
+        if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
+        const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
+        if (messageRef) book.attachMessage(approval.id, messageRef);
+      }
+    }
+    await surface.finish(result).catch((error: unknown) => onError(error, "showing a run's end"));
+    return result;
+  }
+
+  /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
+  async function supersede(sessionId: string): Promise<void> {
+    for (const approval of book.supersede(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+  }
+
+  function resume(runId: string, sessionId: string): Promise<RunResult | undefined> {
+    return inTurn(sessionId, async (signal) => {
+      const stored = store.pausedRun(runId);
+      if (!stored) return undefined; // resumed already, or superseded by a newer message
+      const paused = JSON.parse(stored) as PausedRun;
+      const surface = openSurface(sessionId, paused.userId);
+      const result = await resumeAgent(durableAgent, paused, book.decisionsOf(runId), { signal, onEvent: (event) => surface.onEvent(event) });
+      return settle(result, surface);
+    });
+  }
+
   return {
     send(task) {
-      return queue.run(task.sessionId, async () => {
-        const controller = new AbortController();
-        running.set(task.sessionId, controller);
-        const signal = task.signal ? AbortSignal.any([task.signal, controller.signal]) : controller.signal;
-        try {
-          return await runAgent(agent, { ...task, signal });
-        } finally {
-          running.delete(task.sessionId);
-        }
-      });
+      return inTurn(
+        task.sessionId,
+        async (signal) => {
+          await supersede(task.sessionId);
+          const surface = openSurface(task.sessionId, task.userId);
+          const onEvent = (event: AgentEvent) => {
+            surface.onEvent(event);
+            task.onEvent?.(event);
+          };
+          return settle(await runAgent(durableAgent, { ...task, signal, onEvent }), surface);
+        },
+        task.signal,
+      ) as Promise<RunResult>;
     },
+
+    async decide({ approvalId, userId, approved }) {
+      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? []);
+      if (outcome.kind !== "decided") return outcome;
+      await showDecision(outcome.approval).catch((error: unknown) => onError(error, "updating an approval"));
+      if (!outcome.runReady) return outcome;
+      return { ...outcome, resumed: resume(outcome.approval.runId, outcome.approval.sessionId) };
+    },
+
+    async expireApprovals(now = new Date()) {
+      const expired = book.expire(options.sessionPrefix ?? "", now);
+      const runs = new Map<string, string>();
+      for (const approval of expired) {
+        await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+        runs.set(approval.runId, approval.sessionId);
+      }
+      for (const [runId, sessionId] of runs) {
+        if (book.ofRun(runId).every((approval) => approval.status !== "pending")) void resume(runId, sessionId).catch((error: unknown) => onError(error, "resuming a run"));
+      }
+      return expired.length;
+    },
+
     stop(sessionId) {
       const controller = running.get(sessionId);
       controller?.abort();
       return controller !== undefined;
     },
+
     reset(sessionId) {
       running.get(sessionId)?.abort();
       // Returned, not dropped: a store that cannot write must reach the caller, not crash the
       // process as an unhandled rejection.
-      return queue.run(sessionId, async () => store.resetSession(sessionId));
+      return queue.run(sessionId, async () => {
+        await supersede(sessionId);
+        return store.resetSession(sessionId);
+      });
     },
+
     busy: (sessionId) => queue.busy(sessionId),
+    idle: () => queue.idle(),
   };
 }

@@ -289,7 +289,7 @@ export function repairToolPairs(messages: Message[]): Message[] {
         results.get(call.id) ?? {
           role: "tool",
           tool_call_id: call.id,
-          content: JSON.stringify({ status: "error", error: { type: "execution_error", message: "This call never finished (the run was interrupted)." } }),
+          content: JSON.stringify({ status: "error", error: { type: "execution_error", message: "This call was not run to the end: the run was interrupted, or the conversation moved on before it was approved." } }),
         },
       );
     }

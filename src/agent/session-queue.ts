@@ -6,6 +6,8 @@ export interface SessionQueue {
   run<T>(sessionId: string, task: () => Promise<T>): Promise<T>;
   /** True while a task of the session runs or waits. */
   busy(sessionId: string): boolean;
+  /** Resolves once no task runs or waits in any session. */
+  idle(): Promise<void>;
 }
 
 export function createSessionQueue(): SessionQueue {
@@ -23,5 +25,9 @@ export function createSessionQueue(): SessionQueue {
       return result;
     },
     busy: (sessionId) => tails.has(sessionId),
+    async idle() {
+      // A task may queue another (a click resuming a run), so look again until nothing is left.
+      while (tails.size > 0) await Promise.all(tails.values());
+    },
   };
 }
