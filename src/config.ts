@@ -27,6 +27,26 @@ export interface GlassboxConfig {
   contextTokens: number;
   /** Token encoding override (GLASSBOX_ENCODING); by default it follows the model. */
   encoding?: "o200k_base" | "cl100k_base";
+  /** How long a dangerous call waits for a person's decision (GLASSBOX_APPROVAL_TTL, seconds). */
+  approvalTtlSeconds: number;
+  /** Present when SLACK_BOT_TOKEN is set. */
+  slack?: SlackConfig;
+}
+
+export interface SlackConfig {
+  botToken: string;
+  /** Socket Mode when set (no public URL needed). */
+  appToken?: string;
+  /** HTTP mode: requests to /slack/events are verified with it. */
+  signingSecret?: string;
+  port: number;
+  host: string;
+  /** Web API base (for proxies and tests). */
+  apiUrl?: string;
+  /** Channel ids where the bot answers; empty means everywhere it is invited. */
+  allowedChannels: string[];
+  /** User ids who may approve any dangerous call. */
+  approvers: string[];
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
@@ -43,7 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       stream: env.GLASSBOX_STREAM !== "false",
       timeoutMs: positiveNumber(env, "GLASSBOX_MODEL_TIMEOUT_MS", 60_000),
     },
-    toolModules: (env.GLASSBOX_TOOLS ?? "").split(",").map((part) => part.trim()).filter(Boolean),
+    toolModules: list(env.GLASSBOX_TOOLS),
     maxSteps: positiveNumber(env, "GLASSBOX_MAX_STEPS", 8),
     toolTimeoutMs: positiveNumber(env, "GLASSBOX_TOOL_TIMEOUT_MS", 10_000),
     maxResultChars: positiveNumber(env, "GLASSBOX_MAX_RESULT_CHARS", 4_000),
@@ -52,7 +72,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
+    approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
+    slack: slackConfig(env),
   };
+}
+
+function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
+  const botToken = nonEmpty(env.SLACK_BOT_TOKEN);
+  const appToken = nonEmpty(env.SLACK_APP_TOKEN);
+  const signingSecret = nonEmpty(env.SLACK_SIGNING_SECRET);
+  if (!botToken) {
+    if (appToken || signingSecret) throw configurationError("SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not; set SLACK_BOT_TOKEN (xoxb-...) too.");
+    return undefined;
+  }
+  if (!botToken.startsWith("xoxb-")) throw configurationError("SLACK_BOT_TOKEN must be the bot token, starting with xoxb-.");
+  if (appToken && !appToken.startsWith("xapp-")) throw configurationError("SLACK_APP_TOKEN must be an app-level token, starting with xapp-.");
+  if (!appToken && !signingSecret) {
+    throw configurationError("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is; set one of them.");
+  }
+  return {
+    botToken,
+    appToken,
+    signingSecret,
+    port: positiveNumber(env, "PORT", 3_000),
+    host: nonEmpty(env.GLASSBOX_HOST) ?? "0.0.0.0",
+    apiUrl: nonEmpty(env.SLACK_API_URL),
+    allowedChannels: list(env.SLACK_ALLOWED_CHANNELS),
+    approvers: list(env.SLACK_APPROVERS),
+  };
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
 }
 
 /** A model needs a key, or a base URL for a local server that needs none. */

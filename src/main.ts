@@ -1,8 +1,9 @@
 /**
- * `npm start`: runs the bot with the adapters that are configured. Until the chat platforms are
- * wired in, that is an interactive chat in this terminal on the same agent loop, remembered in
+ * `npm start`: runs the bot with the adapters that are configured — Slack when SLACK_BOT_TOKEN is
+ * set — and otherwise an interactive chat in this terminal on the same agent loop, remembered in
  * SQLite between starts.
  */
+import { startSlackAdapter } from "./adapters/slack/slack-adapter.js";
 import { startTerminalChat } from "./adapters/terminal.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -10,11 +11,30 @@ import { createAgentConfig } from "./setup.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger({ level: "warn" });
+  const chatPlatforms = Boolean(config.slack);
+  const log = createLogger({ level: chatPlatforms ? "info" : "warn" });
   const agent = await createAgentConfig(config, log);
-  const sessionId = "cli:terminal";
-  await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.store.resetSession(sessionId) });
-  agent.store.close();
+
+  if (!chatPlatforms) {
+    const sessionId = "cli:terminal";
+    await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.store.resetSession(sessionId) });
+    agent.store.close();
+    return;
+  }
+
+  const stops: Array<() => Promise<void>> = [];
+  if (config.slack) {
+    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds });
+    stops.push(slack.stop);
+    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
+  }
+  const shutdown = async () => {
+    for (const stop of stops) await stop();
+    agent.store.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown());
+  process.once("SIGTERM", () => void shutdown());
 }
 
 start().catch((error: unknown) => {

@@ -1,0 +1,193 @@
+/**
+ * The Slack adapter: Bolt in Socket Mode (SLACK_APP_TOKEN) or over HTTP with signed requests
+ * (SLACK_SIGNING_SECRET). A mention in a channel, or a direct message, becomes a message to the
+ * conversation of its thread; Approve / Deny clicks decide durable approvals.
+ */
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { App, LogLevel, type Logger as BoltLogger } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import type { Approval } from "../../agent/approvals.js";
+import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { configurationError } from "../../agent/errors.js";
+import type { AgentConfig } from "../../agent/run.js";
+import type { Store } from "../../agent/store.js";
+import type { SlackConfig } from "../../config.js";
+import type { Logger } from "../../logger.js";
+import { approvalOutcome, APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
+import { openSlackSurface } from "./slack-surface.js";
+
+export interface SlackAdapter {
+  app: App;
+  conversations: Conversations;
+  /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
+  eventsUrl?: string;
+  stop(): Promise<void>;
+}
+
+/** What Slack sends for a message we may answer (an app_mention or a direct message). */
+interface IncomingMessage {
+  eventId: string;
+  teamId: string;
+  channel: string;
+  user?: string;
+  text?: string;
+  ts: string;
+  threadTs?: string;
+  botId?: string;
+  subtype?: string;
+  isDirect: boolean;
+}
+
+const EXPIRY_SWEEP_MS = 30_000;
+
+export async function startSlackAdapter(options: {
+  slack: SlackConfig;
+  agent: AgentConfig;
+  store: Store;
+  log: Logger;
+  approvalTtlSeconds: number;
+}): Promise<SlackAdapter> {
+  const { slack, store, log } = options;
+  const clientOptions = slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {};
+  const app = new App({
+    token: slack.botToken,
+    logger: boltLogger(log),
+    logLevel: LogLevel.WARN,
+    clientOptions,
+    ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
+  });
+
+  const identity = await app.client.auth.test().catch((error: { data?: { error?: string } }) => {
+    throw configurationError(
+      `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
+    );
+  });
+  const botUserId = identity.user_id ?? "";
+
+  const conversations = createConversations(options.agent, store, {
+    openSurface: (sessionId, userId) => openSlackSurface(app.client, placeOf(sessionId, userId), log),
+    showDecision: (approval) => updateApprovalMessage(app.client, approval),
+    approvers: slack.approvers,
+    approvalTtlSeconds: options.approvalTtlSeconds,
+    sessionPrefix: "slack:",
+    onError: (error, context) => log.error({ error: (error as Error).message }, `Slack: failed ${context}`),
+  });
+
+  async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
+    if (message.botId || message.subtype || !message.user || message.user === botUserId) return;
+    // Exactly once: the event id and the message ts are claimed before any work starts, so a retry,
+    // a redelivery or a second socket connection finds the claim and does nothing.
+    const fresh = [store.claim(`slack:event:${message.eventId}`), store.claim(`slack:message:${message.channel}:${message.ts}`)];
+    if (fresh.includes(false)) return;
+
+    const threadTs = message.threadTs ?? (message.isDirect ? undefined : message.ts);
+    const sessionId = `slack:${message.teamId}:${message.channel}:${threadTs ?? "main"}`;
+    const reply = (text: string) => client.chat.postMessage({ channel: message.channel, ...(threadTs ? { thread_ts: threadTs } : {}), text });
+
+    if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
+      if (store.claim(`slack:notice:${message.channel}`)) {
+        await reply(`I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`);
+      }
+      return;
+    }
+    const input = (message.text ?? "").replace(new RegExp(`<@${botUserId}>`, "g"), "").trim();
+    if (/^stop[.!]?$/i.test(input)) {
+      await reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
+      return;
+    }
+    if (!input) {
+      await reply("Ask me something after the mention, for example: what is the status of order 20240315001?");
+      return;
+    }
+    void conversations.send({ sessionId, userId: message.user, input }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+  }
+
+  app.event("app_mention", async ({ event, body, client }) => {
+    await onMessage(
+      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false },
+      client,
+    );
+  });
+
+  app.message(async ({ message, body, client }) => {
+    if (message.channel_type !== "im") return; // channels answer to mentions only
+    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
+    const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
+    await onMessage(
+      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true },
+      client,
+    );
+  });
+
+  app.action(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
+    await ack();
+    if (action.type !== "button" || !("action_id" in action) || !action.value) return;
+    const userId = body.user.id;
+    const outcome = await conversations.decide({ approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION });
+    const channel = body.channel?.id;
+    const refusal =
+      outcome.kind === "not_allowed"
+        ? `Only <@${outcome.approval.requester}>${slack.approvers.length ? " or an approver" : ""} can approve this.`
+        : outcome.kind === "already_decided"
+          ? "This was already decided."
+          : outcome.kind === "expired"
+            ? "This request has expired; ask me again if it is still needed."
+            : outcome.kind === "stale" || outcome.kind === "unknown"
+              ? "This request is no longer waiting for a decision."
+              : undefined;
+    if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: refusal });
+  });
+
+  app.error(async (error) => {
+    log.error({ error: error.message }, "Slack: an event handler failed");
+  });
+
+  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host }))) as unknown;
+  const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
+  const eventsUrl = address ? `http://${slack.host}:${address.port}/slack/events` : undefined;
+
+  const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Slack: expiring approvals failed")), EXPIRY_SWEEP_MS);
+  sweep.unref();
+  await conversations.expireApprovals(); // approvals that ran out while the bot was down
+
+  return {
+    app,
+    conversations,
+    eventsUrl,
+    async stop() {
+      clearInterval(sweep);
+      await app.stop();
+      await conversations.idle();
+    },
+  };
+}
+
+/** Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message. */
+function placeOf(sessionId: string, userId: string) {
+  const [, teamId = "", channel = "", thread = "main"] = sessionId.split(":");
+  return { teamId, channel, userId, ...(thread === "main" ? {} : { threadTs: thread }) };
+}
+
+async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
+  if (!approval.messageRef) return;
+  const [channel = "", ts = ""] = approval.messageRef.split(":");
+  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
+}
+
+/** Bolt's logs go to our structured log, at warn and above. */
+function boltLogger(log: Logger): BoltLogger {
+  let level = LogLevel.WARN;
+  const child = log.child({ component: "bolt" });
+  return {
+    debug: (...messages) => child.debug(messages.map(String).join(" ")),
+    info: (...messages) => child.info(messages.map(String).join(" ")),
+    warn: (...messages) => child.warn(messages.map(String).join(" ")),
+    error: (...messages) => child.error(messages.map(String).join(" ")),
+    setLevel: (next) => {
+      level = next;
+    },
+    getLevel: () => level,
+    setName: () => {},
+  };
+}
