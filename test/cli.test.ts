@@ -155,3 +155,32 @@ describe("glassbox tools", () => {
     expect(JSON.parse(stdout).map((tool: { name: string }) => tool.name)).toContain("check_stock");
   });
 });
+
+describe("glassbox sessions and reset", () => {
+  it("continues a --session across commands, lists it, and starts it afresh after reset", async () => {
+    const seen: string[][] = [];
+    server.setScript((request) => {
+      seen.push(request.messages.filter((message) => message.role === "user").map((message) => String(message.content)));
+      return { content: `answer ${seen.length}` };
+    });
+    await glassbox(["run", "my name is Ada", "--session", "team-42", "--json"]);
+    await glassbox(["run", "what is my name?", "--session", "team-42", "--json"]);
+    expect(seen.at(-1)).toEqual(["my name is Ada", "what is my name?"]);
+
+    const { stdout } = await glassbox(["sessions", "--json"]);
+    const session = (JSON.parse(stdout) as Array<{ id: string; messageCount: number; runCount: number }>).find((entry) => entry.id === "cli:team-42");
+    expect(session).toMatchObject({ messageCount: 4, runCount: 2 });
+
+    const reset = await glassbox(["reset", "--session", "team-42"]);
+    expect(reset.code).toBe(0);
+    expect(reset.stdout).toContain("starts afresh");
+    await glassbox(["run", "hello again", "--session", "team-42", "--json"]);
+    expect(seen.at(-1)).toEqual(["hello again"]);
+  });
+
+  it("says when there is no such session to reset", async () => {
+    const { code, stdout } = await glassbox(["reset", "--session", "never-used"]);
+    expect(code).toBe(1);
+    expect(stdout).toContain("There is no session cli:never-used");
+  });
+});
