@@ -2,6 +2,7 @@
  * Configuration from the environment (see the table in the README). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
+import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import type { ToolMode } from "./agent/llm.js";
 
@@ -31,6 +32,20 @@ export interface GlassboxConfig {
   approvalTtlSeconds: number;
   /** Present when SLACK_BOT_TOKEN is set. */
   slack?: SlackConfig;
+  /** Present when DISCORD_TOKEN is set. */
+  discord?: DiscordConfig;
+  /** Price overrides per model (GLASSBOX_PRICES, JSON: dollars per million tokens). */
+  prices: Record<string, Price>;
+}
+
+export interface DiscordConfig {
+  token: string;
+  /** REST base (for proxies and tests); the gateway address then comes from that API. */
+  apiUrl?: string;
+  /** Slash commands are registered to this server (instantly) instead of globally. */
+  guildId?: string;
+  /** User ids who may approve any dangerous call. */
+  approvers: string[];
 }
 
 export interface SlackConfig {
@@ -74,7 +89,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
     slack: slackConfig(env),
+    discord: discordConfig(env),
+    prices: pricesOf(env.GLASSBOX_PRICES),
   };
+}
+
+function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
+  const token = nonEmpty(env.DISCORD_TOKEN);
+  if (!token) return undefined;
+  return { token, apiUrl: nonEmpty(env.DISCORD_API_URL), guildId: nonEmpty(env.DISCORD_GUILD_ID), approvers: list(env.DISCORD_APPROVERS) };
+}
+
+function pricesOf(json: string | undefined): Record<string, Price> {
+  try {
+    return parsePrices(json);
+  } catch (error) {
+    throw configurationError(error instanceof SyntaxError ? `GLASSBOX_PRICES is not valid JSON (${error.message}); see the README for its shape.` : (error as Error).message);
+  }
 }
 
 function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {

@@ -211,6 +211,9 @@ export function openStore(path: string) {
       WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
+    sessionUsage: db.prepare(
+      "SELECT count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens FROM runs WHERE session_id = ?",
+    ),
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };
 
@@ -261,6 +264,10 @@ export function openStore(path: string) {
     /** A new start for the session: later runs see none of its earlier messages (which are kept). */
     resetSession(sessionId: string): boolean {
       return statements.resetSession.run(now(), sessionId).changes > 0;
+    },
+    /** Runs and tokens of one session, across resets. */
+    sessionUsage(sessionId: string): { runs: number; promptTokens: number; completionTokens: number } {
+      return statements.sessionUsage.get(sessionId) as { runs: number; promptTokens: number; completionTokens: number };
     },
     listSessions(): SessionInfo[] {
       return statements.listSessions.all() as SessionInfo[];

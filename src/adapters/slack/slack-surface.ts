@@ -37,6 +37,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
 
   let statusShown = false;
   let progressTs: string | undefined;
+  let placeholderTs: string | undefined; // the "_Thinking…_" message while it says nothing else
   const activity: string[] = [];
   let answer = "";
   let stream: ReturnType<WebClient["chatStream"]> | undefined;
@@ -54,11 +55,19 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         // not an assistant app here: a placeholder message says it instead
       }
     }
-    progressTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })).ts;
+    progressTs = placeholderTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })).ts;
   };
 
-  const showActivity = async () => {
-    const text = activity.join("\n");
+  /** A placeholder that the answer did not replace would say "Thinking…" forever: it goes. */
+  const removePlaceholder = async () => {
+    const ts = placeholderTs;
+    placeholderTs = undefined;
+    if (ts) await client.chat.delete({ channel: place.channel, ts });
+  };
+
+  // The text is taken when the event happens: a fast tool's "calling …" line still shows before its result.
+  const showActivity = async (text: string) => {
+    placeholderTs = undefined; // the message shows the activity now
     if (progressTs) await client.chat.update({ channel: place.channel, ts: progressTs, text });
     else progressTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
   };
@@ -86,6 +95,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     if (stream) {
       try {
         await stream.stop();
+        await removePlaceholder();
         return;
       } catch (error) {
         log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
@@ -93,9 +103,12 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     const [first = "", ...rest] = splitMessage(slackifyMarkdown(markdown), SLACK_MESSAGE_LIMIT);
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
-    else if (progressTs && activity.length === 0) await client.chat.update({ channel: place.channel, ts: progressTs, text: first });
-    else await client.chat.postMessage({ channel: place.channel, ...thread, text: first });
+    else if (placeholderTs) {
+      await client.chat.update({ channel: place.channel, ts: placeholderTs, text: first });
+      placeholderTs = undefined;
+    } else await client.chat.postMessage({ channel: place.channel, ...thread, text: first });
     for (const part of rest) await client.chat.postMessage({ channel: place.channel, ...thread, text: part });
+    await removePlaceholder();
   };
 
   return {
@@ -103,14 +116,16 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       if (event.type === "run_start" || event.type === "run_resumed") then(showThinking);
       else if (event.type === "tool_start") {
         activity.push(`:hourglass_flowing_sand: calling ${describeCall(event.name, event.arguments)}`);
-        then(showActivity);
+        const text = activity.join("\n");
+        then(() => showActivity(text));
       } else if (event.type === "tool_end") {
         const { name, envelope, durationMs } = event.record;
         const line = envelope.status === "success" ? `:white_check_mark: ${name} (${Math.round(durationMs)} ms)` : `:warning: ${name}: ${envelope.error.type}`;
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
-        then(showActivity);
+        const text = activity.join("\n");
+        then(() => showActivity(text));
       } else if (event.type === "model_delta") {
         answer += event.text;
         const delta = event.text;
@@ -124,6 +139,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output));
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: result.output }));
+      then(removePlaceholder);
       if (statusShown && result.stopReason !== "final") {
         then(() => client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: "" }));
       }

@@ -1,0 +1,194 @@
+/**
+ * The Discord adapter: discord.js over the gateway. A direct message, or a mention in a server
+ * channel, becomes a message to the conversation of that channel (or thread); buttons decide
+ * durable approvals; /reset, /stop and /usage manage the conversation.
+ */
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  MessageFlags,
+  OAuth2Scopes,
+  Partials,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type Message,
+} from "discord.js";
+import type { Approval } from "../../agent/approvals.js";
+import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { costOf, priceOf, type Price } from "../../agent/cost.js";
+import { configurationError } from "../../agent/errors.js";
+import type { AgentConfig } from "../../agent/run.js";
+import type { Store } from "../../agent/store.js";
+import type { DiscordConfig } from "../../config.js";
+import type { Logger } from "../../logger.js";
+import { approvalOutcomeText, openDiscordSurface } from "./discord-surface.js";
+
+export interface DiscordAdapter {
+  client: Client<true>;
+  conversations: Conversations;
+  inviteUrl: string;
+  stop(): Promise<void>;
+}
+
+const EXPIRY_SWEEP_MS = 30_000;
+// Close codes of the gateway that a person must fix (Discord's documented codes).
+const AUTHENTICATION_FAILED = 4004;
+const DISALLOWED_INTENTS = 4014;
+
+export const SLASH_COMMANDS = [
+  new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
+  new SlashCommandBuilder().setName("stop").setDescription("Cancel what the bot is doing here"),
+  new SlashCommandBuilder().setName("usage").setDescription("Tokens and cost of the conversation here"),
+].map((command) => command.toJSON());
+
+export async function startDiscordAdapter(options: {
+  discord: DiscordConfig;
+  agent: AgentConfig;
+  store: Store;
+  log: Logger;
+  approvalTtlSeconds: number;
+  prices?: Record<string, Price>;
+}): Promise<DiscordAdapter> {
+  const { discord, store, log } = options;
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
+    partials: [Partials.Channel], // DM channels are not cached, so DMs arrive on partial channels
+    ...(discord.apiUrl ? { rest: { api: discord.apiUrl } } : {}),
+  });
+
+  const conversations = createConversations(options.agent, store, {
+    openSurface: (sessionId) => openDiscordSurface(client, channelOf(sessionId), log),
+    showDecision: (approval) => updateApprovalMessage(client, approval),
+    approvers: discord.approvers,
+    approvalTtlSeconds: options.approvalTtlSeconds,
+    sessionPrefix: "discord:",
+    onError: (error, context) => log.error({ error: (error as Error).message }, `Discord: failed ${context}`),
+  });
+
+  client.on(Events.MessageCreate, (message) => {
+    void onMessage(message).catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: a message failed"));
+  });
+  client.on(Events.InteractionCreate, (interaction) => {
+    const handled = interaction.isButton() ? onButton(interaction) : interaction.isChatInputCommand() ? onCommand(interaction) : undefined;
+    void handled?.catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: an interaction failed"));
+  });
+
+  async function onMessage(message: Message): Promise<void> {
+    if (message.author.bot || message.system || message.author.id === client.user?.id) return;
+    const direct = message.channel.isDMBased();
+    if (!direct && !(client.user && message.mentions.users.has(client.user.id))) return;
+    // Exactly once: a gateway replay after a resume finds the claim and does nothing.
+    if (!store.claim(`discord:message:${message.id}`)) return;
+    const sessionId = sessionOf(message.channel, message.guildId);
+    const input = message.content.replace(/<@!?\d+>/g, "").trim();
+    if (!input) {
+      await message.reply("Ask me something, for example: what is the status of order 20240315001?");
+      return;
+    }
+    await conversations.send({ sessionId, userId: message.author.id, input });
+  }
+
+  async function onButton(interaction: ButtonInteraction): Promise<void> {
+    const [prefix, verb, approvalId] = interaction.customId.split(":");
+    if (prefix !== "glassbox" || !approvalId || !store.claim(`discord:interaction:${interaction.id}`)) return;
+    await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
+    const outcome = await conversations.decide({ approvalId, userId: interaction.user.id, approved: verb === "approve" });
+    const refusal =
+      outcome.kind === "not_allowed"
+        ? `Only <@${outcome.approval.requester}>${discord.approvers.length ? " or an approver" : ""} can approve this.`
+        : outcome.kind === "already_decided"
+          ? "This was already decided."
+          : outcome.kind === "expired"
+            ? "This request has expired; ask me again if it is still needed."
+            : outcome.kind === "stale" || outcome.kind === "unknown"
+              ? "This request is no longer waiting for a decision."
+              : undefined;
+    if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+  }
+
+  async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
+    if (!store.claim(`discord:interaction:${interaction.id}`) || !interaction.channel) return;
+    const sessionId = sessionOf(interaction.channel, interaction.guildId);
+    if (interaction.commandName === "reset") {
+      await conversations.reset(sessionId);
+      await interaction.reply("Started a new conversation here; I no longer see what was said before.");
+    } else if (interaction.commandName === "stop") {
+      await interaction.reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
+    } else if (interaction.commandName === "usage") {
+      const usage = store.sessionUsage(sessionId);
+      const cost = costOf(priceOf(options.agent.model.name, options.prices), usage);
+      const price = cost === null ? `cost unknown (no price for ${options.agent.model.name})` : `about $${cost.toFixed(4)}`;
+      await interaction.reply({
+        content: `This conversation: ${usage.runs} runs, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
+        flags: MessageFlags.Ephemeral,
+      });
+    }
+  }
+
+  await login(client, discord.token);
+  const ready = client as Client<true>;
+  // A server's commands appear at once; global ones can take a while to reach every client.
+  if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
+  else await ready.application.commands.set(SLASH_COMMANDS);
+  const inviteUrl = ready.generateInvite({
+    scopes: [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands],
+    permissions: [PermissionFlagsBits.ViewChannel, PermissionFlagsBits.SendMessages, PermissionFlagsBits.SendMessagesInThreads, PermissionFlagsBits.ReadMessageHistory],
+  });
+
+  const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: expiring approvals failed")), EXPIRY_SWEEP_MS);
+  sweep.unref();
+  await conversations.expireApprovals(); // approvals that ran out while the bot was down
+
+  return {
+    client: ready,
+    conversations,
+    inviteUrl,
+    async stop() {
+      clearInterval(sweep);
+      await conversations.idle();
+      await client.destroy();
+    },
+  };
+}
+
+/** Logs in; a token or intent problem becomes one sentence saying what to fix. */
+async function login(client: Client, token: string): Promise<void> {
+  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  try {
+    await client.login(token);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    await client.destroy();
+    if (code === "TokenInvalid" || code === AUTHENTICATION_FAILED || /401|Unauthorized|invalid token/i.test(String(error))) {
+      throw configurationError("Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).");
+    }
+    if (code === DISALLOWED_INTENTS || /disallowed intent|4014/i.test(String(error))) {
+      throw configurationError("Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.");
+    }
+    throw error;
+  }
+  await ready;
+}
+
+/** discord:dm:<channel>, discord:<guild>:<channel>, or discord:<guild>:<channel>:<thread>. */
+function sessionOf(channel: { id: string; isDMBased(): boolean; isThread(): boolean; parentId?: string | null }, guildId: string | null): string {
+  if (channel.isDMBased()) return `discord:dm:${channel.id}`;
+  if (channel.isThread() && channel.parentId) return `discord:${guildId}:${channel.parentId}:${channel.id}`;
+  return `discord:${guildId}:${channel.id}`;
+}
+
+/** The channel a session's messages go to: the thread when there is one. */
+function channelOf(sessionId: string): string {
+  return sessionId.split(":").at(-1) ?? "";
+}
+
+async function updateApprovalMessage(client: Client, approval: Approval): Promise<void> {
+  if (!approval.messageRef) return;
+  const [channelId = "", messageId = ""] = approval.messageRef.split(":");
+  const channel = await client.channels.fetch(channelId);
+  if (!channel?.isTextBased()) return;
+  await channel.messages.edit(messageId, { content: approvalOutcomeText(approval), components: [], allowedMentions: { parse: [] } });
+}

@@ -1,0 +1,114 @@
+/**
+ * How one run looks in a Discord channel: the typing indicator (renewed before it lapses), one
+ * progress message edited with tool activity, then the answer in messages of at most 2,000
+ * characters. Approvals are a message with Approve / Deny buttons.
+ */
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle, type Client, type Message, type SendableChannels } from "discord.js";
+import type { Approval } from "../../agent/approvals.js";
+import type { ChatSurface } from "../../agent/conversations.js";
+import type { AgentEvent } from "../../agent/events.js";
+import type { RunResult } from "../../agent/run.js";
+import type { Logger } from "../../logger.js";
+import { describeCall } from "../describe-call.js";
+import { splitMessage } from "../split-message.js";
+
+export const DISCORD_MESSAGE_LIMIT = 2_000;
+// Discord shows "typing" for about 10 seconds; renew it a little before.
+const TYPING_RENEW_MS = 8_000;
+const ARGUMENTS_LIMIT = 1_500;
+
+export const approveId = (approvalId: string) => `glassbox:approve:${approvalId}`;
+export const denyId = (approvalId: string) => `glassbox:deny:${approvalId}`;
+
+export function openDiscordSurface(client: Client, channelId: string, log: Logger): ChatSurface {
+  let channel: Promise<SendableChannels> | undefined;
+  const target = () =>
+    (channel ??= client.channels.fetch(channelId).then((found) => {
+      if (!found?.isSendable()) throw new Error(`cannot post in channel ${channelId}`);
+      return found;
+    }));
+  let work: Promise<unknown> = Promise.resolve();
+  // Discord calls go out one at a time, in the order of the events; a failed call is logged, not fatal.
+  const then = (step: () => Promise<unknown>) => {
+    work = work.then(step).catch((error: unknown) => log.warn({ error: (error as Error).message, channelId }, "a Discord call failed"));
+  };
+
+  let typing: NodeJS.Timeout | undefined;
+  const keepTyping = () => {
+    const type = () => void target().then((found) => found.sendTyping()).catch(() => {});
+    type();
+    typing = setInterval(type, TYPING_RENEW_MS);
+    typing.unref();
+  };
+
+  const activity: string[] = [];
+  let progress: Message | undefined;
+  const showActivity = async () => {
+    const content = activity.join("\n");
+    if (progress) await progress.edit(content);
+    else progress = await (await target()).send(content);
+  };
+
+  return {
+    onEvent(event: AgentEvent) {
+      if ((event.type === "run_start" || event.type === "run_resumed") && !typing) keepTyping();
+      else if (event.type === "tool_start") {
+        activity.push(`⏳ calling ${describeCall(event.name, event.arguments)}`);
+        then(showActivity);
+      } else if (event.type === "tool_end") {
+        const { name, envelope, durationMs } = event.record;
+        const line = envelope.status === "success" ? `✅ ${name} (${Math.round(durationMs)} ms)` : `⚠️ ${name}: ${envelope.error.type}`;
+        const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
+        if (index >= 0) activity[index] = line;
+        else activity.push(line);
+        then(showActivity);
+      }
+    },
+
+    async finish(result: RunResult) {
+      clearInterval(typing);
+      const text =
+        result.stopReason === "final" || result.stopReason === "max_steps"
+          ? result.output || "(no answer)"
+          : result.stopReason === "cancelled"
+            ? "Stopped."
+            : result.stopReason === "error"
+              ? result.output
+              : undefined;
+      if (text) {
+        for (const part of splitMessage(text, DISCORD_MESSAGE_LIMIT)) then(async () => (await target()).send(part));
+      }
+      await work;
+    },
+
+    async askApproval(approval: Approval) {
+      await work;
+      let args = JSON.stringify(approval.arguments, null, 2);
+      if (args.length > ARGUMENTS_LIMIT) args = `${args.slice(0, ARGUMENTS_LIMIT)}\n… (${args.length - ARGUMENTS_LIMIT} more characters)`;
+      const buttons = new ActionRowBuilder<ButtonBuilder>().addComponents(
+        new ButtonBuilder().setCustomId(approveId(approval.id)).setLabel("Approve").setStyle(ButtonStyle.Success),
+        new ButtonBuilder().setCustomId(denyId(approval.id)).setLabel("Deny").setStyle(ButtonStyle.Danger),
+      );
+      const posted = await (await target()).send({
+        content: `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${approval.toolName}\`\n\`\`\`json\n${args}\n\`\`\`\nOnly <@${approval.requester}> or an approver can decide; it expires <t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>.`,
+        components: [buttons],
+        allowedMentions: { parse: [] },
+      });
+      return `${posted.channelId}:${posted.id}`;
+    },
+  };
+}
+
+/** The approval message once decided: the question stays, the buttons go, the outcome is added. */
+export function approvalOutcomeText(approval: Approval): string {
+  const when = approval.decidedAt ? ` <t:${Math.floor(Date.parse(approval.decidedAt) / 1000)}:t>` : "";
+  const outcome =
+    approval.status === "approved"
+      ? `✅ Approved by <@${approval.decidedBy}>${when}`
+      : approval.status === "denied"
+        ? `❌ Denied by <@${approval.decidedBy}>${when}`
+        : approval.decidedBy === "superseded"
+          ? "⌛ No longer needed: the conversation moved on before anyone decided."
+          : "⌛ Expired: nobody decided in time, so it was not run.";
+  return `🔒 \`${approval.toolName}\` for <@${approval.requester}>: ${outcome}`;
+}

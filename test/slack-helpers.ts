@@ -1,0 +1,275 @@
+// Shared set-up for the Slack e2e tests: the real Bolt app (startSlackAdapter) against the fake
+// Slack, the real openai SDK against the scripted model server, and real SQLite files (the agent's
+// store and the demo shop) in a temp dir. Waiting is done on recorded calls and polled state with
+// generous timeouts, never on fixed delays.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { pino } from "pino";
+import { expect } from "vitest";
+import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
+import type { AgentConfig } from "../src/agent/loop.js";
+import type { Store } from "../src/agent/store.js";
+import { loadConfig, type SlackConfig } from "../src/config.js";
+import type { Logger } from "../src/logger.js";
+import { createAgentConfig } from "../src/setup.js";
+import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from "../src/testing/fake-slack.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type Script,
+  type ScriptedModelServer,
+} from "../src/testing/scripted-model-server.js";
+
+export const BOT = "U0FAKEBOT1";
+export const TEAM = "T0FAKE0001";
+export const CHANNEL = "C1";
+export const BOT_TOKEN = "xoxb-fake-bot-token";
+export const APP_TOKEN = "xapp-1-fake-app-token";
+export const SIGNING_SECRET = "fake-signing-secret";
+export const APPROVE = "glassbox_approve";
+export const DENY = "glassbox_deny";
+/** A paid order of the demo shop: it can still be cancelled. */
+export const CANCELLABLE_ORDER = "20240410003";
+export const WAIT = { timeout: 15_000, interval: 20 };
+export const CALL_WAIT = { timeoutMs: 15_000 };
+
+const cleanups: Array<() => Promise<void> | void> = [];
+
+/** Call from afterEach: stops adapters, closes servers and stores, removes the temp files (last started, first stopped). */
+export async function cleanUp(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    await cleanup();
+  }
+}
+
+export interface LogLine { level: number; msg: string; [key: string]: unknown }
+
+/** A real pino logger that keeps its lines in memory, so a test can check what was logged. */
+export function memoryLogger(): { log: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const log = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  return { log, lines };
+}
+
+export async function startModel(script: Script = []): Promise<ScriptedModelServer> {
+  const model = await startScriptedModelServer({ script });
+  cleanups.push(() => model.close());
+  return model;
+}
+
+export async function startSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
+  const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, ...options });
+  cleanups.push(() => fake.close());
+  return fake;
+}
+
+export function tempDir(): string {
+  const directory = mkdtempSync(join(tmpdir(), "glassbox-slack-"));
+  cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+  return directory;
+}
+
+export interface Paths { db: string; shopDb: string }
+
+export function tempPaths(): Paths {
+  const directory = tempDir();
+  return { db: join(directory, "glassbox.db"), shopDb: join(directory, "shop.db") };
+}
+
+/** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
+export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
+  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, ...env });
+  const agent = await createAgentConfig(config, log);
+  cleanups.push(() => {
+    if (agent.store.db.open) agent.store.close();
+  });
+  return { agent, config };
+}
+
+export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> = {}): SlackConfig {
+  return { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [], ...overrides };
+}
+
+export async function startAdapter(options: { fake: FakeSlack; agent: AgentConfig; store: Store; log: Logger; slack?: Partial<SlackConfig>; approvalTtlSeconds?: number }) {
+  const slack = await startSlackAdapter({
+    slack: slackConfigFor(options.fake, options.slack),
+    agent: options.agent,
+    store: options.store,
+    log: options.log,
+    approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await slack.stop();
+  };
+  cleanups.push(stop);
+  return { ...slack, stop };
+}
+
+export interface Harness {
+  fake: FakeSlack;
+  model: ScriptedModelServer;
+  slack: SlackAdapter;
+  agent: AgentConfig & { store: Store };
+  paths: Paths;
+  lines: LogLine[];
+  log: Logger;
+  /** POSTs a signed app_mention (or another event) to the adapter; returns the message ts. */
+  mention(text: string, options?: EventOptions): Promise<{ ts: string; status: number; eventId: string }>;
+  /** A direct message (a `message` event with channel_type im in a D... channel). */
+  dm(text: string, options?: EventOptions): Promise<{ ts: string; status: number; eventId: string }>;
+  /** Clicks a button of the approval message as `userId`. */
+  click(approval: ApprovalMessage, userId: string, actionId?: string): Promise<{ status: number; body: string }>;
+}
+
+export interface EventOptions {
+  channel?: string;
+  user?: string;
+  ts?: string;
+  threadTs?: string;
+  eventId?: string;
+  retryNum?: number;
+  extra?: Record<string, unknown>;
+}
+
+export interface HarnessOptions {
+  script?: Script;
+  fake?: FakeSlackOptions;
+  slack?: Partial<SlackConfig>;
+  env?: Record<string, string>;
+  approvalTtlSeconds?: number;
+  /** Changes the agent before the adapter starts (e.g. another model client). */
+  agent?: (agent: AgentConfig & { store: Store }, model: ScriptedModelServer) => AgentConfig & { store: Store };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const fake = await startSlack(options.fake);
+  const model = await startModel(options.script ?? []);
+  const paths = tempPaths();
+  const { log, lines } = memoryLogger();
+  const built = (await agentFor(model, paths, log, options.env)).agent;
+  const agent = options.agent ? options.agent(built, model) : built;
+  const slack = await startAdapter({ fake, agent, store: agent.store, log, slack: options.slack, approvalTtlSeconds: options.approvalTtlSeconds });
+  const url = slack.eventsUrl as string;
+
+  async function send(event: Record<string, unknown>, o: EventOptions) {
+    const ts = o.ts ?? fake.nextTs();
+    const sent = await fake.sendEvent(url, { ...event, ts, ...(o.threadTs ? { thread_ts: o.threadTs } : {}), ...o.extra }, {
+      ...(o.eventId ? { eventId: o.eventId } : {}),
+      ...(o.retryNum !== undefined ? { retryNum: o.retryNum } : {}),
+    });
+    expect(sent.status).toBe(200);
+    return { ts, status: sent.status, eventId: sent.eventId };
+  }
+
+  return {
+    fake,
+    model,
+    slack,
+    agent,
+    paths,
+    lines,
+    log,
+    mention: (text, o = {}) => send({ type: "app_mention", user: o.user ?? "U1", channel: o.channel ?? CHANNEL, text }, o),
+    dm: (text, o = {}) => send({ type: "message", channel_type: "im", user: o.user ?? "U1", channel: o.channel ?? "D1", text }, o),
+    click: (approval, userId, actionId = APPROVE) =>
+      fake.sendBlockAction(url, { userId, channel: approval.channel, messageTs: approval.ts, actionId, value: approval.id }),
+  };
+}
+
+/** The texts a person sees in a thread (the bot's messages only, in order). */
+export function botTexts(fake: FakeSlack, channel: string, threadTs?: string): string[] {
+  return fake.messages(channel, threadTs).filter((m) => m.user === BOT).map((m) => m.text ?? "");
+}
+
+/** Waits until a bot message of the thread matches, and returns it. */
+export async function waitForBotMessage(fake: FakeSlack, channel: string, threadTs: string | undefined, match: RegExp | string): Promise<FakeMessage> {
+  const test = (text: string) => (typeof match === "string" ? text.includes(match) : match.test(text));
+  let found: FakeMessage | undefined;
+  await expect
+    .poll(() => {
+      found = fake.messages(channel, threadTs).find((m) => m.user === BOT && test(m.text ?? ""));
+      return found !== undefined;
+    }, WAIT)
+    .toBe(true);
+  return found as FakeMessage;
+}
+
+export interface ApprovalMessage { channel: string; ts: string; id: string; message: FakeMessage }
+
+interface ButtonBlock { type: string; elements?: Array<{ action_id?: string; value?: string }> }
+
+/** The buttons of an approval message (none once decided). */
+export function buttonsOf(message: FakeMessage): Array<{ action_id?: string; value?: string }> {
+  return ((message.blocks ?? []) as ButtonBlock[]).filter((block) => block.type === "actions").flatMap((block) => block.elements ?? []);
+}
+
+/** Waits for the approval message with its buttons in the thread; the approval id is the buttons' value. */
+export async function waitForApproval(fake: FakeSlack, channel: string, threadTs?: string): Promise<ApprovalMessage> {
+  let found: FakeMessage | undefined;
+  await expect
+    .poll(() => {
+      found = fake.messages(channel, threadTs).find((m) => buttonsOf(m).length > 0);
+      return found !== undefined;
+    }, WAIT)
+    .toBe(true);
+  const message = found as FakeMessage;
+  const id = buttonsOf(message)[0]?.value ?? "";
+  return { channel, ts: message.ts, id, message };
+}
+
+/** The current state of a message (its text and blocks as a person sees them). */
+export function messageAt(fake: FakeSlack, channel: string, ts: string): FakeMessage | undefined {
+  return fake.messages(channel).find((m) => m.ts === ts);
+}
+
+/** The text of a message's blocks and its fallback text, as one string to match against. */
+export function visibleText(message: FakeMessage | undefined): string {
+  return `${message?.text ?? ""}\n${JSON.stringify(message?.blocks ?? [])}`;
+}
+
+type SentMessage = ChatCompletionRequestBody["messages"][number];
+
+export function textOf(message: SentMessage | undefined): string {
+  return typeof message?.content === "string" ? message.content : "";
+}
+
+/** The messages of the model request number `index`. */
+export function sentMessages(model: ScriptedModelServer, index: number): SentMessage[] {
+  const request = model.requests[index];
+  if (!request) throw new Error(`no model request #${index}; the server saw ${model.requests.length}`);
+  return request.body.messages;
+}
+
+/** The user messages of a request, as text. */
+export function userTexts(model: ScriptedModelServer, index: number): string[] {
+  return sentMessages(model, index).filter((m) => m.role === "user").map(textOf);
+}
+
+/** The tool messages of a request, parsed from their JSON envelopes. */
+export function toolResults(model: ScriptedModelServer, index: number): Array<{ status: string; data?: unknown; error?: { type: string; message: string } }> {
+  return sentMessages(model, index)
+    .filter((m) => m.role === "tool")
+    .map((m) => JSON.parse(textOf(m)) as { status: string; data?: unknown; error?: { type: string; message: string } });
+}
+
+/** The status of an order in the demo shop's SQLite file. */
+export function orderStatus(shopDb: string, orderId: string): string | undefined {
+  const db = new Database(shopDb, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare("SELECT status FROM orders WHERE id = ?").pluck().get(orderId) as string | undefined) ?? undefined;
+  } finally {
+    db.close();
+  }
+}
+
+export const toolCall = (name: string, args: unknown, id?: string) => ({ name, arguments: JSON.stringify(args), ...(id ? { id } : {}) });
+
+export const cancelScript = (answer = "Done: order 20240410003 is cancelled."): Script => [
+  { toolCalls: [toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_cancel_1")] },
+  { content: answer },
+];
