@@ -5,6 +5,7 @@ import { createMemoryTools } from "./agent/memory-tools.js";
 import { createSqliteMemory } from "./agent/memory.js";
 import { openStore, type Store } from "./agent/store.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
+import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -25,7 +26,7 @@ export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
   return createOpenAIModel({ ...config.model, warn: (message) => log.warn(message) });
 }
 
-/** The agent with SQLite memory: messages committed as they come, context within the token budget. */
+/** The agent with SQLite memory (messages committed as they come, context within the token budget) and traces. */
 export async function createAgentConfig(
   config: GlassboxConfig,
   log: Logger,
@@ -46,6 +47,7 @@ export async function createAgentConfig(
     model,
     tools: await loadRegistry(config, options.toolModules, store),
     memory,
+    trace: createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate }),
     store,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,

@@ -19,10 +19,13 @@ import {
   startScriptedModelServer,
   type ChatCompletionRequestBody,
   type Script,
+  type ScriptedReply,
   type ScriptedModelServer,
 } from "../src/testing/scripted-model-server.js";
 
 export const BOT = "U0FAKEBOT1";
+/** The bot_id of what the bot posts (a person's message echoed by the fake has none). */
+export const BOT_ID = "B0FAKEBOT1";
 export const TEAM = "T0FAKE0001";
 export const CHANNEL = "C1";
 export const BOT_TOKEN = "xoxb-fake-bot-token";
@@ -183,7 +186,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
 /** The texts a person sees in a thread (the bot's messages only, in order). */
 export function botTexts(fake: FakeSlack, channel: string, threadTs?: string): string[] {
-  return fake.messages(channel, threadTs).filter((m) => m.user === BOT).map((m) => m.text ?? "");
+  return fake.messages(channel, threadTs).filter((m) => m.bot_id === BOT_ID).map((m) => m.text ?? "");
 }
 
 /** Waits until a bot message of the thread matches, and returns it. */
@@ -192,7 +195,7 @@ export async function waitForBotMessage(fake: FakeSlack, channel: string, thread
   let found: FakeMessage | undefined;
   await expect
     .poll(() => {
-      found = fake.messages(channel, threadTs).find((m) => m.user === BOT && test(m.text ?? ""));
+      found = fake.messages(channel, threadTs).find((m) => m.bot_id === BOT_ID && test(m.text ?? ""));
       return found !== undefined;
     }, WAIT)
     .toBe(true);
@@ -269,7 +272,7 @@ export function orderStatus(shopDb: string, orderId: string): string | undefined
 
 export const toolCall = (name: string, args: unknown, id?: string) => ({ name, arguments: JSON.stringify(args), ...(id ? { id } : {}) });
 
-export const cancelScript = (answer = "Done: order 20240410003 is cancelled."): Script => [
+export const cancelScript = (answer = "Done: order 20240410003 is cancelled."): ScriptedReply[] => [
   { toolCalls: [toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_cancel_1")] },
   { content: answer },
 ];

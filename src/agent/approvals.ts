@@ -128,7 +128,10 @@ export function createApprovalBook(store: Store) {
     decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date()): DecisionOutcome {
       const approval = this.get(id);
       if (!approval) return { kind: "unknown" };
-      if (approval.status !== "pending") return { kind: approval.status === "expired" ? "expired" : "already_decided", approval };
+      // A superseded approval is stored as expired, but for the person clicking it is stale.
+      if (approval.status !== "pending") {
+        return { kind: approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired", approval };
+      }
       if (userId !== approval.requester && !approvers.includes(userId)) return { kind: "not_allowed", approval };
       if (Date.parse(approval.expiresAt) <= now.getTime()) return { kind: "expired", approval };
       if (!isWaitingFor(store, approval)) return { kind: "stale", approval };

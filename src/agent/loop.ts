@@ -26,7 +26,7 @@ export const DEFAULT_SYSTEM_PROMPT =
 
 export async function runAgent(config: AgentConfig, task: Task): Promise<RunResult> {
   const run: RunState = {
-    runId: `run_${randomUUID()}`,
+    runId: task.runId ?? `run_${randomUUID()}`,
     sessionId: task.sessionId ?? "local",
     userId: task.userId ?? "local",
     history: task.history ?? [],
@@ -37,7 +37,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
     toolState: newToolRunState(),
     lastResults: {},
   };
-  const live = liveOf(task, config.memory);
+  const live = liveOf(task, config);
   return survive(run, live, async () => {
     live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input });
     addMessages(run, live, [{ role: "user", content: task.input }]);
@@ -54,7 +54,7 @@ export async function resumeAgent(
 ): Promise<RunResult> {
   const { finished, pending, ...state } = structuredClone(paused);
   const run: RunState = state;
-  const live = liveOf(options, config.memory);
+  const live = liveOf(options, config);
   return survive(run, live, async () => {
     live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions });
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
@@ -198,10 +198,13 @@ function addNotes(run: RunState, live: Live, results: Message[], notes: string[]
   for (const text of notes) live.emit({ type: "note", runId: run.runId, step: run.steps, text });
 }
 
-function liveOf(task: Pick<Task, "signal" | "onEvent">, memory: Memory | undefined): Live {
+function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Live {
+  const { memory, trace } = config;
   const listener = task.onEvent;
   const emit = (event: AgentEvent) => {
-    memory?.record(event); // a store that cannot write must stop the run, so this may throw
+    // A store that cannot write must stop the run, so these may throw.
+    memory?.record(event);
+    trace?.record(event);
     try {
       listener?.(event); // a listener that throws must not break the run it watches
     } catch (error) {

@@ -18,6 +18,8 @@ export interface Memory {
   commit(run: RunState, messages: Message[]): void;
   /** Sees every event of the run; a failure here ends the run (nothing is silently unrecorded). */
   record(event: AgentEvent): void;
+  /** The estimated prompt tokens of the run's latest context (for traces). */
+  estimate(runId: string): number | undefined;
 }
 
 export interface MemoryLog {
@@ -188,6 +190,8 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       const ids = store.appendMessages(run.sessionId, run.runId, entries);
       entries.forEach((entry, index) => session.messages.push({ id: ids[index] ?? 0, runId: run.runId, ...entry }));
     },
+
+    estimate: (runId) => estimates.get(runId),
 
     record(event) {
       if (event.type === "run_start") store.startRun({ runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input });

@@ -5,6 +5,7 @@ import type { ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types
 import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
+import type { TraceRecorder } from "./trace.js";
 import type { ChatModel, Message, Usage } from "./types.js";
 
 export interface AgentConfig {
@@ -20,10 +21,14 @@ export interface AgentConfig {
   toolConcurrency?: number;
   /** Where messages are committed and the context is built; without it a run sees only `history`. */
   memory?: Memory;
+  /** Records every step (tokens, latency, cost, tool results) for the trace viewer. */
+  trace?: TraceRecorder;
 }
 
 export interface Task {
   input: string;
+  /** The run's id, when the caller needs it before the run starts (an HTTP API answering at once). */
+  runId?: string;
   sessionId?: string;
   userId?: string;
   /** Earlier turns of the conversation, oldest first (when the agent has no memory). */

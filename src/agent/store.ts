@@ -160,6 +160,16 @@ const MIGRATIONS = [
   ALTER TABLE approvals ADD COLUMN message_ref TEXT; -- where the buttons are shown, to update them later
   CREATE INDEX approvals_pending ON approvals(status, expires_at);
   `,
+  `
+  -- traces: what each step cost, the guards' notes, and the exact request (gzipped JSON) on demand
+  ALTER TABLE steps ADD COLUMN cost REAL;
+  ALTER TABLE steps ADD COLUMN notes TEXT;
+  ALTER TABLE steps ADD COLUMN payload BLOB;
+  ALTER TABLE runs ADD COLUMN model TEXT;
+  ALTER TABLE runs ADD COLUMN cost REAL;
+  CREATE UNIQUE INDEX steps_unique ON steps(run_id, step);
+  CREATE INDEX runs_by_user ON runs(user_id, started_at);
+  `,
 ];
 
 export type Store = ReturnType<typeof openStore>;

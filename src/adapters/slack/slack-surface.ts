@@ -138,7 +138,10 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     async finish(result: RunResult) {
       if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output));
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
-      else if (result.stopReason === "error") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: result.output }));
+      else if (result.stopReason === "error") {
+        log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
+        then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: result.output }));
+      }
       then(removePlaceholder);
       if (statusShown && result.stopReason !== "final") {
         then(() => client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: "" }));

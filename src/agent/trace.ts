@@ -1,0 +1,183 @@
+/**
+ * Traces: every step of every run in SQLite — what the model was sent (count, tokens, and the full
+ * request on demand), what it said, the tool calls with their results, tokens, latency and cost —
+ * and the readings over them (a run's timeline, totals per run, session, user and day).
+ */
+import { gunzipSync, gzipSync } from "node:zlib";
+import type { ToolCallRecord } from "../tools/types.js";
+import { costOf, priceOf, type Price } from "./cost.js";
+import type { AgentEvent } from "./events.js";
+import type { Store } from "./store.js";
+import type { Message } from "./types.js";
+
+export interface TraceRecorder {
+  /** Sees every event of a run; a failure here ends the run (nothing is silently unrecorded). */
+  record(event: AgentEvent): void;
+}
+
+export interface StepTrace {
+  step: number;
+  model: string | null;
+  contextMessages: number;
+  contextTokens: number | null;
+  content: string | null;
+  toolCalls: ToolCallRecord[];
+  notes: string[];
+  promptTokens: number;
+  completionTokens: number;
+  latencyMs: number;
+  cost: number | null;
+  at: string;
+}
+
+export interface RunTrace {
+  runId: string;
+  sessionId: string;
+  userId: string;
+  input: string;
+  status: string;
+  output: string | null;
+  model: string | null;
+  steps: number;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number | null;
+  startedAt: string;
+  endedAt: string | null;
+}
+
+export interface UsageTotal {
+  key: string;
+  runs: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** null when a run's model has no known price. */
+  cost: number | null;
+}
+
+interface StepRow {
+  step: number;
+  model: string | null;
+  context_messages: number;
+  context_tokens: number | null;
+  content: string | null;
+  tool_calls: string | null;
+  notes: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  latency_ms: number;
+  cost: number | null;
+  created_at: string;
+}
+
+const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, input, status, output, model, steps,
+  prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt`;
+
+export function createTraceRecorder(
+  store: Store,
+  options: { prices?: Record<string, Price>; /** The estimated prompt tokens of a run's current step (memory knows them). */ estimateTokens?: (runId: string) => number | undefined } = {},
+): TraceRecorder {
+  const { db } = store;
+  const statements = {
+    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, payload, created_at)
+      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @payload, @at)
+      ON CONFLICT (run_id, step) DO NOTHING`),
+    toolCalls: db.prepare("SELECT tool_calls FROM steps WHERE run_id = ? AND step = ?").pluck(),
+    setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ?"),
+    notes: db.prepare("SELECT notes FROM steps WHERE run_id = ? AND step = ?").pluck(),
+    setNotes: db.prepare("UPDATE steps SET notes = ? WHERE run_id = ? AND step = ?"),
+    endRun: db.prepare("UPDATE runs SET model = ?, cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM steps WHERE run_id = ?) WHERE id = ?"),
+  };
+  // What each run's current step was sent, kept from model_start until model_end writes the step.
+  const sent = new Map<string, Message[]>();
+  const appendJson = (select: typeof statements.toolCalls, update: typeof statements.setToolCalls, runId: string, step: number, item: unknown) => {
+    const current = select.get(runId, step) as string | undefined;
+    if (current === undefined) return;
+    update.run(JSON.stringify([...(JSON.parse(current) as unknown[]), item]), runId, step);
+  };
+
+  return {
+    record(event) {
+      if (event.type === "model_start") sent.set(event.runId, event.messages);
+      else if (event.type === "model_end") {
+        const messages = sent.get(event.runId) ?? [];
+        sent.delete(event.runId);
+        const { usage, model, content } = event.response;
+        statements.insertStep.run({
+          runId: event.runId,
+          step: event.step,
+          model,
+          contextMessages: messages.length,
+          contextTokens: options.estimateTokens?.(event.runId) ?? null,
+          content: content ?? (event.response.toolCalls.length ? null : ""),
+          promptTokens: usage.promptTokens,
+          completionTokens: usage.completionTokens,
+          latencyMs: event.latencyMs,
+          cost: costOf(priceOf(model, options.prices), usage),
+          payload: gzipSync(JSON.stringify(messages)),
+          at: new Date().toISOString(),
+        });
+      } else if (event.type === "tool_end") appendJson(statements.toolCalls, statements.setToolCalls, event.runId, event.step, event.record);
+      else if (event.type === "note") appendJson(statements.notes, statements.setNotes, event.runId, event.step, event.text);
+      else if (event.type === "run_end") {
+        const last = db.prepare("SELECT model FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1").pluck().get(event.runId) as string | undefined;
+        statements.endRun.run(last ?? null, event.runId, event.runId);
+      }
+    },
+  };
+}
+
+/** Readings over the trace tables, for the CLI and the web page. */
+export function createTraceReader(store: Store) {
+  const { db } = store;
+  const statements = {
+    run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
+    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
+    payload: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
+  };
+  const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
+    db
+      .prepare(
+        `SELECT ${groupBy} AS key, count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens,
+          CASE WHEN count(*) = count(cost) THEN sum(cost) END AS cost
+         FROM runs WHERE ${where} GROUP BY key ORDER BY key`,
+      )
+      .all(...params) as UsageTotal[];
+
+  return {
+    run: (runId: string) => statements.run.get(runId) as RunTrace | undefined,
+    runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId) as RunTrace[],
+    steps(runId: string): StepTrace[] {
+      return (statements.steps.all(runId) as StepRow[]).map((row) => ({
+        step: row.step,
+        model: row.model,
+        contextMessages: row.context_messages,
+        contextTokens: row.context_tokens,
+        content: row.content,
+        toolCalls: JSON.parse(row.tool_calls ?? "[]") as ToolCallRecord[],
+        notes: JSON.parse(row.notes ?? "[]") as string[],
+        promptTokens: row.prompt_tokens,
+        completionTokens: row.completion_tokens,
+        latencyMs: row.latency_ms,
+        cost: row.cost,
+        at: row.created_at,
+      }));
+    },
+    /** The exact messages a step sent to the model. */
+    payload(runId: string, step: number): Message[] | undefined {
+      const blob = statements.payload.get(runId, step) as Buffer | undefined;
+      return blob ? (JSON.parse(gunzipSync(blob).toString("utf8")) as Message[]) : undefined;
+    },
+    totalsByRun: () => totals("id"),
+    totalsBySession: () => totals("session_id"),
+    totalsByUser: () => totals("user_id"),
+    totalsByDay: () => totals("substr(started_at, 1, 10)"),
+    /** One user's usage since a moment (for daily quotas). */
+    userUsageSince(userId: string, since: Date): UsageTotal {
+      return totals("user_id", "user_id = ? AND started_at >= ?", userId, since.toISOString())[0] ?? { key: userId, runs: 0, promptTokens: 0, completionTokens: 0, cost: 0 };
+    },
+  };
+}
+
+export type TraceReader = ReturnType<typeof createTraceReader>;
