@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-/** The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`. */
+/** The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `trace`, `usage`. */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { createTerminalRenderer, startTerminalChat, terminalApprovalGate, type ApproveMode } from "./adapters/terminal.js";
 import { runAgent, type AgentConfig, type RunResult } from "./agent/loop.js";
 import { openStore } from "./agent/store.js";
+import { createTraceReader } from "./agent/trace.js";
+import { formatRunTimeline, formatUsage } from "./adapters/trace-report.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createAgentConfig, loadRegistry } from "./setup.js";
@@ -16,6 +18,8 @@ const USAGE = `Usage:
   glassbox tools [--tools module.mjs]... [--json]
   glassbox sessions [--json]
   glassbox reset --session ID
+  glassbox trace <session-or-run-id> [--json]
+  glassbox usage [--json]
 
 The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
 GLASSBOX_DB (see the README). A session ID without a ':' is a command-line session (cli:ID).`;
@@ -85,6 +89,35 @@ export async function main(argv: string[]): Promise<number> {
       if (values.json) process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
       else if (sessions.length === 0) process.stdout.write("No sessions yet.\n");
       else for (const session of sessions) process.stdout.write(`${session.id}  ${session.messageCount} messages  ${session.tokens} tokens  ${session.runCount} runs  last ${session.lastActivity}\n`);
+      return 0;
+    }
+    case "trace": {
+      const target = positionals[0];
+      if (!target) throw new UsageError("Name a session or a run: glassbox trace <session-or-run-id> (see glassbox sessions).");
+      const store = openStore(config.databasePath);
+      try {
+        const traces = createTraceReader(store);
+        const single = traces.run(target);
+        const runs = single ? [single] : traces.runsOfSession(sessionKey(target));
+        if (runs.length === 0) {
+          process.stdout.write(`There is no run or session ${target}; see glassbox sessions.\n`);
+          return 1;
+        }
+        const timelines = runs.map((run) => ({ run, steps: traces.steps(run.runId) }));
+        if (values.json) process.stdout.write(`${JSON.stringify(timelines, null, 2)}\n`);
+        else process.stdout.write(`${timelines.map(({ run, steps }) => formatRunTimeline(run, steps)).join("\n\n")}\n`);
+        return 0;
+      } finally {
+        store.close();
+      }
+    }
+    case "usage": {
+      const store = openStore(config.databasePath);
+      const traces = createTraceReader(store);
+      const totals = { byDay: traces.totalsByDay(), byUser: traces.totalsByUser(), bySession: traces.totalsBySession() };
+      store.close();
+      if (values.json) process.stdout.write(`${JSON.stringify(totals, null, 2)}\n`);
+      else process.stdout.write(`${[formatUsage("By day", totals.byDay), formatUsage("By user", totals.byUser), formatUsage("By session", totals.bySession)].join("\n\n")}\n`);
       return 0;
     }
     case "reset": {

@@ -184,3 +184,41 @@ describe("glassbox sessions and reset", () => {
     expect(stdout).toContain("There is no session cli:never-used");
   });
 });
+
+describe("glassbox trace and usage", () => {
+  it("prints a run's timeline step by step, with tokens, tool calls and cost", async () => {
+    server.setScript([
+      { toolCalls: [{ name: "check_stock", arguments: "{fruit: 'apple'}" }], usage: { promptTokens: 1000, completionTokens: 20 } },
+      { content: "There are 12 apples.", usage: { promptTokens: 1200, completionTokens: 10 } },
+    ]);
+    await glassbox(["run", "How many apples?", "--tools", "examples/tools.mjs", "--session", "traced", "--json"], { LLM_MODEL: "gpt-4o-mini" });
+    const { code, stdout } = await glassbox(["trace", "traced"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("(final) by cli");
+    expect(stdout).toMatch(/step 1 {2}gpt-4o-mini {2}sent \d+ messages \(~[\d,]+ tokens\) {2}prompt 1,000 \/ completion 20 tokens/);
+    expect(stdout).toContain("→ check_stock(fruit: apple)  success");
+    expect(stdout).toContain("repaired: repaired malformed JSON");
+    expect(stdout).toMatch(/step 2 .*prompt 1,200 \/ completion 10 tokens/);
+    // gpt-4o-mini: $0.15 per million prompt tokens, $0.60 per million completion tokens.
+    expect(stdout).toContain(`total: 2 steps, prompt 2,200 / completion 30 tokens, $${((2200 * 0.15 + 30 * 0.6) / 1e6).toFixed(4)}`);
+
+    const json = JSON.parse((await glassbox(["trace", "traced", "--json"])).stdout) as Array<{ steps: Array<{ cost: number | null }> }>;
+    expect(json[0]?.steps.map((step) => step.cost)).toEqual([(1000 * 0.15 + 20 * 0.6) / 1e6, (1200 * 0.15 + 10 * 0.6) / 1e6]);
+  });
+
+  it("shows an unknown model's cost as unknown, never as zero", async () => {
+    server.setScript([{ content: "hi", usage: { promptTokens: 10, completionTokens: 2 } }]);
+    await glassbox(["run", "hello", "--session", "unpriced", "--json"], { LLM_MODEL: "my-local-model" });
+    const { stdout } = await glassbox(["trace", "unpriced"]);
+    expect(stdout).toContain("cost unknown");
+    expect(stdout).not.toContain("$0.0000");
+    const usage = JSON.parse((await glassbox(["usage", "--json"])).stdout) as { bySession: Array<{ key: string; cost: number | null; runs: number }> };
+    expect(usage.bySession.find((total) => total.key === "cli:unpriced")).toMatchObject({ runs: 1, cost: null });
+  });
+
+  it("says when there is nothing to trace", async () => {
+    const { code, stdout } = await glassbox(["trace", "run_missing"]);
+    expect(code).toBe(1);
+    expect(stdout).toContain("There is no run or session run_missing");
+  });
+});

@@ -191,7 +191,7 @@ describe("Slack approvals", () => {
     expect(h.model.requests).toHaveLength(2);
   });
 
-  it("honours a short GLASSBOX_APPROVAL_TTL: the approval says when it expires and a late click is refused", async () => {
+  it("honours a short approval TTL: the question shows when it expires, and the sweep then expires it", async () => {
     const h = await startHarness({ script: cancelScript("Nobody approved in time."), approvalTtlSeconds: 1 });
     const before = Date.now();
     const { ts } = await h.mention(ASK);

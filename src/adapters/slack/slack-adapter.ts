@@ -5,7 +5,7 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, LogLevel, type Logger as BoltLogger } from "@slack/bolt";
+import { App, LogLevel, webApi, type Logger as BoltLogger } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
@@ -50,20 +50,26 @@ export async function startSlackAdapter(options: {
 }): Promise<SlackAdapter> {
   const { slack, store, log } = options;
   const clientOptions = slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {};
+  const logger = boltLogger(log);
+  // The token is checked before the App exists: given the bot's ids, Bolt makes no auth.test of its
+  // own, whose failure would be an unhandled rejection beside our one-sentence error.
+  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, logLevel: LogLevel.WARN })
+    .auth.test()
+    .catch((error: { data?: { error?: string } }) => {
+      throw configurationError(
+        `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
+      );
+    });
+  const botUserId = identity.user_id ?? "";
   const app = new App({
     token: slack.botToken,
-    logger: boltLogger(log),
+    botUserId,
+    botId: identity.bot_id,
+    logger,
     logLevel: LogLevel.WARN,
     clientOptions,
     ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
   });
-
-  const identity = await app.client.auth.test().catch((error: { data?: { error?: string } }) => {
-    throw configurationError(
-      `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
-    );
-  });
-  const botUserId = identity.user_id ?? "";
 
   const conversations = createConversations(options.agent, store, {
     openSurface: (sessionId, userId) => openSlackSurface(app.client, placeOf(sessionId, userId), log),

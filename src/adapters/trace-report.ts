@@ -1,0 +1,38 @@
+/** Traces as text for a terminal: a run's timeline step by step, and usage totals. */
+import type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+import { describeCall } from "./describe-call.js";
+
+const number = (value: number) => value.toLocaleString("en-US");
+export const dollars = (cost: number | null) => (cost === null ? "cost unknown" : `$${cost.toFixed(4)}`);
+
+export function formatRunTimeline(run: RunTrace, steps: StepTrace[]): string {
+  const lines = [`Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`, `  asked: ${oneLine(run.input, 200)}`];
+  for (const step of steps) {
+    const context = `${step.contextMessages} messages${step.contextTokens === null ? "" : ` (~${number(step.contextTokens)} tokens)`}`;
+    lines.push(
+      `  step ${step.step}  ${step.model ?? "?"}  sent ${context}  prompt ${number(step.promptTokens)} / completion ${number(step.completionTokens)} tokens  ${Math.round(step.latencyMs)} ms  ${dollars(step.cost)}`,
+    );
+    if (step.content) lines.push(`    said: ${oneLine(step.content, 200)}`);
+    for (const call of step.toolCalls) {
+      const outcome = call.envelope.status === "success" ? "success" : `${call.envelope.error.type}: ${oneLine(call.envelope.error.message, 120)}`;
+      lines.push(`    → ${describeCall(call.name, call.arguments)}  ${outcome}  ${Math.round(call.durationMs)} ms`);
+      if (call.repairs.length) lines.push(`      repaired: ${call.repairs.join("; ")}`);
+      if (call.approval) lines.push(`      ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}`);
+    }
+    for (const note of step.notes) lines.push(`    note: ${oneLine(note, 200)}`);
+  }
+  if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
+  lines.push(`  total: ${run.steps} steps, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
+  return lines.join("\n");
+}
+
+export function formatUsage(title: string, totals: UsageTotal[]): string {
+  if (totals.length === 0) return `${title}: nothing yet`;
+  const rows = totals.map((total) => `  ${total.key.padEnd(36)} ${String(total.runs).padStart(6)} runs ${number(total.promptTokens).padStart(12)} prompt ${number(total.completionTokens).padStart(10)} completion  ${dollars(total.cost)}`);
+  return [`${title}:`, ...rows].join("\n");
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
