@@ -4,6 +4,7 @@
  */
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
+import type { DailyLimits } from "./agent/quota.js";
 import type { ToolMode } from "./agent/llm.js";
 
 export interface GlassboxConfig {
@@ -36,6 +37,8 @@ export interface GlassboxConfig {
   discord?: DiscordConfig;
   /** Price overrides per model (GLASSBOX_PRICES, JSON: dollars per million tokens). */
   prices: Record<string, Price>;
+  /** Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST in dollars). */
+  dailyLimits: DailyLimits;
 }
 
 export interface DiscordConfig {
@@ -91,6 +94,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     slack: slackConfig(env),
     discord: discordConfig(env),
     prices: pricesOf(env.GLASSBOX_PRICES),
+    dailyLimits: {
+      tokens: optionalPositive(env, "GLASSBOX_USER_DAILY_TOKENS"),
+      cost: optionalPositive(env, "GLASSBOX_USER_DAILY_COST"),
+    },
   };
 }
 
@@ -152,6 +159,10 @@ function encodingOf(value: string | undefined): GlassboxConfig["encoding"] {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value?.trim() ? value.trim() : undefined;
+}
+
+function optionalPositive(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  return nonEmpty(env[name]) === undefined ? undefined : positiveNumber(env, name, 0);
 }
 
 function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

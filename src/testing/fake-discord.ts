@@ -144,10 +144,6 @@ const APP_FLAG_MESSAGE_CONTENT_LIMITED = 1 << 19;
 const MEMBER_PERMISSIONS = String((1n << 10n) | (1n << 11n) | (1n << 14n) | (1n << 15n) | (1n << 16n) | (1n << 6n) | (1n << 31n) | (1n << 35n) | (1n << 38n));
 // Discord's bucket reset is ~1 s away with plenty left; discord.js only waits when remaining hits 0.
 const RATE_LIMIT = 50;
-// READY and the GUILD_CREATEs are sent in separate ticks: when they reach discord.js in one TCP
-// read, @discordjs/ws can emit GUILD_CREATE's dispatch before READY's (READY awaits one more step),
-// and discord.js would then fire clientReady before client.user and client.application exist.
-const GUILD_CREATE_DELAY_MS = 15;
 
 type Json = Record<string, unknown>;
 interface ApiUser { id: string; username: string; global_name: string | null; discriminator: string; avatar: null; bot?: boolean }
@@ -245,8 +241,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     lastId = fromTime > lastId ? fromTime | (1n << 17n) : lastId + 1n;
     return lastId.toString();
   }
-  const later = (fn: () => void, ms = 0) => {
-    const timer = setTimeout(() => { timers.delete(timer); if (!closed) fn(); }, ms);
+  /** Gateway events caused by a REST call go out after its HTTP answer, as they would from Discord. */
+  const later = (fn: () => void) => {
+    const timer = setTimeout(() => { timers.delete(timer); if (!closed) fn(); });
     timers.add(timer);
   };
 
@@ -401,11 +398,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       private_channels: [], relationships: [], presences: [], geo_ordered_rtc_regions: ["fake"], guild_join_requests: [], user_settings: {},
     });
     // discord.js holds back 'clientReady' until every guild in READY has had its GUILD_CREATE (or
-    // waitGuildTimeout, 15 s, passes). Without the Guilds intent Discord sends none and discord.js
-    // does not wait for them.
-    if (intents & Intent.Guilds) {
-      later(() => { for (const id of guilds.keys()) if (!session.ended) dispatch(session, "GUILD_CREATE", guildCreateJson(id)); }, GUILD_CREATE_DELAY_MS);
-    }
+    // waitGuildTimeout, 15 s, passes), so they follow at once. Without the Guilds intent Discord
+    // sends none, and discord.js does not wait for them. Note that discord.js's login() resolves on
+    // READY, so 'clientReady' comes before or after it: listen for it before calling login().
+    if (intents & Intent.Guilds) for (const id of guilds.keys()) dispatch(session, "GUILD_CREATE", guildCreateJson(id));
   }
 
   function resume(conn: Conn, d: Json): void {

@@ -97,7 +97,7 @@ export async function startSlackAdapter(options: {
       }
       return;
     }
-    const input = (message.text ?? "").replace(new RegExp(`<@${botUserId}>`, "g"), "").trim();
+    const input = (message.text ?? "").trim();
     if (/^stop[.!]?$/i.test(input)) {
       await reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
       return;

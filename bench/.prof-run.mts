@@ -1,0 +1,14 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Session } from "node:inspector/promises";
+import { measureThreads, countingLogger } from "./.prof-slack.ts";
+const session = new Session(); session.connect();
+await session.post("Profiler.enable");
+await session.post("Profiler.setSamplingInterval", { interval: 200 });
+(globalThis as any).__profStart = () => session.post("Profiler.start");
+(globalThis as any).__profStop = async (round: number) => { const { profile } = await session.post("Profiler.stop"); writeFileSync(`/tmp/slackbench/prof/round-${round}.cpuprofile`, JSON.stringify(profile)); };
+const dir = mkdtempSync(join(tmpdir(), "gb-prof-"));
+const log = countingLogger();
+const r = await measureThreads(dir, log.logger);
+for (const row of r.rows) console.log(row.label, typeof row.value === "number" ? row.value : row.value.median, typeof row.value === "number" ? "" : JSON.stringify(row.value.runs));
