@@ -8,8 +8,11 @@ import type { Approval, DecisionOutcome } from "./approvals.js";
 import { createApprovalBook } from "./approvals.js";
 import type { AgentEvent } from "./events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult, type Task } from "./loop.js";
+import { quotaProblem, type DailyLimits } from "./quota.js";
 import { createSessionQueue } from "./session-queue.js";
 import type { Store } from "./store.js";
+import { createTraceReader } from "./trace.js";
+import { emptyUsage } from "./types.js";
 
 export interface MessageTask extends Omit<Task, "history"> {
   sessionId: string;
@@ -38,6 +41,8 @@ export interface ConversationOptions {
   /** The sessions whose approvals this instance expires, by key prefix ("slack:"). */
   sessionPrefix?: string;
   onError?: (error: unknown, context: string) => void;
+  /** Daily caps per user; a user over one gets one sentence and no model call. */
+  dailyLimits?: DailyLimits;
 }
 
 export interface Conversations {
@@ -58,12 +63,18 @@ export interface Conversations {
   idle(): Promise<void>;
 }
 
+/** A run that never started: the reason is its output, and nothing was spent. */
+function refusal(task: MessageTask, message: string): RunResult {
+  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code: "quota", message } };
+}
+
 const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
 
 export function createConversations(agent: AgentConfig, store: Store, options: ConversationOptions = {}): Conversations {
   const queue = createSessionQueue();
   const running = new Map<string, AbortController>();
   const book = createApprovalBook(store);
+  const traces = createTraceReader(store);
   const openSurface = options.openSurface ?? (() => noSurface);
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
@@ -120,6 +131,8 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
         async (signal) => {
           await supersede(task.sessionId);
           const surface = openSurface(task.sessionId, task.userId);
+          const overQuota = options.dailyLimits && quotaProblem(traces, task.userId, options.dailyLimits);
+          if (overQuota) return settle(refusal(task, overQuota), surface);
           const onEvent = (event: AgentEvent) => {
             surface.onEvent(event);
             task.onEvent?.(event);
