@@ -46,11 +46,11 @@ describe("daily caps per user", () => {
     expect(server.requests).toHaveLength(2);
   });
 
-  it("refuses a user over the cost cap (gpt-4o-mini: $0.15 + $0.06 for this run)", async () => {
-    const { server, conversations } = await setUp({ cost: 0.2 });
+  it("refuses a user over the cost cap (gpt-4o-mini: $0.06 + $0.06 for this run)", async () => {
+    const { server, conversations } = await setUp({ cost: 0.1 });
     await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" });
     const refused = await conversations.send({ input: "second", sessionId: "web:a", userId: "U1" });
-    expect(refused.output).toContain("daily allowance of $0.20");
+    expect(refused.output).toContain("daily allowance of $0.10");
     expect(server.requests).toHaveLength(1);
   });
 
