@@ -229,7 +229,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const conns = new Set<Conn>();
   const timers = new Set<NodeJS.Timeout>();
   const refusals: Array<{ method: string; pattern: RegExp | string; status: number; code: number; message: string; times: number }> = [];
-  let lastIdentify: { intents: number } | undefined;
+  const identifies: Array<{ intents: number }> = [];
   let lastId = 0n;
   let origin = "";
   let closed = false;
@@ -384,7 +384,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     if (conn.session) return conn.ws.close(Close.AlreadyAuthenticated, "Already authenticated.");
     if (d.token !== token) return conn.ws.close(Close.AuthenticationFailed, "Authentication failed.");
     const intents = typeof d.intents === "number" ? d.intents : 0;
-    lastIdentify = { intents };
+    identifies.push({ intents });
     for (const waiter of [...gatewayWaiters]) waiter.check();
     if (options.missingIntents && (intents & PRIVILEGED_INTENTS) !== 0) return conn.ws.close(Close.DisallowedIntents, "Disallowed intent(s).");
     const session: Session = { id: randomBytes(16).toString("hex"), intents, seq: 0, events: [], conn, ended: false };
@@ -489,7 +489,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         ephemeral: (flags & MessageFlag.Ephemeral) !== 0, interaction: { id: i.id, type: i.type, userId: i.userId, ...(i.name ? { name: i.name } : {}) } });
       if (type === Callback.ChannelMessage) applyBody(message, data, files);
       i.originalId = message.id;
-      later(() => broadcastMessage("MESSAGE_CREATE", message as StoredMessage));
+      const created = message;
+      later(() => broadcastMessage("MESSAGE_CREATE", created));
     } else if (type === Callback.DeferredUpdate || type === Callback.UpdateMessage) {
       if (!isComponent) return error(400, 40043, "Interaction type not supported for this callback");
       i.originalId = i.componentMessageId; // for a component, @original is the message it sits on
@@ -764,7 +765,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     const [path = "", query = ""] = (req.url ?? "").split("?", 2);
     const api = /^\/api\/v(\d+)(\/.*)$/.exec(path);
     if (!api?.[2] || api[1] !== API_VERSION) return reply(res, error(404, 0, "404: Not Found"), "unknown");
-    handleRest(req, res, api[2], query).catch((e: unknown) => {
+    // Segments arrive percent-encoded ("messages/%40original", emoji); routes and records use them decoded.
+    const decoded = api[2].split("/").map((segment) => { try { return decodeURIComponent(segment); } catch { return segment; } }).join("/");
+    handleRest(req, res, decoded, query).catch((e: unknown) => {
       if (!res.headersSent) reply(res, error(500, 0, `fake-discord error: ${String(e)}`), "error");
     });
   });
@@ -846,9 +849,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       });
     },
     identified({ timeoutMs = 5000 } = {}) {
-      if (lastIdentify) return Promise.resolve({ ...lastIdentify });
-      return waitFor([0], () => lastIdentify !== undefined, gatewayWaiters, { timeoutMs }, () => "no IDENTIFY")
-        .then(() => ({ intents: lastIdentify?.intents ?? 0 }));
+      // Starting at the last entry: the latest IDENTIFY if there was one, else the next.
+      return waitFor(identifies, () => true, gatewayWaiters, { timeoutMs, since: Math.max(0, identifies.length - 1) }, () => "no IDENTIFY")
+        .then((found) => ({ ...found }));
     },
     connections: () => [...conns].filter((c) => c.ws.readyState === c.ws.OPEN).length,
     gatewayPayloads,
