@@ -39,6 +39,17 @@ export interface GlassboxConfig {
   prices: Record<string, Price>;
   /** Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST in dollars). */
   dailyLimits: DailyLimits;
+  /** The local web playground and HTTP API. */
+  web: WebConfig;
+}
+
+export interface WebConfig {
+  /** GLASSBOX_WEB_HOST, default 127.0.0.1; any other address needs `apiToken`. */
+  host: string;
+  /** GLASSBOX_WEB_PORT, default 8787. */
+  port: number;
+  /** GLASSBOX_API_TOKEN: /api then needs `Authorization: Bearer <token>`. */
+  apiToken?: string;
 }
 
 export interface DiscordConfig {
@@ -97,6 +108,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     dailyLimits: {
       tokens: optionalPositive(env, "GLASSBOX_USER_DAILY_TOKENS"),
       cost: optionalPositive(env, "GLASSBOX_USER_DAILY_COST"),
+    },
+    web: {
+      host: nonEmpty(env.GLASSBOX_WEB_HOST) ?? "127.0.0.1",
+      port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
+      apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
     },
   };
 }
@@ -163,6 +179,14 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 function optionalPositive(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return nonEmpty(env[name]) === undefined ? undefined : positiveNumber(env, name, 0);
+}
+
+function portOf(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return fallback;
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw configurationError(`${name} is '${text}'; set it to a port number (1-65535, or 0 for any free port).`);
+  return port;
 }
 
 function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

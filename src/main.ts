@@ -1,27 +1,22 @@
 /**
  * `npm start`: runs the bot with the adapters that are configured — Slack when SLACK_BOT_TOKEN is
- * set, Discord when DISCORD_TOKEN is — and otherwise an interactive chat in this terminal on the same agent loop, remembered in
- * SQLite between starts.
+ * set, Discord when DISCORD_TOKEN is — and otherwise the local web playground (chat page, trace
+ * viewer, HTTP API) on the same agent loop, remembered in SQLite between starts. Without a model
+ * the playground still opens and says what to set. `glassbox chat` is the terminal chat.
  */
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter } from "./adapters/slack/slack-adapter.js";
-import { startTerminalChat } from "./adapters/terminal.js";
-import { loadConfig } from "./config.js";
+import { startWebServer } from "./adapters/web/web-server.js";
+import { openStore } from "./agent/store.js";
+import { assertModelConfigured, loadConfig, type GlassboxConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
-  const chatPlatforms = Boolean(config.slack || config.discord);
-  const log = createLogger({ level: chatPlatforms ? "info" : "warn" });
+  if (!config.slack && !config.discord) return startPlayground(config);
+  const log = createLogger({ level: "info" });
   const agent = await createAgentConfig(config, log);
-
-  if (!chatPlatforms) {
-    const sessionId = "cli:terminal";
-    await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.store.resetSession(sessionId) });
-    agent.store.close();
-    return;
-  }
 
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
@@ -30,7 +25,7 @@ async function start(): Promise<void> {
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
   }
   if (config.discord) {
-    const discord = await startDiscordAdapter({ discord: config.discord, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices });
+    const discord = await startDiscordAdapter({ discord: config.discord, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits });
     stops.push(discord.stop);
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
@@ -42,6 +37,50 @@ async function start(): Promise<void> {
   };
   process.once("SIGINT", () => void shutdown());
   process.once("SIGTERM", () => void shutdown());
+}
+
+/** The web playground; without a model it still serves the pages, which say what to set. */
+async function startPlayground(config: GlassboxConfig): Promise<void> {
+  const log = createLogger({ level: "warn" });
+  const problem = modelProblem(config);
+  const store = openStore(config.databasePath);
+  const agent = problem ? undefined : await createAgentConfig(config, log, { store });
+  const web = await startWebServer({
+    agent,
+    store,
+    log,
+    ...config.web,
+    approvalTtlSeconds: config.approvalTtlSeconds,
+    prices: config.prices,
+    dailyLimits: config.dailyLimits,
+    modelLabel: modelLabel(config),
+    problem,
+  });
+  process.stdout.write(`glassbox playground: chat at ${web.url} and the trace at ${web.url}trace (Ctrl+C stops it)\n`);
+  if (problem) process.stdout.write(`${problem}\n`);
+  const shutdown = async () => {
+    await web.stop();
+    store.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown());
+  process.once("SIGTERM", () => void shutdown());
+}
+
+/** "gpt-4o-mini", or "llama3.1 at localhost:11434" for a server of one's own. */
+function modelLabel(config: GlassboxConfig): string {
+  const { model, baseURL } = config.model;
+  if (!baseURL) return model;
+  return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : baseURL}`;
+}
+
+function modelProblem(config: GlassboxConfig): string | undefined {
+  try {
+    assertModelConfigured(config);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 start().catch((error: unknown) => {

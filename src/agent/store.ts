@@ -172,11 +172,41 @@ const MIGRATIONS = [
   `,
 ];
 
-export type Store = ReturnType<typeof openStore>;
+/** The store's operations; every write is committed before the call returns. */
+export interface Store {
+  /** The connection, for modules that keep their own prepared statements (approvals, traces). */
+  db: Database.Database;
+  /** Starts a run (creating its session on first use). */
+  startRun(run: RunRecord): void;
+  endRun(outcome: RunOutcome): void;
+  /** The JSON of a run that waits for approval; undefined once it no longer waits. */
+  pausedRun(runId: string): string | undefined;
+  /** Appends messages in one transaction; returns their ids. */
+  appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): number[];
+  epoch(sessionId: string): number;
+  /** The current epoch's messages with an id above `afterId`, oldest first. */
+  messagesAfter(sessionId: string, epoch: number, afterId: number): StoredMessage[];
+  latestSummary(sessionId: string, epoch: number): Summary | undefined;
+  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number }): void;
+  /** A new start for the session: later runs see none of its earlier messages (which are kept). */
+  resetSession(sessionId: string): boolean;
+  /** Runs and tokens of one session, across resets. */
+  sessionUsage(sessionId: string): { runs: number; promptTokens: number; completionTokens: number };
+  listSessions(): SessionInfo[];
+  addFact(userId: string, scope: string, content: string): number;
+  forgetFact(userId: string, factId: number): boolean;
+  /** The facts a user may see (their own, and those shared in this channel) that best match `query` (bm25). */
+  searchFacts(userId: string, channel: string, query: string, limit: number): Fact[];
+  /** True for the first claim of an event id, false for every later one. */
+  claim(eventId: string): boolean;
+  /** Changes whenever another connection commits; used to notice writes by another process. */
+  dataVersion(): number;
+  close(): void;
+}
 
-export function openStore(path: string) {
+export function openStore(path: string): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const db: Database.Database = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");

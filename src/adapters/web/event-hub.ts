@@ -1,0 +1,199 @@
+/**
+ * What the page and API clients see of runs: agent events as plain JSON, numbered in order, kept
+ * per run (a stream opened late replays its run from the start) and per session (a page that
+ * reconnects gets what it missed), and pushed to whoever listens. In memory only: the trace in
+ * SQLite is the record; this is the live view.
+ */
+import type { Approval } from "../../agent/approvals.js";
+import type { ErrorCode } from "../../agent/errors.js";
+import type { StopReason } from "../../agent/run.js";
+import type { Usage } from "../../agent/types.js";
+import type { ToolCallRecord } from "../../tools/types.js";
+
+/** An approval as the page shows it. */
+export interface ApprovalView {
+  id: string;
+  runId: string;
+  sessionId: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  requester: string;
+  status: Approval["status"];
+  decidedBy: string | null;
+  decidedAt: string | null;
+  expiresAt: string;
+}
+
+export type WebEvent =
+  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string }
+  | { type: "run_resumed"; runId: string; sessionId: string }
+  | { type: "model_start"; runId: string; step: number }
+  | { type: "model_delta"; runId: string; step: number; text: string }
+  | { type: "model_end"; runId: string; step: number; promptTokens: number; completionTokens: number; latencyMs: number }
+  | { type: "tool_start"; runId: string; step: number; toolCallId: string; name: string; arguments: Record<string, unknown> }
+  | { type: "tool_end"; runId: string; step: number; record: Omit<ToolCallRecord, "content"> }
+  | { type: "note"; runId: string; step: number; text: string }
+  | { type: "approval_requested"; runId: string; approval: ApprovalView }
+  | { type: "approval_decided"; runId: string; approval: ApprovalView }
+  /** How the run ended; "awaiting_approval" is a pause: the run goes on once its approvals are decided. */
+  | { type: "run_end"; runId: string; sessionId: string; output: string; stopReason: StopReason; steps: number; usage: Usage; error?: { code: ErrorCode; message: string } };
+
+export interface NumberedEvent {
+  id: number;
+  event: WebEvent;
+}
+
+export type RunPhase = "queued" | "running" | "paused" | "ended";
+
+export interface Watcher {
+  event(numbered: NumberedEvent): void;
+  /** The run is over (only for run watchers). */
+  end(): void;
+}
+
+interface RunEntry {
+  sessionId: string;
+  phase: RunPhase;
+  /** The last run_end seen (a run refused before it started has no row in the store, only this). */
+  lastEnd?: Extract<WebEvent, { type: "run_end" }>;
+  events: NumberedEvent[];
+  watchers: Set<Watcher>;
+}
+
+interface SessionEntry {
+  events: NumberedEvent[];
+  watchers: Set<Watcher>;
+}
+
+export interface EventHubLimits {
+  /** Runs whose events are kept (the oldest ended ones go first). */
+  runs: number;
+  /** Recent events kept per session, for a page that reconnects. */
+  sessionEvents: number;
+  /** Sessions whose recent events are kept. */
+  sessions: number;
+}
+
+export function approvalView(approval: Approval): ApprovalView {
+  return {
+    id: approval.id,
+    runId: approval.runId,
+    sessionId: approval.sessionId,
+    tool: approval.toolName,
+    arguments: approval.arguments,
+    requester: approval.requester,
+    status: approval.status,
+    decidedBy: approval.decidedBy,
+    decidedAt: approval.decidedAt,
+    expiresAt: approval.expiresAt,
+  };
+}
+
+export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEvents: 2_000, sessions: 500 }) {
+  let nextId = 1;
+  const runs = new Map<string, RunEntry>();
+  const sessions = new Map<string, SessionEntry>();
+
+  const runOf = (runId: string, sessionId: string): RunEntry => {
+    let entry = runs.get(runId);
+    if (!entry) {
+      entry = { sessionId, phase: "queued", events: [], watchers: new Set() };
+      runs.set(runId, entry);
+      forgetOldRuns();
+    }
+    return entry;
+  };
+
+  const sessionOf = (sessionId: string): SessionEntry => {
+    let entry = sessions.get(sessionId);
+    if (!entry) {
+      entry = { events: [], watchers: new Set() };
+      sessions.set(sessionId, entry);
+      forgetOldSessions();
+    }
+    return entry;
+  };
+
+  function forgetOldRuns(): void {
+    for (const [runId, entry] of runs) {
+      if (runs.size <= limits.runs) return;
+      if (entry.phase === "ended" && entry.watchers.size === 0) runs.delete(runId);
+    }
+  }
+
+  function forgetOldSessions(): void {
+    for (const [sessionId, entry] of sessions) {
+      if (sessions.size <= limits.sessions) return;
+      if (entry.watchers.size === 0) sessions.delete(sessionId);
+    }
+  }
+
+  function end(entry: RunEntry): void {
+    entry.phase = "ended";
+    for (const watcher of [...entry.watchers]) watcher.end();
+    entry.watchers.clear();
+  }
+
+  return {
+    /** A run that was accepted and waits for its turn. */
+    accept(runId: string, sessionId: string): void {
+      runOf(runId, sessionId);
+    },
+
+    publish(sessionId: string, event: WebEvent): void {
+      const numbered = { id: nextId++, event };
+      const run = runOf(event.runId, sessionId);
+      if (event.type === "run_start" || event.type === "run_resumed") run.phase = "running";
+      run.events.push(numbered);
+      const session = sessionOf(sessionId);
+      session.events.push(numbered);
+      if (session.events.length > limits.sessionEvents) session.events.splice(0, session.events.length - limits.sessionEvents);
+      for (const watcher of [...run.watchers, ...session.watchers]) watcher.event(numbered);
+      if (event.type === "run_end") {
+        run.lastEnd = event;
+        if (event.stopReason === "awaiting_approval") run.phase = "paused";
+        else end(run);
+      }
+    },
+
+    /** The run is over without a run_end of its own (a newer message made its approvals moot, or it failed to start). */
+    end(runId: string): void {
+      const run = runs.get(runId);
+      if (run) end(run);
+    },
+
+    phase: (runId: string): RunPhase | undefined => runs.get(runId)?.phase,
+
+    lastEnd: (runId: string) => runs.get(runId)?.lastEnd,
+
+    /**
+     * Everything the run did so far, then what comes, until it ends. Undefined when this process
+     * has not seen the run (it ran before a restart, or elsewhere); `watch` then starts its record.
+     */
+    watchRun(runId: string, watcher: Watcher, sessionId?: string): { replay: NumberedEvent[]; ended: boolean; stop(): void } | undefined {
+      const run = runs.get(runId) ?? (sessionId ? runOf(runId, sessionId) : undefined);
+      if (!run) return undefined;
+      if (run.phase === "ended") return { replay: [...run.events], ended: true, stop: () => {} };
+      run.watchers.add(watcher);
+      return { replay: [...run.events], ended: false, stop: () => void run.watchers.delete(watcher) };
+    },
+
+    /** The session's events after `afterId` (those still kept), then every new one. */
+    watchSession(sessionId: string, afterId: number | undefined, watcher: Watcher): { replay: NumberedEvent[]; stop(): void } {
+      const session = sessionOf(sessionId);
+      session.watchers.add(watcher);
+      const replay = afterId === undefined ? [] : session.events.filter((numbered) => numbered.id > afterId);
+      return { replay, stop: () => void session.watchers.delete(watcher) };
+    },
+
+    /** Ends every open stream (server shutdown). */
+    closeAll(): void {
+      for (const entry of [...runs.values(), ...sessions.values()]) {
+        for (const watcher of [...entry.watchers]) watcher.end();
+        entry.watchers.clear();
+      }
+    },
+  };
+}
+
+export type EventHub = ReturnType<typeof createEventHub>;

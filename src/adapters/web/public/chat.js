@@ -1,0 +1,338 @@
+// The chat page: one conversation (web:<id>, kept in this browser), its history, and its live
+// events over Server-Sent Events — tool activity, the streamed answer, and Approve / Deny for
+// dangerous tools, decided through the same durable approvals as in Slack or Discord.
+import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, formatTime, markdown, pretty, randomId } from "./common.js";
+
+const USER_KEY = "glassbox.user";
+const SESSION_KEY = "glassbox.session";
+
+/** Who this browser is: a stable id, sent with every message and decision. */
+const userId = localStorage.getItem(USER_KEY) ?? keep(USER_KEY, `web:${randomId()}`);
+/** A new conversation has no history to load. */
+let fresh = localStorage.getItem(SESSION_KEY) === null;
+let session = `web:${localStorage.getItem(SESSION_KEY) ?? keep(SESSION_KEY, randomId())}`;
+
+const dom = {
+  messages: $("#messages"),
+  empty: $("#empty"),
+  form: $("#composer"),
+  input: $("#message"),
+  send: $("#send"),
+  newChat: $("#new-chat"),
+  connection: $("#connection"),
+  sendError: $("#send-error"),
+  announcer: $("#announcer"),
+  problem: $("#problem"),
+  model: $("#model-label"),
+  traceLink: $("#trace-link"),
+};
+
+/** The page's view of each run of this session, by run id. */
+const runs = new Map();
+/** Approval cards, by approval id. */
+const cards = new Map();
+let stream;
+let live = false;
+let problem = null;
+let sending = false;
+
+dom.form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  void send();
+});
+dom.input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    void send();
+  }
+});
+dom.newChat.addEventListener("click", () => {
+  session = `web:${keep(SESSION_KEY, randomId())}`;
+  fresh = true;
+  void openSession();
+  dom.input.focus();
+});
+
+void start();
+
+async function start() {
+  try {
+    const info = await api("/api/info");
+    dom.model.textContent = info.model;
+    if (info.problem) showProblem(info.problem);
+  } catch (error) {
+    showProblem(error.message);
+  }
+  await openSession();
+}
+
+function showProblem(sentence) {
+  problem = sentence;
+  dom.problem.replaceChildren(el("strong", {}, "No model yet. "), sentence, " Then restart glassbox.");
+  dom.problem.hidden = false;
+  updateSendButton();
+}
+
+/** Shows the session's history, then follows its events. */
+async function openSession() {
+  stream?.close();
+  runs.clear();
+  cards.clear();
+  dom.messages.replaceChildren();
+  dom.traceLink.href = `/trace#session=${encodeURIComponent(session)}`;
+  if (!fresh) await loadHistory();
+  fresh = false;
+  updateEmpty();
+  connect();
+}
+
+async function loadHistory() {
+  let history = [];
+  try {
+    history = (await api(`/api/sessions/${encodeURIComponent(session)}/runs`)).runs;
+  } catch (error) {
+    if (error.status !== 404) dom.sendError.textContent = error.message;
+  }
+  for (const run of history) {
+    const view = viewOf(run.runId, run.input);
+    for (const approval of run.approvals) {
+      showApproval(view, approval);
+      if (approval.status !== "pending") showDecision(approval);
+    }
+    if (run.done || run.status === "awaiting_approval") endRun(view, { stopReason: run.status, output: run.output ?? "", steps: run.steps, usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens } }, false);
+    else setStatus(view, "Working…");
+  }
+  updateEmpty();
+}
+
+/** Follows the session's events; the browser reconnects by itself and gets what it missed. */
+function connect() {
+  const opened = new EventSource(eventsUrl(`/api/sessions/${encodeURIComponent(session)}/events`));
+  stream = opened;
+  opened.addEventListener("open", () => setLive(true));
+  opened.addEventListener("message", (message) => onEvent(JSON.parse(message.data)));
+  opened.addEventListener("error", () => {
+    setLive(false);
+    // Closed for good (a refused token, say): ask the API, which asks for a token if needed, then again.
+    if (opened.readyState === EventSource.CLOSED && stream === opened) {
+      setTimeout(() => void api("/api/info").finally(() => stream === opened && connect()), 2000);
+    }
+  });
+}
+
+function setLive(value) {
+  live = value;
+  dom.connection.textContent = value ? "Live" : "Reconnecting…";
+  dom.connection.classList.toggle("offline", !value);
+  updateSendButton();
+}
+
+function updateSendButton() {
+  dom.send.disabled = !live || sending || problem !== null;
+}
+
+async function send() {
+  const input = dom.input.value.trim();
+  if (!input || dom.send.disabled) return;
+  sending = true;
+  updateSendButton();
+  dom.sendError.hidden = true;
+  try {
+    const { runId } = await api("/api/runs", { method: "POST", body: { session, input, userId } });
+    viewOf(runId, input);
+    dom.input.value = "";
+    updateEmpty();
+  } catch (error) {
+    dom.sendError.textContent = error.message;
+    dom.sendError.hidden = false;
+  } finally {
+    sending = false;
+    updateSendButton();
+  }
+}
+
+function onEvent(event) {
+  const view = viewOf(event.runId, event.type === "run_start" ? event.input : undefined);
+  switch (event.type) {
+    case "run_start":
+      setStatus(view, "Thinking…");
+      break;
+    case "run_resumed":
+      setStatus(view, "Continuing…");
+      break;
+    case "model_start":
+      view.text = "";
+      view.answer.textContent = "";
+      break;
+    case "model_delta":
+      view.text += event.text;
+      view.answer.replaceChildren(markdown(view.text));
+      break;
+    case "model_end":
+      view.tokens += event.promptTokens + event.completionTokens;
+      break;
+    case "tool_start":
+      startTool(view, event);
+      setStatus(view, `Calling ${event.name}…`);
+      break;
+    case "tool_end":
+      endTool(view, event.record);
+      setStatus(view, "Thinking…");
+      break;
+    case "note":
+      view.activity.append(el("li", { class: "note" }, "Note to the model: ", event.text));
+      break;
+    case "approval_requested":
+      showApproval(view, event.approval);
+      announce(`Approval needed: glassbox wants to run ${event.approval.tool}.`);
+      break;
+    case "approval_decided":
+      showDecision(event.approval);
+      break;
+    case "run_end":
+      endRun(view, event, true);
+      break;
+  }
+  updateEmpty();
+}
+
+/** The user's message and the assistant's answer of one run, made on first sight. */
+function viewOf(runId, input) {
+  let view = runs.get(runId);
+  if (view) {
+    if (input && !view.userText.textContent) view.userText.textContent = input;
+    return view;
+  }
+  const userText = el("p", { class: "text" }, input ?? "");
+  const status = el("p", { class: "status" }, "Waiting for its turn…");
+  // Tool activity and approvals, in the order they happened.
+  const activity = el("ul", { class: "activity", "aria-label": "Tool activity and approvals" });
+  const answer = el("div", { class: "answer" });
+  const footer = el("p", { class: "run-footer" });
+  const assistant = el("li", { class: "message assistant", "data-run-id": runId }, el("span", { class: "who" }, "glassbox"), status, activity, answer, footer);
+  dom.messages.append(el("li", { class: "message user" }, el("span", { class: "who" }, "You"), userText), assistant);
+  view = { runId, userText, status, activity, answer, footer, assistant, tools: new Map(), text: "", tokens: 0 };
+  runs.set(runId, view);
+  assistant.scrollIntoView({ block: "nearest" });
+  return view;
+}
+
+function setStatus(view, text) {
+  view.status.textContent = text;
+  view.status.hidden = false;
+}
+
+function startTool(view, event) {
+  const line = el("li", { class: "tool running" }, mark("…"), `calling ${describeCall(event.name, event.arguments)}`);
+  view.tools.set(event.toolCallId, line);
+  view.activity.append(line);
+}
+
+function endTool(view, record) {
+  const ok = record.envelope.status === "success";
+  const summary = ok ? `${record.name} · ${formatMs(record.durationMs)}` : `${record.name}: ${record.envelope.error.type}`;
+  const details = el(
+    "details",
+    {},
+    el("summary", {}, mark(ok ? "✓" : "⚠"), summary),
+    el("pre", { class: "payload" }, pretty(ok ? record.envelope.data : record.envelope.error)),
+  );
+  const line = el("li", { class: `tool ${ok ? "ok" : "failed"}` }, details);
+  const started = view.tools.get(record.id);
+  if (started) started.replaceWith(line);
+  else view.activity.append(line);
+  view.tools.set(record.id, line);
+}
+
+function showApproval(view, approval) {
+  if (cards.has(approval.id)) return;
+  const mine = approval.requester === userId;
+  const approve = el("button", { type: "button", class: "approve" }, "Approve");
+  const deny = el("button", { type: "button", class: "deny" }, "Deny");
+  const outcome = el("p", { class: "outcome", role: "status" });
+  const buttons = el("div", { class: "buttons" }, approve, deny);
+  const titleId = `approval-${approval.id}`;
+  const card = el(
+    "section",
+    { class: "approval", "aria-labelledby": titleId, "data-approval-id": approval.id },
+    el("h2", { id: titleId }, "Approval needed"),
+    el("p", {}, "glassbox wants to run ", el("code", {}, approval.tool), mine ? " for you:" : ` for ${approval.requester}:`),
+    el("pre", { class: "arguments" }, pretty(approval.arguments)),
+    el("p", { class: "expires" }, `Nothing happens until someone decides. It expires at ${formatTime(approval.expiresAt)}.`),
+    buttons,
+    mine ? null : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`),
+    outcome,
+  );
+  if (!mine) approve.disabled = deny.disabled = true;
+  const decide = async (approved) => {
+    approve.disabled = deny.disabled = true;
+    outcome.textContent = approved ? "Approving…" : "Denying…";
+    try {
+      const answer = await api(`/api/approvals/${encodeURIComponent(approval.id)}`, { method: "POST", body: { approved, userId } });
+      showDecision(answer.approval);
+    } catch (error) {
+      outcome.textContent = error.message;
+      outcome.classList.add("error");
+      if (error.status !== 409) approve.disabled = deny.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => void decide(true));
+  deny.addEventListener("click", () => void decide(false));
+  cards.set(approval.id, { card, buttons, outcome });
+  view.activity.append(el("li", { class: "approval-item" }, card));
+}
+
+function showDecision(approval) {
+  const shown = cards.get(approval.id);
+  if (!shown) return;
+  const by = approval.decidedBy === userId ? "you" : approval.decidedBy;
+  const text =
+    approval.status === "approved"
+      ? `✓ Approved by ${by} at ${formatTime(approval.decidedAt)}.`
+      : approval.status === "denied"
+        ? `✗ Denied by ${by} at ${formatTime(approval.decidedAt)}; it was not run.`
+        : approval.decidedBy === "superseded"
+          ? "No longer needed: the conversation moved on before anyone decided."
+          : "Expired: nobody decided in time, so it was not run.";
+  shown.buttons.remove();
+  shown.outcome.classList.remove("error");
+  shown.outcome.textContent = text;
+  shown.card.classList.add(`decided-${approval.status}`);
+}
+
+function endRun(view, end, announceIt) {
+  view.status.hidden = true;
+  view.answer.classList.remove("error");
+  if (end.stopReason === "final" || end.stopReason === "max_steps") view.answer.replaceChildren(markdown(end.output || "(no answer)"));
+  else if (end.stopReason === "awaiting_approval") setStatus(view, "Waiting for a decision on the approval below.");
+  else if (end.stopReason === "cancelled") view.answer.textContent = "Stopped.";
+  else if (end.stopReason === "superseded") setStatus(view, "Ended: a newer message came before the approval was decided.");
+  else {
+    view.answer.textContent = end.output;
+    view.answer.classList.add("error");
+  }
+  const tokens = (end.usage?.promptTokens ?? 0) + (end.usage?.completionTokens ?? 0);
+  view.footer.replaceChildren(
+    `${end.steps ?? 0} step${end.steps === 1 ? "" : "s"} · ${formatNumber(tokens)} tokens · `,
+    el("a", { href: `/trace#session=${encodeURIComponent(session)}&run=${encodeURIComponent(view.runId)}` }, "see every step in the trace"),
+  );
+  if (announceIt && end.stopReason !== "awaiting_approval") announce(view.answer.textContent);
+}
+
+/** A status symbol; screen readers get the words next to it instead. */
+function mark(symbol) {
+  return el("span", { class: "mark", "aria-hidden": "true" }, symbol);
+}
+
+function announce(text) {
+  dom.announcer.textContent = text;
+}
+
+function updateEmpty() {
+  dom.empty.hidden = runs.size > 0;
+}
+
+function keep(key, value) {
+  localStorage.setItem(key, value);
+  return value;
+}

@@ -1,0 +1,163 @@
+// Shared by the chat page and the trace viewer: the API token (asked once when the server wants
+// one, or taken from ?token=), JSON requests, event-stream addresses, and small helpers to build
+// the page safely (text is always set as text, never parsed as HTML).
+
+const TOKEN_KEY = "glassbox.token";
+
+takeTokenFromAddress();
+
+/** ?token=... in the address is kept for later and removed from the address bar. */
+function takeTokenFromAddress() {
+  const url = new URL(location.href);
+  const token = url.searchParams.get("token");
+  if (token === null) return;
+  localStorage.setItem(TOKEN_KEY, token);
+  url.searchParams.delete("token");
+  history.replaceState(null, "", url);
+}
+
+const storedToken = () => localStorage.getItem(TOKEN_KEY) ?? "";
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** A JSON request to the API; a 401 asks the person for the token once, then tries again. */
+export async function api(path, { method = "GET", body } = {}) {
+  for (;;) {
+    const headers = { accept: "application/json" };
+    if (storedToken()) headers.authorization = `Bearer ${storedToken()}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (response.status === 401) {
+      await askForToken(storedToken() !== "");
+      continue;
+    }
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new ApiError(response.status, data.error ?? `The server answered HTTP ${response.status}.`, data);
+    return data;
+  }
+}
+
+/** An event stream's address; EventSource cannot send headers, so the token goes in the query. */
+export function eventsUrl(path) {
+  return storedToken() ? `${path}?token=${encodeURIComponent(storedToken())}` : path;
+}
+
+let asking;
+/** Shows a small dialog asking for GLASSBOX_API_TOKEN; resolves once one is given. */
+function askForToken(wasWrong) {
+  asking ??= new Promise((resolve) => {
+    const input = el("input", { id: "token-input", type: "password", autocomplete: "current-password", required: "" });
+    const form = el(
+      "form",
+      { method: "dialog" },
+      el("h2", { id: "token-title" }, "API token"),
+      el("p", {}, wasWrong ? "That token was not accepted. " : "", "This glassbox asks for its API token (GLASSBOX_API_TOKEN). It is kept in this browser."),
+      el("label", { for: "token-input" }, "Token"),
+      input,
+      el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary" }, "Use this token")),
+    );
+    const dialog = el("dialog", { class: "token-dialog", "aria-labelledby": "token-title" }, form);
+    form.addEventListener("submit", () => {
+      localStorage.setItem(TOKEN_KEY, input.value.trim());
+      dialog.remove();
+      resolve();
+    });
+    dialog.addEventListener("cancel", (event) => event.preventDefault());
+    document.body.append(dialog);
+    dialog.showModal();
+  }).finally(() => {
+    asking = undefined;
+  });
+  return asking;
+}
+
+/** Builds an element: attributes (strings; booleans add or leave out), then children (nodes or text). */
+export function el(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  setAttributes(element, attributes);
+  element.append(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  return element;
+}
+
+/** The same for SVG elements. */
+export function svg(tag, attributes = {}, ...children) {
+  const element = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  setAttributes(element, attributes);
+  element.append(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  return element;
+}
+
+function setAttributes(element, attributes) {
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === false || value === null || value === undefined) continue;
+    element.setAttribute(name, value === true ? "" : String(value));
+  }
+}
+
+export const $ = (selector) => document.querySelector(selector);
+
+const numberFormat = new Intl.NumberFormat("en-US");
+export const formatNumber = (value) => numberFormat.format(value ?? 0);
+
+/** Dollars, or "—" when the model has no known price (never a made-up 0). */
+export function formatCost(cost) {
+  if (cost === null || cost === undefined) return "—";
+  if (cost === 0) return "$0";
+  return cost < 0.01 ? `$${cost.toFixed(5)}` : `$${cost.toFixed(4)}`;
+}
+
+export function formatMs(ms) {
+  if (ms === null || ms === undefined) return "—";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function formatTime(iso) {
+  if (!iso) return "";
+  return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+/** A tool call as one short line: get_order_status(order_id: 20240315001). */
+export function describeCall(name, args) {
+  const parts = Object.entries(args ?? {}).map(([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`);
+  return shorten(`${name}(${parts.join(", ")})`, 160);
+}
+
+export function shorten(text, maxLength) {
+  const oneLine = String(text).replace(/\s+/g, " ");
+  return oneLine.length > maxLength ? `${oneLine.slice(0, maxLength - 1)}…` : oneLine;
+}
+
+export const pretty = (value) => JSON.stringify(value, null, 2);
+
+export const randomId = () => crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+
+/**
+ * A little Markdown as elements (never parsed as HTML): paragraphs, line breaks, "- " lists,
+ * **bold** and `code` — enough for a model's answers to read well.
+ */
+export function markdown(text) {
+  const fragment = document.createDocumentFragment();
+  for (const block of String(text).split(/\n{2,}/)) {
+    const lines = block.split("\n").filter((line) => line.trim() !== "");
+    if (lines.length === 0) continue;
+    if (lines.every((line) => /^\s*[-*] /.test(line))) {
+      fragment.append(el("ul", {}, lines.map((line) => el("li", {}, inline(line.replace(/^\s*[-*] /, ""))))));
+    } else {
+      fragment.append(el("p", {}, lines.flatMap((line, index) => (index === 0 ? inline(line) : [el("br"), ...inline(line)]))));
+    }
+  }
+  return fragment;
+}
+
+function inline(text) {
+  return text
+    .split(/(\*\*[^*]+\*\*|`[^`]+`)/)
+    .filter((part) => part !== "")
+    .map((part) => (part.startsWith("**") && part.endsWith("**") && part.length > 4 ? el("strong", {}, part.slice(2, -2)) : part.startsWith("`") && part.endsWith("`") && part.length > 2 ? el("code", {}, part.slice(1, -1)) : part));
+}

@@ -1,0 +1,211 @@
+/**
+ * The HTTP API under /api, for the pages and for other systems: start runs and follow them (poll or
+ * Server-Sent Events), decide approvals, and read the trace of every session (Slack, Discord, web,
+ * command line) from the shared store.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createApprovalBook, type DecisionOutcome } from "../../agent/approvals.js";
+import type { Conversations } from "../../agent/conversations.js";
+import type { Store } from "../../agent/store.js";
+import { createTraceReader, type RunTrace } from "../../agent/trace.js";
+import type { Logger } from "../../logger.js";
+import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
+import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
+
+export interface ApiContext {
+  conversations: Conversations;
+  hub: EventHub;
+  store: Store;
+  log: Logger;
+  /** Shown by the page: which model answers. */
+  modelLabel: string;
+  /** Whether the model has a known price (costs are "unknown", never 0, without one). */
+  priced: boolean;
+  /** Why no run can start (no model configured); POST /api/runs then answers 503 with it. */
+  problem?: string;
+  tokenRequired: boolean;
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL) => Promise<void> | void;
+
+const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+const MAX_INPUT_CHARS = 20_000;
+/** Statuses of a run that may still change. */
+const UNFINISHED = new Set(["queued", "running", "awaiting_approval"]);
+
+export function createApi(context: ApiContext) {
+  const { conversations, hub, store, log } = context;
+  const reader = createTraceReader(store);
+  const book = createApprovalBook(store);
+
+  const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView) });
+
+  const routes: Array<[method: string, path: RegExp, handler: Handler]> = [
+    ["GET", /^\/api\/info$/, (_request, response) => {
+      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, tokenRequired: context.tokenRequired });
+    }],
+
+    ["POST", /^\/api\/runs$/, async (request, response) => {
+      const body = await readJsonObject(request);
+      if (context.problem) throw new HttpError(503, context.problem);
+      const sessionId = webSession(body.session);
+      const input = typeof body.input === "string" ? body.input.trim() : "";
+      if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
+      if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
+      const userId = webUser(body.userId);
+      // The id is made here, so the caller has it before the run even starts.
+      const runId = `run_${randomUUID()}`;
+      hub.accept(runId, sessionId);
+      void conversations.send({ sessionId, userId, input, runId }).catch((error: unknown) => {
+        log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
+        hub.end(runId);
+      });
+      sendJson(response, 202, { runId, session: sessionId }, { location: `/api/runs/${runId}` });
+    }],
+
+    ["GET", /^\/api\/runs\/([^/]+)$/, (_request, response, [runId = ""]) => {
+      const run = reader.run(runId);
+      if (run) return sendJson(response, 200, runView(run));
+      // Not in the store: waiting for its turn, or refused before it started (its end says why).
+      const phase = hub.phase(runId);
+      const end = hub.lastEnd(runId);
+      if (end) return sendJson(response, 200, { runId, sessionId: end.sessionId, status: end.stopReason, output: end.output, done: true, approvals: [] });
+      if (phase === "queued") return sendJson(response, 200, { runId, status: "queued", done: false, approvals: [] });
+      if (phase === "ended") return sendJson(response, 200, { runId, status: "error", output: "The run failed to start; the server log says why.", done: true, approvals: [] });
+      throw new HttpError(404, `There is no run ${runId}.`);
+    }],
+
+    ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""]) => streamRun(request, response, runId)],
+
+    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""]) => {
+      if (!reader.run(runId)) throw new HttpError(404, `There is no run ${runId}.`);
+      sendJson(response, 200, { runId, steps: reader.steps(runId) });
+    }],
+
+    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, (_request, response, [runId = "", step = ""]) => {
+      const messages = reader.payload(runId, Number(step));
+      if (!messages) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
+      sendJson(response, 200, { runId, step: Number(step), messages });
+    }],
+
+    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""]) => {
+      const body = await readJsonObject(request);
+      if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
+      const userId = webUser(body.userId);
+      // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
+      if (!book.get(approvalId)?.sessionId.startsWith("web:")) throw new HttpError(404, `There is no web approval ${approvalId}.`);
+      const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
+      if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+      void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
+      sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
+    }],
+
+    ["GET", /^\/api\/sessions$/, (_request, response) => {
+      const totals = new Map(reader.totalsBySession().map((total) => [total.key, total]));
+      const sessions = store.listSessions().map((session) => {
+        const total = totals.get(session.id);
+        return {
+          id: session.id,
+          adapter: session.id.split(":")[0] ?? "",
+          runCount: session.runCount,
+          messageCount: session.messageCount,
+          lastActivity: session.lastActivity,
+          promptTokens: total?.promptTokens ?? 0,
+          completionTokens: total?.completionTokens ?? 0,
+          cost: total ? total.cost : 0,
+        };
+      });
+      sendJson(response, 200, { sessions });
+    }],
+
+    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, (_request, response, [sessionId = ""]) => {
+      const runs = reader.runsOfSession(sessionId);
+      if (runs.length === 0 && !store.listSessions().some((session) => session.id === sessionId)) {
+        throw new HttpError(404, `There is no session ${sessionId}.`);
+      }
+      sendJson(response, 200, { session: sessionId, runs: runs.map(runView) });
+    }],
+
+    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, (request, response, [sessionId = ""], url) => {
+      const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? undefined;
+      const afterId = lastEventId === undefined ? undefined : Number(lastEventId);
+      if (afterId !== undefined && !Number.isInteger(afterId)) throw new HttpError(400, "Last-Event-ID (or ?after=) must be a whole number.");
+      const stream = openEventStream(request, response);
+      const watching = hub.watchSession(sessionId, afterId, { event: (numbered) => stream.send(numbered.id, numbered.event), end: () => stream.close() });
+      for (const numbered of watching.replay) stream.send(numbered.id, numbered.event);
+      stream.onClose(watching.stop);
+    }],
+
+    ["GET", /^\/api\/usage$/, (_request, response) => {
+      sendJson(response, 200, { byUser: reader.totalsByUser(), byDay: reader.totalsByDay() });
+    }],
+  ];
+
+  /** The run's events so far, then live until it ends; a run ended before this process started gets its end from the store. */
+  function streamRun(request: IncomingMessage, response: ServerResponse, runId: string): void {
+    const stored = reader.run(runId);
+    if (!stored && hub.phase(runId) === undefined) throw new HttpError(404, `There is no run ${runId}.`);
+    const stream = openEventStream(request, response);
+    const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
+    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, stored && UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
+    if (!watching) {
+      // Finished before this process saw it: its end, as the store has it.
+      if (stored) stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
+      return stream.close();
+    }
+    for (const numbered of watching.replay) send(numbered);
+    if (watching.ended) return stream.close();
+    stream.onClose(watching.stop);
+  }
+
+  /** Answers an /api request; false when no route matches the path. */
+  return async function handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<boolean> {
+    const matching = routes.filter(([, path]) => path.test(url.pathname));
+    if (matching.length === 0) return false;
+    const route = matching.find(([method]) => method === request.method);
+    if (!route) throw new HttpError(405, `${url.pathname} does not take ${request.method}; it takes ${matching.map(([method]) => method).join(", ")}.`);
+    const [, path, handler] = route;
+    const params = (path.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
+    await handler(request, response, params, url);
+    return true;
+  };
+}
+
+/** A web session key: `web:<id>`, given whole or as the bare id. */
+function webSession(value: unknown): string {
+  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
+  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  return `web:${id}`;
+}
+
+/** Web users are `web:<id>`, so no web caller can pass for a Slack or Discord user. */
+function webUser(value: unknown): string {
+  if (value === undefined) return "web:api";
+  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
+  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  return `web:${id}`;
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "The path is not validly percent-encoded.");
+  }
+}
+
+function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
+  switch (outcome.kind) {
+    case "not_allowed":
+      return new HttpError(403, `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`, { outcome: outcome.kind });
+    case "already_decided":
+      return new HttpError(409, `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`, { outcome: outcome.kind });
+    case "expired":
+      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", { outcome: outcome.kind });
+    case "stale":
+      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", { outcome: outcome.kind });
+    case "unknown":
+      return new HttpError(404, `There is no web approval ${approvalId}.`);
+  }
+}

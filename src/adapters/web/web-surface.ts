@@ -1,0 +1,83 @@
+/**
+ * How one run looks on the web: every event goes to the hub, which pushes it to the pages and API
+ * clients watching that run or session (Server-Sent Events). Approvals are shown as Approve / Deny
+ * buttons by the page; decisions come back through POST /api/approvals/:id.
+ */
+import type { Approval } from "../../agent/approvals.js";
+import type { ChatSurface } from "../../agent/conversations.js";
+import type { AgentEvent } from "../../agent/events.js";
+import type { RunResult } from "../../agent/run.js";
+import { approvalView, type EventHub, type WebEvent } from "./event-hub.js";
+
+/** Where the page shows an approval: the session's stream, not a message to update later. */
+const WEB_MESSAGE_REF = "web";
+
+export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
+  return {
+    onEvent(event: AgentEvent) {
+      const shown = webEventOf(event);
+      if (shown) hub.publish(sessionId, shown);
+    },
+
+    // The end is published here, not at the loop's run_end, so that a paused run's approvals come first.
+    async finish(result: RunResult) {
+      hub.publish(sessionId, {
+        type: "run_end",
+        runId: result.runId,
+        sessionId: result.sessionId,
+        output: result.output,
+        stopReason: result.stopReason,
+        steps: result.steps,
+        usage: result.usage,
+        ...(result.error ? { error: result.error } : {}),
+      });
+    },
+
+    async askApproval(approval: Approval) {
+      hub.publish(sessionId, { type: "approval_requested", runId: approval.runId, approval: approvalView(approval) });
+      return WEB_MESSAGE_REF;
+    },
+  };
+}
+
+/** Shows a decision (or an expiry); a superseded approval ends its run, which will not resume. */
+export function showWebDecision(hub: EventHub) {
+  return async (approval: Approval): Promise<void> => {
+    hub.publish(approval.sessionId, { type: "approval_decided", runId: approval.runId, approval: approvalView(approval) });
+    if (approval.decidedBy === "superseded") hub.end(approval.runId);
+  };
+}
+
+/** The events a page renders, as plain JSON; the full request and the stored messages stay in the trace. */
+function webEventOf(event: AgentEvent): WebEvent | undefined {
+  switch (event.type) {
+    case "run_start":
+      return { type: "run_start", runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input };
+    case "run_resumed":
+      return { type: "run_resumed", runId: event.runId, sessionId: event.sessionId };
+    case "model_start":
+      return { type: "model_start", runId: event.runId, step: event.step };
+    case "model_delta":
+      return { type: "model_delta", runId: event.runId, step: event.step, text: event.text };
+    case "model_end":
+      return {
+        type: "model_end",
+        runId: event.runId,
+        step: event.step,
+        promptTokens: event.response.usage.promptTokens,
+        completionTokens: event.response.usage.completionTokens,
+        latencyMs: Math.round(event.latencyMs),
+      };
+    case "tool_start":
+      return { type: "tool_start", runId: event.runId, step: event.step, toolCallId: event.toolCallId, name: event.name, arguments: event.arguments };
+    case "tool_end": {
+      const { content: _modelText, ...record } = event.record;
+      return { type: "tool_end", runId: event.runId, step: event.step, record };
+    }
+    case "note":
+      return { type: "note", runId: event.runId, step: event.step, text: event.text };
+    default:
+      // message: in the trace; approval_requested: shown once stored (askApproval); run_end: at finish.
+      return undefined;
+  }
+}

@@ -1,0 +1,151 @@
+// Shared set-up for the web playground tests: the real server (startWebServer) over the agent as
+// `npm start` builds it (the openai SDK against the scripted model server running the demo's
+// rules), with real SQLite files in a temp dir. Waiting is done on events and polled state with
+// generous timeouts, never on fixed delays.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { demoReply } from "../src/adapters/web/demo-script.js";
+import { startWebServer, type WebServer, type WebServerOptions } from "../src/adapters/web/web-server.js";
+import type { WebEvent } from "../src/adapters/web/event-hub.js";
+import type { AgentConfig } from "../src/agent/run.js";
+import type { Store } from "../src/agent/store.js";
+import { loadConfig } from "../src/config.js";
+import type { Logger } from "../src/logger.js";
+import { createAgentConfig } from "../src/setup.js";
+import { startScriptedModelServer, type Script, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+
+/** A paid order of the demo shop: it can still be cancelled. */
+export const CANCELLABLE_ORDER = "20240410003";
+/** A pending order of the demo shop, also cancellable. */
+export const PENDING_ORDER = "20240418004";
+export const WAIT = { timeout: 15_000, interval: 25 };
+export const ARTIFACTS = "test-artifacts";
+export const NO_MODEL = "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.";
+
+export interface Playground {
+  url: string;
+  web: WebServer;
+  model: ScriptedModelServer;
+  agent: AgentConfig & { store: Store };
+  store: Store;
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+
+/** Call from afterAll / afterEach: stops servers, closes stores, removes temp files (last started, first stopped). */
+export async function cleanUp(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+}
+
+export function quietLogger(): Logger {
+  return pino({ level: "silent" });
+}
+
+export function tempDir(): string {
+  const directory = mkdtempSync(join(tmpdir(), "glassbox-web-"));
+  cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+  return directory;
+}
+
+/** The scripted model (the demo's rules unless told otherwise), the agent over temp SQLite files, and the web server on a free port. */
+export async function startPlayground(options: { script?: Script; server?: Partial<WebServerOptions>; env?: Record<string, string> } = {}): Promise<Playground> {
+  const directory = tempDir();
+  const model = await startScriptedModelServer({ script: options.script ?? ((request) => demoReply(request)) });
+  cleanups.push(() => model.close());
+  const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), ...options.env });
+  const log = quietLogger();
+  const agent = await createAgentConfig(config, log);
+  cleanups.push(() => {
+    if (agent.store.db.open) agent.store.close();
+  });
+  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", ...options.server });
+  cleanups.push(() => web.stop());
+  return { url: web.url, web, model, agent, store: agent.store };
+}
+
+/** The web server without a model, as `npm start` runs it when none is configured. */
+export async function startWithoutModel(options: Partial<WebServerOptions> = {}): Promise<{ url: string; web: WebServer }> {
+  const directory = tempDir();
+  const { openStore } = await import("../src/agent/store.js");
+  const store = openStore(join(directory, "glassbox.db"));
+  cleanups.push(() => store.close());
+  const web = await startWebServer({ store, log: quietLogger(), host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "gpt-4o-mini", problem: NO_MODEL, ...options });
+  cleanups.push(() => web.stop());
+  return { url: web.url, web };
+}
+
+export function artifactsDir(): string {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return ARTIFACTS;
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+export async function getJson<T = Record<string, unknown>>(url: string, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { headers });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+export interface StreamedEvent {
+  id: number;
+  event: WebEvent;
+}
+
+/**
+ * Reads a Server-Sent Events stream until `until` says stop (or the server ends it). Returns what
+ * came, and whether the server ended the stream.
+ */
+export async function readEvents(
+  url: string,
+  options: {
+    until?: (event: WebEvent, all: StreamedEvent[]) => boolean;
+    headers?: Record<string, string>;
+    /** Called once the server has answered: from then on, nothing published is missed. */
+    onOpen?: () => void;
+    timeoutMs?: number;
+  } = {},
+): Promise<{ events: StreamedEvent[]; endedByServer: boolean }> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 15_000);
+  const events: StreamedEvent[] = [];
+  let stopped = false;
+  try {
+    const response = await fetch(url, { headers: { accept: "text/event-stream", ...options.headers }, signal: controller.signal });
+    if (!response.ok || !response.body) throw new Error(`event stream answered HTTP ${response.status}: ${await response.text()}`);
+    options.onOpen?.();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let boundary: number;
+      while ((boundary = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, boundary);
+        buffer = buffer.slice(boundary + 2);
+        const data = block.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
+        if (!data) continue;
+        const id = Number(/^id: (\d+)$/m.exec(block)?.[1] ?? 0);
+        const streamed = { id, event: JSON.parse(data) as WebEvent };
+        events.push(streamed);
+        if (options.until?.(streamed.event, events)) {
+          stopped = true;
+          controller.abort();
+          return { events, endedByServer: false };
+        }
+      }
+    }
+    return { events, endedByServer: true };
+  } catch (error) {
+    if (stopped) return { events, endedByServer: false };
+    if (controller.signal.aborted) throw new Error(`the event stream did not get there in time; it sent: ${events.map((streamed) => streamed.event.type).join(", ")}`);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const typesOf = (events: StreamedEvent[]) => events.map((streamed) => streamed.event.type);
