@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     },
   });
   const config = loadConfig();
-  const log = createLogger({ level: "warn" });
+  const log = createLogger({ level: "error" }); // the command line speaks for itself; LOG_LEVEL=info shows more
   const sessionId = sessionKey(values.session ?? randomUUID());
 
   switch (command) {

@@ -47,7 +47,7 @@ export async function createAgentConfig(
     model,
     tools: await loadRegistry(config, options.toolModules, store),
     memory,
-    trace: createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate }),
+    trace: createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate, log }),
     store,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,

@@ -15,6 +15,11 @@ export interface TraceRecorder {
   record(event: AgentEvent): void;
 }
 
+export interface TraceLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
 export interface StepTrace {
   step: number;
   model: string | null;
@@ -75,7 +80,13 @@ const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, in
 
 export function createTraceRecorder(
   store: Store,
-  options: { prices?: Record<string, Price>; /** The estimated prompt tokens of a run's current step (memory knows them). */ estimateTokens?: (runId: string) => number | undefined } = {},
+  options: {
+    prices?: Record<string, Price>;
+    /** The estimated prompt tokens of a run's current step (memory knows them). */
+    estimateTokens?: (runId: string) => number | undefined;
+    /** Also logs each run's start and end, and tool failures, with run and session ids. */
+    log?: TraceLog;
+  } = {},
 ): TraceRecorder {
   const { db } = store;
   const statements = {
@@ -88,6 +99,23 @@ export function createTraceRecorder(
     setNotes: db.prepare("UPDATE steps SET notes = ? WHERE run_id = ? AND step = ?"),
     endRun: db.prepare("UPDATE runs SET model = ?, cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM steps WHERE run_id = ?) WHERE id = ?"),
   };
+  const logEvent = (event: AgentEvent) => {
+    const { log } = options;
+    if (!log) return;
+    if (event.type === "run_start" || event.type === "run_resumed") {
+      sessions.set(event.runId, event.sessionId);
+      log.info({ runId: event.runId, sessionId: event.sessionId }, event.type === "run_start" ? "run started" : "run resumed");
+    } else if (event.type === "tool_end" && event.record.envelope.status === "error") {
+      const { error } = event.record.envelope;
+      log.warn({ runId: event.runId, sessionId: sessions.get(event.runId), tool: event.record.name, type: error.type, error: error.message }, "tool call failed");
+    } else if (event.type === "run_end") {
+      const { result } = event;
+      const fields = { runId: result.runId, sessionId: result.sessionId, stopReason: result.stopReason, steps: result.steps, ...result.usage };
+      if (result.error) log.warn({ ...fields, error: result.error }, "run failed");
+      else log.info(fields, "run ended");
+      sessions.delete(result.runId);
+    }
+  };
   // What each run's current step was sent, kept from model_start until model_end writes the step.
   const sent = new Map<string, Message[]>();
   const appendJson = (select: typeof statements.toolCalls, update: typeof statements.setToolCalls, runId: string, step: number, item: unknown) => {
@@ -96,8 +124,10 @@ export function createTraceRecorder(
     update.run(JSON.stringify([...(JSON.parse(current) as unknown[]), item]), runId, step);
   };
 
+  const sessions = new Map<string, string>();
   return {
     record(event) {
+      logEvent(event);
       if (event.type === "model_start") sent.set(event.runId, event.messages);
       else if (event.type === "model_end") {
         const messages = sent.get(event.runId) ?? [];
