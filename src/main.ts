@@ -20,7 +20,7 @@ async function start(): Promise<void> {
 
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
-    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds });
+    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits });
     stops.push(slack.stop);
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
   }

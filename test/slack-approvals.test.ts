@@ -112,6 +112,55 @@ describe("Slack approvals", () => {
     expect(h.fake.callsTo("chat.postEphemeral").map((c) => c.args.user)).toEqual(["U2", "U2"]);
   });
 
+  it("two dangerous calls in one step: the run resumes once both are decided, with each decision in its place", async () => {
+    const other = "20240418004"; // pending: cancellable too
+    const h = await startHarness({
+      script: [
+        {
+          toolCalls: [
+            toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_a"),
+            toolCall("cancel_order", { order_id: other, reason: "ordered twice" }, "call_b"),
+          ],
+        },
+        { content: "One cancelled, one kept." },
+      ],
+    });
+    const { ts } = await h.mention(`<@${BOT}> cancel orders ${CANCELLABLE_ORDER} and ${other}`);
+    await expect.poll(() => h.fake.messages(CHANNEL, ts).filter((m) => buttonsOf(m).length > 0).length, { timeout: 15_000 }).toBe(2);
+    await h.slack.conversations.idle();
+    const [first, second] = h.fake.messages(CHANNEL, ts).filter((m) => buttonsOf(m).length > 0);
+    const approvalOf = (message: typeof first) => ({ channel: CHANNEL, ts: message?.ts ?? "", id: buttonsOf(message ?? { ts: "" })[0]?.value ?? "", message: message ?? { ts: "" } });
+    const forOther = visibleText(first).includes(other) ? first : second;
+    const forMine = forOther === first ? second : first;
+
+    await h.click(approvalOf(forMine), "U1");
+    await expect.poll(() => visibleText(messageAt(h.fake, CHANNEL, forMine?.ts ?? "")), { timeout: 15_000 }).toContain("Approved by <@U1>");
+    await h.slack.conversations.idle();
+    expect(h.model.requests).toHaveLength(1); // still waiting for the other decision
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
+
+    await h.click(approvalOf(forOther), "U1", DENY);
+    await waitForBotMessage(h.fake, CHANNEL, ts, "One cancelled, one kept.");
+    await h.slack.conversations.idle();
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
+    expect(orderStatus(h.paths.shopDb, other)).toBe("pending");
+    const results = sentMessages(h.model, 1).filter((m) => m.role === "tool");
+    expect(results.map((m) => m.tool_call_id)).toEqual(["call_a", "call_b"]);
+    expect(toolResults(h.model, 1).map((r) => r.status === "success" ? "success" : r.error?.type)).toEqual(["success", "denied"]);
+  });
+
+  it("works in a direct message too: buttons in the DM, the answer after the click", async () => {
+    const h = await startHarness({ script: cancelScript() });
+    await h.dm(`please cancel order ${CANCELLABLE_ORDER}, I ordered it twice`);
+    const approval = await waitForApproval(h.fake, "D1");
+    expect(approval.message.thread_ts).toBeUndefined();
+    await h.click(approval, "U1");
+    await waitForBotMessage(h.fake, "D1", undefined, "order 20240410003 is cancelled");
+    await h.slack.conversations.idle();
+    expect(visibleText(messageAt(h.fake, "D1", approval.ts))).toContain("Approved by <@U1>");
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
+  });
+
   it("a second click or a replayed payload changes nothing: the tool ran once", async () => {
     const h = await startHarness({ script: [...cancelScript(), { content: "A second run!" }] });
     const { ts } = await h.mention(ASK);
@@ -241,5 +290,33 @@ describe("Slack approvals", () => {
     const resumed = sentMessages(model, 1);
     expect(resumed.some((m) => m.role === "user" && String(m.content).includes(`cancel order ${CANCELLABLE_ORDER}`))).toBe(true);
     expectValidProtocol(resumed, "after the restart");
+  });
+
+  it("an approval that ran out while the bot was down expires when it starts again", async () => {
+    const fake = await startSlack();
+    const model = await startModel(cancelScript("Nobody approved it while I was away."));
+    const paths = tempPaths();
+    const { log } = memoryLogger();
+
+    // A TTL of a millisecond: the approval is past its time long before the next start.
+    const first = await agentFor(model, paths, log);
+    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.store, log, approvalTtlSeconds: 0.001 });
+    const ts = fake.nextTs();
+    await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
+    const approval = await waitForApproval(fake, CHANNEL, ts);
+    await a.conversations.idle();
+    await a.stop();
+    first.agent.store.close();
+    expect(buttonsOf(messageAt(fake, CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
+
+    const second = await agentFor(model, paths, log);
+    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
+    await waitForBotMessage(fake, CHANNEL, ts, "Nobody approved it while I was away.");
+    await b.conversations.idle();
+    const expired = messageAt(fake, CHANNEL, approval.ts);
+    expect(visibleText(expired)).toMatch(/expired/i);
+    expect(buttonsOf(expired ?? { ts: "" })).toEqual([]);
+    expect(toolResults(model, 1)).toEqual([{ status: "error", error: expect.objectContaining({ type: "denied" }) }]);
+    expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
   });
 });

@@ -120,6 +120,20 @@ describe("Slack conversations", () => {
     expect(toolResults(h.model, 1)).toEqual([expect.objectContaining({ status: "success" })]);
   });
 
+  it("keeps what the model said before a tool call apart from the streamed answer", async () => {
+    const h = await startHarness({
+      script: [
+        { content: "Let me look that up.", toolCalls: [toolCall("get_order_status", { order_id: "20240315001" })] },
+        { content: "Your order was delivered." },
+      ],
+    });
+    const { ts } = await h.mention(`<@${BOT}> where is my order 20240315001?`);
+    await waitForBotMessage(h.fake, CHANNEL, ts, "Your order was delivered.");
+    await h.slack.conversations.idle();
+    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
+    expect(botTexts(h.fake, CHANNEL, ts).at(-1)).toBe("Let me look that up.\n\nYour order was delivered.");
+  });
+
   it("without the assistant status, shows a placeholder and updates it with the tool activity", async () => {
     const h = await startHarness({
       fake: { refuse: ["assistant.threads.setStatus"] },

@@ -148,7 +148,11 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
       if (outcome.kind !== "decided") return outcome;
       await showDecision(outcome.approval).catch((error: unknown) => onError(error, "updating an approval"));
       if (!outcome.runReady) return outcome;
-      return { ...outcome, resumed: resume(outcome.approval.runId, outcome.approval.sessionId) };
+      const resumed = resume(outcome.approval.runId, outcome.approval.sessionId).catch((error: unknown) => {
+        onError(error, "resuming a run");
+        return undefined;
+      });
+      return { ...outcome, resumed };
     },
 
     async expireApprovals(now = new Date()) {

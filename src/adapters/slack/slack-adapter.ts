@@ -10,11 +10,13 @@ import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { configurationError } from "../../agent/errors.js";
+import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Store } from "../../agent/store.js";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { approvalOutcome, APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
+import { refusalFor } from "../approval-replies.js";
 import { openSlackSurface } from "./slack-surface.js";
 
 export interface SlackAdapter {
@@ -47,13 +49,15 @@ export async function startSlackAdapter(options: {
   store: Store;
   log: Logger;
   approvalTtlSeconds: number;
+  dailyLimits?: DailyLimits;
 }): Promise<SlackAdapter> {
   const { slack, store, log } = options;
   const clientOptions = slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {};
   const logger = boltLogger(log);
   // The token is checked before the App exists: given the bot's ids, Bolt makes no auth.test of its
   // own, whose failure would be an unhandled rejection beside our one-sentence error.
-  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, logLevel: LogLevel.WARN })
+  // Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
+  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, logLevel: LogLevel.WARN, timeout: 10_000, retryConfig: { retries: 2 } })
     .auth.test()
     .catch((error: { data?: { error?: string } }) => {
       throw configurationError(
@@ -77,11 +81,13 @@ export async function startSlackAdapter(options: {
     approvers: slack.approvers,
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "slack:",
+    dailyLimits: options.dailyLimits,
     onError: (error, context) => log.error({ error: (error as Error).message }, `Slack: failed ${context}`),
   });
 
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
-    if (message.botId || message.subtype || !message.user || message.user === botUserId) return;
+    // Edits, deletions, joins and other bots are not questions; a message that shares a file is.
+    if (message.botId || (message.subtype && message.subtype !== "file_share") || !message.user || message.user === botUserId) return;
     // Exactly once: the event id and the message ts are claimed before any work starts, so a retry,
     // a redelivery or a second socket connection finds the claim and does nothing.
     const fresh = [store.claim(`slack:event:${message.eventId}`), store.claim(`slack:message:${message.channel}:${message.ts}`)];
@@ -97,7 +103,7 @@ export async function startSlackAdapter(options: {
       }
       return;
     }
-    const input = (message.text ?? "").trim();
+    const input = (message.text ?? "").replace(new RegExp(`<@${botUserId}>`, "g"), "").trim();
     if (/^stop[.!]?$/i.test(input)) {
       await reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
       return;
@@ -132,16 +138,7 @@ export async function startSlackAdapter(options: {
     const userId = body.user.id;
     const outcome = await conversations.decide({ approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION });
     const channel = body.channel?.id;
-    const refusal =
-      outcome.kind === "not_allowed"
-        ? `Only <@${outcome.approval.requester}>${slack.approvers.length ? " or an approver" : ""} can approve this.`
-        : outcome.kind === "already_decided"
-          ? "This was already decided."
-          : outcome.kind === "expired"
-            ? "This request has expired; ask me again if it is still needed."
-            : outcome.kind === "stale" || outcome.kind === "unknown"
-              ? "This request is no longer waiting for a decision."
-              : undefined;
+    const refusal = refusalFor(outcome, slack.approvers.length > 0);
     if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: refusal });
   });
 

@@ -95,7 +95,6 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     if (stream) {
       try {
         await stream.stop();
-        await removePlaceholder();
         return;
       } catch (error) {
         log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
@@ -108,7 +107,6 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       placeholderTs = undefined;
     } else await client.chat.postMessage({ channel: place.channel, ...thread, text: first });
     for (const part of rest) await client.chat.postMessage({ channel: place.channel, ...thread, text: part });
-    await removePlaceholder();
   };
 
   return {
@@ -131,6 +129,9 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         const delta = event.text;
         then(() => streamAnswer(delta));
       } else if (event.type === "model_start") {
+        // A stream cannot take back what an earlier step said ("Let me look that up."): a paragraph
+        // break keeps it apart from what follows.
+        if (answer) then(async () => stream?.append({ markdown_text: "\n\n" }));
         answer = ""; // a new step: only the last step's text is the answer
       }
     },
