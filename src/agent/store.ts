@@ -207,10 +207,11 @@ export interface Store {
 export function openStore(path: string): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db: Database.Database = new Database(path);
+  // The busy timeout first: switching to WAL takes a lock that another process opening the file may hold.
+  db.pragma("busy_timeout = 5000");
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
   migrate(db);
 
   const now = () => new Date().toISOString();
