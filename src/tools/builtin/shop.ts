@@ -22,8 +22,8 @@ export function defaultShopDatabasePath(): string {
 export function openShopDatabase(path: string): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  db.pragma("busy_timeout = 5000"); // first: switching to WAL may wait for another process
   db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 5000");
   db.pragma("foreign_keys = ON");
   // IMMEDIATE takes the write lock first, so two processes opening a new file seed it once.
   db.transaction(() => {
