@@ -20,10 +20,12 @@ import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
+import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Store } from "../../agent/store.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import { refusalFor } from "../approval-replies.js";
 import { approvalOutcomeText, openDiscordSurface } from "./discord-surface.js";
 
 export interface DiscordAdapter {
@@ -51,6 +53,7 @@ export async function startDiscordAdapter(options: {
   log: Logger;
   approvalTtlSeconds: number;
   prices?: Record<string, Price>;
+  dailyLimits?: DailyLimits;
 }): Promise<DiscordAdapter> {
   const { discord, store, log } = options;
   const client = new Client({
@@ -65,6 +68,7 @@ export async function startDiscordAdapter(options: {
     approvers: discord.approvers,
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "discord:",
+    dailyLimits: options.dailyLimits,
     onError: (error, context) => log.error({ error: (error as Error).message }, `Discord: failed ${context}`),
   });
 
@@ -96,21 +100,16 @@ export async function startDiscordAdapter(options: {
     if (prefix !== "glassbox" || !approvalId || !store.claim(`discord:interaction:${interaction.id}`)) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
     const outcome = await conversations.decide({ approvalId, userId: interaction.user.id, approved: verb === "approve" });
-    const refusal =
-      outcome.kind === "not_allowed"
-        ? `Only <@${outcome.approval.requester}>${discord.approvers.length ? " or an approver" : ""} can approve this.`
-        : outcome.kind === "already_decided"
-          ? "This was already decided."
-          : outcome.kind === "expired"
-            ? "This request has expired; ask me again if it is still needed."
-            : outcome.kind === "stale" || outcome.kind === "unknown"
-              ? "This request is no longer waiting for a decision."
-              : undefined;
+    const refusal = refusalFor(outcome, discord.approvers.length > 0);
     if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
   }
 
   async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
-    if (!store.claim(`discord:interaction:${interaction.id}`) || !interaction.channel) return;
+    if (!store.claim(`discord:interaction:${interaction.id}`)) return;
+    if (!interaction.channel) {
+      await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral });
+      return;
+    }
     const sessionId = sessionOf(interaction.channel, interaction.guildId);
     if (interaction.commandName === "reset") {
       await conversations.reset(sessionId);
@@ -122,7 +121,7 @@ export async function startDiscordAdapter(options: {
       const cost = costOf(priceOf(options.agent.model.name, options.prices), usage);
       const price = cost === null ? `cost unknown (no price for ${options.agent.model.name})` : `about $${cost.toFixed(4)}`;
       await interaction.reply({
-        content: `This conversation: ${usage.runs} runs, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
+        content: `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
         flags: MessageFlags.Ephemeral,
       });
     }
@@ -133,10 +132,14 @@ export async function startDiscordAdapter(options: {
   // A server's commands appear at once; global ones can take a while to reach every client.
   if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
   else await ready.application.commands.set(SLASH_COMMANDS);
-  const inviteUrl = ready.generateInvite({
-    scopes: [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands],
-    permissions: [PermissionFlagsBits.ViewChannel, PermissionFlagsBits.SendMessages, PermissionFlagsBits.SendMessagesInThreads, PermissionFlagsBits.ReadMessageHistory],
-  });
+  // discord.js would build the link on DISCORD_API_URL; people open it on discord.com whatever the REST base.
+  const invite = new URL(
+    ready.generateInvite({
+      scopes: [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands],
+      permissions: [PermissionFlagsBits.ViewChannel, PermissionFlagsBits.SendMessages, PermissionFlagsBits.SendMessagesInThreads, PermissionFlagsBits.ReadMessageHistory],
+    }),
+  );
+  const inviteUrl = `https://discord.com/oauth2/authorize${invite.search}`;
 
   const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: expiring approvals failed")), EXPIRY_SWEEP_MS);
   sweep.unref();
@@ -154,21 +157,31 @@ export async function startDiscordAdapter(options: {
   };
 }
 
-/** Logs in; a token or intent problem becomes one sentence saying what to fix. */
+/**
+ * Logs in; a token or intent problem becomes one sentence saying what to fix. A bad token fails on
+ * REST first (code TokenInvalid); a gateway refusal only shows as the close code of shardDisconnect,
+ * which discord.js emits before login() rejects with a plain Error.
+ */
 async function login(client: Client, token: string): Promise<void> {
   const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  let closeCode: number | undefined;
+  const onDisconnect = (event: { code: number }) => {
+    closeCode = event.code;
+  };
+  client.on(Events.ShardDisconnect, onDisconnect);
   try {
     await client.login(token);
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
     await client.destroy();
-    if (code === "TokenInvalid" || code === AUTHENTICATION_FAILED || /401|Unauthorized|invalid token/i.test(String(error))) {
+    if ((error as { code?: unknown }).code === "TokenInvalid" || closeCode === AUTHENTICATION_FAILED) {
       throw configurationError("Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).");
     }
-    if (code === DISALLOWED_INTENTS || /disallowed intent|4014/i.test(String(error))) {
+    if (closeCode === DISALLOWED_INTENTS || /disallowed intents/i.test(String(error))) {
       throw configurationError("Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.");
     }
     throw error;
+  } finally {
+    client.off(Events.ShardDisconnect, onDisconnect);
   }
   await ready;
 }
