@@ -11,6 +11,7 @@ import { formatRunTimeline, formatUsage } from "./adapters/trace-report.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createAgentConfig, loadRegistry } from "./setup.js";
+import { connectMcpServers } from "./tools/mcp.js";
 
 const USAGE = `Usage:
   glassbox run "<task>" [--tools module.mjs]... [--session ID] [--max-steps N] [--approve yes|no|ask] [--json]
@@ -59,19 +60,22 @@ export async function main(argv: string[]): Promise<number> {
         return await runOnce(agent, task, sessionId, values.json);
       } finally {
         prompt?.close();
-        agent.store.close();
+        await agent.close();
       }
     }
     case "chat": {
       const agent = await createAgentConfig(config, log, { toolModules: values.tools });
       await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.store.resetSession(sessionId) });
-      agent.store.close();
+      await agent.close();
       return 0;
     }
     case "tools": {
       const store = openStore(config.databasePath);
-      const registry = await loadRegistry(config, values.tools, store);
-      store.close();
+      const mcp = await connectMcpServers(config.mcpServers, { log });
+      const registry = await loadRegistry(config, values.tools, store, mcp.tools).finally(async () => {
+        await mcp.close();
+        store.close();
+      });
       const tools = registry.list().map(({ definition }) => ({
         name: definition.name,
         description: definition.description,

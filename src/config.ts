@@ -6,6 +6,7 @@ import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
 import type { ToolMode } from "./agent/llm.js";
+import { parseMcpServers, type McpServerConfig } from "./tools/mcp.js";
 
 export interface GlassboxConfig {
   model: {
@@ -41,6 +42,8 @@ export interface GlassboxConfig {
   dailyLimits: DailyLimits;
   /** The local web playground and HTTP API. */
   web: WebConfig;
+  /** MCP servers whose tools join the registry, by name (GLASSBOX_MCP_SERVERS, JSON). */
+  mcpServers: Record<string, McpServerConfig>;
 }
 
 export interface WebConfig {
@@ -114,7 +117,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
       apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
     },
+    mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
   };
+}
+
+function mcpServersOf(json: string | undefined): Record<string, McpServerConfig> {
+  try {
+    return parseMcpServers(json);
+  } catch (error) {
+    throw configurationError((error as Error).message);
+  }
 }
 
 function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {

@@ -45,7 +45,7 @@ async function startDemo(): Promise<void> {
   const shutdown = async () => {
     await web.stop();
     await model.close();
-    agent.store.close();
+    await agent.close();
     rmSync(directory, { recursive: true, force: true });
     process.exit(0);
   };

@@ -32,7 +32,7 @@ async function start(): Promise<void> {
   }
   const shutdown = async () => {
     for (const stop of stops) await stop();
-    agent.store.close();
+    await agent.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown());
@@ -60,6 +60,7 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
   if (problem) process.stdout.write(`${problem}\n`);
   const shutdown = async () => {
     await web.stop();
+    await agent?.mcp.close();
     store.close();
     process.exit(0);
   };

@@ -11,14 +11,15 @@ import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { loadToolModules } from "./tools/load-modules.js";
+import { connectMcpServers, type McpServers } from "./tools/mcp.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
-/** The built-in tools (with memory tools when there is a store), plus those of GLASSBOX_TOOLS and any extra modules. */
-export async function loadRegistry(config: GlassboxConfig, extraModules: string[] = [], store?: Store): Promise<ToolRegistry> {
+/** The built-in tools (with memory tools when there is a store), plus those of GLASSBOX_TOOLS, any extra modules and connected MCP servers. */
+export async function loadRegistry(config: GlassboxConfig, extraModules: string[] = [], store?: Store, mcpTools: AnyTool[] = []): Promise<ToolRegistry> {
   const extra = await loadToolModules([...config.toolModules, ...extraModules]);
   const memoryTools: AnyTool[] = store ? createMemoryTools(store) : [];
-  return createToolRegistry([...createBuiltinTools({ shopDatabasePath: config.shopDatabasePath }), ...memoryTools, ...extra]);
+  return createToolRegistry([...createBuiltinTools({ shopDatabasePath: config.shopDatabasePath }), ...memoryTools, ...extra, ...mcpTools]);
 }
 
 export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
@@ -26,12 +27,15 @@ export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
   return createOpenAIModel({ ...config.model, warn: (message) => log.warn(message) });
 }
 
-/** The agent with SQLite memory (messages committed as they come, context within the token budget) and traces. */
+/**
+ * The agent with SQLite memory (messages committed as they come, context within the token budget) and traces.
+ * `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.mcp.close()` on shutdown.
+ */
 export async function createAgentConfig(
   config: GlassboxConfig,
   log: Logger,
   options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
-): Promise<AgentConfig & { store: Store }> {
+): Promise<AgentConfig & { store: Store; mcp: McpServers; close(): Promise<void> }> {
   const model = createModel(config, log);
   const store = options.store ?? openStore(config.databasePath);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
@@ -43,9 +47,15 @@ export async function createAgentConfig(
     budgetTokens: Math.min(config.contextTokens, window ?? Number.POSITIVE_INFINITY),
     log: log.child({ component: "memory" }),
   });
+  // MCP servers: one unreachable at startup is logged and left out; a registry that fails closes them.
+  const mcp = await connectMcpServers(config.mcpServers, { log: log.child({ component: "mcp" }) });
+  const tools = await loadRegistry(config, options.toolModules, store, mcp.tools).catch(async (error: unknown) => {
+    await mcp.close();
+    throw error;
+  });
   return {
     model,
-    tools: await loadRegistry(config, options.toolModules, store),
+    tools,
     memory,
     trace: createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate, log }),
     store,
@@ -54,5 +64,11 @@ export async function createAgentConfig(
     approve: options.approve,
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,
+    mcp,
+    /** Ends the MCP server connections (a stdio server keeps the process alive) and closes the store. */
+    async close() {
+      await mcp.close();
+      store.close();
+    },
   };
 }
