@@ -39,7 +39,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   };
   const live = liveOf(task, config);
   return survive(run, live, async () => {
-    live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input });
+    live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}) });
     addMessages(run, live, [{ role: "user", content: task.input }]);
     return loop(config, run, live);
   });
@@ -131,6 +131,7 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
   const order = assistant?.role === "assistant" ? (assistant.tool_calls ?? []).map((call) => call.id) : [];
   const sorted = [...records].sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
   for (const record of sorted) {
+    if (record.usage) run.usage = addUsage(run.usage, record.usage); // a sub-agent's tokens count toward this run
     run.toolCalls.push({
       name: record.name,
       arguments: record.arguments ?? record.rawArguments,

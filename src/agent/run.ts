@@ -29,6 +29,8 @@ export interface Task {
   input: string;
   /** The run's id, when the caller needs it before the run starts (an HTTP API answering at once). */
   runId?: string;
+  /** For a sub-agent's run: the run and the tool call it works for (its trace nests there). */
+  parent?: { runId: string; toolCallId: string };
   sessionId?: string;
   userId?: string;
   /** Earlier turns of the conversation, oldest first (when the agent has no memory). */

@@ -170,6 +170,12 @@ const MIGRATIONS = [
   CREATE UNIQUE INDEX steps_unique ON steps(run_id, step);
   CREATE INDEX runs_by_user ON runs(user_id, started_at);
   `,
+  `
+  -- a sub-agent's run nests under the tool call of the run it works for
+  ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs(id);
+  ALTER TABLE runs ADD COLUMN parent_tool_call_id TEXT;
+  CREATE INDEX runs_by_parent ON runs(parent_run_id);
+  `,
 ];
 
 /** The store's operations; every write is committed before the call returns. */
@@ -241,8 +247,8 @@ export function openStore(path: string): Store {
     listSessions: db.prepare(`
       SELECT s.id, s.updated_at AS lastActivity,
         (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messageCount,
-        (SELECT coalesce(sum(r.prompt_tokens + r.completion_tokens), 0) FROM runs r WHERE r.session_id = s.id) AS tokens,
-        (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runCount
+        (SELECT coalesce(sum(r.prompt_tokens + r.completion_tokens), 0) FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL) AS tokens,
+        (SELECT count(*) FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL) AS runCount
       FROM sessions s ORDER BY s.updated_at DESC`),
     insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at) VALUES (?, ?, ?, ?)"),
     deleteFact: db.prepare("DELETE FROM facts WHERE id = ? AND user_id = ?"),
@@ -253,7 +259,7 @@ export function openStore(path: string): Store {
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
     sessionUsage: db.prepare(
-      "SELECT count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens FROM runs WHERE session_id = ?",
+      "SELECT count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens FROM runs WHERE session_id = ? AND parent_run_id IS NULL",
     ),
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };

@@ -49,6 +49,9 @@ export interface RunTrace {
   cost: number | null;
   startedAt: string;
   endedAt: string | null;
+  /** For a sub-agent's run: the run and tool call it worked for. */
+  parentRunId: string | null;
+  parentToolCallId: string | null;
 }
 
 export interface UsageTotal {
@@ -76,7 +79,8 @@ interface StepRow {
 }
 
 const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, input, status, output, model, steps,
-  prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt`;
+  prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt,
+  parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId`;
 
 export function createTraceRecorder(
   store: Store,
@@ -96,8 +100,18 @@ export function createTraceRecorder(
     toolCalls: db.prepare("SELECT tool_calls FROM steps WHERE run_id = ? AND step = ?").pluck(),
     setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ?"),
     notes: db.prepare("SELECT notes FROM steps WHERE run_id = ? AND step = ?").pluck(),
+    lastModel: db.prepare("SELECT model FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1").pluck(),
     setNotes: db.prepare("UPDATE steps SET notes = ? WHERE run_id = ? AND step = ?"),
-    endRun: db.prepare("UPDATE runs SET model = ?, cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM steps WHERE run_id = ?) WHERE id = ?"),
+    // A run without memory (a sub-agent's) has no row yet; a run with memory already has one.
+    startSession: db.prepare("INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)"),
+    startRun: db.prepare(`INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id)
+      VALUES (@runId, @sessionId, @userId, @input, 'running', @at, @parentRunId, @parentToolCallId)`),
+    // The cost of a run is its steps' and its sub-agents' runs' (unknown if any of them is).
+    endRun: db.prepare(`UPDATE runs SET status = @status, output = @output, steps = @steps, prompt_tokens = @promptTokens, completion_tokens = @completionTokens,
+      ended_at = coalesce(ended_at, @at), model = @model,
+      cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
+        SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId))
+      WHERE id = @runId`),
   };
   const logEvent = (event: AgentEvent) => {
     const { log } = options;
@@ -128,7 +142,11 @@ export function createTraceRecorder(
   return {
     record(event) {
       logEvent(event);
-      if (event.type === "model_start") sent.set(event.runId, event.messages);
+      if (event.type === "run_start") {
+        const at = new Date().toISOString();
+        statements.startSession.run(event.sessionId, at, at);
+        statements.startRun.run({ ...event, at, parentRunId: event.parent?.runId ?? null, parentToolCallId: event.parent?.toolCallId ?? null });
+      } else if (event.type === "model_start") sent.set(event.runId, event.messages);
       else if (event.type === "model_end") {
         const messages = sent.get(event.runId) ?? [];
         sent.delete(event.runId);
@@ -150,8 +168,17 @@ export function createTraceRecorder(
       } else if (event.type === "tool_end") appendJson(statements.toolCalls, statements.setToolCalls, event.runId, event.step, event.record);
       else if (event.type === "note") appendJson(statements.notes, statements.setNotes, event.runId, event.step, event.text);
       else if (event.type === "run_end") {
-        const last = db.prepare("SELECT model FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1").pluck().get(event.runId) as string | undefined;
-        statements.endRun.run(last ?? null, event.runId, event.runId);
+        const { result } = event;
+        statements.endRun.run({
+          runId: result.runId,
+          status: result.stopReason,
+          output: result.output,
+          steps: result.steps,
+          promptTokens: result.usage.promptTokens,
+          completionTokens: result.usage.completionTokens,
+          model: statements.lastModel.get(result.runId) ?? null,
+          at: new Date().toISOString(),
+        });
       }
     },
   };
@@ -163,21 +190,25 @@ export function createTraceReader(store: Store) {
   const statements = {
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
+    children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
     payload: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
   };
+  // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
   const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
     db
       .prepare(
         `SELECT ${groupBy} AS key, count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens,
           CASE WHEN count(*) = count(cost) THEN sum(cost) END AS cost
-         FROM runs WHERE ${where} GROUP BY key ORDER BY key`,
+         FROM runs WHERE parent_run_id IS NULL AND ${where} GROUP BY key ORDER BY key`,
       )
       .all(...params) as UsageTotal[];
 
   return {
     run: (runId: string) => statements.run.get(runId) as RunTrace | undefined,
     runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId) as RunTrace[],
+    /** The runs of sub-agents that worked for a run, to nest under its tool calls. */
+    childrenOf: (runId: string) => statements.children.all(runId) as RunTrace[],
     steps(runId: string): StepTrace[] {
       return (statements.steps.all(runId) as StepRow[]).map((row) => ({
         step: row.step,

@@ -18,6 +18,7 @@ import type {
   ToolEnvelope,
   ToolErrorType,
   ToolEvent,
+  TokenUsage,
 } from "./types.js";
 
 export interface ExecutorOptions {
@@ -288,11 +289,20 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
   let controller: AbortController | undefined;
   let signal: AbortSignal | undefined;
   let ended = false;
+  let usage: TokenUsage | undefined;
   const context = {
     sessionId: scope.sessionId,
     userId: scope.userId,
     runId: scope.runId,
     toolCallId: call.id,
+    approve: options.approve,
+    reportUsage(spent: TokenUsage) {
+      usage = {
+        promptTokens: (usage?.promptTokens ?? 0) + spent.promptTokens,
+        completionTokens: (usage?.completionTokens ?? 0) + spent.completionTokens,
+        totalTokens: (usage?.totalTokens ?? 0) + spent.totalTokens,
+      };
+    },
     get signal(): AbortSignal {
       if (!signal) {
         controller = new AbortController();
@@ -332,6 +342,7 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
     durationMs,
     dangerous,
     ...(approval ? { approval } : {}),
+    ...(usage ? { usage } : {}),
   };
   scope.emit?.({ type: "tool_end", runId: scope.runId, record });
   return record;

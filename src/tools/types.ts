@@ -14,6 +14,16 @@ export interface ToolContext {
   userId: string;
   runId: string;
   toolCallId: string;
+  /** The run's approval gate, for a tool that runs an agent of its own (its dangerous calls ask the same person). */
+  approve?: ApprovalGate;
+  /** A tool that calls a model itself (a sub-agent) reports the tokens, so they count toward the run. */
+  reportUsage?: (usage: TokenUsage) => void;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
 }
 
 export interface ToolDefinition<Args = Record<string, unknown>> {
@@ -83,6 +93,8 @@ export interface ToolCallRecord {
   durationMs: number;
   dangerous: boolean;
   approval?: ApprovalDecision;
+  /** Model tokens the tool spent itself (a sub-agent), counted toward the run. */
+  usage?: TokenUsage;
 }
 
 /** What a human is asked to decide. Bound to one exact call by runId, toolCallId and argumentsHash. */

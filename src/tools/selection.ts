@@ -1,0 +1,364 @@
+/**
+ * Dynamic tool selection. With more tools registered than a threshold, each model call is sent
+ * only the tools that fit the conversation (BM25 over names, descriptions and parameters), every
+ * tool the run has already called, and `list_tools`, through which the model can see all the
+ * others. The executor still accepts any registered tool, so a tool not sent can still be called.
+ *
+ * Everything is derived from the run's plain data (its messages and tool calls), so a paused and
+ * resumed run selects exactly as it would have without the pause.
+ */
+import { isPlainObject } from "./args.js";
+import { createToolRegistry, type ToolRegistry } from "./registry.js";
+import type { AnyTool, ToolSpec } from "./types.js";
+
+export const LIST_TOOLS = "list_tools";
+
+export interface ToolSelectorOptions {
+  /** Up to this many tools, every call is sent all of them (default 20). */
+  threshold?: number;
+  /** How many ranked tools a call is sent, besides used and requested ones (default 8). */
+  limit?: number;
+  /** list_tools without a query shortens descriptions to fit this many characters (default 3,500: under the executor's 4,000-character result limit). */
+  listingChars?: number;
+  /**
+   * list_tools' description names every tool (default true, when the names fit in 2,000 characters):
+   * about 5 tokens a tool on every call, so a model can ask for a tool the ranking missed.
+   */
+  nameEveryTool?: boolean;
+}
+
+export interface SelectionQuery {
+  /** What the run is about: its request and the latest messages. */
+  text: string;
+  /** Tools the run has called: always sent. */
+  usedTools?: string[];
+  /** Tools list_tools pointed the model to: always sent. */
+  requested?: string[];
+}
+
+/** The parts of a run that selection reads; a RunState fits. */
+export interface SelectionRun {
+  history?: ReadonlyArray<{ role: string; content: string | null }>;
+  messages: ReadonlyArray<{ role: string; content: string | null }>;
+  toolCalls: ReadonlyArray<{ name: string; arguments: unknown }>;
+}
+
+export interface ToolSelector {
+  /** The registry to run with: the given tools, plus list_tools when selection is on. */
+  readonly tools: ToolRegistry;
+  /** False when there are no more tools than the threshold: then every call gets every tool. */
+  readonly active: boolean;
+  /**
+   * The tools for one model call, in registry order (a stable prompt prefix). The same choice
+   * returns the same array, so per-array caches (memory's schema token count) keep working.
+   */
+  select(query: SelectionQuery): ToolSpec[];
+  /** select() with the query read from a run: its request, latest messages and tool calls. */
+  selectForRun(run: SelectionRun): ToolSpec[];
+  /** Names of the tools sharing a word with `text`, best match first. */
+  rank(text: string): string[];
+}
+
+const DEFAULT_THRESHOLD = 20;
+const DEFAULT_LIMIT = 8;
+const DEFAULT_LISTING_CHARS = 3_500;
+/** Besides the request, the latest user and assistant messages that describe what the run is about. */
+const RECENT_MESSAGES = 4;
+const SELECTION_CACHE_LIMIT = 1_000;
+/** Below this, list_tools lists names alone. */
+const MINIMUM_DESCRIPTION_CHARS = 10;
+/** list_tools' description names every tool when the names take at most this many characters. */
+const NAMES_IN_DESCRIPTION_CHARS = 2_000;
+
+export function createToolSelector(registry: ToolRegistry, options: ToolSelectorOptions = {}): ToolSelector {
+  const threshold = options.threshold ?? DEFAULT_THRESHOLD;
+  const limit = options.limit ?? DEFAULT_LIMIT;
+  const definitions = registry.list().map(({ definition }) => definition);
+  if (definitions.length <= threshold) {
+    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank: createRanker(definitions) };
+  }
+
+  const rank = createRanker(definitions);
+  /** What list_tools answers for a query, and so what it makes available: named tools first, then the best matches. */
+  const matches = (query: string): string[] => {
+    const named = query.split(/[^a-zA-Z0-9_-]+/).filter((word) => registry.get(word) !== undefined);
+    return [...new Set([...named, ...rank(query)])].slice(0, limit);
+  };
+  const listTools = createListToolsTool(definitions, matches, {
+    listingChars: options.listingChars ?? DEFAULT_LISTING_CHARS,
+    nameEveryTool: options.nameEveryTool ?? true,
+  });
+  const tools = createToolRegistry([...definitions, listTools]);
+  const specs = tools.specs();
+  const companions = companionsOf(definitions);
+  const cache = new Map<string, ToolSpec[]>();
+
+  const select = (query: SelectionQuery): ToolSpec[] => {
+    const chosen = new Set([...rank(query.text).slice(0, limit), ...(query.usedTools ?? []), ...(query.requested ?? [])]);
+    for (const name of [...chosen]) for (const companion of companions.get(name) ?? []) chosen.add(companion);
+    chosen.add(LIST_TOOLS);
+    const key = specs.map((spec) => (chosen.has(spec.function.name) ? "1" : "0")).join("");
+    let selected = cache.get(key);
+    if (!selected) {
+      selected = specs.filter((spec) => chosen.has(spec.function.name));
+      if (cache.size >= SELECTION_CACHE_LIMIT) cache.clear();
+      cache.set(key, selected);
+    }
+    return selected;
+  };
+
+  return {
+    tools,
+    active: true,
+    select,
+    selectForRun: (run) => select(queryOf(run, matches)),
+    rank,
+  };
+}
+
+/**
+ * What each tool brings along when it is chosen, as its author wrote it: the tools its description
+ * or parameters name ("a thread id from search_email"), those it dependsOn, and those whose
+ * description says they give what it requires ("event_id": "... attendees and event id").
+ */
+function companionsOf(definitions: AnyTool[]): Map<string, string[]> {
+  const names = new Set(definitions.map((tool) => tool.name));
+  const descriptions = definitions.map((tool) => ({ name: tool.name, terms: terms(tool.description).join(" "), inputs: Object.keys(propertiesOf(tool.parameters)) }));
+  return new Map(
+    definitions.map((tool) => {
+      const named = `${tool.description} ${parameterText(tool.parameters)}`.split(/[^a-zA-Z0-9_-]+/);
+      const producers = requiredIdentifiers(tool).flatMap((parameter) => {
+        const phrase = terms(parameter).join(" ");
+        return descriptions.filter((other) => !other.inputs.includes(parameter) && ` ${other.terms} `.includes(` ${phrase} `)).map((other) => other.name);
+      });
+      const companions = [...named, ...(tool.dependsOn ?? []), ...producers].filter((name) => name !== tool.name && names.has(name));
+      return [tool.name, [...new Set(companions)]];
+    }),
+  );
+}
+
+/** Required parameters that identify something another tool must find first: order_id, tracking_number. */
+function requiredIdentifiers(tool: AnyTool): string[] {
+  const required = Array.isArray(tool.parameters.required) ? tool.parameters.required.filter((name) => typeof name === "string") : [];
+  return required.filter((name) => /[_-](id|number)$/i.test(name));
+}
+
+function propertiesOf(schema: unknown): Record<string, unknown> {
+  return isPlainObject(schema) && isPlainObject(schema.properties) ? schema.properties : {};
+}
+
+/** The request, the latest user and assistant messages, the tools called, and what list_tools pointed to. */
+function queryOf(run: SelectionRun, matches: (query: string) => string[]): SelectionQuery {
+  const said = (message: { role: string; content: string | null }) => (message.role === "user" || message.role === "assistant") && !!message.content;
+  const request = run.messages.find(said);
+  const recent = [...(run.history ?? []), ...run.messages].filter(said).slice(-RECENT_MESSAGES);
+  const text = [...new Set([request, ...recent])].map((message) => message?.content ?? "").join("\n");
+  const requested = run.toolCalls.flatMap((call) => {
+    const query = call.name === LIST_TOOLS && isPlainObject(call.arguments) ? call.arguments.query : undefined;
+    return typeof query === "string" && query.trim() !== "" ? matches(query) : [];
+  });
+  return { text, usedTools: run.toolCalls.map((call) => call.name), requested };
+}
+
+/**
+ * list_tools. Its description names every tool when the names are short enough together: names
+ * are cheap, schemas are not, and a model that sees the name it needs can ask for it. The text
+ * never changes, so the prompt's tool block stays cacheable.
+ */
+function createListToolsTool(
+  definitions: AnyTool[],
+  matches: (query: string) => string[],
+  options: { listingChars: number; nameEveryTool: boolean },
+): AnyTool {
+  const byName = new Map(definitions.map((tool) => [tool.name, tool]));
+  const names = definitions.map((tool) => tool.name).join(", ");
+  const nameAll = options.nameEveryTool && names.length <= NAMES_IN_DESCRIPTION_CHARS;
+  return {
+    name: LIST_TOOLS,
+    description:
+      "Lists the tools you can use besides the ones offered now. With a query (what you need to do, or a tool's name) " +
+      "it returns the best matches, which are then offered with their parameters on your next step; without one it lists every tool." +
+      (nameAll ? ` All tools: ${names}.` : ""),
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", description: "What you need to do, or a tool's name; leave out to list every tool" } },
+      additionalProperties: false,
+    },
+    handler: ({ query }: { query?: string }) => {
+      if (query === undefined || query.trim() === "") return { tools: listing(definitions, options.listingChars) };
+      const found = matches(query).map((name) => ({ name, description: firstSentence(byName.get(name)?.description ?? "") }));
+      if (found.length === -1) return { tools: [], note: "No tool matches that query; call list_tools without a query to see every tool." };
+      return { tools: found, note: "These tools are offered with their parameters from your next step on." };
+    },
+  };
+}
+
+/** "name: description" per tool, descriptions shortened evenly so the whole list fits in `chars` as JSON. */
+function listing(definitions: AnyTool[], chars: number): string[] {
+  const lines = definitions.map((tool) => ({ name: tool.name, description: firstSentence(tool.description) }));
+  const render = (room: number) =>
+    lines.map(({ name, description }) => `${name}: ${description.length <= room ? description : `${description.slice(0, room - 1).trimEnd()}…`}`);
+  let room = Math.max(...lines.map((line) => line.description.length));
+  while (room >= MINIMUM_DESCRIPTION_CHARS && JSON.stringify(render(room)).length > chars) room--;
+  return room >= MINIMUM_DESCRIPTION_CHARS ? render(room) : lines.map(({ name }) => name);
+}
+
+/** Up to the first full stop that ends a sentence (not the one of "e.g. miles"). */
+function firstSentence(text: string): string {
+  return (text.split(/(?<=[.!?])\s+(?=[A-Z])/)[0] ?? text).trim();
+}
+
+// ---- ranking: BM25 over weighted fields ----------------------------------------------------------
+
+/** A word in a tool's name counts three times one in its description; a parameter's words half. */
+const NAME_WEIGHT = 3;
+const DESCRIPTION_WEIGHT = 1;
+const PARAMETER_WEIGHT = 0.5;
+/** A query word no tool uses, of at least this many letters, matches the words it begins, at this weight. */
+const PREFIX_MINIMUM = 3;
+const PREFIX_WEIGHT = 0.5;
+const EXPANSION_CACHE_LIMIT = 10_000;
+const K1 = 1.2;
+const B = 0.75;
+
+interface Field {
+  /** Term frequencies. */
+  terms: Map<string, number>;
+  length: number;
+}
+
+interface Document {
+  name: string;
+  fields: Field[];
+}
+
+const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT];
+
+/** Built once: a function ranking the tools against a text. */
+function createRanker(definitions: AnyTool[]): (text: string) => string[] {
+  const documents = definitions.map(documentOf);
+  const count = Math.max(documents.length, 1);
+  // Per field: its average length and each term's document frequency.
+  const statistics = FIELD_WEIGHTS.map((_, field) => {
+    const frequency = new Map<string, number>();
+    let length = 0;
+    for (const document of documents) {
+      const { terms: fieldTerms, length: fieldLength } = document.fields[field] as Field;
+      length += fieldLength;
+      for (const term of fieldTerms.keys()) frequency.set(term, (frequency.get(term) ?? 0) + 1);
+    }
+    const idf = new Map([...frequency].map(([term, df]) => [term, Math.log(1 + (documents.length - df + 0.5) / (df + 0.5))]));
+    return { frequency, idf, averageLength: Math.max(length / count, 1) };
+  });
+  const vocabulary = [...new Set(statistics.flatMap(({ frequency }) => [...frequency.keys()]))];
+  const known = new Set(vocabulary);
+  // A word no tool uses may be short for one ("doc" for "document") or longer ("euros" for "eur"):
+  // it finds the words it begins or that begin it, at a lower weight.
+  const expansions = new Map<string, Array<{ term: string; weight: number }>>();
+  const expand = (word: string): Array<{ term: string; weight: number }> => {
+    if (known.has(word)) return [{ term: word, weight: 1 }];
+    if (word.length < PREFIX_MINIMUM) return [];
+    let related = expansions.get(word);
+    if (!related) {
+      related = vocabulary.filter((term) => term.startsWith(word) || (term.length >= PREFIX_MINIMUM && word.startsWith(term))).map((term) => ({ term, weight: PREFIX_WEIGHT }));
+      if (expansions.size >= EXPANSION_CACHE_LIMIT) expansions.clear();
+      expansions.set(word, related);
+    }
+    return related;
+  };
+  const bm25 = (document: Document, term: string) =>
+    FIELD_WEIGHTS.reduce((sum, fieldWeight, field) => {
+      const { terms: fieldTerms, length } = document.fields[field] as Field;
+      const tf = fieldTerms.get(term) ?? 0;
+      if (tf === 0) return sum;
+      const { idf, averageLength } = statistics[field] as (typeof statistics)[number];
+      return sum + (fieldWeight * (idf.get(term) ?? 0) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * length) / averageLength));
+    }, 0);
+
+  return (text) => {
+    const query = [...new Set(terms(text))].flatMap(expand);
+    const score = (document: Document) => query.reduce((sum, { term, weight }) => sum + weight * bm25(document, term), 0);
+    return documents
+      .map((document, position) => ({ name: document.name, score: score(document), position }))
+      .filter((entry) => entry.score > 0)
+      .sort((a, b) => b.score - a.score || a.position - b.position)
+      .map((entry) => entry.name);
+  };
+}
+
+function documentOf(tool: AnyTool): Document {
+  const field = (text: string): Field => {
+    const counts = new Map<string, number>();
+    const words = terms(text);
+    for (const term of words) counts.set(term, (counts.get(term) ?? 0) + 1);
+    return { terms: counts, length: words.length };
+  };
+  return { name: tool.name, fields: [field(tool.name), field(tool.description), field(parameterText(tool.parameters))] };
+}
+
+/** Parameter names, descriptions and enum values, nested objects and arrays included. */
+function parameterText(schema: unknown): string {
+  if (!isPlainObject(schema)) return "";
+  const parts: string[] = [];
+  if (typeof schema.description === "string") parts.push(schema.description);
+  if (Array.isArray(schema.enum)) parts.push(...schema.enum.filter((value) => typeof value === "string"));
+  if (isPlainObject(schema.properties)) {
+    for (const [name, property] of Object.entries(schema.properties)) parts.push(name, parameterText(property));
+  }
+  if (schema.items !== undefined) parts.push(parameterText(schema.items));
+  return parts.join(" ");
+}
+
+// ---- words ---------------------------------------------------------------------------------------
+
+const STOPWORDS = new Set(
+  (
+    "a an the and or but if of to in on at by for with from as into onto about than then so not no nor " +
+    "is are was were be been being am do does did done have has had having will would can could should shall may might must " +
+    "i me my mine we us our you your he him his she her it its they them their this that these those there here " +
+    "what which who whom whose when where why how all any some each every both either such same other own " +
+    "just also only very too more most much many again still even ever up down out over under " +
+    "please pls thanks thank hey hi hello ok okay yes yeah get got want need let like know one"
+  ).split(" "),
+);
+
+/**
+ * Lowercase words with stopwords dropped and a light stemming, so that "orders" finds "order",
+ * "cancelled" finds "cancel" and "scheduling" finds "schedule". Names split at _, - and camelCase.
+ */
+export function terms(text: string): string[] {
+  return text
+    .replace(/\S+@\S+|\bhttps?:\/\/\S+/g, " ") // addresses and links name things; they do not say what to do
+    .replace(/%/g, " percent ")
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word.length > 1 && !STOPWORDS.has(word) && !/^\d+$/.test(word))
+    .map(stem)
+    .filter((word) => !STOPWORDS.has(word));
+}
+
+const VOWEL = /[aeiouy]/;
+
+/** A light suffix stripper (not Porter): plurals, -ed, -ing, -ation, -ment, -er, a final e, a doubled final consonant. */
+export function stem(word: string): string {
+  if (word.length === 3 && /[^su]s$/.test(word)) return word.slice(0, 2); // "ids" is "id"
+  if (word.length <= 3) return word;
+  let stemmed = word;
+  const strip = (suffix: string, replacement = "", minimum = 3) => {
+    if (!stemmed.endsWith(suffix)) return false;
+    const rest = stemmed.slice(0, -suffix.length);
+    if (rest.length < minimum || !VOWEL.test(rest)) return false;
+    stemmed = rest + replacement;
+    return true;
+  };
+  // plurals
+  if (!strip("ies", "y", 2) && !strip("sses", "ss") && !strip("xes", "x", 2) && !/(ss|us|is)$/.test(stemmed)) strip("s");
+  // verb endings
+  if (!stemmed.endsWith("eed")) strip("ied", "y", 2) || strip("ed") || strip("ing");
+  // a few derivations
+  strip("ization", "iz") || strip("ation", "at") || strip("ment") || strip("er", "", 4);
+  if (stemmed.length > 3 && stemmed.endsWith("e")) stemmed = stemmed.slice(0, -1);
+  if (/([^aeious])\1$/.test(stemmed)) stemmed = stemmed.slice(0, -1);
+  return stemmed;
+}
