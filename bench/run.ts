@@ -9,7 +9,7 @@ import type { Benchmark } from "./measure.js";
 import { formatReport } from "./measure.js";
 
 // Add a benchmark by adding its file here; each exports a Benchmark as default.
-const BENCHMARKS = ["./agent-core.js", "./memory.js"];
+const BENCHMARKS = ["./agent-core.js", "./memory.js", "./slack.js", "./tool-selection.js"];
 
 const resultsDirectory = new URL("./results/", import.meta.url);
 const machine = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, loadAverage: loadavg()[0] ?? 0 };

@@ -20,6 +20,7 @@ const USAGE = `Usage:
   glassbox sessions [--json]
   glassbox reset --session ID
   glassbox trace <session-or-run-id> [--json]
+  glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
   glassbox usage [--json]
 
 The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
@@ -58,6 +59,27 @@ export async function main(argv: string[]): Promise<number> {
       const agent = await createAgentConfig(config, log, { toolModules: values.tools, approve, maxSteps });
       try {
         return await runOnce(agent, task, sessionId, values.json);
+      } finally {
+        prompt?.close();
+        await agent.close();
+      }
+    }
+    case "pipeline": {
+      const [name, ...words] = positionals;
+      const input = words.join(" ").trim();
+      if (!name || !input) throw new UsageError('Name the pipeline and give its input: glassbox pipeline <name> "<input>" (pipelines come from GLASSBOX_AGENTS).');
+      const approveMode = values.approve;
+      if (approveMode !== "yes" && approveMode !== "no" && approveMode !== "ask") throw new UsageError("--approve takes yes, no or ask.");
+      const prompt = process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stderr }) : undefined;
+      const approve = terminalApprovalGate(approveMode, prompt && ((question) => prompt.question(question)));
+      const agent = await createAgentConfig(config, log, { toolModules: values.tools, approve });
+      try {
+        const renderer = createTerminalRenderer(process.stderr, process.stderr);
+        const ran = await agent.pipelines.run(name, input, { sessionId, userId: "cli", onEvent: values.json ? undefined : (event) => renderer.render(event) });
+        if (!ran) throw new UsageError(`There is no pipeline '${name}'; the pipelines are: ${agent.pipelines.names().join(", ") || "none (set GLASSBOX_AGENTS)"}.`);
+        const stages = ran.stages.map(({ agent: stage, result }) => ({ agent: stage, output: result.output, stopReason: result.stopReason, steps: result.steps, usage: result.usage }));
+        process.stdout.write(values.json ? `${JSON.stringify({ output: ran.output, stages })}\n` : `${values.json ? "" : "\n"}${ran.output}\n`);
+        return stages.every((stage) => stage.stopReason === "final" || stage.stopReason === "max_steps") ? 0 : 1;
       } finally {
         prompt?.close();
         await agent.close();

@@ -40,6 +40,10 @@ export interface GlassboxConfig {
   prices: Record<string, Price>;
   /** Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST in dollars). */
   dailyLimits: DailyLimits;
+  /** A JSON file of specialist agents and pipelines (GLASSBOX_AGENTS). */
+  agentsFile?: string;
+  /** Above this many tools, each model call gets only the relevant ones (GLASSBOX_TOOL_SELECTION_THRESHOLD). */
+  toolSelectionThreshold: number;
   /** The local web playground and HTTP API. */
   web: WebConfig;
   /** MCP servers whose tools join the registry, by name (GLASSBOX_MCP_SERVERS, JSON). */
@@ -108,6 +112,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     slack: slackConfig(env),
     discord: discordConfig(env),
     prices: pricesOf(env.GLASSBOX_PRICES),
+    agentsFile: nonEmpty(env.GLASSBOX_AGENTS),
+    toolSelectionThreshold: positiveNumber(env, "GLASSBOX_TOOL_SELECTION_THRESHOLD", 20),
     dailyLimits: {
       tokens: optionalPositive(env, "GLASSBOX_USER_DAILY_TOKENS"),
       cost: optionalPositive(env, "GLASSBOX_USER_DAILY_COST"),

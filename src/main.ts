@@ -20,12 +20,12 @@ async function start(): Promise<void> {
 
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
-    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits });
+    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
     stops.push(slack.stop);
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
   }
   if (config.discord) {
-    const discord = await startDiscordAdapter({ discord: config.discord, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits });
+    const discord = await startDiscordAdapter({ discord: config.discord, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
     stops.push(discord.stop);
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
@@ -53,6 +53,7 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
     approvalTtlSeconds: config.approvalTtlSeconds,
     prices: config.prices,
     dailyLimits: config.dailyLimits,
+    pipelines: agent?.pipelines,
     modelLabel: modelLabel(config),
     problem,
   });

@@ -12,7 +12,9 @@ import { quotaProblem, type DailyLimits } from "./quota.js";
 import { createSessionQueue } from "./session-queue.js";
 import type { Store } from "./store.js";
 import { createTraceReader } from "./trace.js";
-import { emptyUsage } from "./types.js";
+import type { ErrorCode } from "./errors.js";
+import type { Pipelines } from "./sub-agents.js";
+import { addUsage, emptyUsage } from "./types.js";
 
 export interface MessageTask extends Omit<Task, "history"> {
   sessionId: string;
@@ -43,7 +45,11 @@ export interface ConversationOptions {
   onError?: (error: unknown, context: string) => void;
   /** Daily caps per user; a user over one gets one sentence and no model call. */
   dailyLimits?: DailyLimits;
+  /** Named pipelines a message can run: "/pipeline <name> <input>". */
+  pipelines?: Pipelines;
 }
+
+const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
 
 export interface Conversations {
   send(task: MessageTask): Promise<RunResult>;
@@ -63,9 +69,26 @@ export interface Conversations {
   idle(): Promise<void>;
 }
 
+/** A pipeline run from a chat message, shown as one run: the last stage's answer, every stage's tokens. */
+async function pipelineTurn(pipelines: Pipelines, name: string, input: string, task: MessageTask): Promise<RunResult> {
+  const ran = await pipelines.run(name, input.trim(), task);
+  if (!ran) return refusal(task, `There is no pipeline '${name}'; the pipelines are: ${pipelines.names().join(", ") || "none"}.`, "configuration");
+  const results = ran.stages.map((stage) => stage.result);
+  const last = results.at(-1);
+  return {
+    runId: last?.runId ?? "",
+    sessionId: task.sessionId,
+    output: ran.output,
+    stopReason: last?.stopReason ?? "error",
+    steps: results.reduce((sum, result) => sum + result.steps, 0),
+    usage: results.reduce((sum, result) => addUsage(sum, result.usage), emptyUsage()),
+    toolCalls: results.flatMap((result) => result.toolCalls),
+  };
+}
+
 /** A run that never started: the reason is its output, and nothing was spent. */
-function refusal(task: MessageTask, message: string): RunResult {
-  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code: "quota", message } };
+function refusal(task: MessageTask, message: string, code: ErrorCode = "quota"): RunResult {
+  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code, message } };
 }
 
 const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
@@ -137,6 +160,8 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
             surface.onEvent(event);
             task.onEvent?.(event);
           };
+          const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
+          if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...task, signal, onEvent }), surface);
           return settle(await runAgent(durableAgent, { ...task, signal, onEvent }), surface);
         },
         task.signal,

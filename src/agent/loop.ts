@@ -101,7 +101,7 @@ async function buildContext(config: AgentConfig, run: RunState, tools: ToolSpec[
 
 async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelResponse | GlassboxError> {
   const step = ++run.steps;
-  const tools = config.tools.specs();
+  const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
   live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length });
   const started = performance.now();

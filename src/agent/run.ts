@@ -6,7 +6,7 @@ import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
 import type { TraceRecorder } from "./trace.js";
-import type { ChatModel, Message, Usage } from "./types.js";
+import type { ChatModel, Message, ToolSpec, Usage } from "./types.js";
 
 export interface AgentConfig {
   model: ChatModel;
@@ -23,6 +23,11 @@ export interface AgentConfig {
   memory?: Memory;
   /** Records every step (tokens, latency, cost, tool results) for the trace viewer. */
   trace?: TraceRecorder;
+  /**
+   * Chooses the tools sent on each model call (createToolSelector(registry).selectForRun); without
+   * it every call is sent `tools.specs()`. `tools` must hold every tool it may choose.
+   */
+  selectTools?: (run: RunState) => ToolSpec[];
 }
 
 export interface Task {

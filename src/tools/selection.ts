@@ -187,7 +187,7 @@ function createListToolsTool(
     handler: ({ query }: { query?: string }) => {
       if (query === undefined || query.trim() === "") return { tools: listing(definitions, options.listingChars) };
       const found = matches(query).map((name) => ({ name, description: firstSentence(byName.get(name)?.description ?? "") }));
-      if (found.length === -1) return { tools: [], note: "No tool matches that query; call list_tools without a query to see every tool." };
+      if (found.length === 0) return { tools: [], note: "No tool matches that query; call list_tools without a query to see every tool." };
       return { tools: found, note: "These tools are offered with their parameters from your next step on." };
     },
   };

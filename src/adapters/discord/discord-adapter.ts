@@ -22,6 +22,7 @@ import { costOf, priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
+import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
@@ -54,6 +55,7 @@ export async function startDiscordAdapter(options: {
   approvalTtlSeconds: number;
   prices?: Record<string, Price>;
   dailyLimits?: DailyLimits;
+  pipelines?: Pipelines;
 }): Promise<DiscordAdapter> {
   const { discord, store, log } = options;
   const client = new Client({
@@ -68,6 +70,7 @@ export async function startDiscordAdapter(options: {
     approvers: discord.approvers,
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "discord:",
+    pipelines: options.pipelines,
     dailyLimits: options.dailyLimits,
     onError: (error, context) => log.error({ error: (error as Error).message }, `Discord: failed ${context}`),
   });

@@ -12,6 +12,7 @@ import { createConversations, type Conversations } from "../../agent/conversatio
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
+import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
@@ -50,6 +51,7 @@ export async function startSlackAdapter(options: {
   log: Logger;
   approvalTtlSeconds: number;
   dailyLimits?: DailyLimits;
+  pipelines?: Pipelines;
 }): Promise<SlackAdapter> {
   const { slack, store, log } = options;
   const clientOptions = slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {};
@@ -81,6 +83,7 @@ export async function startSlackAdapter(options: {
     approvers: slack.approvers,
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "slack:",
+    pipelines: options.pipelines,
     dailyLimits: options.dailyLimits,
     onError: (error, context) => log.error({ error: (error as Error).message }, `Slack: failed ${context}`),
   });

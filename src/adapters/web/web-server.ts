@@ -8,6 +8,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Pipelines } from "../../agent/sub-agents.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
@@ -36,6 +37,8 @@ export interface WebServerOptions {
   prices?: Record<string, Price>;
   /** Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST). */
   dailyLimits?: DailyLimits;
+  /** Pipelines a message can run with "/pipeline <name> <input>". */
+  pipelines?: Pipelines;
   /** Which model answers, as the page shows it ("gpt-4o-mini", "scripted model (demo)"). */
   modelLabel: string;
   /** Why no run can start, in one sentence for the page (no model configured). */
@@ -84,6 +87,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     showDecision: showWebDecision(hub),
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "web:",
+    pipelines: options.pipelines,
     dailyLimits: options.dailyLimits,
     onError: (error, context) => log.error({ error: (error as Error).message }, `web: failed ${context}`),
   });

@@ -1,0 +1,143 @@
+// Specialist agents as tools of the main agent, and pipelines: the real loop, the scripted model,
+// SQLite traces. The model answers by who is asking (each agent's system prompt says who it is).
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createConversations } from "../src/agent/conversations.js";
+import { runAgent } from "../src/agent/loop.js";
+import { parseAgentsConfig } from "../src/agent/sub-agents.js";
+import { createTraceReader } from "../src/agent/trace.js";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
+import type { ApprovalRequest } from "../src/tools/types.js";
+import { closeServers, startServer } from "./agent-helpers.js";
+
+const agentsFile = {
+  agents: {
+    researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"], maxSteps: 3 },
+    clerk: { description: "Cancels orders.", systemPrompt: "You are the CLERK.", model: "gpt-4o", tools: ["cancel_order"] },
+    writer: { description: "Writes replies.", systemPrompt: "You are the WRITER." },
+  },
+  pipelines: { triage: ["researcher", "writer"] },
+};
+
+const who = (body: ChatCompletionRequestBody) => String(body.messages[0]?.content ?? "").match(/RESEARCHER|CLERK|WRITER/)?.[0] ?? "MAIN";
+const toolNames = (body: ChatCompletionRequestBody) => (body.tools ?? []).map((tool) => (tool as { function: { name: string } }).function.name).sort();
+const lastTool = (body: ChatCompletionRequestBody) => String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
+
+let agent: GlassboxAgent | undefined;
+afterEach(async () => {
+  await agent?.close();
+  agent = undefined;
+  await closeServers();
+});
+
+async function setUp(script: (body: ChatCompletionRequestBody) => object, approve?: (request: ApprovalRequest) => Promise<{ approved: boolean; by: string; argumentsHash: string }>) {
+  const server = await startServer({ script: (body) => script(body) });
+  const directory = mkdtempSync(join(tmpdir(), "glassbox-agents-"));
+  writeFileSync(join(directory, "agents.json"), JSON.stringify(agentsFile));
+  const config = loadConfig({
+    OPENAI_BASE_URL: server.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: join(directory, "glassbox.db"),
+    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+    GLASSBOX_AGENTS: join(directory, "agents.json"),
+  });
+  agent = await createAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});
+  return { server, agent };
+}
+
+describe("specialists as tools", () => {
+  it("a supervisor hands a task to a specialist: its own prompt, model and tools; traced under the call; tokens and cost rolled up", async () => {
+    const { server, agent } = await setUp((body) => {
+      const speaker = who(body);
+      if (speaker === "RESEARCHER") {
+        return body.messages.some((message) => message.role === "tool")
+          ? { content: `Order status: ${JSON.parse(lastTool(body)).data.status}`, usage: { promptTokens: 300, completionTokens: 30 } }
+          : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }], usage: { promptTokens: 200, completionTokens: 20 } };
+      }
+      return body.messages.some((message) => message.role === "tool")
+        ? { content: `Done: ${JSON.parse(lastTool(body)).data.answer}`, usage: { promptTokens: 500, completionTokens: 50 } }
+        : { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"What is the status of order 20240315001?"}' }], usage: { promptTokens: 400, completionTokens: 40 } };
+    });
+    expect(agent.tools.names()).toEqual(expect.arrayContaining(["agent_researcher", "agent_clerk", "agent_writer"]));
+
+    const result = await runAgent(agent, { input: "Where is my order?", sessionId: "cli:sup", userId: "U1" });
+    expect(result.output).toBe("Done: Order status: delivered");
+    // The specialist saw its own prompt and only its tools, on the main model.
+    const research = server.requests.filter((request) => who(request.body) === "RESEARCHER");
+    expect(research).toHaveLength(2);
+    expect(toolNames(research[0]!.body)).toEqual(["get_order_status"]);
+    expect(research[0]!.body.model).toBe("gpt-4o-mini");
+    expect(research[0]!.body.messages.at(-1)?.content).toBe("What is the status of order 20240315001?");
+    // Its tokens count toward the run that asked.
+    expect(result.usage).toEqual({ promptTokens: 400 + 500 + 200 + 300, completionTokens: 40 + 50 + 20 + 30, totalTokens: 1540 });
+
+    const traces = createTraceReader(agent.store);
+    const [child] = traces.childrenOf(result.runId);
+    const call = traces.steps(result.runId)[0]?.toolCalls[0];
+    expect(child).toMatchObject({ parentRunId: result.runId, parentToolCallId: call?.id, status: "final", steps: 2, promptTokens: 500, completionTokens: 50 });
+    expect(traces.steps(child!.runId).map((step) => step.toolCalls.map((toolCall) => toolCall.name))).toEqual([["get_order_status"], []]);
+    // gpt-4o-mini: the run's cost is its own steps' plus the specialist's run's.
+    const price = (prompt: number, completion: number) => (prompt * 0.15 + completion * 0.6) / 1e6;
+    expect(traces.run(result.runId)?.cost).toBeCloseTo(price(900, 90) + price(500, 50), 12);
+    // Totals count every token once: the specialist's run is not a second run of the session.
+    expect(traces.totalsBySession().find((total) => total.key === "cli:sup")).toMatchObject({ runs: 1, promptTokens: 1400, completionTokens: 140 });
+  });
+
+  it("a specialist's dangerous call asks the same approval gate, and runs only when approved", async () => {
+    const asked: ApprovalRequest[] = [];
+    const { server, agent } = await setUp(
+      (body) => {
+        if (who(body) === "CLERK") {
+          return body.messages.some((message) => message.role === "tool") ? { content: `clerk: ${lastTool(body)}` } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"asked"}' }] };
+        }
+        return body.messages.some((message) => message.role === "tool") ? { content: "ok" } : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
+      },
+      async (request) => {
+        asked.push(request);
+        return { approved: true, by: "U1", argumentsHash: request.argumentsHash };
+      },
+    );
+    await runAgent(agent, { input: "cancel it", sessionId: "cli:clerk", userId: "U1" });
+    expect(asked.map((request) => request.toolName)).toEqual(["cancel_order"]);
+    const clerkRequests = server.requests.filter((request) => who(request.body) === "CLERK");
+    expect(clerkRequests[0]?.body.model).toBe("gpt-4o"); // the clerk's own model
+    expect(JSON.parse(lastTool(clerkRequests.at(-1)!.body))).toMatchObject({ status: "success", data: { status: "cancelled" } });
+  });
+});
+
+describe("pipelines", () => {
+  it("passes each stage's answer to the next, through /pipeline in a conversation", async () => {
+    const { server, agent } = await setUp((body) => {
+      const input = String(body.messages.at(-1)?.content ?? "");
+      return who(body) === "RESEARCHER" ? { content: `facts about <${input}>` } : { content: `reply based on [${input}]` };
+    });
+    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    const result = await conversations.send({ input: "/pipeline triage order 20240315001 is late", sessionId: "web:p", userId: "U1" });
+    expect(result.output).toBe("reply based on [facts about <order 20240315001 is late>]");
+    expect(server.requests.map((request) => who(request.body))).toEqual(["RESEARCHER", "WRITER"]);
+    const unknown = await conversations.send({ input: "/pipeline nope hello", sessionId: "web:p", userId: "U1" });
+    expect(unknown.output).toBe("There is no pipeline 'nope'; the pipelines are: triage.");
+  });
+});
+
+describe("agents configuration", () => {
+  it("says in one sentence what is wrong", () => {
+    expect(() => parseAgentsConfig("{")).toThrow(/not valid JSON/);
+    expect(() => parseAgentsConfig(JSON.stringify({ agents: { a: { description: "d" } } }))).toThrow(`The agent 'a' needs "systemPrompt" as a non-empty string.`);
+    expect(() => parseAgentsConfig(JSON.stringify({ agents: { a: { description: "d", systemPrompt: "p", tools: ["nope"] } } }), ["calculator"])).toThrow(
+      "The agent 'a' names tools that do not exist: nope.",
+    );
+    expect(() => parseAgentsConfig(JSON.stringify({ agents: {}, pipelines: { p: ["ghost"] } }))).toThrow("The pipeline 'p' must be a list of defined agents (defined: none).");
+    expect(() => loadConfigAndAgents("/nonexistent/agents.json")).rejects.toThrow(/GLASSBOX_AGENTS names \/nonexistent\/agents.json, which cannot be read \(ENOENT\)/);
+  });
+});
+
+async function loadConfigAndAgents(path: string) {
+  const config = loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", GLASSBOX_DB: join(mkdtempSync(join(tmpdir(), "glassbox-agents-")), "g.db"), GLASSBOX_AGENTS: path });
+  return createAgentConfig(config, createLogger({ level: "silent" }));
+}
