@@ -110,6 +110,38 @@ describe("specialists as tools", () => {
   });
 });
 
+describe("a specialist's approval in a chat", () => {
+  it("reaches the person through the conversation's buttons and the specialist goes on when they approve", async () => {
+    const { agent } = await setUp((body) => {
+      if (who(body) === "CLERK") {
+        return body.messages.some((message) => message.role === "tool") ? { content: `clerk: ${JSON.parse(lastTool(body)).data.status}` } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"asked"}' }] };
+      }
+      return body.messages.some((message) => message.role === "tool") ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
+    });
+    const shown: Array<{ id: string; toolName: string; requester: string }> = [];
+    let asked: () => void = () => undefined;
+    const askedOnce = new Promise<void>((resolve) => (asked = resolve));
+    const surface = {
+      onEvent: () => {},
+      finish: async () => {},
+      askApproval: async (approval: { id: string; toolName: string; requester: string }) => {
+        shown.push(approval);
+        asked();
+        return "C1:1";
+      },
+    };
+    const conversations = createConversations(agent, agent.store, { openSurface: () => surface });
+    const sent = conversations.send({ input: "cancel my order", sessionId: "web:live", userId: "U1" });
+    await askedOnce;
+    expect(shown).toMatchObject([{ toolName: "cancel_order", requester: "U1" }]);
+    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U2", approved: true })).kind).toBe("not_allowed");
+    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe("decided");
+    const result = await sent;
+    expect(result.output).toBe("main: clerk: cancelled");
+    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe("already_decided");
+  });
+});
+
 describe("pipelines", () => {
   it("passes each stage's answer to the next, through /pipeline in a conversation", async () => {
     const { server, agent } = await setUp((body) => {

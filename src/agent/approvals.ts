@@ -86,9 +86,8 @@ export function createApprovalBook(store: Store) {
   const all = (rows: unknown[]) => (rows as ApprovalRow[]).map(toApproval);
 
   return {
-    /** One pending approval per waiting call of a paused run (idempotent: a call is asked once). */
-    open(paused: PausedRun, ttlSeconds: number, now = new Date()): Approval[] {
-      const requests = paused.pending.flatMap((call) => (call.approval ? [call.approval] : []));
+    /** One pending approval per request (idempotent: a call is asked once). */
+    open(requests: ApprovalRequest[], ttlSeconds: number, now = new Date()): Approval[] {
       return db.transaction((waiting: ApprovalRequest[]) =>
         waiting.map((request) => {
           statements.insert.run({
@@ -125,7 +124,7 @@ export function createApprovalBook(store: Store) {
      * A person's click. Single use: only the first decision of a pending, unexpired approval counts.
      * Stale: the run must still be waiting for exactly this call with exactly these arguments.
      */
-    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date()): DecisionOutcome {
+    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date(), live = false): DecisionOutcome {
       const approval = this.get(id);
       if (!approval) return { kind: "unknown" };
       // A superseded approval is stored as expired, but for the person clicking it is stale.
@@ -134,7 +133,8 @@ export function createApprovalBook(store: Store) {
       }
       if (userId !== approval.requester && !approvers.includes(userId)) return { kind: "not_allowed", approval };
       if (Date.parse(approval.expiresAt) <= now.getTime()) return { kind: "expired", approval };
-      if (!isWaitingFor(store, approval)) return { kind: "stale", approval };
+      // A live approval (a specialist's call, waited for in this process) has no paused run to check.
+      if (!live && !isWaitingFor(store, approval)) return { kind: "stale", approval };
       if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), id).changes !== 1) {
         return { kind: "already_decided", approval: this.get(id) ?? approval };
       }

@@ -1,6 +1,7 @@
 // A real HTTP server that speaks the OpenAI Chat Completions wire protocol, answering from a script.
 // Tests point the real `openai` SDK at `server.url`, so retries, streaming parsing and error
 // mapping are exercised exactly as in production, without a network or a model.
+import { setMaxListeners } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -70,6 +71,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   const models = options.models ?? ["scripted-model"];
   const sockets = new Set<Socket>();
   const closing = new AbortController(); // cuts pending delays short on close()
+  setMaxListeners(0, closing.signal); // every delayed reply listens to it; many may wait at once
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {

@@ -115,7 +115,12 @@ export async function startSlackAdapter(options: {
       await reply("Ask me something after the mention, for example: what is the status of order 20240315001?");
       return;
     }
-    void conversations.send({ sessionId, userId: message.user, input }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+    // The run starts on a later turn of the event loop, so acknowledgements of events already
+    // waiting go out first (a burst of mentions is acknowledged before any of their work).
+    const userId = message.user;
+    setImmediate(() => {
+      void conversations.send({ sessionId, userId, input }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+    });
   }
 
   app.event("app_mention", async ({ event, body, client }) => {
