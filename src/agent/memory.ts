@@ -6,7 +6,7 @@
  */
 import type { AgentEvent } from "./events.js";
 import type { RunState } from "./run.js";
-import type { Store, StoredMessage, Summary } from "./store.js";
+import { runOutcomeOf, type Store, type StoredMessage, type Summary } from "./store.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import type { ChatModel, Message, ToolSpec } from "./types.js";
 
@@ -202,16 +202,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       }
       if (event.type === "run_end") {
         const { result } = event;
-        store.endRun({
-          runId: result.runId,
-          status: result.stopReason,
-          output: result.output,
-          steps: result.steps,
-          promptTokens: result.usage.promptTokens,
-          completionTokens: result.usage.completionTokens,
-          paused: result.paused ? JSON.stringify(result.paused) : null,
-          error: result.error ? JSON.stringify(result.error) : null,
-        });
+        store.endRun(runOutcomeOf(result));
         factsByRun.delete(result.runId);
         estimates.delete(result.runId);
         requests.delete(result.runId);

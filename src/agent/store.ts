@@ -6,6 +6,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import type { RunResult } from "./run.js";
 import type { Message } from "./types.js";
 
 export interface StoredMessage {
@@ -43,6 +44,8 @@ export interface RunRecord {
   sessionId: string;
   userId: string;
   input: string;
+  /** For a sub-agent's run: the run and tool call it works for. */
+  parent?: { runId: string; toolCallId: string };
 }
 
 export interface RunOutcome {
@@ -55,6 +58,20 @@ export interface RunOutcome {
   /** JSON of a paused run while it waits for approval; null otherwise. */
   paused: string | null;
   error: string | null;
+}
+
+/** How a run ended, as its row stores it. */
+export function runOutcomeOf(result: RunResult): RunOutcome {
+  return {
+    runId: result.runId,
+    status: result.stopReason,
+    output: result.output,
+    steps: result.steps,
+    promptTokens: result.usage.promptTokens,
+    completionTokens: result.usage.completionTokens,
+    paused: result.paused ? JSON.stringify(result.paused) : null,
+    error: result.error ? JSON.stringify(result.error) : null,
+  };
 }
 
 const MIGRATIONS = [
@@ -227,7 +244,10 @@ export function openStore(path: string): Store {
     ),
     epochOf: db.prepare("SELECT epoch FROM sessions WHERE id = ?").pluck(),
     resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
-    insertRun: db.prepare("INSERT INTO runs (id, session_id, user_id, input, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)"),
+    // Idempotent: memory and the trace both start a run they see, whichever is configured.
+    insertRun: db.prepare(
+      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+    ),
     endRun: db.prepare(
       "UPDATE runs SET status = @status, output = @output, steps = @steps, prompt_tokens = @promptTokens, completion_tokens = @completionTokens, paused = @paused, error = @error, ended_at = @endedAt WHERE id = @runId",
     ),
@@ -280,7 +300,7 @@ export function openStore(path: string): Store {
     startRun(run: RunRecord): void {
       db.transaction(() => {
         statements.upsertSession.run(run.sessionId, now(), now());
-        statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now());
+        statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null);
       })();
     },
     endRun(outcome: RunOutcome): void {

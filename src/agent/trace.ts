@@ -7,7 +7,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import type { ToolCallRecord } from "../tools/types.js";
 import { costOf, priceOf, type Price } from "./cost.js";
 import type { AgentEvent } from "./events.js";
-import type { Store } from "./store.js";
+import { runOutcomeOf, type Store } from "./store.js";
 import type { Message } from "./types.js";
 
 export interface TraceRecorder {
@@ -100,15 +100,9 @@ export function createTraceRecorder(
     toolCalls: db.prepare("SELECT tool_calls FROM steps WHERE run_id = ? AND step = ?").pluck(),
     setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ?"),
     notes: db.prepare("SELECT notes FROM steps WHERE run_id = ? AND step = ?").pluck(),
-    lastModel: db.prepare("SELECT model FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1").pluck(),
     setNotes: db.prepare("UPDATE steps SET notes = ? WHERE run_id = ? AND step = ?"),
-    // A run without memory (a sub-agent's) has no row yet; a run with memory already has one.
-    startSession: db.prepare("INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)"),
-    startRun: db.prepare(`INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id)
-      VALUES (@runId, @sessionId, @userId, @input, 'running', @at, @parentRunId, @parentToolCallId)`),
     // The cost of a run is its steps' and its sub-agents' runs' (unknown if any of them is).
-    endRun: db.prepare(`UPDATE runs SET status = @status, output = @output, steps = @steps, prompt_tokens = @promptTokens, completion_tokens = @completionTokens,
-      ended_at = coalesce(ended_at, @at), model = @model,
+    priceRun: db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
       cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
         SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId))
       WHERE id = @runId`),
@@ -142,11 +136,9 @@ export function createTraceRecorder(
   return {
     record(event) {
       logEvent(event);
-      if (event.type === "run_start") {
-        const at = new Date().toISOString();
-        statements.startSession.run(event.sessionId, at, at);
-        statements.startRun.run({ ...event, at, parentRunId: event.parent?.runId ?? null, parentToolCallId: event.parent?.toolCallId ?? null });
-      } else if (event.type === "model_start") sent.set(event.runId, event.messages);
+      // A run without memory (a sub-agent's) gets its row here; with memory, this changes nothing.
+      if (event.type === "run_start") store.startRun(event);
+      else if (event.type === "model_start") sent.set(event.runId, event.messages);
       else if (event.type === "model_end") {
         const messages = sent.get(event.runId) ?? [];
         sent.delete(event.runId);
@@ -168,17 +160,8 @@ export function createTraceRecorder(
       } else if (event.type === "tool_end") appendJson(statements.toolCalls, statements.setToolCalls, event.runId, event.step, event.record);
       else if (event.type === "note") appendJson(statements.notes, statements.setNotes, event.runId, event.step, event.text);
       else if (event.type === "run_end") {
-        const { result } = event;
-        statements.endRun.run({
-          runId: result.runId,
-          status: result.stopReason,
-          output: result.output,
-          steps: result.steps,
-          promptTokens: result.usage.promptTokens,
-          completionTokens: result.usage.completionTokens,
-          model: statements.lastModel.get(result.runId) ?? null,
-          at: new Date().toISOString(),
-        });
+        store.endRun(runOutcomeOf(event.result)); // the same as memory writes, for runs without memory (a sub-agent's)
+        statements.priceRun.run({ runId: event.runId });
       }
     },
   };
