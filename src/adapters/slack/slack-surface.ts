@@ -4,7 +4,7 @@
  * streamed with Slack's streaming API — or, where the workspace refuses it, by editing a message.
  */
 import type { WebClient } from "@slack/web-api";
-import { slackifyMarkdown } from "slackify-markdown";
+import slackifyMarkdown from "slackify-markdown";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
