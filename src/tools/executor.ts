@@ -223,7 +223,7 @@ async function schedule(
         return { record: { ...errorRecord(unit.call, "denied", `A person did not approve this call${why}; it was not run. Do not retry it; tell the user.`, options), arguments: unit.arguments, repairs: unit.repairs, dangerous: true, approval } };
       }
     }
-    const release = await slots.acquire();
+    const release = slots.tryAcquire() ?? (await slots.acquire());
     try {
       // A call still waiting (for a slot, a dependency or a person) when the run was cancelled never starts.
       if (scope.signal?.aborted) {
@@ -315,9 +315,7 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
   scope.emit?.({ type: "tool_start", runId: scope.runId, toolCallId: call.id, name, arguments: unit.arguments });
 
   const started = performance.now();
-  const handled = Promise.resolve()
-    .then(() => tool.definition.handler(structuredClone(unit.arguments), context))
-    .then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error }));
+  const handled = callHandler(() => tool.definition.handler(structuredClone(unit.arguments), context));
   const outcome = await settleOrCancel(withTimeout(handled, timeoutMs), scope.signal, (): Outcome => ({ kind: "cancelled" }));
   if (outcome.kind === "timeout" || outcome.kind === "cancelled") {
     ended = true;
@@ -425,12 +423,23 @@ export function renderForModel(envelope: ToolEnvelope, maxChars: number): { cont
   return { content, truncatedChars: text.length - keep };
 }
 
+/** The handler's outcome as data; a synchronous throw counts as a throw, not a crash. */
+function callHandler(call: () => unknown): Promise<Outcome> {
+  try {
+    return Promise.resolve(call()).then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error }));
+  } catch (error) {
+    return Promise.resolve({ kind: "threw", error });
+  }
+}
+
 function withTimeout(work: Promise<Outcome>, timeoutMs: number): Promise<Outcome> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<Outcome>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: "timeout" }), timeoutMs);
+  return new Promise<Outcome>((resolve) => {
+    const timer = setTimeout(() => resolve({ kind: "timeout" }), timeoutMs);
+    void work.then((outcome) => {
+      clearTimeout(timer);
+      resolve(outcome);
+    });
   });
-  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
 
 /** Settles like `work`, or with `onCancel()` as soon as the run is cancelled, whatever `work` is doing. */
@@ -445,7 +454,7 @@ function settleOrCancel<T>(work: Promise<T>, signal: AbortSignal | undefined, on
   return Promise.race([work, cancelled]).finally(() => signal.removeEventListener("abort", onAbort as () => void));
 }
 
-function createSemaphore(size: number): { acquire(): Promise<() => void> } {
+function createSemaphore(size: number): { tryAcquire(): (() => void) | undefined; acquire(): Promise<() => void> } {
   let free = Math.max(1, size);
   const waiting: Array<() => void> = [];
   const release = () => {
@@ -454,6 +463,8 @@ function createSemaphore(size: number): { acquire(): Promise<() => void> } {
     else free++;
   };
   return {
+    // A free slot is taken at once, without waiting for a promise to settle.
+    tryAcquire: () => (free > 0 ? (free--, release) : undefined),
     acquire: () =>
       new Promise((resolve) => {
         if (free > 0) {
