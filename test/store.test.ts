@@ -207,6 +207,13 @@ describe("facts", () => {
     expect(store.searchFacts("U1", "cli:x", "staging server deploy", 1).map((fact) => fact.id)).toEqual([strong]);
   });
 
+  it("does not match on common words alone (regression: 'is' and 'the' pulled in every fact)", () => {
+    const store = openTestStore();
+    store.addFact("U1", "user", "The office is on the second floor.");
+    expect(store.searchFacts("U1", "cli:x", "What is the weather like?", 5)).toEqual([]);
+    expect(store.searchFacts("U1", "cli:x", "Which floor is the office on?", 5)).toHaveLength(1);
+  });
+
   it("never returns another user's personal facts", () => {
     const store = openTestStore();
     store.addFact("U2", "user", "U2 prefers answers in French.");

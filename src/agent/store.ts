@@ -390,9 +390,14 @@ function toStoredMessage(row: MessageRow): StoredMessage {
 
 /** Words of free text as an FTS5 query: each word quoted (so no syntax leaks in), any may match. */
 function ftsQuery(text: string): string {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [];
+  const words = (text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? []).filter((word) => !STOPWORDS.has(word));
   return [...new Set(words)].slice(0, 32).map((word) => `"${word}"`).join(" OR ");
 }
+
+// Words that match nearly every fact; searching on them would inject barely relevant ones.
+const STOPWORDS = new Set(
+  "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
+);
 
 function migrate(db: Database.Database): void {
   const version = () => db.pragma("user_version", { simple: true }) as number;
