@@ -124,14 +124,15 @@ export async function main(argv: string[]): Promise<number> {
       try {
         const traces = createTraceReader(store);
         const single = traces.run(target);
-        const runs = single ? [single] : traces.runsOfSession(sessionKey(target));
+        // A sub-agent's runs are shown inside the tool calls that started them.
+        const runs = single ? [single] : traces.runsOfSession(sessionKey(target)).filter((run) => !run.parentRunId);
         if (runs.length === 0) {
           process.stdout.write(`There is no run or session ${target}; see glassbox sessions.\n`);
           return 1;
         }
         const timelines = runs.map((run) => ({ run, steps: traces.steps(run.runId) }));
         if (values.json) process.stdout.write(`${JSON.stringify(timelines, null, 2)}\n`);
-        else process.stdout.write(`${timelines.map(({ run, steps }) => formatRunTimeline(run, steps)).join("\n\n")}\n`);
+        else process.stdout.write(`${timelines.map(({ run, steps }) => formatRunTimeline(run, steps, traces)).join("\n\n")}\n`);
         return 0;
       } finally {
         store.close();

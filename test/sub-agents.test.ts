@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { formatRunTimeline } from "../src/adapters/trace-report.js";
 import { createConversations } from "../src/agent/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
 import { parseAgentsConfig } from "../src/agent/sub-agents.js";
@@ -84,6 +85,10 @@ describe("specialists as tools", () => {
     // gpt-4o-mini: the run's cost is its own steps' plus the specialist's run's.
     const price = (prompt: number, completion: number) => (prompt * 0.15 + completion * 0.6) / 1e6;
     expect(traces.run(result.runId)?.cost).toBeCloseTo(price(900, 90) + price(500, 50), 12);
+    // The text timeline (glassbox trace) shows the specialist's run inside the call that started it.
+    const timeline = formatRunTimeline(traces.run(result.runId)!, traces.steps(result.runId), traces);
+    expect(timeline).toMatch(/→ agent_researcher\(task: What is the status of order 20240315001\?\) {2}success[^\n]*\n {6}sub-agent Run run_[^\n]*\(final\)/);
+    expect(timeline).toMatch(/\n {10}→ get_order_status\(order_id: 20240315001\) {2}success/);
     // Totals count every token once: the specialist's run is not a second run of the session.
     expect(traces.totalsBySession().find((total) => total.key === "cli:sup")).toMatchObject({ runs: 1, promptTokens: 1400, completionTokens: 140 });
   });

@@ -1,11 +1,11 @@
 // The web playground in real headless Chromium (Debian's chromium, driven by playwright-core): the
 // chat page over Server-Sent Events with the demo's scripted model, the durable approval flow by
 // clicking, and the trace viewer with its steps and chart. Screenshots go to test-artifacts/.
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artifactsDir, CANCELLABLE_ORDER, cleanUp, getJson, NO_MODEL, startPlayground, startWithoutModel, type Playground } from "./web-helpers.js";
+import { artifactsDir, CANCELLABLE_ORDER, cleanUp, getJson, NO_MODEL, postJson, startPlayground, startWithoutModel, tempDir, type Playground } from "./web-helpers.js";
 
 const CHROMIUM = process.env.GLASSBOX_CHROMIUM ?? "/usr/bin/chromium";
 const VISIBLE = { state: "visible" as const, timeout: 15_000 };
@@ -133,6 +133,36 @@ describe("web playground in Chromium", () => {
 
     await page.evaluate("window.scrollTo(0, 0)"); // a sticky sidebar would follow the last click down the page
     await page.screenshot({ path: join(artifactsDir(), "web-trace.png"), fullPage: true });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("draws a sub-agent's run inside the tool call that started it, with its own steps", async () => {
+    const directory = tempDir();
+    const agentsFile = join(directory, "agents.json");
+    writeFileSync(agentsFile, JSON.stringify({ agents: { researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"] } } }));
+    const nestedPlayground = await startPlayground({
+      env: { GLASSBOX_AGENTS: agentsFile },
+      script: (request) => {
+        const researcher = String(request.messages[0]?.content ?? "").includes("RESEARCHER");
+        const hasResult = request.messages.some((message) => message.role === "tool");
+        if (researcher) return hasResult ? { content: "It was delivered." } : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }] };
+        return hasResult ? { content: "Your order was delivered." } : { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"Status of order 20240315001?"}' }] };
+      },
+    });
+    const { body } = await postJson(`${nestedPlayground.url}api/runs`, { session: "nested", input: "Where is my order?" });
+    const runId = (body as { runId: string }).runId;
+    await expect.poll(async () => (await getJson<{ done: boolean }>(`${nestedPlayground.url}api/runs/${runId}`)).body.done, { timeout: 15_000 }).toBe(true);
+
+    await page.goto(`${nestedPlayground.url}trace#session=${encodeURIComponent("web:nested")}`);
+    await page.locator("section.run").first().waitFor(VISIBLE);
+    expect(await page.locator("section.run").count()).toBe(1); // the sub-agent's run is not a run of its own
+    const call = page.locator("details.tool-call", { hasText: "agent_researcher" }).first();
+    await call.locator(":scope > summary").click();
+    const sub = call.locator("section.sub-run");
+    await sub.waitFor(VISIBLE);
+    expect(await sub.locator("tr.step").count()).toBe(2);
+    expect(await sub.textContent()).toContain("get_order_status");
+    expect(await sub.textContent()).toContain("Answer: It was delivered.");
     expect(pageErrors).toEqual([]);
   });
 

@@ -5,7 +5,14 @@ import { describeCall } from "./describe-call.js";
 const number = (value: number) => value.toLocaleString("en-US");
 export const dollars = (cost: number | null) => (cost === null ? "cost unknown" : `$${cost.toFixed(4)}`);
 
-export function formatRunTimeline(run: RunTrace, steps: StepTrace[]): string {
+/** Where a sub-agent's runs and their steps come from, to nest them under the calls that started them. */
+export interface NestedRuns {
+  childrenOf(runId: string): RunTrace[];
+  steps(runId: string): StepTrace[];
+}
+
+export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: NestedRuns, indent = ""): string {
+  const children = nested?.childrenOf(run.runId) ?? [];
   const lines = [`Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`, `  asked: ${oneLine(run.input, 200)}`];
   for (const step of steps) {
     const context = `${step.contextMessages} messages${step.contextTokens === null ? "" : ` (~${number(step.contextTokens)} tokens)`}`;
@@ -18,12 +25,15 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[]): string {
       lines.push(`    → ${describeCall(call.name, call.arguments)}  ${outcome}  ${Math.round(call.durationMs)} ms`);
       if (call.repairs.length) lines.push(`      repaired: ${call.repairs.join("; ")}`);
       if (call.approval) lines.push(`      ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}`);
+      for (const child of children.filter((candidate) => candidate.parentToolCallId === call.id)) {
+        lines.push(`      sub-agent ${formatRunTimeline(child, nested?.steps(child.runId) ?? [], nested, "      ").trimStart()}`);
+      }
     }
     for (const note of step.notes) lines.push(`    note: ${oneLine(note, 200)}`);
   }
   if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
   lines.push(`  total: ${run.steps} steps, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
-  return lines.join("\n");
+  return lines.map((line) => indent + line).join("\n");
 }
 
 export function formatUsage(title: string, totals: UsageTotal[]): string {

@@ -81,7 +81,17 @@ async function showSelected() {
   target?.scrollIntoView({ block: "start" });
 }
 
-function renderSession(sessionId, runs, stepsByRun) {
+// A sub-agent's run is drawn inside the tool call that started it, not as a run of its own.
+let nested = { childrenOf: new Map(), stepsOf: new Map() };
+
+function renderSession(sessionId, allRuns, allSteps) {
+  const stepsOf = new Map(allRuns.map((run, index) => [run.runId, allSteps[index] ?? []]));
+  const childrenOf = new Map();
+  for (const run of allRuns) if (run.parentToolCallId) childrenOf.set(run.parentToolCallId, [...(childrenOf.get(run.parentToolCallId) ?? []), run]);
+  nested = { childrenOf, stepsOf };
+  // Sub-agents' tokens and cost are already counted in the runs they worked for.
+  const runs = allRuns.filter((run) => !run.parentRunId);
+  const stepsByRun = runs.map((run) => stepsOf.get(run.runId) ?? []);
   const totals = runs.reduce(
     (sum, run) => ({ prompt: sum.prompt + run.promptTokens, completion: sum.completion + run.completionTokens, cost: sum.cost === null || run.cost === null ? null : sum.cost + run.cost }),
     { prompt: 0, completion: 0, cost: 0 },
@@ -242,8 +252,23 @@ function toolDetails(call) {
     el("pre", {}, pretty(call.envelope)),
     call.truncatedChars ? el("p", { class: "hint" }, `The model saw it cut by ${formatNumber(call.truncatedChars)} characters.`) : null,
     call.approval ? el("p", {}, `Approval: ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}${call.approval.reason ? ` (${call.approval.reason})` : ""}.`) : null,
+    (nested.childrenOf.get(call.id) ?? []).map(subRun),
   );
 }
+
+/** A sub-agent's run, inside the tool call that asked for it: its own steps, tokens and cost. */
+function subRun(run) {
+  return el(
+    "section",
+    { class: "sub-run", "aria-label": `Sub-agent run: ${shorten(run.input, 40)}` },
+    el("h4", {}, `Sub-agent run · ${run.status.replaceAll("_", " ")} · ${run.steps} step${run.steps === 1 ? "" : "s"} · ${formatNumber(run.promptTokens)} prompt + ${formatNumber(run.completionTokens)} completion tokens · cost ${formatCost(run.cost)}${run.model ? ` · ${run.model}` : ""}`),
+    el("p", {}, "Task: ", el("q", {}, shorten(run.input, 200))),
+    stepsTable(run, "sub", nested.stepsOf.get(run.runId) ?? []),
+    run.output ? el("p", {}, "Answer: ", run.output) : null,
+  );
+}
+
+
 
 async function loadPayload(details, runId, step) {
   const body = el("div", { class: "payload-body" }, el("p", {}, "Loading…"));
