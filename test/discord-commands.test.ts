@@ -136,6 +136,16 @@ describe("Discord startup", () => {
     expect(fake.connections()).toBe(0);
   });
 
+  it("an unreachable DISCORD_API_URL stops startup with one sentence naming it", async () => {
+    const { agent, log } = await setUp();
+    const failure = await startDiscordAdapter({ discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 }).then(
+      () => undefined,
+      (error: unknown) => error as Error & { code?: string },
+    );
+    expect(failure?.code).toBe("configuration");
+    expect(failure?.message).toBe("I can't reach Discord at http://127.0.0.1:9/api; check DISCORD_API_URL (or leave it unset) and the network.");
+  });
+
   it("a missing Message Content intent stops startup with one sentence saying where to turn it on", async () => {
     const { fake, agent, log } = await setUp({ missingIntents: true });
     const failure = await startDiscordAdapter({ discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 }).then(

@@ -131,4 +131,13 @@ describe("Slack configuration errors", () => {
     expect(fake.callsTo("apps.connections.open")).toEqual([]);
     expect(fake.socketConnections()).toBe(0);
   });
+
+  it("an unreachable SLACK_API_URL stops startup with one sentence naming it, not blaming the token", async () => {
+    const fake = await startSlack();
+    const model = await startModel();
+    const { log } = memoryLogger();
+    const { agent } = await agentFor(model, tempPaths(), log);
+    const start = startSlackAdapter({ slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 });
+    await expect(start).rejects.toThrow("I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.");
+  });
 });

@@ -130,7 +130,7 @@ export async function startDiscordAdapter(options: {
     }
   }
 
-  await login(client, discord.token);
+  await login(client, discord.token, discord.apiUrl);
   const ready = client as Client<true>;
   // A server's commands appear at once; global ones can take a while to reach every client.
   if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
@@ -165,7 +165,7 @@ export async function startDiscordAdapter(options: {
  * REST first (code TokenInvalid); a gateway refusal only shows as the close code of shardDisconnect,
  * which discord.js emits before login() rejects with a plain Error.
  */
-async function login(client: Client, token: string): Promise<void> {
+async function login(client: Client, token: string, apiUrl = "https://discord.com/api"): Promise<void> {
   const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
   let closeCode: number | undefined;
   const onDisconnect = (event: { code: number }) => {
@@ -181,6 +181,9 @@ async function login(client: Client, token: string): Promise<void> {
     }
     if (closeCode === DISALLOWED_INTENTS || /disallowed intents/i.test(String(error))) {
       throw configurationError("Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.");
+    }
+    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|fetch failed/i.test(`${String(error)} ${String((error as { cause?: unknown }).cause)}`)) {
+      throw configurationError(`I can't reach Discord at ${apiUrl}; check DISCORD_API_URL (or leave it unset) and the network.`);
     }
     throw error;
   } finally {

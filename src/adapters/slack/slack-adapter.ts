@@ -61,7 +61,11 @@ export async function startSlackAdapter(options: {
   // Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
   const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, logLevel: LogLevel.WARN, timeout: 10_000, retryConfig: { retries: 2 } })
     .auth.test()
-    .catch((error: { data?: { error?: string } }) => {
+    .catch((error: { code?: string; data?: { error?: string } }) => {
+      // web-api marks a failure to reach Slack at all (as opposed to Slack's answer) with this code.
+      if (error.code === "slack_webapi_request_error") {
+        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
+      }
       throw configurationError(
         `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
       );
