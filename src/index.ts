@@ -1,4 +1,4 @@
-/** glassbox as a library: the agent loop, the model client, the tool engine and their types. */
+/** glassbox as a library: the agent loop, the model client, the tool engine, memory, traces and conversations. */
 export { runAgent, resumeAgent, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
 export type { AgentConfig, Task, RunResult, RunState, PausedRun, StopReason, ToolCallSummary } from "./agent/loop.js";
 export type { AgentEvent, AgentEventListener } from "./agent/events.js";
@@ -11,3 +11,13 @@ export { executeToolCalls, resumeToolCalls, argumentsHash, type PendingToolCall 
 export { createBuiltinTools } from "./tools/builtin/index.js";
 export type * from "./tools/types.js";
 export { loadConfig, type GlassboxConfig } from "./config.js";
+// Memory, traces and conversations: the parts the chat adapters are built from.
+export { openStore, type Store } from "./agent/store.js";
+export { createSqliteMemory, type Memory } from "./agent/memory.js";
+export { createTokenCounter, encodingForModel } from "./agent/tokens.js";
+export { createTraceRecorder, createTraceReader } from "./agent/trace.js";
+export { createConversations, type ChatSurface, type Conversations } from "./agent/conversations.js";
+export { createSpecialistTools, createPipelines, parseAgentsConfig, type AgentDefinition } from "./agent/sub-agents.js";
+export { createToolSelector } from "./tools/selection.js";
+export { connectMcpServers } from "./tools/mcp.js";
+export { createAgentConfig, type GlassboxAgent } from "./setup.js";
