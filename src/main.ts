@@ -18,6 +18,8 @@ async function start(): Promise<void> {
   const log = createLogger({ level: "info" });
   const agent = await createAgentConfig(config, log);
 
+  // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
+  agent.store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
     const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });

@@ -193,6 +193,16 @@ describe("claims", () => {
     expect(raw.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual(["Ev123", "Ev456"]);
     raw.close();
   });
+
+  it("pruneClaims() forgets only claims older than the moment given", () => {
+    const store = openTestStore();
+    store.claim("old");
+    store.claim("new");
+    store.db.prepare("UPDATE claims SET claimed_at = '2000-01-01T00:00:00.000Z' WHERE id = 'old'").run();
+    expect(store.pruneClaims(new Date(Date.now() - 86_400_000))).toBe(1);
+    expect(store.claim("new")).toBe(false);
+    expect(store.claim("old")).toBe(true);
+  });
 });
 
 describe("facts", () => {

@@ -44,6 +44,7 @@ const KEEP_AFTER_FOLD = 0.6;
 const SUMMARY_SHARE = 0.15;
 const FACT_SHARE = 0.1;
 const DIGEST_CHARS = 300;
+const SESSION_CACHE_LIMIT = 500;
 // The summariser's request around the new part: its labels, the previous summary's and the message framing.
 const SUMMARY_FRAMING_TOKENS = 64;
 
@@ -82,7 +83,10 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
     if (cached && cached.dataVersion === dataVersion && cached.epoch === epoch) return cached;
     const summary = store.latestSummary(sessionId, epoch);
     const fresh = { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), dataVersion };
+    sessions.delete(sessionId);
     sessions.set(sessionId, fresh);
+    // A long-lived bot meets many sessions: keep the most recently loaded ones (a Map keeps insertion order).
+    if (sessions.size > SESSION_CACHE_LIMIT) sessions.delete(sessions.keys().next().value as string);
     return fresh;
   }
 

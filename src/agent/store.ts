@@ -222,6 +222,8 @@ export interface Store {
   searchFacts(userId: string, channel: string, query: string, limit: number): Fact[];
   /** True for the first claim of an event id, false for every later one. */
   claim(eventId: string): boolean;
+  /** Forgets claims older than a moment (platforms redeliver within minutes, not days); returns how many. */
+  pruneClaims(olderThan: Date): number;
   /** Changes whenever another connection commits; used to notice writes by another process. */
   dataVersion(): number;
   close(): void;
@@ -278,6 +280,7 @@ export function openStore(path: string): Store {
       WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
+    pruneClaims: db.prepare("DELETE FROM claims WHERE claimed_at < ?"),
     sessionUsage: db.prepare(
       "SELECT count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens FROM runs WHERE session_id = ? AND parent_run_id IS NULL",
     ),
@@ -356,6 +359,9 @@ export function openStore(path: string): Store {
     /** True for the first claim of an event id, false for every later one. */
     claim(eventId: string): boolean {
       return statements.claim.run(eventId, now()).changes === 1;
+    },
+    pruneClaims(olderThan: Date): number {
+      return statements.pruneClaims.run(olderThan.toISOString()).changes;
     },
     /** Changes whenever another connection commits; used to notice writes by another process. */
     dataVersion(): number {
