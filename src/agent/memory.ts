@@ -198,7 +198,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
     estimate: (runId) => estimates.get(runId),
 
     record(event) {
-      if (event.type === "run_start") store.startRun({ runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input });
+      if (event.type === "run_start") store.startRun(event);
       if (event.type === "model_end") {
         const estimate = estimates.get(event.runId);
         const reported = event.response.usage.promptTokens;

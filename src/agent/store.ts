@@ -199,8 +199,8 @@ const MIGRATIONS = [
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
   db: Database.Database;
-  /** Starts a run (creating its session on first use). */
-  startRun(run: RunRecord): void;
+  /** Starts a run (creating its session on first use); false when the run was already started. */
+  startRun(run: RunRecord): boolean;
   endRun(outcome: RunOutcome): void;
   /** The JSON of a run that waits for approval; undefined once it no longer waits. */
   pausedRun(runId: string): string | undefined;
@@ -299,11 +299,10 @@ export function openStore(path: string): Store {
 
   return {
     db,
-    /** Starts a run (creating its session on first use). */
-    startRun(run: RunRecord): void {
-      db.transaction(() => {
+    startRun(run: RunRecord): boolean {
+      return db.transaction(() => {
         statements.upsertSession.run(run.sessionId, now(), now());
-        statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null);
+        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null).changes === 1;
       })();
     },
     endRun(outcome: RunOutcome): void {

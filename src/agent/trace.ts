@@ -133,11 +133,15 @@ export function createTraceRecorder(
   };
 
   const sessions = new Map<string, string>();
+  const ownRuns = new Set<string>();
   return {
     record(event) {
       logEvent(event);
-      // A run without memory (a sub-agent's) gets its row here; with memory, this changes nothing.
-      if (event.type === "run_start") store.startRun(event);
+      // A run without memory (a sub-agent's) gets its row here, and its end below; memory
+      // records the runs it started itself.
+      if (event.type === "run_start") {
+        if (store.startRun(event)) ownRuns.add(event.runId);
+      }
       else if (event.type === "model_start") sent.set(event.runId, event.messages);
       else if (event.type === "model_end") {
         const messages = sent.get(event.runId) ?? [];
@@ -160,7 +164,7 @@ export function createTraceRecorder(
       } else if (event.type === "tool_end") appendJson(statements.toolCalls, statements.setToolCalls, event.runId, event.step, event.record);
       else if (event.type === "note") appendJson(statements.notes, statements.setNotes, event.runId, event.step, event.text);
       else if (event.type === "run_end") {
-        store.endRun(runOutcomeOf(event.result)); // the same as memory writes, for runs without memory (a sub-agent's)
+        if (ownRuns.delete(event.runId)) store.endRun(runOutcomeOf(event.result));
         statements.priceRun.run({ runId: event.runId });
       }
     },
