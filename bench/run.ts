@@ -10,6 +10,10 @@ import { formatReport } from "./measure.js";
 
 // Add a benchmark by adding its file here; each exports a Benchmark as default.
 const BENCHMARKS = ["./agent-core.js", "./memory.js", "./slack.js", "./tool-selection.js"];
+// `npm run bench -- slack memory` runs only the benchmarks named.
+const chosen = process.argv.slice(2);
+const selected = chosen.length === 0 ? BENCHMARKS : BENCHMARKS.filter((file) => chosen.some((name) => file === `./${name}.js`));
+if (selected.length < chosen.length) throw new Error(`unknown benchmark name in: ${chosen.join(" ")}; the names are ${BENCHMARKS.map((file) => file.slice(2, -3)).join(", ")}`);
 
 const resultsDirectory = new URL("./results/", import.meta.url);
 const machine = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, loadAverage: loadavg()[0] ?? 0 };
@@ -18,7 +22,7 @@ console.log(`glassbox bench — node ${machine.node}, ${machine.cpu}, ${machine.
 
 let failedTargets = 0;
 let broken = 0;
-for (const file of BENCHMARKS) {
+for (const file of selected) {
   const benchmark = ((await import(file)) as { default: Benchmark }).default;
   const started = performance.now();
   try {

@@ -7,6 +7,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { describeModelError } from "./errors.js";
+import { modelFetch } from "./model-fetch.js";
 import { parseTextDecision, REEMIT_REQUEST, toTextProtocol } from "./text-protocol.js";
 import { addUsage, emptyUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse, type ToolCall, type Usage } from "./types.js";
 
@@ -37,6 +38,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     apiKey: options.apiKey || "not-needed",
     timeout: options.timeoutMs ?? 60_000,
     maxRetries: options.maxRetries ?? 3,
+    fetch: modelFetch,
   });
   const where = { baseURL, model: options.model };
   const warn = options.warn ?? ((message: string) => console.warn(message));

@@ -1,0 +1,52 @@
+/**
+ * The `fetch` the model client hands the openai SDK: undici's request API under the Fetch
+ * interface. Node's global fetch wraps every exchange in WHATWG streams and abort plumbing that
+ * cost about a third of a small chat completion's round trip on a local server (bench/agent-core
+ * measures both); a busy bot pays that on every model call. Server-sent events are passed on as a
+ * stream, as they arrive; other bodies are read whole. Anything unusual (a Request object, a
+ * streamed upload, a redirect) goes to the global fetch, which handles it fully.
+ */
+import { Readable } from "node:stream";
+import { request } from "undici";
+
+type SimpleBody = string | Uint8Array | ArrayBuffer | null | undefined;
+
+export async function modelFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  if (input instanceof Request || !isSimpleBody(init.body)) return fetch(input, init);
+  const response = await request(input, {
+    method: (init.method ?? "GET") as "GET",
+    headers: headerRecord(init.headers),
+    body: init.body instanceof ArrayBuffer ? new Uint8Array(init.body) : (init.body ?? undefined),
+    signal: init.signal ?? undefined,
+  });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const status = response.statusCode;
+  // fetch follows redirects and undici's request does not: let fetch replay the (text) request.
+  if (status >= 300 && status < 400 && headers.has("location")) {
+    await response.body.dump();
+    return fetch(input, init);
+  }
+  if (status === 204 || status === 205 || status === 304) {
+    await response.body.dump();
+    return new Response(null, { status, headers });
+  }
+  const streamed = headers.get("content-type")?.includes("text/event-stream") ?? false;
+  const body = streamed ? (Readable.toWeb(response.body) as ReadableStream<Uint8Array>) : new Uint8Array(await response.body.arrayBuffer());
+  return new Response(body, { status, headers });
+}
+
+function isSimpleBody(body: unknown): body is SimpleBody {
+  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
+}
+
+function headerRecord(headers: RequestInit["headers"]): Record<string, string> {
+  const record: Record<string, string> = {};
+  new Headers(headers).forEach((value, name) => {
+    record[name] = value;
+  });
+  return record;
+}
