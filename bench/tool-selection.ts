@@ -7,7 +7,8 @@
  *    createTokenCounter("o200k_base").tools(specs), as memory counts them.
  * 2. Recall: the share of the tools a request needs that its selection contains, on the
  *    development set (the ranker was changed looking at its misses) and on the held-out set
- *    (written after the ranker was frozen); also recall and tokens for other limits.
+ *    (written before the ranker changes, and not looked at while making them); also recall and
+ *    tokens for other limits.
  * 3. Time of one select() call, and of building the selector (the BM25 index and the registry).
  */
 import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
@@ -18,8 +19,8 @@ import { heldOutTasks, selectionTasks, type SelectionTask } from "./fixtures/sel
 import { tools60 } from "./fixtures/tools-60.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Target } from "./measure.js";
 
-const LIMIT = 8;
-const OTHER_LIMITS = [4, 12, 16];
+const LIMIT = 12;
+const OTHER_LIMITS = [8, 16];
 const TARGET_RECALL = 0.95;
 /** The executor's default limit on a tool result the model reads (src/tools/executor.ts). */
 const RESULT_LIMIT_CHARS = 4_000;
@@ -104,7 +105,7 @@ const benchmark: Benchmark = {
     return {
       notes: [
         `first call of each run: the query is the request alone; tokens counted with o200k_base over the specs sent`,
-        `recall = needed tools present in the selection / needed tools; development set: the ranker was changed looking at its misses; held-out set: written after it was frozen`,
+        `recall = needed tools present in the selection / needed tools; development set: the ranker was changed looking at its misses (it includes the first held-out set, seen since); held-out set: written for issue 7 before the ranker changes (WordNet lexicon, identifier formats, next steps, limit 12) and not looked at while making them`,
         `select() time: ${WARMUP_PASSES} warm-up + ${PASSES_PER_ROUND} timed passes over every request per round, ${MEASURED_ROUNDS} rounds`,
       ],
       rows,

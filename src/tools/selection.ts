@@ -9,6 +9,7 @@
  */
 import { isPlainObject } from "./args.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
+import { wordNet, type Lexicon, type Relation } from "./lexicon.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 
 export const LIST_TOOLS = "list_tools";
@@ -60,7 +61,9 @@ export interface ToolSelector {
 }
 
 const DEFAULT_THRESHOLD = 20;
-const DEFAULT_LIMIT = 8;
+const DEFAULT_LIMIT = 12;
+/** The best-ranked tools that bring along the tools needing what they give (get_order_status: track_shipment). */
+const NEXT_STEPS_OF = 2;
 const DEFAULT_LISTING_CHARS = 3_500;
 /** Besides the request, the latest user and assistant messages that describe what the run is about. */
 const RECENT_MESSAGES = 4;
@@ -93,8 +96,11 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const companions = companionsOf(definitions);
   const cache = new Map<string, ToolSpec[]>();
 
+  const nextSteps = nextStepsOf(companions);
   const select = (query: SelectionQuery): ToolSpec[] => {
-    const chosen = new Set([...rank(query.text).slice(0, limit), ...(query.usedTools ?? []), ...(query.requested ?? [])]);
+    const ranked = rank(query.text);
+    const chosen = new Set([...ranked.slice(0, limit), ...(query.usedTools ?? []), ...(query.requested ?? [])]);
+    for (const name of ranked.slice(0, NEXT_STEPS_OF)) for (const next of nextSteps.get(name) ?? []) chosen.add(next);
     for (const name of [...chosen]) for (const companion of companions.get(name) ?? []) chosen.add(companion);
     chosen.add(LIST_TOOLS);
     const key = specs.map((spec) => (chosen.has(spec.function.name) ? "1" : "0")).join("");
@@ -135,6 +141,13 @@ function companionsOf(definitions: AnyTool[]): Map<string, string[]> {
       return [tool.name, [...new Set(companions)]];
     }),
   );
+}
+
+/** The reverse of companions: the tools that need what a tool gives ("tracking number": track_shipment). */
+function nextStepsOf(companions: Map<string, string[]>): Map<string, string[]> {
+  const next = new Map<string, string[]>();
+  for (const [tool, needed] of companions) for (const name of needed) next.set(name, [...(next.get(name) ?? []), tool]);
+  return next;
 }
 
 /** Required parameters that identify something another tool must find first: order_id, tracking_number. */
@@ -214,9 +227,19 @@ function firstSentence(text: string): string {
 const NAME_WEIGHT = 3;
 const DESCRIPTION_WEIGHT = 1;
 const PARAMETER_WEIGHT = 0.5;
+/** An identifier in the request shaped like a parameter's example ("TCK-5120" like "TCK-4412"). */
+const FORMAT_WEIGHT = 2;
 /** A query word no tool uses, of at least this many letters, matches the words it begins, at this weight. */
 const PREFIX_MINIMUM = 3;
 const PREFIX_WEIGHT = 0.5;
+/** A word made with "re-" ("resend") stands for the word without it, at this weight. */
+const AGAIN_WEIGHT = 0.8;
+/**
+ * A query word also stands for the words the lexicon relates to it, at these weights ("parcel":
+ * package; "sticker": label), less for its rarer senses.
+ */
+const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, family: 0.5, broader: 0.25, definition: 0.15 };
+const SENSE_DECAY = 0.7;
 const EXPANSION_CACHE_LIMIT = 10_000;
 const K1 = 1.2;
 const B = 0.75;
@@ -232,10 +255,15 @@ interface Document {
   fields: Field[];
 }
 
-const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT];
+interface WeightedTerm {
+  term: string;
+  weight: number;
+}
+
+const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT, FORMAT_WEIGHT];
 
 /** Built once: a function ranking the tools against a text. */
-function createRanker(definitions: AnyTool[]): (text: string) => string[] {
+function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wordNet()): (text: string) => string[] {
   const documents = definitions.map(documentOf);
   const count = Math.max(documents.length, 1);
   // Per field: its average length and each term's document frequency.
@@ -252,15 +280,11 @@ function createRanker(definitions: AnyTool[]): (text: string) => string[] {
   });
   const vocabulary = [...new Set(statistics.flatMap(({ frequency }) => [...frequency.keys()]))];
   const known = new Set(vocabulary);
-  // A word no tool uses may be short for one ("doc" for "document") or longer ("euros" for "eur"):
-  // it finds the words it begins or that begin it, at a lower weight.
-  const expansions = new Map<string, Array<{ term: string; weight: number }>>();
-  const expand = (word: string): Array<{ term: string; weight: number }> => {
-    if (known.has(word)) return [{ term: word, weight: 1 }];
-    if (word.length < PREFIX_MINIMUM) return [];
+  const expansions = new Map<string, WeightedTerm[]>();
+  const expand = (word: string): WeightedTerm[] => {
     let related = expansions.get(word);
     if (!related) {
-      related = vocabulary.filter((term) => term.startsWith(word) || (term.length >= PREFIX_MINIMUM && word.startsWith(term))).map((term) => ({ term, weight: PREFIX_WEIGHT }));
+      related = expandWord(word, known, vocabulary, lexicon);
       if (expansions.size >= EXPANSION_CACHE_LIMIT) expansions.clear();
       expansions.set(word, related);
     }
@@ -274,26 +298,121 @@ function createRanker(definitions: AnyTool[]): (text: string) => string[] {
       const { idf, averageLength } = statistics[field] as (typeof statistics)[number];
       return sum + (fieldWeight * (idf.get(term) ?? 0) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * length) / averageLength));
     }, 0);
+  // Per term, the tools using it and its BM25 score in each: computed once.
+  const postings = new Map(vocabulary.map((term) => [term, documents.flatMap((document, position) => {
+    const score = bm25(document, term);
+    return score > 0 ? [{ position, score }] : [];
+  })]));
 
   return (text) => {
-    const query = [...new Set(terms(text))].flatMap(expand);
-    const score = (document: Document) => query.reduce((sum, { term, weight }) => sum + weight * bm25(document, term), 0);
+    // A word adds to a tool its best-scoring term there: the word itself, or one it stands for.
+    // So a word the tools do not use, standing for many, adds to each tool at most once.
+    const scores = new Array<number>(documents.length).fill(0);
+    const best = new Array<number>(documents.length).fill(0);
+    const add = (expansion: WeightedTerm[]) => {
+      best.fill(0);
+      for (const { term, weight } of expansion) {
+        for (const { position, score } of postings.get(term) ?? []) best[position] = Math.max(best[position] as number, weight * score);
+      }
+      for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (best[position] as number);
+    };
+    for (const word of new Set(words(text))) add(expand(word));
+    for (const format of formatsOf(text)) add([{ term: format, weight: 1 }]);
     return documents
-      .map((document, position) => ({ name: document.name, score: score(document), position }))
+      .map((document, position) => ({ name: document.name, score: scores[position] as number, position }))
       .filter((entry) => entry.score > 0)
       .sort((a, b) => b.score - a.score || a.position - b.position)
       .map((entry) => entry.name);
   };
 }
 
+/**
+ * The terms a query word stands for: its stem when a tool uses it; otherwise the words it begins
+ * or that begin it ("doc" for "document", "euros" for "eur"); and the words the lexicon relates to it.
+ */
+function expandWord(word: string, known: Set<string>, vocabulary: string[], lexicon: Lexicon | undefined): WeightedTerm[] {
+  const found = new Map<string, number>();
+  const add = (term: string, weight: number) => {
+    if (known.has(term) && weight > (found.get(term) ?? 0)) found.set(term, weight);
+  };
+  const stemmed = terms(word);
+  for (const term of stemmed) add(term, 1);
+  const term = stemmed[0];
+  if (stemmed.length === 1 && term !== undefined && !known.has(term) && term.length >= PREFIX_MINIMUM) {
+    for (const other of vocabulary) if (other.startsWith(term) || (other.length >= PREFIX_MINIMUM && term.startsWith(other))) add(other, PREFIX_WEIGHT);
+  }
+  // "resend" is "send" again, "reschedule" "schedule"
+  const again = /^re(\p{L}{3,})$/u.exec(word)?.[1];
+  if (again && !known.has(term ?? "")) for (const againTerm of terms(again)) add(againTerm, AGAIN_WEIGHT);
+  // the lexicon fills gaps: a word the tools use already is matched as it is
+  if (lexicon && stemmed.length > 0 && !stemmed.every((stemmedTerm) => known.has(stemmedTerm))) {
+    for (const { word: relatedWord, relation, sense } of lexicon.related(word)) {
+      const weight = RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
+      for (const relatedTerm of terms(relatedWord)) add(relatedTerm, weight);
+    }
+  }
+  return [...found].map(([term, weight]) => ({ term, weight }));
+}
+
+/** The words of a text as written, lowercase: what the lexicon looks up. */
+function words(text: string): string[] {
+  return text
+    .replace(/\S+@\S+|\bhttps?:\/\/\S+/g, " ")
+    .replace(/%/g, " percent ")
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word.length > 1 && !STOPWORDS.has(word) && !/^\d+$/.test(word));
+}
+
+/**
+ * The shapes of the identifiers in a text, to match those of the examples in parameter
+ * descriptions: "TCK-5120" and "TCK-4412" are both "TCK-9", "search-api" and "payments-api" both
+ * "a-a", "#support" and "#eng-announcements" both "#a", "20240603011" a number of 11 digits. Plain
+ * words and short numbers have no shape.
+ */
+export function formatsOf(text: string): string[] {
+  const shapes = text
+    .split(/[\s,;()'"`]+/)
+    .map((token) => token.replace(/^[^\p{L}\p{N}#@]+|[^\p{L}\p{N}]+$/gu, ""))
+    .map(shapeOf)
+    .filter((shape): shape is string => shape !== undefined);
+  return [...new Set(shapes)];
+}
+
+const MINIMUM_SHAPE_LENGTH = 3;
+
+function shapeOf(token: string): string | undefined {
+  if (/^[\p{Ll}]*$/u.test(token)) return undefined; // a plain word
+  if (/^\d+$/.test(token)) return token.length >= 5 ? `format:${token.length}digits` : undefined;
+  if (/^[#@]/.test(token)) return `format:${token[0]}a`; // a channel or a handle, whatever its name
+  if (/^\p{L}/u.test(token) && /^[\p{L}]+$/u.test(token)) return undefined; // a capitalised word
+  const shape = token
+    .replace(/\p{Lu}\p{Ll}+/gu, "a")
+    .replace(/\p{Lu}{4,}/gu, "A")
+    .replace(/\p{Ll}+/gu, "a")
+    .replace(/\d+/g, "9")
+    .replace(/(a[-_])+a/g, "a-a");
+  return shape.length >= MINIMUM_SHAPE_LENGTH ? `format:${shape}` : undefined;
+}
+
+/** The shapes of the examples in a tool's parameter descriptions ("e.g. TCK-4412"). */
+function exampleFormats(schema: unknown): string[] {
+  const text = parameterText(schema);
+  const examples = [...text.matchAll(/e\.g\.\s*([^;)]*)/g)].map((match) => match[1] ?? "");
+  return examples.flatMap(formatsOf);
+}
+
 function documentOf(tool: AnyTool): Document {
-  const field = (text: string): Field => {
+  const field = (words: string[]): Field => {
     const counts = new Map<string, number>();
-    const words = terms(text);
     for (const term of words) counts.set(term, (counts.get(term) ?? 0) + 1);
     return { terms: counts, length: words.length };
   };
-  return { name: tool.name, fields: [field(tool.name), field(tool.description), field(parameterText(tool.parameters))] };
+  return {
+    name: tool.name,
+    fields: [field(terms(tool.name)), field(terms(tool.description)), field(terms(parameterText(tool.parameters))), field(exampleFormats(tool.parameters))],
+  };
 }
 
 /** Parameter names, descriptions and enum values, nested objects and arrays included. */
