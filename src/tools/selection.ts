@@ -1,8 +1,10 @@
 /**
  * Dynamic tool selection. With more tools registered than a threshold, each model call is sent
- * only the tools that fit the conversation (BM25 over names, descriptions and parameters), every
- * tool the run has already called, and `list_tools`, through which the model can see all the
- * others. The executor still accepts any registered tool, so a tool not sent can still be called.
+ * only the tools that fit the conversation (BM25 over names, descriptions, parameters and the
+ * shapes of parameter examples; a word no tool uses is read through the WordNet lexicon), the tools
+ * that the two best ones lead to, every tool the run has already called, and `list_tools`, through
+ * which the model can see all the others. The executor still accepts any registered tool, so a
+ * tool not sent can still be called.
  *
  * Everything is derived from the run's plain data (its messages and tool calls), so a paused and
  * resumed run selects exactly as it would have without the pause.
@@ -17,7 +19,7 @@ export const LIST_TOOLS = "list_tools";
 export interface ToolSelectorOptions {
   /** Up to this many tools, every call is sent all of them (default 20). */
   threshold?: number;
-  /** How many ranked tools a call is sent, besides used and requested ones (default 8). */
+  /** How many ranked tools a call is sent, besides used and requested ones and the tools the best ones lead to (default 12). */
   limit?: number;
   /** list_tools without a query shortens descriptions to fit this many characters (default 3,500: under the executor's 4,000-character result limit). */
   listingChars?: number;
