@@ -4,13 +4,13 @@
  * 1. Per step: a 50-step run (49 calls to a no-op tool, then an answer) with no model latency,
  *    through glassbox and through the textbook loop in naive-loop.ts (the SDK as it comes, with
  *    Node's fetch), alternating which goes first in each round. glassbox hands the SDK its own
- *    transport (src/agent/model-fetch.ts), so the naive loop also runs once more over that same
+ *    transport (src/undici-fetch.ts), so the naive loop also runs once more over that same
  *    transport: glassbox minus that run is what the engine itself adds to the same round trip.
  * 2. Parallel tools: one step with 3 calls to a 300 ms tool; the tool phase should take ~300 ms.
  */
 import OpenAI from "openai";
 import { createOpenAIModel } from "../src/agent/llm.js";
-import { modelFetch } from "../src/agent/model-fetch.js";
+import { undiciFetch } from "../src/undici-fetch.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult } from "../src/agent/loop.js";
 import type { AgentEvent } from "../src/agent/events.js";
 import type { ChatModel } from "../src/agent/types.js";
@@ -79,7 +79,7 @@ async function measureOverhead(server: ScriptedModelServer) {
   // createOpenAIModel's client options, with the SDK's default fetch (the textbook loop) and with ours.
   const clientOptions = { baseURL: server.url, apiKey: "not-needed", timeout: 60_000, maxRetries: 3 };
   const textbookClient = new OpenAI(clientOptions);
-  const sameTransportClient = new OpenAI({ ...clientOptions, fetch: modelFetch });
+  const sameTransportClient = new OpenAI({ ...clientOptions, fetch: undiciFetch });
   const tools = createToolRegistry([noopTool]);
   const naiveTools: Record<string, NaiveTool> = { noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler } };
 

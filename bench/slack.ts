@@ -41,6 +41,7 @@ import type { Logger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
 import { describeTime } from "../src/tools/builtin/current-time.js";
 import type { ToolSpec } from "../src/tools/types.js";
+import { undiciFetch } from "../src/undici-fetch.js";
 import { startFakeSlack, type FakeSlack, type RecordedCall } from "../src/testing/fake-slack.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
@@ -74,7 +75,9 @@ const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS) || 5;
 const TARGET_THREADS_RATIO = 1.5;
 
 type Placement = "shared" | "worker";
-const PLACEMENTS: Placement[] = ["shared", "worker"];
+/** BENCH_SLACK_PLACEMENTS=worker and BENCH_SLACK_PARTS=threads narrow a run while working on one figure. */
+const PLACEMENTS = (process.env.BENCH_SLACK_PLACEMENTS?.split(",") ?? ["shared", "worker"]) as Placement[];
+const PARTS = process.env.BENCH_SLACK_PARTS?.split(",") ?? ["ack", "threads"];
 const PLACED: Record<Placement, string> = { shared: "shared loop", worker: "own thread" };
 
 const benchmark: Benchmark = {
@@ -84,18 +87,16 @@ const benchmark: Benchmark = {
     const loadBefore = loadavg()[0] ?? 0;
     const directory = mkdtempSync(join(tmpdir(), "glassbox-bench-slack-"));
     const log = keptLogger();
-    const ack: Partial<Record<Placement, Awaited<ReturnType<typeof measureAcks>>>> = {};
-    const threads: Partial<Record<Placement, Awaited<ReturnType<typeof measureThreads>>>> = {};
+    const a: Array<Awaited<ReturnType<typeof measureAcks>> & { placement: Placement }> = [];
+    const t: Array<Awaited<ReturnType<typeof measureThreads>> & { placement: Placement }> = [];
     try {
       for (const placement of PLACEMENTS) {
-        ack[placement] = await measureAcks(placement, directory, log.logger);
-        threads[placement] = await measureThreads(placement, directory, log.logger);
+        if (PARTS.includes("ack")) a.push({ placement, ...(await measureAcks(placement, directory, log.logger)) });
+        if (PARTS.includes("threads")) t.push({ placement, ...(await measureThreads(placement, directory, log.logger)) });
       }
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
-    const a = ack as Record<Placement, Awaited<ReturnType<typeof measureAcks>>>;
-    const t = threads as Record<Placement, Awaited<ReturnType<typeof measureThreads>>>;
     const load = `load average ${loadBefore.toFixed(1)} at the start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end, on ${cpus().length} cores`;
     const warnings = log.lines.map((line) => (JSON.parse(line) as { msg?: string }).msg ?? line);
     return {
@@ -108,11 +109,11 @@ const benchmark: Benchmark = {
         `bare loop: Bolt + WebClient + openai SDK making the same Slack calls and streamed model requests (same tools) per mention, and nothing else; main thread busy = event-loop utilization x wall time over a round (includes waiting for a core on a busy machine); main thread CPU = its user + system time (Linux)`,
         ...(warnings.length > 0 ? [`the bot logged ${warnings.length} warning(s) or error(s), first: ${warnings.slice(0, 3).join(" | ")}`] : []),
       ],
-      rows: PLACEMENTS.flatMap((placement) => [...a[placement].rows, ...t[placement].rows]),
-      targets: [...PLACEMENTS.map((placement) => a[placement].target), ...PLACEMENTS.map((placement) => t[placement].target)],
+      rows: [...a, ...t].flatMap((part) => part.rows),
+      targets: [...a, ...t].map((part) => part.target),
       data: {
-        ack: Object.fromEntries(PLACEMENTS.map((placement) => [placement, a[placement].data])),
-        threads: Object.fromEntries(PLACEMENTS.map((placement) => [placement, t[placement].data])),
+        ack: Object.fromEntries(a.map((part) => [part.placement, part.data])),
+        threads: Object.fromEntries(t.map((part) => [part.placement, part.data])),
         botWarnings: warnings,
       },
     };
@@ -689,17 +690,18 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
 }
 
 /**
- * The baseline bot: Bolt, the same WebClient and the openai SDK making the same calls per mention
- * as glassbox (assistant status, a progress message posted and edited around the tool call, two
- * streamed model requests with the same tools, the answer through chatStream), and nothing else:
- * no claims, store, memory, traces, token counting, validation or events.
+ * The baseline bot: Bolt, the same WebClient and the openai SDK (over glassbox's transport) making
+ * the same calls per mention as glassbox (the assistant status, two streamed model requests with the
+ * same tools, the short answer in one message), and nothing else: no claims, store, memory, traces,
+ * token counting, validation or events.
  */
 async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[], log: Logger): Promise<Bot> {
-  const app = new App({ token: BOT_TOKEN, signingSecret: SIGNING_SECRET, logger: boltLogger(log, "bare loop"), logLevel: LogLevel.WARN, clientOptions: { slackApiUrl: apiUrl } });
-  const openai = new OpenAI({ baseURL: modelUrl, apiKey: "not-needed", timeout: 60_000, maxRetries: 3 });
+  // glassbox's transport for both, so the comparison is of everything else.
+  const app = new App({ token: BOT_TOKEN, signingSecret: SIGNING_SECRET, logger: boltLogger(log, "bare loop"), logLevel: LogLevel.WARN, clientOptions: { slackApiUrl: apiUrl, fetch: undiciFetch } });
+  const openai = new OpenAI({ baseURL: modelUrl, apiKey: "not-needed", timeout: 60_000, maxRetries: 3, fetch: undiciFetch });
   const running = new Set<Promise<void>>();
 
-  async function answer(client: WebClient, channel: string, threadTs: string, userId: string, teamId: string, text: string): Promise<void> {
+  async function answer(client: WebClient, channel: string, threadTs: string, text: string): Promise<void> {
     await client.assistant.threads.setStatus({ channel_id: channel, thread_ts: threadTs, status: "is thinking…" });
     const messages: ChatCompletionMessageParam[] = [
       { role: "system", content: DEFAULT_SYSTEM_PROMPT },
@@ -720,24 +722,22 @@ async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[]
         }
       }
       if (calls.length === 0) {
-        const streamer = client.chatStream({ channel, thread_ts: threadTs, recipient_team_id: teamId, recipient_user_id: userId });
-        await streamer.append({ markdown_text: content });
-        await streamer.stop();
+        // A short answer, as glassbox posts it: one message (a longer one would be streamed).
+        await client.chat.postMessage({ channel, thread_ts: threadTs, text: content });
         return;
       }
       messages.push({ role: "assistant", content: content || null, tool_calls: calls.map((call) => ({ id: call.id, type: "function" as const, function: { name: call.name, arguments: call.arguments } })) });
+      // The status would name a call only if the run were still going a second after "is thinking…".
       for (const call of calls) {
-        const progress = await client.chat.postMessage({ channel, thread_ts: threadTs, text: `:hourglass_flowing_sand: calling ${call.name}` });
         const args = JSON.parse(call.arguments) as { timezone?: string };
         const data = describeTime(new Date(), args.timezone ?? "UTC");
-        await client.chat.update({ channel, ts: progress.ts as string, text: `:white_check_mark: ${call.name}` });
         messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify({ status: "success", data }) });
       }
     }
   }
 
-  app.event("app_mention", async ({ event, body, client }) => {
-    const run = answer(client, event.channel, event.ts, event.user ?? "", body.team_id, event.text).catch((error: unknown) =>
+  app.event("app_mention", async ({ event, client }) => {
+    const run = answer(client, event.channel, event.ts, event.text).catch((error: unknown) =>
       log.error({ error: (error as Error).message }, "bare loop: a run failed"),
     );
     running.add(run);

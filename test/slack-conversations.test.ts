@@ -4,6 +4,9 @@
 // model trouble, stop, allowed channels, exactly-once delivery and request signatures.
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAIModel } from "../src/agent/llm.js";
+import { STATUS_INTERVAL_MS } from "../src/adapters/slack/slack-surface.js";
+import { createToolRegistry } from "../src/tools/registry.js";
+import type { ToolDefinition } from "../src/tools/types.js";
 import {
   BOT,
   BOT_ID,
@@ -31,9 +34,11 @@ describe("Slack conversations", () => {
     await waitForBotMessage(h.fake, CHANNEL, ts, "delivered on March 19");
     await h.slack.conversations.idle();
     expect(userTexts(h.model, 0)).toEqual(["where is order 20240315001?"]);
-    // Streamed as a reply in the mention's thread, to the person who asked.
-    const started = await h.fake.waitForCall("chat.startStream", undefined, CALL_WAIT);
-    expect(started.args).toMatchObject({ channel: CHANNEL, thread_ts: ts, recipient_team_id: TEAM, recipient_user_id: "U1" });
+    // A short answer is one reply in the mention's thread: no stream to start and stop for it.
+    expect(h.fake.callsTo("chat.postMessage").map((call) => call.args)).toEqual([
+      expect.objectContaining({ channel: CHANNEL, thread_ts: ts, text: "Order 20240315001 was delivered on March 19." }),
+    ]);
+    expect(h.fake.callsTo("chat.startStream")).toEqual([]);
     expect(h.fake.messages(CHANNEL, ts).map((m) => [m.user, m.thread_ts ?? "(top)"])).toEqual([
       ["U1", "(top)"],
       [BOT, ts],
@@ -57,7 +62,7 @@ describe("Slack conversations", () => {
       ["assistant", "It was delivered."],
       ["user", "and its tracking number?"],
     ]);
-    expect(h.fake.callsTo("chat.startStream").map((call) => call.args.thread_ts)).toEqual([ts, ts]);
+    expect(h.fake.callsTo("chat.postMessage").map((call) => call.args.thread_ts)).toEqual([ts, ts]);
 
     // A mention at the top level of the channel starts a new thread and a new session.
     const other = await h.mention(`<@${BOT}> hello`);
@@ -95,29 +100,59 @@ describe("Slack conversations", () => {
     expect(botTexts(h.fake, "D1")).toEqual(["Only this one."]);
   });
 
-  it("shows the thinking status, tool activity, then streams the answer", async () => {
+  it("shows the thinking status, then the slow tool it is calling, then posts the short answer", async () => {
+    // Longer than the status interval, so the status has time to say what is running.
+    const lookup: ToolDefinition = {
+      name: "slow_lookup",
+      description: "Looks an order up, slowly.",
+      parameters: { type: "object", properties: { order_id: { type: "string" } }, required: ["order_id"] },
+      handler: async (args) => {
+        await new Promise((resolve) => setTimeout(resolve, STATUS_INTERVAL_MS + 400));
+        return { order_id: args.order_id, status: "delivered" };
+      },
+    };
     const h = await startHarness({
-      script: [{ toolCalls: [toolCall("get_order_status", { order_id: "20240315001" })] }, { content: "Your order was **delivered**." }],
+      script: [{ toolCalls: [toolCall("slow_lookup", { order_id: "20240315001" })] }, { content: "Your order was **delivered**." }],
+      agent: (agent) => ({ ...agent, tools: createToolRegistry([lookup]) }),
     });
     const { ts } = await h.mention(`<@${BOT}> where is my order 20240315001?`);
     await waitForBotMessage(h.fake, CHANNEL, ts, "Your order was");
     await h.slack.conversations.idle();
 
-    const status = await h.fake.waitForCall("assistant.threads.setStatus", undefined, CALL_WAIT);
-    expect(status.args).toMatchObject({ channel_id: CHANNEL, thread_ts: ts });
-    expect(String(status.args.status)).toMatch(/thinking/i);
-    // The activity message: the call with its arguments, then its outcome in place.
-    const activityTexts = h.fake.calls.filter((c) => c.method === "chat.postMessage" || c.method === "chat.update").map((c) => String(c.args.text));
-    expect(activityTexts.some((text) => text.includes("calling get_order_status(order_id: 20240315001)"))).toBe(true);
-    const texts = botTexts(h.fake, CHANNEL, ts);
-    expect(texts).toHaveLength(2);
-    expect(texts[0]).toMatch(/:white_check_mark: get_order_status \(\d+ ms\)/);
-    // The answer went through Slack's streaming API (Slack renders the markdown itself).
-    expect(h.fake.callsTo("chat.startStream")).toHaveLength(1);
-    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
-    expect(texts[1]).toBe("Your order was **delivered**.");
-    expect(h.model.requests).toHaveLength(2);
+    // The status: thinking, then the call with its arguments; the answer clears it (Slack does).
+    const statuses = h.fake.callsTo("assistant.threads.setStatus");
+    expect(statuses.map((call) => call.args.status)).toEqual(["is thinking…", "is calling slow_lookup(order_id: 20240315001)…"]);
+    expect(statuses.every((call) => call.args.channel_id === CHANNEL && call.args.thread_ts === ts)).toBe(true);
+    // One message: the answer, in mrkdwn; no activity message beside the status.
+    expect(botTexts(h.fake, CHANNEL, ts).map((text) => text.replace(/\u200b/g, ""))).toEqual(["Your order was *delivered*."]);
+    expect(h.fake.callsTo("chat.startStream")).toEqual([]);
     expect(toolResults(h.model, 1)).toEqual([expect.objectContaining({ status: "success" })]);
+  });
+
+  it("does not flash the status for a fast tool: a run shorter than the status interval makes two Slack calls", async () => {
+    const h = await startHarness({
+      script: [{ toolCalls: [toolCall("get_order_status", { order_id: "20240315001" })] }, { content: "Delivered." }],
+    });
+    const { ts } = await h.mention(`<@${BOT}> where is my order 20240315001?`);
+    await waitForBotMessage(h.fake, CHANNEL, ts, "Delivered.");
+    await h.slack.conversations.idle();
+    await new Promise((resolve) => setTimeout(resolve, STATUS_INTERVAL_MS + 200)); // a late status update would land by now
+    expect(h.fake.calls.filter((call) => call.method !== "auth.test").map((call) => call.method)).toEqual(["assistant.threads.setStatus", "chat.postMessage"]);
+    expect(toolResults(h.model, 1)).toEqual([expect.objectContaining({ status: "success" })]);
+  });
+
+  it("streams a long answer with Slack's streaming API as it is generated", async () => {
+    const long = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ") + " — and **that** is all.";
+    expect(long.length).toBeGreaterThan(300);
+    const h = await startHarness({ script: [{ content: long }] });
+    const { ts } = await h.mention(`<@${BOT}> tell me everything`);
+    await waitForBotMessage(h.fake, CHANNEL, ts, "is all.");
+    await h.slack.conversations.idle();
+    const started = await h.fake.waitForCall("chat.startStream", undefined, CALL_WAIT);
+    expect(started.args).toMatchObject({ channel: CHANNEL, thread_ts: ts, recipient_team_id: TEAM, recipient_user_id: "U1" });
+    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
+    // Slack renders the streamed markdown itself.
+    expect(botTexts(h.fake, CHANNEL, ts)).toEqual([long]);
   });
 
   it("keeps what the model said before a tool call apart from the streamed answer", async () => {
@@ -130,7 +165,7 @@ describe("Slack conversations", () => {
     const { ts } = await h.mention(`<@${BOT}> where is my order 20240315001?`);
     await waitForBotMessage(h.fake, CHANNEL, ts, "Your order was delivered.");
     await h.slack.conversations.idle();
-    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
+    // What the model said before the tool call is kept, apart from the answer.
     expect(botTexts(h.fake, CHANNEL, ts).at(-1)).toBe("Let me look that up.\n\nYour order was delivered.");
   });
 
@@ -154,20 +189,32 @@ describe("Slack conversations", () => {
     expect(botTexts(h.fake, CHANNEL, ts)).toEqual([expect.stringMatching(/^:white_check_mark: get_order_status/), "Delivered."]);
   });
 
-  it("removes the Thinking… placeholder once a streamed answer replaces it", async () => {
+  it("writes a short answer in place of the Thinking… placeholder", async () => {
     const h = await startHarness({ fake: { refuse: ["assistant.threads.setStatus"] }, script: [{ content: "Here you go." }] });
     const { ts } = await h.mention(`<@${BOT}> hi`);
     await waitForBotMessage(h.fake, CHANNEL, ts, "Here you go.");
     await h.slack.conversations.idle();
     expect(h.fake.callsTo("chat.postMessage").map((c) => c.args.text)).toEqual(["_Thinking…_"]);
-    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
+    expect(h.fake.callsTo("chat.startStream")).toEqual([]);
     expect(botTexts(h.fake, CHANNEL, ts)).toEqual(["Here you go."]);
+  });
+
+  it("removes the Thinking… placeholder once a streamed answer replaces it", async () => {
+    const long = `Here you go: ${Array.from({ length: 60 }, (_, i) => `item${i}`).join(", ")}.`;
+    const h = await startHarness({ fake: { refuse: ["assistant.threads.setStatus"] }, script: [{ content: long }] });
+    const { ts } = await h.mention(`<@${BOT}> hi`);
+    await waitForBotMessage(h.fake, CHANNEL, ts, "item59.");
+    await h.slack.conversations.idle();
+    expect(h.fake.callsTo("chat.postMessage").map((c) => c.args.text)).toEqual(["_Thinking…_"]);
+    expect(h.fake.callsTo("chat.stopStream")).toHaveLength(1);
+    expect(botTexts(h.fake, CHANNEL, ts)).toEqual([long]);
   });
 
   it("where streaming is refused, posts the answer converted to mrkdwn", async () => {
     const h = await startHarness({
       fake: { refuse: ["assistant.threads.setStatus", "chat.startStream"] },
-      script: [{ content: "Order 20240315001 is **delivered**, see [tracking](https://example.com/t)." }],
+      // Long enough to be streamed, so streaming is tried.
+      script: [{ content: `Order 20240315001 is **delivered**, see [tracking](https://example.com/t). ${"It took the usual route. ".repeat(12)}` }],
     });
     const { ts } = await h.mention(`<@${BOT}> status of 20240315001?`);
     await waitForBotMessage(h.fake, CHANNEL, ts, "delivered");

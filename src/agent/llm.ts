@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { describeModelError } from "./errors.js";
-import { modelFetch } from "./model-fetch.js";
+import { undiciFetch } from "../undici-fetch.js";
 import { parseTextDecision, REEMIT_REQUEST, toTextProtocol } from "./text-protocol.js";
 import { addUsage, emptyUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse, type ToolCall, type Usage } from "./types.js";
 
@@ -38,7 +38,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     apiKey: options.apiKey || "not-needed",
     timeout: options.timeoutMs ?? 60_000,
     maxRetries: options.maxRetries ?? 3,
-    fetch: modelFetch,
+    fetch: undiciFetch,
   });
   const where = { baseURL, model: options.model };
   const warn = options.warn ?? ((message: string) => console.warn(message));

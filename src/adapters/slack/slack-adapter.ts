@@ -16,6 +16,7 @@ import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import { undiciFetch } from "../../undici-fetch.js";
 import { approvalOutcome, APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { openSlackSurface } from "./slack-surface.js";
@@ -54,7 +55,7 @@ export async function startSlackAdapter(options: {
   pipelines?: Pipelines;
 }): Promise<SlackAdapter> {
   const { slack, store, log } = options;
-  const clientOptions = slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {};
+  const clientOptions = { fetch: undiciFetch, ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}) };
   const logger = boltLogger(log);
   // The token is checked before the App exists: given the bot's ids, Bolt makes no auth.test of its
   // own, whose failure would be an unhandled rejection beside our one-sentence error.

@@ -1,7 +1,9 @@
 /**
- * How one run looks in a Slack thread: a "thinking" status (the assistant status where the app has
- * it, else a placeholder message), tool activity by updating that message, then the answer
- * streamed with Slack's streaming API — or, where the workspace refuses it, by editing a message.
+ * How one run looks in a Slack thread. Where the app has the assistant status, the status says
+ * what the run is doing ("is thinking…", "is calling get_order_status(order_id: …)…"); elsewhere a
+ * placeholder message does, edited as tools start and end. Then the answer: streamed with Slack's
+ * streaming API once there is more than a short reply's worth of it, posted whole when it is short,
+ * and written by editing a message where the workspace refuses streaming.
  */
 import type { WebClient } from "@slack/web-api";
 import slackifyMarkdown from "slackify-markdown";
@@ -26,6 +28,10 @@ export interface SlackPlace {
 // Slack advises at most 4,000 characters of text per message; keep a margin for formatting.
 export const SLACK_MESSAGE_LIMIT = 3_900;
 const EDIT_INTERVAL_MS = 1_000;
+/** The status changes at most this often: Slack rate-limits it, and nobody reads a 100 ms flash. */
+export const STATUS_INTERVAL_MS = 1_000;
+const STATUS_LIMIT = 150;
+const THINKING = "is thinking…";
 
 export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
@@ -36,11 +42,18 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   };
 
   let statusShown = false;
+  let statusSent = ""; // what the status says now
+  let statusWanted = ""; // what the run is doing now
+  let statusSentAt = 0;
+  let statusTimer: NodeJS.Timeout | undefined;
+  let answered = false; // a reply clears the status in Slack: no update after it
+  const runningTools: string[] = [];
   let progressTs: string | undefined;
   let placeholderTs: string | undefined; // the "_Thinking…_" message while it says nothing else
   const activity: string[] = [];
   let answer = "";
   let stream: ReturnType<WebClient["chatStream"]> | undefined;
+  let streamed = ""; // everything given to the stream, flushed or still in its buffer
   let streaming = Boolean(place.threadTs); // the streaming API only works in threads
   let editTs: string | undefined;
   let lastEdit = 0;
@@ -48,8 +61,10 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   const showThinking = async () => {
     if (place.threadTs) {
       try {
-        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: "is thinking…" });
+        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: THINKING });
         statusShown = true;
+        statusSent = statusWanted = THINKING;
+        statusSentAt = Date.now();
         return;
       } catch {
         // not an assistant app here: a placeholder message says it instead
@@ -57,6 +72,25 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     progressTs = placeholderTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })).ts;
   };
+
+  /** The status follows the run at most once per STATUS_INTERVAL_MS, saying only the latest. */
+  const wantStatus = (status: string) => {
+    statusWanted = status.length > STATUS_LIMIT ? `${status.slice(0, STATUS_LIMIT - 1)}…` : status;
+    if (statusTimer) return;
+    statusTimer = setTimeout(
+      () => {
+        statusTimer = undefined;
+        then(async () => {
+          if (answered || statusWanted === statusSent) return;
+          statusSent = statusWanted;
+          statusSentAt = Date.now();
+          await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: statusSent });
+        });
+      },
+      Math.max(0, statusSentAt + STATUS_INTERVAL_MS - Date.now()),
+    );
+  };
+  const statusNow = () => (runningTools.length ? `is calling ${runningTools.join(", ")}…` : THINKING);
 
   /** A placeholder that the answer did not replace would say "Thinking…" forever: it goes. */
   const removePlaceholder = async () => {
@@ -76,6 +110,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     if (streaming) {
       try {
         stream ??= client.chatStream({ channel: place.channel, thread_ts: place.threadTs as string, recipient_team_id: place.teamId, recipient_user_id: place.userId });
+        streamed += delta;
         await stream.append({ markdown_text: delta });
         return;
       } catch (error) {
@@ -92,7 +127,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   };
 
   const postAnswer = async (markdown: string) => {
-    if (stream) {
+    if (stream?.ts) {
       try {
         await stream.stop();
         return;
@@ -100,6 +135,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
       }
     }
+    // A short answer never left the streamer's buffer: one message says what the stream would have.
+    if (stream && streamed) markdown = streamed;
     const [first = "", ...rest] = splitMessage(slackifyMarkdown(markdown), SLACK_MESSAGE_LIMIT);
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
     else if (placeholderTs) {
@@ -113,17 +150,23 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     onEvent(event: AgentEvent) {
       if (event.type === "run_start" || event.type === "run_resumed") then(showThinking);
       else if (event.type === "tool_start") {
-        activity.push(`:hourglass_flowing_sand: calling ${describeCall(event.name, event.arguments)}`);
+        const call = describeCall(event.name, event.arguments);
+        runningTools.push(call);
+        const status = statusNow();
+        activity.push(`:hourglass_flowing_sand: calling ${call}`);
         const text = activity.join("\n");
-        then(() => showActivity(text));
+        then(async () => (statusShown ? wantStatus(status) : showActivity(text)));
       } else if (event.type === "tool_end") {
         const { name, envelope, durationMs } = event.record;
+        const running = runningTools.findIndex((call) => call.startsWith(`${name}(`));
+        if (running >= 0) runningTools.splice(running, 1);
+        const status = statusNow();
         const line = envelope.status === "success" ? `:white_check_mark: ${name} (${Math.round(durationMs)} ms)` : `:warning: ${name}: ${envelope.error.type}`;
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
         const text = activity.join("\n");
-        then(() => showActivity(text));
+        then(async () => (statusShown ? wantStatus(status) : showActivity(text)));
       } else if (event.type === "model_delta") {
         answer += event.text;
         const delta = event.text;
@@ -131,12 +174,20 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       } else if (event.type === "model_start") {
         // A stream cannot take back what an earlier step said ("Let me look that up."): a paragraph
         // break keeps it apart from what follows.
-        if (answer) then(async () => stream?.append({ markdown_text: "\n\n" }));
+        if (answer) {
+          then(async () => {
+            if (!stream) return;
+            streamed += "\n\n";
+            await stream.append({ markdown_text: "\n\n" });
+          });
+        }
         answer = ""; // a new step: only the last step's text is the answer
       }
     },
 
     async finish(result: RunResult) {
+      answered = true;
+      clearTimeout(statusTimer);
       if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output));
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") {

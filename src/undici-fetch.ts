@@ -1,17 +1,17 @@
 /**
- * The `fetch` the model client hands the openai SDK: undici's request API under the Fetch
- * interface. Node's global fetch wraps every exchange in WHATWG streams and abort plumbing that
- * cost about a third of a small chat completion's round trip on a local server (bench/agent-core
- * measures both); a busy bot pays that on every model call. Server-sent events are passed on as a
- * stream, as they arrive; other bodies are read whole. Anything unusual (a Request object, a
- * streamed upload, a redirect) goes to the global fetch, which handles it fully.
+ * The `fetch` glassbox hands the openai SDK and Slack's WebClient: undici's request API under the
+ * Fetch interface. Node's global fetch wraps every exchange in WHATWG streams and abort plumbing
+ * that cost about a third of a small chat completion's round trip on a local server (bench/agent-core
+ * measures both); a busy bot pays that on every model call and every Slack call. Server-sent events
+ * are passed on as a stream, as they arrive; other bodies are read whole. Anything unusual (a
+ * Request object, a form upload, a redirect) goes to the global fetch, which handles it fully.
  */
 import { Readable } from "node:stream";
 import { request } from "undici";
 
 type SimpleBody = string | Uint8Array | ArrayBuffer | null | undefined;
 
-export async function modelFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export async function undiciFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   if (input instanceof Request || !isSimpleBody(init.body)) return fetch(input, init);
   const response = await request(input, {
     method: (init.method ?? "GET") as "GET",

@@ -1,10 +1,10 @@
-// The model client's transport (src/agent/model-fetch.ts) against a real HTTP server on 127.0.0.1:
+// The model client's transport (src/undici-fetch.ts) against a real HTTP server on 127.0.0.1:
 // what the openai SDK relies on from fetch — status, headers, whole and streamed bodies, a
 // redirect replayed with its body, an abort — must hold as with the global fetch.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { modelFetch } from "../src/agent/model-fetch.js";
+import { undiciFetch } from "../src/undici-fetch.js";
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -23,7 +23,7 @@ async function serve(handler: (request: IncomingMessage, body: string, response:
   return `http://127.0.0.1:${(server!.address() as AddressInfo).port}`;
 }
 
-describe("modelFetch", () => {
+describe("undiciFetch", () => {
   it("sends the method, headers and body, and returns status, repeated headers and the whole body", async () => {
     const url = await serve((request, body, response) => {
       response.writeHead(201, [
@@ -33,7 +33,7 @@ describe("modelFetch", () => {
       ]);
       response.end(JSON.stringify({ method: request.method, auth: request.headers.authorization, body }));
     });
-    const response = await modelFetch(`${url}/v1/chat`, { method: "POST", headers: { authorization: "Bearer k" }, body: '{"x":1}' });
+    const response = await undiciFetch(`${url}/v1/chat`, { method: "POST", headers: { authorization: "Bearer k" }, body: '{"x":1}' });
     expect(response.status).toBe(201);
     expect(response.headers.get("content-type")).toBe("application/json");
     expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
@@ -47,7 +47,7 @@ describe("modelFetch", () => {
       response.write("data: first\n\n");
       finish = () => response.end("data: last\n\n");
     });
-    const response = await modelFetch(url, { method: "POST", body: "{}" });
+    const response = await undiciFetch(url, { method: "POST", body: "{}" });
     const reader = response.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toBe("data: first\n\n");
@@ -64,7 +64,7 @@ describe("modelFetch", () => {
         response.end();
       } else response.end(`${request.method} ${request.url} ${body}`);
     });
-    const response = await modelFetch(`${url}/old`, { method: "POST", body: "payload" });
+    const response = await undiciFetch(`${url}/old`, { method: "POST", body: "payload" });
     expect(response.status).toBe(200);
     expect(await response.text()).toBe("POST /new payload");
   });
@@ -74,7 +74,7 @@ describe("modelFetch", () => {
       response.writeHead(204);
       response.end();
     });
-    const response = await modelFetch(url);
+    const response = await undiciFetch(url);
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
   });
@@ -82,7 +82,7 @@ describe("modelFetch", () => {
   it("rejects with an AbortError when the signal fires before the answer, as the SDK expects", async () => {
     const url = await serve(() => undefined); // never answers
     const controller = new AbortController();
-    const pending = modelFetch(url, { method: "POST", body: "{}", signal: controller.signal });
+    const pending = undiciFetch(url, { method: "POST", body: "{}", signal: controller.signal });
     setTimeout(() => controller.abort(), 20);
     await expect(pending).rejects.toMatchObject({ name: "AbortError" });
   });
@@ -90,6 +90,6 @@ describe("modelFetch", () => {
   it("rejects with the connection error when nothing listens", async () => {
     const url = await serve(() => undefined);
     server!.close();
-    await expect(modelFetch(url)).rejects.toMatchObject({ code: "ECONNREFUSED" });
+    await expect(undiciFetch(url)).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
 });
