@@ -97,10 +97,9 @@ export function createTraceRecorder(
     insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, payload, created_at)
       VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @payload, @at)
       ON CONFLICT (run_id, step) DO NOTHING`),
-    toolCalls: db.prepare("SELECT tool_calls FROM steps WHERE run_id = ? AND step = ?").pluck(),
-    setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ?"),
-    notes: db.prepare("SELECT notes FROM steps WHERE run_id = ? AND step = ?").pluck(),
-    setNotes: db.prepare("UPDATE steps SET notes = ? WHERE run_id = ? AND step = ?"),
+    // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
+    addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
+    addNote: db.prepare("UPDATE steps SET notes = json_insert(notes, '$[#]', ?) WHERE run_id = ? AND step = ?"),
     // The cost of a run is its steps' and its sub-agents' runs' (unknown if any of them is).
     priceRun: db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
       cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
@@ -126,11 +125,6 @@ export function createTraceRecorder(
   };
   // What each run's current step was sent, kept from model_start until model_end writes the step.
   const sent = new Map<string, Message[]>();
-  const appendJson = (select: typeof statements.toolCalls, update: typeof statements.setToolCalls, runId: string, step: number, item: unknown) => {
-    const current = select.get(runId, step) as string | undefined;
-    if (current === undefined) return;
-    update.run(JSON.stringify([...(JSON.parse(current) as unknown[]), item]), runId, step);
-  };
 
   const sessions = new Map<string, string>();
   const ownRuns = new Set<string>();
@@ -158,11 +152,12 @@ export function createTraceRecorder(
           completionTokens: usage.completionTokens,
           latencyMs: event.latencyMs,
           cost: costOf(priceOf(model, options.prices), usage),
-          payload: gzipSync(JSON.stringify(messages)),
+          // The fastest level: a step's request is stored on every step and read only on demand.
+          payload: gzipSync(JSON.stringify(messages), { level: 1 }),
           at: new Date().toISOString(),
         });
-      } else if (event.type === "tool_end") appendJson(statements.toolCalls, statements.setToolCalls, event.runId, event.step, event.record);
-      else if (event.type === "note") appendJson(statements.notes, statements.setNotes, event.runId, event.step, event.text);
+      } else if (event.type === "tool_end") statements.addToolCall.run(JSON.stringify(event.record), event.runId, event.step);
+      else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);
       else if (event.type === "run_end") {
         if (ownRuns.delete(event.runId)) store.endRun(runOutcomeOf(event.result));
         statements.priceRun.run({ runId: event.runId });
