@@ -121,7 +121,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     if (Date.now() - lastEdit < EDIT_INTERVAL_MS) return; // the final answer is written at the end anyway
     lastEdit = Date.now();
-    const text = `${slackifyMarkdown(answer).slice(0, SLACK_MESSAGE_LIMIT)} …`;
+    const text = `${mrkdwnOf(answer).slice(0, SLACK_MESSAGE_LIMIT)} …`;
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text });
     else editTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
   };
@@ -137,7 +137,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     // A short answer never left the streamer's buffer: one message says what the stream would have.
     if (stream && streamed) markdown = streamed;
-    const [first = "", ...rest] = splitMessage(slackifyMarkdown(markdown), SLACK_MESSAGE_LIMIT);
+    const [first = "", ...rest] = splitMessage(mrkdwnOf(markdown), SLACK_MESSAGE_LIMIT);
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
     else if (placeholderTs) {
       await client.chat.update({ channel: place.channel, ts: placeholderTs, text: first });
@@ -207,4 +207,16 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       return posted.ts ? `${place.channel}:${posted.ts}` : undefined;
     },
   };
+}
+
+/** One line with nothing markdown or Slack would read (no markup, list marker, link or entity). */
+const PLAIN_LINE = /^(?![-+>#]|\d+[.)]\s)[^\n*_~`[\]#>|\\<&]*$/;
+
+/**
+ * Markdown as Slack mrkdwn. Most short answers are one plain line, which the converter would only
+ * give back unchanged; parsing it costs more than the rest of posting it, so it is skipped.
+ */
+export function mrkdwnOf(markdown: string): string {
+  const plain = PLAIN_LINE.test(markdown) && markdown === markdown.trim() && !/:\/\/|www\./i.test(markdown);
+  return plain ? markdown : slackifyMarkdown(markdown);
 }
