@@ -10,6 +10,7 @@ export { createToolRegistry, ToolDefinitionError, type ToolRegistry, type Regist
 export { executeToolCalls, resumeToolCalls, argumentsHash, type PendingToolCall } from "./tools/executor.js";
 export { createBuiltinTools } from "./tools/builtin/index.js";
 export type * from "./tools/types.js";
+export { ToolPause } from "./tools/types.js";
 export { loadConfig, type GlassboxConfig } from "./config.js";
 // Memory, traces and conversations: the parts the chat adapters are built from.
 export { openStore, type Store } from "./agent/store.js";

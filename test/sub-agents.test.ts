@@ -48,7 +48,7 @@ async function setUp(script: (body: ChatCompletionRequestBody) => object, approv
     GLASSBOX_AGENTS: join(directory, "agents.json"),
   });
   agent = await createAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});
-  return { server, agent };
+  return { server, agent, config };
 }
 
 describe("specialists as tools", () => {
@@ -116,34 +116,85 @@ describe("specialists as tools", () => {
 });
 
 describe("a specialist's approval in a chat", () => {
-  it("reaches the person through the conversation's buttons and the specialist goes on when they approve", async () => {
-    const { agent } = await setUp((body) => {
-      if (who(body) === "CLERK") {
-        return body.messages.some((message) => message.role === "tool") ? { content: `clerk: ${JSON.parse(lastTool(body)).data.status}` } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"asked"}' }] };
-      }
-      return body.messages.some((message) => message.role === "tool") ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
-    });
+  const clerkScript = (body: ChatCompletionRequestBody) => {
+    if (who(body) === "CLERK") {
+      return body.messages.some((message) => message.role === "tool") ? { content: `clerk: ${JSON.parse(lastTool(body)).data.status}` } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"asked"}' }] };
+    }
+    return body.messages.some((message) => message.role === "tool") ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
+  };
+  const recordingSurface = () => {
     const shown: Array<{ id: string; toolName: string; requester: string }> = [];
-    let asked: () => void = () => undefined;
-    const askedOnce = new Promise<void>((resolve) => (asked = resolve));
     const surface = {
       onEvent: () => {},
       finish: async () => {},
       askApproval: async (approval: { id: string; toolName: string; requester: string }) => {
         shown.push(approval);
-        asked();
         return "C1:1";
       },
     };
+    return { shown, surface };
+  };
+
+  it("reaches the person through the conversation's buttons; both runs pause, and go on when they approve", async () => {
+    const { agent } = await setUp(clerkScript);
+    const { shown, surface } = recordingSurface();
     const conversations = createConversations(agent, agent.store, { openSurface: () => surface });
-    const sent = conversations.send({ input: "cancel my order", sessionId: "web:live", userId: "U1" });
-    await askedOnce;
+    const paused = await conversations.send({ input: "cancel my order", sessionId: "web:live", userId: "U1" });
+    expect(paused.stopReason).toBe("awaiting_approval");
+    expect(paused.output).toBe("Waiting for a person to approve: cancel_order.");
     expect(shown).toMatchObject([{ toolName: "cancel_order", requester: "U1" }]);
+    // The specialist's run waits too, under the main run's call.
+    const traces = createTraceReader(agent.store);
+    const [clerk] = traces.childrenOf(paused.runId);
+    expect(clerk).toMatchObject({ status: "awaiting_approval", parentRunId: paused.runId });
+
     expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U2", approved: true })).kind).toBe("not_allowed");
-    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe("decided");
-    const result = await sent;
-    expect(result.output).toBe("main: clerk: cancelled");
+    const decided = await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
+    expect(decided.kind).toBe("decided");
+    const result = await decided.resumed;
+    expect(result?.output).toBe("main: clerk: cancelled");
+    expect(traces.run(paused.runId)?.status).toBe("final");
+    expect(traces.run(clerk!.runId)?.status).toBe("final");
     expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe("already_decided");
+  });
+
+  it("survives a restart between the buttons and the click", async () => {
+    const { agent: first, server, config } = await setUp(clerkScript);
+    const { shown, surface } = recordingSurface();
+    const before = createConversations(first, first.store, { openSurface: () => surface });
+    const paused = await before.send({ input: "cancel my order", sessionId: "web:restart", userId: "U1" });
+    expect(paused.stopReason).toBe("awaiting_approval");
+    await first.close();
+    agent = undefined;
+
+    // A new process: a new agent and conversations over the same database; the person clicks now.
+    agent = await createAgentConfig(config, createLogger({ level: "silent" }));
+    const after = createConversations(agent, agent.store, { openSurface: () => surface });
+    const decided = await after.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
+    expect(decided.kind).toBe("decided");
+    expect((await decided.resumed)?.output).toBe("main: clerk: cancelled");
+    // The shop really cancelled it, once; the main run's usage counts the clerk's tokens.
+    const cancels = server.requests.filter((request) => who(request.body) === "CLERK" && request.body.messages.some((message) => message.role === "tool"));
+    expect(cancels).toHaveLength(1);
+    expect(JSON.parse(lastTool(cancels[0]!.body))).toMatchObject({ status: "success", data: { status: "cancelled" } });
+    const traces = createTraceReader(agent.store);
+    const [clerk] = traces.childrenOf(paused.runId);
+    expect(traces.run(clerk!.runId)?.status).toBe("final");
+    expect(traces.run(paused.runId)!.promptTokens).toBeGreaterThan(traces.run(clerk!.runId)!.promptTokens);
+  });
+
+  it("a denial reaches the specialist as denied, and the main run answers", async () => {
+    const { agent } = await setUp((body) => {
+      if (who(body) === "CLERK") {
+        return body.messages.some((message) => message.role === "tool") ? { content: `clerk: ${JSON.parse(lastTool(body)).status}` } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"asked"}' }] };
+      }
+      return body.messages.some((message) => message.role === "tool") ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
+    });
+    const { shown, surface } = recordingSurface();
+    const conversations = createConversations(agent, agent.store, { openSurface: () => surface });
+    await conversations.send({ input: "cancel my order", sessionId: "web:deny", userId: "U1" });
+    const decided = await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: false });
+    expect((await decided.resumed)?.output).toBe("main: clerk: error");
   });
 });
 
@@ -163,14 +214,14 @@ describe("pipelines", () => {
 });
 
 describe("agents configuration", () => {
-  it("says in one sentence what is wrong", () => {
+  it("says in one sentence what is wrong", async () => {
     expect(() => parseAgentsConfig("{")).toThrow(/not valid JSON/);
     expect(() => parseAgentsConfig(JSON.stringify({ agents: { a: { description: "d" } } }))).toThrow(`The agent 'a' needs "systemPrompt" as a non-empty string.`);
     expect(() => parseAgentsConfig(JSON.stringify({ agents: { a: { description: "d", systemPrompt: "p", tools: ["nope"] } } }), ["calculator"])).toThrow(
       "The agent 'a' names tools that do not exist: nope.",
     );
     expect(() => parseAgentsConfig(JSON.stringify({ agents: {}, pipelines: { p: ["ghost"] } }))).toThrow("The pipeline 'p' must be a list of defined agents (defined: none).");
-    expect(() => loadConfigAndAgents("/nonexistent/agents.json")).rejects.toThrow(/GLASSBOX_AGENTS names \/nonexistent\/agents.json, which cannot be read \(ENOENT\)/);
+    await expect(loadConfigAndAgents("/nonexistent/agents.json")).rejects.toThrow(/GLASSBOX_AGENTS names \/nonexistent\/agents.json, which cannot be read \(ENOENT\)/);
   });
 });
 

@@ -14,7 +14,7 @@ import {
   type ToolRunState,
 } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import type { AnyTool, ApprovalDecision, ApprovalGate, ApprovalRequest, ToolCall, ToolCallRecord, ToolContext, ToolEvent } from "../src/tools/types.js";
+import { ToolPause, type AnyTool, type ApprovalDecision, type ApprovalGate, type ApprovalRequest, type ToolCall, type ToolCallRecord, type ToolContext, type ToolEvent } from "../src/tools/types.js";
 
 // ---- helpers ---------------------------------------------------------------------------------
 
@@ -765,5 +765,47 @@ describe("cancellation", () => {
     const [record] = (await executeToolCalls([call("c1", "lookup")], { registry }, scope({ signal: controller.signal }))).records;
     expect(errorOf(record).message).toContain("cancelled");
     expect(meter.calls).toBe(0);
+  });
+});
+
+describe("a tool that pauses on approvals of its own (a sub-agent's)", () => {
+  const inner: ApprovalRequest = { runId: "run_child", sessionId: "session_1", userId: "user_1", toolCallId: "inner_1", toolName: "delete_order", arguments: { id: "A1" }, argumentsHash: argumentsHash({ id: "A1" }) };
+  const resumedWith: Array<{ state: unknown; decisions: Record<string, ApprovalDecision> }> = [];
+  const registry = createToolRegistry([
+    tool("delegate", async () => new ToolPause([inner], { step: 3 }), {
+      resume: async (state: unknown, decisions: Record<string, ApprovalDecision>) => {
+        resumedWith.push({ state, decisions });
+        return decisions.inner_1?.approved ? { done: "deleted A1" } : { done: "not deleted" };
+      },
+    }),
+    tool("lookup", async () => ({ found: true })),
+  ]);
+
+  it("stays pending with the requests and its state, while the other calls of the step finish", async () => {
+    const run = scope();
+    const outcome = await executeToolCalls([call("p1", "delegate"), call("s1", "lookup")], { registry }, run);
+    expect(outcome.records.map((record) => record.id)).toEqual(["s1"]);
+    expect(outcome.pending).toEqual([expect.objectContaining({ call: expect.objectContaining({ id: "p1" }), nested: { requests: [inner], state: { step: 3 } } })]);
+    // Plain data: it survives being stored and read back, as a paused run is.
+    expect(JSON.parse(JSON.stringify(outcome.pending))).toEqual(outcome.pending);
+    expect(timeline(run.events)).not.toContain("end:p1");
+  });
+
+  it("continues through resume with its state and the decisions, and its result reaches the model", async () => {
+    const { pending } = await executeToolCalls([call("p1", "delegate")], { registry }, scope());
+    const decision: ApprovalDecision = { approved: true, by: "bob", argumentsHash: inner.argumentsHash };
+    const stored = JSON.parse(JSON.stringify(pending)) as PendingToolCall[];
+    const outcome = await resumeToolCalls(stored, { inner_1: decision }, { registry }, scope());
+    expect(resumedWith.at(-1)).toEqual({ state: { step: 3 }, decisions: { inner_1: decision } });
+    expect(outcome.pending).toEqual([]);
+    expect(outcome.records[0]).toMatchObject({ id: "p1", envelope: { status: "success", data: { done: "deleted A1" } } });
+  });
+
+  it("a tool that pauses without a resume gets an execution_error when resumed, not a crash", async () => {
+    const bare = createToolRegistry([tool("delegate", async () => new ToolPause([inner], {}))]);
+    const { pending } = await executeToolCalls([call("p1", "delegate")], { registry: bare }, scope());
+    const outcome = await resumeToolCalls(pending, {}, { registry: bare }, scope());
+    expect(errorOf(outcome.records[0]).type).toBe("execution_error");
+    expect(errorOf(outcome.records[0]).message).toContain("cannot be resumed");
   });
 });

@@ -81,7 +81,8 @@ export function createApprovalBook(store: Store) {
     setMessage: db.prepare("UPDATE approvals SET message_ref = ? WHERE id = ?"),
     expired: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? AND session_id LIKE ? ORDER BY expires_at"),
     pendingOfSession: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND session_id = ?"),
-    endSuperseded: db.prepare("UPDATE runs SET status = 'superseded', paused = NULL, ended_at = ? WHERE id = ? AND status = 'awaiting_approval'"),
+    // Every paused run of the session: a specialist's, and the run it works for.
+    endSuperseded: db.prepare("UPDATE runs SET status = 'superseded', paused = NULL, ended_at = ? WHERE session_id = ? AND status = 'awaiting_approval'"),
   };
   const all = (rows: unknown[]) => (rows as ApprovalRow[]).map(toApproval);
 
@@ -124,7 +125,7 @@ export function createApprovalBook(store: Store) {
      * A person's click. Single use: only the first decision of a pending, unexpired approval counts.
      * Stale: the run must still be waiting for exactly this call with exactly these arguments.
      */
-    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date(), live = false): DecisionOutcome {
+    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date()): DecisionOutcome {
       const approval = this.get(id);
       if (!approval) return { kind: "unknown" };
       // A superseded approval is stored as expired, but for the person clicking it is stale.
@@ -133,8 +134,7 @@ export function createApprovalBook(store: Store) {
       }
       if (userId !== approval.requester && !approvers.includes(userId)) return { kind: "not_allowed", approval };
       if (Date.parse(approval.expiresAt) <= now.getTime()) return { kind: "expired", approval };
-      // A live approval (a specialist's call, waited for in this process) has no paused run to check.
-      if (!live && !isWaitingFor(store, approval)) return { kind: "stale", approval };
+      if (!isWaitingFor(store, approval)) return { kind: "stale", approval };
       if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), id).changes !== 1) {
         return { kind: "already_decided", approval: this.get(id) ?? approval };
       }
@@ -171,7 +171,7 @@ export function createApprovalBook(store: Store) {
       return db.transaction(() => {
         const at = now.toISOString();
         const moot = this.pendingOfSession(sessionId).filter((approval) => statements.decide.run("expired", "superseded", at, approval.id).changes === 1);
-        for (const runId of new Set(moot.map((approval) => approval.runId))) statements.endSuperseded.run(at, runId);
+        if (moot.length > 0) statements.endSuperseded.run(at, sessionId);
         return moot.map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded", decidedAt: at }));
       })();
     },

@@ -4,8 +4,7 @@
  * memory in the store. A dangerous call pauses its run: the approval is written to SQLite and shown
  * by the adapter; a person's click (after a restart too) resumes the run from the store.
  */
-import { randomUUID } from "node:crypto";
-import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
+import type { ApprovalDecision } from "../tools/types.js";
 import type { Approval, DecisionOutcome } from "./approvals.js";
 import { createApprovalBook } from "./approvals.js";
 import type { AgentEvent } from "./events.js";
@@ -104,31 +103,9 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
-  // Chat approvals wait for a person: the run pauses and is resumed by a click.
-  // A run's own dangerous calls pause it (durable: a click resumes it, after a restart too). A
-  // specialist's calls inside it are asked the same way but waited for in this process ("live").
-  const live = new Map<string, (decision: ApprovalDecision) => void>();
-  const agentFor = (runId: string, surface: ChatSurface): AgentConfig => ({
-    ...agent,
-    approve: agent.approve ?? (async (request) => (request.runId === runId ? "pending" : askLive(request, surface))),
-  });
-
-  async function askLive(request: ApprovalRequest, surface: ChatSurface): Promise<ApprovalDecision> {
-    const [approval] = book.open([request], ttlSeconds);
-    if (!approval) throw new Error("the approval could not be stored");
-    const messageRef = await surface.askApproval(approval);
-    if (messageRef) book.attachMessage(approval.id, messageRef);
-    return new Promise((resolve) => live.set(approval.id, resolve));
-  }
-
-  /** Ends a live wait with the stored decision (approved, denied, or expired = denied). */
-  function settleLive(approval: Approval): boolean {
-    const resolve = live.get(approval.id);
-    if (!resolve) return false;
-    live.delete(approval.id);
-    resolve({ approved: approval.status === "approved", by: approval.decidedBy ?? approval.status, argumentsHash: approval.argumentsHash, ...(approval.status === "expired" ? { reason: "nobody approved it in time" } : {}) });
-    return true;
-  }
+  // Chat approvals wait for a person: the run pauses (durably: a click resumes it, after a restart
+  // too). A specialist's dangerous call pauses the specialist's run, and with it the run it works for.
+  const chatAgent: AgentConfig = { ...agent, approve: agent.approve ?? (async () => "pending") };
 
   /** Runs `body` as the session's turn, cancellable by stop(). */
   function inTurn(sessionId: string, body: (signal: AbortSignal) => Promise<RunResult | undefined>, outer?: AbortSignal) {
@@ -146,7 +123,7 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
   /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
   async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
     if (result.paused) {
-      const requests = result.paused.pending.flatMap((call) => (call.approval ? [call.approval] : []));
+      const requests = result.paused.pending.flatMap((call) => call.nested?.requests ?? (call.approval ? [call.approval] : []));
       for (const approval of book.open(requests, ttlSeconds)) {
         if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
         const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
@@ -162,13 +139,18 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
     for (const approval of book.supersede(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
   }
 
+  /** Continues the paused run an approval belongs to: a specialist's approval, the run it works for. */
   function resume(runId: string, sessionId: string): Promise<RunResult | undefined> {
     return inTurn(sessionId, async (signal) => {
-      const stored = store.pausedRun(runId);
+      const chain = [runId];
+      for (let parent = traces.run(runId)?.parentRunId; parent && store.pausedRun(parent); parent = traces.run(parent)?.parentRunId) chain.push(parent);
+      const root = chain.at(-1) as string;
+      const stored = store.pausedRun(root);
       if (!stored) return undefined; // resumed already, or superseded by a newer message
       const paused = JSON.parse(stored) as PausedRun;
       const surface = openSurface(sessionId, paused.userId);
-      const result = await resumeAgent(agentFor(runId, surface), paused, book.decisionsOf(runId), { signal, onEvent: (event) => surface.onEvent(event) });
+      const decisions = Object.assign({}, ...chain.map((id) => book.decisionsOf(id))) as Record<string, ApprovalDecision>;
+      const result = await resumeAgent(chatAgent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) });
       return settle(result, surface);
     });
   }
@@ -188,18 +170,16 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
           };
           const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
           if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...task, signal, onEvent }), surface);
-          const runId = task.runId ?? `run_${randomUUID()}`;
-          return settle(await runAgent(agentFor(runId, surface), { ...task, runId, signal, onEvent }), surface);
+          return settle(await runAgent(chatAgent, { ...task, signal, onEvent }), surface);
         },
         task.signal,
       ) as Promise<RunResult>;
     },
 
     async decide({ approvalId, userId, approved }) {
-      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? [], new Date(), live.has(approvalId));
+      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? []);
       if (outcome.kind !== "decided") return outcome;
       await showDecision(outcome.approval).catch((error: unknown) => onError(error, "updating an approval"));
-      if (settleLive(outcome.approval)) return outcome;
       if (!outcome.runReady) return outcome;
       const resumed = resume(outcome.approval.runId, outcome.approval.sessionId).catch((error: unknown) => {
         onError(error, "resuming a run");
@@ -213,7 +193,6 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
       const runs = new Map<string, string>();
       for (const approval of expired) {
         await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
-        if (settleLive(approval)) continue;
         runs.set(approval.runId, approval.sessionId);
       }
       for (const [runId, sessionId] of runs) {

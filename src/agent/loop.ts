@@ -36,6 +36,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
     toolCalls: [],
     toolState: newToolRunState(),
     lastResults: {},
+    ...(task.parent ? { parent: task.parent } : {}),
   };
   const live = liveOf(task, config);
   return survive(run, live, async () => {
@@ -56,7 +57,7 @@ export async function resumeAgent(
   const run: RunState = state;
   const live = liveOf(options, config);
   return survive(run, live, async () => {
-    live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions });
+    live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) });
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
     if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
@@ -161,7 +162,7 @@ function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
 }
 
 function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): RunResult {
-  const waitingFor = pending.filter((call) => call.approval).map((call) => call.call.function.name);
+  const waitingFor = pending.flatMap((call) => call.nested?.requests.map((request) => request.toolName) ?? (call.approval ? [call.call.function.name] : []));
   const paused: PausedRun = { ...structuredClone(run), finished, pending };
   return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, { paused });
 }

@@ -82,6 +82,8 @@ export interface RunState {
   toolState: ToolRunState;
   /** The last result text of each tool, to notice a result that brings nothing new. */
   lastResults: Record<string, string>;
+  /** For a sub-agent's run: the run and tool call it works for. */
+  parent?: { runId: string; toolCallId: string };
 }
 
 export interface PausedRun extends RunState {

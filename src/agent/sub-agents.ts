@@ -6,10 +6,10 @@
  */
 import { isPlainObject } from "../tools/args.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import type { AnyTool, ToolContext } from "../tools/types.js";
+import { ToolPause, type AnyTool, type ApprovalDecision, type ToolContext } from "../tools/types.js";
 import { configurationError } from "./errors.js";
-import { runAgent } from "./loop.js";
-import type { AgentConfig, RunResult, Task } from "./run.js";
+import { resumeAgent, runAgent } from "./loop.js";
+import type { AgentConfig, PausedRun, RunResult, Task } from "./run.js";
 import type { ChatModel } from "./types.js";
 
 export interface AgentDefinition {
@@ -109,24 +109,39 @@ export function createSpecialistTools(definitions: AgentDefinition[], factory: (
     },
     timeoutMs: 300_000, // a specialist runs a whole loop of its own
     handler: async ({ task }: { task: string }, context: ToolContext) => {
-      const result = await runSpecialist(definition, factory(), task, context);
-      if (result.stopReason === "error") throw new Error(result.output);
-      return { answer: result.output, stopReason: result.stopReason };
+      const config = configFor(definition, factory(), context);
+      const parent = { runId: context.runId, toolCallId: context.toolCallId };
+      return outcomeOf(await runAgent(config, { input: task, sessionId: context.sessionId, userId: context.userId, signal: context.signal, parent }), context);
+    },
+    // After people decided on the specialist's calls (maybe after a restart): its run goes on.
+    resume: async (state: unknown, decisions: Record<string, ApprovalDecision>, context: ToolContext) => {
+      const { paused } = state as SpecialistPause;
+      return outcomeOf(await resumeAgent(configFor(definition, factory(), context), paused, decisions, { signal: context.signal }), context);
     },
   }));
 }
 
-async function runSpecialist(definition: AgentDefinition, factory: SpecialistFactory, input: string, context: ToolContext): Promise<RunResult> {
-  const config = { ...specialistConfig(definition, factory), approve: context.approve ?? factory.base.approve };
-  const result = await runAgent(config, {
-    input,
-    sessionId: context.sessionId,
-    userId: context.userId,
-    signal: context.signal,
-    parent: { runId: context.runId, toolCallId: context.toolCallId },
-  });
+/** What a specialist's paused call keeps in its parent's stored run. */
+interface SpecialistPause {
+  paused: PausedRun;
+}
+
+function configFor(definition: AgentDefinition, factory: SpecialistFactory, context: ToolContext): AgentConfig {
+  return { ...specialistConfig(definition, factory), approve: context.approve ?? factory.base.approve };
+}
+
+/**
+ * The specialist's run as its tool's result. A run waiting for people pauses the call, so the
+ * parent run stops too and both continue, durably, once they decide. Tokens count once it ends.
+ */
+function outcomeOf(result: RunResult, context: ToolContext): unknown {
+  if (result.stopReason === "awaiting_approval" && result.paused) {
+    const requests = result.paused.pending.flatMap((call) => call.nested?.requests ?? (call.approval ? [call.approval] : []));
+    return new ToolPause(requests, { paused: result.paused } satisfies SpecialistPause);
+  }
   context.reportUsage?.(result.usage);
-  return result;
+  if (result.stopReason === "error") throw new Error(result.output);
+  return { answer: result.output, stopReason: result.stopReason };
 }
 
 /** Runs a pipeline's stages in order; a stage that does not end with an answer stops it there. */

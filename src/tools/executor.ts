@@ -9,16 +9,18 @@
 import { createHash } from "node:crypto";
 import { canonicalJson, parseToolArguments } from "./args.js";
 import type { RegisteredTool, ToolRegistry } from "./registry.js";
-import type {
-  ApprovalDecision,
-  ApprovalGate,
-  ApprovalRequest,
-  ToolCall,
-  ToolCallRecord,
-  ToolEnvelope,
-  ToolErrorType,
-  ToolEvent,
-  TokenUsage,
+import {
+  ToolPause,
+  type ApprovalDecision,
+  type ApprovalGate,
+  type ApprovalRequest,
+  type ToolCall,
+  type ToolCallRecord,
+  type ToolContext,
+  type ToolEnvelope,
+  type ToolErrorType,
+  type ToolEvent,
+  type TokenUsage,
 } from "./types.js";
 
 export interface ExecutorOptions {
@@ -61,6 +63,8 @@ export interface PendingToolCall {
   repairs: string[];
   /** Present once a person has been asked; absent while the call waits on a dependency. */
   approval?: ApprovalRequest;
+  /** A call that paused on approvals of its own (a sub-agent's): what they are, and its state to resume. */
+  nested?: { requests: ApprovalRequest[]; state: unknown };
   /** Identical calls of the same response that share this call's result. */
   duplicateIds: string[];
 }
@@ -89,7 +93,7 @@ export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptio
     else units.push(plan.unit);
   }
   const decide = (unit: Unit) => askGate(unit, options, scope);
-  return collect(calls, finished, await schedule(units, decide, options, scope));
+  return collect(calls, finished, await schedule(units, decide, callHandlerOf, options, scope));
 }
 
 /** Continue a paused step: approved calls run, denied ones get `denied`, waiting ones stay pending. */
@@ -112,9 +116,20 @@ export async function resumeToolCalls(
     if (decision && decision.argumentsHash === argumentsHash(unit.arguments)) return decision;
     return unit.approval ? "pending" : askGate(unit, options, scope);
   };
+  // A call that paused on approvals of its own continues from its state, with the same decisions.
+  const invoke: Invoke = (unit, context) => {
+    const { resume } = unit.tool.definition;
+    if (!unit.nested) return callHandlerOf(unit, context);
+    if (!resume) throw new Error(`'${unit.tool.definition.name}' paused but cannot be resumed.`);
+    return resume(unit.nested.state, decisions, context);
+  };
   const calls = pending.flatMap((waiting) => [waiting.call, ...waiting.duplicateIds.map((id) => ({ ...waiting.call, id }))]);
-  return collect(calls, finished, await schedule(units, decide, options, scope));
+  return collect(calls, finished, await schedule(units, decide, invoke, options, scope));
 }
+
+type Invoke = (unit: Unit, context: ToolContext) => unknown;
+// The handler gets its own copy: what it does to its arguments must not change the recorded ones.
+const callHandlerOf: Invoke = (unit, context) => unit.tool.definition.handler(structuredClone(unit.arguments), context);
 
 export function argumentsHash(args: Record<string, unknown>): string {
   return createHash("sha256").update(canonicalJson(args)).digest("hex");
@@ -188,6 +203,7 @@ type UnitResult = { record: ToolCallRecord } | { pending: PendingToolCall };
 async function schedule(
   units: Unit[],
   decide: (unit: Unit) => Promise<ApprovalDecision | "pending">,
+  invoke: Invoke,
   options: ExecutorOptions,
   scope: RunScope,
 ): Promise<Map<Unit, UnitResult>> {
@@ -210,7 +226,8 @@ async function schedule(
     }
 
     let approval: ApprovalDecision | undefined;
-    if (unit.tool.definition.dangerous) {
+    // A paused call's own decision was made before it first ran; what it waits for now is decided inside it.
+    if (unit.tool.definition.dangerous && !unit.nested) {
       const refuse = (by: string, reason: string): ApprovalDecision => ({ approved: false, by, reason, argumentsHash: argumentsHash(unit.arguments) });
       // A question nobody answers must not outlive a cancelled run.
       const decision = await settleOrCancel(decideInTurn(unit), scope.signal, () => refuse("cancelled", "the run was cancelled")).catch((error: unknown) =>
@@ -229,7 +246,9 @@ async function schedule(
       if (scope.signal?.aborted) {
         return { record: { ...errorRecord(unit.call, "execution_error", CANCELLED, options), arguments: unit.arguments, repairs: unit.repairs, ...(approval ? { approval } : {}) } };
       }
-      return { record: await runWithTimeout(unit, options, scope, approval) };
+      const ran = await runWithTimeout(unit, invoke, options, scope, approval);
+      if (ran instanceof ToolPause) return { pending: { ...toPending(unit), nested: { requests: ran.requests, state: ran.state } } };
+      return { record: ran };
     } finally {
       release();
     }
@@ -239,8 +258,8 @@ async function schedule(
   return new Map(entries);
 }
 
-function toPending({ call, arguments: args, repairs, duplicateIds, approval }: Unit): PendingToolCall {
-  return { call, arguments: args, repairs, duplicateIds, ...(approval ? { approval } : {}) };
+function toPending({ call, arguments: args, repairs, duplicateIds, approval, nested }: Unit): PendingToolCall {
+  return { call, arguments: args, repairs, duplicateIds, ...(approval ? { approval } : {}), ...(nested ? { nested } : {}) };
 }
 
 async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): Promise<ApprovalDecision | "pending"> {
@@ -281,7 +300,7 @@ function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, resul
 type Outcome = { kind: "returned"; data: unknown } | { kind: "threw"; error: unknown } | { kind: "timeout" } | { kind: "cancelled" };
 
 /** The timeout races the handler: the run moves on even if a handler ignores its signal. */
-async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord> {
+async function runWithTimeout(unit: Unit, invoke: Invoke, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord | ToolPause> {
   const { tool, call } = unit;
   const name = tool.definition.name;
   const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -290,7 +309,7 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
   let signal: AbortSignal | undefined;
   let ended = false;
   let usage: TokenUsage | undefined;
-  const context = {
+  const context: ToolContext = {
     sessionId: scope.sessionId,
     userId: scope.userId,
     runId: scope.runId,
@@ -315,12 +334,13 @@ async function runWithTimeout(unit: Unit, options: ExecutorOptions, scope: RunSc
   scope.emit?.({ type: "tool_start", runId: scope.runId, toolCallId: call.id, name, arguments: unit.arguments });
 
   const started = performance.now();
-  const handled = callHandler(() => tool.definition.handler(structuredClone(unit.arguments), context));
+  const handled = callHandler(() => invoke(unit, context));
   const outcome = await settleOrCancel(withTimeout(handled, timeoutMs), scope.signal, (): Outcome => ({ kind: "cancelled" }));
   if (outcome.kind === "timeout" || outcome.kind === "cancelled") {
     ended = true;
     controller?.abort();
   }
+  if (outcome.kind === "returned" && outcome.data instanceof ToolPause) return outcome.data;
   const durationMs = performance.now() - started;
 
   const dangerous = tool.definition.dangerous === true;

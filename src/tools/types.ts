@@ -33,8 +33,13 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   description: string;
   /** JSON Schema of the arguments object. */
   parameters: JsonSchema;
-  /** Returns any JSON-serialisable value; a throw becomes an `execution_error` for the model. */
+  /**
+   * Returns any JSON-serialisable value; a throw becomes an `execution_error` for the model. A tool
+   * that runs an agent of its own may return a ToolPause instead: the run stops until people decide.
+   */
   handler: (args: Args, context: ToolContext) => unknown;
+  /** Continues a call that returned a ToolPause, with the decisions people made (by tool_call_id). */
+  resume?: (state: unknown, decisions: Record<string, ApprovalDecision>, context: ToolContext) => unknown;
   /** A dangerous tool never runs without a human's decision. */
   dangerous?: boolean;
   /** Per-call time limit in ms (default 10 s). */
@@ -122,6 +127,18 @@ export interface ApprovalDecision {
  * when a person will decide later (chat buttons): the run then stops and is resumed with the decision.
  */
 export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision | "pending">;
+
+/**
+ * A tool's call waits for people: the approvals of calls made inside it (a sub-agent's dangerous
+ * calls). The run stops with this call pending; `state` (plain data, stored with the run) is handed
+ * back to the tool's `resume` once they have decided.
+ */
+export class ToolPause {
+  constructor(
+    readonly requests: ApprovalRequest[],
+    readonly state: unknown,
+  ) {}
+}
 
 /** Progress from the tool engine, forwarded by the loop as agent events. */
 export type ToolEvent =
