@@ -3,15 +3,11 @@
  * and requested ones, and list_tools, in registry order, deterministically. Ranking is checked on
  * the benchmark's 60 realistic tools (bench/fixtures/tools-60.ts).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RunState } from "../src/agent/run.js";
 import { emptyUsage } from "../src/agent/types.js";
 import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry, ToolDefinitionError } from "../src/tools/registry.js";
-import { cosine, gloveVectors, readWordVectors, type WordVectors } from "../src/tools/embeddings.js";
 import { wordNet } from "../src/tools/lexicon.js";
 import { createToolSelector, formatsOf, LIST_TOOLS, stem, terms, type SelectionRun } from "../src/tools/selection.js";
 import type { AnyTool, ToolSpec } from "../src/tools/types.js";
@@ -209,73 +205,6 @@ describe("above the threshold", () => {
   it("refuses a registry that already has a list_tools", () => {
     const tools = [...plainTools(21), plainTool(LIST_TOOLS)];
     expect(() => createToolSelector(createToolRegistry(tools))).toThrow(ToolDefinitionError);
-  });
-});
-
-describe("word vectors", () => {
-  const directory = mkdtempSync(join(tmpdir(), "glassbox-vectors-"));
-  afterAll(() => rmSync(directory, { recursive: true, force: true }));
-  /** A file in the package's format: the word list, then each word's vector, its norm and its rank. */
-  const writeVectors = (entries: Array<[string, number[]]>) => {
-    const file = join(directory, `vectors-${entries.length}-${entries[0]?.[0].length ?? 0}.json`);
-    const vectors = Object.fromEntries(entries.map(([word, vector], rank) => [word, [...vector, Math.hypot(...vector), rank]]));
-    writeFileSync(file, JSON.stringify({ precision: 8, dimensions: 100, words: entries.map(([word]) => word), vectors, unkVector: [] }));
-    return file;
-  };
-  const axis = (index: number, value = 1) => Array.from({ length: 100 }, (_, position) => (position === index ? value : 0));
-
-  it("reads a file in the package's format: unit vectors by word, rank by order, odd entries skipped", () => {
-    const file = writeVectors([
-      ["the", axis(0, 3)],
-      [",", axis(1)], // punctuation: no vector
-      ['\\"', axis(2)], // an escaped entry is stepped over, not misread
-      ["courier", [...axis(3, 2).slice(0, 99), 1.5e-1]],
-      ["Paris", axis(4)], // not lowercase: skipped
-      ["carrier", axis(3, 7e-1)],
-    ]);
-    const vectors = readWordVectors(file) as WordVectors;
-    expect(vectors.size).toBe(3);
-    expect([vectors.rank("the"), vectors.rank("courier"), vectors.rank("carrier"), vectors.rank("Paris"), vectors.rank(",")]).toEqual([0, 1, 2, undefined, undefined]);
-    const courier = vectors.vector("courier") as Float32Array;
-    expect(cosine(courier, courier)).toBeCloseTo(1, 5);
-    expect(courier[3]).toBeCloseTo(2 / Math.hypot(2, 0.15), 5); // the exponent read as such
-    expect(cosine(courier, vectors.vector("carrier") as Float32Array)).toBeCloseTo(2 / Math.hypot(2, 0.15), 5);
-    expect(readWordVectors(file, 2)?.size).toBe(2); // only the commonest words
-  });
-
-  it("reads nothing from a missing or malformed file", () => {
-    expect(readWordVectors(join(directory, "missing.json"))).toBeUndefined();
-    const broken = join(directory, "broken.json");
-    writeFileSync(broken, '{"words":["a"]}');
-    expect(readWordVectors(broken)).toBeUndefined();
-  });
-
-  it("the package's GloVe vectors put words used alike close together", () => {
-    const vectors = gloveVectors() as WordVectors;
-    expect(vectors.size).toBeGreaterThan(90_000);
-    expect(vectors.rank("the")).toBe(0);
-    const similarity = (a: string, b: string) => cosine(vectors.vector(a) as Float32Array, vectors.vector(b) as Float32Array);
-    expect(similarity("courier", "carrier")).toBeGreaterThan(similarity("courier", "invoice"));
-    expect(similarity("chilly", "temperature")).toBeGreaterThan(similarity("chilly", "deploy"));
-    expect(vectors.vector("tmrw")).toBeUndefined(); // rare spellings have none
-  });
-
-  it("finds a tool through a word neither the tools nor WordNet relate to it (celsius: temperature)", () => {
-    // No tool says "celsius", and WordNet only knows the astronomer; in the vectors it sits by "temperature".
-    const request = "what's 72F in celsius";
-    const withVectors = createToolSelector(registry60);
-    const without = createToolSelector(registry60, { loadWordVectors: () => undefined });
-    expect(names(withVectors.selectForRun(userRun(request)))).toContain("convert_units");
-    expect(withVectors.rank(request).slice(0, 3)).toContain("convert_units");
-    expect(without.rank(request)).toEqual([]);
-    expect(names(without.selectForRun(userRun(request)))).toEqual([LIST_TOOLS]);
-  });
-
-  it("adds no tool when the request is as close to every tool (a closeness all share tells nothing)", () => {
-    // 21 tools alike ("Does tool 3."): each as close to the request as the next, so none is picked.
-    const selector = createToolSelector(createToolRegistry(plainTools(21)), { threshold: 20 });
-    expect(names(selector.select({ text: "nothing in common" }))).toEqual([LIST_TOOLS]);
-    expect(selector.rank("nothing in common")).toEqual([]);
   });
 });
 

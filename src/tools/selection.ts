@@ -30,8 +30,6 @@ export interface ToolSelectorOptions {
    * about 5 tokens a tool on every call, so a model can ask for a tool the ranking missed.
    */
   nameEveryTool?: boolean;
-  /** The word vectors, loaded on the first ranking that needs them (default: GloVe, gloveVectors); undefined to rank without. */
-  loadWordVectors?: () => WordVectors | undefined;
 }
 
 export interface SelectionQuery {
@@ -83,12 +81,11 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const threshold = options.threshold ?? DEFAULT_THRESHOLD;
   const limit = options.limit ?? DEFAULT_LIMIT;
   const definitions = registry.list().map(({ definition }) => definition);
-  const loadWordVectors = options.loadWordVectors ?? gloveVectors;
   if (definitions.length <= threshold) {
-    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank: createRanker(definitions, wordNet(), loadWordVectors) };
+    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank: createRanker(definitions) };
   }
 
-  const rank = createRanker(definitions, wordNet(), loadWordVectors);
+  const rank = createRanker(definitions);
   /** What list_tools answers for a query, and so what it makes available: named tools first, then the best matches. */
   const matches = (query: string): string[] => {
     const named = query.split(/[^a-zA-Z0-9_-]+/).filter((word) => registry.get(word) !== undefined);
