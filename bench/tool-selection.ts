@@ -9,13 +9,11 @@
  *    development set (the ranker was changed looking at its misses) and on the held-out set
  *    (written before the ranker changes, and not looked at while making them); also recall and
  *    tokens for other limits.
- * 3. Time of one select() call, of building the selector (the BM25 index and the registry), and
- *    of loading the word vectors (once per process, on the first call).
+ * 3. Time of one select() call, and of building the selector (the BM25 index and the registry).
  */
 import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
 import { renderForModel } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import { gloveVectorsFile, readWordVectors } from "../src/tools/embeddings.js";
 import { createToolSelector, LIST_TOOLS, type SelectionRun, type ToolSelector } from "../src/tools/selection.js";
 import { heldOutTasks, selectionTasks, type SelectionTask } from "./fixtures/selection-tasks.js";
 import { tools60 } from "./fixtures/tools-60.js";
@@ -63,7 +61,6 @@ const benchmark: Benchmark = {
     });
     const timing = measureTime(selector);
     const build = measureBuild();
-    const vectors = measureVectorLoad();
     const listing = await listingSize(selector);
     const listToolsTokens = counter.tools(selector.tools.specs().filter((spec) => spec.function.name === LIST_TOOLS));
 
@@ -86,7 +83,6 @@ const benchmark: Benchmark = {
       { label: "select() per call (request of one message)", value: timing.short, unit: "µs" },
       { label: "select() per call (request + 4 longer messages)", value: timing.long, unit: "µs" },
       { label: "createToolSelector (index + registry with list_tools)", value: build, unit: "ms" },
-      { label: `word vectors: load on first use (${vectors.words} words)`, value: vectors.milliseconds, unit: "ms" },
       { label: "list_tools without a query: the result's size", value: listing, unit: "chars" },
     ];
     const targets: Target[] = [
@@ -109,8 +105,7 @@ const benchmark: Benchmark = {
     return {
       notes: [
         `first call of each run: the query is the request alone; tokens counted with o200k_base over the specs sent`,
-        `recall = needed tools present in the selection / needed tools; development set: the ranker was changed looking at its misses (it includes the first and second held-out sets, each seen since)`,
-        `held-out set: the third, written for the second round of issue 7 before its ranker changes (GloVe word vectors) and without running the selector on it; the figure of the round's first bench run (8c70c0d + bench notes) is its blind figure, and it is no longer blind for any later ranker change`,
+        `recall = needed tools present in the selection / needed tools; development set: the ranker was changed looking at its misses (it includes the first held-out set, seen since); held-out set: written for issue 7 before the ranker changes (WordNet lexicon, identifier formats, next steps, limit 12) and not looked at while making them`,
         `select() time: ${WARMUP_PASSES} warm-up + ${PASSES_PER_ROUND} timed passes over every request per round, ${MEASURED_ROUNDS} rounds`,
       ],
       rows,
@@ -126,8 +121,6 @@ const benchmark: Benchmark = {
         limits,
         selectMicroseconds: timing,
         buildMilliseconds: build,
-        vectorLoadMilliseconds: vectors.milliseconds,
-        vectorWords: vectors.words,
         listingChars: listing,
         development,
         heldOut,
@@ -184,15 +177,6 @@ function measureTime(selector: ToolSelector) {
     return statsOf(rounds);
   };
   return { short: perCall(short), long: perCall(long) };
-}
-
-/** Milliseconds to read the word vectors afresh (what the first select() in a process pays), and how many words. */
-function measureVectorLoad() {
-  const file = gloveVectorsFile();
-  if (!file) return { milliseconds: Number.NaN, words: 0 };
-  const started = performance.now();
-  const vectors = readWordVectors(file);
-  return { milliseconds: performance.now() - started, words: vectors?.size ?? 0 };
 }
 
 function measureBuild() {

