@@ -1,18 +1,16 @@
 /**
  * Dynamic tool selection. With more tools registered than a threshold, each model call is sent
  * only the tools that fit the conversation (BM25 over names, descriptions, parameters and the
- * shapes of parameter examples; a word no tool uses is read through the WordNet lexicon and stands
- * for the tool words nearest to it in GloVe word vectors; the closeness of the request's vector to
- * each tool's adds to its score), the tools that the two best ones lead to, every tool the run has
- * already called, and `list_tools`, through which the model can see all the others. The executor
- * still accepts any registered tool, so a tool not sent can still be called.
+ * shapes of parameter examples; a word no tool uses is read through the WordNet lexicon), the tools
+ * that the two best ones lead to, every tool the run has already called, and `list_tools`, through
+ * which the model can see all the others. The executor still accepts any registered tool, so a
+ * tool not sent can still be called.
  *
  * Everything is derived from the run's plain data (its messages and tool calls), so a paused and
  * resumed run selects exactly as it would have without the pause.
  */
 import { isPlainObject } from "./args.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
-import { cosine, gloveVectors, type WordVectors } from "./embeddings.js";
 import { wordNet, type Lexicon, type Relation } from "./lexicon.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 
@@ -266,36 +264,8 @@ interface WeightedTerm {
 
 const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT, FORMAT_WEIGHT];
 
-/**
- * A query word the tools do not use also stands for the tool words closest to it in the word
- * vectors ("courier": carrier), at most this many, from this cosine up; their weight rises from 0
- * there to the maximum at cosine 1.
- */
-const SIMILAR_COUNT = 5;
-const SIMILAR_MINIMUM = 0.5;
-const SIMILAR_WEIGHT = 0.6;
-/**
- * Words among the commonest this many in English ("back", "instead", "new") are too general to be
- * reached by similarity; a query word among the commonest 300 is too general to reach any.
- */
-const COMMON_TOOL_WORDS = 3_000;
-const COMMON_QUERY_WORDS = 300;
-/**
- * The request's closeness to a tool, the cosine of their vectors, adds to the tool's score from
- * this cosine or the tools' mean cosine up, whichever is higher, rising to this weight at 1 (a word
- * matched in a description adds about 1 to 5).
- */
-const CLOSENESS_MINIMUM = 0.4;
-const CLOSENESS_WEIGHT = 2;
-/** Smooth inverse frequency: a word's part in a text's vector is a / (a + its frequency). */
-const SPECIFICITY_SMOOTHING = 1e-4;
-
 /** Built once: a function ranking the tools against a text. */
-function createRanker(
-  definitions: AnyTool[],
-  lexicon: Lexicon | undefined = wordNet(),
-  loadVectors: () => WordVectors | undefined = gloveVectors,
-): (text: string) => string[] {
+function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wordNet()): (text: string) => string[] {
   const documents = definitions.map(documentOf);
   const count = Math.max(documents.length, 1);
   // Per field: its average length and each term's document frequency.
@@ -312,12 +282,11 @@ function createRanker(
   });
   const vocabulary = [...new Set(statistics.flatMap(({ frequency }) => [...frequency.keys()]))];
   const known = new Set(vocabulary);
-  const semantics = createSemantics(definitions, loadVectors);
   const expansions = new Map<string, WeightedTerm[]>();
   const expand = (word: string): WeightedTerm[] => {
     let related = expansions.get(word);
     if (!related) {
-      related = expandWord(word, known, vocabulary, lexicon, semantics.similar);
+      related = expandWord(word, known, vocabulary, lexicon);
       if (expansions.size >= EXPANSION_CACHE_LIMIT) expansions.clear();
       expansions.set(word, related);
     }
@@ -349,11 +318,8 @@ function createRanker(
       }
       for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (best[position] as number);
     };
-    const queryWords = [...new Set(words(text))];
-    for (const word of queryWords) add(expand(word));
+    for (const word of new Set(words(text))) add(expand(word));
     for (const format of formatsOf(text)) add([{ term: format, weight: 1 }]);
-    const closeness = semantics.closeness(queryWords);
-    if (closeness) for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (closeness[position] as number);
     return documents
       .map((document, position) => ({ name: document.name, score: scores[position] as number, position }))
       .filter((entry) => entry.score > 0)
@@ -366,13 +332,7 @@ function createRanker(
  * The terms a query word stands for: its stem when a tool uses it; otherwise the words it begins
  * or that begin it ("doc" for "document", "euros" for "eur"); and the words the lexicon relates to it.
  */
-function expandWord(
-  word: string,
-  known: Set<string>,
-  vocabulary: string[],
-  lexicon: Lexicon | undefined,
-  similar: (word: string) => WeightedTerm[],
-): WeightedTerm[] {
+function expandWord(word: string, known: Set<string>, vocabulary: string[], lexicon: Lexicon | undefined): WeightedTerm[] {
   const found = new Map<string, number>();
   const add = (term: string, weight: number) => {
     if (known.has(term) && weight > (found.get(term) ?? 0)) found.set(term, weight);
@@ -393,99 +353,7 @@ function expandWord(
       for (const relatedTerm of terms(relatedWord)) add(relatedTerm, weight);
     }
   }
-  // the word vectors fill gaps too: tool words used in the same contexts ("courier": carrier)
-  if (stemmed.length > 0 && !stemmed.every((stemmedTerm) => known.has(stemmedTerm))) {
-    for (const { term: similarTerm, weight } of similar(word)) add(similarTerm, weight);
-  }
   return [...found].map(([term, weight]) => ({ term, weight }));
-}
-
-/**
- * What the word vectors tell about a request. `similar`: the tool words closest to a query word,
- * weighted by cosine (a tool word's vector is the mean of the words written in the tools that stem
- * to it: "schedules", "scheduled"). `closeness`: per tool, the cosine between the request's vector
- * and the tool's (sums of their words' vectors, common words counting less), mapped to a score.
- * The vectors are loaded on the first request that needs them.
- */
-function createSemantics(definitions: AnyTool[], loadVectors: () => WordVectors | undefined) {
-  let table:
-    | { vectors: WordVectors; terms: Array<{ term: string; vector: Float32Array }>; tools: Float32Array[] }
-    | null
-    | undefined;
-  const prepare = () => {
-    const vectors = loadVectors();
-    if (!vectors) return null;
-    const surfaces = new Map<string, Set<string>>();
-    const toolWords = definitions.map((tool) => {
-      const fields = [tool.name.replace(/_/g, " "), tool.description, parameterText(tool.parameters)].map(words);
-      for (const word of fields.flat()) {
-        const term = stem(word);
-        if (!STOPWORDS.has(term)) surfaces.set(term, (surfaces.get(term) ?? new Set()).add(word));
-      }
-      return fields;
-    });
-    const terms = [...surfaces].flatMap(([term, forms]) => {
-      if ([...forms].some((form) => (vectors.rank(form) ?? Infinity) < COMMON_TOOL_WORDS)) return [];
-      const vector = sumOf([...forms].map((form) => ({ word: form, weight: 1 })), vectors);
-      return vector ? [{ term, vector }] : [];
-    });
-    const tools = toolWords.map(
-      (fields) =>
-        sumOf(fields.flatMap((fieldWords, field) => fieldWords.map((word) => ({ word, weight: (FIELD_WEIGHTS[field] ?? 1) * specificity(word, vectors) }))), vectors) ??
-        new Float32Array(vectors.dimensions),
-    );
-    return { vectors, terms, tools };
-  };
-  const load = () => {
-    if (table === undefined) table = prepare();
-    return table;
-  };
-  const similar = (word: string): WeightedTerm[] => {
-    const loaded = load();
-    const query = loaded?.vectors.vector(word);
-    if (!loaded || !query || (loaded.vectors.rank(word) ?? 0) < COMMON_QUERY_WORDS) return [];
-    return loaded.terms
-      .map(({ term, vector }) => ({ term, similarity: cosine(query, vector) }))
-      .filter(({ similarity }) => similarity >= SIMILAR_MINIMUM)
-      .sort((a, b) => b.similarity - a.similarity || (a.term < b.term ? -1 : 1))
-      .slice(0, SIMILAR_COUNT)
-      .map(({ term, similarity }) => ({ term, weight: (SIMILAR_WEIGHT * (similarity - SIMILAR_MINIMUM)) / (1 - SIMILAR_MINIMUM) }));
-  };
-  const closeness = (queryWords: string[]): number[] | undefined => {
-    const loaded = load();
-    if (!loaded) return undefined;
-    const query = sumOf(queryWords.map((word) => ({ word, weight: specificity(word, loaded.vectors) })), loaded.vectors);
-    if (!query) return undefined;
-    // only closer than the tools are on average: a closeness all tools share tells nothing
-    const cosines = loaded.tools.map((tool) => cosine(query, tool));
-    const floor = Math.max(CLOSENESS_MINIMUM, cosines.reduce((sum, value) => sum + value, 0) / cosines.length);
-    return cosines.map((value) => (Math.max(0, value - floor) / (1 - floor)) * CLOSENESS_WEIGHT);
-  };
-  return { similar, closeness };
-}
-
-/** The normalised weighted sum of the words' vectors; undefined when none has one. */
-function sumOf(weighted: Array<{ word: string; weight: number }>, vectors: WordVectors): Float32Array | undefined {
-  const sum = new Float32Array(vectors.dimensions);
-  let any = false;
-  for (const { word, weight } of weighted) {
-    const vector = vectors.vector(word);
-    if (!vector || weight <= 0) continue;
-    any = true;
-    for (let index = 0; index < sum.length; index++) sum[index] = (sum[index] as number) + weight * (vector[index] as number);
-  }
-  const norm = Math.sqrt(cosine(sum, sum));
-  if (!any || norm === 0) return undefined;
-  for (let index = 0; index < sum.length; index++) sum[index] = (sum[index] as number) / norm;
-  return sum;
-}
-
-/** How much a word says, from how common it is (smooth inverse frequency, frequency from rank by Zipf's law). */
-function specificity(word: string, vectors: WordVectors): number {
-  const rank = vectors.rank(word);
-  if (rank === undefined) return 0;
-  const probability = 1 / ((rank + 1) * Math.log(vectors.size));
-  return SPECIFICITY_SMOOTHING / (SPECIFICITY_SMOOTHING + probability);
 }
 
 /** The words of a text as written, lowercase: what the lexicon looks up. */
