@@ -3,7 +3,10 @@
 // Approve / Deny buttons; a click by the right person decides it once and resumes the run — also
 // after the bot restarted; anything else (another person, a second click, a stale or expired
 // button) changes nothing.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { ChatCompletionRequestBody, ScriptedReply } from "../src/testing/scripted-model-server.js";
 import {
   agentFor,
   APPROVE,
@@ -24,6 +27,7 @@ import {
   startHarness,
   startModel,
   startSlack,
+  tempDir,
   tempPaths,
   toolCall,
   toolResults,
@@ -290,6 +294,45 @@ describe("Slack approvals", () => {
     const resumed = sentMessages(model, 1);
     expect(resumed.some((m) => m.role === "user" && String(m.content).includes(`cancel order ${CANCELLABLE_ORDER}`))).toBe(true);
     expectValidProtocol(resumed, "after the restart");
+  });
+
+  it("a specialist's dangerous call asks in the thread; a click after a restart finishes the specialist and the answer lands", async () => {
+    // A clerk specialist with the shop's cancel_order; the main agent hands it the task.
+    const agentsFile = join(tempDir(), "agents.json");
+    writeFileSync(agentsFile, JSON.stringify({ agents: { clerk: { description: "Cancels orders.", systemPrompt: "You are the CLERK.", tools: ["cancel_order"] } } }));
+    const lastTool = (body: ChatCompletionRequestBody) => String(body.messages.findLast((m) => m.role === "tool")?.content ?? "");
+    const script = (body: ChatCompletionRequestBody): ScriptedReply => {
+      const done = body.messages.some((m) => m.role === "tool");
+      if (String(body.messages[0]?.content).includes("CLERK")) {
+        return done ? { content: `clerk: ${(JSON.parse(lastTool(body)) as { data?: { status?: string } }).data?.status}` } : { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify({ order_id: CANCELLABLE_ORDER, reason: "ordered twice" }) }] };
+      }
+      return done ? { content: `Done — ${(JSON.parse(lastTool(body)) as { data: { answer: string } }).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: JSON.stringify({ task: `Cancel order ${CANCELLABLE_ORDER}` }) }] };
+    };
+    const fake = await startSlack();
+    const model = await startModel(script);
+    const paths = tempPaths();
+    const { log } = memoryLogger();
+    const env = { GLASSBOX_AGENTS: agentsFile };
+
+    const first = await agentFor(model, paths, log, env);
+    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.store, log });
+    const ts = fake.nextTs();
+    await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
+    const approval = await waitForApproval(fake, CHANNEL, ts);
+    expect(visibleText(approval.message)).toContain("cancel_order");
+    await a.conversations.idle();
+    expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
+    await a.stop();
+    first.agent.store.close();
+
+    const second = await agentFor(model, paths, log, env);
+    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
+    const clicked = await fake.sendBlockAction(b.eventsUrl as string, { userId: "U1", channel: CHANNEL, messageTs: approval.ts, actionId: APPROVE, value: approval.id });
+    expect(clicked.status).toBe(200);
+    await waitForBotMessage(fake, CHANNEL, ts, "Done — clerk: cancelled");
+    await b.conversations.idle();
+    expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
+    expect(visibleText(messageAt(fake, CHANNEL, approval.ts))).toContain("Approved by <@U1>");
   });
 
   it("an approval that ran out while the bot was down expires when it starts again", async () => {
