@@ -4,6 +4,7 @@
  * memory in the store. A dangerous call pauses its run: the approval is written to SQLite and shown
  * by the adapter; a person's click (after a restart too) resumes the run from the store.
  */
+import { approvalsAwaited } from "../tools/executor.js";
 import type { ApprovalDecision } from "../tools/types.js";
 import type { Approval, DecisionOutcome } from "./approvals.js";
 import { createApprovalBook } from "./approvals.js";
@@ -123,8 +124,7 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
   /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
   async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
     if (result.paused) {
-      const requests = result.paused.pending.flatMap((call) => call.nested?.requests ?? (call.approval ? [call.approval] : []));
-      for (const approval of book.open(requests, ttlSeconds)) {
+      for (const approval of book.open(approvalsAwaited(result.paused.pending), ttlSeconds)) {
         if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
         const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
         if (messageRef) book.attachMessage(approval.id, messageRef);

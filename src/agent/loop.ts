@@ -4,7 +4,7 @@
  * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
  */
 import { randomUUID } from "node:crypto";
-import { executeToolCalls, newToolRunState, resumeToolCalls, type ExecutorOptions, type PendingToolCall, type RunScope } from "../tools/executor.js";
+import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, type ExecutorOptions, type PendingToolCall, type RunScope } from "../tools/executor.js";
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
@@ -162,7 +162,7 @@ function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
 }
 
 function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): RunResult {
-  const waitingFor = pending.flatMap((call) => call.nested?.requests.map((request) => request.toolName) ?? (call.approval ? [call.call.function.name] : []));
+  const waitingFor = approvalsAwaited(pending).map((request) => request.toolName);
   const paused: PausedRun = { ...structuredClone(run), finished, pending };
   return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, { paused });
 }

@@ -5,6 +5,7 @@
  * tokens count toward that run, and its dangerous calls ask the same person.
  */
 import { isPlainObject } from "../tools/args.js";
+import { approvalsAwaited } from "../tools/executor.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ToolPause, type AnyTool, type ApprovalDecision, type ToolContext } from "../tools/types.js";
 import { configurationError } from "./errors.js";
@@ -136,8 +137,7 @@ function configFor(definition: AgentDefinition, factory: SpecialistFactory, cont
  */
 function outcomeOf(result: RunResult, context: ToolContext): unknown {
   if (result.stopReason === "awaiting_approval" && result.paused) {
-    const requests = result.paused.pending.flatMap((call) => call.nested?.requests ?? (call.approval ? [call.approval] : []));
-    return new ToolPause(requests, { paused: result.paused } satisfies SpecialistPause);
+    return new ToolPause(approvalsAwaited(result.paused.pending), { paused: result.paused } satisfies SpecialistPause);
   }
   context.reportUsage?.(result.usage);
   if (result.stopReason === "error") throw new Error(result.output);

@@ -131,6 +131,11 @@ type Invoke = (unit: Unit, context: ToolContext) => unknown;
 // The handler gets its own copy: what it does to its arguments must not change the recorded ones.
 const callHandlerOf: Invoke = (unit, context) => unit.tool.definition.handler(structuredClone(unit.arguments), context);
 
+/** What a paused step waits for: the approvals of its own calls and of the calls inside paused tools. */
+export function approvalsAwaited(pending: PendingToolCall[]): ApprovalRequest[] {
+  return pending.flatMap((call) => call.nested?.requests ?? (call.approval ? [call.approval] : []));
+}
+
 export function argumentsHash(args: Record<string, unknown>): string {
   return createHash("sha256").update(canonicalJson(args)).digest("hex");
 }
