@@ -20,6 +20,9 @@ async function start(): Promise<void> {
 
   // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
   agent.store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
+  // Runs left `running` by a process that was killed would say so forever; they were interrupted.
+  const interrupted = agent.store.interruptOrphanedRuns();
+  if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
     const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
@@ -46,6 +49,7 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
   const log = createLogger({ level: "warn" });
   const problem = modelProblem(config);
   const store = openStore(config.databasePath);
+  store.interruptOrphanedRuns();
   const agent = problem ? undefined : await createAgentConfig(config, log, { store });
   const web = await startWebServer({
     agent,

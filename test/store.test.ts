@@ -1,6 +1,7 @@
 // The SQLite store on a real file: migrations, pragmas, exact message round trips, transactions,
 // session epochs, listings, event claims across connections, and facts with FTS5.
 import { spawn } from "node:child_process";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -175,6 +176,35 @@ describe("sessions and runs", () => {
     const run = store.db.prepare("SELECT status, output, steps, prompt_tokens, completion_tokens, error, ended_at FROM runs WHERE id = 'run_a2'").get();
     expect(run).toMatchObject({ status: "error", output: "failed", steps: 1, prompt_tokens: 50, completion_tokens: 0, error: '{"code":"model_unavailable"}' });
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
+  });
+});
+
+describe("runs of a process that died", () => {
+  it("interruptOrphanedRuns() marks a dead process's running runs interrupted, never a live one's or a finished run", async () => {
+    const path = databasePath();
+    const store = openTestStore(path);
+    // A real process that has exited: its pid is free.
+    const child = spawn(process.execPath, ["-e", ""]);
+    const deadPid = child.pid as number;
+    await new Promise((resolve) => child.once("exit", resolve));
+    const start = (runId: string) => store.startRun({ runId, sessionId: "cli:runs", userId: "U1", input: "hi" });
+    start("run_dead");
+    start("run_live");
+    start("run_done");
+    start("run_other_host");
+    start("run_old");
+    const host = hostname();
+    const setOwner = store.db.prepare("UPDATE runs SET owner = ? WHERE id = ?");
+    setOwner.run(`${host}:${deadPid}`, "run_dead");
+    setOwner.run("some-other-host:1", "run_other_host");
+    setOwner.run(null, "run_old"); // from before owners were recorded
+    store.endRun({ runId: "run_done", status: "final", output: "ok", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+
+    expect(store.interruptOrphanedRuns()).toBe(2);
+    const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
+    expect(["run_dead", "run_live", "run_done", "run_other_host", "run_old"].map((id) => statusOf.get(id))).toEqual(["interrupted", "running", "final", "running", "interrupted"]);
+    expect(store.db.prepare("SELECT ended_at FROM runs WHERE id = 'run_dead'").pluck().get()).toEqual(expect.any(String));
+    expect(store.interruptOrphanedRuns()).toBe(0);
   });
 });
 

@@ -4,6 +4,7 @@
  * committed before the call returns, so a crash loses nothing that was acknowledged.
  */
 import { mkdirSync } from "node:fs";
+import { hostname } from "node:os";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { RunResult } from "./run.js";
@@ -193,6 +194,11 @@ const MIGRATIONS = [
   ALTER TABLE runs ADD COLUMN parent_tool_call_id TEXT;
   CREATE INDEX runs_by_parent ON runs(parent_run_id);
   `,
+  `
+  -- the process running a run ("host:pid"), so a run whose process died can be told apart
+  ALTER TABLE runs ADD COLUMN owner TEXT;
+  CREATE INDEX runs_by_status ON runs(status);
+  `,
 ];
 
 /** The store's operations; every write is committed before the call returns. */
@@ -224,6 +230,8 @@ export interface Store {
   claim(eventId: string): boolean;
   /** Forgets claims older than a moment (platforms redeliver within minutes, not days); returns how many. */
   pruneClaims(olderThan: Date): number;
+  /** Marks `interrupted` the runs still `running` whose process is gone (killed mid-run); returns how many. */
+  interruptOrphanedRuns(): number;
   /** Changes whenever another connection commits; used to notice writes by another process. */
   dataVersion(): number;
   close(): void;
@@ -248,7 +256,7 @@ export function openStore(path: string): Store {
     resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
     // Idempotent: memory and the trace both start a run they see, whichever is configured.
     insertRun: db.prepare(
-      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
     ),
     endRun: db.prepare(
       "UPDATE runs SET status = @status, output = @output, steps = @steps, prompt_tokens = @promptTokens, completion_tokens = @completionTokens, paused = @paused, error = @error, ended_at = @endedAt WHERE id = @runId",
@@ -281,6 +289,8 @@ export function openStore(path: string): Store {
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
     pruneClaims: db.prepare("DELETE FROM claims WHERE claimed_at < ?"),
+    runningOwners: db.prepare("SELECT DISTINCT owner FROM runs WHERE status = 'running'").pluck(),
+    interrupt: db.prepare("UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running' AND owner IS ?"),
     sessionUsage: db.prepare(
       "SELECT count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens FROM runs WHERE session_id = ? AND parent_run_id IS NULL",
     ),
@@ -302,7 +312,7 @@ export function openStore(path: string): Store {
     startRun(run: RunRecord): boolean {
       return db.transaction(() => {
         statements.upsertSession.run(run.sessionId, now(), now());
-        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null).changes === 1;
+        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null, OWNER).changes === 1;
       })();
     },
     endRun(outcome: RunOutcome): void {
@@ -362,6 +372,10 @@ export function openStore(path: string): Store {
     pruneClaims(olderThan: Date): number {
       return statements.pruneClaims.run(olderThan.toISOString()).changes;
     },
+    interruptOrphanedRuns(): number {
+      const orphaned = (statements.runningOwners.all() as Array<string | null>).filter((owner) => !ownerAlive(owner));
+      return db.transaction(() => orphaned.reduce((count, owner) => count + statements.interrupt.run(now(), owner).changes, 0))();
+    },
     /** Changes whenever another connection commits; used to notice writes by another process. */
     dataVersion(): number {
       return statements.dataVersion.get() as number;
@@ -403,6 +417,25 @@ function ftsQuery(text: string): string {
 const STOPWORDS = new Set(
   "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
 );
+
+/** This process, as the owner of the runs it starts. */
+const OWNER = `${hostname()}:${process.pid}`;
+
+/**
+ * Whether the process that owns a run may still be running it. Another host's processes cannot be
+ * checked, so they count as alive; runs from before owners were recorded (null) as dead.
+ */
+function ownerAlive(owner: string | null): boolean {
+  if (owner === null) return false;
+  const separator = owner.lastIndexOf(":");
+  if (owner.slice(0, separator) !== hostname()) return true;
+  try {
+    process.kill(Number(owner.slice(separator + 1)), 0); // signal 0: only asks whether it exists
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"; // exists, owned by another user
+  }
+}
 
 function migrate(db: Database.Database): void {
   const version = () => db.pragma("user_version", { simple: true }) as number;

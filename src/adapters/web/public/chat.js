@@ -307,6 +307,7 @@ function endRun(view, end, announceIt) {
   else if (end.stopReason === "awaiting_approval") setStatus(view, "Waiting for a decision on the approval below.");
   else if (end.stopReason === "cancelled") view.answer.textContent = "Stopped.";
   else if (end.stopReason === "superseded") setStatus(view, "Ended: a newer message came before the approval was decided.");
+  else if (end.stopReason === "interrupted") setStatus(view, "Interrupted: glassbox stopped while this was running; ask again.");
   else {
     view.answer.textContent = end.output;
     view.answer.classList.add("error");
