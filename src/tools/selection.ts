@@ -478,7 +478,6 @@ function phrasesOf(text: string, lexicon: Lexicon): string[] {
   for (const candidate of candidates) {
     const parts = candidate.split(" ");
     if (parts.every((part) => STOPWORDS.has(part) || PARTICLES.has(part))) continue;
-    if (parts.every((part) => !STOPWORDS.has(part) && !PARTICLES.has(part)) && parts.length === 2 && false) continue;
     if (lexicon.has(candidate)) found.add(candidate);
   }
   return [...found];
