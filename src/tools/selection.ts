@@ -14,6 +14,7 @@ import { createToolRegistry, type ToolRegistry } from "./registry.js";
 import { irregularBase, wordNet, type Lexicon, type Relation } from "./lexicon.js";
 import { expandShorthand } from "./shorthand.js";
 import type { AnyTool, ToolSpec } from "./types.js";
+import type { UsageLearning } from "./usage-learning.js";
 
 export const LIST_TOOLS = "list_tools";
 
@@ -37,6 +38,12 @@ export interface ToolSelectorOptions {
    * about 5 tokens a tool on every call, so a model can ask for a tool the ranking missed.
    */
   nameEveryTool?: boolean;
+  /**
+   * What past runs taught about which tools go with which words (src/tools/usage-learning.ts): its
+   * scores add to the BM25 ones, so a tool the model used for such requests before is ranked even
+   * when no word of its description matches. Read on every call, so runs learned later count.
+   */
+  usage?: UsageLearning;
 }
 
 export interface SelectionQuery {
@@ -93,12 +100,12 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const closeScore = options.closeScore ?? DEFAULT_CLOSE_SCORE;
   const definitions = registry.list().map(({ definition }) => definition);
   if (definitions.length <= threshold) {
-    const scored = createRanker(definitions);
+    const scored = createRanker(definitions, options.usage);
     const rank = (text: string) => scored(text).map(({ name }) => name);
     return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank };
   }
 
-  const scored = createRanker(definitions);
+  const scored = createRanker(definitions, options.usage);
   const rank = (text: string) => scored(text).map(({ name }) => name);
   /** What list_tools answers for a query, and so what it makes available: named tools first, then the best matches. */
   const matches = (query: string): string[] => {
@@ -293,8 +300,9 @@ interface WeightedTerm {
 const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT, FORMAT_WEIGHT];
 
 /** Built once: a function ranking the tools against a text. */
-function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wordNet()): (text: string) => Ranked[] {
+function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexicon: Lexicon | undefined = wordNet()): (text: string) => Ranked[] {
   const documents = definitions.map(documentOf);
+  const positionOf = new Map(documents.map((document, position) => [document.name, position]));
   const count = Math.max(documents.length, 1);
   // Per field: its average length and each term's document frequency.
   const statistics = FIELD_WEIGHTS.map((_, field) => {
@@ -360,6 +368,11 @@ function createRanker(definitions: AnyTool[], lexicon: Lexicon | undefined = wor
     for (const word of new Set(words(plain))) add(expand(word));
     if (lexicon) for (const phrase of phrasesOf(plain, lexicon)) add(expandPhrase(phrase));
     for (const format of formatsOf(text)) add([{ term: format, weight: 1 }]);
+    // what past runs used for such words; a tool no longer registered is passed over
+    for (const [name, learned] of usage?.scores(text) ?? []) {
+      const position = positionOf.get(name);
+      if (position !== undefined) scores[position] = (scores[position] as number) + learned;
+    }
     return documents
       .map((document, position) => ({ name: document.name, score: scores[position] as number, position }))
       .filter((entry) => entry.score > 0)
