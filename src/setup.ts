@@ -17,6 +17,8 @@ import { loadToolModules } from "./tools/load-modules.js";
 import { connectMcpServers, type McpServers } from "./tools/mcp.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 import { createToolSelector } from "./tools/selection.js";
+import { learnAtRunEnd, readUsageHistory } from "./tools/usage-history.js";
+import { createUsageLearning } from "./tools/usage-learning.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
 /** The built-in tools (with memory tools when there is a store), plus those of GLASSBOX_TOOLS, any extra modules and connected MCP servers. */
@@ -87,14 +89,18 @@ export async function createAgentConfig(
     ? createToolRegistry([...baseTools.list().map((tool) => tool.definition), ...createSpecialistTools(agents.agents, () => specialists)])
     : baseTools;
   // Past GLASSBOX_TOOL_SELECTION_THRESHOLD tools, each call is sent only the relevant ones (and list_tools).
-  const selector = createToolSelector(allTools, { threshold: config.toolSelectionThreshold });
+  // It also learns which tools past runs used for which words: the latest runs now, each new one as it ends.
+  const usage = createUsageLearning();
+  const selector = createToolSelector(allTools, { threshold: config.toolSelectionThreshold, usage });
+  if (selector.active) for (const example of readUsageHistory(store.db)) usage.learn(example);
   const tools = selector.tools;
+  const trace = createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate, log });
   const agent: GlassboxAgent = {
     model,
     tools,
     ...(selector.active ? { selectTools: selector.selectForRun } : {}),
     memory,
-    trace: createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate, log }),
+    trace: selector.active ? learnAtRunEnd(trace, store.db, usage) : trace,
     store,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
