@@ -1,0 +1,169 @@
+/**
+ * Selection that learns from past runs: word-tool associations from (request, tools used) pairs,
+ * read from the trace tables as the real store and trace recorder write them.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { AgentEvent } from "../src/agent/events.js";
+import { openStore, type Store } from "../src/agent/store.js";
+import { createTraceRecorder } from "../src/agent/trace.js";
+import { emptyUsage } from "../src/agent/types.js";
+import { createToolRegistry } from "../src/tools/registry.js";
+import { createToolSelector, LIST_TOOLS, terms } from "../src/tools/selection.js";
+import type { ToolCallRecord, ToolSpec } from "../src/tools/types.js";
+import { learnAtRunEnd, readUsageHistory } from "../src/tools/usage-history.js";
+import { createUsageLearning, requestFeatures } from "../src/tools/usage-learning.js";
+import { selectionTasks } from "../bench/fixtures/selection-tasks.js";
+import { tools60 } from "../bench/fixtures/tools-60.js";
+
+const registry60 = createToolRegistry(tools60);
+const names = (specs: ToolSpec[]) => specs.map((spec) => spec.function.name);
+const NUDGE = "nudge me in 2 hours to chase Soylent";
+/** Past runs besides the nudges: the benchmark's development requests that do not say "nudge". */
+const background = selectionTasks.filter(({ request }) => !/nudge/i.test(request)).map(({ request, needs }) => ({ request, tools: needs }));
+const pastNudges = [
+  { request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
+  { request: "can you nudge me tomorrow about the board pack", tools: ["set_reminder"] },
+];
+
+describe("learning from past (request, tools used) pairs", () => {
+  it("brings in a tool that past runs used for the request's words, though no description word matches", () => {
+    expect(names(createToolSelector(registry60).select({ text: NUDGE }))).not.toContain("set_reminder");
+    const usage = createUsageLearning();
+    for (const example of background) usage.learn(example);
+    expect(names(createToolSelector(registry60, { usage }).select({ text: NUDGE }))).not.toContain("set_reminder");
+    for (const example of pastNudges) usage.learn(example);
+    const selected = names(createToolSelector(registry60, { usage }).select({ text: NUDGE }));
+    expect(selected).toContain("set_reminder");
+    expect(usage.scores(NUDGE).get("set_reminder")).toBeGreaterThan(0);
+  });
+
+  it("with no history ranks and selects exactly as without learning", () => {
+    const plain = createToolSelector(registry60);
+    const learning = createToolSelector(registry60, { usage: createUsageLearning() });
+    for (const { request } of selectionTasks) {
+      expect(learning.rank(request)).toEqual(plain.rank(request));
+      expect(names(learning.select({ text: request }))).toEqual(names(plain.select({ text: request })));
+    }
+  });
+
+  it("passes over learned tools that are not registered", () => {
+    const usage = createUsageLearning();
+    usage.learn({ request: "nudge me later", tools: ["a_tool_since_removed"] });
+    expect(createToolSelector(registry60, { usage }).rank(NUDGE)).toEqual(createToolSelector(registry60).rank(NUDGE));
+  });
+
+  it("counts idioms as word pairs, particles included, with the ranker's shorthand and stems", () => {
+    expect(requestFeatures("drop a line to the vendor")).toEqual(expect.arrayContaining([...terms("drop line vendor"), `${terms("drop")[0]}+${terms("line")[0]}`]));
+    expect(requestFeatures("call it off")).toContain(`${terms("call")[0]}+off`);
+    expect(requestFeatures("remind me tmrw pls")).toEqual(expect.arrayContaining(["remind", "tomorrow"]));
+    expect(requestFeatures("she paid the invoices")).toEqual(expect.arrayContaining(["pay", "invoic"]));
+  });
+
+  it("keeps only the latest runs, and a run learned again replaces its earlier example", () => {
+    const usage = createUsageLearning({ maxRuns: 2 });
+    usage.learn({ runId: "r1", request: "nudge me at 4", tools: ["set_reminder"] });
+    usage.learn({ runId: "r2", request: "what's the weather", tools: ["get_current_weather"] });
+    usage.learn({ runId: "r2", request: "what's the weather", tools: ["get_current_weather", "get_weather_forecast"] });
+    expect(usage.size).toBe(2);
+    expect(usage.scores("nudge").has("set_reminder")).toBe(true);
+    expect(usage.scores("weather").has("get_weather_forecast")).toBe(true);
+    usage.learn({ runId: "r3", request: "ship it", tools: ["deploy_service"] });
+    expect(usage.size).toBe(2);
+    expect(usage.scores("nudge").size).toBe(0); // r1, the oldest, is forgotten
+  });
+
+  it("is deterministic: the same examples in the same order give the same scores", () => {
+    const build = () => {
+      const usage = createUsageLearning();
+      for (const { request, needs } of selectionTasks) usage.learn({ request, tools: needs });
+      return [...usage.scores("ping me when the deploy is done and cancel the standup")];
+    };
+    expect(build()).toEqual(build());
+  });
+});
+
+describe("past runs from the trace tables", () => {
+  const directories: string[] = [];
+  const stores: Store[] = [];
+  afterEach(() => {
+    for (const store of stores.splice(0)) store.close();
+    for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+  });
+  const newStore = () => {
+    const directory = mkdtempSync(join(tmpdir(), "glassbox-usage-"));
+    directories.push(directory);
+    const store = openStore(join(directory, "glassbox.db"));
+    stores.push(store);
+    return store;
+  };
+
+  const callRecord = (id: string, name: string): ToolCallRecord => ({
+    id,
+    name,
+    rawArguments: "{}",
+    arguments: {},
+    repairs: [],
+    envelope: { status: "success", data: { ok: true } },
+    content: '{"status":"success"}',
+    truncatedChars: 0,
+    durationMs: 1,
+    dangerous: false,
+  });
+  /** A run's events as the loop emits them: start, one step per list of tool calls, end. */
+  function runEvents(runId: string, input: string, steps: string[][], parent?: { runId: string; toolCallId: string }): AgentEvent[] {
+    const events: AgentEvent[] = [{ type: "run_start", runId, sessionId: "session_1", userId: "user_1", input, ...(parent ? { parent } : {}) }];
+    steps.forEach((calls, index) => {
+      const step = index + 1;
+      events.push({ type: "model_start", runId, step, messages: [{ role: "user", content: input }], toolCount: 60 });
+      const toolCalls = calls.map((name, call) => ({ id: `${runId}_${step}_${call}`, type: "function" as const, function: { name, arguments: "{}" } }));
+      events.push({ type: "model_end", runId, step, latencyMs: 5, response: { content: null, toolCalls, finishReason: "tool_calls", usage: emptyUsage(), model: "scripted" } });
+      for (const call of toolCalls) events.push({ type: "tool_end", runId, step, record: callRecord(call.id, call.function.name) });
+    });
+    const result = { runId, sessionId: "session_1", output: "done", stopReason: "final" as const, steps: steps.length, usage: emptyUsage(), toolCalls: [] };
+    events.push({ type: "run_end", runId, result });
+    return events;
+  }
+
+  it("reads top-level runs' requests and the tools they called (list_tools left out, sub-agents' runs too), oldest first", () => {
+    const store = newStore();
+    const trace = createTraceRecorder(store);
+    for (const event of [
+      ...runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]]),
+      ...runEvents("run_2", "what's the forecast for Rome and how much is 50 euros in dollars", [["get_weather_forecast", "convert_currency"]]),
+      ...runEvents("run_3", "look it up for the parent", [["web_search"]], { runId: "run_2", toolCallId: "call_x" }),
+      ...runEvents("run_4", "thanks!", [[]]),
+    ]) trace.record(event);
+
+    expect(readUsageHistory(store.db)).toEqual([
+      { runId: "run_1", request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
+      { runId: "run_2", request: "what's the forecast for Rome and how much is 50 euros in dollars", tools: ["get_weather_forecast", "convert_currency"] },
+      { runId: "run_4", request: "thanks!", tools: [] },
+    ]);
+    expect(readUsageHistory(store.db, 1).map((example) => example.runId)).toEqual(["run_4"]);
+  });
+
+  it("learns each run as it ends, so the next request with those words gets the tool", () => {
+    const store = newStore();
+    const usage = createUsageLearning();
+    const selector = createToolSelector(registry60, { usage });
+    const trace = learnAtRunEnd(createTraceRecorder(store), store.db, usage);
+    background.slice(0, 100).forEach(({ request, tools }, index) => {
+      for (const event of runEvents(`past_${index}`, request, [tools])) trace.record(event);
+    });
+    expect(usage.size).toBe(100);
+    expect(names(selector.select({ text: NUDGE }))).not.toContain("set_reminder");
+
+    for (const event of runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]])) trace.record(event);
+    expect(usage.size).toBe(101);
+    for (const event of runEvents("run_2", "can you nudge me tomorrow about the board pack", [["set_reminder"]])) trace.record(event);
+    expect(names(selector.select({ text: NUDGE }))).toContain("set_reminder");
+
+    // a bot started later reads the same from the tables
+    const restarted = createUsageLearning();
+    for (const example of readUsageHistory(store.db)) restarted.learn(example);
+    expect([...restarted.scores(NUDGE)]).toEqual([...usage.scores(NUDGE)]);
+  });
+});
