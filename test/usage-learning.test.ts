@@ -167,3 +167,45 @@ describe("past runs from the trace tables", () => {
     expect([...restarted.scores(NUDGE)]).toEqual([...usage.scores(NUDGE)]);
   });
 });
+
+describe("a word history has not seen borrows from the learned words WordNet relates to it", () => {
+  const pastCancels = [
+    { request: "cancel the offsite on friday", tools: ["cancel_calendar_event"] },
+    { request: "cancel my 3pm with the agency", tools: ["cancel_calendar_event"] },
+    { request: "what's on my calendar tomorrow", tools: ["list_calendar_events"] },
+  ];
+
+  it("scores 'scrub' with what 'cancel' taught (WordNet: scrub, cancel, call off), and not with borrowing off", () => {
+    const borrowing = createUsageLearning();
+    const plain = createUsageLearning({ lexicon: null });
+    for (const example of pastCancels) {
+      borrowing.learn(example);
+      plain.learn(example);
+    }
+    expect(borrowing.scores("scrub the standup").get("cancel_calendar_event")).toBeGreaterThan(0);
+    expect(plain.scores("scrub the standup").get("cancel_calendar_event")).toBeUndefined();
+    // borrowed at a discount: less than saying "cancel" itself
+    expect(borrowing.scores("scrub the standup").get("cancel_calendar_event")).toBeLessThan(borrowing.scores("cancel the standup").get("cancel_calendar_event") ?? 0);
+  });
+
+  it("borrows by relation through the lexicon it is given, and only for words not seen", () => {
+    const lexicon = {
+      related: (word: string) => (word === "axe" || word === "offsite" ? [{ word: "cancel", relation: "synonym" as const, sense: 0 }] : []),
+      has: () => true,
+    };
+    const usage = createUsageLearning({ lexicon });
+    for (const example of pastCancels) usage.learn(example);
+    const axe = usage.scores("axe it");
+    expect(axe.get("cancel_calendar_event")).toBeGreaterThan(0);
+    expect(axe.has("list_calendar_events")).toBe(false);
+    // "offsite" was seen: it keeps its own associations and borrows nothing
+    const noBorrow = createUsageLearning({ lexicon, borrow: 0 });
+    for (const example of pastCancels) noBorrow.learn(example);
+    expect(usage.scores("offsite")).toEqual(noBorrow.scores("offsite"));
+    expect(noBorrow.scores("axe it").size).toBe(0);
+  });
+
+  it("with no history borrows nothing", () => {
+    expect(createUsageLearning().scores("scrub the standup").size).toBe(0);
+  });
+});
