@@ -16,6 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
+import { undiciFetch } from "../undici-fetch.js";
 
 export interface FakeSlackOptions {
   signingSecret?: string;
@@ -410,7 +411,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   async function signedPost(url: string, body: string, contentType: string, o: SigningOverrides, headers: Record<string, string> = {}) {
     const timestamp = o.timestamp ?? Math.floor(Date.now() / 1000);
     const signature = createHmac("sha256", o.signingSecret ?? signingSecret).update(`v0:${timestamp}:${body}`).digest("hex");
-    const res = await fetch(url, { method: "POST", body, headers: { ...headers, "Content-Type": contentType,
+    // glassbox's own transport: the sender stands for Slack's servers, whose work is not the bot's.
+    const res = await undiciFetch(url, { method: "POST", body, headers: { ...headers, "Content-Type": contentType,
       "X-Slack-Request-Timestamp": String(timestamp), "X-Slack-Signature": `v0=${signature}` } });
     return { status: res.status, body: await res.text() };
   }
