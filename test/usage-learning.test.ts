@@ -209,3 +209,59 @@ describe("a word history has not seen borrows from the learned words WordNet rel
     expect(createUsageLearning().scores("scrub the standup").size).toBe(0);
   });
 });
+
+describe("co-use learned from past runs", () => {
+  const together = [
+    { request: "first thing", tools: ["get_invoice", "translate_text"] },
+    { request: "second thing", tools: ["get_invoice", "translate_text"] },
+    { request: "third thing", tools: ["get_invoice"] },
+  ];
+
+  it("names the tools used with a tool in at least the given share and number of its runs", () => {
+    const usage = createUsageLearning();
+    for (const example of together) usage.learn(example);
+    expect(usage.usedWith("get_invoice", 0.5, 2)).toEqual(["translate_text"]);
+    expect(usage.usedWith("get_invoice", 0.7)).toEqual([]);
+    expect(usage.usedWith("get_invoice", 0.5, 3)).toEqual([]);
+    expect(usage.usedWith("translate_text", 1, 2)).toEqual(["get_invoice"]);
+    expect(usage.usedWith("never_used", 0)).toEqual([]);
+  });
+
+  it("forgets co-use with the runs that taught it", () => {
+    const usage = createUsageLearning({ maxRuns: 2 });
+    for (const example of together.slice(0, 2)) usage.learn(example);
+    expect(usage.usedWith("get_invoice", 0.5, 2)).toEqual(["translate_text"]);
+    usage.learn({ request: "other", tools: ["calculator"] });
+    usage.learn({ request: "another", tools: ["calculator"] });
+    expect(usage.usedWith("get_invoice", 0)).toEqual([]);
+  });
+
+  it("brings along what past runs used with a best-ranked tool, and not when turned off", () => {
+    const usage = createUsageLearning();
+    for (const example of together) usage.learn(example);
+    const text = "show me invoice INV-2291";
+    const options = { limit: 2, maxLimit: 2, usage };
+    expect(createToolSelector(registry60, options).rank(text).slice(0, 2)).toContain("get_invoice");
+    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0.5 }).select({ text }))).toContain("translate_text");
+    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0 }).select({ text }))).not.toContain("translate_text");
+  });
+});
+
+describe("per-line caches", () => {
+  it("score a run's messages the same on later calls as a fresh selector and learning do", () => {
+    const learned = () => {
+      const usage = createUsageLearning();
+      for (const { request, needs } of selectionTasks.slice(0, 200)) usage.learn({ request, tools: needs });
+      return usage;
+    };
+    const warm = learned();
+    const selector = createToolSelector(registry60, { usage: warm });
+    const texts = selectionTasks.slice(200, 240).map(({ request }, index, all) => [request, all[(index + 1) % all.length]?.request ?? ""].join("\n"));
+    for (const text of texts) selector.rank(text);
+    for (const text of texts) {
+      const fresh = learned();
+      expect(selector.rank(text)).toEqual(createToolSelector(registry60, { usage: fresh }).rank(text));
+      expect([...warm.scores(text)]).toEqual([...fresh.scores(text)]);
+    }
+  });
+});

@@ -29,7 +29,7 @@ export interface ToolSelectorOptions {
    * gets `limit` tools, a vague one more.
    */
   maxLimit?: number;
-  /** The share of the best score a tool past `limit` needs (default 0.2). */
+  /** The share of the best score a tool past `limit` needs (default 0.15). */
   closeScore?: number;
   /** list_tools without a query shortens descriptions to fit this many characters (default 3,500: under the executor's 4,000-character result limit). */
   listingChars?: number;
@@ -44,6 +44,11 @@ export interface ToolSelectorOptions {
    * when no word of its description matches. Read on every call, so runs learned later count.
    */
   usage?: UsageLearning;
+  /**
+   * With `usage`: the best-ranked tools also bring along the tools past runs used with them, in at
+   * least this share of the runs that used them (default 0.3; 0 or more than 1 turns it off).
+   */
+  coUseShare?: number;
 }
 
 export interface SelectionQuery {
@@ -81,10 +86,14 @@ export interface ToolSelector {
 const DEFAULT_THRESHOLD = 20;
 const DEFAULT_LIMIT = 12;
 const DEFAULT_MAX_LIMIT = 20;
-const DEFAULT_CLOSE_SCORE = 0.2;
+const DEFAULT_CLOSE_SCORE = 0.15;
 /** The best-ranked tools that bring along the tools needing what they give (get_order_status: track_shipment). */
 const NEXT_STEPS_OF = 2;
 const DEFAULT_LISTING_CHARS = 3_500;
+/** The best-ranked tools that bring along what past runs used with them, and how often it must have been. */
+const CO_USE_OF = 2;
+const CO_USE_RUNS = 2;
+const DEFAULT_CO_USE_SHARE = 0.3;
 /** Besides the request, the latest user and assistant messages that describe what the run is about. */
 const RECENT_MESSAGES = 4;
 const SELECTION_CACHE_LIMIT = 1_000;
@@ -98,6 +107,7 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const limit = options.limit ?? DEFAULT_LIMIT;
   const maxLimit = Math.max(limit, options.maxLimit ?? DEFAULT_MAX_LIMIT);
   const closeScore = options.closeScore ?? DEFAULT_CLOSE_SCORE;
+  const coUseShare = options.coUseShare ?? DEFAULT_CO_USE_SHARE;
   const definitions = registry.list().map(({ definition }) => definition);
   if (definitions.length <= threshold) {
     const scored = createRanker(definitions, options.usage);
@@ -128,6 +138,10 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
     const kept = ranked.filter(({ score }, position) => position < limit || (position < maxLimit && score >= close)).map(({ name }) => name);
     const chosen = new Set([...kept, ...(query.usedTools ?? []), ...(query.requested ?? [])]);
     for (const { name } of ranked.slice(0, NEXT_STEPS_OF)) for (const next of nextSteps.get(name) ?? []) chosen.add(next);
+    // what past runs used together with the best-ranked tools
+    if (options.usage && coUseShare > 0 && coUseShare <= 1) {
+      for (const { name } of ranked.slice(0, CO_USE_OF)) for (const other of options.usage.usedWith(name, coUseShare, CO_USE_RUNS)) if (registry.get(other)) chosen.add(other);
+    }
     for (const name of [...chosen]) for (const companion of companions.get(name) ?? []) chosen.add(companion);
     chosen.add(LIST_TOOLS);
     const key = specs.map((spec) => (chosen.has(spec.function.name) ? "1" : "0")).join("");
@@ -329,6 +343,18 @@ function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexicon: Le
     }
     return related;
   };
+  // whether WordNet has a phrase, remembered: a run's earlier messages come back on every call
+  const phrases = new Map<string, boolean>();
+  const isPhrase = (candidate: string): boolean => {
+    let known = phrases.get(candidate);
+    if (known === undefined) {
+      known = lexicon?.has(candidate) ?? false;
+      if (phrases.size >= EXPANSION_CACHE_LIMIT) phrases.clear();
+      phrases.set(candidate, known);
+    }
+    return known;
+  };
+  const lines = new Map<string, { words: string[]; phrases: string[] }>();
   const expand = (word: string): WeightedTerm[] => {
     let related = expansions.get(word);
     if (!related) {
@@ -364,9 +390,22 @@ function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexicon: Le
       }
       for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (best[position] as number);
     };
-    const plain = expandShorthand(text);
-    for (const word of new Set(words(plain))) add(expand(word));
-    if (lexicon) for (const phrase of phrasesOf(plain, lexicon)) add(expandPhrase(phrase));
+    // per line (a run's messages come back on every call): its words and WordNet phrases, remembered
+    const textWords = new Set<string>();
+    const textPhrases = new Set<string>();
+    for (const line of text.split("\n")) {
+      let read = lines.get(line);
+      if (!read) {
+        const plain = expandShorthand(line);
+        read = { words: words(plain), phrases: lexicon ? phrasesOf(plain, isPhrase) : [] };
+        if (lines.size >= EXPANSION_CACHE_LIMIT) lines.clear();
+        lines.set(line, read);
+      }
+      for (const word of read.words) textWords.add(word);
+      for (const phrase of read.phrases) textPhrases.add(phrase);
+    }
+    for (const word of textWords) add(expand(word));
+    for (const phrase of textPhrases) add(expandPhrase(phrase));
     for (const format of formatsOf(text)) add([{ term: format, weight: 1 }]);
     // what past runs used for such words; a tool no longer registered is passed over
     for (const [name, learned] of usage?.scores(text) ?? []) {
@@ -476,7 +515,7 @@ const PARTICLES = new Set("up off out in on back down over away through along ar
  * "time off", "in stock", "get together"), and a verb and its particle one word apart ("call it
  * off"). Each must have a word that is not a stopword.
  */
-function phrasesOf(text: string, lexicon: Lexicon): string[] {
+function phrasesOf(text: string, isPhrase: (candidate: string) => boolean): string[] {
   const tokens = text.toLowerCase().split(/[^\p{L}'-]+/u).filter((token) => token.length > 0);
   const candidates: string[] = [];
   for (let i = 0; i < tokens.length - 1; i++) {
@@ -491,7 +530,7 @@ function phrasesOf(text: string, lexicon: Lexicon): string[] {
   for (const candidate of candidates) {
     const parts = candidate.split(" ");
     if (parts.every((part) => STOPWORDS.has(part) || PARTICLES.has(part))) continue;
-    if (lexicon.has(candidate)) found.add(candidate);
+    if (isPhrase(candidate)) found.add(candidate);
   }
   return [...found];
 }

@@ -51,6 +51,11 @@ export interface UsageLearning {
   learn(example: UsageExample): void;
   /** Learned scores of the tools associated with a request's words; empty without history. */
   scores(text: string): Map<string, number>;
+  /**
+   * The tools past runs used together with `tool`: those used in at least `minimumShare` of the runs
+   * that used it, and in at least `minimumRuns` of them. Empty for a tool never used.
+   */
+  usedWith(tool: string, minimumShare: number, minimumRuns?: number): string[];
   /** How many examples are counted now. */
   readonly size: number;
 }
@@ -67,6 +72,8 @@ const BORROW_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, f
 const SENSE_DECAY = 0.7;
 /** A request's features counted at most: a pasted page teaches nothing more than its start. */
 const MAX_FEATURES = 80;
+/** Request words whose related features are kept for the next calls. */
+const RELATED_CACHE_LIMIT = 10_000;
 
 interface Counted {
   features: string[];
@@ -84,9 +91,40 @@ export function createUsageLearning(options: UsageLearningOptions = {}): UsageLe
   const examples = new Map<string, Counted>();
   const runsWith = new Map<string, number>();
   const usesWith = new Map<string, Map<string, number>>();
+  // per tool, the runs that used it and the other tools those runs used
+  const toolRuns = new Map<string, number>();
+  const pairRuns = new Map<string, Map<string, number>>();
+  // per request word, the learned features WordNet relates to it (the lexicon never changes)
+  const related = new Map<string, Map<string, number>>();
+  // per line of a request (a run's messages come back on every call), its words
+  const lines = new Map<string, RequestWord[]>();
+  const wordsOf = (text: string): RequestWord[] =>
+    text.split("\n").flatMap((line) => {
+      let found = lines.get(line);
+      if (!found) {
+        found = requestWords(line);
+        if (lines.size >= RELATED_CACHE_LIMIT) lines.clear();
+        lines.set(line, found);
+      }
+      return found;
+    });
   let unnamed = 0;
 
   const count = ({ features, tools }: Counted, change: 1 | -1) => {
+    for (const tool of tools) {
+      const used = (toolRuns.get(tool) ?? 0) + change;
+      if (used <= 0) toolRuns.delete(tool);
+      else toolRuns.set(tool, used);
+      let pairs = pairRuns.get(tool);
+      if (!pairs) pairRuns.set(tool, (pairs = new Map()));
+      for (const other of tools) {
+        if (other === tool) continue;
+        const together = (pairs.get(other) ?? 0) + change;
+        if (together <= 0) pairs.delete(other);
+        else pairs.set(other, together);
+      }
+      if (pairs.size === 0) pairRuns.delete(tool);
+    }
     for (const feature of features) {
       const runs = (runsWith.get(feature) ?? 0) + change;
       if (runs <= 0) {
@@ -135,19 +173,32 @@ export function createUsageLearning(options: UsageLearningOptions = {}): UsageLe
           scores.set(tool, (scores.get(tool) ?? 0) + (share * weight * idf * used) / (featureRuns + smoothing));
         }
       };
-      const own = requestFeatures(text);
+      const textWords = wordsOf(text);
+      const own = featuresOf(textWords);
       for (const feature of own) add(feature, 1);
       // words history has not seen borrow what related learned words taught
       if (lexicon && borrow > 0) {
         const present = new Set(own);
-        for (const { word, terms: wordTerms } of requestWords(text)) {
+        for (const { word, terms: wordTerms } of textWords) {
           if (wordTerms.length === 0 || wordTerms.every((term) => (runsWith.get(term) ?? 0) >= familiarRuns)) continue;
-          for (const [feature, share] of relatedFeatures(word, lexicon)) {
+          let features = related.get(word);
+          if (!features) {
+            features = relatedFeatures(word, lexicon);
+            if (related.size >= RELATED_CACHE_LIMIT) related.clear();
+            related.set(word, features);
+          }
+          for (const [feature, share] of features) {
             if (!present.has(feature) && runsWith.has(feature)) add(feature, borrow * share);
           }
         }
       }
       return scores;
+    },
+    usedWith(tool, minimumShare, minimumRuns = 1) {
+      const runs = toolRuns.get(tool) ?? 0;
+      const found: string[] = [];
+      for (const [other, together] of pairRuns.get(tool) ?? []) if (together >= minimumRuns && together >= minimumShare * runs) found.push(other);
+      return found.sort();
     },
     get size() {
       return examples.size;
@@ -164,9 +215,13 @@ const PARTICLES = new Set("up off out in on back down over away through along ar
  * other than particles are dropped ("drop a line": "drop line"; "call it off": "call off").
  */
 export function requestFeatures(text: string): string[] {
+  return featuresOf(requestWords(text));
+}
+
+function featuresOf(requestWords: RequestWord[]): string[] {
   const features = new Set<string>();
   const kept: string[] = [];
-  for (const { word, terms: own } of requestWords(text)) {
+  for (const { word, terms: own } of requestWords) {
     for (const term of own) features.add(term);
     if (own.length > 0) kept.push(own.join(" "));
     else if (PARTICLES.has(word)) kept.push(word);
@@ -179,9 +234,14 @@ export function requestFeatures(text: string): string[] {
   return [...features];
 }
 
+interface RequestWord {
+  word: string;
+  terms: string[];
+}
+
 /** A request's words as written (shorthand spelled out, lowercase), each with its normalised terms. */
-function requestWords(text: string): Array<{ word: string; terms: string[] }> {
-  const found: Array<{ word: string; terms: string[] }> = [];
+function requestWords(text: string): RequestWord[] {
+  const found: RequestWord[] = [];
   for (const token of expandShorthand(text).replace(/\S+@\S+|\bhttps?:\/\/\S+/g, " ").toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
     const word = token.replace(/'s$|'/g, "");
     if (word === "" || /^\d+$/.test(word)) continue;
