@@ -242,7 +242,7 @@ export function openStore(path: string): Store {
   const db: Database.Database = new Database(path);
   // The busy timeout first: switching to WAL takes a lock that another process opening the file may hold.
   db.pragma("busy_timeout = 5000");
-  db.pragma("journal_mode = WAL");
+  switchToWal(db);
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");
   migrate(db);
@@ -417,6 +417,24 @@ function ftsQuery(text: string): string {
 const STOPWORDS = new Set(
   "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
 );
+
+/**
+ * WAL needs a moment of exclusive access. When another process is opening or closing the same file
+ * just then, SQLite reports it busy at once instead of waiting through the busy timeout: wait a
+ * little and try again, for up to about two seconds.
+ */
+function switchToWal(db: Database.Database): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      db.pragma("journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "SQLITE_BUSY" || attempt === 40) throw error;
+      Atomics.wait(pause, 0, 0, 10 + attempt * 2); // a synchronous sleep: opening a store is synchronous
+    }
+  }
+}
 
 /** This process, as the owner of the runs it starts. */
 const OWNER = `${hostname()}:${process.pid}`;
