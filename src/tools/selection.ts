@@ -11,7 +11,7 @@
  */
 import { isPlainObject } from "./args.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
-import { irregularBase, wordNet, type Lexicon, type Relation } from "./lexicon.js";
+import { irregularBase, relationWeight, wordNet, type Lexicon } from "./lexicon.js";
 import { expandShorthand } from "./shorthand.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 import type { UsageLearning } from "./usage-learning.js";
@@ -275,16 +275,10 @@ const PREFIX_MINIMUM = 3;
 const PREFIX_WEIGHT = 0.5;
 /** A word made with "re-" ("resend") stands for the word without it, at this weight. */
 const AGAIN_WEIGHT = 0.8;
-/**
- * A query word also stands for the words the lexicon relates to it, at these weights ("parcel":
- * package; "sticker": label), less for its rarer senses.
- */
-const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
 /** A phrase of the request that WordNet knows as one lemma ("call off", "dig up") counts this much of a word. */
 const PHRASE_WEIGHT = 1;
 /** A misspelt word, known neither to the tools nor to WordNet, stands for the tool words this close to it, at this weight. */
 const TYPO_WEIGHT = 0.8;
-const SENSE_DECAY = 0.7;
 const EXPANSION_CACHE_LIMIT = 10_000;
 const K1 = 1.2;
 const B = 0.75;
@@ -455,7 +449,7 @@ function expandWord(word: string, known: Set<string>, vocabulary: string[], lexi
 function expandRelated(word: string, known: Set<string>, lexicon: Lexicon | undefined, scale: number): WeightedTerm[] {
   const found = new Map<string, number>();
   for (const { word: relatedWord, relation, sense } of lexicon?.related(word) ?? []) {
-    const weight = scale * RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
+    const weight = scale * relationWeight(relation, sense); // "parcel": package, less for rarer senses
     // "e-mail" is also "email"
     const spellings = relatedWord.includes("-") ? [relatedWord, relatedWord.replace(/-/g, "")] : [relatedWord];
     for (const relatedTerm of spellings.flatMap(terms)) if (known.has(relatedTerm) && weight > (found.get(relatedTerm) ?? 0)) found.set(relatedTerm, weight);

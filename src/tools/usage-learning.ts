@@ -17,7 +17,7 @@
  * feature counts at most once per word, at its best relation.
  * Deterministic: the same examples in the same order give the same scores.
  */
-import { irregularBase, wordNet, type Lexicon, type Relation } from "./lexicon.js";
+import { irregularBase, relationWeight, wordNet, type Lexicon } from "./lexicon.js";
 import { terms } from "./selection.js";
 import { expandShorthand } from "./shorthand.js";
 
@@ -67,9 +67,6 @@ const DEFAULT_SMOOTHING = 2;
 const DEFAULT_WEIGHT = 3;
 const DEFAULT_BORROW = 1;
 const DEFAULT_FAMILIAR_RUNS = 1;
-/** How much a related word stands for the word, by relation; less for rarer senses. */
-const BORROW_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
-const SENSE_DECAY = 0.7;
 /** A request's features counted at most: a pasted page teaches nothing more than its start. */
 const MAX_FEATURES = 80;
 /** Request words whose related features are kept for the next calls. */
@@ -257,7 +254,7 @@ function requestWords(text: string): RequestWord[] {
 function relatedFeatures(word: string, lexicon: Lexicon): Map<string, number> {
   const found = new Map<string, number>();
   for (const { word: relatedWord, relation, sense } of lexicon.related(word)) {
-    const share = BORROW_WEIGHTS[relation] * SENSE_DECAY ** sense;
+    const share = relationWeight(relation, sense);
     const features = requestFeatures(relatedWord);
     const chosen = relatedWord.includes(" ") ? features.filter((feature) => feature.includes("+")) : features;
     for (const feature of chosen) if (share > (found.get(feature) ?? 0)) found.set(feature, share);
