@@ -208,6 +208,26 @@ describe("runs of a process that died", () => {
   });
 });
 
+describe("a paused run resumed", () => {
+  it("resumeRun() makes an awaiting run running again under this process, and leaves any other run alone", () => {
+    const store = openTestStore();
+    store.startRun({ runId: "run_paused", sessionId: "cli:resume", userId: "U1", input: "cancel it" });
+    store.endRun({ runId: "run_paused", status: "awaiting_approval", output: "Waiting", steps: 1, promptTokens: 1, completionTokens: 1, paused: '{"pending":[]}', error: null });
+    store.startRun({ runId: "run_done", sessionId: "cli:resume", userId: "U1", input: "hi" });
+    store.endRun({ runId: "run_done", status: "final", output: "ok", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+    expect(store.pausedRun("run_paused")).toBe('{"pending":[]}');
+
+    store.resumeRun("run_paused");
+    store.resumeRun("run_done");
+    const row = store.db.prepare("SELECT status, paused, owner, ended_at AS endedAt FROM runs WHERE id = ?");
+    expect(row.get("run_paused")).toEqual({ status: "running", paused: null, owner: `${hostname()}:${process.pid}`, endedAt: null });
+    expect(row.get("run_done")).toMatchObject({ status: "final" });
+    // A second resume of the same pause finds nothing to resume; this process is alive, so nothing is interrupted.
+    expect(store.pausedRun("run_paused")).toBeUndefined();
+    expect(store.interruptOrphanedRuns()).toBe(0);
+  });
+});
+
 describe("claims", () => {
   it("claim() is true once and false ever after, also from a second connection to the same file", () => {
     const path = databasePath();

@@ -199,6 +199,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
 
     record(event) {
       if (event.type === "run_start") store.startRun(event);
+      if (event.type === "run_resumed") store.resumeRun(event.runId);
       if (event.type === "model_end") {
         const estimate = estimates.get(event.runId);
         const reported = event.response.usage.promptTokens;

@@ -208,6 +208,8 @@ export interface Store {
   /** Starts a run (creating its session on first use); false when the run was already started. */
   startRun(run: RunRecord): boolean;
   endRun(outcome: RunOutcome): void;
+  /** A paused run goes on in this process: running again, so a kill now leaves it interrupted, not paused. */
+  resumeRun(runId: string): void;
   /** The JSON of a run that waits for approval; undefined once it no longer waits. */
   pausedRun(runId: string): string | undefined;
   /** Appends messages in one transaction; returns their ids. */
@@ -289,6 +291,7 @@ export function openStore(path: string): Store {
       ORDER BY bm25(facts_index) LIMIT @limit`),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
     pruneClaims: db.prepare("DELETE FROM claims WHERE claimed_at < ?"),
+    resumeRun: db.prepare("UPDATE runs SET status = 'running', paused = NULL, owner = ?, ended_at = NULL WHERE id = ? AND status = 'awaiting_approval'"),
     runningOwners: db.prepare("SELECT DISTINCT owner FROM runs WHERE status = 'running'").pluck(),
     interrupt: db.prepare("UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running' AND owner IS ?"),
     sessionUsage: db.prepare(
@@ -317,6 +320,9 @@ export function openStore(path: string): Store {
     },
     endRun(outcome: RunOutcome): void {
       statements.endRun.run({ ...outcome, endedAt: now() });
+    },
+    resumeRun(runId: string): void {
+      statements.resumeRun.run(OWNER, runId);
     },
     pausedRun(runId: string): string | undefined {
       return statements.pausedRun.get(runId) as string | undefined;

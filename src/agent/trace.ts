@@ -135,7 +135,11 @@ export function createTraceRecorder(
       // records the runs it started itself.
       if (event.type === "run_start") {
         if (store.startRun(event)) ownRuns.add(event.runId);
-      } else if (event.type === "run_resumed" && event.parent) ownRuns.add(event.runId); // a sub-agent's, perhaps after a restart
+      } else if (event.type === "run_resumed" && event.parent) {
+        // a sub-agent's run, perhaps after a restart: this recorder ends it, as memory ends the others
+        ownRuns.add(event.runId);
+        store.resumeRun(event.runId);
+      }
       else if (event.type === "model_start") sent.set(event.runId, event.messages);
       else if (event.type === "model_end") {
         const messages = sent.get(event.runId) ?? [];
