@@ -18,8 +18,8 @@ export type Relation = "synonym" | "similar" | "broader" | "family" | "definitio
  * How much a related word stands for the word it is related to, by relation, and the factor by
  * which each rarer sense counts less: shared by ranking and by learning's borrowing.
  */
-export const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
-export const SENSE_DECAY = 0.7;
+const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
+const SENSE_DECAY = 0.7;
 export const relationWeight = (relation: Relation, sense: number): number => RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
 
 export interface RelatedWord {

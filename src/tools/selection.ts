@@ -110,8 +110,9 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const coUseShare = options.coUseShare ?? DEFAULT_CO_USE_SHARE;
   const definitions = registry.list().map(({ definition }) => definition);
   if (definitions.length <= threshold) {
-    const scored = createRanker(definitions, options.usage);
-    const rank = (text: string) => scored(text).map(({ name }) => name);
+    // No call is ranked here, so the ranker (and WordNet, ~65 ms to read) waits for a rank() that may never come.
+    let scored: ReturnType<typeof createRanker> | undefined;
+    const rank = (text: string) => (scored ??= createRanker(definitions, options.usage))(text).map(({ name }) => name);
     return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank };
   }
 

@@ -13,7 +13,7 @@ export interface UsageDatabase {
 }
 
 /** How many of the latest top-level runs are read at startup. */
-export const DEFAULT_HISTORY_RUNS = 5_000;
+const DEFAULT_HISTORY_RUNS = 5_000;
 
 interface UsageRow {
   runId: string;
@@ -38,7 +38,7 @@ export function readUsageHistory(db: UsageDatabase, runs = DEFAULT_HISTORY_RUNS)
 }
 
 /** One run as an example, or none when it is a sub-agent's, unknown, or teaches nothing. */
-export function readRunUsage(db: UsageDatabase, runId: string): UsageExample | undefined {
+function readRunUsage(db: UsageDatabase, runId: string): UsageExample | undefined {
   return examplesOf(db.prepare(USAGE_OF(`${RECENT_RUNS} AND id = ?`)).all(runId) as UsageRow[])[0];
 }
 
