@@ -11,10 +11,11 @@
  *    receiver and a handler that does nothing.
  * 2. 100 threads at once: 100 mentions sent together, each run two steps (a current_time call, then
  *    the answer) with 200 ms of model latency per request; wall time until every thread shows its
- *    answer, against the ideal 400 ms.
+ *    answer, against the ideal 400 ms. glassbox runs as `npm start` would (GLASSBOX_WORKERS unset)
+ *    and with the other placement of its conversations (worker threads, or the receiving thread).
  *
  * Both run twice, with the harness (fake Slack, model server and the event sender) placed
- * differently; the bot and the bare Bolt App always run on the main thread:
+ * differently; the bot receives events on the main thread (its conversations may run in workers):
  *  - "shared loop": the harness on the bot's own event loop, as a test would set it up. Every Web API
  *    call and model request is served, and every event sent, by the same thread that runs the bot,
  *    and the sender only sees an ack once the bot's event loop lets it read the reply.
@@ -35,8 +36,8 @@ import { pino } from "pino";
 import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../src/agent/loop.js";
 import type { AgentConfig } from "../src/agent/run.js";
-import type { Store } from "../src/agent/store.js";
-import { loadConfig, type SlackConfig } from "../src/config.js";
+import { openStore } from "../src/agent/store.js";
+import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
 import { describeTime } from "../src/tools/builtin/current-time.js";
@@ -73,6 +74,11 @@ const IDEAL_MS = STEPS_PER_RUN * MODEL_LATENCY_MS;
 /** Median of 5 by default; BENCH_ROUNDS=15 steadies the figures on a busy machine. */
 const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS) || 5;
 const TARGET_THREADS_RATIO = 1.5;
+/**
+ * Rounds before the measured ones: V8 keeps optimising the bots' code for several rounds (each
+ * round's CPU falls until about the fourth), and a live bot meets a burst with its code warm.
+ */
+const WARMUP_ROUNDS = 3;
 
 type Placement = "shared" | "worker";
 /** BENCH_SLACK_PLACEMENTS=worker and BENCH_SLACK_PARTS=threads narrow a run while working on one figure. */
@@ -105,7 +111,7 @@ const benchmark: Benchmark = {
         `harness = fake Slack + scripted model server + event sender; "${PLACED.shared}": on the bot's event loop (as a test would run it), "${PLACED.worker}": in a worker thread (like a remote Slack and model); the bot and bare Bolt always on the main thread`,
         `ack: ${ACK_WARMUP_EVENTS} warm-up + ${ACK_EVENTS} measured mentions per variant, each a new thread, in blocks of ${ACK_BLOCK} alternating with the bare Bolt App (ABAB); median, min, max over the events; p99 nearest rank`,
         `ack, one at a time: the next mention as soon as the ack is back, with earlier runs still going (model answers at once, one step; at most ${MAX_IN_FLIGHT} unanswered, else the sender waits, untimed); bursts: ${BURST} at once, the next once at most ${BURST} runs are unanswered`,
-        `threads: ${THREADS} mentions at once, ${STEPS_PER_RUN} steps each (current_time, then the answer), ${MODEL_LATENCY_MS} ms model latency per request; 1 warm-up + ${MEASURED_ROUNDS} measured rounds per bot, glassbox and the bare loop alternating (ABAB); an answer has landed when the fake received the call completing it; times from the first send, ms clock`,
+        `threads: ${THREADS} mentions at once, ${STEPS_PER_RUN} steps each (current_time, then the answer), ${MODEL_LATENCY_MS} ms model latency per request; ${WARMUP_ROUNDS} warm-up + ${MEASURED_ROUNDS} measured rounds per bot, the three bots taking turns going first, no forced GC between rounds; an answer has landed when the fake received the call completing it; times from the first send, ms clock`,
         `bare loop: Bolt + WebClient + openai SDK making the same Slack calls and streamed model requests (same tools) per mention, and nothing else; main thread busy = event-loop utilization x wall time over a round (includes waiting for a core on a busy machine); main thread CPU = its user + system time (Linux)`,
         ...(warnings.length > 0 ? [`the bot logged ${warnings.length} warning(s) or error(s), first: ${warnings.slice(0, 3).join(" | ")}`] : []),
       ],
@@ -364,18 +370,27 @@ function keptLogger(): { logger: Logger; lines: string[] } {
 }
 
 let databases = 0;
-async function agentFor(modelUrl: string, directory: string, log: Logger) {
+/** The configuration `npm start` would read for this harness, over fresh files; `env` adds settings. */
+function configFor(modelUrl: string, directory: string, env: Record<string, string> = {}): GlassboxConfig {
   databases++;
-  const config = loadConfig({
+  return loadConfig({
     OPENAI_BASE_URL: modelUrl,
     LLM_MODEL: "gpt-4o-mini",
     GLASSBOX_DB: join(directory, `glassbox-${databases}.db`),
     GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`),
+    ...env,
   });
-  return createAgentConfig(config, log);
 }
 
-function startGlassbox(apiUrl: string, agent: AgentConfig & { store: Store }, log: Logger, socket: boolean): Promise<SlackAdapter> {
+interface Glassbox {
+  slack: SlackAdapter;
+  /** The agent, when it runs on this thread. */
+  agent?: AgentConfig;
+  stop(): Promise<void>;
+}
+
+/** The Slack bot as main.ts starts it: past one worker, a store here for claims and the agents in the worker threads. */
+async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger, socket: boolean): Promise<Glassbox> {
   const slack: SlackConfig = {
     botToken: BOT_TOKEN,
     ...(socket ? { appToken: APP_TOKEN } : { signingSecret: SIGNING_SECRET }),
@@ -385,7 +400,14 @@ function startGlassbox(apiUrl: string, agent: AgentConfig & { store: Store }, lo
     allowedChannels: [],
     approvers: [],
   };
-  return startSlackAdapter({ slack, agent, store: agent.store, log, approvalTtlSeconds: 3600 });
+  if (config.workers > 1) {
+    const store = openStore(config.databasePath);
+    const adapter = await startSlackAdapter({ slack, store, log, approvalTtlSeconds: 3600, workers: { count: config.workers, config } });
+    return { slack: adapter, stop: async () => (await adapter.stop(), store.close()) };
+  }
+  const agent = await createAgentConfig(config, log);
+  const adapter = await startSlackAdapter({ slack, agent, store: agent.store, log, approvalTtlSeconds: 3600 });
+  return { slack: adapter, agent, stop: async () => (await adapter.stop(), await agent.close()) };
 }
 
 /** Bolt's warnings and errors go to the kept log. */
@@ -430,13 +452,22 @@ async function until(condition: () => boolean, what: string, timeoutMs = 30_000)
 
 /** CPU time of the calling thread (Linux: /proc/thread-self/stat, 10 ms ticks); undefined elsewhere. */
 function mainThreadCpuMs(): number | undefined {
+  return cpuTicksMs("/proc/thread-self/stat");
+}
+
+function cpuTicksMs(statFile: string): number | undefined {
   try {
-    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const stat = readFileSync(statFile, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // from field 3 (state) on
     return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, at CLK_TCK 100
   } catch {
     return undefined;
   }
+}
+
+/** CPU time of the whole process, every thread (Linux: /proc/self/stat); undefined elsewhere. */
+function processCpuMs(): number | undefined {
+  return cpuTicksMs("/proc/self/stat");
 }
 
 /** Nearest-rank percentile. */
@@ -465,17 +496,17 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
   const checks: Record<string, unknown> = {};
   try {
     const { apiUrl, modelUrl } = await harness.urls();
-    const agent = await agentFor(modelUrl, directory, log);
-    try {
+    const config = configFor(modelUrl, directory);
+    {
       for (const transport of TRANSPORTS) {
         const socket = transport === "socket";
         // The fake numbers socket connections as they open: glassbox is 0, the bare app 1.
-        const glassbox = await startGlassbox(apiUrl, agent, log, socket);
+        const glassbox = await startGlassbox(apiUrl, config, log, socket);
         if (socket) await harness.waitForSockets(1);
         const bare = await startBareBolt(apiUrl, log, socket);
         if (socket) await harness.waitForSockets(2);
         const block = (variant: Variant, mode: Mode, events: number) => {
-          const target = variant === "glassbox" ? (socket ? { connection: 0 } : { url: glassbox.eventsUrl }) : socket ? { connection: 1 } : { url: bare.eventsUrl };
+          const target = variant === "glassbox" ? (socket ? { connection: 0 } : { url: glassbox.slack.eventsUrl as string }) : socket ? { connection: 1 } : { url: bare.eventsUrl };
           const burst = mode === "burst" ? BURST : 1;
           return harness.ackBlock({
             ...target,
@@ -489,7 +520,7 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
         // Every run answered and the bot idle before the next block, so no block pays for another's runs.
         const settle = async () => {
           await harness.allAnswered();
-          await glassbox.conversations.idle();
+          await glassbox.slack.conversations.idle();
         };
         try {
           for (const mode of MODES) {
@@ -524,8 +555,6 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
           if (socket) await harness.waitForSocketsClosed();
         }
       }
-    } finally {
-      agent.store.close();
     }
   } finally {
     await harness.close();
@@ -596,8 +625,14 @@ function threadScript(request: ChatCompletionRequestBody): ScriptedReply {
   return { toolCalls: [{ name: "current_time", arguments: JSON.stringify({ timezone: "UTC" }) }] };
 }
 
-type ThreadVariant = "glassbox" | "bare loop";
-const THREAD_VARIANTS: ThreadVariant[] = ["glassbox", "bare loop"];
+/**
+ * glassbox as `npm start` runs it (GLASSBOX_WORKERS unset: the cores less one, so on 2 cores the
+ * conversations share the receiving thread), glassbox with the other placement (2 worker threads,
+ * or 1 thread where the default has workers), and the baseline.
+ */
+type ThreadVariant = "glassbox" | "glassbox, other placement" | "bare loop";
+const THREAD_VARIANTS: ThreadVariant[] = ["glassbox", "glassbox, other placement", "bare loop"];
+type ThreadRound = ThreadTimings & { busyMs: number; cpuMs?: number; processCpuMs?: number };
 
 interface Bot {
   eventsUrl: string;
@@ -606,56 +641,73 @@ interface Bot {
   stop(): Promise<void>;
 }
 
+const botOf = (glassbox: Glassbox): Bot => ({ eventsUrl: glassbox.slack.eventsUrl as string, idle: () => glassbox.slack.conversations.idle(), stop: glassbox.stop });
+
 async function measureThreads(placement: Placement, directory: string, log: Logger) {
   const harness = await startHarness(placement, "threads");
-  const rounds: Record<ThreadVariant, Array<ThreadTimings & { busyMs: number; cpuMs?: number }>> = { glassbox: [], "bare loop": [] };
+  const rounds: Record<ThreadVariant, ThreadRound[]> = { glassbox: [], "glassbox, other placement": [], "bare loop": [] };
+  const defaults = configFor("", directory);
+  const otherWorkers = defaults.workers > 1 ? 1 : 2;
+  const placed = (workers: number) => (workers > 1 ? `${workers} worker threads` : "1 thread");
+  const named = (variant: ThreadVariant) =>
+    variant === "glassbox" ? `glassbox as npm start (${placed(defaults.workers)})` : variant === "bare loop" ? variant : `glassbox, ${placed(otherWorkers)}`;
   try {
     const { apiUrl, modelUrl } = await harness.urls();
-    const agent = await agentFor(modelUrl, directory, log);
     const bots: Partial<Record<ThreadVariant, Bot>> = {};
     try {
-      const slack = await startGlassbox(apiUrl, agent, log, false);
-      bots.glassbox = { eventsUrl: slack.eventsUrl as string, idle: () => slack.conversations.idle(), stop: () => slack.stop() };
-      bots["bare loop"] = await startBareLoop(apiUrl, modelUrl, agent.tools.specs(), log);
-      // One warm-up round each, then ABAB: the variants take turns going first.
-      for (let round = 0; round < 1 + MEASURED_ROUNDS; round++) {
-        const order: ThreadVariant[] = round % 2 === 0 ? ["glassbox", "bare loop"] : ["bare loop", "glassbox"];
+      const glassbox = await startGlassbox(apiUrl, configFor(modelUrl, directory), log, false);
+      const other = await startGlassbox(apiUrl, configFor(modelUrl, directory, { GLASSBOX_WORKERS: String(otherWorkers) }), log, false);
+      bots.glassbox = botOf(glassbox);
+      bots["glassbox, other placement"] = botOf(other);
+      const tools = (glassbox.agent ?? other.agent) as AgentConfig;
+      bots["bare loop"] = await startBareLoop(apiUrl, modelUrl, tools.tools.specs(), log);
+      // Warm-up rounds, then the variants take turns going first. No forced collection between
+      // rounds: a full GC drops optimised code that holds dead objects (V8's trace-deopt shows about
+      // a hundred such deopts a round), and recompiling it cost each round 150-200 ms of CPU that a
+      // bot meeting a burst does not pay.
+      for (let round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
+        const order = THREAD_VARIANTS.map((_, index) => THREAD_VARIANTS[(index + round) % THREAD_VARIANTS.length] as ThreadVariant);
         for (const variant of order) {
           const bot = bots[variant] as Bot;
-          collectGarbage();
           const busy = performance.eventLoopUtilization();
           const cpu = mainThreadCpuMs();
+          const allCpu = processCpuMs();
           const { acksMs } = await harness.sendThreads(bot.eventsUrl, THREADS);
           await bot.idle();
           const busyMs = performance.eventLoopUtilization(busy).active;
           const cpuMs = cpu === undefined ? undefined : (mainThreadCpuMs() as number) - cpu;
+          const processCpu = allCpu === undefined ? undefined : (processCpuMs() as number) - allCpu;
           const timings = await harness.checkThreads();
-          if (round > 0) rounds[variant].push({ ...timings, acksMs, busyMs, ...(cpuMs === undefined ? {} : { cpuMs }) });
+          if (round >= WARMUP_ROUNDS) rounds[variant].push({ ...timings, acksMs, busyMs, ...(cpuMs === undefined ? {} : { cpuMs }), ...(processCpu === undefined ? {} : { processCpuMs: processCpu }) });
         }
       }
     } finally {
       for (const bot of Object.values(bots)) await bot.stop();
-      agent.store.close();
     }
   } finally {
     await harness.close();
   }
 
-  const of = (variant: ThreadVariant, pick: (round: ThreadTimings & { busyMs: number; cpuMs?: number }) => number) => statsOf(rounds[variant].map(pick));
-  const withCpu = rounds.glassbox.every((round) => round.cpuMs !== undefined);
+  const of = (variant: ThreadVariant, pick: (round: ThreadRound) => number): Stats => statsOf(rounds[variant].map(pick));
+  const withCpu = THREAD_VARIANTS.flatMap((variant) => rounds[variant]).every((round) => round.cpuMs !== undefined && round.processCpuMs !== undefined);
   const wall = of("glassbox", (round) => round.wallMs);
-  const bareWall = of("bare loop", (round) => round.wallMs);
   const ratio = wall.median / IDEAL_MS;
   const calls = of("glassbox", (round) => round.webApiCalls);
   const where = PLACED[placement];
+  const harnessToo = placement === "shared" ? " + harness" : "";
   const rows: Row[] = [
-    { label: `${THREADS} threads at once [${where}]: glassbox, all answered`, value: wall, unit: "ms" },
-    { label: `  glassbox / ideal ${IDEAL_MS} ms`, value: ratio, unit: "x" },
-    { label: "  bare loop (same calls), all answered", value: bareWall, unit: "ms" },
-    { label: `  bare loop / ideal ${IDEAL_MS} ms`, value: bareWall.median / IDEAL_MS, unit: "x" },
+    ...THREAD_VARIANTS.flatMap((variant, index): Row[] => [
+      { label: `${index === 0 ? `${THREADS} threads at once [${where}]: ` : "  "}${named(variant)}, all answered`, value: of(variant, (round) => round.wallMs), unit: "ms" },
+      { label: `  ${named(variant)} / ideal ${IDEAL_MS} ms`, value: of(variant, (round) => round.wallMs).median / IDEAL_MS, unit: "x" },
+    ]),
     ...THREAD_VARIANTS.flatMap((variant): Row[] => [
-      { label: `  main thread busy, ${variant}${placement === "shared" ? " + harness" : ""}`, value: of(variant, (round) => round.busyMs), unit: "ms" },
-      ...(withCpu ? [{ label: `  main thread CPU, ${variant}${placement === "shared" ? " + harness" : ""}`, value: of(variant, (round) => round.cpuMs as number), unit: "ms" }] : []),
+      { label: `  main thread busy, ${named(variant)}${harnessToo}`, value: of(variant, (round) => round.busyMs), unit: "ms" },
+      ...(withCpu
+        ? [
+            { label: `  main thread CPU, ${named(variant)}${harnessToo}`, value: of(variant, (round) => round.cpuMs as number), unit: "ms" },
+            { label: `  process CPU (every thread, harness too), ${named(variant)}`, value: of(variant, (round) => round.processCpuMs as number), unit: "ms" },
+          ]
+        : []),
     ]),
     { label: `  glassbox: all ${THREADS} acks back`, value: of("glassbox", (round) => round.acksMs), unit: "ms" },
     { label: "  glassbox: step-1 model requests in, last", value: of("glassbox", (round) => round.lastStep1Ms), unit: "ms" },
@@ -666,12 +718,16 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     { label: "  glassbox: Web API calls to the fake", value: calls, unit: "calls" },
   ];
   const byMethod = (rounds.glassbox[rounds.glassbox.length - 1] as ThreadTimings).callsByMethod;
+  const medianOf = (variant: ThreadVariant, pick: (round: ThreadRound) => number) => sig3(of(variant, pick).median);
   const target: Target = {
     label: `${THREADS} threads at once <= ${TARGET_THREADS_RATIO} x ideal ${IDEAL_MS} ms [${where}]`,
     pass: ratio <= TARGET_THREADS_RATIO,
     detail:
-      `${sig3(wall.median)} ms, ${sig3(ratio)} x (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; bare loop ${sig3(bareWall.median)} ms)` +
-      (withCpu ? `; main thread CPU ${sig3(of("glassbox", (round) => round.cpuMs as number).median)} ms a round (bare loop ${sig3(of("bare loop", (round) => round.cpuMs as number).median)})` : "") +
+      `${sig3(wall.median)} ms, ${sig3(ratio)} x as npm start runs it, on ${placed(defaults.workers)} (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; ` +
+      `on ${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.wallMs)} ms; bare loop ${medianOf("bare loop", (round) => round.wallMs)} ms)` +
+      (withCpu
+        ? `; process CPU ${medianOf("glassbox", (round) => round.processCpuMs as number)} ms a round (${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.processCpuMs as number)}, bare loop ${medianOf("bare loop", (round) => round.processCpuMs as number)})`
+        : "") +
       `; every thread answered once, ${THREADS * STEPS_PER_RUN} agent requests a round; ` +
       `${sig3(calls.median)} Web API calls a round (${Object.entries(byMethod).map(([method, count]) => `${method} ${count}`).join(", ")})`,
   };
@@ -681,9 +737,10 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     steps: STEPS_PER_RUN,
     idealMs: IDEAL_MS,
     measuredRounds: MEASURED_ROUNDS,
+    workers: defaults.workers,
+    otherPlacementWorkers: otherWorkers,
     wallMs: wall,
     ratioToIdeal: ratio,
-    bareLoopWallMs: bareWall,
     rounds,
   };
   return { rows, target, data };

@@ -2,6 +2,7 @@
  * Configuration from the environment (see the table in the README). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
+import { availableParallelism } from "node:os";
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
@@ -32,6 +33,12 @@ export interface GlassboxConfig {
   encoding?: "o200k_base" | "cl100k_base";
   /** How long a dangerous call waits for a person's decision (GLASSBOX_APPROVAL_TTL, seconds). */
   approvalTtlSeconds: number;
+  /**
+   * Threads that run the Slack bot's conversations (GLASSBOX_WORKERS). The default leaves a core to
+   * the thread that receives events and to V8's compiler: the cores less one, 1 to 4. At 1 the
+   * conversations run on the receiving thread itself.
+   */
+  workers: number;
   /** Present when SLACK_BOT_TOKEN is set. */
   slack?: SlackConfig;
   /** Present when DISCORD_TOKEN is set. */
@@ -109,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
+    workers: workersOf(env),
     slack: slackConfig(env),
     discord: discordConfig(env),
     prices: pricesOf(env.GLASSBOX_PRICES),
@@ -125,6 +133,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
   };
+}
+
+const MAX_DEFAULT_WORKERS = 4;
+
+function workersOf(env: NodeJS.ProcessEnv): number {
+  const text = nonEmpty(env.GLASSBOX_WORKERS);
+  if (text === undefined || text === "auto") return Math.max(1, Math.min(availableParallelism() - 1, MAX_DEFAULT_WORKERS));
+  const count = Number(text);
+  if (!Number.isInteger(count) || count < 1 || count > 64) throw configurationError(`GLASSBOX_WORKERS is '${text}'; set it to a number of threads from 1 to 64, or auto.`);
+  return count;
 }
 
 function mcpServersOf(json: string | undefined): Record<string, McpServerConfig> {
@@ -166,7 +184,7 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     botToken,
     appToken,
     signingSecret,
-    port: positiveNumber(env, "PORT", 3_000),
+    port: portOf(env, "PORT", 3_000),
     host: nonEmpty(env.GLASSBOX_HOST) ?? "0.0.0.0",
     apiUrl: nonEmpty(env.SLACK_API_URL),
     allowedChannels: list(env.SLACK_ALLOWED_CHANNELS),

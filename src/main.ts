@@ -10,38 +10,57 @@ import { startWebServer } from "./adapters/web/web-server.js";
 import { openStore } from "./agent/store.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { createAgentConfig } from "./setup.js";
+import { createAgentConfig, type GlassboxAgent } from "./setup.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
   if (!config.slack && !config.discord) return startPlayground(config);
   const log = createLogger({ level: "info" });
-  const agent = await createAgentConfig(config, log);
+  // With several workers, each builds its own agent; this thread only needs one for Discord.
+  const slackWorkers = config.slack && config.workers > 1 ? config.workers : 0;
+  assertModelConfigured(config);
+  const agent = !slackWorkers || config.discord ? await createAgentConfig(config, log) : undefined;
+  const store = agent?.store ?? openStore(config.databasePath);
 
   // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
-  agent.store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
+  store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
   // Runs left `running` by a process that was killed would say so forever; they were interrupted.
-  const interrupted = agent.store.interruptOrphanedRuns();
+  const interrupted = store.interruptOrphanedRuns();
   if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
-    const slack = await startSlackAdapter({ slack: config.slack, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
+    const common = { slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds };
+    const slack = await startSlackAdapter(
+      slackWorkers
+        ? { ...common, workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
+        : { ...common, agent: agent as GlassboxAgent, dailyLimits: config.dailyLimits, pipelines: agent?.pipelines },
+    );
     stops.push(slack.stop);
-    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
+    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl, workers: slackWorkers || undefined }, "Slack connected");
   }
-  if (config.discord) {
-    const discord = await startDiscordAdapter({ discord: config.discord, agent, store: agent.store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
+  if (config.discord && agent) {
+    const discord = await startDiscordAdapter({ discord: config.discord, agent, store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
     stops.push(discord.stop);
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
   }
   const shutdown = async () => {
     for (const stop of stops) await stop();
-    await agent.close();
+    if (agent) await agent.close();
+    else store.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown());
   process.once("SIGTERM", () => void shutdown());
+}
+
+/**
+ * A worker that died of an uncaught error took its sessions' runs with it: stop, as a single-threaded
+ * bot would, so a supervisor restarts the bot (and its runs show as interrupted).
+ */
+function stopAfterCrash(log: ReturnType<typeof createLogger>, worker: number, exitCode: number): void {
+  log.fatal({ worker, exitCode }, "a conversation worker stopped; glassbox stops too, restart it");
+  process.exit(1);
 }
 
 /** The web playground; without a model it still serves the pages, which say what to set. */

@@ -142,9 +142,9 @@ export function createApprovalBook(store: Store) {
       return { kind: "decided", approval: decided, runReady: this.ofRun(approval.runId).every((other) => other.status !== "pending") };
     },
 
-    /** Marks pending approvals past their time as expired; returns them. */
-    expire(sessionPrefix: string, now = new Date()): Approval[] {
-      const due = all(statements.expired.all(now.toISOString(), `${sessionPrefix}%`));
+    /** Marks pending approvals past their time as expired (of the sessions `owns` accepts); returns them. */
+    expire(sessionPrefix: string, now = new Date(), owns: (sessionId: string) => boolean = () => true): Approval[] {
+      const due = all(statements.expired.all(now.toISOString(), `${sessionPrefix}%`)).filter((approval) => owns(approval.sessionId));
       return due.filter((approval) => statements.decide.run("expired", "expired", now.toISOString(), approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "expired", decidedAt: now.toISOString() }));
     },
 

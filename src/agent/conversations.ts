@@ -49,6 +49,11 @@ export interface ConversationOptions {
   dailyLimits?: DailyLimits;
   /** Named pipelines a message can run: "/pipeline <name> <input>". */
   pipelines?: Pipelines;
+  /**
+   * The sessions this instance runs, when several share the store (one per worker thread): it
+   * expires only their approvals, so a run is only ever resumed where its session's turns are kept.
+   */
+  owns?: (sessionId: string) => boolean;
 }
 
 const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
@@ -68,6 +73,19 @@ export interface Conversations {
   reset(sessionId: string): Promise<boolean>;
   busy(sessionId: string): boolean;
   /** Resolves when every queued run has finished (for shutdown and tests). */
+  idle(): Promise<void>;
+}
+
+/**
+ * What a chat adapter asks of the conversations, whether they run in its own thread (Conversations)
+ * or spread over worker threads, where each answer comes back later.
+ */
+export interface ConversationService {
+  send(task: Pick<MessageTask, "sessionId" | "userId" | "input">): Promise<RunResult>;
+  decide(decision: { approvalId: string; userId: string; approved: boolean }): Promise<DecisionOutcome>;
+  expireApprovals(now?: Date): Promise<number>;
+  stop(sessionId: string): boolean | Promise<boolean>;
+  busy(sessionId: string): boolean | Promise<boolean>;
   idle(): Promise<void>;
 }
 
@@ -189,7 +207,7 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
     },
 
     async expireApprovals(now = new Date()) {
-      const expired = book.expire(options.sessionPrefix ?? "", now);
+      const expired = book.expire(options.sessionPrefix ?? "", now, options.owns);
       const runs = new Map<string, string>();
       for (const approval of expired) {
         await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));

@@ -5,25 +5,26 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, LogLevel, webApi, type Logger as BoltLogger } from "@slack/bolt";
+import { App, webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import type { Approval } from "../../agent/approvals.js";
-import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { createApprovalBook } from "../../agent/approvals.js";
+import type { ConversationService } from "../../agent/conversations.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
-import type { SlackConfig } from "../../config.js";
+import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
-import { undiciFetch } from "../../undici-fetch.js";
-import { approvalOutcome, APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
+import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
+import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
-import { openSlackSurface } from "./slack-surface.js";
+import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+import type { SlackWorkerData } from "./slack-worker.js";
 
 export interface SlackAdapter {
   app: App;
-  conversations: Conversations;
+  conversations: ConversationService;
   /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
   eventsUrl?: string;
   stop(): Promise<void>;
@@ -45,22 +46,28 @@ interface IncomingMessage {
 
 const EXPIRY_SWEEP_MS = 30_000;
 
-export async function startSlackAdapter(options: {
-  slack: SlackConfig;
-  agent: AgentConfig;
-  store: Store;
-  log: Logger;
-  approvalTtlSeconds: number;
-  dailyLimits?: DailyLimits;
-  pipelines?: Pipelines;
-}): Promise<SlackAdapter> {
+/**
+ * Runs happen in this thread with `agent`, or, given `workers`, in that many worker threads that
+ * each build the agent from `config` (GLASSBOX_WORKERS): this thread then only receives events.
+ */
+export type SlackRuns =
+  | { agent: AgentConfig; dailyLimits?: DailyLimits; pipelines?: Pipelines; workers?: undefined }
+  | { workers: { count: number; config: GlassboxConfig; onExit?: (worker: number, exitCode: number) => void }; agent?: undefined };
+
+export async function startSlackAdapter(
+  options: {
+    slack: SlackConfig;
+    store: Store;
+    log: Logger;
+    approvalTtlSeconds: number;
+  } & SlackRuns,
+): Promise<SlackAdapter> {
   const { slack, store, log } = options;
-  const clientOptions = { fetch: undiciFetch, ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}) };
-  const logger = boltLogger(log);
+  const { logger, ...clientOptions } = slackClientOptions(slack, log);
   // The token is checked before the App exists: given the bot's ids, Bolt makes no auth.test of its
   // own, whose failure would be an unhandled rejection beside our one-sentence error.
   // Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
-  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, logLevel: LogLevel.WARN, timeout: 10_000, retryConfig: { retries: 2 } })
+  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, timeout: 10_000, retryConfig: { retries: 2 } })
     .auth.test()
     .catch((error: { code?: string; data?: { error?: string } }) => {
       // web-api marks a failure to reach Slack at all (as opposed to Slack's answer) with this code.
@@ -77,21 +84,12 @@ export async function startSlackAdapter(options: {
     botUserId,
     botId: identity.bot_id,
     logger,
-    logLevel: LogLevel.WARN,
+    logLevel: clientOptions.logLevel,
     clientOptions,
     ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
   });
 
-  const conversations = createConversations(options.agent, store, {
-    openSurface: (sessionId, userId) => openSlackSurface(app.client, placeOf(sessionId, userId), log),
-    showDecision: (approval) => updateApprovalMessage(app.client, approval),
-    approvers: slack.approvers,
-    approvalTtlSeconds: options.approvalTtlSeconds,
-    sessionPrefix: "slack:",
-    pipelines: options.pipelines,
-    dailyLimits: options.dailyLimits,
-    onError: (error, context) => log.error({ error: (error as Error).message }, `Slack: failed ${context}`),
-  });
+  const conversations = await startConversations(options, app.client);
 
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
     // Edits, deletions, joins and other bots are not questions; a message that shares a file is.
@@ -113,7 +111,7 @@ export async function startSlackAdapter(options: {
     }
     const input = (message.text ?? "").replace(new RegExp(`<@${botUserId}>`, "g"), "").trim();
     if (/^stop[.!]?$/i.test(input)) {
-      await reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
+      await reply((await conversations.stop(sessionId)) ? "Stopping." : "Nothing is running here.");
       return;
     }
     if (!input) {
@@ -159,7 +157,10 @@ export async function startSlackAdapter(options: {
     log.error({ error: error.message }, "Slack: an event handler failed");
   });
 
-  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host }))) as unknown;
+  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host })).catch(async (error: unknown) => {
+    await conversations.close(); // a port in use must not leave worker threads behind
+    throw error;
+  })) as unknown;
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
   const eventsUrl = address ? `http://${slack.host}:${address.port}/slack/events` : undefined;
 
@@ -174,36 +175,28 @@ export async function startSlackAdapter(options: {
     async stop() {
       clearInterval(sweep);
       await app.stop();
-      await conversations.idle();
+      await conversations.close();
     },
   };
 }
 
-/** Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message. */
-function placeOf(sessionId: string, userId: string) {
-  const [, teamId = "", channel = "", thread = "main"] = sessionId.split(":");
-  return { teamId, channel, userId, ...(thread === "main" ? {} : { threadTs: thread }) };
-}
-
-async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
-  if (!approval.messageRef) return;
-  const [channel = "", ts = ""] = approval.messageRef.split(":");
-  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
-}
-
-/** Bolt's logs go to our structured log, at warn and above. */
-function boltLogger(log: Logger): BoltLogger {
-  let level = LogLevel.WARN;
-  const child = log.child({ component: "bolt" });
-  return {
-    debug: (...messages) => child.debug(messages.map(String).join(" ")),
-    info: (...messages) => child.info(messages.map(String).join(" ")),
-    warn: (...messages) => child.warn(messages.map(String).join(" ")),
-    error: (...messages) => child.error(messages.map(String).join(" ")),
-    setLevel: (next) => {
-      level = next;
-    },
-    getLevel: () => level,
-    setName: () => {},
-  };
+/** The conversations, here or in worker threads; close() waits for their runs (and ends the workers). */
+async function startConversations(options: Parameters<typeof startSlackAdapter>[0], client: WebClient): Promise<ConversationService & { close(): Promise<void> }> {
+  const { slack, store, log, approvalTtlSeconds } = options;
+  if (!options.workers) {
+    const conversations = createSlackConversations({ client, agent: options.agent, store, slack, log, approvalTtlSeconds, dailyLimits: options.dailyLimits, pipelines: options.pipelines });
+    return { ...conversations, close: () => conversations.idle() };
+  }
+  const { count, config, onExit } = options.workers;
+  const book = createApprovalBook(store);
+  const data: Omit<SlackWorkerData, keyof ShardData> = { config, slack, approvalTtlSeconds };
+  return startConversationWorkers({
+    // The worker's module sits beside this one: .ts from source, .js once built.
+    entry: new URL(`./slack-worker${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`, import.meta.url),
+    count,
+    data,
+    log,
+    sessionOfApproval: (approvalId) => book.get(approvalId)?.sessionId,
+    onExit,
+  });
 }

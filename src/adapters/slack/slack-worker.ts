@@ -1,0 +1,38 @@
+/**
+ * One worker thread of a Slack bot with GLASSBOX_WORKERS above 1: it builds the agent from the
+ * configuration (its own store connection, model client, tools and MCP connections) and a Web API
+ * client, and runs the conversations of its share of the sessions as the adapter hands them over.
+ */
+import { workerData } from "node:worker_threads";
+import { webApi } from "@slack/bolt";
+import type { GlassboxConfig, SlackConfig } from "../../config.js";
+import { createAgentConfig } from "../../setup.js";
+import { reportStartFailure, serveConversations, shardOf, workerLogger, type ShardData } from "../conversation-workers.js";
+import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+
+export interface SlackWorkerData extends ShardData {
+  config: GlassboxConfig;
+  slack: SlackConfig;
+  approvalTtlSeconds: number;
+}
+
+const { config, slack, approvalTtlSeconds, shard, shards, logLevel } = workerData as SlackWorkerData;
+const log = workerLogger(logLevel);
+try {
+  const agent = await createAgentConfig(config, log);
+  const client = new webApi.WebClient(slack.botToken, slackClientOptions(slack, log));
+  const conversations = createSlackConversations({
+    client,
+    agent,
+    store: agent.store,
+    slack,
+    log,
+    approvalTtlSeconds,
+    dailyLimits: config.dailyLimits,
+    pipelines: agent.pipelines,
+    owns: (sessionId) => shardOf(sessionId, shards) === shard,
+  });
+  serveConversations(conversations, () => agent.close());
+} catch (error) {
+  reportStartFailure(error);
+}
