@@ -5,12 +5,12 @@
  * the playground still opens and says what to set. `glassbox chat` is the terminal chat.
  */
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
-import { startSlackAdapter } from "./adapters/slack/slack-adapter.js";
+import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import { openStore } from "./agent/store.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig } from "./config.js";
-import { createLogger } from "./logger.js";
-import { createAgentConfig, type GlassboxAgent } from "./setup.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createAgentConfig } from "./setup.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
@@ -29,12 +29,11 @@ async function start(): Promise<void> {
   if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
-    const common = { slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds };
-    const slack = await startSlackAdapter(
-      slackWorkers
-        ? { ...common, workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
-        : { ...common, agent: agent as GlassboxAgent, dailyLimits: config.dailyLimits, pipelines: agent?.pipelines },
-    );
+    const runs: SlackRuns =
+      slackWorkers || !agent
+        ? { workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
+        : { agent, dailyLimits: config.dailyLimits, pipelines: agent.pipelines };
+    const slack = await startSlackAdapter({ slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds, ...runs });
     stops.push(slack.stop);
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl, workers: slackWorkers || undefined }, "Slack connected");
   }
@@ -58,7 +57,7 @@ async function start(): Promise<void> {
  * A worker that died of an uncaught error took its sessions' runs with it: stop, as a single-threaded
  * bot would, so a supervisor restarts the bot (and its runs show as interrupted).
  */
-function stopAfterCrash(log: ReturnType<typeof createLogger>, worker: number, exitCode: number): void {
+function stopAfterCrash(log: Logger, worker: number, exitCode: number): void {
   log.fatal({ worker, exitCode }, "a conversation worker stopped; glassbox stops too, restart it");
   process.exit(1);
 }
