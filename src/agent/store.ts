@@ -289,6 +289,8 @@ export function openStore(path: string): Store {
       FROM facts_index JOIN facts f ON f.id = facts_index.rowid
       WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
       ORDER BY bm25(facts_index) LIMIT @limit`),
+    anyFact: db.prepare("SELECT 1 FROM facts LIMIT 1").pluck(),
+    runExists: db.prepare("SELECT 1 FROM runs WHERE id = ?").pluck(),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
     pruneClaims: db.prepare("DELETE FROM claims WHERE claimed_at < ?"),
     resumeRun: db.prepare("UPDATE runs SET status = 'running', paused = NULL, owner = ?, ended_at = NULL WHERE id = ? AND status = 'awaiting_approval'"),
@@ -313,6 +315,8 @@ export function openStore(path: string): Store {
   return {
     db,
     startRun(run: RunRecord): boolean {
+      // Memory and the trace both start each run they see: the second call is a read, not a write.
+      if (statements.runExists.get(run.runId) !== undefined) return false;
       return db.transaction(() => {
         statements.upsertSession.run(run.sessionId, now(), now());
         return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null, OWNER).changes === 1;
@@ -369,7 +373,8 @@ export function openStore(path: string): Store {
      */
     searchFacts(userId: string, channel: string, query: string, limit: number): Fact[] {
       const match = ftsQuery(query);
-      return match ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[]) : [];
+      // A store without facts (most runs of most bots) skips the full-text query, which costs far more.
+      return match && statements.anyFact.get() !== undefined ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[]) : [];
     },
     /** True for the first claim of an event id, false for every later one. */
     claim(eventId: string): boolean {
