@@ -256,7 +256,6 @@ class Harness implements HarnessApi {
     this.model.requests.length = 0;
     const since = this.fake.calls.length;
     const threads = Array.from({ length: count }, () => ({ n: ++this.counter, ts: this.fake.nextTs() }));
-    collectGarbage();
     const startedAt = Date.now(); // the fake and the model server stamp with Date.now()
     this.round = { threads, since, startedAt };
     const started = performance.now();
