@@ -1,16 +1,16 @@
 // One run at a time per session, sessions side by side: the session queue on its own, then
 // Conversations over the real loop, SQLite memory and the scripted model server. Ordering is proved
 // by what each request contains and by promises the script waits on — never by timing.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import { createSqliteMemory } from "../src/agent/memory.js";
 import { createSessionQueue } from "../src/agent/session-queue.js";
-import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
+import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Script } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import { closeServers, deferred, startServer, textOf } from "./agent-helpers.js";
-import { expectValidProtocol, openTestStore, removeDatabases, testModel } from "./memory-helpers.js";
+import { deferred, startServer, textOf } from "./agent-helpers.js";
+import { cleanUpAfterEach, expectValidProtocol, openTestStore, testModel } from "./memory-helpers.js";
 
 /** Lets every pending promise callback run (no timer involved beyond one turn of the event loop). */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -75,15 +75,10 @@ describe("createSessionQueue", () => {
   });
 });
 
+const counter = await createTokenCounter("o200k_base");
+
 describe("createConversations", () => {
-  let counter: TokenCounter;
-  beforeAll(async () => {
-    counter = await createTokenCounter("o200k_base");
-  });
-  afterEach(async () => {
-    await closeServers();
-    removeDatabases();
-  });
+  cleanUpAfterEach();
 
   async function setUp(script: Script) {
     const server = await startServer({ script });

@@ -1,37 +1,31 @@
 // Session memory through runAgent, end to end: the real openai SDK against the scripted model server,
 // a real SQLite file, the real o200k_base counter. Assertions read the requests the server received
 // and the rows in the database — what the model saw and what was kept.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createSqliteMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
-import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
+import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, Script, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { AnyTool } from "../src/tools/types.js";
-import { call, closeServers, recordingTool, startServer, textOf } from "./agent-helpers.js";
+import { call, recordingTool, startServer, textOf } from "./agent-helpers.js";
 import {
+  cleanUpAfterEach,
   databasePath,
   expectValidProtocol,
   isSummaryRequest,
   openTestStore,
   prose,
-  removeDatabases,
   requestTokens,
   systemTextOf,
   testModel,
   toMessage,
 } from "./memory-helpers.js";
 
-let counter: TokenCounter;
-beforeAll(async () => {
-  counter = await createTokenCounter("o200k_base");
-});
-afterEach(async () => {
-  await closeServers();
-  removeDatabases();
-});
+const counter = await createTokenCounter("o200k_base");
+cleanUpAfterEach();
 
 interface Harness {
   server: ScriptedModelServer;

@@ -1,24 +1,18 @@
 // Long-term facts end to end: the model calls remember / forget (the real tools over the real store),
 // and later runs find the relevant facts (FTS5, bm25) in their system message — per user, per channel.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
 import { createSqliteMemory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
-import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
+import { createTokenCounter } from "../src/agent/tokens.js";
 import type { ScriptedReply, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import { call, closeServers, startServer, textOf } from "./agent-helpers.js";
-import { openTestStore, removeDatabases, systemTextOf, testModel } from "./memory-helpers.js";
+import { call, startServer, textOf } from "./agent-helpers.js";
+import { cleanUpAfterEach, openTestStore, systemTextOf, testModel } from "./memory-helpers.js";
 
-let counter: TokenCounter;
-beforeAll(async () => {
-  counter = await createTokenCounter("o200k_base");
-});
-afterEach(async () => {
-  await closeServers();
-  removeDatabases();
-});
+const counter = await createTokenCounter("o200k_base");
+cleanUpAfterEach();
 
 async function setUp(budgetTokens = 12_000) {
   const server = await startServer();

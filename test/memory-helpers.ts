@@ -4,13 +4,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { afterEach, expect } from "vitest";
 import { SUMMARY_PROMPT } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";
 import { promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import type { Message, ToolSpec } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, RecordedRequest, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
-import { modelFor } from "./agent-helpers.js";
+import { closeServers, modelFor } from "./agent-helpers.js";
 
 const directories: string[] = [];
 const stores: Store[] = [];
@@ -33,6 +33,14 @@ export function openTestStore(path = databasePath()): Store {
 export function removeDatabases(): void {
   for (const store of stores.splice(0)) if (store.db.open) store.close();
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+}
+
+/** After each test of the calling file (or describe): the model servers closed, the stores closed and their files deleted. */
+export function cleanUpAfterEach(): void {
+  afterEach(async () => {
+    await closeServers();
+    removeDatabases();
+  });
 }
 
 /** The model client the memory tests use (also for summaries). */

@@ -1,25 +1,20 @@
 // Daily caps per user, through Conversations over the real loop, SQLite memory, traces and the
 // scripted model: a user over a cap gets one sentence and no model call; others are unaffected.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import { createSqliteMemory } from "../src/agent/memory.js";
 import { quotaProblem } from "../src/agent/quota.js";
-import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
+import { createTokenCounter } from "../src/agent/tokens.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import { closeServers, startServer } from "./agent-helpers.js";
-import { openTestStore, removeDatabases, testModel } from "./memory-helpers.js";
+import { startServer } from "./agent-helpers.js";
+import { cleanUpAfterEach, openTestStore, testModel } from "./memory-helpers.js";
+
+const counter = await createTokenCounter("o200k_base");
 
 describe("daily caps per user", () => {
-  let counter: TokenCounter;
-  beforeAll(async () => {
-    counter = await createTokenCounter("o200k_base");
-  });
-  afterEach(async () => {
-    await closeServers();
-    removeDatabases();
-  });
+  cleanUpAfterEach();
 
   async function setUp(dailyLimits: { tokens?: number; cost?: number }) {
     const server = await startServer({ script: () => ({ content: "ok", usage: { promptTokens: 400_000, completionTokens: 100_000 } }) });
