@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createSqliteMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
+import { createTraceRecorder } from "../src/agent/trace.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, Script, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -112,6 +113,25 @@ describe("commits", () => {
     const run = h.store.db.prepare("SELECT session_id, user_id, input, status, output, steps, prompt_tokens, completion_tokens, ended_at FROM runs WHERE id = ?").get(result.runId);
     expect(run).toMatchObject({ session_id: "web:s1", user_id: "U1", input: "How many orders are there?", status: "final", output: "There are 3 orders.", steps: 2, prompt_tokens: 210, completion_tokens: 20 });
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
+  });
+
+  it("records a step as one unit: when its reply cannot be committed, its trace row goes too, and the run ends with the error", async () => {
+    const h = await setUp({
+      tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],
+      script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "poison: this reply cannot be stored" }),
+    });
+    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(h.store) };
+    // A store that refuses one row, as a full disk or a broken constraint would.
+    h.store.db.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+
+    const result = await runAgent(agent, { input: "How many orders are there?", sessionId: "web:s1", userId: "U1" });
+    expect(result).toMatchObject({ stopReason: "error", error: { code: "internal" } });
+    expect(result.output).toContain("refused by the test");
+    // Step 1 (the call, its result) was committed; step 2's trace row left with its reply.
+    expect(rowsOf(h.store, "web:s1").map((row) => row.role)).toEqual(["user", "assistant", "tool"]);
+    expect(h.store.db.prepare("SELECT step FROM steps WHERE run_id = ? ORDER BY step").pluck().all(result.runId)).toEqual([1]);
+    expect(h.store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(result.runId)).toBe("error");
+    expect(h.store.db.inTransaction).toBe(false);
   });
 
   it("shows a second run in the same session exactly the first run's messages, once each (regression: the first commit cached them twice)", async () => {

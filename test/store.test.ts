@@ -74,6 +74,34 @@ async function openFromProcesses(path: string, count: number): Promise<string[]>
   return Promise.all(outputs.map((output) => output.exited));
 }
 
+describe("units", () => {
+  it("atomically() commits a unit's writes together, seen by another connection, or none of them when it throws; units nest", () => {
+    const path = databasePath();
+    const store = openTestStore(path);
+    const other = openTestStore(path);
+    const roles = () => other.messagesAfter("cli:unit", 0, 0).map((stored) => stored.message.role);
+
+    store.atomically(() => {
+      store.startRun({ runId: "run_unit", sessionId: "cli:unit", userId: "U1", input: "hi" });
+      store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "hi" }]));
+      store.atomically(() => store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "hello" }])));
+      expect(roles()).toEqual([]); // not yet committed
+    });
+    expect(roles()).toEqual(["user", "assistant"]);
+
+    expect(() =>
+      store.atomically(() => {
+        store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "lost with the unit" }]));
+        store.endRun({ runId: "run_unit", status: "final", output: "lost too", steps: 1, promptTokens: 0, completionTokens: 0, paused: null, error: null });
+        throw new Error("the unit fails");
+      }),
+    ).toThrow("the unit fails");
+    expect(roles()).toEqual(["user", "assistant"]);
+    expect(other.db.prepare("SELECT status FROM runs WHERE id = 'run_unit'").pluck().get()).toBe("running");
+    expect(store.db.inTransaction).toBe(false);
+  });
+});
+
 describe("messages", () => {
   it("round-trip exactly: assistant tool_calls, tool results, null content, system notes", () => {
     const store = openTestStore();
@@ -242,6 +270,15 @@ describe("claims", () => {
     const raw = new Database(path, { readonly: true });
     expect(raw.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual(["Ev123", "Ev456"]);
     raw.close();
+  });
+
+  it("claim() with several ids claims them all in one commit, and is true only when none was claimed before", () => {
+    const store = openTestStore();
+    expect(store.claim("slack:event:Ev1", "slack:message:C1:1.000001")).toBe(true);
+    // A redelivery under a new event id of a message already claimed: refused, and its id claimed too.
+    expect(store.claim("slack:event:Ev2", "slack:message:C1:1.000001")).toBe(false);
+    expect(store.claim("slack:event:Ev2")).toBe(false);
+    expect(store.db.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual(["slack:event:Ev1", "slack:event:Ev2", "slack:message:C1:1.000001"]);
   });
 
   it("pruneClaims() forgets only claims older than the moment given", () => {

@@ -18,6 +18,8 @@ interface Live {
   signal?: AbortSignal;
   memory?: Memory;
   emit: (event: AgentEvent) => void;
+  /** One unit of records: with memory, one transaction for all a body commits and records. */
+  atomically: <T>(body: () => T) => T;
 }
 
 export const DEFAULT_MAX_STEPS = 8;
@@ -40,8 +42,10 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   };
   const live = liveOf(task, config);
   return survive(run, live, async () => {
-    live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}) });
-    addMessages(run, live, [{ role: "user", content: task.input }]);
+    live.atomically(() => {
+      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}) });
+      addMessages(run, live, [{ role: "user", content: task.input }]);
+    });
     return loop(config, run, live);
   });
 }
@@ -74,10 +78,15 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
 
     const reply = await callModel(config, run, live, "auto");
     if (reply instanceof GlassboxError) return failed(run, live, reply);
-    addMessages(run, live, [{ role: "assistant", content: reply.content, ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}) }]);
-    if (reply.toolCalls.length === 0) return finish(run, live, "final", reply.content ?? "");
+    const { content, toolCalls } = reply.response;
+    const answered = live.atomically(
+      () =>
+        endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
+        (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
+    );
+    if (answered) return answered;
 
-    const outcome = await executeToolCalls(reply.toolCalls, executorOptions(config), scopeOf(run, live));
+    const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
     if (outcome.pending.length > 0) return pause(run, live, outcome.records, outcome.pending);
     recordToolResults(run, live, outcome.records);
   }
@@ -88,9 +97,8 @@ async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Liv
   addNotes(run, live, [], [`You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`]);
   const reply = await callModel(config, run, live, "none");
   if (reply instanceof GlassboxError) return failed(run, live, reply);
-  const output = reply.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
-  addMessages(run, live, [{ role: "assistant", content: output }]);
-  return finish(run, live, "max_steps", output);
+  const output = reply.response.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
+  return live.atomically(() => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output));
 }
 
 /** Everything the model sees passes through here: memory's budgeted context, or the plain history. */
@@ -100,7 +108,13 @@ async function buildContext(config: AgentConfig, run: RunState, tools: ToolSpec[
   return [{ role: "system", content: systemPrompt }, ...run.history, ...run.messages];
 }
 
-async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelResponse | GlassboxError> {
+interface ModelReply {
+  step: number;
+  response: ModelResponse;
+  latencyMs: number;
+}
+
+async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelReply | GlassboxError> {
   const step = ++run.steps;
   const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
@@ -115,15 +129,24 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
       onDelta: (text) => live.emit({ type: "model_delta", runId: run.runId, step, text }),
     });
     run.usage = addUsage(run.usage, response.usage);
-    live.emit({ type: "model_end", runId: run.runId, step, response, latencyMs: performance.now() - started });
-    // A reply that lands after the run was cancelled is dropped, so none of its tool calls start.
-    if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
-    return response;
+    return { step, response, latencyMs: performance.now() - started };
   } catch (error) {
     if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
     if (error instanceof GlassboxError) return error;
     return new GlassboxError("model_unavailable", `The model request failed (${error instanceof Error ? error.message : String(error)}).`);
   }
+}
+
+/**
+ * The step ends: its trace, then the reply's message. Called within one unit with what follows, so
+ * a step's records commit together. A reply that lands after the run was cancelled is traced but
+ * dropped, so none of its tool calls start.
+ */
+function endStep(run: RunState, live: Live, reply: ModelReply, message: Message): RunResult | undefined {
+  live.emit({ type: "model_end", runId: run.runId, step: reply.step, response: reply.response, latencyMs: reply.latencyMs });
+  if (live.signal?.aborted) return finish(run, live, "cancelled", "The run was cancelled.");
+  addMessages(run, live, [message]);
+  return undefined;
 }
 
 /** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. */
@@ -213,7 +236,7 @@ function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Li
       console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
     }
   };
-  return { signal: task.signal, memory, emit };
+  return { signal: task.signal, memory, emit, atomically: memory ? (body) => memory.atomically(body) : (body) => body() };
 }
 
 /** The one place a run can fail for a reason outside the model and the tools (a store that cannot write). */

@@ -16,6 +16,8 @@ export interface Memory {
   context(run: RunState, request: { systemPrompt: string; tools: ToolSpec[] }): Promise<Message[]>;
   /** Commits messages of the run, in one transaction, before the loop goes on. */
   commit(run: RunState, messages: Message[]): void;
+  /** Runs `body` as one unit: what it commits and records (the trace too, on the same store) commits together. */
+  atomically<T>(body: () => T): T;
   /** Sees every event of the run; a failure here ends the run (nothing is silently unrecorded). */
   record(event: AgentEvent): void;
   /** The estimated prompt tokens of the run's latest context (for traces). */
@@ -189,11 +191,13 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
 
     commit(run, messages) {
       const entries = messages.map((message) => ({ message, tokens: counter.message(message) }));
-      // Before the write: a copy loaded after it would already hold these rows.
-      const session = sessionOf(run.sessionId);
       const ids = store.appendMessages(run.sessionId, run.runId, entries);
-      entries.forEach((entry, index) => session.messages.push({ id: ids[index] ?? 0, runId: run.runId, ...entry }));
+      // A cached copy gets the new rows; one that is stale (another process wrote, or a reset) is
+      // reloaded, rows and all, by the next context, which checks before every use.
+      sessions.get(run.sessionId)?.messages.push(...entries.map((entry, index) => ({ id: ids[index] ?? 0, runId: run.runId, ...entry })));
     },
+
+    atomically: (body) => store.atomically(body),
 
     estimate: (runId) => estimates.get(runId),
 

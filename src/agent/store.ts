@@ -201,10 +201,15 @@ const MIGRATIONS = [
   `,
 ];
 
-/** The store's operations; every write is committed before the call returns. */
+/** The store's operations; every write is committed before the call returns (within `atomically`, when the unit returns). */
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
   db: Database.Database;
+  /**
+   * Runs `body` as one transaction: the writes it makes, through this store or its connection,
+   * commit together (one commit instead of one each) or not at all. Nests.
+   */
+  atomically<T>(body: () => T): T;
   /** Starts a run (creating its session on first use); false when the run was already started. */
   startRun(run: RunRecord): boolean;
   endRun(outcome: RunOutcome): void;
@@ -228,8 +233,8 @@ export interface Store {
   forgetFact(userId: string, factId: number): boolean;
   /** The facts a user may see (their own, and those shared in this channel) that best match `query` (bm25). */
   searchFacts(userId: string, channel: string, query: string, limit: number): Fact[];
-  /** True for the first claim of an event id, false for every later one. */
-  claim(eventId: string): boolean;
+  /** True for the first claim of the ids, false when any was claimed before; all are claimed, in one commit. */
+  claim(...eventIds: string[]): boolean;
   /** Forgets claims older than a moment (platforms redeliver within minutes, not days); returns how many. */
   pruneClaims(olderThan: Date): number;
   /** Marks `interrupted` the runs still `running` whose process is gone (killed mid-run); returns how many. */
@@ -312,8 +317,14 @@ export function openStore(path: string): Store {
     });
   });
 
+  const claimAll = db.transaction((eventIds: string[]) => eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1));
+  const unit = db.transaction((body: () => unknown) => body());
+
   return {
     db,
+    // IMMEDIATE: a unit may read before it writes, and a deferred one would then fail at once
+    // (SQLITE_BUSY, no waiting) if another connection committed in between.
+    atomically: <T>(body: () => T): T => unit.immediate(body) as T,
     startRun(run: RunRecord): boolean {
       // Memory and the trace both start each run they see: the second call is a read, not a write.
       if (statements.runExists.get(run.runId) !== undefined) return false;
@@ -376,9 +387,8 @@ export function openStore(path: string): Store {
       // A store without facts (most runs of most bots) skips the full-text query, which costs far more.
       return match && statements.anyFact.get() !== undefined ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[]) : [];
     },
-    /** True for the first claim of an event id, false for every later one. */
-    claim(eventId: string): boolean {
-      return statements.claim.run(eventId, now()).changes === 1;
+    claim(...eventIds: string[]): boolean {
+      return claimAll(eventIds);
     },
     pruneClaims(olderThan: Date): number {
       return statements.pruneClaims.run(olderThan.toISOString()).changes;

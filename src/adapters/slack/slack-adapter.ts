@@ -96,8 +96,7 @@ export async function startSlackAdapter(
     if (message.botId || (message.subtype && message.subtype !== "file_share") || !message.user || message.user === botUserId) return;
     // Exactly once: the event id and the message ts are claimed before any work starts, so a retry,
     // a redelivery or a second socket connection finds the claim and does nothing.
-    const fresh = [store.claim(`slack:event:${message.eventId}`), store.claim(`slack:message:${message.channel}:${message.ts}`)];
-    if (fresh.includes(false)) return;
+    if (!store.claim(`slack:event:${message.eventId}`, `slack:message:${message.channel}:${message.ts}`)) return;
 
     const threadTs = message.threadTs ?? (message.isDirect ? undefined : message.ts);
     const sessionId = `slack:${message.teamId}:${message.channel}:${threadTs ?? "main"}`;
