@@ -115,6 +115,31 @@ describe("commits", () => {
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
   });
 
+  it("announces each message only once it is committed, as another connection sees it", async () => {
+    const path = databasePath();
+    const observer = openTestStore(path);
+    const h = await setUp({
+      path,
+      tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],
+      script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "There are 3 orders." }),
+    });
+    const announced: Array<{ role: string; visible: string[] }> = [];
+    const result = await runAgent(h.agent, {
+      input: "How many orders are there?",
+      sessionId: "web:s1",
+      onEvent: (event) => {
+        if (event.type === "message") announced.push({ role: event.message.role, visible: rowsOf(observer, "web:s1").map((row) => row.role) });
+      },
+    });
+    expect(result.stopReason).toBe("final");
+    expect(announced).toEqual([
+      { role: "user", visible: ["user"] },
+      { role: "assistant", visible: ["user", "assistant"] },
+      { role: "tool", visible: ["user", "assistant", "tool"] },
+      { role: "assistant", visible: ["user", "assistant", "tool", "assistant"] },
+    ]);
+  });
+
   it("records a step as one unit: when its reply cannot be committed, its trace row goes too, and the run ends with the error", async () => {
     const h = await setUp({
       tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],

