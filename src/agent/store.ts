@@ -1,5 +1,3 @@
-import { createRequire } from "node:module";
-const require = createRequire(import.meta.url);
 /**
  * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
  * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version. Every write is
@@ -263,7 +261,6 @@ export function openStore(path: string): Store {
   switchToWal(db);
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");
-  if ((globalThis as Record<string, unknown>).__xbg && path !== ":memory:") { db.pragma("wal_autocheckpoint = 0"); new (require("node:worker_threads").Worker)(new URL("../../scratch/ckpt-worker.mjs", import.meta.url), { workerData: { path } }).unref(); }
   migrate(db);
 
   const now = () => new Date().toISOString();
