@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createSqliteMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
-import { createTraceRecorder } from "../src/agent/trace.js";
+import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, Script, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -138,6 +138,22 @@ describe("commits", () => {
       { role: "tool", visible: ["user", "assistant", "tool"] },
       { role: "assistant", visible: ["user", "assistant", "tool", "assistant"] },
     ]);
+  });
+
+  it("keeps each step's exact request: a small one as plain JSON, a large one gzipped, both read back whole", async () => {
+    const h = await setUp({ script: () => ({ content: "Noted." }) });
+    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(h.store) };
+    const small = await runAgent(agent, { input: "Hello.", sessionId: "web:small" });
+    const large = await runAgent(agent, { input: prose(3_000), sessionId: "web:large" });
+    const reader = createTraceReader(h.store);
+    const storedOf = (runId: string) => h.store.db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = 1").pluck().get(runId);
+    expect(typeof storedOf(small.runId)).toBe("string");
+    expect(Buffer.isBuffer(storedOf(large.runId))).toBe(true);
+    for (const [index, run] of [small, large].entries()) {
+      const sent = h.server.requests[index]?.body.messages.map(toMessage);
+      expect(reader.payload(run.runId, 1)).toEqual(sent);
+    }
+    expect(reader.payload(small.runId, 2)).toBeUndefined();
   });
 
   it("records a step as one unit: when its reply cannot be committed, its trace row goes too, and the run ends with the error", async () => {
