@@ -20,7 +20,7 @@ async function start(): Promise<void> {
   const slackWorkers = config.slack && config.workers > 1 ? config.workers : 0;
   assertModelConfigured(config);
   const agent = !slackWorkers || config.discord ? await createAgentConfig(config, log) : undefined;
-  const store = agent?.store ?? openStore(config.databasePath);
+  const store = agent?.store ?? openStore(config.databasePath, { checkpointInBackground: true });
 
   // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
   store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
@@ -66,7 +66,7 @@ function stopAfterCrash(log: Logger, worker: number, exitCode: number): void {
 async function startPlayground(config: GlassboxConfig): Promise<void> {
   const log = createLogger({ level: "warn" });
   const problem = modelProblem(config);
-  const store = openStore(config.databasePath);
+  const store = openStore(config.databasePath, { checkpointInBackground: true });
   store.interruptOrphanedRuns();
   const agent = problem ? undefined : await createAgentConfig(config, log, { store });
   const web = await startWebServer({

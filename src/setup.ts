@@ -61,7 +61,7 @@ export async function createAgentConfig(
   options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
 ): Promise<GlassboxAgent> {
   const model = createModel(config, log);
-  const store = options.store ?? openStore(config.databasePath);
+  const store = options.store ?? openStore(config.databasePath, { checkpointInBackground: true });
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   const window = contextWindowOf(config.model.model);
   const memory = createSqliteMemory({

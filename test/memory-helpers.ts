@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect } from "vitest";
 import { SUMMARY_PROMPT } from "../src/agent/memory.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { openStore, type Store, type StoreOptions } from "../src/agent/store.js";
 import { promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import type { Message, ToolSpec } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, RecordedRequest, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -23,8 +23,8 @@ export function databasePath(): string {
 }
 
 /** Opens a store that `removeDatabases` closes (a second connection to the same file is fine). */
-export function openTestStore(path = databasePath()): Store {
-  const store = openStore(path);
+export function openTestStore(path = databasePath(), options?: StoreOptions): Store {
+  const store = openStore(path, options);
   stores.push(store);
   return store;
 }

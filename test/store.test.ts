@@ -1,6 +1,7 @@
 // The SQLite store on a real file: migrations, pragmas, exact message round trips, transactions,
 // session epochs, listings, event claims across connections, and facts with FTS5.
 import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -73,6 +74,22 @@ async function openFromProcesses(path: string, count: number): Promise<string[]>
   for (const { child } of outputs) child.stdin.write("go\n");
   return Promise.all(outputs.map((output) => output.exited));
 }
+
+describe("checkpoints", () => {
+  it("with checkpointInBackground, a thread of its own copies the WAL into the database file; the store's commits do not", async () => {
+    const path = databasePath();
+    const store = openTestStore(path, { checkpointInBackground: true });
+    // Its own commits would checkpoint only past 10,000 pages: what reaches the file, the thread copied.
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(10_000);
+    const before = statSync(path).size;
+    for (let index = 0; index < 300; index++) store.appendMessages("cli:big", null, entries([{ role: "user", content: `${index} ${"x".repeat(20_000)}` }]));
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size < before + 5_000_000 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(statSync(path).size).toBeGreaterThan(before + 5_000_000);
+    expect(store.messagesAfter("cli:big", 0, 0)).toHaveLength(300);
+    store.close();
+  });
+});
 
 describe("units", () => {
   it("atomically() commits a unit's writes together, seen by another connection, or none of them when it throws; units nest", () => {

@@ -4,8 +4,10 @@
  * committed before the call returns, so a crash loses nothing that was acknowledged.
  */
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { hostname } from "node:os";
 import { dirname } from "node:path";
+import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { RunResult } from "./run.js";
 import type { Message } from "./types.js";
@@ -253,7 +255,15 @@ export interface Store {
   close(): void;
 }
 
-export function openStore(path: string): Store {
+export interface StoreOptions {
+  /**
+   * Checkpoint the WAL from a thread of its own, for a long-running bot: a checkpoint (copying
+   * the WAL into the database file, with its fsyncs) then never stalls a commit on this thread.
+   */
+  checkpointInBackground?: boolean;
+}
+
+export function openStore(path: string, options: StoreOptions = {}): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db: Database.Database = new Database(path);
   // The busy timeout first: switching to WAL takes a lock that another process opening the file may hold.
@@ -262,6 +272,7 @@ export function openStore(path: string): Store {
   db.pragma("synchronous = NORMAL"); // with WAL: durable across process crashes, fast commits
   db.pragma("foreign_keys = ON");
   migrate(db);
+  const checkpointer = options.checkpointInBackground && path !== ":memory:" ? startCheckpointer(db, path) : undefined;
 
   const now = () => new Date().toISOString();
   const statements = {
@@ -411,6 +422,7 @@ export function openStore(path: string): Store {
       return statements.dataVersion.get() as number;
     },
     close(): void {
+      checkpointer?.stop();
       db.close();
     },
   };
@@ -464,6 +476,42 @@ function switchToWal(db: Database.Database): void {
       Atomics.wait(pause, 0, 0, 10 + attempt * 2); // a synchronous sleep: opening a store is synchronous
     }
   }
+}
+
+const CHECKPOINT_EVERY_MS = 250;
+/** With a checkpoint thread, this connection checkpoints only if the WAL grows this far (40 MB) all the same. */
+const BACKSTOP_CHECKPOINT_PAGES = 10_000;
+/** SQLite's own default: a connection checkpoints once its commits have put this many pages in the WAL. */
+const DEFAULT_CHECKPOINT_PAGES = 1_000;
+
+// The thread's whole program. PASSIVE copies what it can without waiting for readers or writers;
+// a checkpoint already running on another connection is simply left to finish.
+const CHECKPOINTER_PROGRAM = `
+const { workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { fileMustExist: true });
+setInterval(() => {
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)");
+  } catch (error) {
+    if (error.code !== "SQLITE_BUSY") throw error;
+  }
+}, workerData.everyMs);
+`;
+
+/**
+ * Checkpoints the WAL from a worker thread. Should the thread fail, the connection goes back to
+ * checkpointing after its own commits, as it does by default.
+ */
+function startCheckpointer(db: Database.Database, path: string): { stop(): void } {
+  db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+  const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+  const worker = new Worker(CHECKPOINTER_PROGRAM, { eval: true, workerData: { driver, path, everyMs: CHECKPOINT_EVERY_MS } });
+  worker.unref(); // never what keeps a process alive
+  worker.on("error", () => {
+    if (db.open) db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+  });
+  return { stop: () => void worker.terminate() };
 }
 
 /** This process, as the owner of the runs it starts. */
