@@ -400,7 +400,7 @@ async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger
     approvers: [],
   };
   if (config.workers > 1) {
-    const store = openStore(config.databasePath);
+    const store = openStore(config.databasePath, { checkpointInBackground: true });
     const adapter = await startSlackAdapter({ slack, store, log, approvalTtlSeconds: 3600, workers: { count: config.workers, config } });
     return { slack: adapter, stop: async () => (await adapter.stop(), store.close()) };
   }
