@@ -1,7 +1,8 @@
 /**
  * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
  * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version. Every write is
- * committed before the call returns, so a crash loses nothing that was acknowledged.
+ * committed before the call returns (within `atomically`, with its unit), so a crash loses nothing
+ * that was acknowledged.
  */
 import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
