@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import { dirname } from "node:path";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
+import { switchToWal } from "../sqlite-wal.js";
 import type { RunResult } from "./run.js";
 import type { Message } from "./types.js";
 
@@ -460,24 +461,6 @@ function ftsQuery(text: string): string {
 const STOPWORDS = new Set(
   "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
 );
-
-/**
- * WAL needs a moment of exclusive access. When another process is opening or closing the same file
- * just then, SQLite reports it busy at once instead of waiting through the busy timeout: wait a
- * little and try again, for up to about two seconds.
- */
-function switchToWal(db: Database.Database): void {
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (let attempt = 1; ; attempt++) {
-    try {
-      db.pragma("journal_mode = WAL");
-      return;
-    } catch (error) {
-      if ((error as { code?: string }).code !== "SQLITE_BUSY" || attempt === 40) throw error;
-      Atomics.wait(pause, 0, 0, 10 + attempt * 2); // a synchronous sleep: opening a store is synchronous
-    }
-  }
-}
 
 const CHECKPOINT_EVERY_MS = 250;
 /** With a checkpoint thread, this connection checkpoints only if the WAL grows this far (40 MB) all the same. */

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { switchToWal } from "../../sqlite-wal.js";
 import type { AnyTool, ToolDefinition } from "../types.js";
 
 /**
@@ -23,7 +24,8 @@ export function openShopDatabase(path: string): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma("busy_timeout = 5000"); // first: switching to WAL may wait for another process
-  db.pragma("journal_mode = WAL");
+  // Two workers or processes opening a new file at once: one may find it busy, and tries again.
+  switchToWal(db);
   db.pragma("foreign_keys = ON");
   // IMMEDIATE takes the write lock first, so two processes opening a new file seed it once.
   db.transaction(() => {
