@@ -92,30 +92,42 @@ describe("checkpoints", () => {
 });
 
 describe("units", () => {
-  it("atomically() commits a unit's writes together, seen by another connection, or none of them when it throws; units nest", () => {
+  it("atomically() runs the units of one turn together at its end: each whole or not at all, each resolved once committed", async () => {
     const path = databasePath();
     const store = openTestStore(path);
     const other = openTestStore(path);
-    const roles = () => other.messagesAfter("cli:unit", 0, 0).map((stored) => stored.message.role);
+    const roles = () => other.messagesAfter("cli:unit", 0, 0).map((stored) => stored.message.content);
+    store.startRun({ runId: "run_unit", sessionId: "cli:unit", userId: "U1", input: "hi" });
 
-    store.atomically(() => {
-      store.startRun({ runId: "run_unit", sessionId: "cli:unit", userId: "U1", input: "hi" });
+    const first = store.atomically(() => {
       store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "hi" }]));
-      store.atomically(() => store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "hello" }])));
-      expect(roles()).toEqual([]); // not yet committed
+      store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "hello" }]));
+      return "first";
     });
-    expect(roles()).toEqual(["user", "assistant"]);
+    const failing = store.atomically(() => {
+      store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "lost with the unit" }]));
+      store.endRun({ runId: "run_unit", status: "final", output: "lost too", steps: 1, promptTokens: 0, completionTokens: 0, paused: null, error: null });
+      throw new Error("the unit fails");
+    });
+    const third = store.atomically(() => store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "after it" }])));
+    expect(roles()).toEqual([]); // nothing runs before the turn ends
+    expect(store.db.inTransaction).toBe(false); // and no transaction waits open meanwhile
 
-    expect(() =>
-      store.atomically(() => {
-        store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "lost with the unit" }]));
-        store.endRun({ runId: "run_unit", status: "final", output: "lost too", steps: 1, promptTokens: 0, completionTokens: 0, paused: null, error: null });
-        throw new Error("the unit fails");
-      }),
-    ).toThrow("the unit fails");
-    expect(roles()).toEqual(["user", "assistant"]);
+    await expect(first).resolves.toBe("first");
+    await expect(failing).rejects.toThrow("the unit fails");
+    await expect(third).resolves.toHaveLength(1);
+    expect(roles()).toEqual(["hi", "hello", "after it"]);
     expect(other.db.prepare("SELECT status FROM runs WHERE id = 'run_unit'").pluck().get()).toBe("running");
-    expect(store.db.inTransaction).toBe(false);
+    expect(() => store.db.transaction(() => store.atomically(() => 1))()).toThrow("units do not nest");
+  });
+
+  it("close() commits the units still waiting for the end of the turn", async () => {
+    const path = databasePath();
+    const store = openTestStore(path);
+    const waiting = store.atomically(() => store.appendMessages("cli:closing", null, entries([{ role: "user", content: "kept" }])));
+    store.close();
+    await expect(waiting).resolves.toHaveLength(1);
+    expect(openTestStore(path).messagesAfter("cli:closing", 0, 0).map((stored) => stored.message.content)).toEqual(["kept"]);
   });
 });
 

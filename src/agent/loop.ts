@@ -18,8 +18,8 @@ interface Live {
   signal?: AbortSignal;
   memory?: Memory;
   emit: (event: AgentEvent) => void;
-  /** One unit of records: with memory, one transaction for all a body commits and records; its events are announced after. */
-  atomically: <T>(body: () => T) => T;
+  /** One unit of records: with memory, all a body commits and records is committed together before it resolves; its events are announced after. */
+  atomically: <T>(body: () => T) => Promise<T>;
 }
 
 export const DEFAULT_MAX_STEPS = 8;
@@ -42,7 +42,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   };
   const live = liveOf(task, config);
   return survive(run, live, async () => {
-    live.atomically(() => {
+    await live.atomically(() => {
       live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}) });
       addMessages(run, live, [{ role: "user", content: task.input }]);
     });
@@ -64,8 +64,8 @@ export async function resumeAgent(
     live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) });
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
-    if (outcome.pending.length > 0) return live.atomically(() => pause(run, live, records, outcome.pending));
-    live.atomically(() => recordToolResults(run, live, records));
+    if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, records, outcome.pending));
+    await live.atomically(() => recordToolResults(run, live, records));
     return loop(config, run, live);
   });
 }
@@ -79,7 +79,7 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     const reply = await callModel(config, run, live, "auto");
     if (reply instanceof GlassboxError) return failed(run, live, reply);
     const { content, toolCalls } = reply.response;
-    const answered = live.atomically(
+    const answered = await live.atomically(
       () =>
         endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
         (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
@@ -87,8 +87,8 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     if (answered) return answered;
 
     const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
-    if (outcome.pending.length > 0) return live.atomically(() => pause(run, live, outcome.records, outcome.pending));
-    live.atomically(() => recordToolResults(run, live, outcome.records));
+    if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, outcome.records, outcome.pending));
+    await live.atomically(() => recordToolResults(run, live, outcome.records));
   }
 }
 
@@ -98,7 +98,7 @@ async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Liv
   const reply = await callModel(config, run, live, "none");
   if (reply instanceof GlassboxError) return failed(run, live, reply);
   const output = reply.response.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
-  return live.atomically(() => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output));
+  return await live.atomically(() => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output));
 }
 
 /** Everything the model sees passes through here: memory's budgeted context, or the plain history. */
@@ -243,17 +243,19 @@ function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Li
     if (inUnit) inUnit.push(event);
     else announce(event);
   };
-  const atomically = <T>(body: () => T): T => {
-    if (!memory || inUnit) return body();
-    const events: AgentEvent[] = (inUnit = []);
-    try {
-      const result = memory.atomically(body);
-      inUnit = undefined;
-      for (const event of events) announce(event);
-      return result;
-    } finally {
-      inUnit = undefined;
-    }
+  const atomically = async <T>(body: () => T): Promise<T> => {
+    if (!memory) return body();
+    const events: AgentEvent[] = [];
+    const result = await memory.atomically(() => {
+      inUnit = events;
+      try {
+        return body();
+      } finally {
+        inUnit = undefined;
+      }
+    });
+    for (const event of events) announce(event);
+    return result;
   };
   return { signal: task.signal, memory, emit, atomically };
 }

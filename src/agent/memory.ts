@@ -16,8 +16,11 @@ export interface Memory {
   context(run: RunState, request: { systemPrompt: string; tools: ToolSpec[] }): Promise<Message[]>;
   /** Commits messages of the run, in one transaction, before the loop goes on. */
   commit(run: RunState, messages: Message[]): void;
-  /** Runs `body` as one unit: what it commits and records (the trace too, on the same store) commits together. */
-  atomically<T>(body: () => T): T;
+  /**
+   * Runs `body` as one unit: what it commits and records (the trace too, on the same store) takes
+   * effect whole or not at all; resolves once committed (see Store.atomically).
+   */
+  atomically<T>(body: () => T): Promise<T>;
   /** Sees every event of the run; a failure here ends the run (nothing is silently unrecorded). */
   record(event: AgentEvent): void;
   /** The estimated prompt tokens of the run's latest context (for traces). */

@@ -1,8 +1,8 @@
 /**
  * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
  * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version. Every write is
- * committed before the call returns (within `atomically`, with its unit), so a crash loses nothing
- * that was acknowledged.
+ * committed before the call returns (or, within `atomically`, before its promise resolves), so a
+ * crash loses nothing that was acknowledged.
  */
 import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -214,15 +214,17 @@ const MIGRATIONS = [
   `,
 ];
 
-/** The store's operations; every write is committed before the call returns (within `atomically`, when the unit returns). */
+/** The store's operations; every write is committed before the call returns (within `atomically`, before its promise resolves). */
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
   db: Database.Database;
   /**
-   * Runs `body` as one transaction: the writes it makes, through this store or its connection,
-   * commit together (one commit instead of one each) or not at all. Nests.
+   * Runs `body` as one unit: the writes it makes, through this store or its connection, take effect
+   * whole or not at all. The units of one event-loop turn run together at its end, in one
+   * transaction (group commit); each resolves with its body's result once that has committed, or
+   * rejects with its body's error (its writes undone) or the commit's. Units do not nest.
    */
-  atomically<T>(body: () => T): T;
+  atomically<T>(body: () => T): Promise<T>;
   /** Starts a run (creating its session on first use); false when the run was already started. */
   startRun(run: RunRecord): boolean;
   endRun(outcome: RunOutcome): void;
@@ -340,13 +342,11 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
   });
 
   const claimAll = db.transaction((eventIds: string[]) => eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1));
-  const unit = db.transaction((body: () => unknown) => body());
+  const group = groupCommit(db);
 
   return {
     db,
-    // IMMEDIATE: a unit may read before it writes, and a deferred one would then fail at once
-    // (SQLITE_BUSY, no waiting) if another connection committed in between.
-    atomically: <T>(body: () => T): T => unit.immediate(body) as T,
+    atomically: group.add,
     startRun(run: RunRecord): boolean {
       // Memory and the trace both start each run they see: the second call is a read, not a write.
       if (statements.runExists.get(run.runId) !== undefined) return false;
@@ -424,6 +424,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       return statements.dataVersion.get() as number;
     },
     close(): void {
+      group.flush(); // units still waiting for the turn's end commit first
       checkpointer?.stop();
       db.close();
     },
@@ -461,6 +462,57 @@ function ftsQuery(text: string): string {
 const STOPWORDS = new Set(
   "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
 );
+
+interface Unit {
+  body: () => unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit. Units wait for the end of the event-loop turn, then run back to back in one
+ * transaction, each in a savepoint, and commit once. A burst of runs then writes the pages they
+ * share (the tail of the messages table, its index) once a turn instead of once a unit. The
+ * transaction is open only while the units run, so no other write of the turn joins it.
+ */
+function groupCommit(db: Database.Database) {
+  let waiting: Unit[] = [];
+  const inSavepoint = db.transaction((body: () => unknown) => body());
+  // IMMEDIATE: a unit may read before it writes, and a deferred transaction would then fail at once
+  // (SQLITE_BUSY, no waiting) if another connection committed in between.
+  const together = db.transaction((units: Unit[]) =>
+    units.map((unit): (() => void) => {
+      try {
+        const value = inSavepoint(unit.body);
+        return () => unit.resolve(value);
+      } catch (error) {
+        return () => unit.reject(error);
+      }
+    }),
+  ).immediate;
+  const flush = () => {
+    const units = waiting;
+    waiting = [];
+    if (units.length === 0) return;
+    let settle: Array<() => void>;
+    try {
+      settle = together(units);
+    } catch (error) {
+      settle = units.map((unit) => () => unit.reject(error));
+    }
+    for (const done of settle) done();
+  };
+  return {
+    flush,
+    add<T>(body: () => T): Promise<T> {
+      if (db.inTransaction) throw new Error("units do not nest: run the inner body as part of the outer one");
+      return new Promise<T>((resolve, reject) => {
+        if (waiting.length === 0) setImmediate(flush);
+        waiting.push({ body, resolve: resolve as (value: unknown) => void, reject });
+      });
+    },
+  };
+}
 
 const CHECKPOINT_EVERY_MS = 250;
 /** With a checkpoint thread, this connection checkpoints only if the WAL grows this far (40 MB) all the same. */
