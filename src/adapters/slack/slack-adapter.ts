@@ -94,9 +94,10 @@ export async function startSlackAdapter(
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
     // Edits, deletions, joins and other bots are not questions; a message that shares a file is.
     if (message.botId || (message.subtype && message.subtype !== "file_share") || !message.user || message.user === botUserId) return;
-    // Exactly once: the event id and the message ts are claimed before any work starts, so a retry,
-    // a redelivery or a second socket connection finds the claim and does nothing.
-    if (!store.claim(`slack:event:${message.eventId}`, `slack:message:${message.channel}:${message.ts}`)) return;
+    // Exactly once: the event id and the message ts are claimed (committed with the turn's other
+    // units) before any work starts, so a retry, a redelivery or a second socket connection finds
+    // the claim and does nothing.
+    if (!(await store.atomically(() => store.claim(`slack:event:${message.eventId}`, `slack:message:${message.channel}:${message.ts}`)))) return;
 
     const threadTs = message.threadTs ?? (message.isDirect ? undefined : message.ts);
     const sessionId = `slack:${message.teamId}:${message.channel}:${threadTs ?? "main"}`;
