@@ -168,12 +168,15 @@ export function createApprovalBook(store: Store) {
      * end there (a later click finds nothing to resume; the model sees those calls as not run).
      */
     supersede(sessionId: string, now = new Date()): Approval[] {
+      // Most messages find nothing waiting: no transaction for them. IMMEDIATE for the others, as
+      // this reads before it writes (see Store.atomically).
+      if (this.pendingOfSession(sessionId).length === 0) return [];
       return db.transaction(() => {
         const at = now.toISOString();
         const moot = this.pendingOfSession(sessionId).filter((approval) => statements.decide.run("expired", "superseded", at, approval.id).changes === 1);
         if (moot.length > 0) statements.endSuperseded.run(at, sessionId);
         return moot.map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded", decidedAt: at }));
-      })();
+      }).immediate();
     },
   };
 }
