@@ -112,11 +112,12 @@ const benchmark: Benchmark = {
         `ack: ${ACK_WARMUP_EVENTS} warm-up + ${ACK_EVENTS} measured mentions per variant, each a new thread, in blocks of ${ACK_BLOCK} alternating with the bare Bolt App (ABAB); median, min, max over the events; p99 nearest rank`,
         `ack, one at a time: the next mention as soon as the ack is back, with earlier runs still going (model answers at once, one step; at most ${MAX_IN_FLIGHT} unanswered, else the sender waits, untimed); bursts: ${BURST} at once, the next once at most ${BURST} runs are unanswered`,
         `threads: ${THREADS} mentions at once, ${STEPS_PER_RUN} steps each (current_time, then the answer), ${MODEL_LATENCY_MS} ms model latency per request; ${WARMUP_ROUNDS} warm-up + ${MEASURED_ROUNDS} measured rounds per bot, the three bots taking turns going first, no forced GC between rounds; an answer has landed when the fake received the call completing it; times from the first send, ms clock`,
+        `threads target: judged with the harness in its own thread (Slack and the model elsewhere, as in use); on the shared loop the harness's own work shares the bot's thread, so that figure is reported beside the bare loop's, not judged`,
         `bare loop: Bolt + WebClient + openai SDK making the same Slack calls and streamed model requests (same tools) per mention, and nothing else; main thread busy = event-loop utilization x wall time over a round (includes waiting for a core on a busy machine); main thread CPU = its user + system time (Linux)`,
         ...(warnings.length > 0 ? [`the bot logged ${warnings.length} warning(s) or error(s), first: ${warnings.slice(0, 3).join(" | ")}`] : []),
       ],
       rows: [...a, ...t].flatMap((part) => part.rows),
-      targets: [...a, ...t].map((part) => part.target),
+      targets: [...a, ...t].flatMap((part) => (part.target ? [part.target] : [])),
       data: {
         ack: Object.fromEntries(a.map((part) => [part.placement, part.data])),
         threads: Object.fromEntries(t.map((part) => [part.placement, part.data])),
@@ -718,7 +719,10 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
   ];
   const byMethod = (rounds.glassbox[rounds.glassbox.length - 1] as ThreadTimings).callsByMethod;
   const medianOf = (variant: ThreadVariant, pick: (round: ThreadRound) => number) => sig3(of(variant, pick).median);
-  const target: Target = {
+  // The target is the bot's: with Slack and the model elsewhere (the harness in its own thread).
+  // On the shared loop the harness's own work sits on the bot's thread too, so that figure is shown
+  // (with the bare loop's beside it), not judged.
+  const target: Target | undefined = placement === "shared" ? undefined : {
     label: `${THREADS} threads at once <= ${TARGET_THREADS_RATIO} x ideal ${IDEAL_MS} ms [${where}]`,
     pass: ratio <= TARGET_THREADS_RATIO,
     detail:
