@@ -486,6 +486,9 @@ function groupCommit(db: Database.Database) {
         const value = inSavepoint(unit.body);
         return () => unit.resolve(value);
       } catch (error) {
+        // Some errors (a full disk, an I/O error) make SQLite roll back the whole transaction: then
+        // no unit of the group was kept, and all of them fail.
+        if (!db.inTransaction) throw error;
         return () => unit.reject(error);
       }
     }),
