@@ -20,6 +20,12 @@ export interface GlassboxConfig {
   };
   /** Extra tool modules (paths or package names), from GLASSBOX_TOOLS. */
   toolModules: string[];
+  /** The built-in tools this deployment has (GLASSBOX_BUILTIN_TOOLS; default all three, `none` for none). */
+  builtinTools: BuiltinToolName[];
+  /** The demo shop's tools and database (`npm run demo`, GLASSBOX_DEMO=true); off in every other deployment. */
+  demo: boolean;
+  /** Runs in progress at once, across every adapter of this process (GLASSBOX_MAX_CONCURRENT_RUNS); the rest wait in arrival order. */
+  maxConcurrentRuns: number;
   maxSteps: number;
   toolTimeoutMs: number;
   maxResultChars: number;
@@ -62,9 +68,14 @@ export interface WebConfig {
   host: string;
   /** GLASSBOX_WEB_PORT, default 8787. */
   port: number;
-  /** GLASSBOX_API_TOKEN: /api then needs `Authorization: Bearer <token>`. */
+  /** GLASSBOX_API_TOKEN: /api then needs `Authorization: Bearer <token>`; a service credential that may act for any user. */
   apiToken?: string;
+  /** GLASSBOX_API_USERS: bearer tokens of single users (token -> user id); a caller with one acts only as that user. */
+  apiUsers: Record<string, string>;
 }
+
+export const BUILTIN_TOOL_NAMES = ["current_time", "calculator", "memory"] as const;
+export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface DiscordConfig {
   token: string;
@@ -107,6 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       timeoutMs: positiveNumber(env, "GLASSBOX_MODEL_TIMEOUT_MS", 60_000),
     },
     toolModules: list(env.GLASSBOX_TOOLS),
+    builtinTools: builtinToolsOf(env.GLASSBOX_BUILTIN_TOOLS),
+    demo: booleanOf(env, "GLASSBOX_DEMO"),
+    maxConcurrentRuns: positiveInteger(env, "GLASSBOX_MAX_CONCURRENT_RUNS", DEFAULT_MAX_CONCURRENT_RUNS),
     maxSteps: positiveNumber(env, "GLASSBOX_MAX_STEPS", 8),
     toolTimeoutMs: positiveNumber(env, "GLASSBOX_TOOL_TIMEOUT_MS", 10_000),
     maxResultChars: positiveNumber(env, "GLASSBOX_MAX_RESULT_CHARS", 4_000),
@@ -130,12 +144,58 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       host: nonEmpty(env.GLASSBOX_WEB_HOST) ?? "127.0.0.1",
       port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
       apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
+      apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
   };
 }
 
 const MAX_DEFAULT_WORKERS = 4;
+/** Enough for a busy team (a run mostly waits on the model), few enough that a burst cannot exhaust memory or the model's rate limit. */
+export const DEFAULT_MAX_CONCURRENT_RUNS = 16;
+
+function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
+  const names = list(value);
+  if (names.length === 0) return [...BUILTIN_TOOL_NAMES];
+  if (names.length === 1 && names[0]?.toLowerCase() === "none") return [];
+  const unknown = names.filter((name) => !(BUILTIN_TOOL_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw configurationError(`GLASSBOX_BUILTIN_TOOLS names '${unknown.join("', '")}'; list some of ${BUILTIN_TOOL_NAMES.join(", ")} (comma-separated), or none.`);
+  }
+  return [...new Set(names)] as BuiltinToolName[];
+}
+
+function booleanOf(env: NodeJS.ProcessEnv, name: string): boolean {
+  const text = nonEmpty(env[name])?.toLowerCase();
+  if (text === undefined || text === "false" || text === "0" || text === "no") return false;
+  if (text === "true" || text === "1" || text === "yes") return true;
+  throw configurationError(`${name} is '${env[name]}'; set it to true or false.`);
+}
+
+function apiUsersOf(json: string | undefined): Record<string, string> {
+  if (!nonEmpty(json)) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json as string);
+  } catch {
+    throw configurationError('GLASSBOX_API_USERS is not valid JSON; set it to an object of bearer tokens and user ids, {"<token>": "<user id>"}.');
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw configurationError('GLASSBOX_API_USERS must be a JSON object of bearer tokens and user ids, {"<token>": "<user id>"}.');
+  }
+  const users: Record<string, string> = {};
+  for (const [token, user] of Object.entries(parsed)) {
+    if (typeof user !== "string" || !user.trim() || !token.trim()) throw configurationError("GLASSBOX_API_USERS: every entry must map a non-empty token to a non-empty user id.");
+    users[token] = user.trim();
+  }
+  return users;
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = positiveNumber(env, name, fallback);
+  if (!Number.isInteger(value)) throw configurationError(`${name} is '${env[name]}'; set it to a whole number above 0.`);
+  return value;
+}
 
 function workersOf(env: NodeJS.ProcessEnv): number {
   const text = nonEmpty(env.GLASSBOX_WORKERS);

@@ -28,6 +28,18 @@ export interface Approval {
   messageRef: string | null;
 }
 
+/**
+ * Where a click came from, as the platform vouches for it: an approval is decided only in the
+ * workspace or guild, and on the message, where it was posted. A click carrying another place's
+ * approval id finds nothing ("unknown"), so ids say nothing about other conversations.
+ */
+export interface ClickOrigin {
+  /** The session keys of the platform and workspace or guild the click came from ("slack:T1:", "discord:G1:", "discord:dm:D1"). */
+  sessionPrefix: string;
+  /** The message that carried the buttons, in the form the adapter stored as `messageRef`. */
+  messageRef?: string;
+}
+
 export type DecisionOutcome =
   | { kind: "decided"; approval: Approval; runReady: boolean }
   | { kind: "not_allowed"; approval: Approval }
@@ -125,9 +137,9 @@ export function createApprovalBook(store: Store) {
      * A person's click. Single use: only the first decision of a pending, unexpired approval counts.
      * Stale: the run must still be waiting for exactly this call with exactly these arguments.
      */
-    decide(id: string, userId: string, approved: boolean, approvers: string[], now = new Date()): DecisionOutcome {
+    decide(id: string, userId: string, approved: boolean, approvers: string[], origin?: ClickOrigin, now = new Date()): DecisionOutcome {
       const approval = this.get(id);
-      if (!approval) return { kind: "unknown" };
+      if (!approval || (origin && !postedAt(approval, origin))) return { kind: "unknown" };
       // A superseded approval is stored as expired, but for the person clicking it is stale.
       if (approval.status !== "pending") {
         return { kind: approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired", approval };
@@ -182,6 +194,11 @@ export function createApprovalBook(store: Store) {
 }
 
 export type ApprovalBook = ReturnType<typeof createApprovalBook>;
+
+function postedAt(approval: Approval, origin: ClickOrigin): boolean {
+  if (!approval.sessionId.startsWith(origin.sessionPrefix)) return false;
+  return origin.messageRef === undefined || approval.messageRef === origin.messageRef;
+}
 
 function isWaitingFor(store: Store, approval: Approval): boolean {
   const paused = store.pausedRun(approval.runId);

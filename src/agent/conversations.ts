@@ -6,7 +6,7 @@
  */
 import { approvalsAwaited } from "../tools/executor.js";
 import type { ApprovalDecision } from "../tools/types.js";
-import type { Approval, DecisionOutcome } from "./approvals.js";
+import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
 import { createApprovalBook } from "./approvals.js";
 import type { AgentEvent } from "./events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult, type Task } from "./loop.js";
@@ -56,12 +56,20 @@ export interface ConversationOptions {
   owns?: (sessionId: string) => boolean;
 }
 
+/** A person's click on Approve or Deny; `origin` is where the platform says it came from (omitted only by trusted callers). */
+export interface Decision {
+  approvalId: string;
+  userId: string;
+  approved: boolean;
+  origin?: ClickOrigin;
+}
+
 const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
 
 export interface Conversations {
   send(task: MessageTask): Promise<RunResult>;
   /** A person's click on Approve or Deny. When it settles the last open approval of its run, the run resumes. */
-  decide(decision: { approvalId: string; userId: string; approved: boolean }): Promise<DecisionOutcome & { resumed?: Promise<RunResult | undefined> }>;
+  decide(decision: Decision): Promise<DecisionOutcome & { resumed?: Promise<RunResult | undefined> }>;
   /** Expires approvals past their time (their runs resume with `denied`); returns how many expired. */
   expireApprovals(now?: Date): Promise<number>;
   /** Cancels the session's running run; false when nothing was running. */
@@ -82,7 +90,7 @@ export interface Conversations {
  */
 export interface ConversationService {
   send(task: Pick<MessageTask, "sessionId" | "userId" | "input">): Promise<RunResult>;
-  decide(decision: { approvalId: string; userId: string; approved: boolean }): Promise<DecisionOutcome>;
+  decide(decision: Decision): Promise<DecisionOutcome>;
   expireApprovals(now?: Date): Promise<number>;
   stop(sessionId: string): boolean | Promise<boolean>;
   busy(sessionId: string): boolean | Promise<boolean>;
@@ -194,8 +202,8 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
       ) as Promise<RunResult>;
     },
 
-    async decide({ approvalId, userId, approved }) {
-      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? []);
+    async decide({ approvalId, userId, approved, origin }) {
+      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? [], origin);
       if (outcome.kind !== "decided") return outcome;
       await showDecision(outcome.approval).catch((error: unknown) => onError(error, "updating an approval"));
       if (!outcome.runReady) return outcome;
