@@ -7,6 +7,8 @@ import { calculator, evaluateExpression } from "../src/tools/builtin/calculator.
 import { createCurrentTimeTool } from "../src/tools/builtin/current-time.js";
 import { createBuiltinTools } from "../src/tools/builtin/index.js";
 import { createShopTools, openShopDatabase } from "../src/tools/builtin/shop.js";
+import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
+import { createToolRegistry } from "../src/tools/registry.js";
 import type { AnyTool, ToolContext } from "../src/tools/types.js";
 
 const context = (): ToolContext => ({
@@ -122,6 +124,66 @@ describe("calculator", () => {
       result: 14,
     });
     await expect(calculator.handler({ expression: "1/0" }, context())).rejects.toThrow("Division by zero");
+  });
+
+  // Bug: Infinity went on as a number and JSON turned it into null, a "result" the model reported.
+  describe("rejects non-finite numbers with an error the model can act on", () => {
+    async function runCalculator(expression: string) {
+      const registry = createToolRegistry([calculator]);
+      const scope = { runId: "r", sessionId: "s", userId: "u", state: newToolRunState() };
+      const call = { id: "call_1", type: "function" as const, function: { name: "calculator", arguments: JSON.stringify({ expression }) } };
+      const { records } = await executeToolCalls([call], { registry }, scope);
+      const record = records[0];
+      if (record === undefined) throw new Error("no record");
+      return record;
+    }
+
+    it.each([
+      ["1e999", "The number '1e999' at position 0"],
+      ["1e309 - 1e309", "The number '1e309' at position 0"],
+      ["5 % 1e999", "The number '1e999' at position 4"],
+      ["min(2, -1e999)", "The number '1e999' at position 8"],
+      ["10^400", "The result of '^'"],
+      ["9^9^9", "The result of '^'"],
+      ["1e308 * 10 / 10", "The result of '*'"],
+      ["1e308 + 1e308 - 1e308", "The result of '+'"],
+      ["exp(710)", "The result of 'exp'"],
+      ["ln(0)", "The result of 'ln'"],
+    ])("%j is too large to represent", async (expression, subject) => {
+      const record = await runCalculator(expression);
+      expect(record.envelope).toEqual({
+        status: "error",
+        error: { type: "execution_error", message: expect.stringContaining(`${subject} is not a finite number: it is too large to represent (beyond ±1.8e308)`) },
+      });
+      expect(record.content).not.toContain("null");
+    });
+
+    it.each([["sqrt(-1)", "sqrt"], ["ln(-2)", "ln"], ["log(-0.5) + 1", "log"]])("%j is not a real number", async (expression, name) => {
+      const record = await runCalculator(expression);
+      expect(record.envelope).toEqual({
+        status: "error",
+        error: { type: "execution_error", message: expect.stringContaining(`The result of '${name}' is not a finite number: it is undefined in real numbers (NaN)`) },
+      });
+    });
+
+    it("still rejects 0/0 as a division by zero", async () => {
+      expect((await runCalculator("0/0")).envelope).toEqual({ status: "error", error: { type: "execution_error", message: "Division by zero" } });
+    });
+
+    it("keeps results that fit: the largest double, tiny numbers, and round with many digits", async () => {
+      const dataOf = async (expression: string) => {
+        const { envelope } = await runCalculator(expression);
+        if (envelope.status !== "success") throw new Error(`${expression}: ${envelope.error.message}`);
+        return (envelope.data as { result: number }).result;
+      };
+      expect(await dataOf("1.7976931348623157e308")).toBe(Number.MAX_VALUE);
+      expect(await dataOf("2^1023 * 1.5")).toBe(Number((2 ** 1023 * 1.5).toPrecision(15)));
+      expect(await dataOf("1e-999")).toBe(0);
+      expect(await dataOf("round(1e300, 10)")).toBe(1e300);
+      expect(await dataOf("round(1.5, 400)")).toBe(1.5);
+      expect(await dataOf("round(1234, -400)")).toBe(0);
+      expect(await dataOf("round(1234.5678, -2) + round(2.345, 2)")).toBe(1202.35);
+    });
   });
 });
 

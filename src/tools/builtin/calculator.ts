@@ -19,7 +19,7 @@ const unary = (apply: (x: number) => number): MathFunction => ({ minArguments: 1
 const FUNCTIONS = new Map<string, MathFunction>([
   ["sqrt", unary(Math.sqrt)],
   ["abs", unary(Math.abs)],
-  ["round", { minArguments: 1, maxArguments: 2, apply: (x, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits }],
+  ["round", { minArguments: 1, maxArguments: 2, apply: roundTo }],
   ["floor", unary(Math.floor)],
   ["ceil", unary(Math.ceil)],
   ["min", { minArguments: 1, maxArguments: Infinity, apply: Math.min }],
@@ -43,8 +43,10 @@ export function evaluateExpression(expression: string): number {
   }
   if (expression.trim() === "") throw new Error("Expression is empty");
   const result = new Parser(expression).parse();
-  // 15 significant digits hide binary noise: 0.1 + 0.2 gives 0.3.
-  return Number(result.toPrecision(15));
+  // 15 significant digits hide binary noise: 0.1 + 0.2 gives 0.3. Near the largest double that
+  // rounding goes up past it (1.7976931348623157e308 -> Infinity), so such a result stays as it is.
+  const rounded = Number(result.toPrecision(15));
+  return Number.isFinite(rounded) ? rounded : result;
 }
 
 class Parser {
@@ -96,7 +98,8 @@ class Parser {
     const token = this.token;
     if (token.kind === "number") {
       this.advance();
-      return Number(token.text);
+      // A literal beyond the largest double (1e999) reads as Infinity; it must not go on as a number.
+      return finite(Number(token.text), token.text, `The number '${token.text}' at position ${token.position}`);
     }
     if (token.kind === "name") return this.parseName(token);
     if (this.isSymbol("(")) return this.inParentheses(() => this.parseSum());
@@ -178,9 +181,32 @@ class Parser {
   }
 }
 
-function finite(value: number, operation: string): number {
-  if (!Number.isFinite(value)) throw new Error(`The result of '${operation}' is not a finite number`);
+/**
+ * Every literal and every intermediate result passes here: an Infinity or NaN would otherwise be
+ * carried on and come out of JSON as null, which the model cannot tell from an answer.
+ */
+function finite(value: number, operation: string, subject = `The result of '${operation}'`): number {
+  if (Number.isNaN(value)) {
+    throw new Error(`${subject} is not a finite number: it is undefined in real numbers (NaN), as the square root or logarithm of a negative number is; check the arguments`);
+  }
+  if (!Number.isFinite(value)) {
+    throw new Error(
+      `${subject} is not a finite number: it is too large to represent (beyond ±1.8e308) or infinite (as ln(0) is); ` +
+        "rewrite it with smaller numbers, e.g. compare logarithms (log(9) * 9^9 instead of 9^9^9) or use larger units",
+    );
+  }
   return value;
+}
+
+// Math.round(x * 10^digits) overflows or underflows for a large |digits| although the answer fits:
+// round(1e300, 10) is 1e300 and round(1, -400) is 0.
+function roundTo(x: number, digits = 0): number {
+  const scale = 10 ** digits;
+  if (scale === 0) return 0;
+  const scaled = x * scale;
+  // From 2^52 up every double is already whole, so there is nothing to round.
+  if (!Number.isFinite(scaled) || Math.abs(scaled) >= 2 ** 52) return x;
+  return Math.round(scaled) / scale;
 }
 
 export const calculator: ToolDefinition<{ expression: string }> = {
