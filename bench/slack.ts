@@ -377,7 +377,7 @@ function configFor(modelUrl: string, directory: string, env: Record<string, stri
     OPENAI_BASE_URL: modelUrl,
     LLM_MODEL: "gpt-4o-mini",
     GLASSBOX_DB: join(directory, `glassbox-${databases}.db`),
-    GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`),
+    GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`), GLASSBOX_DEMO: "true",
     ...env,
   });
 }

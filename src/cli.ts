@@ -10,8 +10,7 @@ import { createTraceReader } from "./agent/trace.js";
 import { formatRunTimeline, formatUsage } from "./adapters/trace-report.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { createAgentConfig, loadRegistry } from "./setup.js";
-import { connectMcpServers } from "./tools/mcp.js";
+import { createAgentConfig, describeTools } from "./setup.js";
 
 const USAGE = `Usage:
   glassbox run "<task>" [--tools module.mjs]... [--session ID] [--max-steps N] [--approve yes|no|ask] [--json]
@@ -92,20 +91,9 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "tools": {
-      const store = openStore(config.databasePath);
-      const mcp = await connectMcpServers(config.mcpServers, { log });
-      const registry = await loadRegistry(config, values.tools, store, mcp.tools).finally(async () => {
-        await mcp.close();
-        store.close();
-      });
-      const tools = registry.list().map(({ definition }) => ({
-        name: definition.name,
-        description: definition.description,
-        dangerous: definition.dangerous === true,
-        parameters: definition.parameters,
-      }));
+      const tools = await describeTools(config, log, values.tools);
       if (values.json) process.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
-      else for (const tool of tools) process.stdout.write(`${tool.name}${tool.dangerous ? " (dangerous: needs approval)" : ""}\n  ${tool.description}\n  parameters: ${JSON.stringify(tool.parameters)}\n`);
+      else for (const tool of tools) process.stdout.write(`${tool.name}  [${tool.from}]${tool.dangerous ? " (dangerous: needs approval)" : ""}\n  ${tool.description}\n  parameters: ${JSON.stringify(tool.parameters)}\n`);
       return 0;
     }
     case "sessions": {

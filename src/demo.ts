@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { demoReply } from "./adapters/web/demo-script.js";
+import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -26,6 +27,7 @@ async function startDemo(): Promise<void> {
     LLM_MODEL: "scripted-model",
     GLASSBOX_DB: join(directory, "glassbox.db"),
     GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+    GLASSBOX_DEMO: "true",
     GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500",
   });
   const log = createLogger({ level: "warn" });
@@ -39,6 +41,7 @@ async function startDemo(): Promise<void> {
     prices: config.prices,
     dailyLimits: config.dailyLimits,
     modelLabel: "scripted model (demo)",
+    hints: exampleRequests(agent.toolSources),
   });
   process.stdout.write(`glassbox demo: chat at ${web.url} and the trace at ${web.url}trace (scripted model, offline; Ctrl+C stops it)\n`);
 

@@ -6,6 +6,7 @@
  */
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
+import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import { openStore } from "./agent/store.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig } from "./config.js";
@@ -80,6 +81,7 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
     pipelines: agent?.pipelines,
     modelLabel: modelLabel(config),
     problem,
+    hints: agent && exampleRequests(agent.toolSources),
   });
   process.stdout.write(`glassbox playground: chat at ${web.url} and the trace at ${web.url}trace (Ctrl+C stops it)\n`);
   if (problem) process.stdout.write(`${problem}\n`);

@@ -12,20 +12,78 @@ import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
-import { createBuiltinTools } from "./tools/builtin/index.js";
+import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
 import { loadToolModules } from "./tools/load-modules.js";
 import { connectMcpServers, type McpServers } from "./tools/mcp.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 import { createToolSelector } from "./tools/selection.js";
+import { assembleTools, describeSource, type AssembledTools, type ToolGroup, type ToolSource } from "./tools/tool-sources.js";
 import { learnAtRunEnd, readUsageHistory } from "./tools/usage-history.js";
 import { createUsageLearning } from "./tools/usage-learning.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
-/** The built-in tools (with memory tools when there is a store), plus those of GLASSBOX_TOOLS, any extra modules and connected MCP servers. */
-export async function loadRegistry(config: GlassboxConfig, extraModules: string[] = [], store?: Store, mcpTools: AnyTool[] = []): Promise<ToolRegistry> {
-  const extra = await loadToolModules([...config.toolModules, ...extraModules]);
-  const memoryTools: AnyTool[] = store ? createMemoryTools(store) : [];
-  return createToolRegistry([...createBuiltinTools({ shopDatabasePath: config.shopDatabasePath }), ...memoryTools, ...extra, ...mcpTools]);
+export interface DeploymentTools extends AssembledTools {
+  registry: ToolRegistry;
+}
+
+/**
+ * The deployment's tools, each with where it came from: the built-ins GLASSBOX_BUILTIN_TOOLS keeps
+ * (memory's need a store), the demo shop only in the demo, then what the owner configured: the
+ * modules of GLASSBOX_TOOLS and `toolModules`, connected MCP servers' tools, and the specialists
+ * `specialists` makes (given the other tools' names). A configured tool replaces a built-in of its name.
+ */
+export async function loadTools(
+  config: GlassboxConfig,
+  options: { toolModules?: string[]; store?: Store; mcpTools?: AnyTool[]; specialists?: (toolNames: string[]) => AnyTool[] } = {},
+): Promise<DeploymentTools> {
+  const builtins = config.builtinTools.filter((name) => name !== "memory");
+  const groups: ToolGroup[] = [
+    { source: { kind: "builtin" }, tools: [...createBuiltinTools({ include: builtins }), ...(options.store && config.builtinTools.includes("memory") ? createMemoryTools(options.store) : [])] },
+    ...(config.demo ? [{ source: { kind: "demo" } as const, tools: createDemoShopTools({ shopDatabasePath: config.shopDatabasePath }) }] : []),
+    ...(await loadToolModules([...config.toolModules, ...(options.toolModules ?? [])])),
+    ...mcpGroups(config, options.mcpTools ?? []),
+  ];
+  const base = assembleTools(groups);
+  const specialists = options.specialists?.([...base.sources.keys()]) ?? [];
+  const assembled = specialists.length ? assembleTools([...groups, { source: { kind: "specialist" }, tools: specialists }]) : base;
+  return { ...assembled, registry: createToolRegistry(assembled.tools) };
+}
+
+/** MCP tools are named `<server>__<tool>`: each group is one server's. */
+function mcpGroups(config: GlassboxConfig, tools: AnyTool[]): ToolGroup[] {
+  return Object.keys(config.mcpServers).map((server) => ({ source: { kind: "mcp", server }, tools: tools.filter((tool) => tool.name.startsWith(`${server}__`)) }));
+}
+
+/** What `glassbox tools` lists: every tool the agent would have, and where each comes from. Runs nothing. */
+export async function describeTools(config: GlassboxConfig, log: Logger, toolModules: string[] = []) {
+  const mcp = await connectMcpServers(config.mcpServers, { log: log.child({ component: "mcp" }) });
+  // Memory's tools are listed as the agent has them, without touching the configured database.
+  const store = openStore(":memory:");
+  try {
+    const notRun: SpecialistFactory = {
+      get base(): AgentConfig {
+        throw new Error("glassbox tools only lists the specialists");
+      },
+      modelNamed: () => createModel(config, log),
+    };
+    const specialists = (toolNames: string[]) =>
+      config.agentsFile ? createSpecialistTools(parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames).agents, () => notRun) : [];
+    const loaded = await loadTools(config, { toolModules, store, mcpTools: mcp.tools, specialists });
+    return loaded.registry.list().map(({ definition }) => {
+      const source = loaded.sources.get(definition.name);
+      return {
+        name: definition.name,
+        description: definition.description,
+        dangerous: definition.dangerous === true,
+        from: source ? describeSource(source) : "unknown",
+        source,
+        parameters: definition.parameters,
+      };
+    });
+  } finally {
+    await mcp.close();
+    store.close();
+  }
 }
 
 export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
@@ -37,6 +95,8 @@ export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
 export interface GlassboxAgent extends AgentConfig {
   store: Store;
   mcp: McpServers;
+  /** Where each tool came from (built-in, demo shop, module, MCP server, specialist). */
+  toolSources: Map<string, ToolSource>;
   agents: AgentsConfig;
   specialists: SpecialistFactory;
   pipelines: Pipelines;
@@ -73,21 +133,24 @@ export async function createAgentConfig(
   });
   // MCP servers: one unreachable at startup is logged and left out; a registry that fails closes them.
   const mcp = await connectMcpServers(config.mcpServers, { log: log.child({ component: "mcp" }) });
-  const baseTools = await loadRegistry(config, options.toolModules, store, mcp.tools).catch(async (error: unknown) => {
-    await mcp.close();
-    throw error;
-  });
-  // Specialist agents (GLASSBOX_AGENTS) join as tools of the main agent, which supervises them.
-  const agents = config.agentsFile ? parseAgentsConfig(readAgentsFile(config.agentsFile), baseTools.names()) : { agents: [], pipelines: {} };
   const specialists: SpecialistFactory = {
     get base() {
       return agent;
     },
     modelNamed: (name) => createOpenAIModel({ ...config.model, model: name, warn: (message) => log.warn(message) }),
   };
-  const allTools = agents.agents.length
-    ? createToolRegistry([...baseTools.list().map((tool) => tool.definition), ...createSpecialistTools(agents.agents, () => specialists)])
-    : baseTools;
+  // Specialist agents (GLASSBOX_AGENTS) join as tools of the main agent, which supervises them.
+  let agents: AgentsConfig = { agents: [], pipelines: {} };
+  const specialistTools = (toolNames: string[]) => {
+    if (config.agentsFile) agents = parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames);
+    return createSpecialistTools(agents.agents, () => specialists);
+  };
+  const loaded = await loadTools(config, { toolModules: options.toolModules, store, mcpTools: mcp.tools, specialists: specialistTools }).catch(async (error: unknown) => {
+    await mcp.close();
+    throw error;
+  });
+  for (const { name, by } of loaded.replaced) log.info({ tool: name, source: describeSource(by) }, "a configured tool replaces the built-in of the same name");
+  const allTools = loaded.registry;
   // Past GLASSBOX_TOOL_SELECTION_THRESHOLD tools, each call is sent only the relevant ones (and list_tools).
   // It also learns which tools past runs used for which words: the latest runs now, each new one as it ends.
   const usage = createUsageLearning();
@@ -108,6 +171,7 @@ export async function createAgentConfig(
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,
     mcp,
+    toolSources: loaded.sources,
     agents,
     specialists,
     pipelines: createPipelines(agents, () => specialists),

@@ -5,7 +5,7 @@ import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { calculator, evaluateExpression } from "../src/tools/builtin/calculator.js";
 import { createCurrentTimeTool } from "../src/tools/builtin/current-time.js";
-import { createBuiltinTools } from "../src/tools/builtin/index.js";
+import { createBuiltinTools, createDemoShopTools } from "../src/tools/builtin/index.js";
 import { createShopTools, openShopDatabase } from "../src/tools/builtin/shop.js";
 import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
@@ -410,24 +410,20 @@ describe("shop", () => {
 });
 
 describe("createBuiltinTools", () => {
-  it("returns current_time, calculator and the shop tools over the given database", async () => {
+  it("returns current_time and calculator, and opens no shop database", async () => {
+    const tools = createBuiltinTools({ now: () => new Date("2026-11-30T02:19:05Z") });
+    expect(tools.map((candidate) => candidate.name)).toEqual(["current_time", "calculator"]);
+    await expect(tool(tools, "current_time").handler({ timezone: "Asia/Shanghai" }, context())).resolves.toMatchObject({
+      iso: "2026-11-30T10:19:05+08:00",
+    });
+    expect(createBuiltinTools({ include: ["calculator"] }).map((candidate) => candidate.name)).toEqual(["calculator"]);
+  });
+
+  it("keeps the demo shop apart: createDemoShopTools opens and seeds its database", () => {
     const directory = mkdtempSync(join(tmpdir(), "glassbox-builtin-"));
     try {
-      const tools = createBuiltinTools({
-        shopDatabasePath: join(directory, "shop.db"),
-        now: () => new Date("2026-11-30T02:19:05Z"),
-      });
-      expect(tools.map((candidate) => candidate.name)).toEqual([
-        "current_time",
-        "calculator",
-        "get_order_status",
-        "cancel_order",
-        "send_message",
-      ]);
-      for (const builtin of tools) expect(builtin.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
-      await expect(tool(tools, "current_time").handler({ timezone: "Asia/Shanghai" }, context())).resolves.toMatchObject({
-        iso: "2026-11-30T10:19:05+08:00",
-      });
+      const tools = createDemoShopTools({ shopDatabasePath: join(directory, "shop.db") });
+      expect(tools.map((candidate) => candidate.name)).toEqual(["get_order_status", "cancel_order", "send_message"]);
       expect(existsSync(join(directory, "shop.db"))).toBe(true);
     } finally {
       rmSync(directory, { recursive: true, force: true });

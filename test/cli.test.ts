@@ -32,7 +32,7 @@ function glassbox(args: string[], env: Record<string, string> = {}): Promise<Cli
           PATH: process.env.PATH ?? "",
           OPENAI_BASE_URL: server.url,
           LLM_MODEL: "scripted-model",
-          GLASSBOX_SHOP_DB: join(dataDir, "shop.db"),
+          GLASSBOX_SHOP_DB: join(dataDir, "shop.db"), GLASSBOX_DEMO: "true",
           GLASSBOX_DB: join(dataDir, "glassbox.db"),
           ...env,
         },

@@ -454,7 +454,7 @@ describe("MCP tools in a run", () => {
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       OPENAI_API_KEY: "test-key",
       GLASSBOX_DB: join(directory, "glassbox.db"),
-      GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+      GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true",
       GLASSBOX_MCP_SERVERS: JSON.stringify({ fixture: server.config }),
     });
     const { pino } = await import("pino");

@@ -83,7 +83,7 @@ export function tempPaths(): Paths {
 
 /** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
 export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, ...env });
+  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
   const agent = await createAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();

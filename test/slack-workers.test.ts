@@ -53,7 +53,7 @@ const lastUserText = (body: ChatCompletionRequestBody) => textOf(body.messages.f
 
 /** startSlackAdapter as main.ts calls it with GLASSBOX_WORKERS=2: a store here for claims, the agents in the workers. */
 async function startWithWorkers(fake: FakeSlack, model: ScriptedModelServer, paths: Paths, env: Record<string, string> = {}) {
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, ...env });
+  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
   const store = openStore(config.databasePath);
   const { log, lines } = memoryLogger();
   const exits: number[] = [];
@@ -217,7 +217,7 @@ describe("Slack with worker threads", () => {
       OPENAI_BASE_URL: model.url,
       LLM_MODEL: "gpt-4o-mini",
       GLASSBOX_DB: paths.db,
-      GLASSBOX_SHOP_DB: paths.shopDb,
+      GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true",
     };
     const bot = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let exitCode: number | null | undefined;

@@ -44,7 +44,7 @@ async function setUp(script: (body: ChatCompletionRequestBody) => object, approv
     OPENAI_BASE_URL: server.url,
     LLM_MODEL: "gpt-4o-mini",
     GLASSBOX_DB: join(directory, "glassbox.db"),
-    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+    GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true",
     GLASSBOX_AGENTS: join(directory, "agents.json"),
   });
   agent = await createAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});

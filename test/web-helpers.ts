@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
+import { exampleRequests } from "../src/adapters/example-requests.js";
 import { demoReply } from "../src/adapters/web/demo-script.js";
 import { startWebServer, type WebServer, type WebServerOptions } from "../src/adapters/web/web-server.js";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
@@ -54,13 +55,13 @@ export async function startPlayground(options: { script?: Script; server?: Parti
   const directory = tempDir();
   const model = await startScriptedModelServer({ script: options.script ?? ((request) => demoReply(request)) });
   cleanups.push(() => model.close());
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), ...options.env });
+  const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true", ...options.env });
   const log = quietLogger();
   const agent = await createAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
-  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", ...options.server });
+  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), ...options.server });
   cleanups.push(() => web.stop());
   return { url: web.url, web, model, agent, store: agent.store };
 }

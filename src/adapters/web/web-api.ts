@@ -24,6 +24,8 @@ export interface ApiContext {
   priced: boolean;
   /** Why no run can start (no model configured); POST /api/runs then answers 503 with it. */
   problem?: string;
+  /** What an empty chat suggests asking. */
+  hints: string[];
   tokenRequired: boolean;
 }
 
@@ -43,7 +45,7 @@ export function createApi(context: ApiContext) {
 
   const routes: Array<[method: string, path: RegExp, handler: Handler]> = [
     ["GET", /^\/api\/info$/, (_request, response) => {
-      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, tokenRequired: context.tokenRequired });
+      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, hints: context.hints, tokenRequired: context.tokenRequired });
     }],
 
     ["POST", /^\/api\/runs$/, async (request, response) => {

@@ -43,6 +43,8 @@ export interface WebServerOptions {
   modelLabel: string;
   /** Why no run can start, in one sentence for the page (no model configured). */
   problem?: string;
+  /** What an empty chat suggests asking, from the tools the agent has (exampleRequests). */
+  hints?: string[];
 }
 
 export interface WebServer {
@@ -99,6 +101,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     modelLabel: options.modelLabel,
     priced: options.agent ? priceOf(options.agent.model.name, options.prices) !== null : false,
     problem: options.problem,
+    hints: options.hints ?? [],
     tokenRequired: apiToken !== undefined,
   });
 

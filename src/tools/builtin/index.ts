@@ -7,9 +7,15 @@ export { calculator, evaluateExpression } from "./calculator.js";
 export { createCurrentTimeTool, currentTime } from "./current-time.js";
 export { createShopTools, defaultShopDatabasePath, openShopDatabase } from "./shop.js";
 
-/** The tools glassbox ships with: current_time, calculator and the demo shop (opened here). */
-export function createBuiltinTools(options: { shopDatabasePath?: string; now?: () => Date } = {}): AnyTool[] {
+/** The tools glassbox ships with for every deployment: current_time and calculator (memory's tools need a store; see createMemoryTools). */
+export function createBuiltinTools(options: { now?: () => Date; include?: ReadonlyArray<"current_time" | "calculator"> } = {}): AnyTool[] {
   const now = options.now ?? (() => new Date());
+  const include = options.include ?? ["current_time", "calculator"];
+  return [...(include.includes("current_time") ? [createCurrentTimeTool(now)] : []), ...(include.includes("calculator") ? [calculator] : [])];
+}
+
+/** The demo shop (`npm run demo`, GLASSBOX_DEMO=true): get_order_status and the dangerous cancel_order and send_message over its SQLite file, opened (and seeded) here. */
+export function createDemoShopTools(options: { shopDatabasePath?: string; now?: () => Date } = {}): AnyTool[] {
   const shop = openShopDatabase(options.shopDatabasePath ?? defaultShopDatabasePath());
-  return [createCurrentTimeTool(now), calculator, ...createShopTools(shop, { now })];
+  return createShopTools(shop, { now: options.now ?? (() => new Date()) });
 }

@@ -59,11 +59,18 @@ async function start() {
   try {
     const info = await api("/api/info");
     dom.model.textContent = info.model;
+    showHints(info.hints ?? []);
     if (info.problem) showProblem(info.problem);
   } catch (error) {
     showProblem(error.message);
   }
   await openSession();
+}
+
+/** The empty chat suggests what the tools this bot has can do (the server knows which). */
+function showHints(hints) {
+  if (hints.length === 0) return;
+  dom.empty.replaceChildren("Try, for example: ", ...hints.flatMap((hint, index) => [index > 0 ? " or " : "", el("q", {}, hint)]));
 }
 
 function showProblem(sentence) {
