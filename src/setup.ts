@@ -8,7 +8,8 @@ import { openStore, type Store } from "./agent/store.js";
 import { createPipelines, createSpecialistTools, parseAgentsConfig, type AgentsConfig, type Pipelines, type SpecialistFactory } from "./agent/sub-agents.js";
 import { configurationError } from "./agent/errors.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
-import { createTraceRecorder } from "./agent/trace.js";
+import { createSpendingGuard, withSpendingGuard } from "./agent/quota.js";
+import { createTraceReader, createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -120,9 +121,13 @@ export async function createAgentConfig(
   log: Logger,
   options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
 ): Promise<GlassboxAgent> {
-  const model = createModel(config, log);
   const store = options.store ?? openStore(config.databasePath, { checkpointInBackground: true });
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
+  // With daily caps, every model call of a user is checked against what they spent and reserved.
+  const { tokens, cost } = config.dailyLimits;
+  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(createTraceReader(store), config.dailyLimits, config.prices) : undefined;
+  const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
+  const model = capped(createModel(config, log));
   const window = contextWindowOf(config.model.model);
   const memory = createSqliteMemory({
     store,
@@ -137,7 +142,7 @@ export async function createAgentConfig(
     get base() {
       return agent;
     },
-    modelNamed: (name) => createOpenAIModel({ ...config.model, model: name, warn: (message) => log.warn(message) }),
+    modelNamed: (name) => capped(createOpenAIModel({ ...config.model, model: name, warn: (message) => log.warn(message) })),
   };
   // Specialist agents (GLASSBOX_AGENTS) join as tools of the main agent, which supervises them.
   let agents: AgentsConfig = { agents: [], pipelines: {} };

@@ -1,5 +1,8 @@
 // Daily caps per user, through Conversations over the real loop, SQLite memory, traces and the
 // scripted model: a user over a cap gets one sentence and no model call; others are unaffected.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
@@ -7,6 +10,9 @@ import { createSqliteMemory } from "../src/agent/memory.js";
 import { quotaProblem } from "../src/agent/quota.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { createAgentConfig } from "../src/setup.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { startServer } from "./agent-helpers.js";
 import { cleanUpAfterEach, openTestStore, testModel } from "./memory-helpers.js";
@@ -56,5 +62,36 @@ describe("daily caps per user", () => {
     expect(quotaProblem(createTraceReader(store), "U1", { tokens: 300_000 })).toBeUndefined();
     const tomorrow = new Date(Date.now() + 86_400_000);
     expect(quotaProblem(createTraceReader(store), "U1", { tokens: 1 }, tomorrow)).toBeUndefined();
+  });
+});
+
+describe("quotas hold under concurrency", () => {
+  cleanUpAfterEach();
+
+  it("40 runs started together by one user spend at most one model call past a 2,000-token cap; the rest are refused in one sentence", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
+    const call = { promptTokens: 150, completionTokens: 10 };
+    const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
+    const config = loadConfig({ OPENAI_BASE_URL: server.url, GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_USER_DAILY_TOKENS: "2000" });
+    const agent = await createAgentConfig(config, createLogger({ level: "silent" }));
+    try {
+      const conversations = createConversations(agent, agent.store, { dailyLimits: config.dailyLimits });
+      const results = await Promise.all(Array.from({ length: 40 }, (_, index) => conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" })));
+      const spent = (agent.store.db.prepare("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM runs WHERE user_id = 'U1'").pluck().get() as number);
+      expect(spent).toBeGreaterThan(2_000 - 160); // the cap is used, not refused early
+      expect(spent).toBeLessThanOrEqual(2_000 + call.promptTokens + call.completionTokens);
+      expect(server.requests.length).toBe(spent / 160);
+      const refused = results.filter((result) => result.stopReason !== "final");
+      expect(refused.length).toBe(40 - server.requests.length);
+      for (const result of refused) {
+        expect(result).toMatchObject({ stopReason: "error", error: { code: "quota" } });
+        expect(result.output).toMatch(/^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/);
+      }
+      // Another user still has their own allowance.
+      expect((await conversations.send({ input: "hello", sessionId: "web:other", userId: "U2" })).stopReason).toBe("final");
+    } finally {
+      await agent.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

@@ -126,6 +126,7 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
       tools,
       toolChoice,
       signal: live.signal,
+      userId: run.userId,
       onDelta: (text) => live.emit({ type: "model_delta", runId: run.runId, step, text }),
     });
     run.usage = addUsage(run.usage, response.usage);

@@ -28,6 +28,8 @@ export interface ModelRequest {
   signal?: AbortSignal;
   /** Called with each piece of answer text as it arrives (streaming only). */
   onDelta?: (text: string) => void;
+  /** Whose daily allowance the call spends (checked by withSpendingGuard); never sent to the server. */
+  userId?: string;
 }
 
 export interface ModelResponse {
