@@ -1,5 +1,6 @@
 /** Builds the engine's parts from configuration; every entry point (CLI, chat adapters) uses these. */
 import { readFileSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
 import { createOpenAIModel } from "./agent/llm.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
@@ -8,6 +9,7 @@ import { openStore, type Store } from "./agent/store.js";
 import { createPipelines, createSpecialistTools, parseAgentsConfig, type AgentsConfig, type Pipelines, type SpecialistFactory } from "./agent/sub-agents.js";
 import { configurationError } from "./agent/errors.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
+import { createRunSlots } from "./agent/run-slots.js";
 import { createSpendingGuard, withSpendingGuard } from "./agent/quota.js";
 import { createTraceReader, createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
@@ -175,6 +177,8 @@ export async function createAgentConfig(
     approve: options.approve,
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,
+    // One set of slots for every adapter of this thread; a worker thread holds its share of them.
+    runSlots: createRunSlots(isMainThread ? config.maxConcurrentRuns : Math.max(1, Math.floor(config.maxConcurrentRuns / config.workers))),
     mcp,
     toolSources: loaded.sources,
     agents,

@@ -12,7 +12,7 @@ import type { AgentEvent } from "./events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult, type Task } from "./loop.js";
 import { quotaProblem, type DailyLimits } from "./quota.js";
 import { createSessionQueue } from "./session-queue.js";
-import type { Store } from "./store.js";
+import { runOutcomeOf, type Store } from "./store.js";
 import { createTraceReader } from "./trace.js";
 import type { ErrorCode } from "./errors.js";
 import type { Pipelines } from "./sub-agents.js";
@@ -31,7 +31,12 @@ export interface ChatSurface {
   finish(result: RunResult): Promise<void>;
   /** Posts Approve / Deny buttons for a waiting call; returns where, so the message can be updated. */
   askApproval(approval: Approval): Promise<string | undefined>;
+  /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
+  queued?(): void;
 }
+
+/** How long a request waits for a slot before the chat says it is queued. */
+export const QUEUED_NOTICE_MS = 3_000;
 
 export interface ConversationOptions {
   /** The surface a run of this session shows on (a thread, a DM, a page). */
@@ -54,6 +59,8 @@ export interface ConversationOptions {
    * expires only their approvals, so a run is only ever resumed where its session's turns are kept.
    */
   owns?: (sessionId: string) => boolean;
+  /** How long a request waits for a run slot before its surface says it is queued (default QUEUED_NOTICE_MS). */
+  queuedNoticeMs?: number;
 }
 
 /** A person's click on Approve or Deny; `origin` is where the platform says it came from (omitted only by trusted callers). */
@@ -160,6 +167,37 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
     return result;
   }
 
+  /**
+   * Runs `work` once one of the process's run slots is free (agent.runSlots), in arrival order; the
+   * surface hears that the request is queued if that takes a while. Cancelled while waiting, it never starts.
+   */
+  async function inSlot(signal: AbortSignal, surface: ChatSurface, task: MessageTask, work: () => Promise<RunResult>): Promise<RunResult> {
+    const slots = agent.runSlots;
+    if (!slots) return work();
+    const notice = setTimeout(() => surface.queued?.(), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
+    let release: () => void;
+    try {
+      release = await slots.acquire(signal);
+    } catch {
+      return settle(neverStarted(task, "The request was cancelled before it started.", "cancelled"), surface);
+    } finally {
+      clearTimeout(notice);
+    }
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /** A run that never started: an accepted row (the HTTP API's) ends with the reason; nothing was spent. */
+  function neverStarted(task: MessageTask, message: string, code: ErrorCode): RunResult {
+    const { error: _none, ...cancelled } = refusal(task, message, code);
+    const result: RunResult = code === "cancelled" ? { ...cancelled, stopReason: "cancelled" } : refusal(task, message, code);
+    if (task.runId) store.endRun(runOutcomeOf(result));
+    return result;
+  }
+
   /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
   async function supersede(sessionId: string): Promise<void> {
     for (const approval of book.supersede(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
@@ -176,8 +214,10 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
       const paused = JSON.parse(stored) as PausedRun;
       const surface = openSurface(sessionId, paused.userId);
       const decisions = Object.assign({}, ...chain.map((id) => book.decisionsOf(id))) as Record<string, ApprovalDecision>;
-      const result = await resumeAgent(chatAgent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) });
-      return settle(result, surface);
+      // Cancelled while waiting for a slot, the run stays paused with its decisions stored.
+      return inSlot(signal, surface, { sessionId, userId: paused.userId, input: "" }, async () =>
+        settle(await resumeAgent(chatAgent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }), surface),
+      );
     });
   }
 
@@ -189,14 +229,16 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
           await supersede(task.sessionId);
           const surface = openSurface(task.sessionId, task.userId);
           const overQuota = options.dailyLimits && quotaProblem(traces, task.userId, options.dailyLimits);
-          if (overQuota) return settle(refusal(task, overQuota), surface);
+          if (overQuota) return settle(neverStarted(task, overQuota, "quota"), surface);
           const onEvent = (event: AgentEvent) => {
             surface.onEvent(event);
             task.onEvent?.(event);
           };
-          const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
-          if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...task, signal, onEvent }), surface);
-          return settle(await runAgent(chatAgent, { ...task, signal, onEvent }), surface);
+          return inSlot(signal, surface, task, async () => {
+            const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
+            if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...task, signal, onEvent }), surface);
+            return settle(await runAgent(chatAgent, { ...task, signal, onEvent }), surface);
+          });
         },
         task.signal,
       ) as Promise<RunResult>;

@@ -5,6 +5,7 @@ import type { ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types
 import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
+import type { RunSlots } from "./run-slots.js";
 import type { TraceRecorder } from "./trace.js";
 import type { ChatModel, Message, ToolSpec, Usage } from "./types.js";
 
@@ -28,6 +29,11 @@ export interface AgentConfig {
    * it every call is sent `tools.specs()`. `tools` must hold every tool it may choose.
    */
   selectTools?: (run: RunState) => ToolSpec[];
+  /**
+   * The process's run slots (GLASSBOX_MAX_CONCURRENT_RUNS), shared by every conversation service
+   * given this agent; the loop itself does not use them, and a sub-agent's run takes none.
+   */
+  runSlots?: RunSlots;
 }
 
 export interface Task {
