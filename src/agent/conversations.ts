@@ -32,7 +32,7 @@ export interface ChatSurface {
   /** Posts Approve / Deny buttons for a waiting call; returns where, so the message can be updated. */
   askApproval(approval: Approval): Promise<string | undefined>;
   /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
-  queued?(): void;
+  queued?(runId?: string): void;
 }
 
 /** How long a request waits for a slot before the chat says it is queued. */
@@ -174,7 +174,7 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
   async function inSlot(signal: AbortSignal, surface: ChatSurface, task: MessageTask, work: () => Promise<RunResult>): Promise<RunResult> {
     const slots = agent.runSlots;
     if (!slots) return work();
-    const notice = setTimeout(() => surface.queued?.(), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
+    const notice = setTimeout(() => surface.queued?.(task.runId), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
     let release: () => void;
     try {
       release = await slots.acquire(signal);

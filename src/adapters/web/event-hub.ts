@@ -33,6 +33,8 @@ export type WebEvent =
   | { type: "tool_start"; runId: string; step: number; toolCallId: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_end"; runId: string; step: number; record: Omit<ToolCallRecord, "content"> }
   | { type: "note"; runId: string; step: number; text: string }
+  /** The request waits for a free run slot (GLASSBOX_MAX_CONCURRENT_RUNS). */
+  | { type: "queued"; runId: string; sessionId: string }
   | { type: "approval_requested"; runId: string; approval: ApprovalView }
   | { type: "approval_decided"; runId: string; approval: ApprovalView }
   /** How the run ended; "awaiting_approval" is a pause: the run goes on once its approvals are decided. */

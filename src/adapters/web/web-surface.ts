@@ -33,6 +33,10 @@ export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
       });
     },
 
+    queued(runId?: string) {
+      if (runId) hub.publish(sessionId, { type: "queued", runId, sessionId });
+    },
+
     async askApproval(approval: Approval) {
       hub.publish(sessionId, { type: "approval_requested", runId: approval.runId, approval: approvalView(approval) });
       return WEB_MESSAGE_REF;

@@ -167,6 +167,9 @@ function onEvent(event) {
     case "run_resumed":
       setStatus(view, "Continuing…");
       break;
+    case "queued":
+      setStatus(view, "Queued: glassbox is busy with other requests; yours starts as soon as one finishes.");
+      break;
     case "model_start":
       view.text = "";
       view.answer.textContent = "";
