@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { createOpenAIModel } from "../src/agent/llm.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult, type RunState } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
-import { createSqliteMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
+import { createSqliteMemory, NOTES_END, NOTES_START, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";
 import { createTokenCounter, encodingForModel, promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import { emptyUsage, type ChatModel, type Message, type ToolSpec } from "../src/agent/types.js";
@@ -369,14 +369,16 @@ async function measureConversation(server: ScriptedModelServer, counter: TokenCo
   const foldTurns = summaryRequests.map((record) => record.turn);
   const overWindow = naive.requests.filter((record) => record.tokens > 128_000).length;
 
-  // Where the fact is at turn 200: the summary and facts live in the system message.
+  // Where the fact is at turn 200: the summary in the system message, facts in the notes block the request carries.
   const lastRequest = withMemory.lastTurnRequest;
   const system = lastRequest?.messages[0]?.role === "system" ? textOf(lastRequest.messages[0]) : "";
   const summarySection = /## Earlier in this conversation \(summary\)\n([\s\S]*?)(?:\n\n## |$)/.exec(system)?.[1] ?? "";
-  const factsSection = /## What you remember about this user[^\n]*\n([\s\S]*)$/.exec(system)?.[1] ?? "";
+  const request = lastRequest?.messages.findLast((message) => message.role === "user");
+  const requestText = request ? textOf(request) : "";
+  const notesSection = requestText.includes(NOTES_START) ? requestText.slice(requestText.indexOf(NOTES_START), requestText.indexOf(NOTES_END)) : "";
   const inSummary = summarySection.includes(ACCOUNT);
-  const inFacts = factsSection.includes(ACCOUNT);
-  const inMessages = (lastRequest?.messages.slice(1) ?? []).filter((message) => message.role !== "user" || textOf(message) !== QUESTION).some((message) => textOf(message).includes(ACCOUNT));
+  const inFacts = notesSection.includes(ACCOUNT);
+  const inMessages = (lastRequest?.messages.slice(1) ?? []).filter((message) => message !== request).some((message) => textOf(message).includes(ACCOUNT));
   const where = [inSummary && "the summary", inFacts && "the injected facts", inMessages && "the recent messages"].filter(Boolean).join(" and ") || "nowhere";
   const present = inSummary || inFacts || inMessages;
 
