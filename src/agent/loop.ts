@@ -8,19 +8,11 @@ import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, t
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
-import type { Memory } from "./memory.js";
+import { liveOf, type Live } from "./live.js";
 import type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task } from "./run.js";
 import { addUsage, emptyUsage, type Message, type ModelResponse, type ToolSpec } from "./types.js";
 
 export type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task, ToolCallSummary } from "./run.js";
-
-interface Live {
-  signal?: AbortSignal;
-  memory?: Memory;
-  emit: (event: AgentEvent) => void;
-  /** One unit of records: with memory, all a body commits and records is committed together before it resolves; its events are announced after. */
-  atomically: <T>(body: () => T) => Promise<T>;
-}
 
 export const DEFAULT_MAX_STEPS = 8;
 export const DEFAULT_SYSTEM_PROMPT =
@@ -222,43 +214,6 @@ function addMessages(run: RunState, live: Live, messages: Message[]): void {
 function addNotes(run: RunState, live: Live, results: Message[], notes: string[]): void {
   addMessages(run, live, [...results, ...notes.map((text): Message => ({ role: "system", content: text }))]);
   for (const text of notes) live.emit({ type: "note", runId: run.runId, step: run.steps, text });
-}
-
-function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Live {
-  const { memory, trace } = config;
-  const listener = task.onEvent;
-  const announce = (event: AgentEvent) => {
-    try {
-      listener?.(event); // a listener that throws must not break the run it watches
-    } catch (error) {
-      console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
-    }
-  };
-  // Events recorded within a unit are announced once it has committed, so a listener never hears
-  // of a record that a failed unit took back.
-  let inUnit: AgentEvent[] | undefined;
-  const emit = (event: AgentEvent) => {
-    // A store that cannot write must stop the run, so these may throw.
-    memory?.record(event);
-    trace?.record(event);
-    if (inUnit) inUnit.push(event);
-    else announce(event);
-  };
-  const atomically = async <T>(body: () => T): Promise<T> => {
-    if (!memory) return body();
-    const events: AgentEvent[] = [];
-    const result = await memory.atomically(() => {
-      inUnit = events;
-      try {
-        return body();
-      } finally {
-        inUnit = undefined;
-      }
-    });
-    for (const event of events) announce(event);
-    return result;
-  };
-  return { signal: task.signal, memory, emit, atomically };
 }
 
 /** The one place a run can fail for a reason outside the model and the tools (a store that cannot write). */
