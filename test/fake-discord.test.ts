@@ -472,3 +472,70 @@ describe("fake Discord: reconnects and redelivery", () => {
     expect(f.messages(CHANNEL)).toHaveLength(2);
   });
 });
+
+describe("fake Discord: allowed mentions", () => {
+  const ROLE = "1200000000000000900";
+  const everything = `@everyone @here <@&${ROLE}> <@${USER}> <@${OTHER_USER}>`;
+
+  it("records each write's allowed_mentions as sent and whom Discord would ping for it", async () => {
+    const f = await startFake();
+    const client = await loggedIn(f);
+    const channel = client.channels.cache.get(CHANNEL);
+    if (!channel?.isSendable()) throw new Error("channel is not sendable");
+
+    // Without allowed_mentions Discord parses every kind; with one, only what it allows.
+    const loud = await channel.send(everything);
+    await channel.send({ content: everything, allowedMentions: { parse: [] } });
+    await channel.send({ content: everything, allowedMentions: { parse: [], users: [USER] } });
+    await channel.send({ content: everything, allowedMentions: { parse: ["roles"] } });
+    await loud.edit({ content: `${everything} (edited)`, allowedMentions: { parse: [] } });
+    // A reply pings the author it answers unless allowed_mentions says otherwise.
+    const theirs = await f.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: OTHER_USER, content: "a question" });
+    const question = await channel.messages.fetch(theirs.id);
+    await question.reply("plain reply");
+    await question.reply({ content: "quiet reply", allowedMentions: { parse: [] } });
+
+    expect(f.messageWrites.map((write) => [write.kind, write.allowedMentions, write.pings])).toEqual([
+      ["create", undefined, { everyone: true, roles: [ROLE], users: [USER, OTHER_USER] }],
+      ["create", { parse: [] }, { everyone: false, roles: [], users: [] }],
+      ["create", { parse: [], users: [USER] }, { everyone: false, roles: [], users: [USER] }],
+      ["create", { parse: ["roles"] }, { everyone: false, roles: [ROLE], users: [] }],
+      ["edit", { parse: [] }, { everyone: false, roles: [], users: [] }],
+      ["create", undefined, { everyone: false, roles: [], users: [OTHER_USER] }],
+      ["create", { parse: [] }, { everyone: false, roles: [], users: [] }],
+    ]);
+    expect(f.messageWrites[4]).toMatchObject({ messageId: loud.id, channelId: CHANNEL, content: `${everything} (edited)` });
+
+    // Discord refuses a kind that is both parsed and listed.
+    const refused = await channel.send({ content: everything, allowedMentions: { parse: ["users"], users: [USER] } }).catch((e: unknown) => e);
+    expect((refused as DiscordAPIError).code).toBe(50035);
+    expect(f.messageWrites).toHaveLength(7);
+  });
+
+  it("discord.js sends the client's allowedMentions with every send, edit, interaction reply and follow-up that sets none", async () => {
+    const f = await startFake();
+    const client = await loggedIn(f, { allowedMentions: { parse: [] } });
+    const channel = client.channels.cache.get(CHANNEL);
+    if (!channel?.isSendable()) throw new Error("channel is not sendable");
+    const question = await channel.send({ content: `@everyone run it?`, components: [new ActionRowBuilder<ButtonBuilder>().addComponents(
+      new ButtonBuilder().setCustomId("go").setLabel("Go").setStyle(ButtonStyle.Primary))] });
+    await question.edit(`@here run it now?`);
+
+    const clicked = nextEvent(client, Events.InteractionCreate);
+    await f.clickButton({ channelId: CHANNEL, userId: USER, messageId: question.id, customId: "go" });
+    const [interaction] = await clicked;
+    if (!interaction.isButton()) throw new Error("expected a button");
+    await interaction.reply(`<@&${ROLE}> noted`);
+    await interaction.followUp(`@everyone again`);
+    await interaction.editReply(`<@${OTHER_USER}> noted (edited)`);
+
+    expect(f.messageWrites.map((write) => [write.kind, write.allowedMentions])).toEqual([
+      ["create", { parse: [] }],
+      ["edit", { parse: [] }],
+      ["create", { parse: [] }],
+      ["create", { parse: [] }],
+      ["edit", { parse: [] }],
+    ]);
+    expect(f.messageWrites.every((write) => !write.pings.everyone && write.pings.roles.length === 0 && write.pings.users.length === 0)).toBe(true);
+  });
+});

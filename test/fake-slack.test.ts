@@ -252,3 +252,65 @@ describe("fake Slack bookkeeping", () => {
     expect((await waiting).args).toMatchObject({ channel: CHANNEL, timestamp: a, name: "eyes" });
   });
 });
+
+describe("fake Slack: what a call would broadcast", () => {
+  it("records the special mentions of every call's text, blocks and markdown; plain words only where Slack reads them", async () => {
+    const f = await start();
+    const client = webClient(f);
+    // Users, channels, links and dates notify nobody beyond one person; plain @here is text without link_names.
+    await client.chat.postMessage({ channel: CHANNEL, text: `hi <@${USER}> in <#C0OTHER> see <https://example.com|this> at <!date^1700000000^{time}|noon>, @here` });
+    await client.chat.postMessage({ channel: CHANNEL, text: "<!here> and <!channel|channel>, @everyone" });
+    await client.chat.postMessage({ channel: CHANNEL, text: "ping @channel", link_names: true });
+    await client.chat.postMessage({ channel: CHANNEL, text: "fallback",
+      blocks: [{ type: "context", elements: [{ type: "mrkdwn", text: "for <!subteam^S0TEAM|@oncall>" }] }] });
+    await client.chat.postEphemeral({ channel: CHANNEL, user: USER, text: "<!EVERYONE>" });
+    await client.assistant.threads.setStatus({ channel_id: CHANNEL, thread_ts: f.nextTs(), status: "is telling @here…" });
+    const streamer = client.chatStream({ channel: CHANNEL, thread_ts: f.nextTs(), recipient_team_id: "T0FAKE0001", recipient_user_id: USER, buffer_size: 1 });
+    await streamer.append({ markdown_text: "streamed @everyone" });
+    await streamer.stop();
+
+    expect(f.calls.map((call) => [call.method, call.broadcasts])).toEqual([
+      ["chat.postMessage", []],
+      ["chat.postMessage", ["<!here>", "<!channel|channel>"]],
+      ["chat.postMessage", ["@channel"]],
+      ["chat.postMessage", ["<!subteam^S0TEAM|@oncall>"]],
+      ["chat.postEphemeral", ["<!EVERYONE>"]],
+      ["assistant.threads.setStatus", ["@here"]],
+      ["chat.startStream", ["@everyone"]],
+      ["chat.stopStream", []],
+    ]);
+  });
+
+  it("refuses a section whose text is over Slack's 3,000 characters", async () => {
+    const f = await start();
+    const section = (length: number) => [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(length) } }];
+    await webClient(f).chat.postMessage({ channel: CHANNEL, text: "fits", blocks: section(3_000) });
+    await expect(webClient(f).chat.postMessage({ channel: CHANNEL, text: "too long", blocks: section(3_001) })).rejects.toMatchObject({ data: { error: "invalid_blocks" } });
+    expect(f.messages(CHANNEL).map((m) => m.text)).toEqual(["fits"]);
+  });
+});
+
+describe("fake Slack: where a block action comes from", () => {
+  it("sends the workspace as team.id; another workspace, an org-wide install (team null) and an Enterprise Grid org on request", async () => {
+    const f = await start();
+    const bodies: Array<{ team: unknown; user: { team_id?: string }; enterprise?: unknown }> = [];
+    const url = await startHttpApp(f, (a) => {
+      a.action("go", async ({ ack, body }) => {
+        await ack();
+        bodies.push(body as (typeof bodies)[number]);
+      });
+    });
+    const click = { userId: USER, channel: CHANNEL, messageTs: f.nextTs(), actionId: "go", value: "v" };
+    for (const from of [{}, { teamId: "T0OTHER001" }, { teamId: null }, { enterpriseId: "E0FAKEORG1" }]) {
+      expect((await f.sendBlockAction(url, { ...click, ...from })).status).toBe(200);
+    }
+    await expect.poll(() => bodies.length, { timeout: 5000 }).toBe(4);
+    expect(bodies.map((body) => [body.team, body.user.team_id, body.enterprise])).toEqual([
+      [{ id: "T0FAKE0001", domain: "t0fake0001" }, "T0FAKE0001", null],
+      [{ id: "T0OTHER001", domain: "t0other001" }, "T0OTHER001", null],
+      [null, "T0FAKE0001", null],
+      // Slack's block_actions reference: in an Enterprise org, user.team_id is the org's id (E...).
+      [{ id: "T0FAKE0001", domain: "t0fake0001", enterprise_id: "E0FAKEORG1", enterprise_name: "Fake Org" }, "E0FAKEORG1", { id: "E0FAKEORG1", name: "Fake Org" }],
+    ]);
+  });
+});

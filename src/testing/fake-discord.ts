@@ -14,7 +14,9 @@
 //    and the interaction webhooks (follow-ups, @original) act on the fake's messages.
 //
 // The fake keeps every channel's messages (user messages it dispatched, bot posts, edits, deletes,
-// interaction replies), so a test can read what a person would see via `messages(channelId)`.
+// interaction replies), so a test can read what a person would see via `messages(channelId)`, and
+// each message the bot creates or edits, with its `allowed_mentions` as sent and whom Discord would
+// ping for it, via `messageWrites`.
 // Like Discord, it sends the bot its own messages back over the gateway (MESSAGE_CREATE/UPDATE),
 // and it hides message content from a client without the Message Content intent, except in DMs
 // and in messages that mention the bot.
@@ -75,6 +77,24 @@ export interface FakeDiscordMessage {
   interactionId?: string; // set on an interaction's reply, deferred reply or follow-up
 }
 
+/** Whom a message notifies. */
+export interface Pings { everyone: boolean /* @everyone or @here */; roles: string[]; users: string[] }
+
+/**
+ * A message the bot created or edited (channel messages, interaction replies and follow-ups, their
+ * edits): `allowedMentions` exactly as the body carried it (undefined when it carried none), and
+ * whom Discord would notify. The fake is stricter than Discord: it counts mentions inside code
+ * too, and leaves out the permission check (a bot given Mention Everyone would ping).
+ */
+export interface MessageWrite {
+  kind: "create" | "edit";
+  channelId: string;
+  messageId: string;
+  content: string; // the message's content after the write
+  allowedMentions: unknown;
+  pings: Pings;
+}
+
 export interface GatewayPayloadRecord { op: number; d: unknown; at: number }
 export interface WaitOptions { timeoutMs?: number; since?: number /* only entries at index >= since */ }
 export interface RefuseOptions { status?: number; code?: number; message?: string; times?: number }
@@ -86,6 +106,7 @@ export interface FakeDiscord {
   botUserId: string;
   applicationId: string;
   requests: RecordedRequest[]; // every REST request, in arrival order
+  messageWrites: MessageWrite[]; // every message the bot created or edited, in order
   requestsTo(method: string, pathPattern: RegExp | string): RecordedRequest[];
   /** Resolves with the first matching request, looking at already-recorded ones first (from `since`). */
   waitForRequest(method: string, pathPattern: RegExp | string, predicate?: (r: RecordedRequest) => boolean, options?: WaitOptions): Promise<RecordedRequest>;
@@ -182,6 +203,38 @@ const arr = (v: unknown): unknown[] | undefined => (Array.isArray(v) ? v : undef
 const byId = (a: { id: string }, b: { id: string }) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0);
 const matchesPath = (path: string, pattern: RegExp | string) => (typeof pattern === "string" ? path === pattern : pattern.test(path));
 const mentionedIds = (content: string) => [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1] ?? ""))];
+const mentionedRoles = (content: string) => [...new Set([...content.matchAll(/<@&(\d+)>/g)].map((m) => m[1] ?? ""))];
+
+/**
+ * Whom Discord notifies for `content` under `allowed` (the allowed_mentions object): without one it
+ * parses every kind; with one, only the kinds in `parse` and the ids in `users` / `roles`; the
+ * author of a replied-to message only with `replied_user` (or without allowed_mentions at all).
+ */
+function pingsOf(content: string, allowed: unknown, repliedUserId?: string): Pings {
+  const everything = allowed === undefined || allowed === null;
+  const options = (everything ? {} : allowed) as { parse?: unknown; users?: unknown; roles?: unknown; replied_user?: unknown };
+  const parse = everything ? ["everyone", "users", "roles"] : (arr(options.parse) ?? []);
+  const only = (list: string[], kind: string, ids: unknown) => (parse.includes(kind) ? list : list.filter((id) => (arr(ids) ?? []).includes(id)));
+  const users = only(mentionedIds(content), "users", options.users);
+  if (repliedUserId && (everything || options.replied_user === true) && !users.includes(repliedUserId)) users.push(repliedUserId);
+  return { everyone: parse.includes("everyone") && /@(?:everyone|here)/.test(content), roles: only(mentionedRoles(content), "roles", options.roles), users };
+}
+
+/** What Discord refuses in allowed_mentions: an unknown kind, or a kind both parsed and listed. */
+function checkAllowedMentions(allowed: unknown): Answer | undefined {
+  if (allowed === undefined || allowed === null) return undefined;
+  const options = allowed as { parse?: unknown; users?: unknown; roles?: unknown };
+  const parse = arr(options.parse) ?? [];
+  if (parse.some((kind) => kind !== "everyone" && kind !== "users" && kind !== "roles")) {
+    return formError("allowed_mentions.parse", "BASE_TYPE_CHOICES", "Value must be one of ('roles', 'users', 'everyone').");
+  }
+  for (const kind of ["users", "roles"] as const) {
+    if (parse.includes(kind) && (arr(options[kind]) ?? []).length > 0) {
+      return formError("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", `parse:["${kind}"] and ${kind}: [ids] are mutually exclusive.`);
+    }
+  }
+  return undefined;
+}
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -214,6 +267,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const appFlags = options.missingIntents ? 0 : APP_FLAG_MESSAGE_CONTENT_LIMITED;
 
   const requests: RecordedRequest[] = [];
+  const messageWrites: MessageWrite[] = [];
   const gatewayPayloads: GatewayPayloadRecord[] = [];
   const gatewayUrls: string[] = [];
   const requestWaiters = new Set<{ check: () => void; reject: (e: Error) => void }>();
@@ -333,9 +387,12 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     return m;
   }
 
-  /** Applies the message fields of a create/edit body (content, embeds, components, flags, attachments). */
-  function applyBody(m: StoredMessage, body: Json, files: StoredFile[]): void {
+  /** Applies the message fields of a create/edit body (content, embeds, components, flags, attachments), and records the write. */
+  function applyBody(m: StoredMessage, body: Json, files: StoredFile[], kind: MessageWrite["kind"]): void {
     if (typeof body.content === "string") { m.content = body.content; m.mentionIds = mentionedIds(body.content); }
+    const repliedTo = m.reference && kind === "create" ? messagesById.get(m.reference.message_id)?.authorId : undefined;
+    messageWrites.push({ kind, channelId: m.channelId, messageId: m.id, content: m.content, allowedMentions: structuredClone(body.allowed_mentions),
+      pings: pingsOf(m.content, body.allowed_mentions, repliedTo) });
     if (body.embeds !== undefined) m.embeds = arr(body.embeds) ?? [];
     if (body.components !== undefined) m.components = arr(body.components) ?? [];
     if (files.length || body.attachments !== undefined) {
@@ -344,8 +401,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     }
   }
 
-  /** Discord refuses a message with nothing in it, and content over 2,000 characters. */
+  /** Discord refuses a message with nothing in it, content over 2,000 characters, and allowed_mentions it cannot read. */
   function checkMessageBody(body: Json, files: StoredFile[], creating: boolean): Answer | undefined {
+    const mentionsRefused = checkAllowedMentions(body.allowed_mentions);
+    if (mentionsRefused) return mentionsRefused;
     const content = str(body.content) ?? "";
     if (content.length > 2000) return formError("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
     const empty = !content && !(arr(body.embeds)?.length) && !(arr(body.components)?.length) && !files.length && !body.sticker_ids && !body.poll;
@@ -487,7 +546,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         type: i.type === InteractionType.ApplicationCommand ? MessageType.ChatInputCommand : MessageType.Default,
         flags: (flags & MessageFlag.Ephemeral) | (type === Callback.DeferredChannelMessage ? MessageFlag.Loading : 0),
         ephemeral: (flags & MessageFlag.Ephemeral) !== 0, interaction: { id: i.id, type: i.type, userId: i.userId, ...(i.name ? { name: i.name } : {}) } });
-      if (type === Callback.ChannelMessage) applyBody(message, data, files);
+      if (type === Callback.ChannelMessage) applyBody(message, data, files, "create");
       i.originalId = message.id;
       const created = message;
       later(() => broadcastMessage("MESSAGE_CREATE", created));
@@ -496,7 +555,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       i.originalId = i.componentMessageId; // for a component, @original is the message it sits on
       message = messagesById.get(i.componentMessageId ?? "");
       if (type === Callback.UpdateMessage && message) {
-        applyBody(message, data, files);
+        const refused = checkMessageBody(data, files, false);
+        if (refused) return refused;
+        applyBody(message, data, files, "edit");
         message.editedTimestamp = new Date().toISOString();
         const edited = message;
         later(() => broadcastMessage("MESSAGE_UPDATE", edited));
@@ -600,7 +661,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const m = storeMessage({ channelId: channel.id, authorId: botUserId, flags: typeof body.flags === "number" ? body.flags : 0,
         ...(target ? { type: MessageType.Reply, reference: { message_id: target.id, channel_id: target.channelId,
           ...(target.guildId ? { guild_id: target.guildId } : {}) } } : {}) });
-      applyBody(m, body, files);
+      applyBody(m, body, files, "create");
       later(() => broadcastMessage("MESSAGE_CREATE", m));
       return ok(messageJson(m));
     }),
@@ -615,7 +676,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (message.authorId !== botUserId) return error(403, 50005, "Cannot edit a message authored by another user");
       const refused = checkMessageBody(body, files, false);
       if (refused) return refused;
-      applyBody(message, body, files);
+      applyBody(message, body, files, "edit");
       message.editedTimestamp = new Date().toISOString();
       later(() => broadcastMessage("MESSAGE_UPDATE", message));
       return ok(messageJson(message));
@@ -664,7 +725,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const flags = typeof body.flags === "number" ? body.flags : 0;
       const m = storeMessage({ channelId: i.channelId, authorId: botUserId, webhookId: applicationId, flags: flags & MessageFlag.Ephemeral,
         ephemeral: (flags & MessageFlag.Ephemeral) !== 0, interaction: { id: i.id, type: i.type, userId: i.userId } });
-      applyBody(m, body, files);
+      applyBody(m, body, files, "create");
       i.followUps.add(m.id);
       later(() => broadcastMessage("MESSAGE_CREATE", m));
       return query.wait === "true" ? ok(messageJson(m)) : noContent();
@@ -681,7 +742,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (!m) return unknownMessage();
       const refused = checkMessageBody(body, files, false);
       if (refused) return refused;
-      applyBody(m, body, files);
+      applyBody(m, body, files, m.flags & MessageFlag.Loading ? "create" : "edit");
       if (m.flags & MessageFlag.Loading) m.flags &= ~MessageFlag.Loading; // a deferred reply's first edit is its content
       else m.editedTimestamp = new Date().toISOString();
       later(() => broadcastMessage("MESSAGE_UPDATE", m));
@@ -832,6 +893,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     botUserId,
     applicationId,
     requests,
+    messageWrites,
     requestsTo: (method, pattern) => requests.filter((r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern)),
     waitForRequest(method, pattern, predicate = () => true, opts = {}) {
       return waitFor(requests, (r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern) && predicate(r), requestWaiters, opts,

@@ -10,7 +10,8 @@
 //    sends envelopes and waits for the client's `{envelope_id}` ack.
 //
 // The fake also keeps each channel's messages (posts, updates, stream appends, deletes), so a test
-// can read what a person would see via `messages(channel, threadTs)`.
+// can read what a person would see via `messages(channel, threadTs)`, and records every call with
+// the broadcasts its text would carry (`<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^ID>`).
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -32,7 +33,19 @@ export interface FakeSlackOptions {
   ackTimeoutMs?: number;
 }
 
-export interface RecordedCall { method: string; args: Record<string, unknown>; token?: string; at: number }
+export interface RecordedCall {
+  method: string;
+  args: Record<string, unknown>; // as it arrived (form fields holding JSON parsed), text fields and blocks included
+  token?: string;
+  at: number;
+  /**
+   * The broadcasts anywhere in the call's text (text, markdown_text, chunks, blocks, status, ...):
+   * special mentions, and plain `@channel`/`@here`/`@everyone` where Slack would read them (with
+   * `link_names` or `parse=full`) or might (markdown, a status: Slack does not say, so the fake
+   * assumes it does).
+   */
+  broadcasts: string[];
+}
 
 export interface FakeMessage {
   ts: string; text?: string; blocks?: unknown[]; user?: string; bot_id?: string; thread_ts?: string;
@@ -44,7 +57,13 @@ export interface SigningOverrides {
   timestamp?: number; // unix seconds; an old one makes the request stale
 }
 export interface SendEventOptions extends SigningOverrides { eventId?: string; retryNum?: number; retryReason?: string }
-export interface BlockActionInput { userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string }
+export interface BlockActionInput {
+  userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string;
+  /** The workspace the click comes from (default the fake's); null as in an org-wide install. */
+  teamId?: string | null;
+  /** An Enterprise Grid org: `user.team_id` then says the org (E...), `team` and `enterprise` carry it. */
+  enterpriseId?: string;
+}
 export interface SocketSendResult { acked: boolean; envelopeId: string; payload?: unknown /* the ack's payload, if any */ }
 export interface WaitForCallOptions { timeoutMs?: number; since?: number /* only calls at index >= since */ }
 
@@ -93,6 +112,38 @@ function streamText(args: Args): string {
     }
   }
   return text;
+}
+
+// Slack's special mentions that notify many (a user group too); `<!date^...>` and `<@U...>` do not.
+const SPECIAL_MENTION = /<!(?:channel|here|everyone|group|subteam\^[^|>]*)(?:\|[^>]*)?>/gi;
+const BROADCAST_WORD = /(?<!\w)@(?:channel|here|everyone)\b/gi;
+const UNCLEAR_FIELDS = new Set(["markdown_text", "chunks", "status", "loading_messages"]);
+
+/** Every broadcast in a call's strings; plain words count where Slack reads (or may read) them. */
+function broadcastsOf(args: Args): string[] {
+  const found: string[] = [];
+  const linkNames = args.link_names === true || args.link_names === "true" || args.link_names === "1" || args.link_names === 1 || args.parse === "full";
+  const visit = (value: unknown, wordsToo: boolean): void => {
+    if (typeof value === "string") {
+      found.push(...(value.match(SPECIAL_MENTION) ?? []));
+      if (wordsToo) found.push(...(value.match(BROADCAST_WORD) ?? []));
+    } else if (Array.isArray(value)) {
+      for (const item of value) visit(item, wordsToo);
+    } else if (value && typeof value === "object") {
+      const markdownBlock = (value as { type?: unknown }).type === "markdown";
+      for (const [key, item] of Object.entries(value)) visit(item, wordsToo || markdownBlock || UNCLEAR_FIELDS.has(key));
+    }
+  };
+  visit(args, linkNames);
+  return found;
+}
+
+/** Slack refuses blocks it cannot show: here, a section whose text is over its 3,000 characters. */
+function blocksProblem(blocks: unknown): string | undefined {
+  for (const block of (Array.isArray(blocks) ? blocks : []) as Array<{ type?: string; text?: { text?: unknown } }>) {
+    if (block.type === "section" && typeof block.text?.text === "string" && block.text.text.length > 3000) return "invalid_blocks";
+  }
+  return undefined;
 }
 
 /** Finds a block element by action_id so a block action can carry its real block_id and label. */
@@ -174,6 +225,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const channel = str(a.channel);
       if (!channel) return fail("channel_not_found");
       if (!str(a.text) && !Array.isArray(a.blocks) && !str(a.markdown_text)) return fail("no_text");
+      const blocksRefused = blocksProblem(a.blocks);
+      if (blocksRefused) return fail(blocksRefused);
       const msg = botMessage(nextTs(), { text: str(a.text) ?? str(a.markdown_text) ?? "",
         ...(Array.isArray(a.blocks) ? { blocks: a.blocks } : {}), ...(str(a.thread_ts) ? { thread_ts: str(a.thread_ts) } : {}) });
       channelMessages(channel).push(msg);
@@ -184,6 +237,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const msg = findMessage(channel, str(a.ts) ?? "");
       if (!msg) return fail("message_not_found");
       if (msg.bot_id !== botId) return fail("cant_update_message"); // bots may edit only their own
+      const blocksRefused = blocksProblem(a.blocks);
+      if (blocksRefused) return fail(blocksRefused);
       if (a.text !== undefined) msg.text = String(a.text);
       if (Array.isArray(a.blocks)) msg.blocks = a.blocks;
       return { ok: true, channel, ts: msg.ts, text: msg.text ?? "", message: asMessageReply(msg) };
@@ -269,7 +324,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     delete args.token;
     // Recorded first so failed calls show up too; the handler below runs in the same tick, so a
     // waitForCall() continuation already sees its effect in messages().
-    record({ method, args, token, at: Date.now() });
+    record({ method, args, token, at: Date.now(), broadcasts: broadcastsOf(args) });
     const handler = methods[method];
     if (!handler) return sendJson(res, fail("unknown_method"));
     const wanted = method === "apps.connections.open" ? appToken : botToken;
@@ -289,7 +344,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     } catch {
       return sendJson(res, fail("invalid_payload"), 400);
     }
-    record({ method: "response_url", args, at: Date.now() });
+    record({ method: "response_url", args, at: Date.now(), broadcasts: broadcastsOf(args) });
     const target = responseUrls.get(id);
     if (!target) return sendJson(res, fail("expired_url"), 404);
     const original = findMessage(target.channel, target.messageTs);
@@ -391,10 +446,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const element = findElement(original?.blocks, action.actionId);
     const responseId = randomUUID();
     responseUrls.set(responseId, { channel: action.channel, messageTs: action.messageTs });
+    const team = action.teamId === undefined ? teamId : action.teamId;
+    const grid = action.enterpriseId ? { enterprise_id: action.enterpriseId, enterprise_name: "Fake Org" } : {};
     return {
-      type: "block_actions", api_app_id: appId, token: "fake-verification-token", is_enterprise_install: false, enterprise: null,
-      user: { id: action.userId, username: `user-${action.userId.toLowerCase()}`, name: `user-${action.userId.toLowerCase()}`, team_id: teamId },
-      team: { id: teamId, domain: teamId.toLowerCase() },
+      type: "block_actions", api_app_id: appId, token: "fake-verification-token", is_enterprise_install: false,
+      enterprise: action.enterpriseId ? { id: action.enterpriseId, name: "Fake Org" } : null,
+      // In an Enterprise Grid org, user.team_id is the org's id, not the workspace's.
+      user: { id: action.userId, username: `user-${action.userId.toLowerCase()}`, name: `user-${action.userId.toLowerCase()}`, team_id: action.enterpriseId ?? team ?? teamId },
+      team: team === null ? null : { id: team, domain: team.toLowerCase(), ...grid },
       container: { type: "message", message_ts: action.messageTs, channel_id: action.channel, is_ephemeral: false },
       channel: { id: action.channel, name: `channel-${action.channel.toLowerCase()}` },
       message: asMessageReply(original ?? botMessage(action.messageTs, { text: "" })),

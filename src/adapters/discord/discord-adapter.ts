@@ -16,7 +16,7 @@ import {
   type ChatInputCommandInteraction,
   type Message,
 } from "discord.js";
-import type { Approval } from "../../agent/approvals.js";
+import type { Approval, ClickOrigin } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
@@ -27,7 +27,7 @@ import type { Store } from "../../agent/store.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
-import { approvalOutcomeText, openDiscordSurface } from "./discord-surface.js";
+import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
 export interface DiscordAdapter {
   client: Client<true>;
@@ -61,6 +61,8 @@ export async function startDiscordAdapter(options: {
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
     partials: [Partials.Channel], // DM channels are not cached, so DMs arrive on partial channels
+    // discord.js sends this with every message and edit that sets none; each one here sets its own too.
+    allowedMentions: NO_PINGS,
     ...(discord.apiUrl ? { rest: { api: discord.apiUrl } } : {}),
   });
 
@@ -92,7 +94,7 @@ export async function startDiscordAdapter(options: {
     const sessionId = sessionOf(message.channel, message.guildId);
     const input = message.content.replace(/<@!?\d+>/g, "").trim();
     if (!input) {
-      await message.reply("Ask me something, for example: what is the status of order 20240315001?");
+      await message.reply({ content: "Ask me something, for example: what is the status of order 20240315001?", allowedMentions: NO_PINGS });
       return;
     }
     await conversations.send({ sessionId, userId: message.author.id, input });
@@ -102,23 +104,23 @@ export async function startDiscordAdapter(options: {
     const [prefix, verb, approvalId] = interaction.customId.split(":");
     if (prefix !== "glassbox" || !approvalId || !store.claim(`discord:interaction:${interaction.id}`)) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
-    const outcome = await conversations.decide({ approvalId, userId: interaction.user.id, approved: verb === "approve" });
+    const outcome = await conversations.decide({ approvalId, userId: interaction.user.id, approved: verb === "approve", origin: clickOrigin(interaction) });
     const refusal = refusalFor(outcome, discord.approvers.length > 0);
-    if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
 
   async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
     if (!store.claim(`discord:interaction:${interaction.id}`)) return;
     if (!interaction.channel) {
-      await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral });
+      await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
       return;
     }
     const sessionId = sessionOf(interaction.channel, interaction.guildId);
     if (interaction.commandName === "reset") {
       await conversations.reset(sessionId);
-      await interaction.reply("Started a new conversation here; I no longer see what was said before.");
+      await interaction.reply({ content: "Started a new conversation here; I no longer see what was said before.", allowedMentions: NO_PINGS });
     } else if (interaction.commandName === "stop") {
-      await interaction.reply(conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.");
+      await interaction.reply({ content: conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.", allowedMentions: NO_PINGS });
     } else if (interaction.commandName === "usage") {
       const usage = store.sessionUsage(sessionId);
       const cost = costOf(priceOf(options.agent.model.name, options.prices), usage);
@@ -126,6 +128,7 @@ export async function startDiscordAdapter(options: {
       await interaction.reply({
         content: `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
         flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
       });
     }
   }
@@ -199,6 +202,16 @@ function sessionOf(channel: { id: string; isDMBased(): boolean; isThread(): bool
   return `discord:${guildId}:${channel.id}`;
 }
 
+/**
+ * Where a click came from, as Discord says: the guild (or, for a DM, its channel) starts the
+ * session key; the channel the message is in (a thread's own id) and the message make the
+ * messageRef that askApproval stored (<channel>:<message>).
+ */
+function clickOrigin(interaction: ButtonInteraction): ClickOrigin {
+  const sessionPrefix = interaction.guildId ? `discord:${interaction.guildId}:` : `discord:dm:${interaction.channelId}`;
+  return { sessionPrefix, messageRef: `${interaction.channelId}:${interaction.message.id}` };
+}
+
 /** The channel a session's messages go to: the thread when there is one. */
 function channelOf(sessionId: string): string {
   return sessionId.split(":").at(-1) ?? "";
@@ -209,5 +222,5 @@ async function updateApprovalMessage(client: Client, approval: Approval): Promis
   const [channelId = "", messageId = ""] = approval.messageRef.split(":");
   const channel = await client.channels.fetch(channelId);
   if (!channel?.isTextBased()) return;
-  await channel.messages.edit(messageId, { content: approvalOutcomeText(approval), components: [], allowedMentions: { parse: [] } });
+  await channel.messages.edit(messageId, { content: approvalOutcomeText(approval), components: [], allowedMentions: NO_PINGS });
 }

@@ -3,19 +3,26 @@
  * progress message edited with tool activity, then the answer in messages of at most 2,000
  * characters. Approvals are a message with Approve / Deny buttons.
  */
-import { ActionRowBuilder, ButtonBuilder, ButtonStyle, type Client, type Message, type SendableChannels } from "discord.js";
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle, type Client, type Message, type MessageMentionOptions, type SendableChannels } from "discord.js";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import type { RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
-import { describeCall } from "../describe-call.js";
+import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 // Discord shows "typing" for about 10 seconds; renew it a little before.
 const TYPING_RENEW_MS = 8_000;
-const ARGUMENTS_LIMIT = 1_500;
+const ARGUMENTS_LIMIT = 1_500; // with the question around it, within a message's 2,000 characters
+
+/**
+ * What the bot's messages may ping: nobody. The text comes from the model (answers, tool calls),
+ * so `@everyone`, `@here`, a role or a user it writes shows as written and notifies no one. Set on
+ * every message and edit (and as the client's default) rather than trusting the text.
+ */
+export const NO_PINGS: MessageMentionOptions = { parse: [] };
 
 export const approveId = (approvalId: string) => `glassbox:approve:${approvalId}`;
 export const denyId = (approvalId: string) => `glassbox:deny:${approvalId}`;
@@ -45,8 +52,8 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
   let progress: Message | undefined;
   const showActivity = async () => {
     const content = activity.join("\n");
-    if (progress) await progress.edit(content);
-    else progress = await (await target()).send(content);
+    if (progress) await progress.edit({ content, allowedMentions: NO_PINGS });
+    else progress = await (await target()).send({ content, allowedMentions: NO_PINGS });
   };
 
   return {
@@ -76,23 +83,23 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
               ? result.output
               : undefined;
       if (text) {
-        for (const part of splitMessage(text, DISCORD_MESSAGE_LIMIT)) then(async () => (await target()).send(part));
+        for (const part of splitMessage(text, DISCORD_MESSAGE_LIMIT)) then(async () => (await target()).send({ content: part, allowedMentions: NO_PINGS }));
       }
       await work;
     },
 
     async askApproval(approval: Approval) {
       await work;
-      let args = JSON.stringify(approval.arguments, null, 2);
-      if (args.length > ARGUMENTS_LIMIT) args = `${args.slice(0, ARGUMENTS_LIMIT)}\n… (${args.length - ARGUMENTS_LIMIT} more characters)`;
+      // No backtick is left in the arguments to close the block early, nor a hidden character.
+      const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT);
       const buttons = new ActionRowBuilder<ButtonBuilder>().addComponents(
         new ButtonBuilder().setCustomId(approveId(approval.id)).setLabel("Approve").setStyle(ButtonStyle.Success),
         new ButtonBuilder().setCustomId(denyId(approval.id)).setLabel("Deny").setStyle(ButtonStyle.Danger),
       );
       const posted = await (await target()).send({
-        content: `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${approval.toolName}\`\n\`\`\`json\n${args}\n\`\`\`\nOnly <@${approval.requester}> or an approver can decide; it expires <t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>.`,
+        content: `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${codeName(approval.toolName)}\`\n\`\`\`json\n${args}\n\`\`\`\nOnly <@${approval.requester}> or an approver can decide; it expires <t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>.`,
         components: [buttons],
-        allowedMentions: { parse: [] },
+        allowedMentions: { parse: [], users: [approval.requester] }, // the person whose decision it is
       });
       return `${posted.channelId}:${posted.id}`;
     },
@@ -110,5 +117,5 @@ export function approvalOutcomeText(approval: Approval): string {
         : approval.decidedBy === "superseded"
           ? "⌛ No longer needed: the conversation moved on before anyone decided."
           : "⌛ Expired: nobody decided in time, so it was not run.";
-  return `🔒 \`${approval.toolName}\` for <@${approval.requester}>: ${outcome}`;
+  return `🔒 \`${codeName(approval.toolName)}\` for <@${approval.requester}>: ${outcome}`;
 }

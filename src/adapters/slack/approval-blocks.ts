@@ -1,13 +1,17 @@
 /** Block Kit messages for approvals: the question with Approve / Deny buttons, and its outcome. */
 import type { KnownBlock } from "@slack/types";
 import type { Approval } from "../../agent/approvals.js";
+import { argumentsForDisplay, codeName } from "../describe-call.js";
+import { mrkdwnText } from "./slack-text.js";
 
 export const APPROVE_ACTION = "glassbox_approve";
 export const DENY_ACTION = "glassbox_deny";
-const ARGUMENTS_LIMIT = 2_500; // a section's text may hold 3,000 characters
+const ARGUMENTS_LIMIT = 2_900; // a section's text may hold 3,000 characters, the fences and the note included
 
+// The tool's name and arguments come from the model: they are escaped (mrkdwnText); the mentions
+// and dates around them are the bot's own.
 export function approvalQuestion(approval: Approval): { text: string; blocks: KnownBlock[] } {
-  const text = `<@${approval.requester}> asked me to run ${approval.toolName}. Approve?`;
+  const text = `<@${approval.requester}> asked me to run ${toolName(approval)}. Approve?`;
   return {
     text,
     blocks: [
@@ -39,16 +43,20 @@ export function approvalOutcome(approval: Approval): { text: string; blocks: Kno
         : approval.decidedBy === "superseded"
           ? ":hourglass: No longer needed: the conversation moved on before anyone decided."
           : ":hourglass: Expired: nobody decided in time, so it was not run.";
-  return { text: `${approval.toolName}: ${outcome}`, blocks: [...approvalHeader(approval), { type: "context", elements: [{ type: "mrkdwn", text: outcome }] }] };
+  return { text: `${toolName(approval)}: ${outcome}`, blocks: [...approvalHeader(approval), { type: "context", elements: [{ type: "mrkdwn", text: outcome }] }] };
 }
 
 function approvalHeader(approval: Approval): KnownBlock[] {
-  let args = JSON.stringify(approval.arguments, null, 2);
-  if (args.length > ARGUMENTS_LIMIT) args = `${args.slice(0, ARGUMENTS_LIMIT)}\n… (${args.length - ARGUMENTS_LIMIT} more characters)`;
+  // No backtick is left in the arguments to close the block early, nor a raw <, > or & to command.
+  const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT, mrkdwnText);
   return [
-    { type: "section", text: { type: "mrkdwn", text: `:lock: *Approval needed*: <@${approval.requester}> asked me to run \`${approval.toolName}\`` } },
+    { type: "section", text: { type: "mrkdwn", text: `:lock: *Approval needed*: <@${approval.requester}> asked me to run \`${toolName(approval)}\`` } },
     { type: "section", text: { type: "mrkdwn", text: `\`\`\`${args}\`\`\`` } },
   ];
+}
+
+function toolName(approval: Approval): string {
+  return mrkdwnText(codeName(approval.toolName));
 }
 
 /** A time Slack shows in each reader's own time zone, with UTC as the fallback text. */

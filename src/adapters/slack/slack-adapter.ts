@@ -5,9 +5,9 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, webApi } from "@slack/bolt";
+import { App, webApi, type BlockAction } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { createApprovalBook } from "../../agent/approvals.js";
+import { createApprovalBook, type ClickOrigin } from "../../agent/approvals.js";
 import type { ConversationService } from "../../agent/conversations.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
@@ -20,6 +20,7 @@ import { startConversationWorkers, type ShardData } from "../conversation-worker
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+import { withoutBroadcasts } from "./slack-text.js";
 import type { SlackWorkerData } from "./slack-worker.js";
 
 export interface SlackAdapter {
@@ -143,14 +144,14 @@ export async function startSlackAdapter(
     );
   });
 
-  app.action(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
+  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
     await ack();
     if (action.type !== "button" || !("action_id" in action) || !action.value) return;
     const userId = body.user.id;
-    const outcome = await conversations.decide({ approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION });
     const channel = body.channel?.id;
+    const outcome = await conversations.decide({ approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION, origin: clickOrigin(body) });
     const refusal = refusalFor(outcome, slack.approvers.length > 0);
-    if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: refusal });
+    if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) });
   });
 
   app.error(async (error) => {
@@ -178,6 +179,19 @@ export async function startSlackAdapter(
       await conversations.close();
     },
   };
+}
+
+/**
+ * Where a click came from, as Slack signed it: the workspace and channel (the start of the
+ * session key, slack:<team>:<channel>:) and the message, as slack-surface stored it
+ * (<channel>:<ts>). The workspace is `team.id`; `user.team_id` is the Enterprise Grid org (E...)
+ * there, so it never stands in. In an org-wide install `team` can be null: the channel (unique
+ * across the org) and the message then still pin the click to where its buttons were posted.
+ */
+function clickOrigin(body: Pick<BlockAction, "team" | "channel" | "message">): ClickOrigin {
+  const channel = body.channel?.id ?? "";
+  const messageRef = `${channel}:${body.message?.ts ?? ""}`;
+  return { sessionPrefix: body.team?.id ? `slack:${body.team.id}:${channel}:` : "slack:", messageRef };
 }
 
 /** The conversations, here or in worker threads; close() waits for their runs (and ends the workers). */

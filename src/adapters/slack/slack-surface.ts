@@ -15,6 +15,7 @@ import type { Logger } from "../../logger.js";
 import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 import { approvalQuestion } from "./approval-blocks.js";
+import { createMarkdownGuard, mrkdwnText, statusText, withoutBroadcasts } from "./slack-text.js";
 
 /** Where a run talks: a channel, and the thread (absent for a top-level DM conversation). */
 export interface SlackPlace {
@@ -53,7 +54,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   const activity: string[] = [];
   let answer = "";
   let stream: ReturnType<WebClient["chatStream"]> | undefined;
-  let streamed = ""; // everything given to the stream, flushed or still in its buffer
+  let streamed = ""; // everything given to the stream, flushed or still in its buffer (as the model wrote it)
+  const guard = createMarkdownGuard(); // what the stream is given: no command, no broadcast word
   let streaming = Boolean(place.threadTs); // the streaming API only works in threads
   let editTs: string | undefined;
   let lastEdit = 0;
@@ -75,7 +77,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
 
   /** The status follows the run at most once per STATUS_INTERVAL_MS, saying only the latest. */
   const wantStatus = (status: string) => {
-    statusWanted = status.length > STATUS_LIMIT ? `${status.slice(0, STATUS_LIMIT - 1)}…` : status;
+    const safe = statusText(status); // it names tools and their arguments, which the model chose
+    statusWanted = safe.length > STATUS_LIMIT ? `${safe.slice(0, STATUS_LIMIT - 1)}…` : safe;
     if (statusTimer) return;
     statusTimer = setTimeout(
       () => {
@@ -111,7 +114,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       try {
         stream ??= client.chatStream({ channel: place.channel, thread_ts: place.threadTs as string, recipient_team_id: place.teamId, recipient_user_id: place.userId });
         streamed += delta;
-        await stream.append({ markdown_text: delta });
+        const safe = guard.push(delta);
+        if (safe) await stream.append({ markdown_text: safe });
         return;
       } catch (error) {
         log.info({ error: (error as Error).message }, "Slack refused streaming; editing a message instead");
@@ -121,7 +125,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     if (Date.now() - lastEdit < EDIT_INTERVAL_MS) return; // the final answer is written at the end anyway
     lastEdit = Date.now();
-    const text = `${mrkdwnOf(answer).slice(0, SLACK_MESSAGE_LIMIT)} …`;
+    const text = `${withoutBroadcasts(mrkdwnOf(answer)).slice(0, SLACK_MESSAGE_LIMIT)} …`;
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text });
     else editTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
   };
@@ -129,7 +133,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   const postAnswer = async (markdown: string) => {
     if (stream?.ts) {
       try {
-        await stream.stop();
+        await stream.stop({ markdown_text: guard.end() }); // with the tail the guard held back
         return;
       } catch (error) {
         log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
@@ -137,7 +141,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     // A short answer never left the streamer's buffer: one message says what the stream would have.
     if (stream && streamed) markdown = streamed;
-    const [first = "", ...rest] = splitMessage(mrkdwnOf(markdown), SLACK_MESSAGE_LIMIT);
+    const [first = "", ...rest] = splitMessage(withoutBroadcasts(mrkdwnOf(markdown)), SLACK_MESSAGE_LIMIT);
     if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
     else if (placeholderTs) {
       await client.chat.update({ channel: place.channel, ts: placeholderTs, text: first });
@@ -154,7 +158,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         runningTools.push(call);
         const status = statusNow();
         activity.push(`:hourglass_flowing_sand: calling ${call}`);
-        const text = activity.join("\n");
+        const text = mrkdwnText(activity.join("\n")); // the calls are plain text, as the model wrote them
         then(async () => (statusShown ? wantStatus(status) : showActivity(text)));
       } else if (event.type === "tool_end") {
         const { name, envelope, durationMs } = event.record;
@@ -165,7 +169,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
-        const text = activity.join("\n");
+        const text = mrkdwnText(activity.join("\n"));
         then(async () => (statusShown ? wantStatus(status) : showActivity(text)));
       } else if (event.type === "model_delta") {
         answer += event.text;
@@ -178,7 +182,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
           then(async () => {
             if (!stream) return;
             streamed += "\n\n";
-            await stream.append({ markdown_text: "\n\n" });
+            const safe = guard.push("\n\n"); // after any tail the guard still holds
+            if (safe) await stream.append({ markdown_text: safe });
           });
         }
         answer = ""; // a new step: only the last step's text is the answer
@@ -192,7 +197,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") {
         log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
-        then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: result.output }));
+        then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: withoutBroadcasts(result.output) }));
       }
       then(removePlaceholder);
       if (statusShown && result.stopReason !== "final") {
