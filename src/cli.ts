@@ -5,7 +5,7 @@ import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { createTerminalRenderer, startTerminalChat, terminalApprovalGate, type ApproveMode } from "./adapters/terminal.js";
 import { runAgent, type AgentConfig, type RunResult } from "./agent/loop.js";
-import { openStore } from "./agent/store.js";
+import { databaseExists, openStore, type Store } from "./agent/store.js";
 import { createTraceReader } from "./agent/trace.js";
 import { formatRunTimeline, formatUsage } from "./adapters/trace-report.js";
 import { loadConfig } from "./config.js";
@@ -97,18 +97,22 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "sessions": {
-      const store = openStore(config.databasePath);
-      const sessions = store.listSessions();
-      store.close();
+      const store = openForReading(config.databasePath);
+      const sessions = store?.listSessions() ?? [];
+      store?.close();
       if (values.json) process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
-      else if (sessions.length === 0) process.stdout.write("No sessions yet.\n");
+      else if (sessions.length === 0) process.stdout.write(`${nothingRecorded(config.databasePath)}.\n`);
       else for (const session of sessions) process.stdout.write(`${session.id}  ${session.messageCount} messages  ${session.tokens} tokens  ${session.runCount} runs  last ${session.lastActivity}\n`);
       return 0;
     }
     case "trace": {
       const target = positionals[0];
       if (!target) throw new UsageError("Name a session or a run: glassbox trace <session-or-run-id> (see glassbox sessions).");
-      const store = openStore(config.databasePath);
+      const store = openForReading(config.databasePath);
+      if (!store) {
+        process.stdout.write(`There is no run or session ${target}: no conversations are recorded yet in ${config.databasePath} (GLASSBOX_DB).\n`);
+        return 1;
+      }
       try {
         const traces = createTraceReader(store);
         const single = traces.run(target);
@@ -127,19 +131,21 @@ export async function main(argv: string[]): Promise<number> {
       }
     }
     case "usage": {
-      const store = openStore(config.databasePath);
-      const traces = createTraceReader(store);
-      const totals = { byDay: traces.totalsByDay(), byUser: traces.totalsByUser(), bySession: traces.totalsBySession() };
-      store.close();
+      const store = openForReading(config.databasePath);
+      const traces = store && createTraceReader(store);
+      const totals = { byDay: traces?.totalsByDay() ?? [], byUser: traces?.totalsByUser() ?? [], bySession: traces?.totalsBySession() ?? [] };
+      store?.close();
       if (values.json) process.stdout.write(`${JSON.stringify(totals, null, 2)}\n`);
+      else if (!store) process.stdout.write(`${nothingRecorded(config.databasePath)}.\n`);
       else process.stdout.write(`${[formatUsage("By day", totals.byDay), formatUsage("By user", totals.byUser), formatUsage("By session", totals.bySession)].join("\n\n")}\n`);
       return 0;
     }
     case "reset": {
       if (!values.session) throw new UsageError("Name the session to reset: glassbox reset --session ID");
-      const store = openStore(config.databasePath);
-      const found = store.resetSession(sessionId);
-      store.close();
+      // Without a database there is no session to reset, and none is made to say so.
+      const store = databaseExists(config.databasePath) ? openStore(config.databasePath) : undefined;
+      const found = store?.resetSession(sessionId) ?? false;
+      store?.close();
       process.stdout.write(found ? `Session ${sessionId} starts afresh; its earlier messages are kept but no longer shown to the model.\n` : `There is no session ${sessionId}; see glassbox sessions.\n`);
       return found ? 0 : 1;
     }
@@ -148,6 +154,13 @@ export async function main(argv: string[]): Promise<number> {
       return command === undefined || command === "help" || command === "--help" ? 0 : 2;
   }
 }
+
+/** The store for a command that only reads; undefined when there is no database yet (none is made). */
+function openForReading(path: string): Store | undefined {
+  return databaseExists(path) ? openStore(path, { readOnly: true }) : undefined;
+}
+
+const nothingRecorded = (path: string) => `No conversations are recorded yet in ${path} (GLASSBOX_DB)`;
 
 /** Full session keys (slack:..., discord:...) pass through; a bare ID is a command-line session. */
 function sessionKey(id: string): string {

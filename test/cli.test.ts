@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import { makeImmutable, writeDamagedDatabase, writeNotADatabase } from "./database-files.js";
 
 // The real command line, in a child process, against the scripted model server.
 let server: ScriptedModelServer;
@@ -220,5 +221,66 @@ describe("glassbox trace and usage", () => {
     const { code, stdout } = await glassbox(["trace", "run_missing"]);
     expect(code).toBe(1);
     expect(stdout).toContain("There is no run or session run_missing");
+  });
+});
+
+describe("glassbox and its database file (GLASSBOX_DB)", () => {
+  const undo: Array<() => void> = [];
+  afterEach(() => {
+    for (const step of undo.splice(0)) step();
+  });
+  const fresh = () => join(mkdtempSync(join(tmpdir(), "glassbox-cli-db-")), "glassbox.db");
+
+  it("regression: sessions, usage, trace and reset never create a database; where there is none they say nothing is recorded there yet", async () => {
+    const path = fresh();
+    const env = { GLASSBOX_DB: path };
+    expect(await glassbox(["sessions"], env)).toEqual({ code: 0, stdout: `No conversations are recorded yet in ${path} (GLASSBOX_DB).\n`, stderr: "" });
+    expect(await glassbox(["sessions", "--json"], env)).toMatchObject({ code: 0, stdout: "[]\n" });
+    expect(await glassbox(["usage"], env)).toMatchObject({ code: 0, stdout: `No conversations are recorded yet in ${path} (GLASSBOX_DB).\n` });
+    expect(JSON.parse((await glassbox(["usage", "--json"], env)).stdout)).toEqual({ byDay: [], byUser: [], bySession: [] });
+    expect(await glassbox(["trace", "run_x"], env)).toMatchObject({ code: 1, stdout: `There is no run or session run_x: no conversations are recorded yet in ${path} (GLASSBOX_DB).\n` });
+    expect(await glassbox(["reset", "--session", "x"], env)).toMatchObject({ code: 1, stdout: expect.stringContaining("There is no session cli:x") });
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it("regression: a damaged database, or a file that is not one, is refused in one sentence naming it and GLASSBOX_DB (exit 2)", async () => {
+    const damaged = fresh();
+    writeDamagedDatabase(damaged);
+    for (const args of [["sessions"], ["usage", "--json"], ["run", "hello", "--json"]]) {
+      const outcome = await glassbox(args, { GLASSBOX_DB: damaged });
+      expect(outcome.code, args.join(" ")).toBe(2);
+      expect(outcome.stdout, args.join(" ")).toBe("");
+      expect(outcome.stderr, args.join(" ")).toMatch(new RegExp(`^glassbox: The database ${damaged} is damaged \\(SQLite's quick_check: [^\\n]+GLASSBOX_DB[^\\n]+\\n$`));
+    }
+    const notes = fresh();
+    writeNotADatabase(notes);
+    expect(await glassbox(["trace", "anything"], { GLASSBOX_DB: notes })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `glassbox: ${notes} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.\n`,
+    });
+  });
+
+  it("regression: a database that cannot be opened, or not written, says so naming GLASSBOX_DB; the reading commands still read one they may not write", async () => {
+    const directory = join(fresh(), "..");
+    writeFileSync(join(directory, "a-file"), "x");
+    const underFile = join(directory, "a-file", "glassbox.db");
+    const cannotOpen = `glassbox: The database ${underFile} cannot be opened: a part of its path is a file, not a folder; set GLASSBOX_DB to a file in a folder glassbox may write.\n`;
+    expect(await glassbox(["sessions"], { GLASSBOX_DB: underFile })).toEqual({ code: 2, stdout: "", stderr: cannotOpen });
+    expect(await glassbox(["run", "hello"], { GLASSBOX_DB: underFile })).toMatchObject({ code: 2, stderr: cannotOpen });
+
+    const readOnly = fresh();
+    server.setScript([{ content: "hi" }]);
+    expect((await glassbox(["run", "hello", "--session", "kept", "--json"], { GLASSBOX_DB: readOnly })).code).toBe(0);
+    undo.push(makeImmutable(readOnly));
+    expect(await glassbox(["run", "hello again", "--session", "kept"], { GLASSBOX_DB: readOnly })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `glassbox: The database ${readOnly} cannot be written (the file or its folder is read-only); make it writable, or set GLASSBOX_DB to a file in a folder glassbox may write.\n`,
+    });
+    const listed = await glassbox(["sessions", "--json"], { GLASSBOX_DB: readOnly });
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as Array<{ id: string; runCount: number }>).map(({ id, runCount }) => ({ id, runCount }))).toEqual([{ id: "cli:kept", runCount: 1 }]);
+    expect((await glassbox(["trace", "kept"], { GLASSBOX_DB: readOnly })).code).toBe(0);
   });
 });

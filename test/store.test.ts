@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { channelOf } from "../src/agent/memory.js";
+import { INSTANCE, STALE_AFTER_MS } from "../src/agent/store-owners.js";
 import type { Message } from "../src/agent/types.js";
 import { databasePath, openTestStore, removeDatabases } from "./memory-helpers.js";
 
@@ -263,6 +264,94 @@ describe("runs of a process that died", () => {
     expect(store.db.prepare("SELECT ended_at FROM runs WHERE id = 'run_dead'").pluck().get()).toEqual(expect.any(String));
     expect(store.interruptOrphanedRuns()).toBe(0);
   });
+
+  it("regression: a run owned by this host and pid under another instance (a container's PID 1, restarted) is interrupted, though the pid is alive", () => {
+    const store = openTestStore();
+    const start = (runId: string, owner: string) => {
+      store.startRun({ runId, sessionId: "cli:restarted", userId: "U1", input: "hi" });
+      store.db.prepare("UPDATE runs SET owner = ? WHERE id = ?").run(owner, runId);
+    };
+    // The process this one replaced: same host, same pid, its own instance id.
+    store.db.prepare("INSERT INTO instances (id, host, pid, started_at) VALUES ('before-the-restart', ?, ?, ?)").run(hostname(), process.pid, new Date(0).toISOString());
+    start("run_of_the_replaced", "before-the-restart");
+    start("run_legacy_same_pid", `${hostname()}:${process.pid}`); // as owners were written before instances
+    store.startRun({ runId: "run_mine", sessionId: "cli:restarted", userId: "U1", input: "hi" });
+
+    expect(store.interruptOrphanedRuns()).toBe(2);
+    const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
+    expect(["run_of_the_replaced", "run_legacy_same_pid", "run_mine"].map((id) => statusOf.get(id))).toEqual(["interrupted", "interrupted", "running"]);
+    // The instance that is gone is forgotten; this one, which owns a running run, is kept.
+    expect(store.db.prepare("SELECT id, host, pid FROM instances").all()).toEqual([{ id: INSTANCE.id, host: hostname(), pid: process.pid }]);
+  });
+
+  it("an instance whose heartbeat is stale is gone, on any host; one beating recently, or never (the command line), on another host may still run", () => {
+    const store = openTestStore();
+    const beatAgo = (milliseconds: number | null) => (milliseconds === null ? null : new Date(Date.now() - milliseconds).toISOString());
+    const instances: Array<[id: string, host: string, heartbeat: string | null]> = [
+      ["stale-elsewhere", "another-host", beatAgo(STALE_AFTER_MS + 60_000)],
+      ["fresh-elsewhere", "another-host", beatAgo(1_000)],
+      ["silent-elsewhere", "another-host", beatAgo(null)],
+      // A pid of this host that exists (this process's parent), reused by a process that is not the owner.
+      ["stale-here", hostname(), beatAgo(STALE_AFTER_MS + 60_000)],
+    ];
+    for (const [id, host, heartbeat] of instances) {
+      store.db.prepare("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)").run(id, host, process.ppid, new Date(0).toISOString(), heartbeat);
+      store.startRun({ runId: `run_${id}`, sessionId: "cli:beats", userId: "U1", input: "hi" });
+      store.db.prepare("UPDATE runs SET owner = ? WHERE id = ?").run(id, `run_${id}`);
+    }
+    expect(store.interruptOrphanedRuns()).toBe(2);
+    const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
+    expect(instances.map(([id]) => [id, statusOf.get(`run_${id}`)])).toEqual([
+      ["stale-elsewhere", "interrupted"],
+      ["fresh-elsewhere", "running"],
+      ["silent-elsewhere", "running"],
+      ["stale-here", "interrupted"],
+    ]);
+  });
+
+  it("a bot's checkpoint thread beats for its instance", async () => {
+    const path = databasePath();
+    const store = openTestStore(path, { checkpointInBackground: true });
+    const other = openTestStore(path);
+    const heartbeat = () => other.db.prepare("SELECT host, pid, heartbeat_at AS heartbeatAt FROM instances WHERE id = ?").get(INSTANCE.id) as { heartbeatAt: string } | undefined;
+    await expect.poll(heartbeat, { timeout: 10_000, interval: 25 }).toEqual({ host: hostname(), pid: process.pid, heartbeatAt: expect.any(String) });
+    expect(Date.now() - Date.parse(heartbeat()?.heartbeatAt ?? "")).toBeLessThan(STALE_AFTER_MS);
+    store.close();
+  });
+});
+
+describe("a run accepted before it starts", () => {
+  it("acceptRun() stores the run as accepted under this process; its start makes it running (once), and it can end without starting", () => {
+    const path = databasePath();
+    const store = openTestStore(path);
+    const run = { runId: "run_accepted", sessionId: "web:queue", userId: "web:alice", input: "hi" };
+    store.acceptRun(run);
+    const other = openTestStore(path); // committed, for another connection to see
+    const row = other.db.prepare("SELECT session_id AS sessionId, user_id AS userId, status, owner, accepted_at AS acceptedAt FROM runs WHERE id = ?");
+    expect(row.get("run_accepted")).toEqual({ sessionId: "web:queue", userId: "web:alice", status: "accepted", owner: INSTANCE.id, acceptedAt: expect.any(String) });
+    expect(store.sessionOwner("web:queue")).toBe("web:alice");
+
+    // Memory, then the trace, start each run they see: the first start takes the accepted row over.
+    expect(store.startRun(run)).toBe(true);
+    expect(store.startRun(run)).toBe(false);
+    expect(row.get("run_accepted")).toMatchObject({ status: "running", owner: INSTANCE.id });
+    const outcome = { runId: "run_accepted", status: "error", output: "refused", steps: 0, promptTokens: 0, completionTokens: 0, paused: null, error: null };
+    expect(store.endUnstartedRun(outcome)).toBe(false); // it started: only its own end ends it
+
+    store.acceptRun({ ...run, runId: "run_refused" });
+    expect(store.endUnstartedRun({ ...outcome, runId: "run_refused" })).toBe(true);
+    expect(row.get("run_refused")).toMatchObject({ status: "error" });
+  });
+
+  it("interruptOrphanedRuns() marks a gone process's accepted runs interrupted, never this process's", () => {
+    const store = openTestStore();
+    store.acceptRun({ runId: "run_waiting_here", sessionId: "web:queue", userId: "web:alice", input: "hi" });
+    store.acceptRun({ runId: "run_waiting_there", sessionId: "web:queue", userId: "web:alice", input: "hi" });
+    store.db.prepare("UPDATE runs SET owner = ? WHERE id = 'run_waiting_there'").run(`${hostname()}:${process.pid}`);
+    expect(store.interruptOrphanedRuns()).toBe(1);
+    const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
+    expect([statusOf.get("run_waiting_here"), statusOf.get("run_waiting_there")]).toEqual(["accepted", "interrupted"]);
+  });
 });
 
 describe("a paused run resumed", () => {
@@ -277,7 +366,7 @@ describe("a paused run resumed", () => {
     store.resumeRun("run_paused");
     store.resumeRun("run_done");
     const row = store.db.prepare("SELECT status, paused, owner, ended_at AS endedAt FROM runs WHERE id = ?");
-    expect(row.get("run_paused")).toEqual({ status: "running", paused: null, owner: `${hostname()}:${process.pid}`, endedAt: null });
+    expect(row.get("run_paused")).toEqual({ status: "running", paused: null, owner: INSTANCE.id, endedAt: null });
     expect(row.get("run_done")).toMatchObject({ status: "final" });
     // A second resume of the same pause finds nothing to resume; this process is alive, so nothing is interrupted.
     expect(store.pausedRun("run_paused")).toBeUndefined();

@@ -1,0 +1,173 @@
+/** The store's schema: migrations by PRAGMA user_version, each applied once, in order. */
+import type Database from "better-sqlite3";
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL DEFAULT 0, -- a reset starts a new epoch; the context reads only the current one
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    user_id TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL, -- running | final | max_steps | awaiting_approval | cancelled | error
+    output TEXT,
+    steps INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    paused TEXT,
+    error TEXT,
+    started_at TEXT NOT NULL,
+    ended_at TEXT
+  );
+  CREATE INDEX runs_by_session ON runs(session_id, started_at);
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    epoch INTEGER NOT NULL,
+    run_id TEXT REFERENCES runs(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX messages_by_session ON messages(session_id, epoch, id);
+  CREATE TABLE summaries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    epoch INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    first_message_id INTEGER NOT NULL,
+    last_message_id INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX summaries_by_session ON summaries(session_id, epoch, id);
+  CREATE TABLE steps (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step INTEGER NOT NULL,
+    model TEXT,
+    context_messages INTEGER,
+    context_tokens INTEGER,
+    content TEXT,
+    tool_calls TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    latency_ms REAL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX steps_by_run ON steps(run_id, step);
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    tool_call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    arguments_hash TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    status TEXT NOT NULL, -- pending | approved | denied | expired
+    decided_by TEXT,
+    decided_at TEXT,
+    expires_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (run_id, tool_call_id)
+  );
+  CREATE TABLE facts (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    scope TEXT NOT NULL, -- 'user' (follows the person everywhere) or a channel key
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX facts_by_user ON facts(user_id);
+  CREATE VIRTUAL TABLE facts_index USING fts5(content, content='facts', content_rowid='id');
+  CREATE TRIGGER facts_indexed AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_index(rowid, content) VALUES (new.id, new.content);
+  END;
+  CREATE TRIGGER facts_unindexed AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_index(facts_index, rowid, content) VALUES ('delete', old.id, old.content);
+  END;
+  CREATE TABLE claims (
+    id TEXT PRIMARY KEY, -- a platform event id: claimed once, before any work starts
+    claimed_at TEXT NOT NULL
+  );
+  `,
+  `
+  ALTER TABLE approvals ADD COLUMN message_ref TEXT; -- where the buttons are shown, to update them later
+  CREATE INDEX approvals_pending ON approvals(status, expires_at);
+  `,
+  `
+  -- traces: what each step cost, the guards' notes, and the exact request (gzipped JSON) on demand
+  ALTER TABLE steps ADD COLUMN cost REAL;
+  ALTER TABLE steps ADD COLUMN notes TEXT;
+  ALTER TABLE steps ADD COLUMN payload BLOB;
+  ALTER TABLE runs ADD COLUMN model TEXT;
+  ALTER TABLE runs ADD COLUMN cost REAL;
+  CREATE UNIQUE INDEX steps_unique ON steps(run_id, step);
+  CREATE INDEX runs_by_user ON runs(user_id, started_at);
+  `,
+  `
+  -- a sub-agent's run nests under the tool call of the run it works for
+  ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs(id);
+  ALTER TABLE runs ADD COLUMN parent_tool_call_id TEXT;
+  CREATE INDEX runs_by_parent ON runs(parent_run_id);
+  `,
+  `
+  -- the process running a run ("host:pid"), so a run whose process died can be told apart
+  ALTER TABLE runs ADD COLUMN owner TEXT;
+  CREATE INDEX runs_by_status ON runs(status);
+  `,
+  `
+  -- fewer pages written by each commit of a run: a duplicate of steps_unique goes, and two indexes
+  -- keep only the rows they are read for (sub-agents' runs; running runs, by owner)
+  DROP INDEX steps_by_run;
+  DROP INDEX runs_by_parent;
+  CREATE INDEX runs_by_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
+  DROP INDEX runs_by_status;
+  CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
+  `,
+  `
+  -- runs are owned by a process instance (an id made at its start), not by "host:pid", which a
+  -- container's restarted PID 1 shares with the process it replaced; a bot's checkpoint thread
+  -- beats for its instance, so one that stopped beating is known to be gone
+  CREATE TABLE instances (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    heartbeat_at TEXT -- null for processes without a checkpoint thread (the command line)
+  );
+  -- a run the HTTP API accepted is stored as 'accepted' before the API answers, and starts later
+  ALTER TABLE runs ADD COLUMN accepted_at TEXT;
+  DROP INDEX runs_running;
+  CREATE INDEX runs_unfinished ON runs(owner) WHERE status IN ('running', 'accepted');
+  `,
+];
+
+/** The schema version a file has once migrated. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma("user_version", { simple: true }) as number;
+}
+
+export function migrate(db: Database.Database): void {
+  if (schemaVersion(db) >= SCHEMA_VERSION) return;
+  // Two processes may open a new file at once. IMMEDIATE takes the write lock before the version is
+  // read again, so the second waits for the first and then finds the migrations done, instead of
+  // running them twice ("table sessions already exists").
+  db.transaction(() => {
+    for (let next = schemaVersion(db); next < SCHEMA_VERSION; next++) {
+      db.exec(MIGRATIONS[next] ?? "");
+      db.pragma(`user_version = ${next + 1}`);
+    }
+  }).immediate();
+}
