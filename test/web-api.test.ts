@@ -1,11 +1,14 @@
 // The HTTP API of the web playground, without a browser: the real server over the real agent
 // (openai SDK → scripted model server running the demo's rules) and real SQLite files.
+import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { demoReply } from "../src/adapters/web/demo-script.js";
 import { startWebServer } from "../src/adapters/web/web-server.js";
 import { createConversations } from "../src/agent/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
 import { openStore } from "../src/agent/store.js";
+import { deferred } from "./agent-helpers.js";
 import {
   CANCELLABLE_ORDER,
   cleanUp,
@@ -268,7 +271,7 @@ describe("web API: the bearer token", () => {
     const missing = await fetch(`${url}api/info`);
     expect(missing.status).toBe(401);
     expect(missing.headers.get("www-authenticate")).toContain("Bearer");
-    expect(((await missing.json()) as { error: string }).error).toBe("This API needs its token: send Authorization: Bearer <GLASSBOX_API_TOKEN>.");
+    expect(((await missing.json()) as { error: string }).error).toBe("This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
     expect((await fetch(`${url}api/info`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
     expect((await fetch(`${url}api/sessions?token=s3cret-token`)).status).toBe(401); // only event streams take it in the query
     const posted = await postJson(`${url}api/runs`, { session: "tok", input: "hello" });
@@ -276,7 +279,7 @@ describe("web API: the bearer token", () => {
 
     const auth = { authorization: "Bearer s3cret-token" };
     const info = await getJson(`${url}api/info`, auth);
-    expect(info).toEqual({ status: 200, body: { model: "scripted model (demo)", priced: false, problem: null, tokenRequired: true } });
+    expect(info).toEqual({ status: 200, body: { model: "scripted model (demo)", priced: false, problem: null, hints: expect.any(Array), tokenRequired: true, user: null } });
     const started = await postJson(`${url}api/runs`, { session: "tok", input: "hello" }, auth);
     expect(started.status).toBe(202);
     const streamed = await readEvents(`${url}api/runs/${String(started.body.runId)}/events?token=s3cret-token`);
@@ -292,7 +295,7 @@ describe("web API: the bearer token", () => {
     const refused = await startWebServer({ ...options, host: "0.0.0.0" }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(GlassboxError);
     expect((refused as GlassboxError).code).toBe("configuration");
-    expect((refused as GlassboxError).message).toBe("GLASSBOX_WEB_HOST is 0.0.0.0, which other machines can reach; set GLASSBOX_API_TOKEN so that the API needs a token, or use 127.0.0.1.");
+    expect((refused as GlassboxError).message).toBe("GLASSBOX_WEB_HOST is 0.0.0.0, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.");
     const open = await startWebServer({ ...options, host: "0.0.0.0", apiToken: "t" });
     expect(open.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect((await fetch(`${open.url}api/info`, { headers: { authorization: "Bearer t" } })).status).toBe(200);
@@ -306,7 +309,7 @@ describe("web API: no model configured", () => {
 
   it("still serves the pages and says what to set; starting a run answers 503 with that sentence", async () => {
     const { url } = await startWithoutModel();
-    expect((await getJson(`${url}api/info`)).body).toEqual({ model: "gpt-4o-mini", priced: false, problem: NO_MODEL, tokenRequired: false });
+    expect((await getJson(`${url}api/info`)).body).toEqual({ model: "gpt-4o-mini", priced: false, problem: NO_MODEL, hints: [], tokenRequired: false, user: null });
     expect(await postJson(`${url}api/runs`, { session: "x", input: "hello" })).toEqual({ status: 503, body: { error: NO_MODEL } });
     expect((await fetch(url)).status).toBe(200);
     expect((await getJson(`${url}api/sessions`)).body).toEqual({ sessions: [] });
@@ -332,5 +335,152 @@ describe("web API: daily caps", () => {
     const run = (await getJson<RunBody>(`${url}api/runs/${String(second.body.runId)}`)).body;
     expect(run).toMatchObject({ status: "error", done: true, output: expect.stringContaining("daily allowance") });
     expect(model.requests.length).toBe(calls);
+  });
+});
+
+describe("web API: accepted means stored", () => {
+  afterEach(cleanUp);
+
+  it("regression: the 202's run is already in the SQLite file when the 202 arrives (a run waiting for its session's turn was not), and GET answers its status, never 404", async () => {
+    const release = deferred();
+    const playground = await startPlayground({
+      script: async (request) => {
+        if (JSON.stringify(request.messages).includes("hold this one")) await release.promise;
+        return demoReply(request);
+      },
+    });
+    const api = `${playground.url}api`;
+    let runId = "";
+    let firstId = "";
+    try {
+      const first = await postJson(`${api}/runs`, { session: "busy", input: "hold this one", userId: "alice" });
+      expect(first.status).toBe(202);
+      firstId = String(first.body.runId);
+      await expect.poll(() => playground.model.requests.length, WAIT).toBeGreaterThan(0);
+
+      // The session is busy, so this run waits: it is stored all the same, before its 202.
+      const second = await postJson(`${api}/runs`, { session: "busy", input: "and then this", userId: "alice" });
+      expect(second.status).toBe(202);
+      runId = String(second.body.runId);
+      const reader = new Database(playground.store.db.name, { readonly: true });
+      try {
+        expect(reader.prepare("SELECT session_id AS sessionId, user_id AS userId, input, status FROM runs WHERE id = ?").get(runId)).toEqual({
+          sessionId: "web:busy",
+          userId: "web:alice",
+          input: "and then this",
+          status: "accepted",
+        });
+      } finally {
+        reader.close();
+      }
+      expect((await getJson<RunBody>(`${api}/runs/${runId}`)).body).toMatchObject({ runId, status: "accepted", done: false });
+    } finally {
+      release.resolve(); // also when an expectation failed, so the server can stop
+    }
+    await expect.poll(async () => (await getJson<RunBody>(`${api}/runs/${runId}`)).body.status, WAIT).toBe("final");
+    const { body } = await getJson<{ runs: RunBody[] }>(`${api}/sessions/web:busy/runs`);
+    expect(body.runs.map((run) => [run.runId, run.status])).toEqual([
+      [firstId, "final"],
+      [runId, "final"],
+    ]);
+  });
+});
+
+describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
+  afterEach(cleanUp);
+
+  const ALICE = { authorization: "Bearer alice-token" };
+  const BOB = { authorization: "Bearer bob-token" };
+  const SERVICE = { authorization: "Bearer service-token" };
+  const server = { apiToken: "service-token", apiUsers: { "alice-token": "alice", "bob-token": "web:bob" } };
+
+  const finished = async (api: string, runId: string) => {
+    let run: RunBody | undefined;
+    await expect.poll(async () => (run = (await getJson<RunBody>(`${api}/runs/${runId}`, SERVICE)).body).done, WAIT).toBe(true);
+    return run as RunBody & { userId: string };
+  };
+
+  it("regression: a user's token acts only as its user; a body naming another user is refused with 403, for runs and for approvals", async () => {
+    const { url } = await startPlayground({ server });
+    const api = `${url}api`;
+    expect((await getJson(`${api}/info`, ALICE)).body).toMatchObject({ tokenRequired: true, user: "web:alice" });
+
+    const impersonating = await postJson(`${api}/runs`, { session: "alice-1", input: "hello", userId: "bob" }, ALICE);
+    expect(impersonating).toEqual({ status: 403, body: { error: "This token acts as web:alice; it cannot act as web:bob." } });
+    const own = await postJson(`${api}/runs`, { session: "alice-1", input: "hello" }, ALICE);
+    expect(own.status).toBe(202);
+    expect(await finished(api, String(own.body.runId))).toMatchObject({ userId: "web:alice", status: "final" });
+    expect((await postJson(`${api}/runs`, { session: "alice-1", input: "hello", userId: "web:alice" }, ALICE)).status).toBe(202);
+    // The service token may act for anyone.
+    const forBob = await postJson(`${api}/runs`, { session: "for-bob", input: "hello", userId: "bob" }, SERVICE);
+    expect(await finished(api, String(forBob.body.runId))).toMatchObject({ userId: "web:bob" });
+
+    const asked = await postJson(`${api}/runs`, { session: "alice-cancel", input: `Cancel order ${CANCELLABLE_ORDER}` }, ALICE);
+    await expect.poll(async () => (await getJson<RunBody>(`${api}/runs/${String(asked.body.runId)}`, ALICE)).body.approvals.length, WAIT).toBe(1);
+    const approvalId = (await getJson<RunBody>(`${api}/runs/${String(asked.body.runId)}`, ALICE)).body.approvals[0]?.id ?? "";
+    expect(await postJson(`${api}/approvals/${approvalId}`, { approved: true, userId: "alice" }, BOB)).toEqual({ status: 403, body: { error: "This token acts as web:bob; it cannot act as web:alice." } });
+    expect((await postJson(`${api}/approvals/${approvalId}`, { approved: true }, BOB)).status).toBe(404); // not bob's session to see
+    const decided = await postJson(`${api}/approvals/${approvalId}`, { approved: true }, ALICE);
+    expect(decided).toMatchObject({ status: 200, body: { outcome: "decided", approval: { status: "approved", decidedBy: "web:alice" } } });
+  });
+
+  it("a user's token reads only the sessions its user started (runs, steps, events, usage) and cannot write to another's; the service token reads all", async () => {
+    const { url } = await startPlayground({ server });
+    const api = `${url}api`;
+    const alices = await postJson(`${api}/runs`, { session: "a-1", input: `Status of ${CANCELLABLE_ORDER}?` }, ALICE);
+    const bobs = await postJson(`${api}/runs`, { session: "b-1", input: `Status of ${PENDING_ORDER}?` }, BOB);
+    const alicesRun = String(alices.body.runId);
+    const bobsRun = String(bobs.body.runId);
+    await finished(api, alicesRun);
+    await finished(api, bobsRun);
+
+    const ids = async (headers: Record<string, string>) => (await getJson<{ sessions: Array<{ id: string }> }>(`${api}/sessions`, headers)).body.sessions.map((session) => session.id).sort();
+    expect(await ids(ALICE)).toEqual(["web:a-1"]);
+    expect(await ids(SERVICE)).toEqual(["web:a-1", "web:b-1"]);
+    for (const path of [`runs/${bobsRun}`, `runs/${bobsRun}/steps`, `runs/${bobsRun}/steps/1/payload`, `sessions/web:b-1/runs`]) {
+      expect((await getJson(`${api}/${path}`, ALICE)).status, path).toBe(404);
+      expect((await getJson(`${api}/${path}`, SERVICE)).status, path).toBe(200);
+    }
+    expect((await fetch(`${api}/runs/${bobsRun}/events?token=alice-token`)).status).toBe(404);
+    expect((await fetch(`${api}/sessions/web:b-1/events?token=alice-token`)).status).toBe(404);
+    expect((await getJson(`${api}/runs/${alicesRun}/steps`, ALICE)).status).toBe(200);
+    expect(await postJson(`${api}/runs`, { session: "b-1", input: "let me in" }, ALICE)).toEqual({ status: 403, body: { error: "The session web:b-1 belongs to another user; use another session id." } });
+
+    const usage = (await getJson<{ byUser: Array<{ key: string; runs: number }>; byDay: Array<{ key: string; runs: number }> }>(`${api}/usage`, ALICE)).body;
+    expect(usage.byUser).toEqual([expect.objectContaining({ key: "web:alice", runs: 1 })]);
+    expect(usage.byDay).toEqual([expect.objectContaining({ key: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), runs: 1 })]);
+    expect((await getJson<{ byUser: unknown[] }>(`${api}/usage`, SERVICE)).body.byUser).toHaveLength(2);
+  });
+
+  it("a user following a session nobody has started yet hears nothing of it once another user starts it", async () => {
+    const playground = await startPlayground({ server });
+    const api = `${playground.url}api`;
+    let markOpen!: () => void;
+    const open = new Promise<void>((resolve) => (markOpen = resolve));
+    const alice = readEvents(`${api}/sessions/web:fresh/events?token=alice-token`, { onOpen: markOpen });
+    const service = readEvents(`${api}/sessions/web:fresh/events?token=service-token`, { until: (event) => event.type === "run_end" });
+    await open;
+    const bobs = await postJson(`${api}/runs`, { session: "fresh", input: "hello" }, BOB);
+    expect(bobs.status).toBe(202);
+    expect(typesOf((await service).events)).toContain("run_end");
+    await playground.web.stop(); // ends alice's stream, after everything the server wrote to it
+    expect((await alice).events).toEqual([]);
+  });
+
+  it("regression: GLASSBOX_API_USERS alone is a credential for listening beyond loopback; a bad entry is refused in one sentence", async () => {
+    const store = openStore(`${tempDir()}/glassbox.db`);
+    const options = { store, log: quietLogger(), port: 0, approvalTtlSeconds: 60, modelLabel: "none", problem: NO_MODEL, host: "0.0.0.0" };
+    const open = await startWebServer({ ...options, apiUsers: { "carol-token": "carol" } });
+    try {
+      expect((await fetch(`${open.url}api/info`)).status).toBe(401);
+      expect((await getJson(`${open.url}api/info`, { authorization: "Bearer carol-token" })).body).toMatchObject({ tokenRequired: true, user: "web:carol" });
+    } finally {
+      await open.stop();
+    }
+    const badUser = await startWebServer({ ...options, apiUsers: { t: "no spaces" } }).catch((error: unknown) => error);
+    expect((badUser as GlassboxError).message).toBe(`GLASSBOX_API_USERS gives a token the user 'no spaces'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
+    const shared = await startWebServer({ ...options, apiToken: "same", apiUsers: { same: "dave" } }).catch((error: unknown) => error);
+    expect((shared as GlassboxError).message).toBe("GLASSBOX_API_USERS gives web:dave the same token as GLASSBOX_API_TOKEN; give each user a token of their own.");
+    store.close();
   });
 });

@@ -1,14 +1,16 @@
 /**
  * The HTTP API under /api, for the pages and for other systems: start runs and follow them (poll or
  * Server-Sent Events), decide approvals, and read the trace of every session (Slack, Discord, web,
- * command line) from the shared store.
+ * command line) from the shared store. A user's token (GLASSBOX_API_USERS) acts only as its user
+ * and reads only the sessions that user started; the service token, or this machine when no token
+ * is set, acts for anyone and reads everything.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createApprovalBook, type DecisionOutcome } from "../../agent/approvals.js";
 import type { Conversations } from "../../agent/conversations.js";
-import type { Store } from "../../agent/store.js";
-import { createTraceReader, type RunTrace } from "../../agent/trace.js";
+import { runOutcomeOf, type RunOutcome, type Store } from "../../agent/store.js";
+import { createTraceReader, type RunTrace, type UsageTotal } from "../../agent/trace.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
@@ -29,12 +31,18 @@ export interface ApiContext {
   tokenRequired: boolean;
 }
 
-type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL) => Promise<void> | void;
+/** Who calls, as its credential says (web-server). */
+export interface Caller {
+  /** Set for a user's token (GLASSBOX_API_USERS): the one user it acts as, whose sessions alone it reads. */
+  userId?: string;
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL, caller: Caller) => Promise<void> | void;
 
 const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
 const MAX_INPUT_CHARS = 20_000;
 /** Statuses of a run that may still change. */
-const UNFINISHED = new Set(["queued", "running", "awaiting_approval"]);
+const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 
 export function createApi(context: ApiContext) {
   const { conversations, hub, store, log } = context;
@@ -42,70 +50,84 @@ export function createApi(context: ApiContext) {
   const book = createApprovalBook(store);
 
   const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView) });
+  /** A user's token reads only the sessions its user started; anyone else reads all. */
+  const mayRead = (caller: Caller, sessionId: string) => caller.userId === undefined || store.sessionOwner(sessionId) === caller.userId;
+  /** The run, when it exists and the caller may read it; otherwise a 404 that does not say which. */
+  const readableRun = (caller: Caller, runId: string) => {
+    const run = reader.run(runId);
+    if (!run || !mayRead(caller, run.sessionId)) throw new HttpError(404, `There is no run ${runId}.`);
+    return run;
+  };
 
   const routes: Array<[method: string, path: RegExp, handler: Handler]> = [
-    ["GET", /^\/api\/info$/, (_request, response) => {
-      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, hints: context.hints, tokenRequired: context.tokenRequired });
+    ["GET", /^\/api\/info$/, (_request, response, _params, _url, caller) => {
+      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, hints: context.hints, tokenRequired: context.tokenRequired, user: caller.userId ?? null });
     }],
 
-    ["POST", /^\/api\/runs$/, async (request, response) => {
+    ["POST", /^\/api\/runs$/, async (request, response, _params, _url, caller) => {
       const body = await readJsonObject(request);
       if (context.problem) throw new HttpError(503, context.problem);
       const sessionId = webSession(body.session);
       const input = typeof body.input === "string" ? body.input.trim() : "";
       if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
       if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
-      const userId = webUser(body.userId);
-      // The id is made here, so the caller has it before the run even starts.
+      const userId = actingUser(caller, body.userId);
+      // Accepted means stored: the run's row is committed before the 202, so a caller never holds
+      // an id the store has not heard of (after a crash, a run never started reads as interrupted).
       const runId = `run_${randomUUID()}`;
-      hub.accept(runId, sessionId);
-      void conversations.send({ sessionId, userId, input, runId }).catch((error: unknown) => {
-        log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
-        hub.end(runId);
+      await store.atomically(() => {
+        // In the same unit, so two users cannot both take a new session.
+        const owner = caller.userId && store.sessionOwner(sessionId);
+        if (owner && owner !== caller.userId) throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
+        store.acceptRun({ runId, sessionId, userId, input });
       });
+      hub.accept(runId, sessionId);
+      void conversations.send({ sessionId, userId, input, runId }).then(
+        (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
+        (error: unknown) => {
+          log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
+          endUnstarted({ runId, status: "error", output: "The run failed to start; the server log says why.", steps: 0, promptTokens: 0, completionTokens: 0, paused: null, error: null });
+          hub.end(runId);
+        },
+      );
       sendJson(response, 202, { runId, session: sessionId }, { location: `/api/runs/${runId}` });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)$/, (_request, response, [runId = ""]) => {
-      const run = reader.run(runId);
-      if (run) return sendJson(response, 200, runView(run));
-      // Not in the store: waiting for its turn, or refused before it started (its end says why).
-      const phase = hub.phase(runId);
-      const end = hub.lastEnd(runId);
-      if (end) return sendJson(response, 200, { runId, sessionId: end.sessionId, status: end.stopReason, output: end.output, done: true, approvals: [] });
-      if (phase === "queued") return sendJson(response, 200, { runId, status: "queued", done: false, approvals: [] });
-      if (phase === "ended") return sendJson(response, 200, { runId, status: "error", output: "The run failed to start; the server log says why.", done: true, approvals: [] });
-      throw new HttpError(404, `There is no run ${runId}.`);
+    ["GET", /^\/api\/runs\/([^/]+)$/, (_request, response, [runId = ""], _url, caller) => {
+      sendJson(response, 200, runView(readableRun(caller, runId)));
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""]) => streamRun(request, response, runId)],
+    ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""], _url, caller) => streamRun(request, response, readableRun(caller, runId))],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""]) => {
-      if (!reader.run(runId)) throw new HttpError(404, `There is no run ${runId}.`);
+    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""], _url, caller) => {
+      readableRun(caller, runId);
       sendJson(response, 200, { runId, steps: reader.steps(runId) });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, (_request, response, [runId = "", step = ""]) => {
+    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, (_request, response, [runId = "", step = ""], _url, caller) => {
+      readableRun(caller, runId);
       const messages = reader.payload(runId, Number(step));
       if (!messages) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
       sendJson(response, 200, { runId, step: Number(step), messages });
     }],
 
-    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""]) => {
+    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
       const body = await readJsonObject(request);
       if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
-      const userId = webUser(body.userId);
+      const userId = actingUser(caller, body.userId);
       // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
-      if (!book.get(approvalId)?.sessionId.startsWith("web:")) throw new HttpError(404, `There is no web approval ${approvalId}.`);
+      const sessionId = book.get(approvalId)?.sessionId;
+      if (!sessionId?.startsWith("web:") || !mayRead(caller, sessionId)) throw new HttpError(404, `There is no web approval ${approvalId}.`);
       const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
       if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
       void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
       sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
     }],
 
-    ["GET", /^\/api\/sessions$/, (_request, response) => {
+    ["GET", /^\/api\/sessions$/, (_request, response, _params, _url, caller) => {
       const totals = new Map(reader.totalsBySession().map((total) => [total.key, total]));
-      const sessions = store.listSessions().map((session) => {
+      const listed = store.listSessions().filter((session) => caller.userId === undefined || session.startedBy === caller.userId);
+      const sessions = listed.map((session) => {
         const total = totals.get(session.id);
         return {
           id: session.id,
@@ -121,39 +143,72 @@ export function createApi(context: ApiContext) {
       sendJson(response, 200, { sessions });
     }],
 
-    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, (_request, response, [sessionId = ""]) => {
+    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, (_request, response, [sessionId = ""], _url, caller) => {
       const runs = reader.runsOfSession(sessionId);
-      if (runs.length === 0 && !store.listSessions().some((session) => session.id === sessionId)) {
+      if (!mayRead(caller, sessionId) || (runs.length === 0 && !store.listSessions().some((session) => session.id === sessionId))) {
         throw new HttpError(404, `There is no session ${sessionId}.`);
       }
       sendJson(response, 200, { session: sessionId, runs: runs.map(runView) });
     }],
 
-    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, (request, response, [sessionId = ""], url) => {
+    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, (request, response, [sessionId = ""], url, caller) => {
       const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? undefined;
       const afterId = lastEventId === undefined ? undefined : Number(lastEventId);
       if (afterId !== undefined && !Number.isInteger(afterId)) throw new HttpError(400, "Last-Event-ID (or ?after=) must be a whole number.");
+      // A user may follow a session of theirs, or one nobody has started yet (a new chat page):
+      // then only once it is theirs do its events reach them (its first run's row comes before them).
+      const owner = caller.userId && store.sessionOwner(sessionId);
+      if (owner && owner !== caller.userId) throw new HttpError(404, `There is no session ${sessionId}.`);
+      let readable = caller.userId === undefined || owner === caller.userId;
+      const send = (numbered: NumberedEvent) => {
+        readable ||= mayRead(caller, sessionId);
+        if (readable) stream.send(numbered.id, numbered.event);
+      };
       const stream = openEventStream(request, response);
-      const watching = hub.watchSession(sessionId, afterId, { event: (numbered) => stream.send(numbered.id, numbered.event), end: () => stream.close() });
-      for (const numbered of watching.replay) stream.send(numbered.id, numbered.event);
+      const watching = hub.watchSession(sessionId, afterId, { event: send, end: () => stream.close() });
+      for (const numbered of watching.replay) send(numbered);
       stream.onClose(watching.stop);
     }],
 
-    ["GET", /^\/api\/usage$/, (_request, response) => {
-      sendJson(response, 200, { byUser: reader.totalsByUser(), byDay: reader.totalsByDay() });
+    ["GET", /^\/api\/usage$/, (_request, response, _params, _url, caller) => {
+      if (caller.userId === undefined) return sendJson(response, 200, { byUser: reader.totalsByUser(), byDay: reader.totalsByDay() });
+      sendJson(response, 200, usageOf(caller.userId));
     }],
   ];
 
+  /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
+  function endUnstarted(outcome: RunOutcome): void {
+    try {
+      store.endUnstartedRun(outcome);
+    } catch (error) {
+      log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed");
+    }
+  }
+
+  /** A user's own usage: the runs they made in the sessions they started, by day and in all. */
+  function usageOf(userId: string): { byUser: UsageTotal[]; byDay: UsageTotal[] } {
+    const runs = store
+      .listSessions()
+      .filter((session) => session.startedBy === userId)
+      .flatMap((session) => reader.runsOfSession(session.id))
+      .filter((run) => run.userId === userId && !run.parentRunId);
+    const byDay = new Map<string, RunTrace[]>();
+    for (const run of runs) byDay.set(run.startedAt.slice(0, 10), [...(byDay.get(run.startedAt.slice(0, 10)) ?? []), run]);
+    return {
+      byUser: runs.length > 0 ? [totalOf(userId, runs)] : [],
+      byDay: [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, dayRuns]) => totalOf(day, dayRuns)),
+    };
+  }
+
   /** The run's events so far, then live until it ends; a run ended before this process started gets its end from the store. */
-  function streamRun(request: IncomingMessage, response: ServerResponse, runId: string): void {
-    const stored = reader.run(runId);
-    if (!stored && hub.phase(runId) === undefined) throw new HttpError(404, `There is no run ${runId}.`);
+  function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
+    const { runId } = stored;
     const stream = openEventStream(request, response);
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
-    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, stored && UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
+    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
     if (!watching) {
       // Finished before this process saw it: its end, as the store has it.
-      if (stored) stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
+      stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
       return stream.close();
     }
     for (const numbered of watching.replay) send(numbered);
@@ -162,14 +217,14 @@ export function createApi(context: ApiContext) {
   }
 
   /** Answers an /api request; false when no route matches the path. */
-  return async function handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<boolean> {
+  return async function handle(request: IncomingMessage, response: ServerResponse, url: URL, caller: Caller): Promise<boolean> {
     const matching = routes.filter(([, path]) => path.test(url.pathname));
     if (matching.length === 0) return false;
     const route = matching.find(([method]) => method === request.method);
     if (!route) throw new HttpError(405, `${url.pathname} does not take ${request.method}; it takes ${matching.map(([method]) => method).join(", ")}.`);
     const [, path, handler] = route;
     const params = (path.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
-    await handler(request, response, params, url);
+    await handler(request, response, params, url, caller);
     return true;
   };
 }
@@ -181,12 +236,31 @@ function webSession(value: unknown): string {
   return `web:${id}`;
 }
 
-/** Web users are `web:<id>`, so no web caller can pass for a Slack or Discord user. */
+/** Web users are `web:<id>`, so no web caller can pass for a Slack or Discord user; undefined for an id that is not one. */
+export function webUserKey(value: unknown): string | undefined {
+  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
+  return SESSION_ID.test(id) ? `web:${id}` : undefined;
+}
+
 function webUser(value: unknown): string {
   if (value === undefined) return "web:api";
-  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
-  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
-  return `web:${id}`;
+  const key = webUserKey(value);
+  if (!key) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  return key;
+}
+
+/** The user a request acts as: a user's token only as its own user (a body naming another is refused). */
+function actingUser(caller: Caller, value: unknown): string {
+  if (caller.userId === undefined) return webUser(value);
+  if (value !== undefined && webUser(value) !== caller.userId) throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${webUser(value)}.`);
+  return caller.userId;
+}
+
+/** Totals of runs, as the trace reader counts them: cost unknown (null) if any run's is. */
+function totalOf(key: string, runs: RunTrace[]): UsageTotal {
+  const sum = (pick: (run: RunTrace) => number) => runs.reduce((total, run) => total + pick(run), 0);
+  const priced = runs.every((run) => run.cost !== null);
+  return { key, runs: runs.length, promptTokens: sum((run) => run.promptTokens), completionTokens: sum((run) => run.completionTokens), cost: priced ? sum((run) => run.cost ?? 0) : null };
 }
 
 function decodeSegment(segment: string): string {

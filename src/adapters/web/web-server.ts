@@ -2,7 +2,8 @@
  * The local web playground and HTTP API on node:http: a chat page, a trace viewer, and /api for
  * other systems, all over the same conversations (one run at a time per session, durable
  * approvals) as the chat platforms. Bound to 127.0.0.1 by default; anywhere else it needs a bearer
- * token, and /api then asks for it.
+ * token (the service's, or users'), and /api then asks for it. Without any token only this machine
+ * may call, and it is trusted as the service is: it acts for any user.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -19,7 +20,7 @@ import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
 import { createEventHub } from "./event-hub.js";
 import { HttpError, sendJson } from "./http.js";
-import { createApi } from "./web-api.js";
+import { createApi, webUserKey, type Caller } from "./web-api.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 
 export interface WebServerOptions {
@@ -31,8 +32,10 @@ export interface WebServerOptions {
   host?: string;
   /** Default 8787; 0 picks a free port. */
   port?: number;
-  /** Required by /api as `Authorization: Bearer <token>` when set (GLASSBOX_API_TOKEN). */
+  /** Required by /api as `Authorization: Bearer <token>` when set (GLASSBOX_API_TOKEN): the service's, which may act for any user. */
   apiToken?: string;
+  /** Users' bearer tokens, token -> user id (GLASSBOX_API_USERS): each acts only as its user, and reads only that user's sessions. */
+  apiUsers?: Record<string, string>;
   approvalTtlSeconds: number;
   prices?: Record<string, Price>;
   /** Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST). */
@@ -76,9 +79,9 @@ const PAGE_HEADERS = {
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const { store, log } = options;
   const host = options.host ?? "127.0.0.1";
-  const apiToken = options.apiToken?.trim() || undefined;
-  if (!isLoopback(host) && !apiToken) {
-    throw configurationError(`GLASSBOX_WEB_HOST is ${host}, which other machines can reach; set GLASSBOX_API_TOKEN so that the API needs a token, or use 127.0.0.1.`);
+  const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
+  if (!isLoopback(host) && credentials.length === 0) {
+    throw configurationError(`GLASSBOX_WEB_HOST is ${host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`);
   }
   if (!options.agent && !options.problem) throw new Error("startWebServer needs an agent, or a problem saying why there is none.");
   const agent = options.agent ?? unconfiguredAgent(options.problem ?? "");
@@ -102,21 +105,25 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     priced: options.agent ? priceOf(options.agent.model.name, options.prices) !== null : false,
     problem: options.problem,
     hints: options.hints ?? [],
-    tokenRequired: apiToken !== undefined,
+    tokenRequired: credentials.length > 0,
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://localhost");
     if (!url.pathname.startsWith("/api/")) return servePage(request, response, url.pathname);
-    if (apiToken) {
-      if (!hasToken(request, url, apiToken)) {
-        throw new HttpError(401, "This API needs its token: send Authorization: Bearer <GLASSBOX_API_TOKEN>.");
-      }
-    } else if (!isLoopbackHostHeader(request.headers.host)) {
-      // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
-      throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
+    if (!(await api(request, response, url, callerOf(request, url)))) throw new HttpError(404, `There is no ${url.pathname} in this API.`);
+  }
+
+  /** Who calls: the holder of a token, or (without any token configured) this machine, which acts for anyone. */
+  function callerOf(request: IncomingMessage, url: URL): Caller {
+    if (credentials.length > 0) {
+      const credential = matchingCredential(request, url, credentials);
+      if (!credential) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
+      return credential.userId === undefined ? {} : { userId: credential.userId };
     }
-    if (!(await api(request, response, url))) throw new HttpError(404, `There is no ${url.pathname} in this API.`);
+    // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
+    if (!isLoopbackHostHeader(request.headers.host)) throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
+    return {};
   }
 
   const server = createServer((request, response) => {
@@ -174,13 +181,41 @@ async function servePage(request: IncomingMessage, response: ServerResponse, pat
   response.end(request.method === "HEAD" ? undefined : body);
 }
 
-/** The token from the Authorization header, or for event streams (EventSource cannot send headers) from ?token=. */
-function hasToken(request: IncomingMessage, url: URL, token: string): boolean {
+interface Credential {
+  /** SHA-256 of the token: digests of equal length, compared in constant time. */
+  digest: Buffer;
+  /** The user a user's token acts as; undefined for the service token. */
+  userId?: string;
+}
+
+const digestOf = (text: string) => createHash("sha256").update(text).digest();
+
+/** The service token and the users' tokens, each checked once at start. */
+function credentialsOf(apiToken: string | undefined, apiUsers: Record<string, string>): Credential[] {
+  const service = apiToken?.trim();
+  const credentials: Credential[] = service ? [{ digest: digestOf(service) }] : [];
+  for (const [token, user] of Object.entries(apiUsers)) {
+    const userId = webUserKey(user);
+    if (!userId) throw configurationError(`GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
+    if (token.trim() === service) throw configurationError(`GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`);
+    credentials.push({ digest: digestOf(token.trim()), userId });
+  }
+  return credentials;
+}
+
+/**
+ * The credential whose token the request bears: from the Authorization header, or for event
+ * streams (EventSource cannot send headers) from ?token=. Every credential is compared, so the time
+ * taken says nothing about which one (if any) matched.
+ */
+function matchingCredential(request: IncomingMessage, url: URL, credentials: Credential[]): Credential | undefined {
   const header = request.headers.authorization;
   const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : url.pathname.endsWith("/events") ? url.searchParams.get("token") : null;
-  if (!given) return false;
-  const digest = (text: string) => createHash("sha256").update(text).digest();
-  return timingSafeEqual(digest(given), digest(token));
+  if (!given) return undefined;
+  const digest = digestOf(given);
+  let matched: Credential | undefined;
+  for (const credential of credentials) if (timingSafeEqual(digest, credential.digest)) matched = credential;
+  return matched;
 }
 
 export function isLoopback(host: string): boolean {
