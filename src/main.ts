@@ -34,12 +34,12 @@ async function start(): Promise<void> {
       slackWorkers || !agent
         ? { workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
         : { agent, dailyLimits: config.dailyLimits, pipelines: agent.pipelines };
-    const slack = await startSlackAdapter({ slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds, ...runs });
+    const slack = await startSlackAdapter({ slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds, hints: agent && exampleRequests(agent.toolSources), ...runs });
     stops.push(slack.stop);
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl, workers: slackWorkers || undefined }, "Slack connected");
   }
   if (config.discord && agent) {
-    const discord = await startDiscordAdapter({ discord: config.discord, agent, store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines });
+    const discord = await startDiscordAdapter({ discord: config.discord, agent, store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines, hints: exampleRequests(agent.toolSources) });
     stops.push(discord.stop);
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);

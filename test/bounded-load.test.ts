@@ -6,13 +6,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Approval } from "../src/agent/approvals.js";
-import { createConversations, type ChatSurface } from "../src/agent/conversations.js";
+import { QUEUED_TEXT as DISCORD_QUEUED_TEXT } from "../src/adapters/discord/discord-surface.js";
+import { QUEUED_TEXT as SLACK_QUEUED_TEXT } from "../src/adapters/slack/slack-surface.js";
+import { createConversations, QUEUED_NOTICE_MS, type ChatSurface } from "../src/agent/conversations.js";
 import type { AgentEvent } from "../src/agent/events.js";
 import type { RunResult } from "../src/agent/run.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import * as discord from "./discord-helpers.js";
+import * as slack from "./slack-helpers.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -86,5 +90,36 @@ describe("bounded load", () => {
   it("the default bound is 16 and GLASSBOX_MAX_CONCURRENT_RUNS must be a whole number above 0", () => {
     expect(loadConfig({}).maxConcurrentRuns).toBe(16);
     expect(() => loadConfig({ GLASSBOX_MAX_CONCURRENT_RUNS: "2.5" })).toThrow("GLASSBOX_MAX_CONCURRENT_RUNS is '2.5'; set it to a whole number above 0.");
+  });
+});
+
+describe("bounded load in the chats", () => {
+  afterEach(async () => {
+    await slack.cleanUp();
+    await discord.cleanUp();
+  });
+
+  // The first answer takes longer than QUEUED_NOTICE_MS, so the second request waits past it.
+  const slowThenFast = (request: { messages: Array<{ role: string; content?: unknown }> }) =>
+    String(request.messages.at(-1)?.content).includes("first") ? { content: "first answer", delayMs: QUEUED_NOTICE_MS + 500 } : { content: "second answer" };
+
+  it("on Slack, a mention that waits for a slot says it is queued, and the note goes once it starts", async () => {
+    const h = await slack.startHarness({ script: slowThenFast, env: { GLASSBOX_MAX_CONCURRENT_RUNS: "1" } });
+    await h.mention(`<@${slack.BOT}> first`);
+    const { ts } = await h.mention(`<@${slack.BOT}> second`);
+    await slack.waitForBotMessage(h.fake, slack.CHANNEL, ts, "second answer");
+    const queuedNote = h.fake.callsTo("chat.postMessage").find((call) => call.args.text === SLACK_QUEUED_TEXT);
+    expect(queuedNote?.args.thread_ts).toBe(ts);
+    expect(slack.botTexts(h.fake, slack.CHANNEL, ts)).not.toContain(SLACK_QUEUED_TEXT);
+    expect(h.fake.callsTo("chat.delete")).toHaveLength(1);
+  });
+
+  it("on Discord, a DM that waits for a slot says it is queued, and the note goes once it starts", async () => {
+    const h = await discord.startHarness({ script: slowThenFast, env: { GLASSBOX_MAX_CONCURRENT_RUNS: "1" } });
+    await h.mention("first");
+    await h.dm("second");
+    await discord.waitForBotMessage(h.fake, discord.DM, "second answer");
+    expect(h.fake.messageWrites.filter((write) => write.content === DISCORD_QUEUED_TEXT).map((write) => write.channelId)).toEqual([discord.DM]);
+    expect(discord.botTexts(h.fake, discord.DM)).not.toContain(DISCORD_QUEUED_TEXT);
   });
 });

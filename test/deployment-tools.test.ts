@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { askSomething, exampleRequests } from "../src/adapters/example-requests.js";
 import { loadConfig } from "../src/config.js";
 import { createAgentConfig, loadTools } from "../src/setup.js";
 import { startScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -95,6 +96,16 @@ describe("the tools a deployment has", () => {
       await agent.close();
       await model.close();
     }
+  });
+
+  it("the chats' suggestions follow the tools: no order numbers without the demo shop", async () => {
+    const plain = await loadTools(loadConfig({}), { store: (await import("../src/agent/store.js")).openStore(":memory:") });
+    expect(askSomething("Ask me something", exampleRequests(plain.sources))).toBe("Ask me something, for example: What time is it in Tokyo?");
+    const own = await loadTools(loadConfig({ GLASSBOX_TOOLS: ownToolsModule(tempDir()) }));
+    expect(exampleRequests(own.sources)[0]).toBe("Ask for something your tools do (get_order_status, cancel_order, send_message).");
+    const demo = await loadTools(loadConfig({ GLASSBOX_DEMO: "true", GLASSBOX_SHOP_DB: join(tempDir(), "shop.db") }));
+    expect(exampleRequests(demo.sources)[0]).toBe("What is the status of order 20240410003?");
+    expect(askSomething("Ask me something", [])).toBe("Ask me something.");
   });
 
   it("two configured modules defining one name fail at start with one sentence naming both modules", async () => {

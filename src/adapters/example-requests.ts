@@ -27,3 +27,8 @@ export function exampleRequests(sources: ReadonlyMap<string, ToolSource>): strin
   for (const [name, source] of sources) if (source.kind === "builtin" && BUILTIN_EXAMPLES[name]) examples.push(BUILTIN_EXAMPLES[name]);
   return examples.length > 0 ? examples.slice(0, 3) : ["Ask me anything."];
 }
+
+/** "Ask me something…, for example: …" with an example the bot's own tools can answer. */
+export function askSomething(opening: string, hints: string[] = []): string {
+  return hints[0] ? `${opening}, for example: ${hints[0]}` : `${opening}.`;
+}

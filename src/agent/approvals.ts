@@ -196,7 +196,10 @@ export function createApprovalBook(store: Store) {
 export type ApprovalBook = ReturnType<typeof createApprovalBook>;
 
 function postedAt(approval: Approval, origin: ClickOrigin): boolean {
-  if (!approval.sessionId.startsWith(origin.sessionPrefix)) return false;
+  // A prefix is whole segments: "discord:dm:12" must not match the session "discord:dm:123".
+  const prefix = origin.sessionPrefix;
+  const inPlace = prefix.endsWith(":") ? approval.sessionId.startsWith(prefix) : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
+  if (!inPlace) return false;
   return origin.messageRef === undefined || approval.messageRef === origin.messageRef;
 }
 

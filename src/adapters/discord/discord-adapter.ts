@@ -27,6 +27,7 @@ import type { Store } from "../../agent/store.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
+import { askSomething } from "../example-requests.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
 export interface DiscordAdapter {
@@ -56,6 +57,8 @@ export async function startDiscordAdapter(options: {
   prices?: Record<string, Price>;
   dailyLimits?: DailyLimits;
   pipelines?: Pipelines;
+  /** What an empty mention suggests asking, from the tools the bot has (exampleRequests). */
+  hints?: string[];
 }): Promise<DiscordAdapter> {
   const { discord, store, log } = options;
   const client = new Client({
@@ -94,7 +97,7 @@ export async function startDiscordAdapter(options: {
     const sessionId = sessionOf(message.channel, message.guildId);
     const input = message.content.replace(/<@!?\d+>/g, "").trim();
     if (!input) {
-      await message.reply({ content: "Ask me something, for example: what is the status of order 20240315001?", allowedMentions: NO_PINGS });
+      await message.reply({ content: askSomething("Ask me something", options.hints), allowedMentions: NO_PINGS });
       return;
     }
     await conversations.send({ sessionId, userId: message.author.id, input });

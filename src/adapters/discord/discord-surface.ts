@@ -27,6 +27,9 @@ export const NO_PINGS: MessageMentionOptions = { parse: [] };
 export const approveId = (approvalId: string) => `glassbox:approve:${approvalId}`;
 export const denyId = (approvalId: string) => `glassbox:deny:${approvalId}`;
 
+/** While a request waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS); removed once it starts. */
+export const QUEUED_TEXT = "⏳ Queued: I'm busy with other requests; yours starts as soon as one finishes.";
+
 export function openDiscordSurface(client: Client, channelId: string, log: Logger): ChatSurface {
   let channel: Promise<SendableChannels> | undefined;
   const target = () =>
@@ -56,8 +59,21 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
     else progress = await (await target()).send({ content, allowedMentions: NO_PINGS });
   };
 
+  let queued: Message | undefined; // the "queued" note while the request waits for a run slot
+
   return {
+    queued() {
+      then(async () => {
+        queued = await (await target()).send({ content: QUEUED_TEXT, allowedMentions: NO_PINGS });
+      });
+    },
+
     onEvent(event: AgentEvent) {
+      if (event.type === "run_start" || event.type === "run_resumed") {
+        const note = queued;
+        queued = undefined;
+        if (note) then(() => note.delete());
+      }
       if ((event.type === "run_start" || event.type === "run_resumed") && !typing) keepTyping();
       else if (event.type === "tool_start") {
         activity.push(`⏳ calling ${describeCall(event.name, event.arguments)}`);

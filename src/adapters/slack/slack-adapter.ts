@@ -16,6 +16,7 @@ import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
 import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import { askSomething } from "../example-requests.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
@@ -61,6 +62,8 @@ export async function startSlackAdapter(
     store: Store;
     log: Logger;
     approvalTtlSeconds: number;
+    /** What an empty mention suggests asking, from the tools the bot has (exampleRequests). */
+    hints?: string[];
   } & SlackRuns,
 ): Promise<SlackAdapter> {
   const { slack, store, log } = options;
@@ -116,7 +119,7 @@ export async function startSlackAdapter(
       return;
     }
     if (!input) {
-      await reply("Ask me something after the mention, for example: what is the status of order 20240315001?");
+      await reply(askSomething("Ask me something after the mention", options.hints));
       return;
     }
     // The run starts on a later turn of the event loop, so acknowledgements of events already

@@ -34,6 +34,9 @@ export const STATUS_INTERVAL_MS = 1_000;
 const STATUS_LIMIT = 150;
 const THINKING = "is thinking…";
 
+/** While a request waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS); removed once it starts. */
+export const QUEUED_TEXT = "_Queued: I'm busy with other requests; yours starts as soon as one finishes._";
+
 export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
   let work: Promise<unknown> = Promise.resolve();
@@ -60,7 +63,10 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   let editTs: string | undefined;
   let lastEdit = 0;
 
+  let queuedTs: string | undefined; // the "queued" note while the request waits for a run slot
   const showThinking = async () => {
+    if (queuedTs) await client.chat.delete({ channel: place.channel, ts: queuedTs }).catch(() => undefined);
+    queuedTs = undefined;
     if (place.threadTs) {
       try {
         await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: THINKING });
@@ -188,6 +194,12 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         }
         answer = ""; // a new step: only the last step's text is the answer
       }
+    },
+
+    queued() {
+      then(async () => {
+        queuedTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: QUEUED_TEXT })).ts;
+      });
     },
 
     async finish(result: RunResult) {
