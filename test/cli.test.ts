@@ -145,8 +145,19 @@ describe("glassbox tools", () => {
   it("lists built-in and module tools with their schemas", async () => {
     const { code, stdout } = await glassbox(["tools", "--tools", "examples/tools.mjs", "--json"]);
     expect(code).toBe(0);
-    const tools = JSON.parse(stdout) as Array<{ name: string; dangerous: boolean; parameters: { type: string } }>;
-    expect(tools.map((tool) => tool.name)).toEqual(["current_time", "calculator", "get_order_status", "cancel_order", "send_message", "remember", "forget", "check_stock", "restock"]);
+    const tools = JSON.parse(stdout) as Array<{ name: string; from: string; dangerous: boolean; parameters: { type: string } }>;
+    // The demo is on in this file (GLASSBOX_DEMO): built-ins, then the demo shop, then the module.
+    expect(tools.map((tool) => [tool.name, tool.from])).toEqual([
+      ["current_time", "built-in"],
+      ["calculator", "built-in"],
+      ["remember", "built-in"],
+      ["forget", "built-in"],
+      ["get_order_status", "demo shop"],
+      ["cancel_order", "demo shop"],
+      ["send_message", "demo shop"],
+      ["check_stock", "module examples/tools.mjs"],
+      ["restock", "module examples/tools.mjs"],
+    ]);
     expect(tools.find((tool) => tool.name === "restock")?.dangerous).toBe(true);
     expect(tools.every((tool) => tool.parameters.type === "object")).toBe(true);
   });

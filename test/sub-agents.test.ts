@@ -211,6 +211,18 @@ describe("pipelines", () => {
     const unknown = await conversations.send({ input: "/pipeline nope hello", sessionId: "web:p", userId: "U1" });
     expect(unknown.output).toBe("There is no pipeline 'nope'; the pipelines are: triage.");
   });
+
+  it("regression: a pipeline given a run id (an accepted HTTP API run) runs its first stage under it and each later stage as a run of its own", async () => {
+    const { agent } = await setUp((body) => ({ content: who(body) === "RESEARCHER" ? "facts" : "reply" }));
+    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    agent.store.acceptRun({ runId: "run_accepted", sessionId: "web:p2", userId: "U1", input: "/pipeline triage late order" });
+    await conversations.send({ input: "/pipeline triage late order", sessionId: "web:p2", userId: "U1", runId: "run_accepted" });
+    const runs = agent.store.db.prepare("SELECT id, status, output FROM runs WHERE session_id = 'web:p2' ORDER BY started_at, rowid").all() as Array<{ id: string; status: string; output: string }>;
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toEqual({ id: "run_accepted", status: "final", output: "facts" });
+    expect(runs[1]).toMatchObject({ status: "final", output: "reply" });
+    expect(runs[1]?.id).not.toBe("run_accepted");
+  });
 });
 
 describe("agents configuration", () => {

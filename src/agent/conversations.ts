@@ -194,7 +194,7 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
   function neverStarted(task: MessageTask, message: string, code: ErrorCode): RunResult {
     const { error: _none, ...cancelled } = refusal(task, message, code);
     const result: RunResult = code === "cancelled" ? { ...cancelled, stopReason: "cancelled" } : refusal(task, message, code);
-    if (task.runId) store.endRun(runOutcomeOf(result));
+    if (task.runId) store.endUnstartedRun(runOutcomeOf(result));
     return result;
   }
 

@@ -149,12 +149,14 @@ export async function runPipeline(
   stages: AgentDefinition[],
   factory: SpecialistFactory,
   input: string,
-  task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent">,
+  task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent" | "runId">,
 ): Promise<{ output: string; stages: Array<{ agent: string; result: RunResult }> }> {
   const done: Array<{ agent: string; result: RunResult }> = [];
   let text = input;
   for (const stage of stages) {
-    const result = await runAgent(specialistConfig(stage, factory), { ...task, input: text });
+    // The first stage is the run the caller named (an HTTP API run accepted under that id); each later stage is a run of its own.
+    const { runId, ...shared } = task;
+    const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...(done.length === 0 && runId ? { runId } : {}), input: text });
     done.push({ agent: stage.name, result });
     if (result.stopReason !== "final" && result.stopReason !== "max_steps") {
       return { output: `The pipeline stopped at '${stage.name}' (${result.stopReason}): ${result.output}`, stages: done };
@@ -172,7 +174,7 @@ function withoutSpecialists(tools: ToolRegistry): ToolRegistry {
 export interface Pipelines {
   names(): string[];
   /** Undefined when there is no pipeline of that name. */
-  run(name: string, input: string, task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent">): Promise<Awaited<ReturnType<typeof runPipeline>> | undefined>;
+  run(name: string, input: string, task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent" | "runId">): Promise<Awaited<ReturnType<typeof runPipeline>> | undefined>;
 }
 
 export function createPipelines(config: AgentsConfig, factory: () => SpecialistFactory): Pipelines {

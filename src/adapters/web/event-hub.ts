@@ -45,7 +45,8 @@ export interface NumberedEvent {
   event: WebEvent;
 }
 
-export type RunPhase = "queued" | "running" | "paused" | "ended";
+/** Where a run the hub has seen stands; "queued": accepted, waiting for its turn or a run slot. */
+type RunPhase = "queued" | "running" | "paused" | "ended";
 
 export interface Watcher {
   event(numbered: NumberedEvent): void;
@@ -56,8 +57,6 @@ export interface Watcher {
 interface RunEntry {
   sessionId: string;
   phase: RunPhase;
-  /** The last run_end seen (a run refused before it started has no row in the store, only this). */
-  lastEnd?: Extract<WebEvent, { type: "run_end" }>;
   events: NumberedEvent[];
   watchers: Set<Watcher>;
 }
@@ -152,7 +151,6 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
       if (session.events.length > limits.sessionEvents) session.events.splice(0, session.events.length - limits.sessionEvents);
       for (const watcher of [...run.watchers, ...session.watchers]) watcher.event(numbered);
       if (event.type === "run_end") {
-        run.lastEnd = event;
         if (event.stopReason === "awaiting_approval") run.phase = "paused";
         else end(run);
       }
@@ -163,10 +161,6 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
       const run = runs.get(runId);
       if (run) end(run);
     },
-
-    phase: (runId: string): RunPhase | undefined => runs.get(runId)?.phase,
-
-    lastEnd: (runId: string) => runs.get(runId)?.lastEnd,
 
     /**
      * Everything the run did so far, then what comes, until it ends. Undefined when this process

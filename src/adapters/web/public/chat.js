@@ -7,7 +7,8 @@ const USER_KEY = "glassbox.user";
 const SESSION_KEY = "glassbox.session";
 
 /** Who this browser is: a stable id, sent with every message and decision. */
-const userId = localStorage.getItem(USER_KEY) ?? keep(USER_KEY, `web:${randomId()}`);
+// A user's token (GLASSBOX_API_USERS) names its user; otherwise this browser keeps an id of its own.
+let userId = localStorage.getItem(USER_KEY) ?? keep(USER_KEY, `web:${randomId()}`);
 /** A new conversation has no history to load. */
 let fresh = localStorage.getItem(SESSION_KEY) === null;
 let session = `web:${localStorage.getItem(SESSION_KEY) ?? keep(SESSION_KEY, randomId())}`;
@@ -59,6 +60,7 @@ async function start() {
   try {
     const info = await api("/api/info");
     dom.model.textContent = info.model;
+    if (info.user) userId = info.user;
     showHints(info.hints ?? []);
     if (info.problem) showProblem(info.problem);
   } catch (error) {

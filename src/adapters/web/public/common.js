@@ -49,7 +49,7 @@ export function eventsUrl(path) {
 }
 
 let asking;
-/** Shows a small dialog asking for GLASSBOX_API_TOKEN; resolves once one is given. */
+/** Shows a small dialog asking for an API token (GLASSBOX_API_TOKEN or one of GLASSBOX_API_USERS); resolves once one is given. */
 function askForToken(wasWrong) {
   asking ??= new Promise((resolve) => {
     const input = el("input", { id: "token-input", type: "password", autocomplete: "current-password", required: "" });
@@ -57,7 +57,7 @@ function askForToken(wasWrong) {
       "form",
       { method: "dialog" },
       el("h2", { id: "token-title" }, "API token"),
-      el("p", {}, wasWrong ? "That token was not accepted. " : "", "This glassbox asks for its API token (GLASSBOX_API_TOKEN). It is kept in this browser."),
+      el("p", {}, wasWrong ? "That token was not accepted. " : "", "This glassbox asks for an API token (GLASSBOX_API_TOKEN, or your own from GLASSBOX_API_USERS). It is kept in this browser."),
       el("label", { for: "token-input" }, "Token"),
       input,
       el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary" }, "Use this token")),
