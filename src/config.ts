@@ -151,8 +151,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
 }
 
 const MAX_DEFAULT_WORKERS = 4;
-/** Enough for a busy team (a run mostly waits on the model), few enough that a burst cannot exhaust memory or the model's rate limit. */
-export const DEFAULT_MAX_CONCURRENT_RUNS = 16;
+/**
+ * A run mostly waits on the model, so many fit in one process: 100 answers a burst of 100 threads
+ * at full speed (the Slack bench), while a flood of thousands waits in line instead of opening
+ * thousands of model requests and holding their contexts in memory at once.
+ */
+export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
 
 function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
   const names = list(value);

@@ -87,8 +87,8 @@ describe("bounded load", () => {
     expect(model.requests).toHaveLength(1);
   });
 
-  it("the default bound is 16 and GLASSBOX_MAX_CONCURRENT_RUNS must be a whole number above 0", () => {
-    expect(loadConfig({}).maxConcurrentRuns).toBe(16);
+  it("the default bound is 100 and GLASSBOX_MAX_CONCURRENT_RUNS must be a whole number above 0", () => {
+    expect(loadConfig({}).maxConcurrentRuns).toBe(100);
     expect(() => loadConfig({ GLASSBOX_MAX_CONCURRENT_RUNS: "2.5" })).toThrow("GLASSBOX_MAX_CONCURRENT_RUNS is '2.5'; set it to a whole number above 0.");
   });
 });
