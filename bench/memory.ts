@@ -28,6 +28,7 @@ import { createToolRegistry } from "../src/tools/registry.js";
 import type { ToolCall, ToolDefinition } from "../src/tools/types.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
+import { seeded } from "../src/testing/seeded-random.js";
 
 const MODEL = "gpt-4o-mini";
 /** GLASSBOX_CONTEXT_TOKENS' default (src/config.ts). */
@@ -88,18 +89,6 @@ const benchmark: Benchmark = {
 export default benchmark;
 
 // ---- text that reads like a conversation -------------------------------------------------------
-
-/** mulberry32: the same text on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FUNCTION_WORDS =
   "the a an of to in for on with at by from about as into over after before and or but so if then than that which who when where while because this these those it its their our your we they he she is are was were be been has have had will would can could should may might not no also only just still very more most some any each every all both other such".split(

@@ -16,6 +16,7 @@ import cl100kRanks from "js-tiktoken/ranks/cl100k_base";
 import o200kRanks from "js-tiktoken/ranks/o200k_base";
 import { boundedPieces, createTokenCounter, MAX_PIECE_LENGTH, TOKENS_PER_CUT, type EncodingName } from "../src/agent/tokens.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
+import { seeded } from "../src/testing/seeded-random.js";
 
 /** Slack's limit on a message's text. */
 const LENGTH = 40_000;
@@ -34,18 +35,6 @@ const ENCODINGS = [
 ] as const satisfies ReadonlyArray<{ name: EncodingName; ranks: unknown }>;
 
 // ---- inputs ------------------------------------------------------------------------------------
-
-/** mulberry32: the same text on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const codePoints = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
 /** Random picks from `alphabet` up to `length` code units (a last pick that would split a pair is left off). */

@@ -9,6 +9,7 @@ import cl100kRanks from "js-tiktoken/ranks/cl100k_base";
 import o200kRanks from "js-tiktoken/ranks/o200k_base";
 import { beforeAll, describe, expect, it } from "vitest";
 import { boundedPieces, createTokenCounter, MAX_PIECE_LENGTH, TOKENS_PER_CUT, type EncodingName, type TokenCounter } from "../src/agent/tokens.js";
+import { seeded } from "../src/testing/seeded-random.js";
 
 const ENCODINGS = [
   { name: "o200k_base", ranks: o200kRanks },
@@ -31,18 +32,6 @@ beforeAll(async () => {
 
 /** What js-tiktoken counts, with special tokens read as plain text (as the counter does). */
 const exactly = (subject: Subject, text: string) => subject.reference.encode(text, [], []).length;
-
-/** mulberry32: the same text on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const codePoints = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
 /** Random picks from `alphabet` until the text is `length` UTF-16 code units (or one pick over). */
