@@ -39,6 +39,10 @@ export interface ModelResponse {
   usage: Usage;
   /** The model that answered, as the server reports it. */
   model: string;
+  /** The model's reasoning ("thinking"), however the server sent it: kept for the trace, never part of `content`. */
+  reasoning?: string;
+  /** What the model layer did to make the reply usable (a tool call recovered from text, an option the server refused dropped), in words, for the trace. */
+  notes?: string[];
 }
 
 /** The model behind a one-function port; tests pass a client pointed at a scripted server. */

@@ -15,7 +15,23 @@ export type ScriptedReply =
   | { error: { status: number; message: string; type?: string; code?: string };
       headers?: Record<string, string>; delayMs?: number }
   | { hang: true } // never answers until the client aborts or the server closes
-  | { dropConnection: true }; // destroys the socket without any response
+  | { dropConnection: true } // destroys the socket without any response
+  | { raw: RawReply; delayMs?: number }; // exactly these bytes, for the shapes real servers send
+
+/**
+ * A reply written byte for byte, as a real server sent it: each part of `body` is written (and
+ * flushed) on its own, a pause apart, so a client reads them separately (a UTF-8 character split
+ * across network reads, an SSE event cut in two). `contentType` defaults to text/event-stream
+ * when the body has several parts, application/json otherwise.
+ */
+export interface RawReply {
+  status?: number;
+  headers?: Record<string, string>;
+  contentType?: string;
+  body: string | Uint8Array | Array<string | Uint8Array>;
+  /** Pause between parts (default 5 ms). */
+  partGapMs?: number;
+}
 
 /** The part of the request body the server reads; everything else is kept as sent. */
 export interface ChatCompletionRequestBody {
@@ -120,6 +136,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if ("dropConnection" in reply) return void request.socket.destroy();
     await sleep((options.latencyMs ?? 0) + (reply.delayMs ?? 0), closing.signal);
     if (response.destroyed || closing.signal.aborted) return;
+    if ("raw" in reply) return writeRaw(response, reply.raw);
     if ("error" in reply) {
       const { status, message, type, code } = reply.error;
       return sendError(response, status, message, type ?? (status >= 500 ? "server_error" : "invalid_request_error"), code, reply.headers);
@@ -127,6 +144,18 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     const answer = buildAnswer(reply, body);
     if (stream) writeStream(response, answer, body.stream_options?.include_usage === true);
     else sendJson(response, 200, answer.completion);
+  }
+
+  async function writeRaw(response: ServerResponse, raw: RawReply): Promise<void> {
+    const parts = Array.isArray(raw.body) ? raw.body : [raw.body];
+    const contentType = raw.contentType ?? (parts.length > 1 ? "text/event-stream" : "application/json");
+    response.writeHead(raw.status ?? 200, { "content-type": contentType, ...raw.headers });
+    for (const [index, part] of parts.entries()) {
+      if (index > 0) await sleep(raw.partGapMs ?? 5, closing.signal);
+      if (response.destroyed || closing.signal.aborted) return;
+      response.write(part);
+    }
+    response.end();
   }
 
   async function nextReply(body: ChatCompletionRequestBody): Promise<ScriptedReply> {
