@@ -19,6 +19,8 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
     lines.push(
       `  step ${step.step}  ${step.model ?? "?"}  sent ${context}  prompt ${number(step.promptTokens)} / completion ${number(step.completionTokens)} tokens  ${Math.round(step.latencyMs)} ms  ${dollars(step.cost)}`,
     );
+    if (step.reasoning) lines.push(`    ${thinkingLine(step)}`);
+    for (const note of step.modelNotes) lines.push(`    model layer: ${oneLine(note, 200)}`);
     if (step.content) lines.push(`    said: ${oneLine(step.content, 200)}`);
     for (const call of step.toolCalls) {
       const outcome = call.envelope.status === "success" ? "success" : `${call.envelope.error.type}: ${oneLine(call.envelope.error.message, 120)}`;
@@ -40,6 +42,14 @@ export function formatUsage(title: string, totals: UsageTotal[]): string {
   if (totals.length === 0) return `${title}: nothing yet`;
   const rows = totals.map((total) => `  ${total.key.padEnd(36)} ${String(total.runs).padStart(6)} runs ${number(total.promptTokens).padStart(12)} prompt ${number(total.completionTokens).padStart(10)} completion  ${dollars(total.cost)}`);
   return [`${title}:`, ...rows].join("\n");
+}
+
+/** The reasoning's size, and its first line as a glimpse (the whole is in --json and on the trace page). */
+function thinkingLine(step: StepTrace): string {
+  const kept = step.reasoning?.length ?? 0;
+  const size = step.reasoningCutChars ? `${number(kept + step.reasoningCutChars)} chars, the first ${number(kept)} kept` : `${number(kept)} chars`;
+  const [firstLine = "", ...more] = (step.reasoning ?? "").trim().split("\n");
+  return `thinking (${size}): ${oneLine(firstLine, 120)}${more.length ? " …" : ""}`;
 }
 
 function oneLine(text: string, max: number): string {

@@ -150,6 +150,13 @@ const MIGRATIONS = [
   DROP INDEX runs_running;
   CREATE INDEX runs_unfinished ON runs(owner) WHERE status IN ('running', 'accepted');
   `,
+  `
+  -- what a step's model thought (its reasoning, kept up to 64 K characters; reasoning_cut_chars says
+  -- how many more there were) and what the model layer did to make its reply usable (a JSON list)
+  ALTER TABLE steps ADD COLUMN reasoning TEXT;
+  ALTER TABLE steps ADD COLUMN reasoning_cut_chars INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE steps ADD COLUMN model_notes TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

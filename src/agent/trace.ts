@@ -1,7 +1,8 @@
 /**
  * Traces: every step of every run in SQLite — what the model was sent (count, tokens, and the full
- * request on demand), what it said, the tool calls with their results, tokens, latency and cost —
- * and the readings over them (a run's timeline, totals per run, session, user and day).
+ * request on demand), what it thought and said, what the model layer did to make its reply usable,
+ * the tool calls with their results, tokens, latency and cost — and the readings over them (a run's
+ * timeline, totals per run, session, user and day).
  */
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { ToolCallRecord } from "../tools/types.js";
@@ -26,7 +27,14 @@ export interface StepTrace {
   contextMessages: number;
   contextTokens: number | null;
   content: string | null;
+  /** The model's reasoning ("thinking"), never part of `content`; null when it sent none. Kept up to MAX_REASONING_CHARS. */
+  reasoning: string | null;
+  /** How many characters of the reasoning were cut off (0: it is whole). */
+  reasoningCutChars: number;
+  /** What the model layer did to make the reply usable (a tool call recovered from text, a refused option dropped). */
+  modelNotes: string[];
   toolCalls: ToolCallRecord[];
+  /** The guards' notes to the model (repeats, unchanged results, the step limit). */
   notes: string[];
   promptTokens: number;
   completionTokens: number;
@@ -69,6 +77,9 @@ interface StepRow {
   context_messages: number;
   context_tokens: number | null;
   content: string | null;
+  reasoning: string | null;
+  reasoning_cut_chars: number;
+  model_notes: string | null;
   tool_calls: string | null;
   notes: string | null;
   prompt_tokens: number;
@@ -94,8 +105,8 @@ export function createTraceRecorder(
 ): TraceRecorder {
   const { db } = store;
   const statements = {
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, payload, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @payload, @at)
+    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, payload, created_at)
+      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @payload, @at)
       ON CONFLICT (run_id, step) DO NOTHING`),
     // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
     addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
@@ -159,6 +170,7 @@ export function createTraceRecorder(
         const messages = sent.get(event.runId) ?? [];
         sent.delete(event.runId);
         const { usage, model, content } = event.response;
+        const reasoning = cutReasoning(event.response.reasoning, MAX_REASONING_CHARS);
         statements.insertStep.run({
           runId: event.runId,
           step: event.step,
@@ -166,6 +178,9 @@ export function createTraceRecorder(
           contextMessages: messages.length,
           contextTokens: options.estimateTokens?.(event.runId) ?? null,
           content: content ?? (event.response.toolCalls.length ? null : ""),
+          reasoning: reasoning?.text ?? null,
+          reasoningCutChars: reasoning?.cutChars ?? 0,
+          modelNotes: JSON.stringify(boundedNotes(event.response.notes)),
           promptTokens: usage.promptTokens,
           completionTokens: usage.completionTokens,
           latencyMs: event.latencyMs,
@@ -180,6 +195,34 @@ export function createTraceRecorder(
       }
     },
   };
+}
+
+/** A step's reasoning is kept whole up to this many characters; a model can think for far longer. */
+export const MAX_REASONING_CHARS = 64 * 1024;
+/** The model layer's notes are short sentences; these bounds only stop a runaway one. */
+const MAX_MODEL_NOTES = 20;
+const MAX_MODEL_NOTE_CHARS = 1_000;
+
+/** Reasoning as kept: none when empty, else cut to `max` characters (never inside a surrogate pair), with how many were cut. */
+export function cutReasoning(reasoning: string | undefined, max: number): { text: string; cutChars: number } | undefined {
+  if (!reasoning?.trim()) return undefined;
+  return cutText(reasoning, max);
+}
+
+function cutText(text: string, max: number): { text: string; cutChars: number } {
+  if (text.length <= max) return { text, cutChars: 0 };
+  const code = text.charCodeAt(max - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  return { text: text.slice(0, end), cutChars: text.length - end };
+}
+
+function boundedNotes(notes: string[] = []): string[] {
+  const kept = notes.slice(0, MAX_MODEL_NOTES).map((note) => {
+    const cut = cutText(note, MAX_MODEL_NOTE_CHARS);
+    return cut.cutChars ? `${cut.text}… (${cut.cutChars} more characters)` : cut.text;
+  });
+  if (notes.length > MAX_MODEL_NOTES) kept.push(`… and ${notes.length - MAX_MODEL_NOTES} more notes`);
+  return kept;
 }
 
 /** Requests up to this size are kept as plain JSON; larger ones gzipped. */
@@ -202,7 +245,7 @@ export function createTraceReader(store: Store) {
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
-    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
+    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
     payload: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
@@ -227,6 +270,9 @@ export function createTraceReader(store: Store) {
         contextMessages: row.context_messages,
         contextTokens: row.context_tokens,
         content: row.content,
+        reasoning: row.reasoning,
+        reasoningCutChars: row.reasoning_cut_chars,
+        modelNotes: JSON.parse(row.model_notes ?? "[]") as string[],
         toolCalls: JSON.parse(row.tool_calls ?? "[]") as ToolCallRecord[],
         notes: JSON.parse(row.notes ?? "[]") as string[],
         promptTokens: row.prompt_tokens,

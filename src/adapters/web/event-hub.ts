@@ -29,7 +29,8 @@ export type WebEvent =
   | { type: "run_resumed"; runId: string; sessionId: string }
   | { type: "model_start"; runId: string; step: number }
   | { type: "model_delta"; runId: string; step: number; text: string }
-  | { type: "model_end"; runId: string; step: number; promptTokens: number; completionTokens: number; latencyMs: number }
+  /** `reasoning`: the model's thinking, when it sent any, cut to a size a page shows (reasoningCutChars more are in the trace). */
+  | { type: "model_end"; runId: string; step: number; promptTokens: number; completionTokens: number; latencyMs: number; reasoning?: string; reasoningCutChars?: number }
   | { type: "tool_start"; runId: string; step: number; toolCallId: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_end"; runId: string; step: number; record: Omit<ToolCallRecord, "content"> }
   | { type: "note"; runId: string; step: number; text: string }

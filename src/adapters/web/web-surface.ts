@@ -7,10 +7,13 @@ import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import type { RunResult } from "../../agent/run.js";
+import { cutReasoning } from "../../agent/trace.js";
 import { approvalView, type EventHub, type WebEvent } from "./event-hub.js";
 
 /** Where the page shows an approval: the session's stream, not a message to update later. */
 const WEB_MESSAGE_REF = "web";
+/** The thinking a live event carries: the hub keeps events of hundreds of runs in memory; the trace keeps more. */
+const LIVE_REASONING_CHARS = 16 * 1024;
 
 export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
   return {
@@ -63,7 +66,8 @@ function webEventOf(event: AgentEvent): WebEvent | undefined {
       return { type: "model_start", runId: event.runId, step: event.step };
     case "model_delta":
       return { type: "model_delta", runId: event.runId, step: event.step, text: event.text };
-    case "model_end":
+    case "model_end": {
+      const reasoning = cutReasoning(event.response.reasoning, LIVE_REASONING_CHARS);
       return {
         type: "model_end",
         runId: event.runId,
@@ -71,7 +75,9 @@ function webEventOf(event: AgentEvent): WebEvent | undefined {
         promptTokens: event.response.usage.promptTokens,
         completionTokens: event.response.usage.completionTokens,
         latencyMs: Math.round(event.latencyMs),
+        ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars } : {}),
       };
+    }
     case "tool_start":
       return { type: "tool_start", runId: event.runId, step: event.step, toolCallId: event.toolCallId, name: event.name, arguments: event.arguments };
     case "tool_end": {

@@ -1,7 +1,8 @@
 // The chat page: one conversation (web:<id>, kept in this browser), its history, and its live
-// events over Server-Sent Events — tool activity, the streamed answer, and Approve / Deny for
-// dangerous tools, decided through the same durable approvals as in Slack or Discord.
-import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, formatTime, markdown, pretty, randomId } from "./common.js";
+// events over Server-Sent Events — the model's thinking (collapsed), tool activity, the streamed
+// answer, and Approve / Deny for dangerous tools, decided through the same durable approvals as in
+// Slack or Discord.
+import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, formatTime, markdown, pretty, randomId, thinkingDetails } from "./common.js";
 
 const USER_KEY = "glassbox.user";
 const SESSION_KEY = "glassbox.session";
@@ -182,6 +183,8 @@ function onEvent(event) {
       break;
     case "model_end":
       view.tokens += event.promptTokens + event.completionTokens;
+      // The step's thinking goes with the activity, in order, so it sits above the answer it led to.
+      if (event.reasoning) view.activity.append(el("li", { class: "thinking-item" }, thinkingDetails(event.reasoning, event.reasoningCutChars, "are not shown here; the trace keeps more")));
       break;
     case "tool_start":
       startTool(view, event);

@@ -135,6 +135,20 @@ export function shorten(text, maxLength) {
 
 export const pretty = (value) => JSON.stringify(value, null, 2);
 
+/**
+ * A model's reasoning, collapsed under "Thinking" (it can be long, and it is not the answer); the
+ * summary says how long it is, and a cut one says how much is missing and `why`.
+ */
+export function thinkingDetails(reasoning, cutChars, why) {
+  return el(
+    "details",
+    { class: "thinking" },
+    el("summary", {}, `Thinking · ${formatNumber(reasoning.length + (cutChars ?? 0))} characters`),
+    el("div", { class: "thinking-text" }, reasoning),
+    cutChars ? el("p", { class: "hint" }, `Cut here: ${formatNumber(cutChars)} more characters ${why}.`) : null,
+  );
+}
+
 export const randomId = () => crypto.randomUUID().replaceAll("-", "").slice(0, 16);
 
 /**

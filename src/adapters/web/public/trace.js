@@ -1,8 +1,9 @@
 // The trace viewer: every session in the store (from every adapter), and for one session its runs
 // as a timeline of steps — tokens, latency and cost per step, the model's messages (loaded on
-// demand), tool calls with their arguments, repairs and results, the guards' notes — and a chart
-// of prompt tokens per step, where memory's compression shows as a drop.
-import { $, api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, pretty, shorten, svg } from "./common.js";
+// demand), its thinking (collapsed), what the model layer did to make its reply usable, tool calls
+// with their arguments, repairs and results, the guards' notes — and a chart of prompt tokens per
+// step, where memory's compression shows as a drop.
+import { $, api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, pretty, shorten, svg, thinkingDetails } from "./common.js";
 
 const dom = {
   sessions: $("#sessions"),
@@ -229,6 +230,8 @@ function stepRow(run, step) {
       "td",
       { class: "what" },
       el("p", { class: "context" }, sent),
+      step.reasoning ? thinkingDetails(step.reasoning, step.reasoningCutChars, "were not kept") : null,
+      step.modelNotes.map((note) => el("p", { class: "model-note" }, "Model layer: ", note)),
       step.content ? el("p", { class: "content" }, step.content) : null,
       step.toolCalls.map(toolDetails),
       step.notes.map((note) => el("p", { class: "note" }, "Note to the model: ", note)),
