@@ -809,3 +809,127 @@ describe("a tool that pauses on approvals of its own (a sub-agent's)", () => {
     expect(errorOf(outcome.records[0]).message).toContain("cannot be resumed");
   });
 });
+
+// ---- arguments a model gets almost right -------------------------------------------------------
+
+describe("enum values a model gets almost right", () => {
+  const received: Array<Record<string, unknown>> = [];
+  const notify = tool(
+    "notify",
+    (args: Record<string, unknown>) => {
+      received.push(args);
+      return args;
+    },
+    {
+      parameters: {
+        type: "object",
+        properties: {
+          channel: { type: "string", enum: ["email", "sms", "push_notification"] },
+          status: { enum: ["open", "in_progress", "done"] },
+          // Enums inside arrays of objects, behind a $ref, in a nullable anyOf, and as oneOf consts.
+          tasks: { type: "array", items: { type: "object", properties: { state: { $ref: "#/$defs/state" } }, required: ["state"] } },
+          priority: { anyOf: [{ enum: ["low", "high"] }, { type: "null" }] },
+          kind: { oneOf: [{ const: "follow-up" }, { const: "reminder" }] },
+          note: { type: "string" },
+        },
+        $defs: { state: { enum: ["to_do", "in_review"] } },
+        additionalProperties: false,
+      },
+    },
+  );
+  const registry = createToolRegistry([notify]);
+  const run = async (args: Record<string, unknown>) => {
+    received.length = 0;
+    const [record] = (await executeToolCalls([call("c1", "notify", args)], { registry }, scope())).records;
+    if (!record) throw new Error("no record");
+    return record;
+  };
+
+  it.each([
+    ["a case variant", { channel: "SMS" }, { channel: "sms" }],
+    ["spaces for underscores", { status: "in progress" }, { status: "in_progress" }],
+    ["hyphens and capitals", { status: "In-Progress" }, { status: "in_progress" }],
+    ["shouting", { status: "IN_PROGRESS" }, { status: "in_progress" }],
+    ["camelCase", { status: "inProgress" }, { status: "in_progress" }],
+    ["dots and stray spaces", { channel: " Push.Notification " }, { channel: "push_notification" }],
+    ["a nullable enum (anyOf)", { priority: "HIGH" }, { priority: "high" }],
+    ["a oneOf of consts", { kind: "Follow Up" }, { kind: "follow-up" }],
+  ])("calibrates %s to the one allowed value it matches, and records it", async (_label, sent, calibrated) => {
+    const record = await run(sent);
+    expect(record.envelope).toEqual({ status: "success", data: calibrated });
+    expect(received).toEqual([calibrated]);
+    const [key] = Object.keys(sent) as [keyof typeof sent];
+    expect(record.repairs).toEqual([`calibrated ${key} from ${JSON.stringify(sent[key])} to ${JSON.stringify((calibrated as Record<string, unknown>)[key])}, the allowed value it matches`]);
+    // The trace keeps what the model sent beside what ran.
+    expect(JSON.parse(record.rawArguments)).toEqual(sent);
+  });
+
+  it("calibrates enums inside arrays of objects (through a $ref), each one recorded with its path", async () => {
+    const record = await run({ tasks: [{ state: "To Do" }, { state: "in_review" }, { state: "in-review" }] });
+    expect(record.arguments).toEqual({ tasks: [{ state: "to_do" }, { state: "in_review" }, { state: "in_review" }] });
+    expect(record.repairs).toEqual([
+      'calibrated tasks.0.state from "To Do" to "to_do", the allowed value it matches',
+      'calibrated tasks.2.state from "in-review" to "in_review", the allowed value it matches',
+    ]);
+  });
+
+  it("leaves a string that is not an enum untouched, and an allowed value as it is", async () => {
+    const record = await run({ note: "In Progress", status: "in_progress", channel: "sms" });
+    expect(record.envelope).toEqual({ status: "success", data: { note: "In Progress", status: "in_progress", channel: "sms" } });
+    expect(record.repairs).toEqual([]);
+  });
+
+  it.each([
+    ["matches no allowed value", { channel: "pigeon" }, `property 'channel' must be one of "email", "sms", "push_notification"`],
+    ["only shares letters with one (separators are not nothing)", { status: "inprogress" }, `property 'status' must be one of "open", "in_progress", "done"`],
+    ["is a number's spelling, not a word's", { channel: "1-5" }, `property 'channel' must be one of "email", "sms", "push_notification"`],
+  ])("keeps the error listing the allowed values for a string that %s", async (_label, sent, message) => {
+    const record = await run(sent);
+    expect(errorOf(record)).toEqual({ type: "invalid_arguments", message: expect.stringContaining(message) });
+    expect(received).toEqual([]);
+  });
+
+  it("regression: two allowed values that read the same ('in-progress' and 'in_progress', 'sms' and 'SMS') are ambiguous and keep the error", async () => {
+    const ambiguous = createToolRegistry([
+      tool("track", (args) => args, {
+        parameters: { type: "object", properties: { status: { enum: ["in-progress", "in_progress", "done"] }, channel: { enum: ["sms", "SMS", "email"] } } },
+      }),
+    ]);
+    const [record] = (await executeToolCalls([call("c1", "track", { status: "In Progress", channel: "Sms" })], { registry: ambiguous }, scope())).records;
+    const error = errorOf(record);
+    expect(error.type).toBe("invalid_arguments");
+    expect(error.message).toContain(`property 'status' must be one of "in-progress", "in_progress", "done"`);
+    expect(error.message).toContain(`property 'channel' must be one of "sms", "SMS", "email"`);
+    expect(record?.repairs).toEqual([]);
+  });
+
+  it("regression: in a union, a value one branch allows as it is is never 'calibrated' to itself because another branch refuses it; a near one is calibrated", async () => {
+    const union = createToolRegistry([
+      tool("contact", (args) => args, {
+        parameters: {
+          type: "object",
+          properties: {
+            via: {
+              oneOf: [
+                { type: "object", properties: { kind: { const: "email" }, address: { type: "string" } }, required: ["kind", "address"] },
+                { type: "object", properties: { kind: { const: "sms" }, number: { type: "string" } }, required: ["kind", "number"] },
+              ],
+            },
+          },
+        },
+      }),
+    ]);
+    const send = async (via: Record<string, unknown>) => (await executeToolCalls([call("c1", "contact", { via })], { registry: union }, scope())).records[0];
+    // The model chose email and sent the address as a number: the sms branch's refusal of "email" is no reason to touch it.
+    const chose = await send({ kind: "email", address: 42 });
+    expect(chose?.envelope).toEqual({ status: "success", data: { via: { kind: "email", address: "42" } } });
+    expect(chose?.repairs).toEqual(['coerced via.address from 42 to "42"']);
+    // Nothing fits: the error says what each branch allows.
+    const neither = await send({ kind: "pigeon" });
+    expect(errorOf(neither).message).toContain(`property 'via.kind' must be "email"`);
+    expect(errorOf(neither).message).toContain(`property 'via.kind' must be "sms"`);
+    const near = await send({ kind: "SMS", number: "555-0100" });
+    expect(near?.envelope).toEqual({ status: "success", data: { via: { kind: "sms", number: "555-0100" } } });
+    expect(near?.repairs).toEqual(['calibrated via.kind from "SMS" to "sms", the allowed value it matches']);
+  });
+});

@@ -128,7 +128,8 @@ function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
       const valid = check(value);
       for (const key of Object.keys(value)) if (!before.has(key)) repairs.push(`filled default ${key} = ${JSON.stringify(value[key])}`);
       if (valid) return { ok: true, value, repairs };
-      const coerced = (check.errors ?? []).map((error) => coerceAt(value, error)).filter((note) => note !== undefined);
+      const errors = check.errors ?? [];
+      const coerced = [...errors.map((error) => coerceAt(value, error)), ...calibrateEnums(value, errors, tool.parameters)].filter((note) => note !== undefined);
       if (coerced.length === 0) break;
       repairs.push(...coerced);
     }
@@ -139,18 +140,98 @@ function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
 /** Only coercions that cannot change meaning: "3" -> 3, "true" -> true, 42 -> "42". */
 function coerceAt(root: Record<string, unknown>, error: ErrorObject): string | undefined {
   if (error.keyword !== "type" || error.instancePath === "") return undefined;
-  const path = error.instancePath.split("/").slice(1).map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
-  const key = path.pop() as string;
-  let parent: unknown = root;
-  for (const part of path) parent = (parent as Record<string, unknown>)[part];
-  if (typeof parent !== "object" || parent === null) return undefined;
-  const container = parent as Record<string, unknown>;
-  const current = container[key];
+  const place = placeOf(root, error.instancePath);
+  if (!place) return undefined;
+  const current = place.container[place.key];
   const wanted = ([] as string[]).concat(error.params.type as string | string[]);
   const next = coerceValue(current, wanted);
   if (next === undefined) return undefined;
-  container[key] = next;
+  place.container[place.key] = next;
   return `coerced ${pointerName(error.instancePath)} from ${JSON.stringify(current)} to ${JSON.stringify(next)}`;
+}
+
+/** The object or array holding the value at a JSON pointer, and its key there. */
+function placeOf(root: Record<string, unknown>, instancePath: string): { container: Record<string, unknown>; key: string } | undefined {
+  const path = pointerParts(instancePath);
+  const key = path.pop();
+  if (key === undefined) return undefined;
+  let parent: unknown = root;
+  for (const part of path) parent = typeof parent === "object" && parent !== null ? (parent as Record<string, unknown>)[part] : undefined;
+  return typeof parent === "object" && parent !== null ? { container: parent as Record<string, unknown>, key } : undefined;
+}
+
+const pointerParts = (pointer: string) => pointer.split("/").slice(1).map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+
+/**
+ * A string an enum (or const) refuses that matches exactly one allowed value once case and
+ * separators are ignored ("SMS" for "sms", "in progress" for "in_progress") becomes that value.
+ * The allowed values are every one the schema has for that place (through anyOf, oneOf, allOf and
+ * local $refs), so a value another branch takes as it is stays, and two that read the same
+ * ("in-progress" and "in_progress") are ambiguous: either way ajv's error lists them for the model.
+ */
+function calibrateEnums(root: Record<string, unknown>, errors: ErrorObject[], schema: Record<string, unknown>): string[] {
+  const places = new Set(errors.filter((error) => error.keyword === "enum" || error.keyword === "const").map((error) => error.instancePath));
+  const notes: string[] = [];
+  for (const instancePath of places) {
+    const place = placeOf(root, instancePath);
+    const current = place?.container[place.key];
+    if (!place || typeof current !== "string") continue;
+    const allowed = new Set<string>();
+    collectAllowedStrings(schema, schema, pointerParts(instancePath), allowed, 0);
+    if (allowed.has(current)) continue;
+    const wanted = calibrationKey(current);
+    const matches = [...allowed].filter((value) => calibrationKey(value) === wanted);
+    if (matches.length !== 1) continue;
+    place.container[place.key] = matches[0];
+    notes.push(`calibrated ${pointerName(instancePath)} from ${JSON.stringify(current)} to ${JSON.stringify(matches[0])}, the allowed value it matches`);
+  }
+  return notes;
+}
+
+/**
+ * A word as calibration compares it: camelCase split, lower case, and any run of spaces, "_", "-"
+ * or "." next to a letter read as one space. Between digits they stay ("1.5" is not "1-5"), and so
+ * does a leading minus ("-1" is not "1").
+ */
+function calibrationKey(text: string): string {
+  return text
+    .trim()
+    .replace(/(\p{Ll}|\p{N})(\p{Lu})/gu, "$1 $2")
+    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
+    .replace(/(?<=\p{L})[\s_.-]+|[\s_.-]+(?=\p{L})/gu, " ")
+    .toLowerCase();
+}
+
+/** Adds the strings that `enum` and `const` allow at `path` below `node`, in every branch and local $ref. */
+function collectAllowedStrings(root: Record<string, unknown>, node: unknown, path: string[], found: Set<string>, depth: number): void {
+  if (!isPlainObject(node) || depth > 32) return;
+  const next = (child: unknown, rest: string[]) => collectAllowedStrings(root, child, rest, found, depth + 1);
+  for (const keyword of ["anyOf", "oneOf", "allOf"]) if (Array.isArray(node[keyword])) for (const branch of node[keyword]) next(branch, path);
+  for (const keyword of ["then", "else"]) next(node[keyword], path);
+  if (typeof node.$ref === "string" && node.$ref.startsWith("#")) next(resolvePointer(root, node.$ref.slice(1)), path);
+  const [part, ...rest] = path;
+  if (part === undefined) {
+    if (Array.isArray(node.enum)) for (const value of node.enum) if (typeof value === "string") found.add(value);
+    if (typeof node.const === "string") found.add(node.const);
+    return;
+  }
+  // An object's property: by name, by pattern, else additionalProperties.
+  const properties = isPlainObject(node.properties) ? node.properties : {};
+  const patterns = Object.entries(isPlainObject(node.patternProperties) ? node.patternProperties : {}).filter(([pattern]) => new RegExp(pattern, "u").test(part));
+  if (Object.hasOwn(properties, part)) next(properties[part], rest);
+  for (const [, child] of patterns) next(child, rest);
+  if (!Object.hasOwn(properties, part) && patterns.length === 0) next(node.additionalProperties, rest);
+  // An array's item: items for all, or a tuple (draft-07 items array, then additionalItems).
+  if (/^\d+$/.test(part)) {
+    if (!Array.isArray(node.items)) next(node.items, rest);
+    else next(Number(part) < node.items.length ? node.items[Number(part)] : node.additionalItems, rest);
+  }
+}
+
+function resolvePointer(root: unknown, pointer: string): unknown {
+  let node = root;
+  for (const part of pointerParts(pointer)) node = isPlainObject(node) || Array.isArray(node) ? (node as Record<string, unknown>)[decodeURIComponent(part)] : undefined;
+  return node;
 }
 
 function coerceValue(value: unknown, wanted: string[]): unknown {
@@ -189,6 +270,8 @@ function describeError(error: ErrorObject): string {
       return `${at} must be ${String(params.type)}, got ${typeName(error.data)}`;
     case "enum":
       return `${at} must be one of ${(params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(", ")}`;
+    case "const":
+      return `${at} must be ${JSON.stringify(params.allowedValue)}`;
     default:
       return `${at} ${error.message ?? "is invalid"}`;
   }
