@@ -5,7 +5,9 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
 import { GlassboxError } from "../src/agent/errors.js";
+import { migrate, SCHEMA_VERSION } from "../src/agent/store-schema.js";
 import { databaseExists, openStore } from "../src/agent/store.js";
 import { makeImmutable, writeDamagedDatabase, writeNotADatabase } from "./database-files.js";
 import { databasePath, openTestStore, removeDatabases } from "./memory-helpers.js";
@@ -86,13 +88,13 @@ describe("reading without creating", () => {
 
   it("a read-only open of a file an older glassbox wrote upgrades its schema once, then reads it", () => {
     const path = databasePath();
-    const store = openStore(path);
-    const latest = store.db.pragma("user_version", { simple: true }) as number;
-    store.appendMessages("cli:old", null, [{ message: { role: "user", content: "from before" }, tokens: 3 }]);
-    // Undo the latest migration, as a file of the previous version has it.
-    store.db.exec("DROP TABLE instances; DROP INDEX runs_unfinished; ALTER TABLE runs DROP COLUMN accepted_at; CREATE INDEX runs_running ON runs(owner) WHERE status = 'running'");
-    store.db.pragma(`user_version = ${latest - 1}`);
-    store.close();
+    // A file exactly as the previous version left it: every migration but the latest.
+    const older = new Database(path);
+    migrate(older, SCHEMA_VERSION - 1);
+    older.prepare("INSERT INTO sessions (id, created_at, updated_at) VALUES ('cli:old', '2026-01-01', '2026-01-01')").run();
+    older.prepare("INSERT INTO messages (session_id, epoch, role, content, tokens, created_at) VALUES ('cli:old', 0, 'user', 'from before', 3, '2026-01-01')").run();
+    older.close();
+    const latest = SCHEMA_VERSION;
 
     const reading = openTestStore(path, { readOnly: true });
     expect(reading.db.pragma("user_version", { simple: true })).toBe(latest);

@@ -166,13 +166,14 @@ export function schemaVersion(db: Database.Database): number {
   return db.pragma("user_version", { simple: true }) as number;
 }
 
-export function migrate(db: Database.Database): void {
-  if (schemaVersion(db) >= SCHEMA_VERSION) return;
+/** Brings the file to `version` (the latest unless a test writes a file of an older glassbox). */
+export function migrate(db: Database.Database, version = SCHEMA_VERSION): void {
+  if (schemaVersion(db) >= version) return;
   // Two processes may open a new file at once. IMMEDIATE takes the write lock before the version is
   // read again, so the second waits for the first and then finds the migrations done, instead of
   // running them twice ("table sessions already exists").
   db.transaction(() => {
-    for (let next = schemaVersion(db); next < SCHEMA_VERSION; next++) {
+    for (let next = schemaVersion(db); next < version; next++) {
       db.exec(MIGRATIONS[next] ?? "");
       db.pragma(`user_version = ${next + 1}`);
     }
