@@ -9,7 +9,7 @@
  * 2. Parallel tools: one step with 3 calls to a 300 ms tool; the tool phase should take ~300 ms.
  */
 import OpenAI from "openai";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { undiciFetch } from "../src/undici-fetch.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult } from "../src/agent/loop.js";
 import type { AgentEvent } from "../src/agent/events.js";

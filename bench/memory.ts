@@ -16,7 +16,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult, type RunState } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
 import { createSqliteMemory, NOTES_END, NOTES_START, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";

@@ -6,7 +6,7 @@ import { availableParallelism } from "node:os";
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
-import type { ToolMode } from "./agent/llm.js";
+import type { ToolMode } from "./agent/llm/index.js";
 import { parseMcpServers, type McpServerConfig } from "./tools/mcp.js";
 
 export interface GlassboxConfig {

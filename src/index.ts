@@ -2,7 +2,7 @@
 export { runAgent, resumeAgent, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
 export type { AgentConfig, Task, RunResult, RunState, PausedRun, StopReason, ToolCallSummary } from "./agent/loop.js";
 export type { AgentEvent, AgentEventListener } from "./agent/events.js";
-export { createOpenAIModel, type OpenAIModelOptions, type ToolMode } from "./agent/llm.js";
+export { createOpenAIModel, type OpenAIModelOptions, type ToolMode } from "./agent/llm/index.js";
 export { GlassboxError, type ErrorCode } from "./agent/errors.js";
 export type { ChatModel, Message, ModelRequest, ModelResponse, Usage } from "./agent/types.js";
 export { defineTool } from "./tools/define-tool.js";

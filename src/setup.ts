@@ -1,7 +1,7 @@
 /** Builds the engine's parts from configuration; every entry point (CLI, chat adapters) uses these. */
 import { readFileSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
-import { createOpenAIModel } from "./agent/llm.js";
+import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
 import { createSqliteMemory } from "./agent/memory.js";

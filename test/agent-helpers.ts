@@ -1,6 +1,6 @@
 // Shared set-up for the agent e2e tests: a real scripted model server on 127.0.0.1, the real
 // openai-SDK model client pointed at it, and small real tools that count and remember their calls.
-import { createOpenAIModel, type OpenAIModelOptions } from "../src/agent/llm.js";
+import { createOpenAIModel, type OpenAIModelOptions } from "../src/agent/llm/index.js";
 import type { AgentEvent } from "../src/agent/events.js";
 import {
   startScriptedModelServer,

@@ -4,7 +4,7 @@
 // with the typing indicator and a progress message while it works; each message is answered once.
 import { Events } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import {
   agentFor,
   botMessages,
@@ -189,11 +189,11 @@ describe("Discord conversations", () => {
     });
     h.model.setScript(() => ({ error: { status: 503, message: "overloaded" } }));
     await h.mention("hello?");
-    await waitForBotMessage(h.fake, CHANNEL, "I can't reach the model right now (HTTP 503); please try again in a minute.");
+    await waitForBotMessage(h.fake, CHANNEL, "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.");
     await h.discord.conversations.idle();
 
     expect(h.model.requests).toHaveLength(1);
-    expect(botTexts(h.fake, CHANNEL)).toEqual(["I can't reach the model right now (HTTP 503); please try again in a minute."]);
+    expect(botTexts(h.fake, CHANNEL)).toEqual(["I can't reach the model right now (HTTP 503: overloaded); please try again in a minute."]);
 await expect.poll(() => h.lines.some((line) => line.level >= 40 && JSON.stringify(line).includes("HTTP 503")), WAIT).toBe(true);
   });
 });

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { runAgent } from "../src/agent/loop.js";
 import { loadConfig } from "../src/config.js";
 import { createAgentConfig } from "../src/setup.js";

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
-import { REEMIT_REQUEST } from "../src/agent/text-protocol.js";
+import { REEMIT_REQUEST } from "../src/agent/llm/index.js";
 import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { calculator } from "../src/tools/builtin/calculator.js";
 import { createToolRegistry } from "../src/tools/registry.js";
@@ -113,7 +113,7 @@ describe("model client: retries and failures people see", () => {
 
     expect(server.requests).toHaveLength(4); // default maxRetries 3: four tries
     expect(result.stopReason).toBe("error");
-    expect(result.output).toBe("I can't reach the model right now (HTTP 503); please try again in a minute.");
+    expect(result.output).toBe("I can't reach the model right now (HTTP 503: overloaded); please try again in a minute."); // the server's own reason kept
     expect(result.error).toEqual({ code: "model_unavailable", message: result.output });
     expect(events.at(-1)?.type).toBe("run_end");
   });

@@ -3,7 +3,7 @@
 // threads, direct messages, what is ignored, progress, streaming and its fallback, long answers,
 // model trouble, stop, allowed channels, exactly-once delivery and request signatures.
 import { afterEach, describe, expect, it } from "vitest";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { STATUS_INTERVAL_MS } from "../src/adapters/slack/slack-surface.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { ToolDefinition } from "../src/tools/types.js";
@@ -257,10 +257,10 @@ describe("Slack conversations", () => {
     });
     h.model.setScript(() => ({ error: { status: 503, message: "overloaded" } }));
     const { ts } = await h.mention(`<@${BOT}> hello?`);
-    await waitForBotMessage(h.fake, CHANNEL, ts, "I can't reach the model right now (HTTP 503); please try again in a minute.");
+    await waitForBotMessage(h.fake, CHANNEL, ts, "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.");
     await h.slack.conversations.idle();
     expect(h.model.requests).toHaveLength(1);
-    expect(botTexts(h.fake, CHANNEL, ts)).toEqual(["I can't reach the model right now (HTTP 503); please try again in a minute."]);
+    expect(botTexts(h.fake, CHANNEL, ts)).toEqual(["I can't reach the model right now (HTTP 503: overloaded); please try again in a minute."]);
     await expect.poll(() => h.lines.some((line) => line.level >= 40 && JSON.stringify(line).includes("HTTP 503")), WAIT).toBe(true);
   });
 

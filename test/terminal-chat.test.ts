@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startTerminalChat } from "../src/adapters/terminal.js";
-import { createOpenAIModel } from "../src/agent/llm.js";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 

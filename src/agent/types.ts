@@ -3,9 +3,25 @@
  * Messages are the OpenAI Chat Completions shapes, so they go to any compatible server unchanged.
  */
 
-import type { ToolCall, ToolSpec } from "../tools/types.js";
+import type { ToolCall as ProtocolToolCall, ToolSpec } from "../tools/types.js";
 
-export type { ToolCall, ToolSpec };
+export type { ToolSpec };
+
+/**
+ * A tool call as the model layer returns it and the conversation keeps it: the OpenAI shape plus
+ * what the server asked to have back with it. The extras are plain data, so the store keeps them
+ * with the call and the model layer sends them back as the server needs them.
+ */
+export interface ToolCall extends ProtocolToolCall {
+  /** Provider data on the call (Gemini 3's `extra_content.google.thought_signature`), sent back on this call exactly as received. */
+  extra_content?: Record<string, unknown>;
+  /**
+   * The `reasoning_content` of the assistant message this call came in (DeepSeek's thinking mode,
+   * Qwen on vLLM/SGLang), on the message's first call only: the loop and the store keep calls
+   * whole, and the model layer sends it back as that message's `reasoning_content`.
+   */
+  message_reasoning_content?: string;
+}
 
 export type Message =
   | { role: "system"; content: string }

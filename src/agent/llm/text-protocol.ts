@@ -4,8 +4,8 @@
  * chatter around it), repaired and turned back into ordinary tool calls. The loop never knows.
  */
 import { jsonrepair } from "jsonrepair";
-import { isPlainObject, outermostObject } from "../tools/args.js";
-import type { Message, ToolCall, ToolSpec } from "./types.js";
+import { isPlainObject, outermostObject } from "../../tools/args.js";
+import type { Message, ToolCall, ToolSpec } from "../types.js";
 
 export type TextDecision =
   | { kind: "tools"; toolCalls: ToolCall[] }

@@ -1,0 +1,169 @@
+/**
+ * A model server's response body as a sequence of JSON payloads: the events of a server-sent
+ * event stream, or the one JSON document of a plain reply. Read by hand rather than through the
+ * SDK's stream, which throws on the first `data:` line that is not JSON and loses the rest of the
+ * answer; here such a line is skipped and counted, and everything else is read as the SSE spec
+ * says (LF, CRLF or CR line ends, comment lines, multi-line data, a character split across reads).
+ */
+
+/** One payload of a reply, or the end of it. */
+export type BodyItem =
+  | { kind: "json"; value: unknown; event?: string }
+  | { kind: "unreadable"; text: string } // a data line or body that is not JSON
+  | { kind: "done" }; // the `data: [DONE]` sentinel
+
+/** A failure to read the body itself (the connection dropped mid-answer), not a malformed reply. */
+export class BodyReadError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = "BodyReadError";
+  }
+}
+
+/**
+ * Reads a response body, streamed or whole. An event stream is taken as one whatever the request
+ * asked for (some servers stream a non-streamed request), and a body that is not one JSON document
+ * is read as events or JSON lines, whatever its content type says.
+ */
+export async function* readBody(response: Response): AsyncGenerator<BodyItem> {
+  const contentType = response.headers.get("content-type") ?? "";
+  if (contentType.includes("text/event-stream") && response.body) {
+    yield* readEventStream(response.body);
+    return;
+  }
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    throw new BodyReadError(error);
+  }
+  const value = parseJson(text);
+  if (value !== undefined) {
+    yield { kind: "json", value };
+    return;
+  }
+  const items = [...eventsOf(text)];
+  if (items.some((item) => item.kind === "json")) yield* items;
+  else yield { kind: "unreadable", text };
+}
+
+async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<BodyItem> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder("utf-8");
+  const parser = new EventParser();
+  try {
+    while (true) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw new BodyReadError(error);
+      }
+      // `stream: true` keeps a multi-byte character cut between two reads until its last byte comes.
+      const text = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
+      for (const item of parser.push(text, chunk.done)) {
+        yield item;
+        if (item.kind === "done") return;
+      }
+      if (chunk.done) return;
+    }
+  } finally {
+    // Stops the server's stream when the reader leaves early ([DONE], an error, a cancelled run).
+    reader.cancel().catch(() => {});
+  }
+}
+
+function* eventsOf(text: string): Generator<BodyItem> {
+  const parser = new EventParser();
+  for (const item of parser.push(text, true)) {
+    yield item;
+    if (item.kind === "done") return;
+  }
+}
+
+/** The SSE line protocol, fed text as it arrives. */
+class EventParser {
+  private pending: string[] = []; // pieces of a line not yet ended, joined once it ends (a long delta comes in many reads)
+  private afterCarriageReturn = false; // the last read ended a line with CR: an LF that opens the next read belongs to it
+  private data: string[] = [];
+  private event: string | undefined;
+
+  *push(text: string, end: boolean): Generator<BodyItem> {
+    let position = 0;
+    if (text !== "") {
+      if (this.afterCarriageReturn && text.startsWith("\n")) position = 1;
+      this.afterCarriageReturn = false;
+    }
+    while (position < text.length) {
+      LINE_END.lastIndex = position;
+      const found = LINE_END.exec(text);
+      if (!found) {
+        this.pending.push(text.slice(position));
+        break;
+      }
+      const lineEnd = found.index;
+      const line = this.takeLine(text.slice(position, lineEnd));
+      position = lineEnd + 1;
+      // CRLF is one line end, not two.
+      if (text[lineEnd] === "\r") {
+        if (position === text.length) this.afterCarriageReturn = true;
+        else if (text[position] === "\n") position++;
+      }
+      yield* this.line(line);
+    }
+    if (end) {
+      if (this.pending.length > 0) yield* this.line(this.takeLine(""));
+      yield* this.dispatch(); // a last event without its blank line still counts
+    }
+  }
+
+  private takeLine(rest: string): string {
+    if (this.pending.length === 0) return rest;
+    const line = this.pending.join("") + rest;
+    this.pending = [];
+    return line;
+  }
+
+  private *line(line: string): Generator<BodyItem> {
+    if (line === "") return yield* this.dispatch();
+    if (line.startsWith(":")) return; // a comment: keep-alives (": OPENROUTER PROCESSING", sse-starlette's pings)
+    if (/^\s*[{[]/.test(line)) {
+      // newline-delimited JSON without `data:` (a server that streams lines, not events): each line is one
+      yield* this.dispatch();
+      this.data.push(line);
+      return yield* this.dispatch();
+    }
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.event = value;
+    // other fields (id, retry) and unknown lines carry nothing for a chat completion
+  }
+
+  private *dispatch(): Generator<BodyItem> {
+    if (this.data.length === 0) {
+      this.event = undefined;
+      return;
+    }
+    const data = this.data.join("\n");
+    const event = this.event;
+    this.data = [];
+    this.event = undefined;
+    if (data.trim() === "[DONE]") return yield { kind: "done" };
+    if (data.trim() === "") return; // an empty keep-alive event
+    const value = parseJson(data);
+    yield value === undefined ? { kind: "unreadable", text: data } : { kind: "json", value, ...(event ? { event } : {}) };
+  }
+}
+
+const LINE_END = /[\r\n]/g;
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
