@@ -49,6 +49,8 @@ const plan = fc.record({
   content: fc.array(text, { maxLength: 5 }),
   reasoning: fc.array(fc.string({ maxLength: 10 }), { maxLength: 3 }),
   reasoningField: fc.constantFrom("reasoning_content", "reasoning"),
+  /** Content as Magistral's typed parts (text, thinking) instead of a string. */
+  contentAsParts: fc.boolean(),
   calls: fc.array(call, { maxLength: 3 }),
   /** The order the calls' fragments go out in: indexes into the remaining fragments. */
   schedule: fc.array(fc.nat(), { maxLength: 12 }),
@@ -74,7 +76,7 @@ function chunksOf(p: Plan): unknown[] {
     ({ id: "chatcmpl-p", object: "chat.completion.chunk", created: 1, model: "property-model", choices: [{ index: 0, delta, finish_reason: null }], ...extra });
   chunks.push(chunk({ role: "assistant", content: "" }));
   for (const piece of p.reasoning) chunks.push(chunk({ content: null, [p.reasoningField]: piece }));
-  for (const piece of p.content) chunks.push(chunk({ content: piece }));
+  for (const piece of p.content) chunks.push(chunk({ content: p.contentAsParts ? [{ type: "text", text: piece }, { type: "thinking", thinking: [{ type: "text", text: piece }] }] : piece }));
 
   // Each call cut into fragments; the fragments of different calls interleaved by the schedule.
   const queues = p.calls.map((c, position) => {
@@ -111,7 +113,7 @@ function completionOf(p: Plan): unknown {
   const toolCalls = p.calls.map((c) => ({ ...(c.id !== undefined ? { id: c.id } : {}), type: "function", function: { name: c.name, arguments: c.argumentsAsObject ? safeParse(c.args) : c.args } }));
   const message = {
     role: "assistant",
-    content: p.content.length > 0 ? p.content.join("") : null,
+    content: p.content.length === 0 ? null : p.contentAsParts ? p.content.map((piece) => ({ type: "text", text: piece })) : p.content.join(""),
     ...(p.reasoning.length > 0 ? { [p.reasoningField]: p.reasoning.join("") } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
   };
