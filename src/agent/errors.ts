@@ -250,8 +250,9 @@ const SENT_HEADER = "x-glassbox-sent-options";
 export function readableModelErrors(fetch: Fetch): Fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
-    // Replies are read only when they may be an error in disguise: an HTTP 200 of JSON, not a stream.
-    if (response.ok && (response.status !== 200 || !response.headers.get("content-type")?.includes("json"))) return response;
+    // Successful replies pass untouched (an HTTP 200 that is only an error is found where the reply
+    // is read, by errorInReply: reading every body twice here cost each step about 0.1 ms).
+    if (response.ok) return response;
     const text = await response.text();
     const headers = new Headers(response.headers);
     headers.delete("content-length");
@@ -262,16 +263,9 @@ export function readableModelErrors(fetch: Fetch): Fetch {
     } catch {
       // plain text or HTML: read as text below
     }
-    if (response.ok && !isOnlyAnError(body)) return new Response(text, { status: response.status, statusText: response.statusText, headers });
-
     const fields = readErrorBody(body);
     const sent = sentOptions(init?.body);
-    let status = response.status;
-    if (response.ok) {
-      status = fields.status ?? 502;
-      headers.set(IN_REPLY_HEADER, "true");
-      if (fields.status === undefined) headers.set("x-should-retry", "false");
-    }
+    const status = response.status;
     headers.set(SENT_HEADER, sent.join(","));
     const refuses = refusedOption({ status, message: fields.reason, param: fields.param, code: fields.code }, sent) !== undefined;
     if ((status >= 500 && refuses) || isOutOfQuota({ ...fields, status, inReply: false, sent })) headers.set("x-should-retry", "false");
@@ -279,6 +273,19 @@ export function readableModelErrors(fetch: Fetch): Fetch {
     const error = { message: fields.reason, type: fields.type ?? null, param: fields.param ?? null, code: fields.code ?? null };
     return new Response(JSON.stringify({ error }), { status, headers });
   };
+}
+
+/**
+ * An HTTP 200 whose body is only an error (LM Studio's unknown path, vLLM's 400 answered as 200),
+ * as the error the SDK would have made of it with its status (the one the body gives, else 502);
+ * undefined for any other body. `sent` are the refusable options the request carried.
+ */
+export function errorInReply(body: unknown, sent: RefusableOption[]): InstanceType<typeof OpenAI.APIError> | undefined {
+  if (!isOnlyAnError(body)) return undefined;
+  const fields = readErrorBody(body);
+  const headers = new Headers({ [IN_REPLY_HEADER]: "true", [SENT_HEADER]: sent.join(",") });
+  const error = { message: fields.reason, type: fields.type ?? null, param: fields.param ?? null, code: fields.code ?? null };
+  return OpenAI.APIError.generate(fields.status ?? 502, { error }, undefined, headers);
 }
 
 /** A body that is an error and nothing else (no choices, no model list). */

@@ -59,8 +59,8 @@ const TOOLS_REFUSED = [
 const TOOL_CHOICE_REFUSED = [/tool choice must be auto/i]; // Z.AI (GLM), to anything but "auto"
 
 /** The options of a request body that could be refused. */
-export function refusableIn(params: Record<string, unknown>): RefusableOption[] {
-  return REFUSABLE.filter((option) => params[option] !== undefined);
+export function refusableIn(params: object): RefusableOption[] {
+  return REFUSABLE.filter((option) => (params as Record<string, unknown>)[option] !== undefined);
 }
 
 /**

@@ -7,10 +7,10 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
-import { describeModelError, describeModelFailure, GlassboxError, modelsOffered, readableModelErrors } from "../errors.js";
+import { describeModelError, describeModelFailure, errorInReply, GlassboxError, modelsOffered, readableModelErrors } from "../errors.js";
 import { undiciFetch } from "../../undici-fetch.js";
 import { addUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse } from "../types.js";
-import { capabilitiesOf } from "./capabilities.js";
+import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilities.js";
 import { IdFormat } from "./ids.js";
 import { toWireMessages } from "./outgoing.js";
 import { judgeReply } from "./reply.js";
@@ -88,7 +88,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
-    const reply = capabilities.noted(await readReply(response, request, messages, offered, streaming), params);
+    const reply = capabilities.noted(await readReply(response, request, messages, offered, streaming, () => refusableIn(params)), params);
     if (renamed.size === 0) return reply;
     // The trace shows which id the server was sent for each call glassbox knows.
     const pairs = [...renamed].map(([id, sent]) => `${id} as ${sent}`);
@@ -97,10 +97,15 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   }
 
   /** The reply read into one ModelResponse; the answer streams to `onDelta` as it comes. */
-  async function readReply(response: Response, request: ModelRequest, messages: Message[], offered: ReadonlySet<string>, streaming: boolean): Promise<ModelResponse> {
+  async function readReply(response: Response, request: ModelRequest, messages: Message[], offered: ReadonlySet<string>, streaming: boolean, sent: () => RefusableOption[]): Promise<ModelResponse> {
     const assembler = new ReplyAssembler({ onAnswer: streaming ? request.onDelta : undefined, answerStart, holdTextCalls: offered.size > 0 });
+    const whole = response.headers.get("content-type")?.includes("json") === true; // one JSON body, not a stream
     try {
       for await (const item of readBody(response)) {
+        if (item.kind === "json" && whole) {
+          const failed = errorInReply(item.value, sent());
+          if (failed) throw failed;
+        }
         if (item.kind === "json") assembler.add(item.value, item.event);
         else if (item.kind === "unreadable") assembler.addUnreadable();
         if (request.signal?.aborted) break;
