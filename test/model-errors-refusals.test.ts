@@ -96,9 +96,12 @@ describe("a server that refuses tools gets the text protocol", () => {
       const warnings: string[] = [];
       const model = modelFor(server, { model: freshModel(), stream, warn: (message) => warnings.push(message) });
 
-      const result = await runAgent({ model, tools: tools() }, { input: "What is 2+2?" });
+      const notes: string[] = [];
+      const result = await runAgent({ model, tools: tools() }, { input: "What is 2+2?", onEvent: (event) => void (event.type === "model_end" && notes.push(...(event.response.notes ?? []))) });
 
       expect(result).toMatchObject({ stopReason: "final", output: "4" });
+      // The trace says why the step described the tools in the prompt.
+      expect(notes).toEqual([expect.stringMatching(/^native tool calling refused by the server \(.+\); tools described in the prompt from now on \(the text protocol\)$/)]);
       // Refused once, never sent again as it was (a 500 included: the SDK does not retry it).
       expect(server.requests).toHaveLength(2);
       expect(server.requests[0]?.stream).toBe(stream);

@@ -167,7 +167,10 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
           // A refusal of `tools` (announced once by capabilities) means the text protocol from now on.
           if (toolMode !== "auto" || !request.tools?.length || !capabilities.refusesTools(error)) throw error;
           toolMode = "text";
-          return await chatInText(request);
+          const reply = await chatInText(request);
+          // The trace says why this step (and every later one) described the tools in the prompt.
+          const note = `native tool calling refused by the server (${(error as Error).message}); tools described in the prompt from now on (the text protocol)`;
+          return { ...reply, notes: [...(reply.notes ?? []), note] };
         }
       } catch (error) {
         // Whatever went wrong, the caller gets one of glassbox's errors, never a parser's.
