@@ -97,3 +97,14 @@ describe("createTokenCounter", () => {
     expect(promptTokens([10, 20])).toBe(33);
   });
 });
+
+describe("reasoning sent back", () => {
+  it("counts the reasoning a tool-calling turn carries back (DeepSeek) as prompt", async () => {
+    const counter = await createTokenCounter("cl100k_base");
+    const call = { id: "call_1", type: "function" as const, function: { name: "get_x", arguments: "{}" } };
+    const plain = counter.message({ role: "assistant", content: null, tool_calls: [call] });
+    const reasoning = "First I need the order, so I will look it up before answering.";
+    const carried = counter.message({ role: "assistant", content: null, tool_calls: [{ ...call, message_reasoning_content: reasoning }] });
+    expect(carried - plain).toBe(counter.text(reasoning));
+  });
+});

@@ -144,7 +144,11 @@ export async function createTokenCounter(encoding: EncodingName): Promise<TokenC
     message(message) {
       let count = TOKENS_PER_MESSAGE + text(message.role) + text(message.content ?? "");
       if (message.role === "assistant") {
-        for (const call of message.tool_calls ?? []) count += TOKENS_PER_MESSAGE + text(call.function.name) + text(call.function.arguments);
+        for (const call of message.tool_calls ?? []) {
+          count += TOKENS_PER_MESSAGE + text(call.function.name) + text(call.function.arguments);
+          // Reasoning a server wants back on a tool-calling turn (DeepSeek) is prompt it reads too.
+          if (call.message_reasoning_content) count += text(call.message_reasoning_content);
+        }
       }
       if (message.role === "tool") count += text(message.tool_call_id);
       return count;
