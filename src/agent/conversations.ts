@@ -192,8 +192,9 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
 
   /** A run that never started: an accepted row (the HTTP API's) ends with the reason; nothing was spent. */
   function neverStarted(task: MessageTask, message: string, code: ErrorCode): RunResult {
-    const { error: _none, ...cancelled } = refusal(task, message, code);
-    const result: RunResult = code === "cancelled" ? { ...cancelled, stopReason: "cancelled" } : refusal(task, message, code);
+    const { error, ...rest } = refusal(task, message, code);
+    // A request cancelled while it waited ends as a cancelled run does: no error to report.
+    const result: RunResult = code === "cancelled" ? { ...rest, stopReason: "cancelled" } : { ...rest, error };
     if (task.runId) store.endUnstartedRun(runOutcomeOf(result));
     return result;
   }

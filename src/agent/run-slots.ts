@@ -4,7 +4,6 @@
  * queue, not a pile of concurrent model calls, memory and tool work.
  */
 export interface RunSlots {
-  readonly limit: number;
   /** Resolves with a release function once a slot is free, in arrival order; rejects if `signal` aborts first. */
   acquire(signal?: AbortSignal): Promise<() => void>;
   /** Runs in progress and runs waiting for a slot. */
@@ -24,7 +23,6 @@ export function createRunSlots(limit: number): RunSlots {
     };
   };
   return {
-    limit,
     acquire(signal) {
       if (running < limit && waiting.length === 0) {
         running += 1;

@@ -290,8 +290,9 @@ export function createTraceReader(store: Store) {
     },
     totalsByRun: () => totals("id"),
     totalsBySession: () => totals("session_id"),
-    totalsByUser: () => totals("user_id"),
-    totalsByDay: () => totals("substr(started_at, 1, 10)"),
+    /** By user; given a user, only that user's runs (a user's API token sees its own usage alone). */
+    totalsByUser: (userId?: string) => (userId === undefined ? totals("user_id") : totals("user_id", "user_id = ?", userId)),
+    totalsByDay: (userId?: string) => (userId === undefined ? totals("substr(started_at, 1, 10)") : totals("substr(started_at, 1, 10)", "user_id = ?", userId)),
     /** One user's usage since a moment (for daily quotas). */
     userUsageSince(userId: string, since: Date): UsageTotal {
       return totals("user_id", "user_id = ? AND started_at >= ?", userId, since.toISOString())[0] ?? { key: userId, runs: 0, promptTokens: 0, completionTokens: 0, cost: 0 };

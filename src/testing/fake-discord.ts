@@ -29,6 +29,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
+import { allowedMentionsProblem, mentionedIds, pingsOf, type Pings } from "./platform-mentions.js";
 
 export interface FakeDiscordChannelInput {
   id: string;
@@ -77,8 +78,6 @@ export interface FakeDiscordMessage {
   interactionId?: string; // set on an interaction's reply, deferred reply or follow-up
 }
 
-/** Whom a message notifies. */
-export interface Pings { everyone: boolean /* @everyone or @here */; roles: string[]; users: string[] }
 
 /**
  * A message the bot created or edited (channel messages, interaction replies and follow-ups, their
@@ -86,6 +85,8 @@ export interface Pings { everyone: boolean /* @everyone or @here */; roles: stri
  * whom Discord would notify. The fake is stricter than Discord: it counts mentions inside code
  * too, and leaves out the permission check (a bot given Mention Everyone would ping).
  */
+export type { Pings };
+
 export interface MessageWrite {
   kind: "create" | "edit";
   channelId: string;
@@ -202,40 +203,6 @@ const str = (v: unknown): string | undefined => (typeof v === "string" ? v : und
 const arr = (v: unknown): unknown[] | undefined => (Array.isArray(v) ? v : undefined);
 const byId = (a: { id: string }, b: { id: string }) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0);
 const matchesPath = (path: string, pattern: RegExp | string) => (typeof pattern === "string" ? path === pattern : pattern.test(path));
-const mentionedIds = (content: string) => [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1] ?? ""))];
-const mentionedRoles = (content: string) => [...new Set([...content.matchAll(/<@&(\d+)>/g)].map((m) => m[1] ?? ""))];
-
-/**
- * Whom Discord notifies for `content` under `allowed` (the allowed_mentions object): without one it
- * parses every kind; with one, only the kinds in `parse` and the ids in `users` / `roles`; the
- * author of a replied-to message only with `replied_user` (or without allowed_mentions at all).
- */
-function pingsOf(content: string, allowed: unknown, repliedUserId?: string): Pings {
-  const everything = allowed === undefined || allowed === null;
-  const options = (everything ? {} : allowed) as { parse?: unknown; users?: unknown; roles?: unknown; replied_user?: unknown };
-  const parse = everything ? ["everyone", "users", "roles"] : (arr(options.parse) ?? []);
-  const only = (list: string[], kind: string, ids: unknown) => (parse.includes(kind) ? list : list.filter((id) => (arr(ids) ?? []).includes(id)));
-  const users = only(mentionedIds(content), "users", options.users);
-  if (repliedUserId && (everything || options.replied_user === true) && !users.includes(repliedUserId)) users.push(repliedUserId);
-  return { everyone: parse.includes("everyone") && /@(?:everyone|here)/.test(content), roles: only(mentionedRoles(content), "roles", options.roles), users };
-}
-
-/** What Discord refuses in allowed_mentions: an unknown kind, or a kind both parsed and listed. */
-function checkAllowedMentions(allowed: unknown): Answer | undefined {
-  if (allowed === undefined || allowed === null) return undefined;
-  const options = allowed as { parse?: unknown; users?: unknown; roles?: unknown };
-  const parse = arr(options.parse) ?? [];
-  if (parse.some((kind) => kind !== "everyone" && kind !== "users" && kind !== "roles")) {
-    return formError("allowed_mentions.parse", "BASE_TYPE_CHOICES", "Value must be one of ('roles', 'users', 'everyone').");
-  }
-  for (const kind of ["users", "roles"] as const) {
-    if (parse.includes(kind) && (arr(options[kind]) ?? []).length > 0) {
-      return formError("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", `parse:["${kind}"] and ${kind}: [ids] are mutually exclusive.`);
-    }
-  }
-  return undefined;
-}
-
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -403,8 +370,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   /** Discord refuses a message with nothing in it, content over 2,000 characters, and allowed_mentions it cannot read. */
   function checkMessageBody(body: Json, files: StoredFile[], creating: boolean): Answer | undefined {
-    const mentionsRefused = checkAllowedMentions(body.allowed_mentions);
-    if (mentionsRefused) return mentionsRefused;
+    const mentionsRefused = allowedMentionsProblem(body.allowed_mentions);
+    if (mentionsRefused) return formError(mentionsRefused.field, mentionsRefused.code, mentionsRefused.message);
     const content = str(body.content) ?? "";
     if (content.length > 2000) return formError("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
     const empty = !content && !(arr(body.embeds)?.length) && !(arr(body.components)?.length) && !files.length && !body.sticker_ids && !body.poll;

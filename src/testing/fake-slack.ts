@@ -18,6 +18,7 @@ import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
 import { undiciFetch } from "../undici-fetch.js";
+import { broadcastsOf } from "./platform-mentions.js";
 
 export interface FakeSlackOptions {
   signingSecret?: string;
@@ -112,30 +113,6 @@ function streamText(args: Args): string {
     }
   }
   return text;
-}
-
-// Slack's special mentions that notify many (a user group too); `<!date^...>` and `<@U...>` do not.
-const SPECIAL_MENTION = /<!(?:channel|here|everyone|group|subteam\^[^|>]*)(?:\|[^>]*)?>/gi;
-const BROADCAST_WORD = /(?<!\w)@(?:channel|here|everyone)\b/gi;
-const UNCLEAR_FIELDS = new Set(["markdown_text", "chunks", "status", "loading_messages"]);
-
-/** Every broadcast in a call's strings; plain words count where Slack reads (or may read) them. */
-function broadcastsOf(args: Args): string[] {
-  const found: string[] = [];
-  const linkNames = args.link_names === true || args.link_names === "true" || args.link_names === "1" || args.link_names === 1 || args.parse === "full";
-  const visit = (value: unknown, wordsToo: boolean): void => {
-    if (typeof value === "string") {
-      found.push(...(value.match(SPECIAL_MENTION) ?? []));
-      if (wordsToo) found.push(...(value.match(BROADCAST_WORD) ?? []));
-    } else if (Array.isArray(value)) {
-      for (const item of value) visit(item, wordsToo);
-    } else if (value && typeof value === "object") {
-      const markdownBlock = (value as { type?: unknown }).type === "markdown";
-      for (const [key, item] of Object.entries(value)) visit(item, wordsToo || markdownBlock || UNCLEAR_FIELDS.has(key));
-    }
-  };
-  visit(args, linkNames);
-  return found;
 }
 
 /** Slack refuses blocks it cannot show: here, a section whose text is over its 3,000 characters. */

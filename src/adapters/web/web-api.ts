@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createApprovalBook, type DecisionOutcome } from "../../agent/approvals.js";
 import type { Conversations } from "../../agent/conversations.js";
 import { runOutcomeOf, type RunOutcome, type Store } from "../../agent/store.js";
-import { createTraceReader, type RunTrace, type UsageTotal } from "../../agent/trace.js";
+import { createTraceReader, type RunTrace } from "../../agent/trace.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
@@ -171,8 +171,7 @@ export function createApi(context: ApiContext) {
     }],
 
     ["GET", /^\/api\/usage$/, (_request, response, _params, _url, caller) => {
-      if (caller.userId === undefined) return sendJson(response, 200, { byUser: reader.totalsByUser(), byDay: reader.totalsByDay() });
-      sendJson(response, 200, usageOf(caller.userId));
+      sendJson(response, 200, { byUser: reader.totalsByUser(caller.userId), byDay: reader.totalsByDay(caller.userId) });
     }],
   ];
 
@@ -185,22 +184,6 @@ export function createApi(context: ApiContext) {
     }
   }
 
-  /** A user's own usage: the runs they made in the sessions they started, by day and in all. */
-  function usageOf(userId: string): { byUser: UsageTotal[]; byDay: UsageTotal[] } {
-    const runs = store
-      .listSessions()
-      .filter((session) => session.startedBy === userId)
-      .flatMap((session) => reader.runsOfSession(session.id))
-      .filter((run) => run.userId === userId && !run.parentRunId);
-    const byDay = new Map<string, RunTrace[]>();
-    for (const run of runs) byDay.set(run.startedAt.slice(0, 10), [...(byDay.get(run.startedAt.slice(0, 10)) ?? []), run]);
-    return {
-      byUser: runs.length > 0 ? [totalOf(userId, runs)] : [],
-      byDay: [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, dayRuns]) => totalOf(day, dayRuns)),
-    };
-  }
-
-  /** The run's events so far, then live until it ends; a run ended before this process started gets its end from the store. */
   function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
     const { runId } = stored;
     const stream = openEventStream(request, response);
@@ -256,12 +239,6 @@ function actingUser(caller: Caller, value: unknown): string {
   return caller.userId;
 }
 
-/** Totals of runs, as the trace reader counts them: cost unknown (null) if any run's is. */
-function totalOf(key: string, runs: RunTrace[]): UsageTotal {
-  const sum = (pick: (run: RunTrace) => number) => runs.reduce((total, run) => total + pick(run), 0);
-  const priced = runs.every((run) => run.cost !== null);
-  return { key, runs: runs.length, promptTokens: sum((run) => run.promptTokens), completionTokens: sum((run) => run.completionTokens), cost: priced ? sum((run) => run.cost ?? 0) : null };
-}
 
 function decodeSegment(segment: string): string {
   try {
