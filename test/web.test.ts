@@ -166,6 +166,21 @@ describe("web playground in Chromium", () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it("regression: a message with no break in it (a pasted key) wraps on a phone instead of widening the page", async () => {
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+    try {
+      await phone.goto(playground.url);
+      await phone.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
+      const key = "k".repeat(3_000);
+      await phone.getByLabel("Message").fill(`Is this key valid? ${key}`);
+      await phone.getByLabel("Message").press("Enter");
+      await phone.locator(".message.user .text", { hasText: key }).waitFor(VISIBLE);
+      expect(Number(await phone.evaluate("document.documentElement.scrollWidth"))).toBeLessThanOrEqual(390);
+    } finally {
+      await phone.close();
+    }
+  });
+
   it("says plainly what to set when no model is configured, and does not offer to send", async () => {
     const { url } = await startWithoutModel();
     const other = await context.newPage();
