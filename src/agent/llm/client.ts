@@ -169,7 +169,10 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
           toolMode = "text";
           const reply = await chatInText(request);
           // The trace says why this step (and every later one) described the tools in the prompt.
-          const note = `native tool calling refused by the server (${(error as Error).message}); tools described in the prompt from now on (the text protocol)`;
+          // The server's own words (the error's sentence gives advice for GLASSBOX_TOOL_MODE=native, not what happened here).
+          const cause = (error as { cause?: unknown }).cause;
+          const said = cause instanceof OpenAI.APIError ? cause.message : (error as Error).message;
+          const note = `native tool calling refused by the server (${said}); tools described in the prompt from now on (the text protocol)`;
           return { ...reply, notes: [...(reply.notes ?? []), note] };
         }
       } catch (error) {
