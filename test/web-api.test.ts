@@ -279,7 +279,7 @@ describe("web API: the bearer token", () => {
 
     const auth = { authorization: "Bearer s3cret-token" };
     const info = await getJson(`${url}api/info`, auth);
-    expect(info).toEqual({ status: 200, body: { model: "scripted model (demo)", priced: false, problem: null, hints: expect.any(Array), tokenRequired: true, user: null } });
+    expect(info).toEqual({ status: 200, body: { model: "scripted model (demo)", priced: false, problem: null, hints: expect.any(Array), tools: expect.arrayContaining(["get_order_status", "cancel_order"]), tokenRequired: true, user: null } });
     const started = await postJson(`${url}api/runs`, { session: "tok", input: "hello" }, auth);
     expect(started.status).toBe(202);
     const streamed = await readEvents(`${url}api/runs/${String(started.body.runId)}/events?token=s3cret-token`);
@@ -307,12 +307,12 @@ describe("web API: the bearer token", () => {
 describe("web API: no model configured", () => {
   afterAll(cleanUp);
 
-  it("still serves the pages and says what to set; starting a run answers 503 with that sentence", async () => {
+  it("still serves the pages and says what to set (no model named: regression, it named the default gpt-4o-mini); starting a run answers 503 with that sentence", async () => {
     const { url } = await startWithoutModel();
-    expect((await getJson(`${url}api/info`)).body).toEqual({ model: "gpt-4o-mini", priced: false, problem: NO_MODEL, hints: [], tokenRequired: false, user: null });
+    expect((await getJson(`${url}api/info`)).body).toEqual({ model: null, priced: false, problem: NO_MODEL, hints: [], tools: [], tokenRequired: false, user: null });
     expect(await postJson(`${url}api/runs`, { session: "x", input: "hello" })).toEqual({ status: 503, body: { error: NO_MODEL } });
     expect((await fetch(url)).status).toBe(200);
-    expect((await getJson(`${url}api/sessions`)).body).toEqual({ sessions: [] });
+    expect((await getJson(`${url}api/sessions`)).body).toEqual({ sessions: [], more: false });
   });
 });
 

@@ -14,14 +14,18 @@ import { createTraceReader, type RunTrace } from "../../agent/trace.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
+import { createFoldReader } from "./session-folds.js";
+import { createSessionSearch, sessionFiltersOf } from "./session-search.js";
 
 export interface ApiContext {
   conversations: Conversations;
   hub: EventHub;
   store: Store;
   log: Logger;
-  /** Shown by the page: which model answers. */
-  modelLabel: string;
+  /** Shown by the page: which model answers; null when none is configured. */
+  modelLabel: string | null;
+  /** The tools the agent has, which the trace viewer offers as a filter. */
+  toolNames: string[];
   /** Whether the model has a known price (costs are "unknown", never 0, without one). */
   priced: boolean;
   /** Why no run can start (no model configured); POST /api/runs then answers 503 with it. */
@@ -48,6 +52,8 @@ export function createApi(context: ApiContext) {
   const { conversations, hub, store, log } = context;
   const reader = createTraceReader(store);
   const book = createApprovalBook(store);
+  const searchSessions = createSessionSearch(store);
+  const foldsOf = createFoldReader(store);
 
   const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView) });
   /** A user's token reads only the sessions its user started; anyone else reads all. */
@@ -61,7 +67,15 @@ export function createApi(context: ApiContext) {
 
   const routes: Array<[method: string, path: RegExp, handler: Handler]> = [
     ["GET", /^\/api\/info$/, (_request, response, _params, _url, caller) => {
-      sendJson(response, 200, { model: context.modelLabel, priced: context.priced, problem: context.problem ?? null, hints: context.hints, tokenRequired: context.tokenRequired, user: caller.userId ?? null });
+      sendJson(response, 200, {
+        model: context.modelLabel,
+        priced: context.priced,
+        problem: context.problem ?? null,
+        hints: context.hints,
+        tools: context.toolNames,
+        tokenRequired: context.tokenRequired,
+        user: caller.userId ?? null,
+      });
     }],
 
     ["POST", /^\/api\/runs$/, async (request, response, _params, _url, caller) => {
@@ -99,6 +113,17 @@ export function createApi(context: ApiContext) {
 
     ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""], _url, caller) => streamRun(request, response, readableRun(caller, runId))],
 
+    // A JSON body (even {}) is required, as for every write: a cross-site form cannot send one.
+    ["POST", /^\/api\/runs\/([^/]+)\/cancel$/, async (request, response, [runId = ""], _url, caller) => {
+      await readJsonObject(request);
+      const run = readableRun(caller, runId);
+      if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`);
+      if (run.status !== "running") throw new HttpError(409, notRunning(run.status));
+      // One run at a time per session: the running one is this run (or the specialist it waits for).
+      if (!conversations.stop(run.sessionId)) throw new HttpError(409, "This run is not running in this glassbox process, so it cannot be stopped from here.");
+      sendJson(response, 202, { runId, cancelling: true });
+    }],
+
     ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""], _url, caller) => {
       readableRun(caller, runId);
       sendJson(response, 200, { runId, steps: reader.steps(runId) });
@@ -106,9 +131,9 @@ export function createApi(context: ApiContext) {
 
     ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, (_request, response, [runId = "", step = ""], _url, caller) => {
       readableRun(caller, runId);
-      const messages = reader.payload(runId, Number(step));
-      if (!messages) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
-      sendJson(response, 200, { runId, step: Number(step), messages });
+      const stored: unknown = reader.payload(runId, Number(step));
+      if (!stored) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
+      sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, reader.steps(runId).find((one) => one.step === Number(step))?.model ?? null) });
     }],
 
     ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
@@ -124,23 +149,9 @@ export function createApi(context: ApiContext) {
       sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
     }],
 
-    ["GET", /^\/api\/sessions$/, (_request, response, _params, _url, caller) => {
-      const totals = new Map(reader.totalsBySession().map((total) => [total.key, total]));
-      const listed = store.listSessions().filter((session) => caller.userId === undefined || session.startedBy === caller.userId);
-      const sessions = listed.map((session) => {
-        const total = totals.get(session.id);
-        return {
-          id: session.id,
-          adapter: session.id.split(":")[0] ?? "",
-          runCount: session.runCount,
-          messageCount: session.messageCount,
-          lastActivity: session.lastActivity,
-          promptTokens: total?.promptTokens ?? 0,
-          completionTokens: total?.completionTokens ?? 0,
-          cost: total ? total.cost : 0,
-        };
-      });
-      sendJson(response, 200, { sessions });
+    ["GET", /^\/api\/sessions$/, (_request, response, _params, url, caller) => {
+      const filters = sessionFiltersOf(url.searchParams);
+      sendJson(response, 200, searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }));
     }],
 
     ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, (_request, response, [sessionId = ""], _url, caller) => {
@@ -148,7 +159,7 @@ export function createApi(context: ApiContext) {
       if (!mayRead(caller, sessionId) || (runs.length === 0 && !store.listSessions().some((session) => session.id === sessionId))) {
         throw new HttpError(404, `There is no session ${sessionId}.`);
       }
-      sendJson(response, 200, { session: sessionId, runs: runs.map(runView) });
+      sendJson(response, 200, { session: sessionId, runs: runs.map(runView), folds: foldsOf(sessionId) });
     }],
 
     ["GET", /^\/api\/sessions\/([^/]+)\/events$/, (request, response, [sessionId = ""], url, caller) => {
@@ -239,6 +250,24 @@ function actingUser(caller: Caller, value: unknown): string {
   return caller.userId;
 }
 
+
+/** Why a run cannot be stopped, in one sentence. */
+function notRunning(status: string): string {
+  if (status === "accepted") return "This run has not started yet: it waits for its turn; it can be stopped once it runs.";
+  if (status === "awaiting_approval") return "This run is paused, waiting for a decision on its approval; deny it, or send a new message, to end it.";
+  return `This run has already ended (${status.replaceAll("_", " ")}).`;
+}
+
+/**
+ * What a step sent, as the trace keeps it: its messages, and the model that answered (from the
+ * step). `request` is the rest of the request (tools, tool_choice, stream) where the trace kept it
+ * whole, and null where it kept only the messages.
+ */
+function requestOf(stored: unknown, model: string | null): { model: string | null; messages: unknown[]; request: Record<string, unknown> | null } {
+  if (Array.isArray(stored)) return { model, messages: stored, request: null };
+  const { messages, ...request } = stored as Record<string, unknown>;
+  return { model, messages: Array.isArray(messages) ? messages : [], request };
+}
 
 function decodeSegment(segment: string): string {
   try {

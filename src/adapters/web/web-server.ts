@@ -101,7 +101,9 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     hub,
     store,
     log,
-    modelLabel: options.modelLabel,
+    // Without a model the label would name the default one, which is not there.
+    modelLabel: options.agent ? options.modelLabel : null,
+    toolNames: options.agent ? options.agent.tools.names() : [],
     priced: options.agent ? priceOf(options.agent.model.name, options.prices) !== null : false,
     problem: options.problem,
     hints: options.hints ?? [],

@@ -1,0 +1,62 @@
+/**
+ * Where memory folded older turns of a session into its rolling summary, read from what the store
+ * keeps: each summary (its text, its size, the messages it covers, when it was written), placed at
+ * the step it was made for. Memory folds while it builds a step's context, before that step's model
+ * call, so the fold belongs to the first step of the session's own runs recorded after the summary.
+ */
+import type { Store } from "../../agent/store.js";
+
+export interface Fold {
+  /** The run and step whose context the fold made room in; null when no step followed it (yet). */
+  runId: string | null;
+  step: number | null;
+  at: string;
+  /** The rolling summary as written by this fold (it replaces the previous one). */
+  summary: string;
+  /** The summary's size by glassbox's count. */
+  summaryTokens: number;
+  /** How many stored messages this fold took out of the context. */
+  foldedMessages: number;
+  /** The summarising call failed (the server log says why): the summary stayed as it was and the turns were dropped. */
+  summaryFailed: boolean;
+}
+
+/** A session's folds are few (each one makes room for many turns); this bounds a pathological store. */
+const MAX_FOLDS = 500;
+
+interface SummaryRow {
+  epoch: number;
+  content: string;
+  tokens: number;
+  first_message_id: number;
+  last_message_id: number;
+  created_at: string;
+}
+
+export function createFoldReader(store: Store) {
+  const { db } = store;
+  const statements = {
+    summaries: db.prepare(`SELECT epoch, content, tokens, first_message_id, last_message_id, created_at FROM summaries WHERE session_id = ? ORDER BY id LIMIT ${MAX_FOLDS}`),
+    folded: db.prepare("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ? AND id BETWEEN ? AND ?").pluck(),
+    // Sub-agents have no memory: only the session's own runs fold.
+    nextStep: db.prepare(`SELECT st.run_id AS runId, st.step FROM steps st JOIN runs r ON r.id = st.run_id
+      WHERE r.session_id = ? AND r.parent_run_id IS NULL AND st.created_at >= ? ORDER BY st.created_at, st.id LIMIT 1`),
+  };
+
+  return function foldsOf(sessionId: string): Fold[] {
+    const rows = statements.summaries.all(sessionId) as SummaryRow[];
+    return rows.map((row, index) => {
+      const previous = rows.slice(0, index).findLast((earlier) => earlier.epoch === row.epoch);
+      const next = statements.nextStep.get(sessionId, row.created_at) as { runId: string; step: number } | undefined;
+      return {
+        runId: next?.runId ?? null,
+        step: next?.step ?? null,
+        at: row.created_at,
+        summary: row.content,
+        summaryTokens: row.tokens,
+        foldedMessages: statements.folded.get(sessionId, row.epoch, row.first_message_id, row.last_message_id) as number,
+        summaryFailed: previous === undefined ? row.content === "" : previous.content === row.content,
+      };
+    });
+  };
+}
