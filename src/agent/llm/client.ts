@@ -14,7 +14,7 @@ import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilitie
 import { IdFormat } from "./ids.js";
 import { toWireMessages } from "./outgoing.js";
 import { judgeReply } from "./reply.js";
-import { BodyReadError, readBody } from "./sse.js";
+import { BodyReadError, readBody, type BodyItem } from "./sse.js";
 import { ReplyAssembler } from "./stream.js";
 import { parseTextDecision, REEMIT_REQUEST, toTextProtocol } from "./text-protocol.js";
 import type { AnswerStart } from "./think.js";
@@ -101,19 +101,25 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     const assembler = new ReplyAssembler({ onAnswer: streaming ? request.onDelta : undefined, answerStart, holdTextCalls: offered.size > 0 });
     const whole = response.headers.get("content-type")?.includes("json") === true; // one JSON body, not a stream
     try {
-      for await (const item of readBody(response)) {
+      const take = (item: BodyItem) => {
         if (item.kind === "json" && whole) {
           const failed = errorInReply(item.value, sent());
           if (failed) throw failed;
         }
         if (item.kind === "json") assembler.add(item.value, item.event);
         else if (item.kind === "unreadable") assembler.addUnreadable();
-        if (request.signal?.aborted) break;
-      }
+      };
+      const body = await readBody(response);
+      if (Array.isArray(body)) body.forEach(take);
+      else
+        for await (const item of body) {
+          take(item);
+          if (request.signal?.aborted) break;
+        }
       // The stream ends quietly when the run is aborted: what arrived is a cut-off answer, not a reply.
       if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
       if (!assembler.readSomething) throw unreadableReply(where, "no part of it was JSON");
-      const judged = judgeReply(assembler.finish(), { offeredTools: offered, takenIds: () => idsIn(messages) });
+      const judged = judgeReply(assembler.finish(), { offeredTools: offered, isTaken: (id) => isIdIn(messages, id) });
       answerStart = judged.openedInPrompt ? "inside" : answerStart === "unknown" && judged.plainAnswer ? "plain" : answerStart;
       ids.observe(judged.serverIds);
       assembler.release(judged.fromText);
@@ -193,14 +199,13 @@ function unreadableReply(where: { baseURL: string }, cause: unknown): GlassboxEr
   );
 }
 
-/** Every tool-call id already in the conversation. */
-function idsIn(messages: Message[]): Set<string> {
-  const ids = new Set<string>();
+/** Whether a tool-call id is already in the conversation (a scan: replies carry one call or a few). */
+function isIdIn(messages: Message[], id: string): boolean {
   for (const message of messages) {
-    if (message.role === "assistant") for (const call of message.tool_calls ?? []) ids.add(call.id);
-    else if (message.role === "tool") ids.add(message.tool_call_id);
+    if (message.role === "assistant" && message.tool_calls?.some((call) => call.id === id)) return true;
+    if (message.role === "tool" && message.tool_call_id === id) return true;
   }
-  return ids;
+  return false;
 }
 
 function answered(response: ModelResponse, text: string, request: ModelRequest): ModelResponse {

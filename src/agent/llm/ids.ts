@@ -19,17 +19,18 @@ export function newToolCallId(): string {
  * Gives every call of a reply an id that is its own: the server's, unless it sent none or one that
  * is already used in this reply or the conversation so far. Says what it changed in `notes`.
  */
-export function settleIds<T extends { id: string; function: { name: string } }>(calls: T[], taken: () => ReadonlySet<string>, notes: string[]): T[] {
-  let used: Set<string> | undefined;
+export function settleIds<T extends { id: string; function: { name: string } }>(calls: T[], isTaken: (id: string) => boolean, notes: string[]): T[] {
+  // Ids of this reply; the conversation's are asked of isTaken, which scans without copying them.
+  const used = new Set<string>();
+  const free = (id: string) => !used.has(id) && !isTaken(id);
   return calls.map((call) => {
-    used ??= new Set(taken());
     const sent = call.id.trim();
-    if (sent !== "" && sent !== "null" && !used.has(sent)) {
+    if (sent !== "" && sent !== "null" && free(sent)) {
       used.add(sent);
       return sent === call.id ? call : { ...call, id: sent };
     }
     let id = newToolCallId();
-    while (used.has(id)) id = newToolCallId();
+    while (!free(id)) id = newToolCallId();
     used.add(id);
     notes.push(sent === "" || sent === "null" ? `the server sent no id for the call to '${call.function.name}'; glassbox named it ${id}` : `the server reused the id '${sent}' for the call to '${call.function.name}'; glassbox named it ${id}`);
     return { ...call, id };

@@ -12,8 +12,8 @@ import { splitThinking } from "./think.js";
 export interface ReplyContext {
   /** The tools the model may call in this request (none: an answer is all it may give). */
   offeredTools: ReadonlySet<string>;
-  /** The tool-call ids already in the conversation, which a new call must not reuse. */
-  takenIds: () => ReadonlySet<string>;
+  /** Whether an id is already in the conversation, where a new call must not reuse it. */
+  isTaken: (id: string) => boolean;
 }
 
 export interface JudgedReply {
@@ -63,7 +63,7 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
     };
   });
   if (emptyArguments) notes.push("empty tool-call arguments were read, and are sent back, as {}");
-  const toolCalls = settleIds(shaped, context.takenIds, notes);
+  const toolCalls = settleIds(shaped, context.isTaken, notes);
   // DeepSeek's thinking mode wants a tool-calling message's reasoning_content back, even when empty.
   const first = toolCalls[0];
   if (first && assembled.reasoningContentField) toolCalls[0] = { ...first, message_reasoning_content: assembled.reasoning };

@@ -21,16 +21,14 @@ export class BodyReadError extends Error {
 }
 
 /**
- * Reads a response body, streamed or whole. An event stream is taken as one whatever the request
- * asked for (some servers stream a non-streamed request), and a body that is not one JSON document
- * is read as events or JSON lines, whatever its content type says.
+ * Reads a response body, streamed or whole: an event stream as its payloads arrive, any other body
+ * at once (an array, so a plain JSON reply costs no turns of an async iterator). An event stream is
+ * taken as one whatever the request asked for (some servers stream a non-streamed request), and a
+ * body that is not one JSON document is read as events or JSON lines, whatever its content type says.
  */
-export async function* readBody(response: Response): AsyncGenerator<BodyItem> {
+export async function readBody(response: Response): Promise<AsyncIterable<BodyItem> | BodyItem[]> {
   const contentType = response.headers.get("content-type") ?? "";
-  if (contentType.includes("text/event-stream") && response.body) {
-    yield* readEventStream(response.body);
-    return;
-  }
+  if (contentType.includes("text/event-stream") && response.body) return readEventStream(response.body);
   let text: string;
   try {
     text = await response.text();
@@ -38,13 +36,9 @@ export async function* readBody(response: Response): AsyncGenerator<BodyItem> {
     throw new BodyReadError(error);
   }
   const value = parseJson(text);
-  if (value !== undefined) {
-    yield { kind: "json", value };
-    return;
-  }
+  if (value !== undefined) return [{ kind: "json", value }];
   const items = [...eventsOf(text)];
-  if (items.some((item) => item.kind === "json")) yield* items;
-  else yield { kind: "unreadable", text };
+  return items.some((item) => item.kind === "json") ? items : [{ kind: "unreadable", text }];
 }
 
 async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<BodyItem> {
