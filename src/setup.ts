@@ -18,7 +18,7 @@ import type { Logger } from "./logger.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
 import { loadToolModules } from "./tools/load-modules.js";
 import { connectMcpServers, type McpServers } from "./tools/mcp.js";
-import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
+import { createToolRegistry, ToolDefinitionError, type ToolRegistry } from "./tools/registry.js";
 import { createToolSelector } from "./tools/selection.js";
 import { assembleTools, describeSource, type AssembledTools, type ToolGroup, type ToolSource } from "./tools/tool-sources.js";
 import { learnAtRunEnd, readUsageHistory } from "./tools/usage-history.js";
@@ -49,7 +49,19 @@ export async function loadTools(
   const base = assembleTools(groups);
   const specialists = options.specialists?.([...base.sources.keys()]) ?? [];
   const assembled = specialists.length ? assembleTools([...groups, { source: { kind: "specialist" }, tools: specialists }]) : base;
-  return { ...assembled, registry: createToolRegistry(assembled.tools) };
+  return { ...assembled, registry: registryOf(assembled) };
+}
+
+/** The registry of a deployment's tools; a bad definition's error also names the module or server it came from. */
+function registryOf(assembled: AssembledTools): ToolRegistry {
+  try {
+    return createToolRegistry(assembled.tools);
+  } catch (error) {
+    const name = error instanceof ToolDefinitionError ? error.toolName : undefined;
+    const source = name === undefined ? undefined : assembled.sources.get(name);
+    if (!source || source.kind === "builtin" || source.kind === "demo") throw error;
+    throw new ToolDefinitionError((error as Error).message.replace(`Tool '${name}'`, `Tool '${name}' (${describeSource(source)})`), name);
+  }
 }
 
 /** MCP tools are named `<server>__<tool>`: each group is one server's. */

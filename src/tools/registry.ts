@@ -5,6 +5,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { isPlainObject } from "./args.js";
+import { closestNames } from "./closest-names.js";
+import { describeCompileError, describeSchemaProblem } from "./schema-errors.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 
 // ajv-formats ships CommonJS with a default export that NodeNext sees one level down.
@@ -36,6 +38,13 @@ export interface ToolRegistry {
 
 export class ToolDefinitionError extends Error {
   readonly code = "invalid_tool_definition";
+  constructor(
+    message: string,
+    /** The tool the definition is of, when one is named: where it came from can then be added. */
+    readonly toolName?: string,
+  ) {
+    super(message);
+  }
 }
 
 export function createToolRegistry(tools: AnyTool[]): ToolRegistry {
@@ -76,23 +85,15 @@ function registryOver(byName: Map<string, RegisteredTool>): ToolRegistry {
 }
 
 function checkDefinition(tool: AnyTool): void {
-  const label = `Tool '${String(tool?.name)}'`;
   if (!isPlainObject(tool)) throw new ToolDefinitionError(`A tool must be an object with name, description, parameters and handler; got ${typeof tool}.`);
-  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) {
-    throw new ToolDefinitionError(`${label}: the name must be 1-64 letters, digits, '_' or '-'.`);
-  }
-  if (typeof tool.description !== "string" || tool.description.trim() === "") {
-    throw new ToolDefinitionError(`${label}: a description is required, so the model knows when to call it.`);
-  }
-  if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object") {
-    throw new ToolDefinitionError(`${label}: parameters must be a JSON Schema with type "object".`);
-  }
-  if (typeof tool.handler !== "function") throw new ToolDefinitionError(`${label}: handler must be a function.`);
-  if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0)) {
-    throw new ToolDefinitionError(`${label}: timeoutMs must be a positive number of milliseconds.`);
-  }
+  const fail = (problem: string) => new ToolDefinitionError(`Tool '${String(tool.name)}': ${problem}`, typeof tool.name === "string" ? tool.name : undefined);
+  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) throw fail("the name must be 1-64 letters, digits, '_' or '-'.");
+  if (typeof tool.description !== "string" || tool.description.trim() === "") throw fail("a description is required, so the model knows when to call it.");
+  if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object") throw fail('parameters must be a JSON Schema with type "object".');
+  if (typeof tool.handler !== "function") throw fail("handler must be a function.");
+  if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0)) throw fail("timeoutMs must be a positive number of milliseconds.");
   if (tool.dependsOn !== undefined && !(Array.isArray(tool.dependsOn) && tool.dependsOn.every((name) => typeof name === "string"))) {
-    throw new ToolDefinitionError(`${label}: dependsOn must be a list of tool names.`);
+    throw fail("dependsOn must be a list of tool names.");
   }
 }
 
@@ -113,11 +114,14 @@ function checkDependencies(tools: AnyTool[]): void {
 }
 
 function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
+  const invalid = (problem: string) => new ToolDefinitionError(`Tool '${tool.name}': its parameters schema is invalid: ${problem}${/[.?]$/.test(problem) ? "" : "."}`, tool.name);
+  const problem = describeSchemaProblem(ajv, tool.parameters);
+  if (problem) throw invalid(problem);
   let check: ValidateFunction;
   try {
     check = ajv.compile(tool.parameters);
   } catch (error) {
-    throw new ToolDefinitionError(`Tool '${tool.name}': its parameters schema is invalid: ${(error as Error).message}`);
+    throw invalid(describeCompileError(ajv, tool.parameters, error));
   }
   return (args) => {
     const value = structuredClone(args);
@@ -303,33 +307,4 @@ function typeName(value: unknown): string {
   if (Array.isArray(value)) return "array";
   if (typeof value === "string") return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value === "object" ? "object" : `${typeof value} ${JSON.stringify(value)}`;
-}
-
-/** Names within a small edit distance, or equal once case and separators are ignored. */
-function closestNames(name: string, candidates: string[]): string[] {
-  const normalise = (text: string) => text.toLowerCase().replace(/[_\-\s]/g, "");
-  const wanted = normalise(name);
-  return candidates
-    .map((candidate) => {
-      const plain = normalise(candidate);
-      const distance = plain === wanted ? 0 : editDistance(name.toLowerCase(), candidate.toLowerCase());
-      const related = wanted.length >= 3 && (plain.includes(wanted) || wanted.includes(plain));
-      return { candidate, distance: related ? Math.min(distance, 1) : distance };
-    })
-    .filter(({ candidate, distance }) => distance <= Math.max(2, Math.floor(candidate.length * 0.4)))
-    .sort((a, b) => a.distance - b.distance)
-    .map(({ candidate }) => candidate);
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }
