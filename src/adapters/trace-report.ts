@@ -1,8 +1,8 @@
 /** Traces as text for a terminal: a run's timeline step by step, and usage totals. */
 import type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
 import { describeCall } from "./describe-call.js";
-
-const number = (value: number) => value.toLocaleString("en-US");
+import { count, formatNumber as number, formatTable } from "./terminal/table.js";
+import { PLAIN, type Style } from "./terminal/style.js";
 export const dollars = (cost: number | null) => (cost === null ? "cost unknown" : `$${cost.toFixed(4)}`);
 
 /** Where a sub-agent's runs and their steps come from, to nest them under the calls that started them. */
@@ -15,7 +15,7 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
   const children = nested?.childrenOf(run.runId) ?? [];
   const lines = [`Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`, `  asked: ${oneLine(run.input, 200)}`];
   for (const step of steps) {
-    const context = `${step.contextMessages} messages${step.contextTokens === null ? "" : ` (~${number(step.contextTokens)} tokens)`}`;
+    const context = `${count(step.contextMessages, "message")}${step.contextTokens === null ? "" : ` (~${count(step.contextTokens, "token")})`}`;
     lines.push(
       `  step ${step.step}  ${step.model ?? "?"}  sent ${context}  prompt ${number(step.promptTokens)} / completion ${number(step.completionTokens)} tokens  ${Math.round(step.latencyMs)} ms  ${dollars(step.cost)}`,
     );
@@ -34,20 +34,28 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
     for (const note of step.notes) lines.push(`    note: ${oneLine(note, 200)}`);
   }
   if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
-  lines.push(`  total: ${run.steps} steps, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
+  lines.push(`  total: ${count(run.steps, "step")}, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
   return lines.map((line) => indent + line).join("\n");
 }
 
-export function formatUsage(title: string, totals: UsageTotal[]): string {
+/** Usage totals as a table under a title: runs, prompt and completion tokens, and cost per key. */
+export function formatUsage(title: string, keyHeader: string, totals: UsageTotal[], style: Style = PLAIN): string {
   if (totals.length === 0) return `${title}: nothing yet`;
-  const rows = totals.map((total) => `  ${total.key.padEnd(36)} ${String(total.runs).padStart(6)} runs ${number(total.promptTokens).padStart(12)} prompt ${number(total.completionTokens).padStart(10)} completion  ${dollars(total.cost)}`);
-  return [`${title}:`, ...rows].join("\n");
+  const columns = [
+    { header: keyHeader },
+    { header: "RUNS", align: "right" as const },
+    { header: "PROMPT TOKENS", align: "right" as const },
+    { header: "COMPLETION TOKENS", align: "right" as const },
+    { header: "COST", align: "right" as const },
+  ];
+  const rows = totals.map((total) => [total.key, number(total.runs), number(total.promptTokens), number(total.completionTokens), total.cost === null ? "unknown" : dollars(total.cost)]);
+  return `${style.bold(title)}\n${formatTable(columns, rows, { indent: "  ", style })}`;
 }
 
 /** The reasoning's size, and its first line as a glimpse (the whole is in --json and on the trace page). */
 function thinkingLine(step: StepTrace): string {
   const kept = step.reasoning?.length ?? 0;
-  const size = step.reasoningCutChars ? `${number(kept + step.reasoningCutChars)} chars, the first ${number(kept)} kept` : `${number(kept)} chars`;
+  const size = step.reasoningCutChars ? `${count(kept + step.reasoningCutChars, "char")}, the first ${number(kept)} kept` : count(kept, "char");
   const [firstLine = "", ...more] = (step.reasoning ?? "").trim().split("\n");
   return `thinking (${size}): ${oneLine(firstLine, 120)}${more.length ? " …" : ""}`;
 }

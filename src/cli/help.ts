@@ -1,0 +1,24 @@
+/** What `glassbox --help` prints, and the error for a command used wrongly. Loads nothing else. */
+
+export const HELP = `Usage:
+  glassbox run "<task>" [--tools module.mjs]... [--session ID] [--max-steps N] [--approve yes|no|ask] [--json]
+  glassbox chat [--tools module.mjs]... [--session ID]
+  glassbox tools [--tools module.mjs]... [--json]
+  glassbox sessions [--json]
+  glassbox reset --session ID
+  glassbox trace <session-or-run-id> [--json]
+  glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
+  glassbox usage [--json]
+
+Each run, chat or pipeline without --session starts a new conversation; its session id is shown
+on the terminal (and is sessionId in --json). Pass --session ID to continue one: a bare ID means
+cli:ID, full keys such as slack:T1:C1:1718000000.000100 work too. Runs started here are recorded
+as user "cli". glassbox trace <run-id> shows a run step by step.
+
+The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
+GLASSBOX_DB (data/glassbox.db by default). See the README for the rest.`;
+
+/** A command used wrongly: its sentence, then the usage. */
+export class UsageError extends Error {
+  readonly code = "usage";
+}

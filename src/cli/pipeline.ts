@@ -1,0 +1,36 @@
+/** `glassbox pipeline <name> "<input>"`: the stages of a GLASSBOX_AGENTS pipeline, one after another. */
+import { CLI_USER_ID, createTerminalRenderer, terminalView } from "../adapters/terminal.js";
+import { approvalsFor, sessionNote, startAgent } from "./agent.js";
+import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
+import { UsageError } from "./help.js";
+
+export default async function pipeline({ positionals, options }: CommandInput): Promise<number> {
+  const [name, ...words] = positionals;
+  const input = words.join(" ").trim();
+  if (!name || !input) throw new UsageError('Name the pipeline and give its input: glassbox pipeline <name> "<input>" (pipelines come from GLASSBOX_AGENTS).');
+  const approvals = approvalsFor(approveModeOf(options.approve));
+  // The stages' own answers are progress, so they go to stderr with the tool activity; stdout gets the last.
+  const progress = terminalView(process.stderr, process.stderr);
+  const agent = await startAgent(progress, { toolModules: options.tools, approve: approvals.approve }).catch((error: unknown) => {
+    approvals.close();
+    throw error;
+  });
+  try {
+    const renderer = createTerminalRenderer(progress);
+    const sessionId = sessionOf(options);
+    const ran = await agent.pipelines.run(name, input, { sessionId, userId: CLI_USER_ID, onEvent: options.json ? undefined : (event) => renderer.render(event) });
+    if (!ran) throw new UsageError(`There is no pipeline '${name}'; the pipelines are: ${agent.pipelines.names().join(", ") || "none (set GLASSBOX_AGENTS)"}.`);
+    const stages = ran.stages.map(({ agent: stage, result }) => ({ agent: stage, runId: result.runId, output: result.output, stopReason: result.stopReason, steps: result.steps, usage: result.usage }));
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify({ sessionId, output: ran.output, stages })}\n`);
+    } else {
+      renderer.close();
+      createTerminalRenderer(terminalView(process.stdout, process.stderr)).finish({ output: ran.output, stopReason: "final" });
+      sessionNote(progress, sessionId);
+    }
+    return stages.every((stage) => stage.stopReason === "final" || stage.stopReason === "max_steps") ? 0 : 1;
+  } finally {
+    approvals.close();
+    await agent.close();
+  }
+}
