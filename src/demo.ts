@@ -1,14 +1,18 @@
 /**
  * `npm run demo`: the web playground on the scripted model the tests use, with the demo shop's
- * tools, in a fresh temporary directory — so anyone can watch a full run offline: a lookup, an
- * approval, and every step in the trace. A small context budget lets memory's compression show.
+ * tools, so anyone can watch a full run offline: a lookup, an approval, and every step in the
+ * trace. Tools of one's own (GLASSBOX_TOOLS, --tools) join, and the scripted model calls one when a
+ * message names it. The conversations live in a temporary folder removed at exit, unless --db or
+ * GLASSBOX_DB names a file to keep them in. A small context budget lets memory's compression show.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { demoReply } from "./adapters/web/demo-script.js";
 import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
+import { configurationError } from "./agent/errors.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
@@ -16,47 +20,123 @@ import { startScriptedModelServer } from "./testing/scripted-model-server.js";
 
 // A little latency per model call, so tool activity and the streamed answer can be watched.
 const DEMO_LATENCY_MS = 400;
+const OPTIONS = "--db FILE (keep the conversations there) and --tools module.mjs (repeatable)";
 
-async function startDemo(): Promise<void> {
-  const directory = mkdtempSync(join(tmpdir(), "glassbox-demo-"));
-  const model = await startScriptedModelServer({ script: (request) => demoReply(request), latencyMs: DEMO_LATENCY_MS });
-  const config = loadConfig({
-    ...process.env,
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: "demo",
-    LLM_MODEL: "scripted-model",
-    GLASSBOX_DB: join(directory, "glassbox.db"),
-    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
-    GLASSBOX_DEMO: "true",
-    GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500",
-  });
-  const log = createLogger({ level: "warn" });
-  const agent = await createAgentConfig(config, log);
-  const web = await startWebServer({
-    agent,
-    store: agent.store,
-    log,
-    ...config.web,
-    approvalTtlSeconds: config.approvalTtlSeconds,
-    prices: config.prices,
-    dailyLimits: config.dailyLimits,
-    modelLabel: "scripted model (demo)",
-    hints: exampleRequests(agent.toolSources),
-  });
-  process.stdout.write(`glassbox demo: chat at ${web.url} and the trace at ${web.url}trace (scripted model, offline; Ctrl+C stops it)\n`);
-
-  const shutdown = async () => {
-    await web.stop();
-    await model.close();
-    await agent.close();
-    rmSync(directory, { recursive: true, force: true });
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void shutdown());
-  process.once("SIGTERM", () => void shutdown());
+/** Where the demo keeps its data: a file to keep, or a temporary folder removed at exit. */
+interface DemoData {
+  database: string;
+  shop: string;
+  temporary?: string;
 }
 
-startDemo().catch((error: unknown) => {
+type Stop = () => Promise<void> | void;
+
+async function startDemo(argv: string[]): Promise<void> {
+  // `npm run demo` runs in the package's folder; paths the person gives are meant from theirs.
+  if (process.env.npm_lifecycle_event === "demo" && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
+  const options = readOptions(argv);
+  const data = placeData(options.db ?? nonEmpty(process.env.GLASSBOX_DB));
+  // Undone last to first, on a failed start as on Ctrl+C: nothing keeps running, no folder stays.
+  const stops: Stop[] = [() => (data.temporary ? rmSync(data.temporary, { recursive: true, force: true }) : undefined)];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await Promise.resolve().then(stop).catch(() => undefined);
+  };
+  try {
+    const model = await startScriptedModelServer({ script: (request) => demoReply(request), latencyMs: DEMO_LATENCY_MS });
+    stops.push(() => model.close());
+    const tools = [...list(process.env.GLASSBOX_TOOLS), ...options.tools];
+    const env = {
+      OPENAI_BASE_URL: model.url,
+      LLM_MODEL: "scripted-model",
+      GLASSBOX_DEMO: "true",
+      GLASSBOX_DB: data.database,
+      GLASSBOX_SHOP_DB: data.shop,
+      ...(tools.length ? { GLASSBOX_TOOLS: tools.map(absoluteIfPath).join(",") } : {}),
+    };
+    const config = loadConfig({ ...process.env, ...env, OPENAI_API_KEY: "demo", GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500" });
+    const log = createLogger({ level: "warn" });
+    const agent = await createAgentConfig(config, log);
+    stops.push(() => agent.close());
+    const web = await startWebServer({
+      agent,
+      store: agent.store,
+      log,
+      ...config.web,
+      approvalTtlSeconds: config.approvalTtlSeconds,
+      prices: config.prices,
+      dailyLimits: config.dailyLimits,
+      modelLabel: "scripted model (demo)",
+      hints: exampleRequests(agent.toolSources),
+    });
+    stops.push(() => web.stop());
+    process.stdout.write(introduction(web.url, model.url, env, data));
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  const shutdown = async () => {
+    await stopAll();
+    process.exit(0);
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void shutdown());
+}
+
+function readOptions(argv: string[]): { db?: string; tools: string[] } {
+  try {
+    const { values } = parseArgs({ args: argv, options: { db: { type: "string" }, tools: { type: "string", multiple: true, default: [] } } });
+    return { db: nonEmpty(values.db), tools: values.tools };
+  } catch (error) {
+    // node:util's own text is two sentences about positional arguments; say what the demo takes.
+    throw configurationError(`${(error as Error).message.split(".")[0]}; the demo takes ${OPTIONS}.`);
+  }
+}
+
+/** The file to keep the conversations in (its shop beside it), or a temporary folder for both. */
+function placeData(keep: string | undefined): DemoData {
+  const shopFile = nonEmpty(process.env.GLASSBOX_SHOP_DB);
+  if (keep) {
+    const database = resolve(keep);
+    return { database, shop: shopFile ? resolve(shopFile) : join(dirname(database), `${basename(database).replace(/\.db$/, "")}-shop.db`) };
+  }
+  const temporary = mkdtempSync(join(tmpdir(), "glassbox-demo-"));
+  return { database: join(temporary, "glassbox.db"), shop: shopFile ? resolve(shopFile) : join(temporary, "shop.db"), temporary };
+}
+
+/** What the demo prints: the pages, the model's address and how the command line uses it, where the data is. */
+function introduction(webUrl: string, modelUrl: string, env: Record<string, string>, data: DemoData): string {
+  const exports = Object.entries(env).map(([name, value]) => `${name}=${shellQuoted(value)}`).join(" ");
+  const kept = data.temporary
+    ? `Conversations are kept in ${data.database} until the demo stops; --db FILE or GLASSBOX_DB keeps them.`
+    : `Conversations are kept in ${data.database}; glassbox sessions and glassbox trace read them with GLASSBOX_DB set to it.`;
+  return [
+    `glassbox demo: chat at ${webUrl} and the trace at ${webUrl}trace (scripted model, offline; Ctrl+C stops it)`,
+    `The scripted model answers at ${modelUrl}. To use it from the command line, in another terminal:`,
+    `  export ${exports}`,
+    `  npx glassbox run "What is the status of order 20240410003?"`,
+    kept,
+    "",
+  ].join("\n");
+}
+
+/** A tool module given as a path, made absolute so the command line finds it from anywhere. */
+function absoluteIfPath(specifier: string): string {
+  const path = /^\.{1,2}[/\\]/.test(specifier) || (specifier.includes("/") && !specifier.startsWith("@")) || existsSync(specifier);
+  return path ? resolve(specifier) : specifier;
+}
+
+function shellQuoted(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
+}
+
+startDemo(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`glassbox demo: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  process.exit(1);
 });
