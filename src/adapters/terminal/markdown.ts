@@ -17,6 +17,9 @@ export interface MarkdownStream {
 type LineKind = { kind: "text"; prefix: string; heading: number } | { kind: "rule" } | { kind: "code" } | { kind: "fence"; marker: string } | { kind: "table" };
 
 const RULE = "─".repeat(40);
+// Past this many characters waiting on one line, what is open is taken as text: a stream never
+// rescans a long line at every piece.
+const LONGEST_WAIT = 2_000;
 
 export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
   let line = ""; // the raw line being received
@@ -33,9 +36,10 @@ export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
 
   /** Renders what can be rendered of the current line; `complete` when it has ended. */
   const advance = (complete: boolean): string => {
+    const settled = complete || line.length - shown > LONGEST_WAIT;
     let out = "";
     if (!kind) {
-      kind = fence ? codeLineKind(line, fence, complete) : lineKindOf(line, complete);
+      kind = fence ? codeLineKind(line, fence, settled) : lineKindOf(line, settled);
       if (!kind) return "";
       if (kind.kind !== "table") out += flushTable();
       if (kind.kind === "text") {
@@ -59,7 +63,7 @@ export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
       shown = line.length;
       return out + (first && text ? "    " : "") + style.cyan(text);
     }
-    const { rendered, consumed } = renderInline(line.slice(shown), complete, style, line[shown - 1]);
+    const { rendered, consumed } = renderInline(line.slice(shown), settled, style, line[shown - 1]);
     shown += consumed;
     const heading = kind.heading;
     return out + (heading === 1 ? style.bold(style.underline(rendered)) : heading > 1 ? style.bold(rendered) : rendered);
@@ -96,7 +100,7 @@ export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
 function lineKindOf(line: string, complete: boolean): LineKind | undefined {
   const start = line.trimStart();
   const indent = line.slice(0, line.length - start.length);
-  if (!complete && (start === "" || /^(`{1,2}|~{1,2}|#{1,6}|>|\d{1,9}[.)]?|[-*_+][-*_\s]*)$/.test(start))) return undefined;
+  if (!complete && (start === "" || /^(`{1,2}|~{1,2}|#{1,6}\s*|>|\d{1,9}[.)]?\s*|[-*_+][-*_\s]*)$/.test(start))) return undefined;
   const fenced = /^(`{3,}|~{3,})/.exec(start);
   if (fenced) return complete ? { kind: "fence", marker: fenced[1] as string } : undefined;
   if (start.startsWith("|")) return complete ? { kind: "table" } : undefined;
@@ -129,7 +133,7 @@ export function renderInline(text: string, complete: boolean, style: Style = PLA
   while (index < text.length) {
     const rest = text.slice(index);
     const previous = index > 0 ? text[index - 1] : before;
-    const token = inlineToken(rest, previous, style);
+    const token = inlineToken(rest, previous, style, complete);
     if (token === "wait") {
       if (!complete) return { rendered: out, consumed: index };
     } else if (token) {
@@ -148,7 +152,7 @@ type Token = { rendered: string; length: number } | "wait" | undefined;
 const WORD = /[\p{L}\p{N}]/u;
 
 /** The inline element `rest` starts with, "wait" when it may start one whose end is still to come. */
-function inlineToken(rest: string, previous: string | undefined, style: Style): Token {
+function inlineToken(rest: string, previous: string | undefined, style: Style, complete: boolean): Token {
   const first = rest[0];
   if (first === "\\") {
     if (rest.length === 1) return "wait";
@@ -167,7 +171,7 @@ function inlineToken(rest: string, previous: string | undefined, style: Style): 
     const marker = double ? first + first : first;
     if (rest.length <= marker.length) return "wait";
     if (/\s/.test(rest[marker.length] as string)) return undefined; // "2 * 3"
-    const close = closingMarker(rest, marker);
+    const close = closingMarker(rest, marker, complete);
     if (close === "wait") return "wait";
     const inner = renderInline(rest.slice(marker.length, close), true, style).rendered;
     return { rendered: double ? style.bold(inner) : style.italic(inner), length: close + marker.length };
@@ -185,7 +189,7 @@ function inlineToken(rest: string, previous: string | undefined, style: Style): 
 }
 
 /** Where `marker` closes emphasis in `rest` (after its opening), or "wait": not in what has come. */
-function closingMarker(rest: string, marker: string): number | "wait" {
+function closingMarker(rest: string, marker: string, complete: boolean): number | "wait" {
   for (let at = rest.indexOf(marker, marker.length + 1); at >= 0; at = rest.indexOf(marker, at + 1)) {
     const before = rest[at - 1] as string;
     const after = rest[at + marker.length];
@@ -194,8 +198,8 @@ function closingMarker(rest: string, marker: string): number | "wait" {
       at += 1; // part of a ** inside *...*
       continue;
     }
-    if (marker[0] === "_" && after === undefined) return "wait";
-    if (marker[0] === "_" && WORD.test(after as string)) continue;
+    if (after === undefined && !complete) return "wait"; // a * or _ may follow: "*a**b" is not "*a*"
+    if (marker[0] === "_" && after !== undefined && WORD.test(after)) continue;
     return at;
   }
   return "wait";

@@ -65,6 +65,29 @@ export function withoutControls(text: string): string {
   return text.replace(ESCAPES, "").replace(CONTROLS, "");
 }
 
+// A piece that starts with a whole escape sequence: CSI, OSC (whose ST terminator is ESC \ itself), or
+// a two-character one (not the openers of CSI, OSC and the other strings: [ ] P X ^ _).
+const WHOLE_ESCAPE = /^(?:\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-OQ-WYZ\\])/;
+const LONGEST_HELD = 256;
+
+/**
+ * withoutControls for text that comes in pieces (a model's stream): a sequence cut between two
+ * pieces is held back until its end has come, so neither half reaches the terminal.
+ */
+export function createControlFilter(): (piece: string) => string {
+  let held = "";
+  return (piece) => {
+    const text = held + piece;
+    held = "";
+    const escape = text.lastIndexOf("\u001b");
+    if (escape >= 0 && text.length - escape <= LONGEST_HELD && !WHOLE_ESCAPE.test(text.slice(escape))) {
+      held = text.slice(escape);
+      return withoutControls(text.slice(0, escape));
+    }
+    return withoutControls(text);
+  };
+}
+
 /** How many columns text takes, not counting our own styles. */
 export function visibleLength(text: string): number {
   return [...text.replace(ESCAPES, "")].length;
