@@ -2,9 +2,10 @@
 // `npm start` builds it (the openai SDK against the scripted model server running the demo's
 // rules), with real SQLite files in a temp dir. Waiting is done on events and polled state with
 // generous timeouts, never on fixed delays.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { pino } from "pino";
 import { exampleRequests } from "../src/adapters/example-requests.js";
 import { demoReply } from "../src/adapters/web/demo-script.js";
@@ -24,6 +25,35 @@ export const PENDING_ORDER = "20240418004";
 export const WAIT = { timeout: 15_000, interval: 25 };
 export const ARTIFACTS = "test-artifacts";
 export const NO_MODEL = "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.";
+
+export const CHROMIUM = process.env.GLASSBOX_CHROMIUM ?? "/usr/bin/chromium";
+export const VISIBLE = { state: "visible" as const, timeout: 15_000 };
+export const PHONE = { viewport: { width: 390, height: 740 }, isMobile: true, hasTouch: true };
+export const DESKTOP = { viewport: { width: 1280, height: 800 } };
+
+/** Headless Chromium (Debian's, driven by playwright-core); one per test file is enough. */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`);
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+}
+
+/** How far the page is wider than the window (0: no horizontal page overflow). */
+export async function pageOverflow(page: Page): Promise<number> {
+  return Number(await page.evaluate("document.scrollingElement.scrollWidth - innerWidth"));
+}
+
+/** Errors the page logged or threw, collected for a final `expect(...).toEqual([])`. */
+export function collectPageErrors(page: Page, into: string[]): Page {
+  page.on("pageerror", (error) => into.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") into.push(message.text());
+  });
+  return page;
+}
 
 export interface Playground {
   url: string;
@@ -67,14 +97,15 @@ export async function startPlayground(options: { script?: Script; server?: Parti
 }
 
 /** The web server without a model, as `npm start` runs it when none is configured. */
-export async function startWithoutModel(options: Partial<WebServerOptions> = {}): Promise<{ url: string; web: WebServer }> {
+export async function startWithoutModel(options: Partial<WebServerOptions> = {}): Promise<{ url: string; web: WebServer; store: Store; databasePath: string }> {
   const directory = tempDir();
   const { openStore } = await import("../src/agent/store.js");
-  const store = openStore(join(directory, "glassbox.db"));
+  const databasePath = join(directory, "glassbox.db");
+  const store = openStore(databasePath);
   cleanups.push(() => store.close());
   const web = await startWebServer({ store, log: quietLogger(), host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "gpt-4o-mini", problem: NO_MODEL, ...options });
   cleanups.push(() => web.stop());
-  return { url: web.url, web };
+  return { url: web.url, web, store, databasePath };
 }
 
 export function artifactsDir(): string {

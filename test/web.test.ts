@@ -1,14 +1,11 @@
 // The web playground in real headless Chromium (Debian's chromium, driven by playwright-core): the
 // chat page over Server-Sent Events with the demo's scripted model, the durable approval flow by
 // clicking, and the trace viewer with its steps and chart. Screenshots go to test-artifacts/.
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artifactsDir, CANCELLABLE_ORDER, cleanUp, getJson, NO_MODEL, postJson, startPlayground, startWithoutModel, tempDir, type Playground } from "./web-helpers.js";
-
-const CHROMIUM = process.env.GLASSBOX_CHROMIUM ?? "/usr/bin/chromium";
-const VISIBLE = { state: "visible" as const, timeout: 15_000 };
+import { artifactsDir, CANCELLABLE_ORDER, cleanUp, collectPageErrors, getJson, launchChromium, NO_MODEL, postJson, startPlayground, startWithoutModel, tempDir, VISIBLE, type Playground } from "./web-helpers.js";
 
 describe("web playground in Chromium", () => {
   let browser: Browser;
@@ -18,19 +15,9 @@ describe("web playground in Chromium", () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`);
-    playground = await startPlayground();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-    });
+    [browser, playground] = await Promise.all([launchChromium(), startPlayground()]);
     context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(message.text());
-    });
+    page = collectPageErrors(await context.newPage(), pageErrors);
   });
 
   afterAll(async () => {
@@ -136,7 +123,7 @@ describe("web playground in Chromium", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("draws a sub-agent's run inside the tool call that started it, with its own steps", async () => {
+  it("draws a specialist's run under the step that called it, one line until opened, with its own steps", async () => {
     const directory = tempDir();
     const agentsFile = join(directory, "agents.json");
     writeFileSync(agentsFile, JSON.stringify({ agents: { researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"] } } }));
@@ -156,10 +143,13 @@ describe("web playground in Chromium", () => {
     await page.goto(`${nestedPlayground.url}trace#session=${encodeURIComponent("web:nested")}`);
     await page.locator("section.run").first().waitFor(VISIBLE);
     expect(await page.locator("section.run").count()).toBe(1); // the sub-agent's run is not a run of its own
-    const call = page.locator("details.tool-call", { hasText: "agent_researcher" }).first();
-    await call.locator(":scope > summary").click();
-    const sub = call.locator("section.sub-run");
-    await sub.waitFor(VISIBLE);
+    // Its run is under the step that called it, one line until opened (not hidden inside the call's details).
+    const step = page.locator("tr.step", { has: page.locator("details.tool-call", { hasText: "agent_researcher" }) });
+    const sub = step.locator("details.nested-run");
+    expect(await sub.locator(":scope > summary").textContent()).toMatch(/^researcher's run · final · 2 steps · /);
+    expect(await sub.locator("tr.step").first().isVisible()).toBe(false);
+    await sub.locator(":scope > summary").click();
+    await sub.locator("tr.step").first().waitFor(VISIBLE);
     expect(await sub.locator("tr.step").count()).toBe(2);
     expect(await sub.textContent()).toContain("get_order_status");
     expect(await sub.textContent()).toContain("Answer: It was delivered.");
@@ -181,13 +171,17 @@ describe("web playground in Chromium", () => {
     }
   });
 
-  it("says plainly what to set when no model is configured, and does not offer to send", async () => {
+  it("says plainly what to set when no model is configured, names no model (regression: it said gpt-4o-mini), and does not offer to send", async () => {
     const { url } = await startWithoutModel();
     const other = await context.newPage();
     await other.goto(url);
     const problem = other.getByRole("alert").filter({ hasText: "OPENAI_API_KEY" });
     await problem.waitFor(VISIBLE);
     expect(await problem.textContent()).toBe(`No model yet. ${NO_MODEL} Then restart glassbox.`);
+    expect(await other.locator("#model-label").textContent()).toBe("none configured");
+    await other.goto(`${url}trace`);
+    await expect.poll(() => other.locator("#model-label").textContent()).toBe("none configured");
+    await other.goto(url);
     await other.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
     expect(await other.getByRole("button", { name: "Send" }).isDisabled()).toBe(true);
     await other.screenshot({ path: join(artifactsDir(), "web-no-model.png") });

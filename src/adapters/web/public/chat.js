@@ -1,8 +1,12 @@
 // The chat page: one conversation (web:<id>, kept in this browser), its history, and its live
 // events over Server-Sent Events — the model's thinking (collapsed), tool activity, the streamed
 // answer, and Approve / Deny for dangerous tools, decided through the same durable approvals as in
-// Slack or Discord.
-import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, formatTime, markdown, pretty, randomId, thinkingDetails } from "./common.js";
+// Slack or Discord. The newest message stays in view (chat-follow), a run in progress can be
+// stopped, and a pipeline's stages show inside the one answer they make.
+import { createApprovalCards } from "./chat-approval.js";
+import { APPROVAL_NEWS, createFollower } from "./chat-follow.js";
+import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, markdown, pretty, randomId, thinkingDetails } from "./common.js";
+import { isNextStage } from "./pipelines.js";
 
 const USER_KEY = "glassbox.user";
 const SESSION_KEY = "glassbox.session";
@@ -20,7 +24,9 @@ const dom = {
   form: $("#composer"),
   input: $("#message"),
   send: $("#send"),
+  stop: $("#stop"),
   newChat: $("#new-chat"),
+  jump: $("#jump"),
   connection: $("#connection"),
   sendError: $("#send-error"),
   announcer: $("#announcer"),
@@ -29,10 +35,10 @@ const dom = {
   traceLink: $("#trace-link"),
 };
 
-/** The page's view of each run of this session, by run id. */
+/** The page's view of each run of this session, by run id (a pipeline's stages share their first stage's view). */
 const runs = new Map();
-/** Approval cards, by approval id. */
-const cards = new Map();
+const follower = createFollower(dom.jump, dom.form);
+const cards = createApprovalCards(() => userId, { waiting: (card) => follower.hold(card), settled: (card) => follower.release(card) });
 let stream;
 let live = false;
 let problem = null;
@@ -48,6 +54,7 @@ dom.input.addEventListener("keydown", (event) => {
     void send();
   }
 });
+dom.stop.addEventListener("click", () => void stop());
 dom.newChat.addEventListener("click", () => {
   session = `web:${keep(SESSION_KEY, randomId())}`;
   fresh = true;
@@ -60,12 +67,13 @@ void start();
 async function start() {
   try {
     const info = await api("/api/info");
-    dom.model.textContent = info.model;
+    dom.model.textContent = info.model ?? "none configured";
     if (info.user) userId = info.user;
     showHints(info.hints ?? []);
     if (info.problem) showProblem(info.problem);
   } catch (error) {
-    showProblem(error.message);
+    dom.problem.replaceChildren(el("strong", {}, "glassbox did not say which model answers. "), error.message);
+    dom.problem.hidden = false;
   }
   await openSession();
 }
@@ -93,6 +101,8 @@ async function openSession() {
   if (!fresh) await loadHistory();
   fresh = false;
   updateEmpty();
+  updateStopButton();
+  follower.follow();
   connect();
 }
 
@@ -101,16 +111,22 @@ async function loadHistory() {
   try {
     history = (await api(`/api/sessions/${encodeURIComponent(session)}/runs`)).runs;
   } catch (error) {
-    if (error.status !== 404) dom.sendError.textContent = error.message;
+    if (error.status !== 404) showSendError(`The conversation so far could not be loaded: ${error.message}`);
   }
-  for (const run of history) {
-    const view = viewOf(run.runId, run.input);
+  let previous = null;
+  for (const run of history.filter((one) => !one.parentRunId)) {
+    // A pipeline's later stage goes on in its first stage's answer, as it did live.
+    const view = isNextStage(run, previous) ? addStage(runs.get(previous.runId), run.runId, previous.output) : viewOf(run.runId, run.input);
+    previous = run;
     for (const approval of run.approvals) {
-      showApproval(view, approval);
-      if (approval.status !== "pending") showDecision(approval);
+      cards.show(view.activity, approval);
+      cards.decided(approval);
     }
     if (run.done || run.status === "awaiting_approval") endRun(view, { stopReason: run.status, output: run.output ?? "", steps: run.steps, usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens } }, false);
-    else setStatus(view, "Working…");
+    else {
+      view.state = run.status === "accepted" ? "waiting" : "running";
+      setStatus(view, "Working…");
+    }
   }
   updateEmpty();
 }
@@ -152,22 +168,54 @@ async function send() {
     viewOf(runId, input);
     dom.input.value = "";
     updateEmpty();
+    follower.follow(); // sending brings the conversation back to its newest message
   } catch (error) {
-    dom.sendError.textContent = error.message;
-    dom.sendError.hidden = false;
+    showSendError(error.message);
   } finally {
     sending = false;
     updateSendButton();
   }
 }
 
+/** The run in progress: the one run of this session that runs now (one at a time per session). */
+function runningView() {
+  return [...new Set(runs.values())].find((view) => view.state === "running");
+}
+
+function updateStopButton() {
+  dom.stop.hidden = runningView() === undefined;
+}
+
+async function stop() {
+  const view = runningView();
+  if (!view) return;
+  dom.stop.disabled = true;
+  dom.sendError.hidden = true;
+  try {
+    await api(`/api/runs/${encodeURIComponent(view.currentRunId)}/cancel`, { method: "POST", body: {} });
+    setStatus(view, "Stopping…");
+  } catch (error) {
+    showSendError(error.message);
+  } finally {
+    dom.stop.disabled = false;
+  }
+}
+
+function showSendError(text) {
+  dom.sendError.textContent = text;
+  dom.sendError.hidden = false;
+}
+
 function onEvent(event) {
-  const view = viewOf(event.runId, event.type === "run_start" ? event.input : undefined);
+  const view = event.type === "run_start" ? startedView(event) : viewOf(event.runId);
   switch (event.type) {
     case "run_start":
+      view.state = "running";
       setStatus(view, "Thinking…");
       break;
     case "run_resumed":
+      view.state = "running";
+      view.currentRunId = event.runId;
       setStatus(view, "Continuing…");
       break;
     case "queued":
@@ -198,17 +246,42 @@ function onEvent(event) {
       view.activity.append(el("li", { class: "note" }, "Note to the model: ", event.text));
       break;
     case "approval_requested":
-      showApproval(view, event.approval);
+      cards.show(view.activity, event.approval);
       announce(`Approval needed: glassbox wants to run ${event.approval.tool}.`);
       break;
     case "approval_decided":
-      showDecision(event.approval);
+      cards.decided(event.approval);
       break;
     case "run_end":
       endRun(view, event, true);
       break;
   }
   updateEmpty();
+  updateStopButton();
+  follower.changed(event.type === "approval_requested" ? APPROVAL_NEWS : undefined);
+}
+
+/**
+ * The view a starting run shows in. A run this page has not seen that starts while another runs
+ * in this session is a pipeline's next stage (the session runs one turn at a time, and a stage
+ * starts inside its pipeline's turn): it goes on in the same answer.
+ */
+function startedView(event) {
+  const running = runs.has(event.runId) ? undefined : runningView();
+  return running ? addStage(running, event.runId, running.text) : viewOf(event.runId, event.input);
+}
+
+/** A pipeline's next stage: the stage before keeps its answer, openable; the new stage's answer follows. */
+function addStage(view, runId, previousAnswer) {
+  view.stage += 1;
+  view.activity.append(
+    el("li", { class: "stage" }, el("details", {}, el("summary", {}, `Stage ${view.stage - 1} answered; stage ${view.stage} works on its answer`), el("div", { class: "stage-answer" }, markdown(previousAnswer || "(no answer)")))),
+  );
+  view.text = "";
+  view.answer.replaceChildren();
+  view.currentRunId = runId;
+  runs.set(runId, view);
+  return view;
 }
 
 /** The user's message and the assistant's answer of one run, made on first sight. */
@@ -226,9 +299,10 @@ function viewOf(runId, input) {
   const footer = el("p", { class: "run-footer" });
   const assistant = el("li", { class: "message assistant", "data-run-id": runId }, el("span", { class: "who" }, "glassbox"), status, activity, answer, footer);
   dom.messages.append(el("li", { class: "message user" }, el("span", { class: "who" }, "You"), userText), assistant);
-  view = { runId, userText, status, activity, answer, footer, assistant, tools: new Map(), text: "", tokens: 0 };
+  // state: waiting (for its turn) | running | paused (for an approval) | ended
+  view = { runId, currentRunId: runId, state: "waiting", stage: 1, userText, status, activity, answer, footer, assistant, tools: new Map(), text: "", tokens: 0 };
   runs.set(runId, view);
-  assistant.scrollIntoView({ block: "nearest" });
+  follower.changed();
   return view;
 }
 
@@ -259,63 +333,8 @@ function endTool(view, record) {
   view.tools.set(record.id, line);
 }
 
-function showApproval(view, approval) {
-  if (cards.has(approval.id)) return;
-  const mine = approval.requester === userId;
-  const approve = el("button", { type: "button", class: "approve" }, "Approve");
-  const deny = el("button", { type: "button", class: "deny" }, "Deny");
-  const outcome = el("p", { class: "outcome", role: "status" });
-  const buttons = el("div", { class: "buttons" }, approve, deny);
-  const titleId = `approval-${approval.id}`;
-  const card = el(
-    "section",
-    { class: "approval", "aria-labelledby": titleId, "data-approval-id": approval.id },
-    el("h2", { id: titleId }, "Approval needed"),
-    el("p", {}, "glassbox wants to run ", el("code", {}, approval.tool), mine ? " for you:" : ` for ${approval.requester}:`),
-    el("pre", { class: "arguments" }, pretty(approval.arguments)),
-    el("p", { class: "expires" }, `Nothing happens until someone decides. It expires at ${formatTime(approval.expiresAt)}.`),
-    buttons,
-    mine ? null : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`),
-    outcome,
-  );
-  if (!mine) approve.disabled = deny.disabled = true;
-  const decide = async (approved) => {
-    approve.disabled = deny.disabled = true;
-    outcome.textContent = approved ? "Approving…" : "Denying…";
-    try {
-      const answer = await api(`/api/approvals/${encodeURIComponent(approval.id)}`, { method: "POST", body: { approved, userId } });
-      showDecision(answer.approval);
-    } catch (error) {
-      outcome.textContent = error.message;
-      outcome.classList.add("error");
-      if (error.status !== 409) approve.disabled = deny.disabled = false;
-    }
-  };
-  approve.addEventListener("click", () => void decide(true));
-  deny.addEventListener("click", () => void decide(false));
-  cards.set(approval.id, { card, buttons, outcome });
-  view.activity.append(el("li", { class: "approval-item" }, card));
-}
-
-function showDecision(approval) {
-  const shown = cards.get(approval.id);
-  if (!shown) return;
-  const by = approval.decidedBy === userId ? "you" : approval.decidedBy;
-  const text =
-    approval.status === "approved"
-      ? `✓ Approved by ${by} at ${formatTime(approval.decidedAt)}.`
-      : approval.status === "denied"
-        ? `✗ Denied by ${by} at ${formatTime(approval.decidedAt)}; it was not run.`
-        : approval.decidedBy === "superseded"
-          ? "No longer needed: the conversation moved on before anyone decided."
-          : "Expired: nobody decided in time, so it was not run.";
-  shown.buttons.remove();
-  shown.outcome.classList.remove("error");
-  shown.outcome.textContent = text;
-  shown.card.classList.add(`decided-${approval.status}`);
-}
-
 function endRun(view, end, announceIt) {
+  view.state = end.stopReason === "awaiting_approval" ? "paused" : "ended";
   view.status.hidden = true;
   view.answer.classList.remove("error");
   if (end.stopReason === "final" || end.stopReason === "max_steps") view.answer.replaceChildren(markdown(end.output || "(no answer)"));

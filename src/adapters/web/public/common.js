@@ -122,6 +122,14 @@ export function formatTime(iso) {
   return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 }
 
+/** The time, with the date when it is not today ("Apr 10, 14:32:05"). */
+export function formatWhen(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  if (date.toDateString() === new Date().toDateString()) return formatTime(iso);
+  return `${date.toLocaleDateString([], { month: "short", day: "numeric", year: date.getFullYear() === new Date().getFullYear() ? undefined : "numeric" })}, ${formatTime(iso)}`;
+}
+
 /** A tool call as one short line: get_order_status(order_id: 20240315001). */
 export function describeCall(name, args) {
   const parts = Object.entries(args ?? {}).map(([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`);
