@@ -10,7 +10,7 @@ import type { ApprovalGate } from "../tools/types.js";
 import { describeCall } from "./describe-call.js";
 import { createMarkdownStream } from "./terminal/markdown.js";
 import { createStatusLine, type StatusLine } from "./terminal/status-line.js";
-import { styleFor, withoutControls, type Style } from "./terminal/style.js";
+import { createControlFilter, styleFor, withoutControls, type Style } from "./terminal/style.js";
 
 export type ApproveMode = "yes" | "no" | "ask";
 
@@ -69,6 +69,7 @@ export function createTerminalRenderer(view: TerminalView) {
   let lineOpen = false; // the answer's last line is not ended yet
   let stepText = "";
   let lastStepText = "";
+  const streamedText = view.forTerminal ? createControlFilter() : (text: string) => text;
   const answerText = (text: string) => (view.forTerminal ? withoutControls(text) : text);
   const logText = (text: string) => (view.logForTerminal ? withoutControls(text) : text);
 
@@ -107,7 +108,7 @@ export function createTerminalRenderer(view: TerminalView) {
         case "model_delta":
           printedAnswer = true;
           stepText += event.text;
-          writeAnswer(markdown ? markdown.push(answerText(event.text)) : event.text);
+          writeAnswer(markdown ? markdown.push(streamedText(event.text)) : event.text);
           break;
         case "model_end":
           writeAnswer(markdown?.end() ?? "");
