@@ -196,10 +196,12 @@ describe("glassbox, for a person", () => {
     expect(unknown.stderr.split("\n")[0]).toBe("glassbox: There is no option --colour; the options are below.");
   });
 
-  it("says in one sentence what to set when no model is configured", async () => {
-    const { code, stderr } = await glassbox(["run", "hello"], { OPENAI_BASE_URL: "" });
+  it("says in one sentence what to set when no model is configured, and makes no database", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "glassbox-cli-no-model-")), "glassbox.db");
+    const { code, stderr } = await glassbox(["run", "hello"], { OPENAI_BASE_URL: "", GLASSBOX_DB: path });
     expect(code).toBe(2);
     expect(stderr.trim()).toBe("glassbox: No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.");
+    expect(existsSync(path)).toBe(false);
   });
 
   it("says what is wrong with a bad option value", async () => {

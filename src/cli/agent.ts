@@ -1,13 +1,15 @@
 /** The agent for the commands that run one (run, pipeline, chat), and the terminal it answers on. */
 import { createInterface } from "node:readline/promises";
 import { terminalApprovalGate, type ApproveMode, type TerminalView } from "../adapters/terminal.js";
-import { loadConfig } from "../config.js";
+import { assertModelConfigured, loadConfig } from "../config.js";
 import { createAgentConfig, type GlassboxAgent } from "../setup.js";
 import type { ApprovalGate } from "../tools/types.js";
 import { createCliLogger } from "./logging.js";
 
 export async function startAgent(view: TerminalView, options: { toolModules: string[]; approve?: ApprovalGate; maxSteps?: number }): Promise<GlassboxAgent> {
   const config = loadConfig();
+  // Before the database is opened: a run that cannot start leaves no new file behind.
+  assertModelConfigured(config);
   return createAgentConfig(config, createCliLogger(view), options);
 }
 
