@@ -1,5 +1,7 @@
 /** glassbox as a library: the agent loop, the model client, the tool engine, memory, traces and conversations. */
-export { runAgent, resumeAgent, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
+export { runAgent, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
+// The loop's resumeAgent, checking that each decision is for a call the paused run waits for.
+export { resumeAgent, pendingApprovals } from "./agent/library-resume.js";
 export type { AgentConfig, Task, RunResult, RunState, PausedRun, StopReason, ToolCallSummary } from "./agent/loop.js";
 export type { AgentEvent, AgentEventListener } from "./agent/events.js";
 export { createOpenAIModel, type OpenAIModelOptions, type ToolMode } from "./agent/llm/index.js";
