@@ -110,7 +110,7 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
   const step = ++run.steps;
   const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
-  live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length });
+  live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length, tools, toolChoice });
   const started = performance.now();
   try {
     const response = await config.model.chat({

@@ -157,6 +157,21 @@ const MIGRATIONS = [
   ALTER TABLE steps ADD COLUMN reasoning_cut_chars INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE steps ADD COLUMN model_notes TEXT;
   `,
+  `
+  -- a step's request as references: each distinct message (and tool list) of a run is stored once in
+  -- step_messages, numbered within the run, and a step keeps the numbers it sent ("1-40,43"), so a
+  -- long run no longer stores its whole conversation again on every step (steps.payload stays for
+  -- the steps recorded before)
+  CREATE TABLE step_messages (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+  ) WITHOUT ROWID;
+  ALTER TABLE steps ADD COLUMN request_refs TEXT;
+  ALTER TABLE steps ADD COLUMN tools_ref INTEGER;
+  ALTER TABLE steps ADD COLUMN tool_choice TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -4,12 +4,12 @@
  * the tool calls with their results, tokens, latency and cost — and the readings over them (a run's
  * timeline, totals per run, session, user and day).
  */
-import { gunzipSync, gzipSync } from "node:zlib";
 import type { ToolCallRecord } from "../tools/types.js";
 import { costOf, priceOf, type Price } from "./cost.js";
 import type { AgentEvent } from "./events.js";
 import { runOutcomeOf, type Store } from "./store.js";
 import type { Message } from "./types.js";
+import { createRequestLog, type RecordedRequest } from "./trace-requests.js";
 
 export interface TraceRecorder {
   /** Sees every event of a run; a failure here ends the run (nothing is silently unrecorded). */
@@ -105,8 +105,8 @@ export function createTraceRecorder(
 ): TraceRecorder {
   const { db } = store;
   const statements = {
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, payload, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @payload, @at)
+    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, created_at)
+      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @at)
       ON CONFLICT (run_id, step) DO NOTHING`),
     // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
     addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
@@ -135,7 +135,8 @@ export function createTraceRecorder(
     }
   };
   // What each run's current step was sent, kept from model_start until model_end writes the step.
-  const sent = new Map<string, Message[]>();
+  const sent = new Map<string, Extract<AgentEvent, { type: "model_start" }>>();
+  const requests = createRequestLog(db);
 
   const sessions = new Map<string, string>();
   const ownRuns = new Set<string>();
@@ -165,9 +166,10 @@ export function createTraceRecorder(
         ownRuns.add(event.runId);
         store.resumeRun(event.runId);
       }
-      else if (event.type === "model_start") sent.set(event.runId, event.messages);
+      else if (event.type === "model_start") sent.set(event.runId, event);
       else if (event.type === "model_end") {
-        const messages = sent.get(event.runId) ?? [];
+        const request = sent.get(event.runId);
+        const messages = request?.messages ?? [];
         sent.delete(event.runId);
         const { usage, model, content } = event.response;
         const reasoning = cutReasoning(event.response.reasoning, MAX_REASONING_CHARS);
@@ -185,12 +187,15 @@ export function createTraceRecorder(
           completionTokens: usage.completionTokens,
           latencyMs: event.latencyMs,
           cost: costOf(priceOf(model, options.prices), usage),
-          payload: payloadOf(messages),
+          ...requests.store(event.runId, messages, request?.tools),
+          toolChoice: request?.toolChoice ?? null,
           at: new Date().toISOString(),
         });
       } else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);
       else if (event.type === "run_end") {
         if (ownRuns.delete(event.runId)) store.endRun(runOutcomeOf(event.result));
+        requests.forget(event.runId);
+        sent.delete(event.runId);
         statements.priceRun.run({ runId: event.runId });
       }
     },
@@ -225,28 +230,15 @@ function boundedNotes(notes: string[] = []): string[] {
   return kept;
 }
 
-/** Requests up to this size are kept as plain JSON; larger ones gzipped. */
-const PLAIN_PAYLOAD_CHARS = 4096;
-
-/**
- * A step's request, stored on every step and read only on demand. Small ones (most steps of most
- * threads) stay plain text: setting up zlib for each costs a run about 50 µs a step, to save a
- * kilobyte or two. Larger ones are gzipped at the fastest level.
- */
-function payloadOf(messages: Message[]): string | Buffer {
-  const json = JSON.stringify(messages);
-  return json.length <= PLAIN_PAYLOAD_CHARS ? json : gzipSync(json, { level: 1 });
-}
-
 /** Readings over the trace tables, for the CLI and the web page. */
 export function createTraceReader(store: Store) {
   const { db } = store;
+  const requests = createRequestLog(db);
   const statements = {
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
-    payload: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
   const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
@@ -282,12 +274,8 @@ export function createTraceReader(store: Store) {
         at: row.created_at,
       }));
     },
-    /** The exact messages a step sent to the model. */
-    payload(runId: string, step: number): Message[] | undefined {
-      const stored = statements.payload.get(runId, step) as string | Buffer | undefined | null;
-      if (stored === undefined || stored === null) return undefined;
-      return JSON.parse(typeof stored === "string" ? stored : gunzipSync(stored).toString("utf8")) as Message[];
-    },
+    /** The exact request a step sent to the model (older steps: its messages alone). */
+    payload: (runId: string, step: number): RecordedRequest | Message[] | undefined => requests.read(runId, step),
     totalsByRun: () => totals("id"),
     totalsBySession: () => totals("session_id"),
     /** By user; given a user, only that user's runs (a user's API token sees its own usage alone). */

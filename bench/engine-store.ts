@@ -1,0 +1,224 @@
+/**
+ * The engine with its store: the loop as a bot runs it, with SQLite memory and the trace recorder,
+ * against the textbook loop (naive-loop.ts), both over the real openai SDK and the scripted server.
+ *
+ * 1. CPU per step: one 50-step run (49 calls to a no-op tool, then an answer) at a time, glassbox
+ *    (memory + trace on a SQLite file) and the naive loop alternating, the process's CPU time per
+ *    step (the scripted server runs in this process for both, as in agent-core).
+ * 2. Memory: 200 such runs at once, each in its own conversation, in a fresh child process (the
+ *    scripted server stays in this one), its peak RSS sampled every 20 ms; and the bytes the trace
+ *    stored for the 200 runs' step requests.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+import { createOpenAIModel } from "../src/agent/llm/index.js";
+import { DEFAULT_SYSTEM_PROMPT, runAgent } from "../src/agent/loop.js";
+import { createSqliteMemory } from "../src/agent/memory.js";
+import { openStore, type Store } from "../src/agent/store.js";
+import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
+import { createTraceRecorder } from "../src/agent/trace.js";
+import type { ChatModel } from "../src/agent/types.js";
+import { undiciFetch } from "../src/undici-fetch.js";
+import { createToolRegistry, type ToolRegistry } from "../src/tools/registry.js";
+import type { ToolDefinition } from "../src/tools/types.js";
+import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Target } from "./measure.js";
+import { runNaiveLoop, type NaiveTool } from "./naive-loop.js";
+
+const STEPS = 50;
+const MODEL = "gpt-4o-mini";
+const BUDGET = 12_000; // GLASSBOX_CONTEXT_TOKENS' default
+const WARMUP_ROUNDS = 5;
+const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS) || 7;
+const CONCURRENT_RUNS = 200;
+const TARGET_CPU_RATIO = 1.2;
+const TARGET_PEAK_RSS_MB = 300;
+const INPUT = "Call noop until you are done.";
+const FINAL_ANSWER = "Done: noop was called 49 times.";
+
+const noopParameters = { type: "object", properties: { i: { type: "integer" } }, required: ["i"], additionalProperties: false };
+const noopHandler = (args: Record<string, unknown>) => ({ i: args.i, ok: true });
+const noopTool: ToolDefinition = { name: "noop", description: "Does nothing and returns its argument.", parameters: noopParameters, handler: noopHandler };
+
+/**
+ * The model of every run: the next `i` after the last tool result it was sent, an answer after 49.
+ * Stateless, so any number of runs can share the server.
+ */
+export function noopScriptForProbe(body: ChatCompletionRequestBody): ScriptedReply {
+  return noopScript(body);
+}
+
+function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
+  const results = body.messages.filter((message) => message.role === "tool");
+  const last = results.at(-1);
+  // glassbox's envelope ({"status":"success","data":{"i":3,...}}) or the naive loop's bare result.
+  const result = last ? (JSON.parse(String(last.content)) as { i?: number; data?: { i?: number } }) : {};
+  const done = result.data?.i ?? result.i ?? -1;
+  const next = done + 1;
+  return next >= STEPS - 1 ? { content: FINAL_ANSWER } : { toolCalls: [{ name: "noop", arguments: JSON.stringify({ i: next }) }] };
+}
+
+/** A bot's engine: memory and trace on one SQLite file. */
+export async function engineWithStore(store: Store, model: ChatModel) {
+  const counter = await createTokenCounter(encodingForModel(MODEL));
+  const memory = createSqliteMemory({ store, model, counter, budgetTokens: BUDGET });
+  const trace = createTraceRecorder(store, { estimateTokens: memory.estimate });
+  const tools: ToolRegistry = createToolRegistry([noopTool]);
+  return (sessionId: string) => runAgent({ model, tools, memory, trace, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT }, { input: INPUT, sessionId, userId: "U_BENCH" });
+}
+
+const benchmark: Benchmark = {
+  name: "engine-store",
+  title: "the engine with its SQLite store: CPU per step against the naive loop, memory of 200 concurrent runs",
+  async run() {
+    const server = await startScriptedModelServer({ script: (body) => noopScript(body) });
+    const directory = mkdtempSync(join(tmpdir(), "glassbox-bench-engine-"));
+    try {
+      const cpu = await measureCpu(server.url, directory, () => (server.requests.length = 0));
+      const memory = await measureConcurrentRuns(server.url, directory, () => (server.requests.length = 0));
+      return {
+        notes: [
+          `CPU: ${WARMUP_ROUNDS} warm-up + ${MEASURED_ROUNDS} measured rounds of one ${STEPS}-step run each way, alternating first; process CPU time (user + system) per step`,
+          `memory: ${CONCURRENT_RUNS} runs of ${STEPS} steps at once in a child process, RSS sampled every 20 ms`,
+        ],
+        rows: [...cpu.rows, ...memory.rows],
+        targets: [...cpu.targets, ...memory.targets],
+        data: { cpu: cpu.data, concurrent: memory.data },
+      };
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+      await server.close();
+    }
+  },
+};
+export default benchmark;
+
+async function measureCpu(url: string, directory: string, clear: () => void) {
+  const store = openStore(join(directory, "cpu.db"));
+  const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
+  const run = await engineWithStore(store, model);
+  const client = new OpenAI({ baseURL: url, apiKey: "not-needed", fetch: undiciFetch, maxRetries: 0 });
+  const naiveTools: Record<string, NaiveTool> = { noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler } };
+  let session = 0;
+  const variants = {
+    glassbox: async () => {
+      const result = await run(`bench:cpu:${++session}`);
+      if (result.steps !== STEPS || result.output !== FINAL_ANSWER) throw new Error(`the glassbox run went ${result.steps} steps: ${result.output}`);
+    },
+    naive: async () => {
+      const result = await runNaiveLoop({ client, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools }, INPUT);
+      if (result.steps !== STEPS) throw new Error(`the naive loop went ${result.steps} steps`);
+    },
+  };
+  const samples = { glassbox: [] as number[], naive: [] as number[] };
+  for (let round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
+    const order = round % 2 === 0 ? (["glassbox", "naive"] as const) : (["naive", "glassbox"] as const);
+    for (const variant of order) {
+      collectGarbage();
+      const before = process.cpuUsage();
+      await variants[variant]();
+      const used = process.cpuUsage(before);
+      clear();
+      if (round >= WARMUP_ROUNDS) samples[variant].push((used.user + used.system) / 1000 / STEPS);
+    }
+  }
+  store.close();
+  const glassbox = statsOf(samples.glassbox);
+  const naive = statsOf(samples.naive);
+  const ratio = glassbox.median / naive.median;
+  const rows: Row[] = [
+    { label: "glassbox with memory + trace, CPU per step", value: glassbox, unit: "ms" },
+    { label: "naive loop, CPU per step", value: naive, unit: "ms" },
+    { label: "glassbox / naive (CPU per step)", value: ratio, unit: "x" },
+  ];
+  const targets: Target[] = [{ label: `CPU per step <= ${TARGET_CPU_RATIO} x the naive loop's`, pass: ratio <= TARGET_CPU_RATIO, detail: `${sig3(glassbox.median)} vs ${sig3(naive.median)} ms, ${sig3(ratio)} x` }];
+  return { rows, targets, data: { glassboxCpuPerStepMs: glassbox, naiveCpuPerStepMs: naive, ratio } };
+}
+
+interface ChildReport {
+  peakRssMb: number;
+  baselineRssMb: number;
+  wallMs: number;
+  runs: number;
+  failed: number;
+  payloadBytes: number;
+  databaseBytes: number;
+}
+
+async function measureConcurrentRuns(url: string, directory: string, clear: () => void) {
+  const reports: ChildReport[] = [];
+  for (let round = 0; round < 3; round++) {
+    const database = join(directory, `concurrent-${round}.db`);
+    const timer = setInterval(clear, 1000);
+    try {
+      reports.push(await runChild(url, database));
+    } finally {
+      clearInterval(timer);
+      clear();
+    }
+  }
+  const peak = statsOf(reports.map((report) => report.peakRssMb));
+  const baseline = statsOf(reports.map((report) => report.baselineRssMb));
+  const payload = statsOf(reports.map((report) => report.payloadBytes / 1024 / 1024));
+  const failed = reports.reduce((sum, report) => sum + report.failed, 0);
+  const rows: Row[] = [
+    { label: `peak RSS, ${CONCURRENT_RUNS} concurrent ${STEPS}-step runs`, value: peak, unit: "MB" },
+    { label: "RSS before the runs (engine loaded, store open)", value: baseline, unit: "MB" },
+    { label: `step requests stored for the ${CONCURRENT_RUNS} runs`, value: payload, unit: "MB" },
+    { label: "wall time of the 200 runs", value: statsOf(reports.map((report) => report.wallMs)), unit: "ms" },
+  ];
+  const targets: Target[] = [
+    { label: `peak RSS <= ${TARGET_PEAK_RSS_MB} MB for ${CONCURRENT_RUNS} concurrent runs`, pass: peak.median <= TARGET_PEAK_RSS_MB && failed === 0, detail: `${sig3(peak.median)} MB (median of ${reports.length}); ${failed} runs failed` },
+  ];
+  return { rows, targets, data: { reports } };
+}
+
+function runChild(url: string, database: string): Promise<ChildReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--child", url, database], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`the concurrent-runs child exited with ${code}: ${output}`));
+      resolve(JSON.parse(output.trim().split("\n").at(-1) ?? "{}") as ChildReport);
+    });
+  });
+}
+
+/** The child: 200 runs at once on a fresh store, its own RSS sampled throughout. */
+async function childMain(url: string, database: string): Promise<void> {
+  const store = openStore(database);
+  const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
+  const run = await engineWithStore(store, model);
+  collectGarbage();
+  const baselineRss = process.memoryUsage().rss;
+  let peakRss = baselineRss;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+  const started = performance.now();
+  const results = await Promise.all(Array.from({ length: CONCURRENT_RUNS }, (_, index) => run(`bench:concurrent:${index}`)));
+  const wallMs = performance.now() - started;
+  clearInterval(sampler);
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  const failed = results.filter((result) => result.steps !== STEPS || result.output !== FINAL_ANSWER).length;
+  const payloadBytes = payloadBytesOf(store);
+  store.close();
+  const report: ChildReport = { peakRssMb: peakRss / 1024 / 1024, baselineRssMb: baselineRss / 1024 / 1024, wallMs, runs: results.length, failed, payloadBytes, databaseBytes: statSync(database).size };
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+}
+
+/** What the trace keeps to show each step's exact request. */
+function payloadBytesOf(store: Store): number {
+  const tables = store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'step_messages'").pluck().get() ? " + (SELECT coalesce(sum(length(body)), 0) FROM step_messages)" : "";
+  return store.db.prepare(`SELECT coalesce(sum(length(payload)), 0)${tables} FROM steps`).pluck().get() as number;
+}
+
+if (process.argv[2] === "--child") {
+  const [, , , url, database] = process.argv;
+  await childMain(url as string, database as string);
+}
+

@@ -1,0 +1,109 @@
+// Each step's exact request is kept by reference: a run's distinct messages once each, a step the
+// numbers it sent. Checked against what the scripted server really received, step by step, through
+// memory's folding and an approval's pause and resume, and against the storage it takes.
+import { describe, expect, it } from "vitest";
+import { resumeAgent, runAgent } from "../src/agent/loop.js";
+import { createSqliteMemory } from "../src/agent/memory.js";
+import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
+import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
+import { rangesOf, seqsOf, type RecordedRequest } from "../src/agent/trace-requests.js";
+import { createToolRegistry } from "../src/tools/registry.js";
+import type { ApprovalGate, ToolDefinition } from "../src/tools/types.js";
+import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
+import { call, startServer } from "./agent-helpers.js";
+import { cleanUpAfterEach, isSummaryRequest, openTestStore, prose, testModel } from "./memory-helpers.js";
+
+cleanUpAfterEach();
+
+const lookup: ToolDefinition = {
+  name: "lookup",
+  description: "Looks a number up.",
+  parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+  handler: (args) => ({ n: args.n, text: prose(120, Number(args.n) + 1) }),
+};
+const wipe: ToolDefinition = { name: "wipe", description: "Wipes the cache.", parameters: { type: "object", properties: {} }, dangerous: true, handler: () => "wiped" };
+
+async function setUp(budgetTokens: number, script: (index: number) => ScriptedReply) {
+  let step = 0;
+  const server = await startServer({
+    script: (body, index) => (isSummaryRequest(body) ? { content: `Summary ${index}: lookups so far.` } : script(step++)),
+  });
+  const store = openTestStore();
+  const model = testModel(server);
+  const counter = await createTokenCounter(encodingForModel("gpt-4o-mini"));
+  const memory = createSqliteMemory({ store, model, counter, budgetTokens });
+  const trace = createTraceRecorder(store, { estimateTokens: memory.estimate });
+  const approve: ApprovalGate = async () => "pending";
+  const config = { model, tools: createToolRegistry([lookup, wipe]), memory, trace, maxSteps: 40, approve };
+  return { server, store, config, reader: createTraceReader(store) };
+}
+
+/** The requests the server got for the run's own steps (not memory's summaries), in order. */
+function stepRequests(server: Awaited<ReturnType<typeof startServer>>) {
+  return server.requests.filter((request) => !isSummaryRequest(request.body)).map((request) => request.body);
+}
+
+describe("a step's recorded request", () => {
+  it("is exactly what the server received at every step, through folds, while the run stores each message once", async () => {
+    const steps = 24;
+    const { server, store, config, reader } = await setUp(2_500, (index) => (index < steps - 1 ? { toolCalls: [call("lookup", { n: index })] } : { content: "Looked everything up." }));
+    const result = await runAgent(config, { input: "Look up 0 to 22.", sessionId: "test:requests", userId: "U1" });
+    expect(result.output).toBe("Looked everything up.");
+    const sent = stepRequests(server);
+    expect(sent).toHaveLength(steps);
+    expect(server.requests.some((request) => isSummaryRequest(request.body)), "memory folded during the run").toBe(true);
+
+    for (let step = 1; step <= steps; step++) {
+      const recorded = reader.payload(result.runId, step) as RecordedRequest;
+      const body = sent[step - 1];
+      expect(JSON.parse(JSON.stringify(recorded.messages)), `step ${step}: messages`).toEqual(body?.messages);
+      expect(recorded.tools, `step ${step}: tools`).toEqual(body?.tools);
+    }
+
+    // Each distinct message once (and the tool list once): far fewer rows than the messages all steps sent.
+    const stored = store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = ?").pluck().get(result.runId) as number;
+    const distinct = new Set(sent.flatMap((body) => body.messages.map((message) => JSON.stringify(message)))).size;
+    const sentInAll = sent.reduce((sum, body) => sum + body.messages.length, 0);
+    expect(stored).toBeLessThanOrEqual(distinct + 1);
+    expect(stored * 4).toBeLessThan(sentInAll);
+    expect(store.db.prepare("SELECT count(*) FROM steps WHERE payload IS NOT NULL").pluck().get()).toBe(0);
+  });
+
+  it("goes on numbering after an approval's pause in another process, and the resumed steps read back exactly", async () => {
+    const replies: ScriptedReply[] = [{ toolCalls: [call("lookup", { n: 1 })] }, { toolCalls: [call("wipe", {})] }, { toolCalls: [call("lookup", { n: 2 })] }, { content: "Wiped and looked up." }];
+    const { server, store, config, reader } = await setUp(50_000, (index) => replies[index] ?? { content: "?" });
+    const paused = await runAgent(config, { input: "Look up 1, wipe, look up 2.", sessionId: "test:pause", userId: "U1" });
+    expect(paused.stopReason).toBe("awaiting_approval");
+    const decisions = Object.fromEntries((paused.paused?.pending ?? []).map((pending) => [pending.call.id, { approved: true, by: "U1", argumentsHash: pending.approval?.argumentsHash ?? "" }]));
+    // Resumed as after a restart: memory and recorder of their own, on a connection of their own.
+    const again = openTestStore(store.db.name);
+    const memory = createSqliteMemory({ store: again, model: config.model, counter: await createTokenCounter(encodingForModel("gpt-4o-mini")), budgetTokens: 50_000 });
+    const restarted = { ...config, memory, trace: createTraceRecorder(again, { estimateTokens: memory.estimate }) };
+    const resumed = await resumeAgent(restarted, JSON.parse(JSON.stringify(paused.paused)) as NonNullable<typeof paused.paused>, decisions);
+    expect(resumed.output).toBe("Wiped and looked up.");
+
+    const sent = stepRequests(server);
+    expect(sent).toHaveLength(4);
+    for (let step = 1; step <= 4; step++) {
+      const recorded = reader.payload(paused.runId, step) as RecordedRequest;
+      expect(JSON.parse(JSON.stringify(recorded.messages)), `step ${step}`).toEqual(sent[step - 1]?.messages);
+    }
+  });
+
+  it("reads a step recorded before references existed from its whole stored payload", async () => {
+    const { store, reader } = await setUp(50_000, () => ({ content: "unused" }));
+    const messages = [{ role: "system", content: "old" }, { role: "user", content: "hi" }];
+    store.db.prepare("INSERT INTO sessions (id, created_at, updated_at) VALUES ('test:old', '2026-01-01', '2026-01-01')").run();
+    store.db.prepare("INSERT INTO runs (id, session_id, user_id, input, status, started_at) VALUES ('run-old', 'test:old', 'U1', 'hi', 'done', '2026-01-01')").run();
+    store.db.prepare("INSERT INTO steps (run_id, step, context_messages, prompt_tokens, completion_tokens, latency_ms, payload, created_at) VALUES ('run-old', 1, 2, 0, 0, 1, ?, '2026-01-01')").run(JSON.stringify(messages));
+    expect(reader.payload("run-old", 1)).toEqual(messages);
+    expect(reader.payload("run-old", 2)).toBeUndefined();
+  });
+});
+
+describe("step ranges", () => {
+  it("write runs of numbers as ranges and read them back", () => {
+    for (const seqs of [[], [1], [1, 2, 3], [1, 2, 3, 5, 7, 8], [4, 1, 2, 9, 10, 11, 3]]) expect(seqsOf(rangesOf(seqs))).toEqual(seqs);
+    expect(rangesOf([1, 2, 3, 5, 7, 8])).toBe("1-3,5,7-8");
+  });
+});
