@@ -1,0 +1,206 @@
+/**
+ * Worker liveness for the PostgreSQL queue. graphile-worker keeps a job, and its named queue (the
+ * conversation), locked by the worker that took it until that worker says it is done; a worker that
+ * dies (SIGKILL, a lost machine) says nothing, and graphile-worker alone frees its locks after 4
+ * hours. So each worker writes a heartbeat row every `heartbeatMs`, and every worker sweeps every
+ * `sweepMs`: a worker whose heartbeat is older than `deadAfterMs` is dead, and so is one that holds
+ * locks older than that without any heartbeat row; the sweep unlocks their jobs and queues
+ * (graphile-worker's own force_unlock_workers) and wakes the idle workers, one of which takes the
+ * conversation over.
+ *
+ * The bound, by construction: a worker killed at time t wrote its last heartbeat, and took its last
+ * lock, at or before t, so both are older than `deadAfterMs` by t + deadAfterMs; some live worker
+ * sweeps within `sweepMs` after that; an idle worker is woken by the sweep's notification (or polls
+ * within `pollIntervalMs`). So takeover <= deadAfterMs + sweepMs + pollIntervalMs, 15 + 5 + 1 = 21 s
+ * with the defaults, plus a few queries' time, inside the 30 s promised.
+ *
+ * The other side: a worker cut off from the database (or frozen) for longer than `deadAfterMs` will
+ * be declared dead while it may still be running a turn. It stops itself first: once it has had no
+ * successful heartbeat for `deadAfterMs - heartbeatMs`, or finds its row gone, it aborts its turns'
+ * signals and takes no more (`onLeaseLost`); graphile-worker keeps those jobs for the worker that
+ * takes over. A step already in flight can still finish on the old worker: execution is at least once.
+ */
+import { hostname } from "node:os";
+import type pg from "pg";
+
+export interface LivenessTimings {
+  /** How often a worker writes its heartbeat (default 5 s). */
+  heartbeatMs: number;
+  /** A worker silent for this long is dead, and its turns are taken over (default 15 s). */
+  deadAfterMs: number;
+  /** How often every worker looks for dead ones (default 5 s). */
+  sweepMs: number;
+  /** How often an idle worker looks for jobs when no notification woke it (graphile-worker's pollInterval; default 1 s). */
+  pollIntervalMs: number;
+  /** How often empty conversation queues are deleted (default 60 s). */
+  cleanupMs: number;
+}
+
+export const DEFAULT_LIVENESS: LivenessTimings = { heartbeatMs: 5_000, deadAfterMs: 15_000, sweepMs: 5_000, pollIntervalMs: 1_000, cleanupMs: 60_000 };
+
+/** The longest a killed worker's conversation waits to be taken over (see the bound above), before query time. */
+export function takeoverBoundMs(timings: LivenessTimings): number {
+  return timings.deadAfterMs + timings.sweepMs + timings.pollIntervalMs;
+}
+
+/** A caller's mistake, in one sentence: a worker must miss at least one heartbeat before it counts as dead. */
+export function checkTimings(timings: LivenessTimings): void {
+  for (const [name, value] of Object.entries(timings)) {
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`the queue's ${name} must be a positive number of milliseconds`);
+  }
+  if (timings.deadAfterMs < 2 * timings.heartbeatMs) throw new Error("the queue's deadAfterMs must be at least twice its heartbeatMs, so that one late heartbeat does not declare a live worker dead");
+}
+
+/** The heartbeat table's name; the schema is graphile-worker's (checked to be a plain identifier). */
+const workersTable = (schema: string) => `"${schema}".glassbox_workers`;
+
+/** Creates the heartbeat table once, also when several processes start at the same moment. */
+export async function installLiveness(pool: pg.Pool, schema: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    await client.query("select pg_advisory_xact_lock(hashtext('glassbox.queue.install'), hashtext($1))", [schema]);
+    await client.query(`create table if not exists ${workersTable(schema)} (
+      worker_id text primary key,
+      heartbeat_at timestamptz not null default now(),
+      started_at timestamptz not null default now(),
+      host text not null,
+      pid integer not null
+    )`);
+    await client.query("commit");
+  } catch (error) {
+    await client.query("rollback").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * One sweep, in one statement (one snapshot): drops the rows of workers silent for `deadAfterMs`,
+ * unlocks what they and any unregistered holder of an old lock held, and wakes idle workers.
+ * Returns the ids of the workers found dead.
+ */
+export async function sweepDeadWorkers(pool: pg.Pool, schema: string, deadAfterMs: number): Promise<string[]> {
+  const result = await pool.query<{ dead: string[]; jobs: number }>(
+    `with gone as (
+       delete from ${workersTable(schema)} where heartbeat_at < now() - $1 * interval '1 millisecond' returning worker_id
+     ), orphaned as (
+       select distinct locked_by as worker_id from "${schema}".jobs
+       where locked_by is not null and locked_at < now() - $1 * interval '1 millisecond'
+         and locked_by not in (select worker_id from ${workersTable(schema)} where heartbeat_at >= now() - $1 * interval '1 millisecond')
+     ), dead as (
+       select worker_id from gone union select worker_id from orphaned
+     )
+     select array(select worker_id from dead) as dead,
+            (select count(*)::int from "${schema}".jobs where locked_by in (select worker_id from dead)) as jobs,
+            case when exists (select 1 from dead) then "${schema}".force_unlock_workers(array(select worker_id from dead)) end as unlocked`,
+    [deadAfterMs],
+  );
+  const row = result.rows[0];
+  if (!row || row.dead.length === 0) return [];
+  // Idle workers sleep until a notification or their next poll; this is graphile-worker's own "new jobs" call.
+  if (row.jobs > 0) await pool.query("select pg_notify('jobs:insert', $1)", [JSON.stringify({ count: row.jobs })]);
+  return row.dead;
+}
+
+/**
+ * Deletes the queue rows of conversations with no job left (graphile-worker's GC_JOB_QUEUES), so
+ * that taking a job stays cheap as conversations accumulate. graphile-worker's add_job creates the
+ * queue row and then the job in two statements, so a cleanup between them would leave the job
+ * without its queue; every enqueue therefore holds a shared advisory lock until its transaction
+ * ends (see postgres-enqueue.ts), and cleanup runs only when it gets the lock alone.
+ */
+export async function deleteEmptyQueues(pool: pg.Pool, schema: string): Promise<boolean> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const gate = await client.query<{ alone: boolean }>("select pg_try_advisory_xact_lock(hashtext('glassbox.queue.enqueue'), hashtext($1)) as alone", [schema]);
+    if (gate.rows[0]?.alone) {
+      await client.query(`delete from "${schema}"._private_job_queues as job_queues
+        where locked_at is null and id not in (select job_queue_id from "${schema}"._private_jobs where job_queue_id is not null)`);
+    }
+    await client.query("commit");
+    return gate.rows[0]?.alone === true;
+  } catch (error) {
+    await client.query("rollback").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+export interface Liveness {
+  /** Stops the timers and removes the worker's row (after a graceful stop: it holds no locks). */
+  stop(options: { removeRow: boolean }): Promise<void>;
+}
+
+/**
+ * Registers `workerId` and keeps it alive; sweeps for dead workers at once and then every `sweepMs`.
+ * `onLeaseLost` is called once, when the worker must assume the others have declared it dead.
+ */
+export async function startLiveness(options: {
+  pool: pg.Pool;
+  schema: string;
+  workerId: string;
+  timings: LivenessTimings;
+  onLeaseLost: () => void;
+  onError: (error: unknown, context: string) => void;
+}): Promise<Liveness> {
+  const { pool, schema, workerId, timings, onError } = options;
+  await pool.query(`insert into ${workersTable(schema)} (worker_id, host, pid) values ($1, $2, $3)`, [workerId, hostname(), process.pid]);
+  let lastBeatStarted = performance.now();
+  let lost = false;
+  const loseLease = () => {
+    if (lost) return;
+    lost = true;
+    options.onLeaseLost();
+  };
+
+  async function beat(): Promise<void> {
+    const started = performance.now();
+    try {
+      const result = await pool.query(`update ${workersTable(schema)} set heartbeat_at = now() where worker_id = $1`, [workerId]);
+      if (result.rowCount === 0) return loseLease(); // swept: the others have taken this worker's turns over
+      lastBeatStarted = started;
+    } catch (error) {
+      onError(error, "writing the worker's heartbeat");
+    }
+    // Stop before the others can declare this worker dead: they may from lastBeat + deadAfterMs on.
+    if (performance.now() - lastBeatStarted > timings.deadAfterMs - timings.heartbeatMs) loseLease();
+  }
+
+  const sweep = () => sweepDeadWorkers(pool, schema, timings.deadAfterMs).catch((error: unknown) => onError(error, "sweeping for dead workers"));
+  const cleanup = () => deleteEmptyQueues(pool, schema).catch((error: unknown) => onError(error, "deleting empty conversation queues"));
+  await sweep();
+  // Chained timeouts, not intervals: a slow query never overlaps the next one of its kind.
+  const timers = new Set<NodeJS.Timeout>();
+  let running = true;
+  const pending = new Set<Promise<unknown>>();
+  const every = (ms: number, task: () => Promise<unknown>) => {
+    const schedule = () => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        if (!running) return;
+        const work = task().finally(() => pending.delete(work));
+        pending.add(work);
+        void work.then(() => running && !lost && schedule());
+      }, ms);
+      timers.add(timer);
+    };
+    schedule();
+  };
+  every(timings.heartbeatMs, beat);
+  every(timings.sweepMs, sweep);
+  every(timings.cleanupMs, cleanup);
+
+  return {
+    async stop({ removeRow }) {
+      running = false;
+      for (const timer of timers) clearTimeout(timer);
+      await Promise.all(pending);
+      if (removeRow) await pool.query(`delete from ${workersTable(schema)} where worker_id = $1`, [workerId]).catch((error: unknown) => onError(error, "removing the worker's heartbeat"));
+    },
+  };
+}
+
