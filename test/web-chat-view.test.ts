@@ -45,12 +45,14 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     await expect.poll(() => page.locator(".message.assistant").count(), WAIT).toBe(answers + 1);
   };
   /** Whether the element is wholly on screen and not under the sticky composer. */
-  const inView = (page: Page, selector: string) =>
-    page.evaluate((target) => {
-      const box = [...document.querySelectorAll(target)].at(-1)?.getBoundingClientRect();
-      const composer = document.querySelector("#composer")?.getBoundingClientRect();
-      return box !== undefined && composer !== undefined && box.height > 0 && box.top >= 0 && box.bottom <= composer.top + 1;
-    }, selector);
+  const inView = async (page: Page, selector: string) =>
+    Boolean(
+      await page.evaluate(`(() => {
+        const box = [...document.querySelectorAll(${JSON.stringify(selector)})].at(-1)?.getBoundingClientRect();
+        const composer = document.querySelector("#composer")?.getBoundingClientRect();
+        return box !== undefined && composer !== undefined && box.height > 0 && box.top >= 0 && box.bottom <= composer.top + 1;
+      })()`),
+    );
 
   it("keeps the newest answer, then the approval card, in view after several exchanges on a phone", async () => {
     const page = await open(PHONE);

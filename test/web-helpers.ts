@@ -91,7 +91,7 @@ export async function startPlayground(options: { script?: Script; server?: Parti
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
-  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), ...options.server });
+  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), pipelines: agent.pipelines, ...options.server });
   cleanups.push(() => web.stop());
   return { url: web.url, web, model, agent, store: agent.store };
 }

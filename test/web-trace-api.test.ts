@@ -126,12 +126,16 @@ describe("trace API: sessions, search and filters", () => {
     ]);
   });
 
-  it("says what a step sent: its messages and the model that answered", async () => {
+  it("says what a step sent: its messages, the model that answered, and the rest of the request where the trace keeps it", async () => {
     const { body } = await getJson<{ runs: Array<{ runId: string }> }>(`${api}/sessions/web:lookup/runs`);
-    const { body: payload } = await getJson<{ model: string; messages: Array<{ role: string }>; request: unknown }>(`${api}/runs/${body.runs[0]?.runId}/steps/1/payload`);
+    const { body: payload } = await getJson<{ model: string; messages: Array<{ role: string }>; request: { tools?: Array<{ function: { name: string } }> } | null }>(`${api}/runs/${body.runs[0]?.runId}/steps/1/payload`);
     expect(payload.model).toBe("scripted-model");
     expect(payload.messages.map((message) => message.role)).toEqual(["system", "user"]);
-    expect(payload.request).toBeNull(); // the trace keeps no more of the request than its messages
+    // What the model server was sent for that step is the ground truth.
+    const sent = playground.model.requests.find((request) => lastUserText(request.body) === `What is the status of order ${CANCELLABLE_ORDER}?` && request.body.messages.length === 2)?.body;
+    const names = (tools: unknown[] | undefined) => (tools ?? []).map((tool) => (tool as { function: { name: string } }).function.name);
+    if (payload.request === null) expect(Object.keys(payload)).toEqual(["runId", "step", "model", "messages", "request"]);
+    else expect(names(payload.request.tools)).toEqual(names(sent?.tools));
   });
 });
 

@@ -165,7 +165,8 @@ async function send() {
   dom.sendError.hidden = true;
   try {
     const { runId } = await api("/api/runs", { method: "POST", body: { session, input, userId } });
-    viewOf(runId, input);
+    // What was typed, even when the run's start came first with less ("/pipeline name" taken off).
+    viewOf(runId).userText.textContent = input;
     dom.input.value = "";
     updateEmpty();
     follower.follow(); // sending brings the conversation back to its newest message

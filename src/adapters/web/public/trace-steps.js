@@ -11,12 +11,17 @@ import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, 
 export function stepsTable(run, caption, steps, context) {
   if (steps.length === 0) return el("p", { class: "empty" }, "No model call recorded for this run.");
   const column = (text, numeric) => el("th", { scope: "col", class: numeric ? "num" : false }, text);
+  // The box decides the layout (a table, or cards where it is narrow: a phone, a nested run).
   return el(
-    "table",
-    { class: "steps" },
-    el("caption", { class: "visually-hidden" }, caption),
-    el("thead", {}, el("tr", {}, column("Step"), column("Prompt tokens", true), column("Completion tokens", true), column("Latency", true), column("Cost", true), column("What happened"))),
-    el("tbody", {}, steps.map((step) => stepRow(run, step, context))),
+    "div",
+    { class: "steps-box" },
+    el(
+      "table",
+      { class: "steps" },
+      el("caption", { class: "visually-hidden" }, caption),
+      el("thead", {}, el("tr", {}, column("Step"), column("Prompt tokens", true), column("Completion tokens", true), column("Latency", true), column("Cost", true), column("What happened"))),
+      el("tbody", {}, steps.map((step) => stepRow(run, step, context))),
+    ),
   );
 }
 
