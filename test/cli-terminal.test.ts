@@ -24,13 +24,16 @@ afterAll(async () => {
 const MARKDOWN = "# Apples\n\nThere are **12** apples and `3` pears:\n\n- red\n- green";
 const SGR = /\u001b\[[0-9;]*m/;
 
-/** What stays on the screen once the status line is gone: its drawings (each ends erasing the line) taken out. */
-const screen = (shown: string) => shown.replace(/\r[^\r\n]*?\u001b\[K/g, "");
+/**
+ * What stays on the screen once the status line is gone: its drawings (each ends erasing the line)
+ * taken out, and readline's cursor moves.
+ */
+const screen = (shown: string) => shown.replace(/\r[^\r\n]*?\u001b\[K/g, "").replace(/\u001b\[\d*[GJ]/g, "").replace(/\r+\n/g, "\n");
 
 /** What the terminal showed (the pty's CR LF read as LF) and the exit code. `typed` is typed in. */
-function inTerminal(args: string[], env: Record<string, string> = {}, typed = ""): Promise<{ code: number; shown: string }> {
+function inTerminal(args: string[], env: Record<string, string> = {}, typed = "", typeAfter?: string): Promise<{ code: number; shown: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn("python3", [TERMINAL, process.execPath, "--import", TSX, CLI, ...args], {
+    const child = spawn("python3", [TERMINAL, ...(typeAfter ? ["--type-after", typeAfter] : []), process.execPath, "--import", TSX, CLI, ...args], {
       env: {
         PATH: process.env.PATH ?? "",
         TERM: "xterm-256color",
@@ -43,7 +46,7 @@ function inTerminal(args: string[], env: Record<string, string> = {}, typed = ""
     let shown = "";
     child.stdout.on("data", (chunk: Buffer) => (shown += chunk.toString()));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, shown: shown.replace(/\r\n/g, "\n") }));
+    child.on("close", (code) => resolve({ code: code ?? 1, shown: shown.replace(/\r+\n/g, "\n") }));
     child.stdin.end(typed);
   });
 }
@@ -63,7 +66,12 @@ describe("glassbox run on a terminal", () => {
     expect(shown).not.toContain("**");
     expect(shown).not.toContain("# Apples");
     // After it: the session, how to continue it, and how to see its steps.
-    expect(shown).toMatch(/session cli:([0-9a-f-]{36}) \(continue it with --session \1\); its steps: glassbox trace run_[0-9a-f-]{36}/);
+    expect(shown).toMatch(/\u001b\[2mcontinue this conversation: --session [0-9a-f-]{36}\u001b\[22m\n\u001b\[2msee its steps: glassbox trace run_[0-9a-f-]{36}\u001b\[22m\n/);
+    // They name this run and its session.
+    const session = /--session ([0-9a-f-]{36})/.exec(shown)?.[1];
+    const runId = /glassbox trace (run_[0-9a-f-]{36})/.exec(shown)?.[1] ?? "";
+    const traced = JSON.parse((await inTerminal(["trace", runId, "--json"])).shown) as Array<{ run: { sessionId: string; input: string } }>;
+    expect(traced[0]?.run).toMatchObject({ sessionId: `cli:${session}`, input: "how many apples?" });
   });
 
   it("regression: NO_COLOR keeps every colour and style code out, and the Markdown still reads as text", async () => {
@@ -91,6 +99,31 @@ describe("glassbox run on a terminal", () => {
     const { code, shown } = await inTerminal(["run", "apples?", "--json"]);
     expect(code).toBe(0);
     expect(JSON.parse(shown)).toMatchObject({ output: MARKDOWN, stopReason: "final", sessionId: expect.stringMatching(/^cli:/) });
+  });
+});
+
+describe("approvals at the terminal", () => {
+  const shop = () => ({ GLASSBOX_DEMO: "true", GLASSBOX_SHOP_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-terminal-shop-")), "shop.db") });
+  const CANCEL = { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}' }] };
+
+  it("asks before a dangerous call, with no status line over the question; y runs it", async () => {
+    server.setScript([CANCEL, { content: "Cancelled." }]);
+    const { code, shown } = await inTerminal(["run", "cancel order 20240410003"], shop(), "y\r", "[y/N] ");
+    expect(code).toBe(0);
+    expect(screen(shown)).toContain("Allow cancel_order(order_id: 20240410003, reason: changed my mind)? [y/N] y\n");
+    expect(screen(shown)).toMatch(/cancel_order \u001b\[32mok\u001b\[39m/);
+    // Nothing is drawn after the question until it is answered.
+    const question = screen(shown);
+    expect(question.slice(question.indexOf("[y/N] "), question.indexOf("[y/N] y"))).toBe("");
+  });
+
+  it("regression: Ctrl-C at the question cancels the run (exit 130), not only the question (the model went on)", async () => {
+    server.setScript([CANCEL, { content: "never asked" }]);
+    const { code, shown } = await inTerminal(["run", "cancel order 20240410003"], shop(), "\u0003", "[y/N] ");
+    expect(code).toBe(130);
+    expect(screen(shown)).toContain("? [y/N] \nThe run was cancelled.\n");
+    expect(shown).not.toContain("calling cancel_order");
+    expect(shown).not.toContain("never asked");
   });
 });
 

@@ -15,17 +15,35 @@ export async function startAgent(view: TerminalView, options: { toolModules: str
 
 /**
  * The approval gate of --approve; `ask` prompts on stderr (stdout stays the answer, or the one JSON
- * object) when stdin is a terminal, and denies when it is not.
+ * object) when stdin is a terminal, and denies when it is not. The prompt reads the terminal from
+ * the start, so a line typed before a question is not taken as its answer; holding the terminal,
+ * it receives Ctrl-C, which cancels the run (`interrupt`) and denies a question being asked.
  */
-export function approvalsFor(mode: ApproveMode): { approve: ApprovalGate; close(): void } {
-  const prompt = mode === "ask" && process.stdin.isTTY ? createInterface({ input: process.stdin, output: process.stderr }) : undefined;
-  return { approve: terminalApprovalGate(mode, prompt && ((question) => prompt.question(question))), close: () => prompt?.close() };
+export function approvalsFor(mode: ApproveMode, interrupt: () => void): { approve: ApprovalGate; close(): void } {
+  if (mode !== "ask" || !process.stdin.isTTY) return { approve: terminalApprovalGate(mode), close() {} };
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  let asking: AbortController | undefined;
+  prompt.on("SIGINT", () => {
+    asking?.abort();
+    interrupt();
+  });
+  const ask = async (question: string) => {
+    asking = new AbortController();
+    try {
+      return await prompt.question(question, { signal: asking.signal });
+    } catch {
+      return ""; // asked no more: Ctrl-C
+    } finally {
+      asking = undefined;
+    }
+  };
+  return { approve: terminalApprovalGate(mode, ask), close: () => prompt.close() };
 }
 
 /** On a terminal, after the answer: which conversation this was, how to continue it and where its steps are. */
 export function sessionNote(view: TerminalView, sessionId: string, runId?: string): void {
   if (!view.logForTerminal) return;
   const bare = sessionId.startsWith("cli:") ? sessionId.slice(4) : sessionId;
-  const trace = runId ? `; its steps: glassbox trace ${runId}` : "";
-  view.status.print(`${view.logStyle.dim(`session ${sessionId} (continue it with --session ${bare})${trace}`)}\n`);
+  const lines = [`continue this conversation: --session ${bare}`, ...(runId ? [`see its steps: glassbox trace ${runId}`] : [])];
+  view.status.print(lines.map((line) => `${view.logStyle.dim(line)}\n`).join(""));
 }

@@ -15,13 +15,13 @@ export default async function run({ positionals, options }: CommandInput): Promi
   if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0)) throw new UsageError("--max-steps takes a whole number above 0.");
 
   const view = terminalView(process.stdout, process.stderr);
-  const approvals = approvalsFor(approveMode);
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort());
+  const approvals = approvalsFor(approveMode, () => controller.abort());
   const agent = await startAgent(view, { toolModules: options.tools, approve: approvals.approve, maxSteps }).catch((error: unknown) => {
     approvals.close();
     throw error;
   });
-  const controller = new AbortController();
-  process.once("SIGINT", () => controller.abort());
   try {
     const renderer = createTerminalRenderer(view);
     const result = await runAgent(agent, {
