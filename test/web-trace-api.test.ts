@@ -1,11 +1,13 @@
 // The trace viewer's API over the real server, agent and SQLite files: the session list (what tells
 // sessions apart, search and filters, bounded), where memory folded a session, what a step sent, and
 // stopping a run in progress.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
 import { runAgent } from "../src/agent/loop.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../src/testing/scripted-model-server.js";
-import { CANCELLABLE_ORDER, cleanUp, getJson, postJson, startPlayground, WAIT, type Playground } from "./web-helpers.js";
+import { CANCELLABLE_ORDER, cleanUp, getJson, postJson, readEvents, startPlayground, tempDir, WAIT, type Playground } from "./web-helpers.js";
 
 interface Listed {
   id: string;
@@ -202,5 +204,27 @@ describe("trace API: where memory folded a session", () => {
     expect(index).toBeGreaterThan(0);
     expect(await sent(steps[index])).toContain(JSON.stringify(fold?.summary).slice(1, -1));
     expect(await sent(steps[index - 1])).not.toContain("Earlier, the user asked");
+  });
+});
+
+describe("trace API: a pipeline's run", () => {
+  afterAll(cleanUp);
+
+  it("regression: the event stream of a pipeline's run ends with the pipeline (it stayed open: the end came under the last stage's id)", async () => {
+    const agentsFile = join(tempDir(), "agents.json");
+    writeFileSync(agentsFile, JSON.stringify({ agents: { first: { description: "One.", systemPrompt: "You are FIRST." }, second: { description: "Two.", systemPrompt: "You are SECOND." } }, pipelines: { two: ["first", "second"] } }));
+    const playground = await startPlayground({
+      env: { GLASSBOX_AGENTS: agentsFile },
+      script: (request) => ({ content: `${String(request.messages[0]?.content).includes("FIRST") ? "first" : "second"} saw: ${lastUserText(request)}` }),
+    });
+    const { body } = await postJson(`${playground.url}api/runs`, { session: "pipe", input: "/pipeline two hello" });
+    const stream = await readEvents(`${playground.url}api/runs/${body.runId as string}/events`);
+    expect(stream.endedByServer).toBe(true);
+    expect(stream.events.filter(({ event }) => event.type === "run_start")).toHaveLength(1);
+    const { body: runs } = await getJson<{ runs: Array<{ input: string; output: string }> }>(`${playground.url}api/sessions/web:pipe/runs`);
+    expect(runs.runs.map((run) => [run.input, run.output])).toEqual([
+      ["/pipeline two hello", "first saw: hello"],
+      ["first saw: hello", "second saw: first saw: hello"],
+    ]);
   });
 });

@@ -16,14 +16,19 @@ const WEB_MESSAGE_REF = "web";
 const LIVE_REASONING_CHARS = 16 * 1024;
 
 export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
+  /** The turn's first run: a pipeline's later stages are runs of their own, and its end comes under the last one's id. */
+  let firstRunId: string | undefined;
   return {
     onEvent(event: AgentEvent) {
+      if (event.type === "run_start") firstRunId ??= event.runId;
       const shown = webEventOf(event);
       if (shown) hub.publish(sessionId, shown);
     },
 
     // The end is published here, not at the loop's run_end, so that a paused run's approvals come first.
     async finish(result: RunResult) {
+      // A pipeline's first stage is over once a later one ends the turn: whoever follows it (by the id POST /api/runs gave) is told.
+      if (firstRunId !== undefined && firstRunId !== result.runId) hub.end(firstRunId);
       hub.publish(sessionId, {
         type: "run_end",
         runId: result.runId,
