@@ -140,7 +140,7 @@ export function createSessionSearch(store: Store) {
       ${where.length ? `WHERE ${where.join("\n AND ")}` : ""}
       ORDER BY s.updated_at DESC, s.id
       LIMIT @limit`;
-    // One statement per combination of filters (at most 2^6), prepared once.
+    // One statement per combination of filters (at most 128), prepared once.
     let statement = statements.get(sql);
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
     const rows = statement.all(params) as Array<Omit<SessionListing, "adapter" | "hasErrors" | "awaitingApproval"> & { hasErrors: number; awaitingApproval: number }>;
