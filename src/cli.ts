@@ -34,9 +34,12 @@ export async function main(argv: string[]): Promise<number> {
     },
   });
   const load = command === undefined ? undefined : COMMANDS[command];
-  if (!load || values.help) {
+  if (load === undefined && command !== undefined && !["help", "--help", "-h"].includes(command)) {
+    throw new UsageError(`There is no command '${command}'; the commands are below.`);
+  }
+  if (load === undefined || values.help) {
     process.stdout.write(`${HELP}\n`);
-    return load || command === undefined || command === "help" || command === "--help" || command === "-h" ? 0 : 2;
+    return 0;
   }
   const { help: _help, ...options } = values;
   const input: CommandInput = { positionals, options };

@@ -15,7 +15,7 @@ export default async function sessions({ options }: CommandInput): Promise<numbe
   return 0;
 }
 
-export function formatSessions(listed: SessionInfo[], style = styleFor(process.stdout)): string {
+function formatSessions(listed: SessionInfo[], style = styleFor(process.stdout)): string {
   const rows = listed.map((session) => [
     session.id,
     formatNumber(session.messageCount),
@@ -36,7 +36,7 @@ export function formatSessions(listed: SessionInfo[], style = styleFor(process.s
 }
 
 /** An ISO time as "2026-12-01 14:33" (UTC): to the minute is what a list needs. */
-export function formatMoment(iso: string): string {
+function formatMoment(iso: string): string {
   const match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
   return match ? `${match[1]} ${match[2]}` : iso;
 }
