@@ -149,6 +149,7 @@ export async function createAgentConfig(
     counter,
     budgetTokens: Math.min(config.contextTokens, window ?? Number.POSITIVE_INFINITY),
     log: log.child({ component: "memory" }),
+    prices: config.prices,
   });
   // MCP servers: one unreachable at startup is logged and left out; a registry that fails closes them.
   const mcp = await connectMcpServers(config.mcpServers, { log: log.child({ component: "mcp" }) });

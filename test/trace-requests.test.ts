@@ -58,7 +58,21 @@ describe("a step's recorded request", () => {
       const body = sent[step - 1];
       expect(JSON.parse(JSON.stringify(recorded.messages)), `step ${step}: messages`).toEqual(body?.messages);
       expect(recorded.tools, `step ${step}: tools`).toEqual(body?.tools);
+      expect(recorded.stream, `step ${step}: streamed`).toBe(body?.stream === true);
     }
+
+    // The summarising calls are the run's costs: kept with their summaries at the step they made room for, and in the run's totals.
+    const summaries = store.db.prepare("SELECT run_id AS runId, step, prompt_tokens AS promptTokens FROM summaries WHERE session_id = 'test:requests'").all() as Array<{ runId: string; step: number; promptTokens: number }>;
+    expect(summaries.length).toBeGreaterThan(0);
+    for (const summary of summaries) {
+      expect(summary.runId).toBe(result.runId);
+      expect(summary.step).toBeGreaterThanOrEqual(1);
+      expect(summary.step).toBeLessThanOrEqual(steps);
+      expect(summary.promptTokens).toBeGreaterThan(0);
+    }
+    const stepTokens = reader.steps(result.runId).reduce((sum, one) => sum + one.promptTokens, 0);
+    const summaryTokens = summaries.reduce((sum, one) => sum + one.promptTokens, 0);
+    expect(reader.run(result.runId)?.promptTokens).toBe(stepTokens + summaryTokens);
 
     // Each distinct message once (and the tool list once): far fewer rows than the messages all steps sent.
     const stored = store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = ?").pluck().get(result.runId) as number;

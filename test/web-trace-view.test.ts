@@ -117,6 +117,8 @@ describe("trace viewer in Chromium", () => {
     await fold.locator("summary").click();
     await fold.locator(".fold-summary", { hasText: "Earlier, the user asked about order" }).waitFor(VISIBLE);
     expect(await fold.locator(".hint").textContent()).toMatch(/the summary is about \d+ tokens/);
+    // The summarising call, with its own tokens, counted in the run.
+    expect(await fold.locator(".hint").textContent()).toMatch(/That call \(.+\) took [\d,]+ prompt and [\d,]+ completion tokens \(.+\), counted in this run's totals\./);
     // The folded step is the bar marked in the chart.
     const step = await page.locator("tr.step.folded").first().getAttribute("data-step");
     expect(await page.locator("svg.chart rect.bar.folded").first().getAttribute("data-step")).toBe(step);
@@ -133,15 +135,13 @@ describe("trace viewer in Chromium", () => {
     const settings = await payload.locator(".request-settings dt").allTextContents();
     expect(settings[0]).toBe("Model");
     expect(await payload.locator(".request-settings dd").first().textContent()).toBe("scripted-model");
-    // The page shows what the API has of the request: its tools, or that they were not kept.
+    // The whole request: the tools (as the server got them), tool_choice and whether it streamed.
     const runId = await page.locator("section.run").first().getAttribute("id");
-    const { body } = await getJson<{ request: { tools?: Array<{ function: { name: string } }>; tool_choice?: string } | null }>(`${playground.url}api/runs/${runId?.replace(/^run-/, "")}/steps/1/payload`);
-    if (body.request?.tools) {
-      expect(await payload.locator(".payload-tools > li summary code").allTextContents()).toEqual(body.request.tools.map((tool) => tool.function.name));
-      if (body.request.tool_choice) expect(settings).toContain("tool_choice");
-    } else {
-      expect(await payload.locator(".request .hint").textContent()).toContain("the tool schemas and settings it was sent with (tools, tool_choice, streaming) are not recorded");
-    }
+    const { body } = await getJson<{ request: { tools?: Array<{ function: { name: string } }>; tool_choice?: string; stream?: boolean } | null }>(`${playground.url}api/runs/${runId?.replace(/^run-/, "")}/steps/1/payload`);
+    expect(body.request?.tools?.length).toBeGreaterThan(0);
+    expect(await payload.locator(".payload-tools > li summary code").allTextContents()).toEqual(body.request?.tools?.map((tool) => tool.function.name));
+    expect(settings).toEqual(expect.arrayContaining(["tool_choice", "stream"]));
+    expect(typeof body.request?.stream).toBe("boolean");
     await page.close();
   });
 

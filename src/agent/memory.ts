@@ -6,9 +6,10 @@
  */
 import type { AgentEvent } from "./events.js";
 import type { RunState } from "./run.js";
-import { runOutcomeOf, type Fact, type Store, type StoredMessage, type Summary } from "./store.js";
+import { costOf, priceOf, type Price } from "./cost.js";
+import { runOutcomeOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
-import type { ChatModel, Message, ToolSpec } from "./types.js";
+import { addUsage, type ChatModel, type Message, type ToolSpec } from "./types.js";
 
 /** The loop's port to memory. */
 export interface Memory {
@@ -42,6 +43,8 @@ export interface SqliteMemoryOptions {
   /** How many facts may be injected (default 5), within a tenth of the budget. */
   factLimit?: number;
   log?: MemoryLog;
+  /** Prices per model (GLASSBOX_PRICES), for the cost of the summarising calls. */
+  prices?: Record<string, Price>;
 }
 
 // After a fold, the kept turns take at most this share of the room, so folding is occasional.
@@ -126,6 +129,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
     const room = budgetTokens - counter.text(SUMMARY_PROMPT) - counter.text(previous) - SUMMARY_FRAMING_TOKENS;
     const newPart = limitTokens(transcript(folded, (text) => limitTokens(text, room / 4, counter)), room, counter);
     let content: string;
+    let call: SummaryCall | undefined;
     try {
       const reply = await options.model.chat({
         messages: [
@@ -133,6 +137,11 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
           { role: "user", content: `Previous summary:\n${previous}\n\nNew part of the conversation:\n${newPart}` },
         ],
       });
+      // The summary is a cost of this run: in its totals, and kept with the summary for the trace.
+      run.usage = addUsage(run.usage, reply.usage);
+      const model = reply.model || options.model.name;
+      const { promptTokens: prompt, completionTokens } = reply.usage;
+      call = { runId: run.runId, step: run.steps, model, promptTokens: prompt, completionTokens, cost: costOf(priceOf(model, options.prices), reply.usage) };
       content = limitTokens(reply.content?.trim() ?? "", budgetTokens * SUMMARY_SHARE, counter);
       // An empty reply would replace the rolling summary with nothing; keep the previous one instead.
       if (!content) throw new Error("the model returned an empty summary");
@@ -143,7 +152,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       content = session.summary?.content ?? "";
     }
     const summary = { content, tokens: counter.text(content), lastMessageId: last.id };
-    store.saveSummary(run.sessionId, session.epoch, { ...summary, firstMessageId: first.id });
+    store.saveSummary(run.sessionId, session.epoch, { ...summary, firstMessageId: first.id, call });
     session.summary = summary;
     session.messages = session.messages.slice(count);
   }

@@ -172,6 +172,19 @@ const MIGRATIONS = [
   ALTER TABLE steps ADD COLUMN tools_ref INTEGER;
   ALTER TABLE steps ADD COLUMN tool_choice TEXT;
   `,
+  `
+  -- the summarising call of a fold, as a cost of the run whose context it made room in: which run and
+  -- step, the model, its tokens and cost (counted in the run's totals); null for older summaries.
+  -- And whether a step's request was streamed.
+  ALTER TABLE summaries ADD COLUMN run_id TEXT;
+  ALTER TABLE summaries ADD COLUMN step INTEGER;
+  ALTER TABLE summaries ADD COLUMN model TEXT;
+  ALTER TABLE summaries ADD COLUMN prompt_tokens INTEGER;
+  ALTER TABLE summaries ADD COLUMN completion_tokens INTEGER;
+  ALTER TABLE summaries ADD COLUMN cost REAL;
+  CREATE INDEX summaries_by_run ON summaries(run_id) WHERE run_id IS NOT NULL;
+  ALTER TABLE steps ADD COLUMN streamed INTEGER;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -28,6 +28,16 @@ export interface Summary {
   lastMessageId: number;
 }
 
+/** The summarising call behind a summary: the run and step it made room for, and what it cost. */
+export interface SummaryCall {
+  runId: string;
+  step: number;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number | null;
+}
+
 export interface SessionInfo {
   id: string;
   messageCount: number;
@@ -112,7 +122,7 @@ export interface Store {
   /** The current epoch's messages with an id above `afterId`, oldest first. */
   messagesAfter(sessionId: string, epoch: number, afterId: number): StoredMessage[];
   latestSummary(sessionId: string, epoch: number): Summary | undefined;
-  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number }): void;
+  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): void;
   /** A new start for the session: later runs see none of its earlier messages (which are kept). */
   resetSession(sessionId: string): boolean;
   /** Runs and tokens of one session, across resets. */
@@ -192,7 +202,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       "SELECT content, tokens, last_message_id FROM summaries WHERE session_id = ? AND epoch = ? ORDER BY id DESC LIMIT 1",
     ),
     insertSummary: db.prepare(
-      "INSERT INTO summaries (session_id, epoch, content, tokens, first_message_id, last_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO summaries (session_id, epoch, content, tokens, first_message_id, last_message_id, created_at, run_id, step, model, prompt_tokens, completion_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ),
     listSessions: db.prepare(`
       SELECT s.id, s.updated_at AS lastActivity,
@@ -289,8 +299,10 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       const row = statements.latestSummary.get(sessionId, epoch) as { content: string; tokens: number; last_message_id: number } | undefined;
       return row && { content: row.content, tokens: row.tokens, lastMessageId: row.last_message_id };
     },
-    saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number }): void {
-      statements.insertSummary.run(sessionId, epoch, summary.content, summary.tokens, summary.firstMessageId, summary.lastMessageId, now());
+    saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): void {
+      const { call } = summary;
+      statements.insertSummary.run(sessionId, epoch, summary.content, summary.tokens, summary.firstMessageId, summary.lastMessageId, now(),
+        call?.runId ?? null, call?.step ?? null, call?.model ?? null, call?.promptTokens ?? null, call?.completionTokens ?? null, call?.cost ?? null);
     },
     /** A new start for the session: later runs see none of its earlier messages (which are kept). */
     resetSession(sessionId: string): boolean {

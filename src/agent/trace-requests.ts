@@ -13,6 +13,7 @@ export interface RecordedRequest {
   messages: Message[];
   tools?: ToolSpec[];
   tool_choice?: "auto" | "none";
+  stream?: boolean;
 }
 
 /** The columns a step row keeps for its request. */
@@ -36,7 +37,7 @@ export function createRequestLog(db: Database.Database) {
     insert: db.prepare("INSERT INTO step_messages (run_id, seq, body) VALUES (?, ?, ?)"),
     bodies: db.prepare("SELECT seq, body FROM step_messages WHERE run_id = ?"),
     legacy: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
-    refs: db.prepare("SELECT request_refs, tools_ref, tool_choice FROM steps WHERE run_id = ? AND step = ?"),
+    refs: db.prepare("SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = ? AND step = ?"),
   };
   const runs = new Map<string, RunParts>();
 
@@ -78,7 +79,7 @@ export function createRequestLog(db: Database.Database) {
     },
     /** A step's request as it was sent; undefined when the step is not recorded. */
     read(runId: string, step: number): RecordedRequest | Message[] | undefined {
-      const row = statements.refs.get(runId, step) as { request_refs: string | null; tools_ref: number | null; tool_choice: string | null } | undefined;
+      const row = statements.refs.get(runId, step) as { request_refs: string | null; tools_ref: number | null; tool_choice: string | null; streamed: number | null } | undefined;
       if (!row) return undefined;
       if (row.request_refs === null) return legacyPayload(statements.legacy.get(runId, step) as string | Buffer | null | undefined);
       const bodies = new Map((statements.bodies.all(runId) as Array<{ seq: number; body: string }>).map((entry) => [entry.seq, entry.body]));
@@ -87,6 +88,7 @@ export function createRequestLog(db: Database.Database) {
         messages: seqsOf(row.request_refs).map((seq) => part(seq) as Message),
         ...(row.tools_ref !== null ? { tools: part(row.tools_ref) as ToolSpec[] } : {}),
         ...(row.tool_choice === "auto" || row.tool_choice === "none" ? { tool_choice: row.tool_choice } : {}),
+        ...(row.streamed !== null ? { stream: row.streamed === 1 } : {}),
       };
     },
   };

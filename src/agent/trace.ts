@@ -105,8 +105,8 @@ export function createTraceRecorder(
 ): TraceRecorder {
   const { db } = store;
   const statements = {
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @at)
+    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
+      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @streamed, @at)
       ON CONFLICT (run_id, step) DO NOTHING`),
     // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
     addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
@@ -114,7 +114,8 @@ export function createTraceRecorder(
     // The cost of a run is its steps' and its sub-agents' runs' (unknown if any of them is).
     priceRun: db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
       cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
-        SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId))
+        SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId
+        UNION ALL SELECT cost FROM summaries WHERE run_id = @runId))
       WHERE id = @runId`),
   };
   const logEvent = (event: AgentEvent) => {
@@ -189,6 +190,7 @@ export function createTraceRecorder(
           cost: costOf(priceOf(model, options.prices), usage),
           ...requests.store(event.runId, messages, request?.tools),
           toolChoice: request?.toolChoice ?? null,
+          streamed: event.response.streamed === undefined ? null : Number(event.response.streamed),
           at: new Date().toISOString(),
         });
       } else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);

@@ -59,6 +59,8 @@ export interface ModelResponse {
   reasoning?: string;
   /** What the model layer did to make the reply usable (a tool call recovered from text, an option the server refused dropped), in words, for the trace. */
   notes?: string[];
+  /** Whether the request asked for a streamed reply (absent: the model does not say). */
+  streamed?: boolean;
 }
 
 /** The model behind a one-function port; tests pass a client pointed at a scripted server. */

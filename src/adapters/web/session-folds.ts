@@ -1,8 +1,9 @@
 /**
  * Where memory folded older turns of a session into its rolling summary, read from what the store
  * keeps: each summary (its text, its size, the messages it covers, when it was written), placed at
- * the step it was made for. Memory folds while it builds a step's context, before that step's model
- * call, so the fold belongs to the first step of the session's own runs recorded after the summary.
+ * the step it was made for, with the summarising call's model, tokens and cost. Summaries written
+ * before the store kept their step are placed by time: memory folds while it builds a step's
+ * context, so such a fold belongs to the first step of the session's own runs recorded after it.
  */
 import type { Store } from "../../agent/store.js";
 
@@ -19,6 +20,8 @@ export interface Fold {
   foldedMessages: number;
   /** The summarising call failed (the server log says why): the summary stayed as it was and the turns were dropped. */
   summaryFailed: boolean;
+  /** The summarising call (null for a failed one, or a summary written before calls were kept). */
+  call: { model: string; promptTokens: number; completionTokens: number; cost: number | null } | null;
 }
 
 /** A session's folds are few (each one makes room for many turns); this bounds a pathological store. */
@@ -31,12 +34,18 @@ interface SummaryRow {
   first_message_id: number;
   last_message_id: number;
   created_at: string;
+  run_id: string | null;
+  step: number | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  cost: number | null;
 }
 
 export function createFoldReader(store: Store) {
   const { db } = store;
   const statements = {
-    summaries: db.prepare(`SELECT epoch, content, tokens, first_message_id, last_message_id, created_at FROM summaries WHERE session_id = ? ORDER BY id LIMIT ${MAX_FOLDS}`),
+    summaries: db.prepare(`SELECT epoch, content, tokens, first_message_id, last_message_id, created_at, run_id, step, model, prompt_tokens, completion_tokens, cost FROM summaries WHERE session_id = ? ORDER BY id LIMIT ${MAX_FOLDS}`),
     folded: db.prepare("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ? AND id BETWEEN ? AND ?").pluck(),
     // Sub-agents have no memory: only the session's own runs fold.
     nextStep: db.prepare(`SELECT st.run_id AS runId, st.step FROM steps st JOIN runs r ON r.id = st.run_id
@@ -47,10 +56,12 @@ export function createFoldReader(store: Store) {
     const rows = statements.summaries.all(sessionId) as SummaryRow[];
     return rows.map((row, index) => {
       const previous = rows.slice(0, index).findLast((earlier) => earlier.epoch === row.epoch);
-      const next = statements.nextStep.get(sessionId, row.created_at) as { runId: string; step: number } | undefined;
+      const next = row.run_id !== null && row.step !== null ? { runId: row.run_id, step: row.step } : (statements.nextStep.get(sessionId, row.created_at) as { runId: string; step: number } | undefined);
+      const call = row.model !== null ? { model: row.model, promptTokens: row.prompt_tokens ?? 0, completionTokens: row.completion_tokens ?? 0, cost: row.cost } : null;
       return {
         runId: next?.runId ?? null,
         step: next?.step ?? null,
+        call,
         at: row.created_at,
         summary: row.content,
         summaryTokens: row.tokens,

@@ -88,7 +88,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
-    const reply = capabilities.noted(await readReply(response, request, messages, offered, streaming, () => refusableIn(params)), params);
+    const reply = { ...capabilities.noted(await readReply(response, request, messages, offered, streaming, () => refusableIn(params)), params), streamed: "stream" in params };
     if (renamed.size === 0) return reply;
     // The trace shows which id the server was sent for each call glassbox knows.
     const pairs = [...renamed].map(([id, sent]) => `${id} as ${sent}`);

@@ -52,6 +52,12 @@ function stepRow(run, step, context) {
   );
 }
 
+/** The summarising call's own cost, counted in the run's totals; older summaries did not keep it. */
+function summaryCallText(call) {
+  if (!call) return "That call's own tokens and cost were not kept (a summary written by an older glassbox).";
+  return `That call (${call.model}) took ${formatNumber(call.promptTokens)} prompt and ${formatNumber(call.completionTokens)} completion tokens (${call.cost === null ? "no known price for this model" : formatCost(call.cost)}), counted in this run's totals.`;
+}
+
 /** Where memory made room before this step: what it folded, and the summary it wrote, openable. */
 function foldDetails(fold) {
   const folded = `${formatNumber(fold.foldedMessages)} older message${fold.foldedMessages === 1 ? "" : "s"}`;
@@ -64,7 +70,7 @@ function foldDetails(fold) {
       { class: "hint" },
       fold.summaryFailed
         ? "The summarising call failed (the server log says why), so the summary stayed as it was."
-        : `At ${formatTime(fold.at)} a separate call to the model summarised them: the summary is about ${formatNumber(fold.summaryTokens)} tokens (glassbox's count) and rides in the system message from here on. That call's own tokens and cost are not in the trace.`,
+        : `At ${formatTime(fold.at)} a separate call to the model summarised them: the summary is about ${formatNumber(fold.summaryTokens)} tokens (glassbox's count) and rides in the system message from here on. ${summaryCallText(fold.call)}`,
     ),
     fold.summary ? el("div", { class: "fold-summary" }, el("h4", {}, "Summary"), el("p", {}, fold.summary)) : null,
   );
