@@ -226,5 +226,15 @@ describe("trace API: a pipeline's run", () => {
       ["/pipeline two hello", "first saw: hello"],
       ["first saw: hello", "second saw: first saw: hello"],
     ]);
+    // Each stage is linked to the pipeline's first run, with its place and the pipeline's name.
+    const { body: linked } = await getJson<{ runs: Array<{ pipelineRunId: string; pipelineStage: number; pipelineStages: number; pipelineName: string }> }>(`${playground.url}api/sessions/web:pipe/runs`);
+    expect(linked.runs.map((run) => [run.pipelineRunId, run.pipelineStage, run.pipelineStages, run.pipelineName])).toEqual([
+      [body.runId, 1, 2, "two"],
+      [body.runId, 2, 2, "two"],
+    ]);
+    // Polled by the id POST /api/runs gave, the pipeline answers as a whole (regression: it said stage 1's answer).
+    const { body: polled } = await getJson<{ status: string; done: boolean; output: string; stages: Array<{ stage: number; status: string }> }>(`${playground.url}api/runs/${body.runId as string}`);
+    expect(polled).toMatchObject({ status: "final", done: true, output: "second saw: first saw: hello" });
+    expect(polled.stages.map((stage) => [stage.stage, stage.status])).toEqual([[1, "final"], [2, "final"]]);
   });
 });

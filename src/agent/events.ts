@@ -1,10 +1,10 @@
 import type { ApprovalDecision, ToolEvent } from "../tools/types.js";
 import type { Message, ModelResponse, ToolSpec } from "./types.js";
-import type { RunResult } from "./run.js";
+import type { PipelineStage, RunResult } from "./run.js";
 
 /** Progress of a run, as a stream of typed events; adapters and traces render them their own way. */
 export type AgentEvent =
-  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string; parent?: { runId: string; toolCallId: string } }
+  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string; parent?: { runId: string; toolCallId: string }; pipeline?: PipelineStage }
   | { type: "run_resumed"; runId: string; sessionId: string; decisions: Record<string, ApprovalDecision>; parent?: { runId: string; toolCallId: string } }
   | { type: "model_start"; runId: string; step: number; messages: Message[]; toolCount: number; tools?: ToolSpec[]; toolChoice?: "auto" | "none" }
   | { type: "model_delta"; runId: string; step: number; text: string }

@@ -35,7 +35,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   const live = liveOf(task, config);
   return survive(run, live, async () => {
     await live.atomically(() => {
-      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}) });
+      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}), ...(task.pipeline ? { pipeline: task.pipeline } : {}) });
       addMessages(run, live, [{ role: "user", content: task.input }]);
     });
     return loop(config, run, live);

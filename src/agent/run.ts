@@ -42,12 +42,22 @@ export interface Task {
   runId?: string;
   /** For a sub-agent's run: the run and the tool call it works for (its trace nests there). */
   parent?: { runId: string; toolCallId: string };
+  /** For a stage of a pipeline: where it stands in the pipeline. */
+  pipeline?: PipelineStage;
   sessionId?: string;
   userId?: string;
   /** Earlier turns of the conversation, oldest first (when the agent has no memory). */
   history?: Message[];
   signal?: AbortSignal;
   onEvent?: AgentEventListener;
+}
+
+/** A pipeline's stage: the pipeline's name, the first stage's run (which names the pipeline), the stage's place from 1, of how many. */
+export interface PipelineStage {
+  name: string;
+  runId: string;
+  stage: number;
+  stages: number;
 }
 
 export type StopReason = "final" | "max_steps" | "awaiting_approval" | "cancelled" | "error";

@@ -185,6 +185,15 @@ const MIGRATIONS = [
   CREATE INDEX summaries_by_run ON summaries(run_id) WHERE run_id IS NOT NULL;
   ALTER TABLE steps ADD COLUMN streamed INTEGER;
   `,
+  `
+  -- a pipeline's stages are runs of their own, linked to the first stage's run (which every stage
+  -- names, the first one included), with their place in it, how many stages it has and its name
+  ALTER TABLE runs ADD COLUMN pipeline_run_id TEXT;
+  ALTER TABLE runs ADD COLUMN pipeline_stage INTEGER;
+  ALTER TABLE runs ADD COLUMN pipeline_name TEXT;
+  ALTER TABLE runs ADD COLUMN pipeline_stages INTEGER;
+  CREATE INDEX runs_by_pipeline ON runs(pipeline_run_id, pipeline_stage) WHERE pipeline_run_id IS NOT NULL;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -6,7 +6,7 @@
  * process instance (store-owners); the file is checked when it is opened (store-file).
  */
 import type Database from "better-sqlite3";
-import type { RunResult } from "./run.js";
+import type { PipelineStage, RunResult } from "./run.js";
 import { groupCommit, startCheckpointer } from "./store-commit.js";
 import { openDatabase } from "./store-file.js";
 import { INSTANCE, instanceRegistration, ownerChecker } from "./store-owners.js";
@@ -63,6 +63,7 @@ export interface RunRecord {
   input: string;
   /** For a sub-agent's run: the run and tool call it works for. */
   parent?: { runId: string; toolCallId: string };
+  pipeline?: PipelineStage;
 }
 
 export interface RunOutcome {
@@ -183,12 +184,12 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
     // Idempotent: memory and the trace both start a run they see, whichever is configured.
     insertRun: db.prepare(
-      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
     ),
     acceptRun: db.prepare(
       "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner)",
     ),
-    startAcceptedRun: db.prepare("UPDATE runs SET status = 'running', started_at = ?, owner = ? WHERE id = ? AND status = 'accepted'"),
+    startAcceptedRun: db.prepare("UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ? WHERE id = ? AND status = 'accepted'"),
     endRun: db.prepare(END_RUN),
     endUnstartedRun: db.prepare(`${END_RUN} AND status = 'accepted'`),
     pausedRun: db.prepare("SELECT paused FROM runs WHERE id = ? AND status = 'awaiting_approval'").pluck(),
@@ -263,9 +264,11 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       if (status !== undefined && status !== "accepted") return false;
       return db.transaction(() => {
         registerInstance();
-        if (status === "accepted") return statements.startAcceptedRun.run(now(), INSTANCE.id, run.runId).changes === 1;
+        const { pipeline } = run;
+        const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
+        if (status === "accepted") return statements.startAcceptedRun.run(now(), INSTANCE.id, ...stage, run.runId).changes === 1;
         statements.upsertSession.run(run.sessionId, now(), now());
-        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null, INSTANCE.id).changes === 1;
+        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null, INSTANCE.id, ...stage).changes === 1;
       })();
     },
     endRun(outcome: RunOutcome): void {

@@ -4,6 +4,7 @@
  * answer to the next. A specialist's run is traced under the tool call that asked for it, its
  * tokens count toward that run, and its dangerous calls ask the same person.
  */
+import { randomUUID } from "node:crypto";
 import { isPlainObject } from "../tools/args.js";
 import { approvalsAwaited } from "../tools/executor.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -146,6 +147,7 @@ function outcomeOf(result: RunResult, context: ToolContext): unknown {
 
 /** Runs a pipeline's stages in order; a stage that does not end with an answer stops it there. */
 export async function runPipeline(
+  name: string,
   stages: AgentDefinition[],
   factory: SpecialistFactory,
   input: string,
@@ -153,10 +155,12 @@ export async function runPipeline(
 ): Promise<{ output: string; stages: Array<{ agent: string; result: RunResult }> }> {
   const done: Array<{ agent: string; result: RunResult }> = [];
   let text = input;
-  for (const stage of stages) {
-    // The first stage is the run the caller named (an HTTP API run accepted under that id); each later stage is a run of its own.
-    const { runId, ...shared } = task;
-    const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...(done.length === 0 && runId ? { runId } : {}), input: text });
+  // The first stage is the run the caller named (an HTTP API run accepted under that id); each later
+  // stage is a run of its own, linked to the first, so the trace and the API show them as one.
+  const { runId = `run_${randomUUID()}`, ...shared } = task;
+  for (const [index, stage] of stages.entries()) {
+    const pipeline = { name, runId, stage: index + 1, stages: stages.length };
+    const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...(index === 0 ? { runId } : {}), pipeline, input: text });
     done.push({ agent: stage.name, result });
     if (result.stopReason !== "final" && result.stopReason !== "max_steps") {
       return { output: `The pipeline stopped at '${stage.name}' (${result.stopReason}): ${result.output}`, stages: done };
@@ -183,7 +187,7 @@ export function createPipelines(config: AgentsConfig, factory: () => SpecialistF
     names: () => Object.keys(config.pipelines),
     async run(name, input, task) {
       const stages = config.pipelines[name]?.map((stage) => byName.get(stage) as AgentDefinition);
-      return stages ? runPipeline(stages, factory(), input, task) : undefined;
+      return stages ? runPipeline(name, stages, factory(), input, task) : undefined;
     },
   };
 }

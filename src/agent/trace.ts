@@ -60,6 +60,11 @@ export interface RunTrace {
   /** For a sub-agent's run: the run and tool call it worked for. */
   parentRunId: string | null;
   parentToolCallId: string | null;
+  /** For a pipeline's stage: the first stage's run, this stage's place from 1, how many stages, the pipeline's name. */
+  pipelineRunId: string | null;
+  pipelineStage: number | null;
+  pipelineStages: number | null;
+  pipelineName: string | null;
 }
 
 export interface UsageTotal {
@@ -91,7 +96,8 @@ interface StepRow {
 
 const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, input, status, output, model, steps,
   prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt,
-  parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId`;
+  parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId,
+  pipeline_run_id AS pipelineRunId, pipeline_stage AS pipelineStage, pipeline_stages AS pipelineStages, pipeline_name AS pipelineName`;
 
 export function createTraceRecorder(
   store: Store,
@@ -240,6 +246,7 @@ export function createTraceReader(store: Store) {
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
+    stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
     steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
@@ -257,6 +264,8 @@ export function createTraceReader(store: Store) {
     runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId) as RunTrace[],
     /** The runs of sub-agents that worked for a run, to nest under its tool calls. */
     childrenOf: (runId: string) => statements.children.all(runId) as RunTrace[],
+    /** A pipeline's stages so far, in order, by its first stage's run. */
+    stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId) as RunTrace[],
     steps(runId: string): StepTrace[] {
       return (statements.steps.all(runId) as StepRow[]).map((row) => ({
         step: row.step,

@@ -6,7 +6,7 @@
  */
 import type { Approval } from "../../agent/approvals.js";
 import type { ErrorCode } from "../../agent/errors.js";
-import type { StopReason } from "../../agent/run.js";
+import type { PipelineStage, StopReason } from "../../agent/run.js";
 import type { Usage } from "../../agent/types.js";
 import type { ToolCallRecord } from "../../tools/types.js";
 
@@ -25,7 +25,7 @@ export interface ApprovalView {
 }
 
 export type WebEvent =
-  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string }
+  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string; pipeline?: PipelineStage }
   | { type: "run_resumed"; runId: string; sessionId: string }
   | { type: "model_start"; runId: string; step: number }
   | { type: "model_delta"; runId: string; step: number; text: string }

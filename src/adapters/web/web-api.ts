@@ -108,7 +108,9 @@ export function createApi(context: ApiContext) {
     }],
 
     ["GET", /^\/api\/runs\/([^/]+)$/, (_request, response, [runId = ""], _url, caller) => {
-      sendJson(response, 200, runView(readableRun(caller, runId)));
+      const run = readableRun(caller, runId);
+      // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
+      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...runView(run), ...pipelineView(reader.stagesOf(run.runId)) } : runView(run));
     }],
 
     ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""], _url, caller) => streamRun(request, response, readableRun(caller, runId))],
@@ -267,6 +269,20 @@ function requestOf(stored: unknown, model: string | null): { model: string | nul
   if (Array.isArray(stored)) return { model, messages: stored, request: null };
   const { messages, ...request } = stored as Record<string, unknown>;
   return { model, messages: Array.isArray(messages) ? messages : [], request };
+}
+
+/** A pipeline as one run: the state and answer of its latest stage once it has ended (its last stage ended, or a stage stopped it). */
+function pipelineView(stages: RunTrace[]) {
+  const last = stages.at(-1);
+  if (!last) return {};
+  const ended = !UNFINISHED.has(last.status);
+  const done = ended && (last.pipelineStage === last.pipelineStages || (last.status !== "final" && last.status !== "max_steps"));
+  return {
+    status: done || !ended ? last.status : "running",
+    output: done ? last.output : null,
+    done,
+    stages: stages.map((stage) => ({ runId: stage.runId, stage: stage.pipelineStage, status: stage.status, output: stage.output })),
+  };
 }
 
 function decodeSegment(segment: string): string {

@@ -64,7 +64,7 @@ export function showWebDecision(hub: EventHub) {
 function webEventOf(event: AgentEvent): WebEvent | undefined {
   switch (event.type) {
     case "run_start":
-      return { type: "run_start", runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input };
+      return { type: "run_start", runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input, ...(event.pipeline ? { pipeline: event.pipeline } : {}) };
     case "run_resumed":
       return { type: "run_resumed", runId: event.runId, sessionId: event.sessionId };
     case "model_start":

@@ -262,13 +262,9 @@ function onEvent(event) {
   follower.changed(event.type === "approval_requested" ? APPROVAL_NEWS : undefined);
 }
 
-/**
- * The view a starting run shows in. A run this page has not seen that starts while another runs
- * in this session is a pipeline's next stage (the session runs one turn at a time, and a stage
- * starts inside its pipeline's turn): it goes on in the same answer.
- */
+/** The view a starting run shows in: a pipeline's later stage goes on in the answer of the stage before. */
 function startedView(event) {
-  const running = runs.has(event.runId) ? undefined : runningView();
+  const running = runs.has(event.runId) || !(event.pipeline?.stage > 1) ? undefined : runningView();
   return running ? addStage(running, event.runId, running.text) : viewOf(event.runId, event.input);
 }
 
