@@ -83,7 +83,8 @@ for (const [name, available, open] of implementations) {
     }
 
     it("runs a conversation's turns one at a time, in the order they were enqueued, beside other conversations", async () => {
-      const { harness, recorder } = await start(3);
+      // More slots than conversations: a second turn of a busy conversation would find a free one.
+      const { harness, recorder } = await start(4);
       const keys = (conversation: string) => Array.from({ length: 5 }, (_, index) => `${conversation}-${index}`);
       for (let index = 0; index < 5; index++) for (const conversation of ["a", "b", "c"]) await harness.queue.enqueue(turn(conversation, `${conversation}-${index}`, { sleepMs: 20 }));
       await until(() => recorder.effects.filter((effect) => effect.kind === "end").length === 15);

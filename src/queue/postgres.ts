@@ -98,7 +98,7 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
   const reportError = (error: unknown, context: string) => settings.log?.warn({ error: (error as Error)?.message }, context);
   // Jobs and the heartbeat use separate connections, so that busy turns never delay a heartbeat.
   const jobsPool = newPool({ connectionString: settings.connectionString, max: options.concurrency + 2 }, settings.log);
-  const livenessPool = newPool({ connectionString: settings.connectionString, max: 2, query_timeout: timings.heartbeatMs }, settings.log);
+  const livenessPool = newPool({ connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs }, settings.log);
   const lease = new AbortController();
   let workerId = "";
 
@@ -118,7 +118,13 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
   // Taking a job locks every free conversation queue for a moment, so a worker of this pool looking
   // at the same moment finds none and would sleep until its next poll: each job taken wakes another.
   const events: WorkerEvents = new EventEmitter();
-  events.on("job:start", () => workerPool.nudge(1));
+  events.on("job:start", () => {
+    try {
+      workerPool.nudge(1);
+    } catch {
+      // the pool is stopping: nobody is left to wake
+    }
+  });
   // No local queue (graphile-worker's batch fetching): a batch could hold two turns of one conversation.
   const workerPool: WorkerPool = runTaskList(
     { concurrency: options.concurrency, schema, pollInterval: timings.pollIntervalMs, noHandleSignals: true, logger: settings.logger, events },

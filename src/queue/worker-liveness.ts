@@ -148,12 +148,14 @@ export async function startLiveness(options: {
   onError: (error: unknown, context: string) => void;
 }): Promise<Liveness> {
   const { pool, schema, workerId, timings, onError } = options;
-  await pool.query(`insert into ${workersTable(schema)} (worker_id, host, pid) values ($1, $2, $3)`, [workerId, hostname(), process.pid]);
+  // Times are taken before each write: the row's heartbeat_at is never earlier than what this side counts from.
   let lastBeatStarted = performance.now();
+  await pool.query(`insert into ${workersTable(schema)} (worker_id, host, pid) values ($1, $2, $3)`, [workerId, hostname(), process.pid]);
   let lost = false;
   const loseLease = () => {
     if (lost) return;
     lost = true;
+    clearInterval(watchdog);
     options.onLeaseLost();
   };
 
@@ -166,9 +168,12 @@ export async function startLiveness(options: {
     } catch (error) {
       onError(error, "writing the worker's heartbeat");
     }
-    // Stop before the others can declare this worker dead: they may from lastBeat + deadAfterMs on.
-    if (performance.now() - lastBeatStarted > timings.deadAfterMs - timings.heartbeatMs) loseLease();
   }
+  // Stop before the others can declare this worker dead (they may from the last heartbeat +
+  // deadAfterMs on); a watchdog of its own, so that a heartbeat that hangs cannot delay it.
+  const watchdog = setInterval(() => {
+    if (performance.now() - lastBeatStarted > timings.deadAfterMs - timings.heartbeatMs) loseLease();
+  }, timings.heartbeatMs / 2);
 
   const sweep = () => sweepDeadWorkers(pool, schema, timings.deadAfterMs).catch((error: unknown) => onError(error, "sweeping for dead workers"));
   const cleanup = () => deleteEmptyQueues(pool, schema).catch((error: unknown) => onError(error, "deleting empty conversation queues"));
@@ -197,6 +202,7 @@ export async function startLiveness(options: {
   return {
     async stop({ removeRow }) {
       running = false;
+      clearInterval(watchdog);
       for (const timer of timers) clearTimeout(timer);
       await Promise.all(pending);
       if (removeRow) await pool.query(`delete from ${workersTable(schema)} where worker_id = $1`, [workerId]).catch((error: unknown) => onError(error, "removing the worker's heartbeat"));
