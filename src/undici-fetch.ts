@@ -7,12 +7,16 @@
  * Request object, a form upload, a redirect) goes to the global fetch, which handles it fully.
  */
 import { Readable } from "node:stream";
-import { request } from "undici";
 
 type SimpleBody = string | Uint8Array | ArrayBuffer | null | undefined;
 
+// undici is loaded on the first request: a command that never calls out (glassbox tools, --help)
+// does not pay for its 130-odd modules at start-up.
+let undiciRequest: typeof import("undici").request | undefined;
+
 export async function undiciFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   if (input instanceof Request || !isSimpleBody(init.body)) return fetch(input, init);
+  const request = (undiciRequest ??= (await import("undici")).request);
   const response = await request(input, {
     method: (init.method ?? "GET") as "GET",
     headers: headerRecord(init.headers),

@@ -46,6 +46,7 @@ describe("model client: one request", () => {
       finishReason: "tool_calls",
       usage: { promptTokens: 21, completionTokens: 13, totalTokens: 34 },
       model: "scripted-model",
+      streamed: true,
     });
   });
 
@@ -63,6 +64,7 @@ describe("model client: one request", () => {
       finishReason: "tool_calls",
       usage: { promptTokens: 5, completionTokens: 4, totalTokens: 9 },
       model: "scripted-model",
+      streamed: false,
     });
   });
 
