@@ -26,6 +26,7 @@ export interface PostgresQueueOptions {
   timings?: Partial<LivenessTimings>;
   /** Waits between attempts of a handler that throws (default DEFAULT_RETRY_DELAYS_MS). */
   retryDelaysMs?: readonly number[];
+  /** Where graphile-worker's lines and the queue's warnings go (nowhere without one). */
   logger?: Logger;
 }
 
