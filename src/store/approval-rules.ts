@@ -1,0 +1,52 @@
+/**
+ * The rules of a click, as data: where it may come from, who may decide, until when, and whether the
+ * run still waits for exactly that call. The SQLite store applies them through the approval book
+ * (src/agent/approvals.ts, the same rules); stores that decide in their own transactions use these.
+ */
+import type { PausedRun } from "../agent/run.js";
+import type { ApprovalDecision } from "../tools/types.js";
+import type { Approval, ClickOrigin, DecisionOutcome, DecisionRequest } from "./port-data.js";
+
+/** Whether the click came from the platform place and message where the approval was posted. */
+export function postedAt(approval: Approval, origin: ClickOrigin): boolean {
+  // A prefix is whole segments: "discord:dm:12" must not match the session "discord:dm:123".
+  const prefix = origin.sessionPrefix;
+  const inPlace = prefix.endsWith(":") ? approval.sessionId.startsWith(prefix) : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
+  if (!inPlace) return false;
+  return origin.messageRef === undefined || approval.messageRef === origin.messageRef;
+}
+
+/** Whether a paused run (its stored JSON) waits for exactly this call with exactly these arguments. */
+export function isWaitingFor(paused: string | undefined, approval: Approval): boolean {
+  if (!paused) return false;
+  const run = JSON.parse(paused) as PausedRun;
+  return run.pending.some((call) => call.call.id === approval.toolCallId && call.approval?.argumentsHash === approval.argumentsHash);
+}
+
+/** What a click comes to before anything is written: an outcome, or "decide" (the approval may be decided now). */
+export function judgeClick(approval: Approval | undefined, request: DecisionRequest, paused: string | undefined): DecisionOutcome | { kind: "decide"; approval: Approval } {
+  if (!approval || (request.origin && !postedAt(approval, request.origin))) return { kind: "unknown" };
+  // A superseded approval is stored as expired, but for the person clicking it is stale.
+  if (approval.status !== "pending") {
+    return { kind: approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired", approval };
+  }
+  if (request.userId !== approval.requester && !request.approvers.includes(request.userId)) return { kind: "not_allowed", approval };
+  if (Date.parse(approval.expiresAt) <= (request.now ?? new Date()).getTime()) return { kind: "expired", approval };
+  if (!isWaitingFor(paused, approval)) return { kind: "stale", approval };
+  return { kind: "decide", approval };
+}
+
+/** The decisions of a run's settled approvals, keyed by tool_call_id, as the executor takes them. */
+export function decisionsOf(approvals: Approval[]): Record<string, ApprovalDecision> {
+  const decisions: Record<string, ApprovalDecision> = {};
+  for (const approval of approvals) {
+    if (approval.status === "pending") continue;
+    decisions[approval.toolCallId] = {
+      approved: approval.status === "approved",
+      by: approval.decidedBy ?? approval.status,
+      argumentsHash: approval.argumentsHash,
+      ...(approval.status === "expired" ? { reason: "nobody approved it in time" } : {}),
+    };
+  }
+  return decisions;
+}

@@ -1,0 +1,188 @@
+/**
+ * The store port: everything glassbox persists, as coarse async operations, each one transaction.
+ * Two implementations pass one contract suite (test/store-contract.test.ts): SQLite (sqlite.ts, the
+ * embedded default) and PostgreSQL (postgres.ts, for several processes on one database). Plain data
+ * in and out; no SQL or driver type crosses it.
+ */
+import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
+import type {
+  AcceptOutcome,
+  Approval,
+  CancelNotice,
+  CancelTarget,
+  DecisionOutcome,
+  DecisionRequest,
+  EventAcceptance,
+  Fact,
+  Fold,
+  QuotaRequest,
+  QuotaReservation,
+  QuotaSpent,
+  RecordedRequest,
+  RecordOutcome,
+  RunOutcome,
+  RunTrace,
+  RunWrite,
+  SessionFilters,
+  SessionInfo,
+  SessionListing,
+  StepTrace,
+  StoredMessage,
+  Summary,
+  SummaryCall,
+  UsageExample,
+  UsageTotal,
+} from "./port-data.js";
+import type { Message } from "../agent/types.js";
+
+export type * from "./port-data.js";
+
+/** A session's history as memory reads it: the current epoch, its latest summary, the messages after it. */
+export interface SessionHistory {
+  epoch: number;
+  summary: Summary | undefined;
+  /** The current epoch's messages after the summary (all of them without one), oldest first. */
+  messages: StoredMessage[];
+  /** The history version these were read at (see historyVersion). */
+  version: string;
+}
+
+export interface ConversationStore {
+  /** Appends messages in one transaction (creating the session on first use); returns their ids, ascending. */
+  appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): Promise<number[]>;
+  sessionHistory(sessionId: string): Promise<SessionHistory>;
+  /**
+   * A token that stays the same while only this handle writes the session's messages and summaries,
+   * and changes when another handle (process, connection) writes them or the session is reset; so a
+   * cached history is reloaded exactly when someone else may have changed it.
+   */
+  historyVersion(sessionId: string): Promise<string>;
+  /** The epoch's messages with an id above `afterId`, oldest first. */
+  messagesAfter(sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]>;
+  /** A fold's summary, with the summarising call (its run and step, model, tokens, cost) when it made one. */
+  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): Promise<void>;
+  /** A new start: later runs see none of the session's earlier messages (which are kept); false for an unknown session. */
+  resetSession(sessionId: string): Promise<boolean>;
+  /** Runs and tokens of one session, across resets (sub-agents' runs left out). */
+  sessionUsage(sessionId: string): Promise<{ runs: number; promptTokens: number; completionTokens: number }>;
+  listSessions(): Promise<SessionInfo[]>;
+  /** The user who started the session's first run; undefined for a session without runs. */
+  sessionOwner(sessionId: string): Promise<string | undefined>;
+}
+
+export interface FactStore {
+  addFact(userId: string, scope: string, content: string): Promise<number>;
+  /** Only the fact's owner may forget it; false otherwise or when there is no such fact. */
+  forgetFact(userId: string, factId: number): Promise<boolean>;
+  /** The user's own facts and those shared in `channel` that best match the words of `query`, best first. */
+  searchFacts(userId: string, channel: string, query: string, limit: number): Promise<Fact[]>;
+}
+
+/**
+ * The SQLite store's view of a transaction for whoever writes beside it (the in-process run queue):
+ * work to do once it has committed.
+ */
+export interface AfterCommit {
+  afterCommit(callback: () => void): void;
+}
+
+export interface RunStore<Transaction> {
+  /**
+   * Claims an event, records its run and stores its message, in one transaction (see
+   * EventAcceptance). For an accepted event, `alsoInTransaction` adds its own writes (the run
+   * queue's job) to that transaction: PostgreSQL passes its client inside BEGIN; SQLite an
+   * after-commit hook, called once the acceptance has committed.
+   */
+  acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: Transaction) => Promise<void>): Promise<AcceptOutcome>;
+  /** Applies a run's writes in order, in one transaction: all of them or none (the promise rejects). */
+  record(writes: RunWrite[]): Promise<RecordOutcome>;
+  /** Ends an accepted run that never started (refused, or failed before it began); false when it had started. */
+  endUnstartedRun(outcome: RunOutcome): Promise<boolean>;
+  /** The JSON of a run that waits for approval; undefined once it no longer waits. */
+  pausedRun(runId: string): Promise<string | undefined>;
+  /**
+   * Marks `interrupted` the runs still running or accepted whose process is gone (its heartbeat is
+   * stale, or its pid is gone from this host), and forgets gone processes; returns how many runs.
+   */
+  interruptOrphanedRuns(): Promise<number>;
+  /** Records that this process is alive (a long-running handle beats by itself). */
+  heartbeat(): Promise<void>;
+}
+
+export interface ApprovalStore<Transaction> {
+  /** One pending approval per request (idempotent: a call is asked once). */
+  openApprovals(requests: ApprovalRequest[], ttlSeconds: number, now?: Date): Promise<Approval[]>;
+  approval(id: string): Promise<Approval | undefined>;
+  approvalsOfRun(runId: string): Promise<Approval[]>;
+  pendingApprovalsOfSession(sessionId: string): Promise<Approval[]>;
+  /** Where the buttons were posted, to update them later and to check where a click comes from. */
+  attachApprovalMessage(id: string, messageRef: string): Promise<void>;
+  /**
+   * A click, decided exactly once: only the first decision of a pending, unexpired approval whose
+   * run still waits for exactly this call counts. `runReady` is true for exactly one decision: the
+   * one that settles the run's last pending approval; for that one, `alsoInTransaction` adds its
+   * own writes (the resume's job) to the decision's transaction, as acceptEvent does.
+   */
+  decideApproval(request: DecisionRequest, alsoInTransaction?: (transaction: Transaction, decided: Approval) => Promise<void>): Promise<DecisionOutcome>;
+  /** Pending approvals of sessions under `sessionPrefix` past their time, that `owns` accepts, marked expired; returns them. */
+  expireApprovals(sessionPrefix: string, now?: Date, owns?: (sessionId: string) => boolean): Promise<Approval[]>;
+  /** The decisions of a run's settled approvals, keyed by tool_call_id, as the executor takes them. */
+  decisionsOf(runId: string): Promise<Record<string, ApprovalDecision>>;
+  /** A newer message makes the session's pending approvals moot: they expire, and their paused runs end (superseded). */
+  supersedeApprovals(sessionId: string, now?: Date): Promise<Approval[]>;
+}
+
+export interface GateStore {
+  /** True for the first claim of the ids, false when any was claimed before; all are claimed, in one commit. */
+  claim(...eventIds: string[]): Promise<boolean>;
+  /** Forgets claims older than a moment; returns how many. */
+  pruneClaims(olderThan: Date): Promise<number>;
+  /**
+   * Reserves room for a model call under the user's daily caps, atomically across processes: the
+   * day's spending so far (the stored runs', when the user is first seen that day, plus every
+   * settled call) plus what calls in flight reserved must fit; the user's only call in flight is
+   * admitted while the caps are not reached.
+   */
+  reserveQuota(request: QuotaRequest): Promise<QuotaReservation>;
+  /** Ends a reservation; what the call spent (nothing if it failed) joins the day's spending. */
+  settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void>;
+  /** Asks the running (or accepted) runs of the target to stop; returns their ids (none: nothing was running). */
+  requestCancel(target: CancelTarget): Promise<string[]>;
+  cancelRequested(runId: string): Promise<boolean>;
+  /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
+  watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;
+  pruneCancelRequests(olderThan: Date): Promise<number>;
+}
+
+/** What the trace viewer, the HTTP API and the command line read. */
+export interface TraceReadings {
+  run(runId: string): Promise<RunTrace | undefined>;
+  runsOfSession(sessionId: string): Promise<RunTrace[]>;
+  /** The runs of sub-agents that worked for a run. */
+  childrenOf(runId: string): Promise<RunTrace[]>;
+  /** A pipeline's stages so far, in order, by its first stage's run. */
+  stagesOf(pipelineRunId: string): Promise<RunTrace[]>;
+  steps(runId: string): Promise<StepTrace[]>;
+  /** The exact request a step sent to the model (older steps: its messages alone). */
+  payload(runId: string, step: number): Promise<RecordedRequest | Message[] | undefined>;
+  totalsByRun(): Promise<UsageTotal[]>;
+  totalsBySession(): Promise<UsageTotal[]>;
+  totalsByUser(userId?: string): Promise<UsageTotal[]>;
+  totalsByDay(userId?: string): Promise<UsageTotal[]>;
+  userUsageSince(userId: string, since: Date): Promise<UsageTotal>;
+  searchSessions(filters: SessionFilters): Promise<{ sessions: SessionListing[]; more: boolean }>;
+  foldsOf(sessionId: string): Promise<Fold[]>;
+  /** The latest `runs` top-level runs as tool-selection examples, oldest first. */
+  usageHistory(runs?: number): Promise<UsageExample[]>;
+  /** One run as an example; undefined for a sub-agent's, an unknown one, or one that teaches nothing. */
+  runUsage(runId: string): Promise<UsageExample | undefined>;
+}
+
+/** `Transaction`: what acceptEvent and decideApproval hand to writes that join their transaction. */
+export interface StorePort<Transaction = unknown> extends ConversationStore, FactStore, RunStore<Transaction>, ApprovalStore<Transaction>, GateStore, TraceReadings {
+  readonly kind: "sqlite" | "postgres";
+  /** Where the data is, for messages to people: a file path, or a database URL without its password. */
+  readonly location: string;
+  /** Ends the handle: waiting writes are committed first. */
+  close(): Promise<void>;
+}

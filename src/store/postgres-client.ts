@@ -1,0 +1,115 @@
+/**
+ * The PostgreSQL connection: a pool whose values come back as glassbox keeps them (counts and ids as
+ * numbers, moments as ISO strings, days as "YYYY-MM-DD"), an optional schema of its own, transactions
+ * retried on a deadlock or serialization failure, and one sentence for a database that cannot be
+ * reached or opened. A URL's password never appears in what is shown.
+ */
+import pg from "pg";
+import { GlassboxError } from "../agent/errors.js";
+
+/** What the store's modules query through: the pool, or a client inside a transaction. */
+export interface Db {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+const OIDS = { int8: 20, numeric: 1700, date: 1082, timestamptz: 1184 };
+const parseTimestamp = pg.types.getTypeParser(OIDS.timestamptz);
+const PARSERS: Record<number, (value: string) => unknown> = {
+  [OIDS.int8]: Number, // ids and counts stay far below 2^53
+  [OIDS.numeric]: Number, // sums of integers
+  [OIDS.date]: (value) => value,
+  [OIDS.timestamptz]: (value) => (parseTimestamp(value) as Date).toISOString(),
+};
+const TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => PARSERS[oid] ?? pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+};
+
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export interface PostgresConnection {
+  url: string;
+  /** A schema of its own (created if missing), so several deployments or test runs share one database. */
+  schema?: string;
+  poolSize?: number;
+}
+
+/** The URL as shown to people: no password. */
+export function locationOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = "";
+    return parsed.toString().replace(/^(postgres(?:ql)?:\/\/[^@/]*?):?@/, "$1@");
+  } catch {
+    throw new GlassboxError("configuration", "GLASSBOX_DATABASE_URL is not a URL; give it as postgres://user@host:5432/database, or unset it to use SQLite at GLASSBOX_DB.");
+  }
+}
+
+export function createPool(connection: PostgresConnection): pg.Pool {
+  if (connection.schema !== undefined && !SCHEMA_NAME.test(connection.schema)) {
+    throw new GlassboxError("configuration", `The schema name "${connection.schema.slice(0, 80)}" is not usable; give lowercase letters, digits and "_", starting with a letter (GLASSBOX_DATABASE_SCHEMA).`);
+  }
+  const pool = new pg.Pool({
+    connectionString: connection.url,
+    max: connection.poolSize ?? 10,
+    types: TYPES,
+    connectionTimeoutMillis: 10_000,
+    application_name: "glassbox",
+    ...(connection.schema ? { options: `-c search_path=${connection.schema}` } : {}),
+  });
+  // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
+  pool.on("error", () => {});
+  return pool;
+}
+
+const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
+
+/**
+ * Runs `body` in a transaction: committed when it resolves, rolled back when it throws; retried a few
+ * times on a deadlock or a serialization failure. `begin` may ask for another isolation level.
+ */
+export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>, begin = "BEGIN"): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query(begin);
+      const result = await body(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => (broken = true));
+      if (attempt < 4 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/** One sentence for a database that cannot be opened; errors of any other kind pass unchanged. */
+export function describeOpenFailure(error: unknown, location: string): unknown {
+  if (error instanceof GlassboxError) return error;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string") {
+    if (error instanceof Error && /timeout/i.test(error.message)) return sentence(`PostgreSQL at ${location} did not answer within 10 s (GLASSBOX_DATABASE_URL); check that it runs and is reachable from here.`, error);
+    return error;
+  }
+  const where = `PostgreSQL at ${location}`;
+  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET"].includes(code)) {
+    return sentence(`I can't reach ${where} (${code}); start it, or set GLASSBOX_DATABASE_URL to where it runs.`, error);
+  }
+  if (code === "28P01" || code === "28000") return sentence(`${where} refused the login (${serverReason(error)}); check the user and password in GLASSBOX_DATABASE_URL.`, error);
+  if (code === "3D000") return sentence(`${where} has no such database (${serverReason(error)}); create it, or name another in GLASSBOX_DATABASE_URL.`, error);
+  if (code === "42501") return sentence(`${where} does not let this user create glassbox's tables (${serverReason(error)}); grant it CREATE on the database or schema, or use another user.`, error);
+  if (code.startsWith("08") || code === "57P03" || code === "53300") return sentence(`${where} refused the connection (${serverReason(error)}); try again, or check the server.`, error);
+  return error;
+}
+
+function serverReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.length > 160 ? `${message.slice(0, 160)}…` : message;
+}
+
+function sentence(text: string, cause: unknown): GlassboxError {
+  return new GlassboxError("configuration", text, undefined, { cause });
+}

@@ -1,0 +1,160 @@
+/**
+ * The gates on PostgreSQL: event claims (a primary key and ON CONFLICT DO NOTHING: of two claims at
+ * once, the second waits for the first to commit and finds it), the quota ledger (the user's day row
+ * locked FOR UPDATE while a reservation is judged, so processes cannot both take the last room), and
+ * cancel requests (rows, and a NOTIFY that every process listening on the database hears).
+ */
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
+import { inTransaction, type Db } from "./postgres-client.js";
+import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS } from "./quota-rules.js";
+
+/** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
+const FORGET_EXPIRED_MS = 86_400_000;
+/** A notice names at most this many runs (NOTIFY carries under 8,000 bytes); the rows name them all. */
+const NOTICE_RUNS = 100;
+
+/** Claims all the ids in one statement; true when none was claimed before. */
+export async function claimIn(db: Db, eventIds: string[]): Promise<boolean> {
+  if (eventIds.length === 0) return true;
+  const result = await db.query("INSERT INTO claims (id, claimed_at) SELECT id, $2 FROM unnest($1::text[]) AS claim(id) ON CONFLICT (id) DO NOTHING", [eventIds, new Date().toISOString()]);
+  return result.rowCount === eventIds.length;
+}
+
+async function spentSince(db: Db, userId: string, since: Date): Promise<{ tokens: number; cost: number | null }> {
+  const { rows } = await db.query<{ runs: number; tokens: number; cost: number | null }>(
+    `SELECT count(*) AS runs, coalesce(sum(prompt_tokens + completion_tokens), 0) AS tokens, CASE WHEN count(*) = count(cost) THEN sum(cost) END AS cost
+     FROM runs WHERE parent_run_id IS NULL AND user_id = $1 AND started_at >= $2`,
+    [userId, since.toISOString()],
+  );
+  const row = rows[0];
+  // No runs yet: nothing spent (the SQLite store's reading says the same).
+  return !row || row.runs === 0 ? { tokens: 0, cost: 0 } : { tokens: row.tokens, cost: row.cost };
+}
+
+export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Client>, channel: string) {
+  const listeners = new Set<(notice: CancelNotice) => void>();
+  let connection: Promise<pg.Client> | undefined;
+  let closed = false;
+
+  /** The listening connection, opened for the first watcher; reopened if it breaks while someone watches. */
+  function connectListener(): Promise<pg.Client> {
+    if (connection) return connection;
+    const opening: Promise<pg.Client> = (async () => {
+      const client = await listen();
+      client.on("notification", (message) => {
+        if (message.channel !== channel || !message.payload) return;
+        const notice = JSON.parse(message.payload) as CancelNotice;
+        for (const listener of listeners) listener(notice);
+      });
+      const reopen = () => {
+        if (connection !== opening) return;
+        connection = undefined;
+        // A notice missed meanwhile is found by cancelRequested, which runs check between steps.
+        if (!closed && listeners.size > 0) setTimeout(() => void connectListener().catch(() => {}), 1_000).unref();
+      };
+      client.on("error", reopen);
+      client.on("end", reopen);
+      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      return client;
+    })();
+    connection = opening;
+    opening.catch(() => {
+      if (connection === opening) connection = undefined;
+    });
+    return opening;
+  }
+
+  return {
+    claim: (eventIds: string[]) => claimIn(pool, eventIds),
+    async pruneClaims(olderThan: Date): Promise<number> {
+      return (await pool.query("DELETE FROM claims WHERE claimed_at < $1", [olderThan.toISOString()])).rowCount ?? 0;
+    },
+
+    reserveQuota(request: QuotaRequest): Promise<QuotaReservation> {
+      const now = request.now ?? new Date();
+      const day = dayOf(now);
+      return inTransaction(pool, async (client) => {
+        await client.query("DELETE FROM quota_reservations WHERE user_id = $1 AND expires_at <= $2", [request.userId, new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString()]);
+        const lockDay = async () =>
+          (await client.query<{ tokens: number; cost: number | null }>("SELECT tokens, cost FROM quota_days WHERE user_id = $1 AND day = $2 FOR UPDATE", [request.userId, day])).rows[0];
+        let ledger = await lockDay();
+        if (!ledger) {
+          // First seen today: what the stored runs have spent since midnight. Of two first sightings at once, one row wins.
+          const stored = await spentSince(client, request.userId, dayStart(day));
+          await client.query("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [request.userId, day, stored.tokens, stored.cost]);
+          ledger = (await lockDay()) as { tokens: number; cost: number | null };
+        }
+        const { rows } = await client.query<{ tokens: number; cost: number; calls: number }>(
+          "SELECT coalesce(sum(tokens), 0) AS tokens, coalesce(sum(cost), 0) AS cost, count(*) AS calls FROM quota_reservations WHERE user_id = $1 AND day = $2 AND expires_at > $3",
+          [request.userId, day, now.toISOString()],
+        );
+        const held = rows[0] as { tokens: number; cost: number; calls: number };
+        const verdict = admission({ ...ledger, reservedTokens: held.tokens, reservedCost: held.cost, inFlight: held.calls }, request.limits, request.tokens, request.cost);
+        if (verdict === "wait") return { kind: "wait" };
+        if (verdict !== "reserve") return verdict;
+        const reservationId = `quota_${randomUUID()}`;
+        const expiresAt = new Date(now.getTime() + (request.holdSeconds ?? DEFAULT_HOLD_SECONDS) * 1000).toISOString();
+        await client.query("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at) VALUES ($1, $2, $3, $4, $5, $6)", [reservationId, request.userId, day, request.tokens, request.cost, expiresAt]);
+        return { kind: "reserved", reservationId };
+      });
+    },
+
+    async settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void> {
+      await inTransaction(pool, async (client) => {
+        const held = (await client.query<{ user_id: string; day: string }>("DELETE FROM quota_reservations WHERE id = $1 RETURNING user_id, day", [reservationId])).rows[0];
+        if (!held || !spent) return; // settled before, or nothing spent
+        await client.query(
+          "UPDATE quota_days SET tokens = tokens + $1, cost = CASE WHEN cost IS NULL OR $2::double precision IS NULL THEN NULL ELSE cost + $2 END WHERE user_id = $3 AND day = $4",
+          [spent.tokens, spent.cost, held.user_id, held.day],
+        );
+      });
+    },
+
+    requestCancel(target: CancelTarget): Promise<string[]> {
+      return inTransaction(pool, async (client) => {
+        const { rows } = await client.query<{ id: string }>(
+          `SELECT id FROM runs WHERE session_id = $1 AND status IN ('running', 'accepted') ${target.runId === undefined ? "" : "AND id = $2"} ORDER BY seq`,
+          target.runId === undefined ? [target.sessionId] : [target.sessionId, target.runId],
+        );
+        const runIds = rows.map((row) => row.id);
+        if (runIds.length === 0) return runIds;
+        await client.query("INSERT INTO cancel_requests (run_id, session_id, requested_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS run(id)", [runIds, target.sessionId, new Date().toISOString()]);
+        // Delivered when this transaction commits, to every connection listening on the channel.
+        const notice: CancelNotice = { sessionId: target.sessionId, runIds: runIds.slice(0, NOTICE_RUNS) };
+        await client.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(notice)]);
+        return runIds;
+      });
+    },
+    async cancelRequested(runId: string): Promise<boolean> {
+      return (await pool.query("SELECT 1 FROM cancel_requests WHERE run_id = $1 LIMIT 1", [runId])).rows.length > 0;
+    },
+    async watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>> {
+      listeners.add(listener);
+      try {
+        await connectListener();
+      } catch (error) {
+        listeners.delete(listener);
+        throw error;
+      }
+      return async () => {
+        listeners.delete(listener);
+        if (listeners.size > 0 || !connection) return;
+        const client = connection;
+        connection = undefined;
+        await (await client).end().catch(() => {});
+      };
+    },
+    async pruneCancelRequests(olderThan: Date): Promise<number> {
+      return (await pool.query("DELETE FROM cancel_requests WHERE requested_at < $1", [olderThan.toISOString()])).rowCount ?? 0;
+    },
+    async close(): Promise<void> {
+      closed = true;
+      listeners.clear();
+      const client = connection;
+      connection = undefined;
+      if (client) await (await client.catch(() => undefined))?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Runs on PostgreSQL: accepted, started (once), resumed, ended; owned by a process instance, which
+ * beats while it lives, so the runs of a process that is gone can be marked interrupted. The write
+ * functions take the client of an open transaction (a run's writes, an event's acceptance).
+ */
+import type pg from "pg";
+import { INSTANCE } from "../agent/store-owners.js";
+import { ownerAlive, type InstanceRecord } from "./owner-liveness.js";
+import type { RunOutcome, RunRecord } from "./port-data.js";
+import { inTransaction, type Db } from "./postgres-client.js";
+import { touchSession } from "./postgres-messages.js";
+
+const UNFINISHED = "('running', 'accepted')";
+const END_RUN =
+  "UPDATE runs SET status = $2, output = $3, steps = $4, prompt_tokens = $5, completion_tokens = $6, paused = $7, error = $8, ended_at = $9 WHERE id = $1";
+const endValues = (outcome: RunOutcome) => [
+  outcome.runId,
+  outcome.status,
+  outcome.output,
+  outcome.steps,
+  outcome.promptTokens,
+  outcome.completionTokens,
+  outcome.paused,
+  outcome.error,
+  new Date().toISOString(),
+];
+
+/** Records this instance, once; run inside the transaction that first names it as a run's owner. */
+async function registerInstance(db: Db): Promise<void> {
+  await db.query("INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING", [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt]);
+}
+
+/** The user who started the session's first run (not a sub-agent's). */
+export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ user_id: string }>("SELECT user_id FROM runs WHERE session_id = $1 AND parent_run_id IS NULL ORDER BY seq LIMIT 1", [sessionId]);
+  return rows[0]?.user_id;
+}
+
+/** A run accepted before it starts (owned by this process until it starts or ends unstarted). */
+export async function acceptRun(db: Db, run: RunRecord): Promise<void> {
+  const at = new Date().toISOString();
+  await registerInstance(db);
+  await touchSession(db, run.sessionId, at, false);
+  await db.query(
+    "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES ($1, $2, $3, $4, 'accepted', $5, $5, $6)",
+    [run.runId, run.sessionId, run.userId, run.input, at, INSTANCE.id],
+  );
+}
+
+/** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */
+export async function startRun(db: Db, run: RunRecord): Promise<boolean> {
+  const { rows } = await db.query<{ status: string }>("SELECT status FROM runs WHERE id = $1", [run.runId]);
+  const status = rows[0]?.status;
+  if (status !== undefined && status !== "accepted") return false;
+  const at = new Date().toISOString();
+  await registerInstance(db);
+  const { pipeline } = run;
+  const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
+  if (status === "accepted") {
+    const started = await db.query(
+      "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7 WHERE id = $3 AND status = 'accepted'",
+      [at, INSTANCE.id, run.runId, ...stage],
+    );
+    return started.rowCount === 1;
+  }
+  await touchSession(db, run.sessionId, at, false);
+  const inserted = await db.query(
+    `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name)
+     VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+    [run.runId, run.sessionId, run.userId, run.input, at, run.parent?.runId ?? null, run.parent?.toolCallId ?? null, INSTANCE.id, ...stage],
+  );
+  return inserted.rowCount === 1;
+}
+
+export async function resumeRun(db: Db, runId: string): Promise<void> {
+  await registerInstance(db);
+  await db.query("UPDATE runs SET status = 'running', paused = NULL, owner = $1, ended_at = NULL WHERE id = $2 AND status = 'awaiting_approval'", [INSTANCE.id, runId]);
+}
+
+export async function endRun(db: Db, outcome: RunOutcome): Promise<void> {
+  await db.query(END_RUN, endValues(outcome));
+}
+
+export function createPostgresRuns(pool: pg.Pool) {
+  return {
+    async endUnstartedRun(outcome: RunOutcome): Promise<boolean> {
+      return ((await pool.query(`${END_RUN} AND status = 'accepted'`, endValues(outcome))).rowCount ?? 0) > 0;
+    },
+    async pausedRun(runId: string): Promise<string | undefined> {
+      const { rows } = await pool.query<{ paused: string | null }>("SELECT paused FROM runs WHERE id = $1 AND status = 'awaiting_approval'", [runId]);
+      return rows[0]?.paused ?? undefined;
+    },
+    async interruptOrphanedRuns(): Promise<number> {
+      const owners = (await pool.query<{ owner: string | null }>(`SELECT DISTINCT owner FROM runs WHERE status IN ${UNFINISHED}`)).rows.map((row) => row.owner);
+      const instances = (await pool.query<InstanceRecord & { id: string }>('SELECT id, host, pid, heartbeat_at AS "heartbeatAt" FROM instances')).rows;
+      const byId = new Map(instances.map((instance) => [instance.id, instance]));
+      const now = Date.now();
+      const alive = (owner: string | null) => ownerAlive(owner, owner === null ? undefined : byId.get(owner), now);
+      const orphaned = owners.filter((owner) => !alive(owner));
+      const gone = instances.map((instance) => instance.id).filter((id) => !alive(id));
+      if (orphaned.length === 0 && gone.length === 0) return 0;
+      return inTransaction(pool, async (client) => {
+        let interrupted = 0;
+        const at = new Date().toISOString();
+        for (const owner of orphaned) {
+          const result = await client.query(`UPDATE runs SET status = 'interrupted', ended_at = $1 WHERE status IN ${UNFINISHED} AND owner IS NOT DISTINCT FROM $2`, [at, owner]);
+          interrupted += result.rowCount ?? 0;
+        }
+        if (gone.length > 0) await client.query("DELETE FROM instances WHERE id = ANY($1)", [gone]); // nothing of theirs runs any more
+        return interrupted;
+      });
+    },
+    async heartbeat(): Promise<void> {
+      await pool.query(
+        "INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+        [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt, new Date().toISOString()],
+      );
+    },
+  };
+}

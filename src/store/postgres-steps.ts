@@ -1,0 +1,120 @@
+/**
+ * A run's trace writes on PostgreSQL: a step, its request kept by reference (each distinct message
+ * and tool list of a run stored once, in step_messages, numbered within the run; a step keeps the
+ * numbers it sent), its finished tool calls and the guards' notes appended to jsonb lists, and the
+ * run's price. Run inside the transaction of a run's writes.
+ */
+import { rangesOf } from "../agent/trace-requests.js";
+import type { Message, ToolSpec } from "../agent/types.js";
+import type { ToolCallRecord } from "../tools/types.js";
+import type { StepRecord } from "./port-data.js";
+import type { Db } from "./postgres-client.js";
+
+type Part = Message | ToolSpec[];
+
+/** What a run has stored so far, as this handle knows it: a part found by identity, else by its JSON. */
+interface RunParts {
+  next: number;
+  byObject: WeakMap<object, number>;
+  byJson: Map<string, number>;
+}
+
+export function createPostgresSteps() {
+  const runs = new Map<string, RunParts>();
+
+  async function partsOf(db: Db, runId: string): Promise<RunParts> {
+    let parts = runs.get(runId);
+    if (!parts) {
+      // A resumed run (after an approval, a restart, on another worker) goes on numbering after what it stored.
+      const { rows } = await db.query<{ last: number }>("SELECT coalesce(max(seq), 0) AS last FROM step_messages WHERE run_id = $1", [runId]);
+      parts = { next: (rows[0]?.last ?? 0) + 1, byObject: new WeakMap(), byJson: new Map() };
+      runs.set(runId, parts);
+    }
+    return parts;
+  }
+
+  /** Stores what is new in a step's request; the refs for its row. */
+  async function storeRequest(db: Db, runId: string, messages: Message[], tools: ToolSpec[] | undefined): Promise<{ requestRefs: string; toolsRef: number | null }> {
+    const parts = await partsOf(db, runId);
+    const fresh: Array<{ seq: number; body: string }> = [];
+    const seqOf = (part: Part): number => {
+      const known = parts.byObject.get(part);
+      if (known !== undefined) return known;
+      const body = JSON.stringify(part);
+      let seq = parts.byJson.get(body);
+      if (seq === undefined) {
+        seq = parts.next++;
+        fresh.push({ seq, body });
+        parts.byJson.set(body, seq);
+      }
+      parts.byObject.set(part, seq);
+      return seq;
+    };
+    const seqs = messages.map(seqOf);
+    const toolsRef = tools?.length ? seqOf(tools) : null;
+    if (fresh.length > 0) {
+      await db.query("INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($2::integer[], $3::text[]) AS part(seq, body)", [
+        runId,
+        fresh.map((part) => part.seq),
+        fresh.map((part) => part.body),
+      ]);
+    }
+    return { requestRefs: rangesOf(seqs), toolsRef };
+  }
+
+  return {
+    async appendStep(db: Db, step: StepRecord): Promise<void> {
+      const { requestRefs, toolsRef } = await storeRequest(db, step.runId, step.request, step.tools);
+      await db.query(
+        `INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
+           prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         ON CONFLICT (run_id, step) DO NOTHING`,
+        [
+          step.runId,
+          step.step,
+          step.model,
+          step.contextMessages,
+          step.contextTokens,
+          step.content,
+          step.reasoning,
+          step.reasoningCutChars,
+          JSON.stringify(step.modelNotes),
+          step.promptTokens,
+          step.completionTokens,
+          step.latencyMs,
+          step.cost,
+          requestRefs,
+          toolsRef,
+          step.toolChoice ?? null,
+          step.streamed ?? null,
+          step.at,
+        ],
+      );
+    },
+    async addToolCalls(db: Db, runId: string, step: number, records: ToolCallRecord[]): Promise<void> {
+      if (records.length === 0) return;
+      await db.query("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [JSON.stringify(records), runId, step]);
+    },
+    async addNote(db: Db, runId: string, step: number, text: string): Promise<void> {
+      await db.query("UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3", [text, runId, step]);
+    },
+    /** The run's model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */
+    async priceRun(db: Db, runId: string): Promise<void> {
+      await db.query(
+        `UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = $1 ORDER BY step DESC LIMIT 1),
+           cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
+             SELECT cost FROM steps WHERE run_id = $1 UNION ALL SELECT cost FROM runs WHERE parent_run_id = $1
+             UNION ALL SELECT cost FROM summaries WHERE run_id = $1) AS costs)
+         WHERE id = $1`,
+        [runId],
+      );
+    },
+    /** The run has ended, or its writes were taken back: this handle forgets what it stored for it. */
+    forgetRun(runId: string): void {
+      runs.delete(runId);
+    },
+  };
+}
+
+export type PostgresSteps = ReturnType<typeof createPostgresSteps>;

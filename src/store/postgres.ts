@@ -1,0 +1,100 @@
+/**
+ * The store port on PostgreSQL, for several processes sharing one database: a pool of connections,
+ * migrations at open (safe when processes start together), each coarse operation one transaction,
+ * row locks and ON CONFLICT where exactly once matters (claims, decisions, quota), LISTEN/NOTIFY for
+ * cancel requests, and, for a long-running process, a heartbeat so others can tell when it is gone.
+ */
+import { createHash } from "node:crypto";
+import pg from "pg";
+import { HEARTBEAT_EVERY_MS } from "../agent/store-owners.js";
+import type { StorePort } from "./port.js";
+import { createPostgresApprovals } from "./postgres-approvals.js";
+import { createPool, describeOpenFailure, locationOf, type PostgresConnection } from "./postgres-client.js";
+import { createPostgresFacts } from "./postgres-facts.js";
+import { createPostgresGates } from "./postgres-gates.js";
+import { createHistoryVersions, createPostgresConversations } from "./postgres-messages.js";
+import { createPostgresRuns } from "./postgres-runs.js";
+import { migratePostgres } from "./postgres-schema.js";
+import { createPostgresSessions } from "./postgres-sessions.js";
+import { createPostgresSteps } from "./postgres-steps.js";
+import { createPostgresTraces } from "./postgres-traces.js";
+import { createPostgresWrites } from "./postgres-writes.js";
+
+export interface PostgresPortOptions extends PostgresConnection {
+  /** A long-running process (a bot, a worker): it beats every HEARTBEAT_EVERY_MS while the handle is open. */
+  longRunning?: boolean;
+}
+
+/** Its transactions are `pg` clients inside BEGIN: the run queue adds its job on the same client. */
+export type PostgresPort = StorePort<pg.PoolClient> & { kind: "postgres" };
+
+/** The channel cancel requests are announced on: one per schema, so deployments sharing a database do not hear each other. */
+function cancelChannel(schema: string | undefined): string {
+  if (!schema) return "glassbox_cancel";
+  const name = `glassbox_cancel_${schema}`;
+  return name.length <= 63 ? name : `glassbox_cancel_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+}
+
+/** Opens the database and brings its schema up to date; one sentence (a configuration error) when it cannot. */
+export async function openPostgresPort(options: PostgresPortOptions): Promise<PostgresPort> {
+  const location = locationOf(options.url);
+  const pool = createPool(options);
+  try {
+    await migratePostgres(pool, options.schema);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw describeOpenFailure(error, location);
+  }
+  const versions = createHistoryVersions();
+  const conversations = createPostgresConversations(pool, versions);
+  const facts = createPostgresFacts(pool);
+  const runs = createPostgresRuns(pool);
+  const approvals = createPostgresApprovals(pool);
+  const traces = createPostgresTraces(pool);
+  const sessions = createPostgresSessions(pool);
+  const writes = createPostgresWrites(pool, createPostgresSteps(), versions);
+  const listen = async () => {
+    const client = new pg.Client({ connectionString: options.url, application_name: "glassbox-cancels", connectionTimeoutMillis: 10_000 });
+    await client.connect();
+    return client;
+  };
+  const gates = createPostgresGates(pool, listen, cancelChannel(options.schema));
+  let beating: NodeJS.Timeout | undefined;
+  let closed = false;
+  if (options.longRunning) {
+    await runs.heartbeat();
+    // A missed beat is harmless (the next one comes); six missed in a row mark this process gone.
+    beating = setInterval(() => void runs.heartbeat().catch(() => {}), HEARTBEAT_EVERY_MS).unref();
+  }
+
+  return {
+    kind: "postgres",
+    location,
+    ...conversations,
+    ...facts,
+    acceptEvent: writes.acceptEvent,
+    record: writes.record,
+    endUnstartedRun: runs.endUnstartedRun,
+    pausedRun: runs.pausedRun,
+    interruptOrphanedRuns: runs.interruptOrphanedRuns,
+    heartbeat: runs.heartbeat,
+    ...approvals,
+    claim: (...eventIds) => gates.claim(eventIds),
+    pruneClaims: gates.pruneClaims,
+    reserveQuota: gates.reserveQuota,
+    settleQuota: gates.settleQuota,
+    requestCancel: gates.requestCancel,
+    cancelRequested: gates.cancelRequested,
+    watchCancels: gates.watchCancels,
+    pruneCancelRequests: gates.pruneCancelRequests,
+    ...traces,
+    ...sessions,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(beating);
+      await gates.close();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * The SQLite store's gates: the quota ledger (a reservation per model call in flight, against the
+ * user's day, in one IMMEDIATE transaction so processes sharing the file cannot both take the last
+ * room), cancel requests (rows, plus a signal to the handles of this process on the same file), and
+ * this process's heartbeat. Statements are prepared on first use: a read-only handle on a file
+ * older than these tables never needs them.
+ */
+import { randomUUID } from "node:crypto";
+import { resolve } from "node:path";
+import type Database from "better-sqlite3";
+import { INSTANCE } from "../agent/store-owners.js";
+import type { TraceReader } from "../agent/trace.js";
+import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
+import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS } from "./quota-rules.js";
+
+/** Listeners of cancel requests, by database file: the handles of one process hear each other at once. */
+const cancelListeners = new Map<string, Set<(notice: CancelNotice) => void>>();
+
+/** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
+const FORGET_EXPIRED_MS = 86_400_000;
+
+export function createSqliteGates(db: Database.Database, reader: TraceReader) {
+  const cache = new Map<string, Database.Statement>();
+  const sql = (text: string) => {
+    let statement = cache.get(text);
+    if (!statement) cache.set(text, (statement = db.prepare(text)));
+    return statement;
+  };
+  const fileKey = db.memory ? `memory:${randomUUID()}` : resolve(db.name);
+
+  const reserve = db.transaction((request: QuotaRequest): QuotaReservation => {
+    const now = request.now ?? new Date();
+    const day = dayOf(now);
+    sql("DELETE FROM quota_reservations WHERE expires_at <= ?").run(new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString());
+    let ledger = sql("SELECT tokens, cost FROM quota_days WHERE user_id = ? AND day = ?").get(request.userId, day) as { tokens: number; cost: number | null } | undefined;
+    if (!ledger) {
+      // First seen today: what the stored runs have spent since midnight.
+      const stored = reader.userUsageSince(request.userId, dayStart(day));
+      ledger = { tokens: stored.promptTokens + stored.completionTokens, cost: stored.cost };
+      sql("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES (?, ?, ?, ?)").run(request.userId, day, ledger.tokens, ledger.cost);
+    }
+    const held = sql(
+      "SELECT coalesce(sum(tokens), 0) AS tokens, coalesce(sum(cost), 0) AS cost, count(*) AS calls FROM quota_reservations WHERE user_id = ? AND day = ? AND expires_at > ?",
+    ).get(request.userId, day, now.toISOString()) as { tokens: number; cost: number; calls: number };
+    const verdict = admission({ ...ledger, reservedTokens: held.tokens, reservedCost: held.cost, inFlight: held.calls }, request.limits, request.tokens, request.cost);
+    if (verdict === "wait") return { kind: "wait" };
+    if (verdict !== "reserve") return verdict;
+    const reservationId = `quota_${randomUUID()}`;
+    const expiresAt = new Date(now.getTime() + (request.holdSeconds ?? DEFAULT_HOLD_SECONDS) * 1000).toISOString();
+    sql("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at) VALUES (?, ?, ?, ?, ?, ?)").run(reservationId, request.userId, day, request.tokens, request.cost, expiresAt);
+    return { kind: "reserved", reservationId };
+  });
+
+  const settle = db.transaction((reservationId: string, spent: QuotaSpent | undefined) => {
+    const held = sql("DELETE FROM quota_reservations WHERE id = ? RETURNING user_id AS userId, day").get(reservationId) as { userId: string; day: string } | undefined;
+    if (!held || !spent) return; // settled before, or nothing spent
+    const day = sql("SELECT cost FROM quota_days WHERE user_id = ? AND day = ?").get(held.userId, held.day) as { cost: number | null } | undefined;
+    sql("UPDATE quota_days SET tokens = tokens + ?, cost = ? WHERE user_id = ? AND day = ?").run(spent.tokens, addCost(day?.cost ?? null, spent.cost), held.userId, held.day);
+  });
+
+  const requestCancel = db.transaction((target: CancelTarget, at: string): string[] => {
+    const reached = (
+      target.runId === undefined
+        ? sql("SELECT id FROM runs WHERE session_id = ? AND status IN ('running', 'accepted')").pluck().all(target.sessionId)
+        : sql("SELECT id FROM runs WHERE session_id = ? AND id = ? AND status IN ('running', 'accepted')").pluck().all(target.sessionId, target.runId)
+    ) as string[];
+    for (const runId of reached) sql("INSERT INTO cancel_requests (run_id, session_id, requested_at) VALUES (?, ?, ?)").run(runId, target.sessionId, at);
+    return reached;
+  });
+
+  return {
+    reserveQuota: (request: QuotaRequest) => reserve.immediate(request),
+    settleQuota: (reservationId: string, spent?: QuotaSpent) => settle.immediate(reservationId, spent),
+    requestCancel(target: CancelTarget): string[] {
+      const runIds = requestCancel.immediate(target, new Date().toISOString());
+      const notice = { sessionId: target.sessionId, runIds };
+      if (runIds.length > 0) for (const listener of cancelListeners.get(fileKey) ?? []) queueMicrotask(() => listener(notice));
+      return runIds;
+    },
+    cancelRequested: (runId: string) => sql("SELECT 1 FROM cancel_requests WHERE run_id = ? LIMIT 1").get(runId) !== undefined,
+    watchCancels(listener: (notice: CancelNotice) => void): () => void {
+      const listeners = cancelListeners.get(fileKey) ?? new Set();
+      cancelListeners.set(fileKey, listeners.add(listener));
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size === 0) cancelListeners.delete(fileKey);
+      };
+    },
+    pruneCancelRequests: (olderThan: Date) => sql("DELETE FROM cancel_requests WHERE requested_at < ?").run(olderThan.toISOString()).changes,
+    heartbeat(): void {
+      sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at").run(
+        INSTANCE.id,
+        INSTANCE.host,
+        INSTANCE.pid,
+        INSTANCE.startedAt,
+        new Date().toISOString(),
+      );
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * The SQLite store's transactional writes: a run's writes, and an event's acceptance, each one unit
+ * of the store's group commit (src/agent/store-commit.ts): the units of one event-loop turn commit
+ * together, each whole or not at all. Made of the store's own operations, the approval book's and
+ * the trace writes (sqlite-steps).
+ */
+import type { ApprovalBook } from "../agent/approvals.js";
+import type { Store } from "../agent/store.js";
+import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
+import type { AfterCommit } from "./port.js";
+import type { SqliteSteps } from "./sqlite-steps.js";
+
+export function createSqliteWrites(store: Store, steps: SqliteSteps, book: ApprovalBook) {
+  function apply(writes: RunWrite[]): RecordOutcome {
+    const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
+    for (const write of writes) {
+      switch (write.kind) {
+        case "start_run":
+          if (store.startRun(write.run)) outcome.startedRuns.push(write.run.runId);
+          break;
+        case "resume_run":
+          store.resumeRun(write.runId);
+          break;
+        case "messages":
+          outcome.messageIds.push(store.appendMessages(write.sessionId, write.runId, write.entries));
+          break;
+        case "step":
+          steps.appendStep(write.step);
+          break;
+        case "tool_calls":
+          steps.addToolCalls(write.runId, write.step, write.records);
+          break;
+        case "note":
+          steps.addNote(write.runId, write.step, write.text);
+          break;
+        case "end_run":
+          store.endRun(write.outcome);
+          steps.forgetRun(write.outcome.runId);
+          break;
+        case "price_run":
+          steps.priceRun(write.runId);
+          break;
+        case "open_approvals":
+          outcome.approvals.push(...book.open(write.requests, write.ttlSeconds, write.now));
+          break;
+      }
+    }
+    return outcome;
+  }
+
+  function accept(acceptance: EventAcceptance): AcceptOutcome {
+    const { run, message, sessionOwner } = acceptance;
+    if (message && !run) throw new Error("an accepted event's message needs its run");
+    if (run && sessionOwner !== undefined) {
+      const owner = store.sessionOwner(run.sessionId);
+      if (owner !== undefined && owner !== sessionOwner) return { kind: "not_owner", owner };
+    }
+    // The claims commit even for a duplicate (a redelivery's new id is remembered too).
+    if (acceptance.eventIds.length > 0 && !store.claim(...acceptance.eventIds)) return { kind: "duplicate" };
+    if (run) store.acceptRun(run);
+    const [messageId] = run && message ? store.appendMessages(run.sessionId, run.runId, [message]) : [];
+    return { kind: "accepted", messageId: messageId ?? null };
+  }
+
+  return {
+    async record(writes: RunWrite[]): Promise<RecordOutcome> {
+      try {
+        return await store.atomically(() => apply(writes));
+      } catch (error) {
+        // Taken back: the request log must not think these runs' messages are stored.
+        for (const write of writes) if (write.kind === "step") steps.forgetRun(write.step.runId);
+        throw error;
+      }
+    },
+    async acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: AfterCommit) => Promise<void>): Promise<AcceptOutcome> {
+      const outcome = await store.atomically(() => accept(acceptance));
+      if (outcome.kind === "accepted" && alsoInTransaction) await afterCommitted(alsoInTransaction);
+      return outcome;
+    },
+  };
+}
+
+/** Runs writes that join a SQLite transaction once it has committed (the in-process queue keeps nothing across a restart anyway). */
+export async function afterCommitted(writes: (transaction: AfterCommit) => Promise<void>): Promise<void> {
+  const callbacks: Array<() => void> = [];
+  await writes({ afterCommit: (callback) => void callbacks.push(callback) });
+  for (const callback of callbacks) callback();
+}

@@ -1,0 +1,128 @@
+/**
+ * The store port on SQLite, the embedded default: today's better-sqlite3 store (src/agent/store.ts)
+ * and the modules that read and write its file with it (the approval book, the trace reader, the
+ * trace viewer's queries, tool-usage history), behind async operations. One connection; writes of
+ * one event-loop turn share one commit; other processes on the same file are seen through the file.
+ */
+import { createApprovalBook } from "../agent/approvals.js";
+import { openStore } from "../agent/store.js";
+import { createTraceReader } from "../agent/trace.js";
+import { createFoldReader } from "../adapters/web/session-folds.js";
+import { createSessionSearch } from "../adapters/web/session-search.js";
+import { learnAtRunEnd, readUsageHistory } from "../tools/usage-history.js";
+import type { UsageExample, UsageLearning } from "../tools/usage-learning.js";
+import type { AfterCommit, StorePort } from "./port.js";
+import { addPortTables } from "./sqlite-extensions.js";
+import { createSqliteGates } from "./sqlite-gates.js";
+import { createSqliteSteps } from "./sqlite-steps.js";
+import { afterCommitted, createSqliteWrites } from "./sqlite-writes.js";
+
+export interface SqlitePortOptions {
+  /** A long-running bot: the WAL is checkpointed from a thread of its own, which also beats for this process. */
+  longRunning?: boolean;
+  /** Only reads (the command line): an existing file, opened read-only; writes fail. */
+  readOnly?: boolean;
+}
+
+export type SqlitePort = StorePort<AfterCommit> & { kind: "sqlite" };
+
+export function openSqlitePort(path: string, options: SqlitePortOptions = {}): SqlitePort {
+  const store = openStore(path, { checkpointInBackground: options.longRunning, readOnly: options.readOnly });
+  const { db } = store;
+  if (!options.readOnly) addPortTables(db);
+  const book = createApprovalBook(store);
+  const reader = createTraceReader(store);
+  const gates = createSqliteGates(db, reader);
+  const writes = createSqliteWrites(store, createSqliteSteps(db), book);
+  const searchSessions = createSessionSearch(store);
+  const foldsOf = createFoldReader(store);
+  let closed = false;
+  const historyVersion = (sessionId: string) => `${store.dataVersion()}:${store.epoch(sessionId)}`;
+  const readHistory = db.transaction((sessionId: string) => {
+    const epoch = store.epoch(sessionId);
+    const summary = store.latestSummary(sessionId, epoch);
+    return { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), version: historyVersion(sessionId) };
+  });
+
+  return {
+    kind: "sqlite",
+    location: path,
+    // conversations
+    appendMessages: async (sessionId, runId, entries) => (await writes.record([{ kind: "messages", sessionId, runId, entries }])).messageIds[0] ?? [],
+    sessionHistory: async (sessionId) => readHistory(sessionId),
+    historyVersion: async (sessionId) => historyVersion(sessionId),
+    messagesAfter: async (sessionId, epoch, afterId) => store.messagesAfter(sessionId, epoch, afterId),
+    saveSummary: async (sessionId, epoch, summary) => store.saveSummary(sessionId, epoch, summary),
+    resetSession: async (sessionId) => store.resetSession(sessionId),
+    sessionUsage: async (sessionId) => store.sessionUsage(sessionId),
+    listSessions: async () => store.listSessions(),
+    sessionOwner: async (sessionId) => store.sessionOwner(sessionId),
+    // facts
+    addFact: async (userId, scope, content) => store.addFact(userId, scope, content),
+    forgetFact: async (userId, factId) => store.forgetFact(userId, factId),
+    searchFacts: async (userId, channel, query, limit) => store.searchFacts(userId, channel, query, limit),
+    // runs
+    acceptEvent: (acceptance, alsoInTransaction) => writes.acceptEvent(acceptance, alsoInTransaction),
+    record: (list) => writes.record(list),
+    endUnstartedRun: async (outcome) => store.endUnstartedRun(outcome),
+    pausedRun: async (runId) => store.pausedRun(runId),
+    interruptOrphanedRuns: async () => store.interruptOrphanedRuns(),
+    heartbeat: async () => gates.heartbeat(),
+    // approvals
+    openApprovals: async (requests, ttlSeconds, now) => book.open(requests, ttlSeconds, now),
+    approval: async (id) => book.get(id),
+    approvalsOfRun: async (runId) => book.ofRun(runId),
+    pendingApprovalsOfSession: async (sessionId) => book.pendingOfSession(sessionId),
+    attachApprovalMessage: async (id, messageRef) => book.attachMessage(id, messageRef),
+    // IMMEDIATE: the click is judged and written under the write lock, so runReady is exact across processes.
+    async decideApproval({ approvalId, userId, approved, approvers, origin, now }, alsoInTransaction) {
+      const outcome = db.transaction(() => book.decide(approvalId, userId, approved, approvers, origin, now)).immediate();
+      if (outcome.kind === "decided" && outcome.runReady && alsoInTransaction) await afterCommitted((transaction) => alsoInTransaction(transaction, outcome.approval));
+      return outcome;
+    },
+    expireApprovals: async (sessionPrefix, now, owns) => book.expire(sessionPrefix, now, owns),
+    decisionsOf: async (runId) => book.decisionsOf(runId),
+    supersedeApprovals: async (sessionId, now) => book.supersede(sessionId, now),
+    // gates
+    claim: (...eventIds) => store.atomically(() => store.claim(...eventIds)),
+    pruneClaims: async (olderThan) => store.pruneClaims(olderThan),
+    reserveQuota: async (request) => gates.reserveQuota(request),
+    settleQuota: async (reservationId, spent) => gates.settleQuota(reservationId, spent),
+    requestCancel: async (target) => gates.requestCancel(target),
+    cancelRequested: async (runId) => gates.cancelRequested(runId),
+    watchCancels: async (listener) => {
+      const stop = gates.watchCancels(listener);
+      return async () => stop();
+    },
+    pruneCancelRequests: async (olderThan) => gates.pruneCancelRequests(olderThan),
+    // readings
+    run: async (runId) => reader.run(runId),
+    runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),
+    childrenOf: async (runId) => reader.childrenOf(runId),
+    stagesOf: async (pipelineRunId) => reader.stagesOf(pipelineRunId),
+    steps: async (runId) => reader.steps(runId),
+    payload: async (runId, step) => reader.payload(runId, step),
+    totalsByRun: async () => reader.totalsByRun(),
+    totalsBySession: async () => reader.totalsBySession(),
+    totalsByUser: async (userId) => reader.totalsByUser(userId),
+    totalsByDay: async (userId) => reader.totalsByDay(userId),
+    userUsageSince: async (userId, since) => reader.userUsageSince(userId, since),
+    searchSessions: async (filters) => searchSessions(filters),
+    foldsOf: async (sessionId) => foldsOf(sessionId),
+    usageHistory: async (runs) => readUsageHistory(db, runs),
+    runUsage: async (runId) => runUsageOf(db, runId),
+    async close() {
+      if (closed) return;
+      closed = true;
+      store.close();
+    },
+  };
+}
+
+/** One run's example, read by the same query that teaches selection at each run's end. */
+function runUsageOf(db: Parameters<typeof readUsageHistory>[0], runId: string): UsageExample | undefined {
+  let found: UsageExample | undefined;
+  const collector: UsageLearning = { learn: (example) => void (found = example), scores: () => new Map(), usedWith: () => [], size: 0 };
+  learnAtRunEnd({ record() {} }, db, collector).record({ type: "run_end", runId });
+  return found;
+}

@@ -1,0 +1,112 @@
+// The store contract, gates: event claims (exactly once across handles), quota reservations (the
+// rule of the in-process guard, and never past a cap when reserved at once), cancel requests.
+import { expect, it } from "vitest";
+import { outcomeOf, pause, runRecord, type Contract } from "./store-contract-helpers.js";
+
+export function gatesContract({ open }: Contract): void {
+  it("claim() is true once and false ever after, also from another handle; several ids are claimed together", async () => {
+    const [first, second] = [await open(), await open()];
+    expect(await first.claim("Ev123")).toBe(true);
+    expect(await first.claim("Ev123")).toBe(false);
+    expect(await second.claim("Ev123")).toBe(false);
+    expect(await second.claim("Ev456")).toBe(true);
+    expect(await first.claim("slack:event:Ev1", "slack:message:C1:1.000001")).toBe(true);
+    expect(await first.claim("slack:event:Ev2", "slack:message:C1:1.000001")).toBe(false);
+    expect(await second.claim("slack:event:Ev2")).toBe(false); // claimed by the refused call too
+  });
+
+  it("of two handles claiming one event at once, exactly one gets it (30 events)", async () => {
+    const [first, second] = [await open(), await open()];
+    const pairs = await Promise.all(Array.from({ length: 30 }, (_, index) => Promise.all([first.claim(`Ev${index}`), second.claim(`Ev${index}`)])));
+    for (const pair of pairs) expect(pair.filter(Boolean)).toHaveLength(1);
+  });
+
+  it("pruneClaims() forgets only the claims older than the moment given", async () => {
+    const store = await open();
+    await store.claim("old");
+    await pause(5);
+    const moment = new Date();
+    await pause(5);
+    await store.claim("new");
+    expect(await store.pruneClaims(moment)).toBe(1);
+    expect(await store.claim("new")).toBe(false);
+    expect(await store.claim("old")).toBe(true);
+  });
+
+  it("reserves quota by the guard's rule: room that fits, or the only call in flight; wait while others are; refused once spending reaches a cap", async () => {
+    const store = await open();
+    const limits = { tokens: 1_000 };
+    const reserve = (tokens: number, userId = "U1", now?: Date) => store.reserveQuota({ userId, tokens, cost: 0, limits, ...(now ? { now } : {}) });
+    const first = await reserve(600);
+    expect(first).toEqual({ kind: "reserved", reservationId: expect.any(String) });
+    expect(await reserve(600)).toEqual({ kind: "wait" });
+    expect(await reserve(600, "U2")).toMatchObject({ kind: "reserved" }); // another user's day is their own
+    if (first.kind !== "reserved") return;
+    await store.settleQuota(first.reservationId, { tokens: 700, cost: null });
+    await store.settleQuota(first.reservationId, { tokens: 700, cost: null }); // settled once
+    const alone = await reserve(600); // 700 spent: it does not fit, but it is the only call in flight
+    expect(alone).toMatchObject({ kind: "reserved" });
+    if (alone.kind === "reserved") await store.settleQuota(alone.reservationId, { tokens: 400, cost: null });
+    expect(await reserve(1)).toEqual({ kind: "at_cap", cap: "tokens", spentTokens: 1_100, spentCost: null });
+
+    // A reservation never settled (its process was killed) stops holding room when its hold ends.
+    const held = await store.reserveQuota({ userId: "U3", tokens: 900, cost: 0, limits, holdSeconds: 1 });
+    expect(held).toMatchObject({ kind: "reserved" });
+    expect(await reserve(200, "U3")).toEqual({ kind: "wait" });
+    expect(await reserve(200, "U3", new Date(Date.now() + 2_000))).toMatchObject({ kind: "reserved" });
+  });
+
+  it("starts a user's day from what the stored runs spent today, and judges the cost cap in dollars (unknown once a call had no price)", async () => {
+    const store = await open();
+    await store.record([
+      { kind: "start_run", run: runRecord("run_spent", "web:q", "U1") },
+      { kind: "step", step: { runId: "run_spent", step: 1, model: "gpt-4o-mini", contextMessages: 1, contextTokens: 1, content: "ok", reasoning: null, reasoningCutChars: 0, modelNotes: [], promptTokens: 800, completionTokens: 100, latencyMs: 1, cost: 0.05, request: [], at: new Date().toISOString() } },
+      { kind: "end_run", outcome: outcomeOf("run_spent", { promptTokens: 800, completionTokens: 100 }) },
+      { kind: "price_run", runId: "run_spent" },
+    ]);
+    expect(await store.reserveQuota({ userId: "U1", tokens: 50, cost: 0, limits: { tokens: 900 } })).toEqual({ kind: "at_cap", cap: "tokens", spentTokens: 900, spentCost: 0.05 });
+    const costly = await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } });
+    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toEqual({ kind: "wait" });
+    if (costly.kind === "reserved") await store.settleQuota(costly.reservationId, { tokens: 10, cost: 0.1 });
+    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toMatchObject({ kind: "at_cap", cap: "cost", spentCost: 0.1 });
+    const unpriced = await store.reserveQuota({ userId: "U5", tokens: 10, cost: 0, limits: { cost: 0.1 } });
+    if (unpriced.kind === "reserved") await store.settleQuota(unpriced.reservationId, { tokens: 10, cost: null });
+    expect(await store.reserveQuota({ userId: "U5", tokens: 10, cost: 5, limits: { cost: 0.1 } })).toMatchObject({ kind: "reserved" });
+  });
+
+  it("of 40 reservations made at once through two handles, the reserved ones never exceed the cap", async () => {
+    const [first, second] = [await open(), await open()];
+    const outcomes = await Promise.all(Array.from({ length: 40 }, (_, index) => (index % 2 ? first : second).reserveQuota({ userId: "U1", tokens: 100, cost: 0, limits: { tokens: 1_000 } })));
+    expect(outcomes.filter((outcome) => outcome.kind === "reserved")).toHaveLength(10);
+    expect(outcomes.filter((outcome) => outcome.kind === "wait")).toHaveLength(30);
+  });
+
+  it("a cancel request reaches the session's running and accepted runs (or one of them), is heard on another handle, and is kept to be checked", async () => {
+    const [store, other] = [await open(), await open()];
+    await store.record([{ kind: "start_run", run: runRecord("run_running", "slack:T1:C1:1.1") }, { kind: "start_run", run: runRecord("run_elsewhere", "slack:T1:C1:2.2") }]);
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_waiting", "slack:T1:C1:1.1") });
+    await store.record([{ kind: "start_run", run: runRecord("run_done", "slack:T1:C1:1.1") }, { kind: "end_run", outcome: outcomeOf("run_done") }]);
+    const heard: unknown[] = [];
+    const stop = await other.watchCancels((notice) => heard.push(notice));
+
+    expect((await store.requestCancel({ sessionId: "slack:T1:C1:1.1" })).sort()).toEqual(["run_running", "run_waiting"]);
+    await expect.poll(() => heard, { timeout: 5_000 }).toHaveLength(1);
+    expect(heard[0]).toEqual({ sessionId: "slack:T1:C1:1.1", runIds: expect.arrayContaining(["run_running", "run_waiting"]) });
+    expect(await other.cancelRequested("run_running")).toBe(true);
+    expect(await other.cancelRequested("run_waiting")).toBe(true);
+    expect(await other.cancelRequested("run_done")).toBe(false);
+    expect(await other.cancelRequested("run_elsewhere")).toBe(false);
+
+    expect(await store.requestCancel({ sessionId: "slack:T1:C1:2.2", runId: "run_other" })).toEqual([]);
+    expect(await store.requestCancel({ sessionId: "slack:T1:C1:2.2", runId: "run_elsewhere" })).toEqual(["run_elsewhere"]);
+    expect(await store.requestCancel({ sessionId: "cli:idle" })).toEqual([]); // nothing was running
+    await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2); // a request that reached no run is not announced
+    expect(heard[1]).toEqual({ sessionId: "slack:T1:C1:2.2", runIds: ["run_elsewhere"] });
+    await stop();
+    await store.requestCancel({ sessionId: "slack:T1:C1:1.1" });
+    await pause(200);
+    expect(heard).toHaveLength(2); // stopped watching
+    expect(await store.pruneCancelRequests(new Date(Date.now() + 1_000))).toBe(5);
+    expect(await other.cancelRequested("run_running")).toBe(false);
+  });
+}
