@@ -9,7 +9,7 @@ import { createBuiltinTools, createDemoShopTools } from "../src/tools/builtin/in
 import { createShopTools, openShopDatabase } from "../src/tools/builtin/shop.js";
 import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import type { AnyTool, ToolContext } from "../src/tools/types.js";
+import type { AnyTool, ToolContext, ToolDefinition } from "../src/tools/types.js";
 
 const context = (): ToolContext => ({
   signal: new AbortController().signal,
@@ -419,11 +419,14 @@ describe("createBuiltinTools", () => {
     expect(createBuiltinTools({ include: ["calculator"] }).map((candidate) => candidate.name)).toEqual(["calculator"]);
   });
 
-  it("keeps the demo shop apart: createDemoShopTools opens and seeds its database", () => {
+  it("keeps the demo shop apart: createDemoShopTools opens and seeds its database on the first call, not when the tools are listed", async () => {
     const directory = mkdtempSync(join(tmpdir(), "glassbox-builtin-"));
     try {
       const tools = createDemoShopTools({ shopDatabasePath: join(directory, "shop.db") });
       expect(tools.map((candidate) => candidate.name)).toEqual(["get_order_status", "cancel_order", "send_message"]);
+      expect(existsSync(join(directory, "shop.db"))).toBe(false);
+      const lookup = tools[0] as ToolDefinition<{ order_id: string }>;
+      expect(await lookup.handler({ order_id: "20240315001" }, context())).toMatchObject({ orderId: "20240315001" });
       expect(existsSync(join(directory, "shop.db"))).toBe(true);
     } finally {
       rmSync(directory, { recursive: true, force: true });

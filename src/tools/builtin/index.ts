@@ -14,8 +14,8 @@ export function createBuiltinTools(options: { now?: () => Date; include?: Readon
   return [...(include.includes("current_time") ? [createCurrentTimeTool(now)] : []), ...(include.includes("calculator") ? [calculator] : [])];
 }
 
-/** The demo shop (`npm run demo`, GLASSBOX_DEMO=true): get_order_status and the dangerous cancel_order and send_message over its SQLite file, opened (and seeded) here. */
+/** The demo shop (`npm run demo`, GLASSBOX_DEMO=true): get_order_status and the dangerous cancel_order and send_message over its SQLite file, opened (and seeded) on the first call. */
 export function createDemoShopTools(options: { shopDatabasePath?: string; now?: () => Date } = {}): AnyTool[] {
-  const shop = openShopDatabase(options.shopDatabasePath ?? defaultShopDatabasePath());
-  return createShopTools(shop, { now: options.now ?? (() => new Date()) });
+  const path = options.shopDatabasePath ?? defaultShopDatabasePath();
+  return createShopTools(() => openShopDatabase(path), { now: options.now ?? (() => new Date()) });
 }

@@ -54,21 +54,29 @@ interface OrderItem {
   unit_price_cents: number;
 }
 
-/** The shop's tools over `db`; `now` is the clock used for updated_at and sent_at. */
-export function createShopTools(db: Database.Database, options: { now?: () => Date } = {}): AnyTool[] {
+function shopStatements(db: Database.Database) {
+  return {
+    selectOrder: db.prepare<[string], OrderRow>("SELECT * FROM orders WHERE id = ?"),
+    cancelOrder: db.prepare<[string, string, string], OrderRow>(
+      `UPDATE orders SET status = 'cancelled', cancel_reason = ?, updated_at = ?
+       WHERE id = ? AND status IN ('pending', 'paid') RETURNING *`,
+    ),
+    selectCustomer: db.prepare<[string], { id: string }>("SELECT id FROM customers WHERE id = ?"),
+    insertMessage: db.prepare<[string, string, string]>("INSERT INTO messages (user_id, content, sent_at) VALUES (?, ?, ?)"),
+  };
+}
+
+/**
+ * The shop's tools over `db`, or over the database `db()` opens on the first call (so listing the
+ * tools, as `glassbox tools` does, creates no file); `now` is the clock used for updated_at and sent_at.
+ */
+export function createShopTools(db: Database.Database | (() => Database.Database), options: { now?: () => Date } = {}): AnyTool[] {
   const now = options.now ?? (() => new Date());
-  const selectOrder = db.prepare<[string], OrderRow>("SELECT * FROM orders WHERE id = ?");
-  const cancelOrder = db.prepare<[string, string, string], OrderRow>(
-    `UPDATE orders SET status = 'cancelled', cancel_reason = ?, updated_at = ?
-     WHERE id = ? AND status IN ('pending', 'paid') RETURNING *`,
-  );
-  const selectCustomer = db.prepare<[string], { id: string }>("SELECT id FROM customers WHERE id = ?");
-  const insertMessage = db.prepare<[string, string, string]>(
-    "INSERT INTO messages (user_id, content, sent_at) VALUES (?, ?, ?)",
-  );
+  let statements: ReturnType<typeof shopStatements> | undefined;
+  const sql = () => (statements ??= shopStatements(typeof db === "function" ? db() : db));
 
   function findOrder(orderId: string): OrderRow {
-    const order = selectOrder.get(normaliseOrderId(orderId));
+    const order = sql().selectOrder.get(normaliseOrderId(orderId));
     if (order === undefined) throw new Error(`No order with id '${orderId}'. Order ids look like 20240315001.`);
     return order;
   }
@@ -107,7 +115,7 @@ export function createShopTools(db: Database.Database, options: { now?: () => Da
     handler: async ({ order_id, reason }) => {
       if (reason.trim() === "") throw new Error("A reason is required to cancel an order.");
       // One conditional UPDATE, so a concurrent change can never be overwritten.
-      const cancelled = cancelOrder.get(reason.trim(), now().toISOString(), normaliseOrderId(order_id));
+      const cancelled = sql().cancelOrder.get(reason.trim(), now().toISOString(), normaliseOrderId(order_id));
       if (cancelled !== undefined) return describeOrder(cancelled);
       throw new Error(explainWhyNotCancellable(findOrder(order_id)));
     },
@@ -128,7 +136,7 @@ export function createShopTools(db: Database.Database, options: { now?: () => Da
     dangerous: true,
     handler: async ({ user_id, content }) => {
       const userId = user_id.trim();
-      if (selectCustomer.get(userId) === undefined) {
+      if (sql().selectCustomer.get(userId) === undefined) {
         throw new Error(`No customer with id '${user_id}'. Customer ids look like U001.`);
       }
       if (content.trim() === "") throw new Error("The message is empty.");
@@ -136,7 +144,7 @@ export function createShopTools(db: Database.Database, options: { now?: () => Da
         throw new Error(`The message is ${content.length} characters long; the limit is ${MAX_MESSAGE_LENGTH}.`);
       }
       const sentAt = now().toISOString();
-      const { lastInsertRowid } = insertMessage.run(userId, content, sentAt);
+      const { lastInsertRowid } = sql().insertMessage.run(userId, content, sentAt);
       return { messageId: Number(lastInsertRowid), userId, sentAt };
     },
   };
