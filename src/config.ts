@@ -4,9 +4,11 @@
  */
 import { availableParallelism } from "node:os";
 import { parsePrices, type Price } from "./agent/cost.js";
+import { parseEncryptionKey } from "./adapters/slack/token-crypto.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
 import type { ToolMode } from "./agent/llm/index.js";
+import type { InstallationDatabase } from "./store/installations.js";
 import { parseMcpServers, type McpServerConfig } from "./tools/mcp.js";
 
 export interface GlassboxConfig {
@@ -45,7 +47,7 @@ export interface GlassboxConfig {
    * conversations run on the receiving thread itself.
    */
   workers: number;
-  /** Present when SLACK_BOT_TOKEN is set. */
+  /** Present when SLACK_BOT_TOKEN is set, or the OAuth settings of an app for many workspaces (SLACK_CLIENT_ID ...). */
   slack?: SlackConfig;
   /** Present when DISCORD_TOKEN is set. */
   discord?: DiscordConfig;
@@ -88,7 +90,10 @@ export interface DiscordConfig {
 }
 
 export interface SlackConfig {
-  botToken: string;
+  /** One workspace: its bot token (SLACK_BOT_TOKEN). Absent when the app is installed in many workspaces (`oauth`). */
+  botToken?: string;
+  /** Many workspaces, each installing the app through Slack's OAuth flow at /slack/install. */
+  oauth?: SlackOAuthConfig;
   /** Socket Mode when set (no public URL needed). */
   appToken?: string;
   /** HTTP mode: requests to /slack/events are verified with it. */
@@ -102,6 +107,24 @@ export interface SlackConfig {
   /** User ids who may approve any dangerous call. */
   approvers: string[];
 }
+
+export interface SlackOAuthConfig {
+  clientId: string;
+  clientSecret: string;
+  /** Signs the OAuth state parameter (SLACK_STATE_SECRET); the same on every process of a deployment. */
+  stateSecret: string;
+  /** The bot scopes an install asks for (SLACK_SCOPES; default DEFAULT_SLACK_SCOPES). */
+  scopes: string[];
+  /** Encrypts the installations' tokens in the database (GLASSBOX_ENCRYPTION_KEY), checked when read. */
+  encryptionKey: string;
+  /** Slack's authorize page (SLACK_AUTHORIZE_URL), for GovSlack or a test; default Slack's own. */
+  authorizeUrl?: string;
+  /** Where the installations are kept: the store's database. */
+  database: InstallationDatabase;
+}
+
+/** What glassbox uses (see slack-app-manifest.yaml). */
+export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write"];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
   const toolMode = env.GLASSBOX_TOOL_MODE ?? "auto";
@@ -235,17 +258,18 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
   const botToken = nonEmpty(env.SLACK_BOT_TOKEN);
   const appToken = nonEmpty(env.SLACK_APP_TOKEN);
   const signingSecret = nonEmpty(env.SLACK_SIGNING_SECRET);
-  if (!botToken) {
-    if (appToken || signingSecret) throw configurationError("SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not; set SLACK_BOT_TOKEN (xoxb-...) too.");
+  const oauth = slackOAuthConfig(env, botToken);
+  if (!botToken && !oauth) {
+    if (appToken || signingSecret) throw configurationError("SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not; set SLACK_BOT_TOKEN (xoxb-...) too, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET to install the app in many workspaces.");
     return undefined;
   }
-  if (!botToken.startsWith("xoxb-")) throw configurationError("SLACK_BOT_TOKEN must be the bot token, starting with xoxb-.");
+  if (botToken && !botToken.startsWith("xoxb-")) throw configurationError("SLACK_BOT_TOKEN must be the bot token, starting with xoxb-.");
   if (appToken && !appToken.startsWith("xapp-")) throw configurationError("SLACK_APP_TOKEN must be an app-level token, starting with xapp-.");
   if (!appToken && !signingSecret) {
-    throw configurationError("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is; set one of them.");
+    throw configurationError(`${botToken ? "SLACK_BOT_TOKEN" : "SLACK_CLIENT_ID"} is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is; set one of them.`);
   }
   return {
-    botToken,
+    ...(botToken ? { botToken } : { oauth }),
     appToken,
     signingSecret,
     port: portOf(env, "PORT", 3_000),
@@ -253,6 +277,31 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     apiUrl: nonEmpty(env.SLACK_API_URL),
     allowedChannels: list(env.SLACK_ALLOWED_CHANNELS),
     approvers: list(env.SLACK_APPROVERS),
+  };
+}
+
+/** The OAuth settings when SLACK_CLIENT_ID (or one of its companions) is set; all three are needed, and no bot token beside them. */
+function slackOAuthConfig(env: NodeJS.ProcessEnv, botToken: string | undefined): SlackOAuthConfig | undefined {
+  const clientId = nonEmpty(env.SLACK_CLIENT_ID);
+  const clientSecret = nonEmpty(env.SLACK_CLIENT_SECRET);
+  const stateSecret = nonEmpty(env.SLACK_STATE_SECRET);
+  if (!clientId && !clientSecret && !stateSecret) return undefined;
+  if (botToken) throw configurationError("SLACK_BOT_TOKEN is for one workspace and SLACK_CLIENT_ID for installing in many; set one of them, not both.");
+  const missing = [["SLACK_CLIENT_ID", clientId], ["SLACK_CLIENT_SECRET", clientSecret], ["SLACK_STATE_SECRET", stateSecret]].filter(([, value]) => !value).map(([name]) => name);
+  if (missing.length > 0) {
+    throw configurationError(`Installing in many workspaces needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET (both from your app's Basic Information page) and SLACK_STATE_SECRET (any long random text, e.g. \`openssl rand -hex 32\`); ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set.`);
+  }
+  const encryptionKey = env.GLASSBOX_ENCRYPTION_KEY?.trim() ?? "";
+  parseEncryptionKey(encryptionKey); // a missing or malformed key stops the start here, in one sentence
+  const scopes = list(env.SLACK_SCOPES);
+  return {
+    clientId: clientId as string,
+    clientSecret: clientSecret as string,
+    stateSecret: stateSecret as string,
+    scopes: scopes.length > 0 ? scopes : DEFAULT_SLACK_SCOPES,
+    encryptionKey,
+    authorizeUrl: nonEmpty(env.SLACK_AUTHORIZE_URL),
+    database: { databaseUrl: nonEmpty(env.GLASSBOX_DATABASE_URL), databaseSchema: nonEmpty(env.GLASSBOX_DATABASE_SCHEMA), databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db" },
   };
 }
 

@@ -8,6 +8,8 @@
 //  - Interactivity: `payload=<json>` form POSTs, plus a `response_url` that the fake serves.
 //  - Socket Mode: `apps.connections.open` hands out a single-use ws:// URL; the fake says `hello`,
 //    sends envelopes and waits for the client's `{envelope_id}` ack.
+//  - OAuth (with `oauth`): installing the app in many workspaces, each with a token of its own
+//    (fake-slack-oauth.ts); events can come from any of them (`team`).
 //
 // The fake also keeps each channel's messages (posts, updates, stream appends, deletes), so a test
 // can read what a person would see via `messages(channel, threadTs)`, and records every call with
@@ -18,6 +20,7 @@ import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
 import { undiciFetch } from "../undici-fetch.js";
+import { createFakeOAuth, type EventTeam, type FakeOAuth, type FakeOAuthOptions } from "./fake-slack-oauth.js";
 import { broadcastsOf } from "./platform-mentions.js";
 
 export interface FakeSlackOptions {
@@ -32,6 +35,8 @@ export interface FakeSlackOptions {
   refuse?: string[] | Record<string, string>;
   /** How long sendSocketEvent waits for the client's ack (Slack's own deadline is 3 s). */
   ackTimeoutMs?: number;
+  /** Workspaces that can install the app through OAuth, each with its own bot token. */
+  oauth?: FakeOAuthOptions;
 }
 
 export interface RecordedCall {
@@ -57,7 +62,7 @@ export interface SigningOverrides {
   signingSecret?: string; // sign with another secret to produce a bad signature
   timestamp?: number; // unix seconds; an old one makes the request stale
 }
-export interface SendEventOptions extends SigningOverrides { eventId?: string; retryNum?: number; retryReason?: string }
+export interface SendEventOptions extends SigningOverrides { eventId?: string; retryNum?: number; retryReason?: string; team?: EventTeam }
 export interface BlockActionInput {
   userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string;
   /** The workspace the click comes from (default the fake's); null as in an org-wide install. */
@@ -70,6 +75,8 @@ export interface WaitForCallOptions { timeoutMs?: number; since?: number /* only
 
 export interface FakeSlack {
   apiUrl: string; // http://127.0.0.1:PORT/api/ — give it to `clientOptions.slackApiUrl`
+  /** Present with the `oauth` option. */
+  oauth?: FakeOAuth;
   calls: RecordedCall[];
   callsTo(method: string): RecordedCall[];
   /** Resolves with the first matching call, looking at already-recorded calls first (from `since`, default 0). */
@@ -83,7 +90,7 @@ export interface FakeSlack {
   sendUrlVerification(targetUrl: string, options?: SigningOverrides): Promise<{ status: number; body: string; challenge: string }>;
   socketConnections(): number;
   waitForSocket(count?: number, timeoutMs?: number): Promise<void>;
-  sendSocketEvent(event: Record<string, unknown>, options?: { eventId?: string; retryAttempt?: number; retryReason?: string; connection?: number }): Promise<SocketSendResult & { eventId: string }>;
+  sendSocketEvent(event: Record<string, unknown>, options?: { eventId?: string; retryAttempt?: number; retryReason?: string; connection?: number; team?: EventTeam }): Promise<SocketSendResult & { eventId: string }>;
   sendSocketBlockAction(action: BlockActionInput, options?: { connection?: number }): Promise<SocketSendResult>;
   /** Sends Slack's `disconnect` message (the client should reconnect through apps.connections.open). */
   disconnectSocket(connection?: number, reason?: string): void;
@@ -180,6 +187,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const streaming = new Set<string>(); // "channel/ts" of streams not yet stopped
   let lastMicros = 0;
   let origin = "";
+  const oauth = options.oauth && createFakeOAuth(options.oauth, () => origin, appId);
 
   function nextTs(): string {
     lastMicros = Math.max(lastMicros + 1, Date.now() * 1000); // strictly increasing, like real ts
@@ -195,9 +203,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const asMessageReply = (m: FakeMessage) => ({ type: "message", app_id: appId, team: teamId, ...m });
 
   // ---- Web API ------------------------------------------------------------------------------
-  const methods: Record<string, (a: Args) => Reply> = {
-    "auth.test": () => ({ ok: true, url: `https://${teamId.toLowerCase()}.slack.com/`, team: "Fake Team", user: "glassbox",
-      team_id: teamId, user_id: botUserId, bot_id: botId, is_enterprise_install: false }),
+  const methods: Record<string, (a: Args, token?: string) => Reply> = {
+    "auth.test": (_a, token) => {
+      const installed = oauth?.workspaceOf(token); // a token from OAuth answers as its workspace
+      const team = installed?.teamId ?? teamId;
+      return { ok: true, url: `https://${team.toLowerCase()}.slack.com/`, team: installed?.teamName ?? "Fake Team", user: "glassbox",
+        team_id: team, user_id: installed?.botUserId ?? botUserId, bot_id: installed?.botId ?? botId, is_enterprise_install: installed?.orgWide === true,
+        ...(installed?.enterpriseId ? { enterprise_id: installed.enterpriseId } : {}) };
+    },
     "chat.postMessage": (a) => {
       const channel = str(a.channel);
       if (!channel) return fail("channel_not_found");
@@ -302,13 +315,15 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     // Recorded first so failed calls show up too; the handler below runs in the same tick, so a
     // waitForCall() continuation already sees its effect in messages().
     record({ method, args, token, at: Date.now(), get broadcasts() { return broadcastsOf(args); } }); // read by tests only: the benches' harness need not pay for it
+    if (method === "oauth.v2.access" && oauth) return sendJson(res, oauth.access(args)); // the client id and secret are its credentials
     const handler = methods[method];
     if (!handler) return sendJson(res, fail("unknown_method"));
     const wanted = method === "apps.connections.open" ? appToken : botToken;
     if (!token) return sendJson(res, fail("not_authed"));
-    if (token !== wanted) return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
+    const installedToken = method !== "apps.connections.open" && oauth?.workspaceOf(token) !== undefined;
+    if (token !== wanted && !installedToken) return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
     const refusal = refused.get(method);
-    sendJson(res, refusal ? fail(refusal) : handler(args));
+    sendJson(res, refusal ? fail(refusal) : handler(args, token));
   }
 
   // A response_url accepts JSON like Bolt's respond(); replace/delete act on the original message.
@@ -347,6 +362,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const [path = "", query = ""] = (req.url ?? "").split("?", 2);
     const api = /^\/api\/([\w.]+)$/.exec(path);
     const response = /^\/response\/([\w-]+)$/.exec(path);
+    if (oauth && path === "/oauth/v2/authorize" && req.method === "GET") return oauth.handleAuthorize(new URLSearchParams(query), res);
     const work = api?.[1] ? handleApi(req, res, api[1], query)
       : response?.[1] && req.method === "POST" ? handleResponseUrl(req, res, response[1])
       : Promise.resolve(sendJson(res, fail("not_found"), 404));
@@ -397,13 +413,15 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   }
 
   // ---- Outgoing requests (Events API, interactivity) ----------------------------------------
-  function eventCallback(event: Record<string, unknown>, eventId: string): Args {
+  function eventCallback(event: Record<string, unknown>, eventId: string, from?: EventTeam): Args {
+    const team = from?.teamId ?? teamId;
+    const enterprise = from?.enterpriseId ?? null;
     const inner: Args = { ...event };
     const channel = str(inner.channel);
     if (channel && !inner.ts) inner.ts = nextTs();
     if (!inner.event_ts) inner.event_ts = inner.ts ?? nextTs();
     if (inner.type === "message" || inner.type === "app_mention") {
-      inner.team ??= teamId;
+      inner.team ??= team;
       if (!inner.bot_id) inner.client_msg_id ??= randomUUID();
       if (inner.type === "message" && channel) inner.channel_type ??= channel.startsWith("D") ? "im" : channel.startsWith("G") ? "group" : "channel";
       // What the person typed is part of the conversation a test may read back.
@@ -412,9 +430,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           ...(str(inner.thread_ts) ? { thread_ts: str(inner.thread_ts) } : {}) });
       }
     }
-    return { token: "fake-verification-token", team_id: teamId, context_team_id: teamId, context_enterprise_id: null,
+    // An org-wide install's authorization names the org, not the workspace (team_id null).
+    return { token: "fake-verification-token", team_id: team, context_team_id: team, context_enterprise_id: enterprise, ...(enterprise ? { enterprise_id: enterprise } : {}),
       api_app_id: appId, event: inner, type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000),
-      authorizations: [{ enterprise_id: null, team_id: teamId, user_id: botUserId, is_bot: true, is_enterprise_install: false }],
+      authorizations: [{ enterprise_id: enterprise, team_id: from?.orgWide ? null : team, user_id: from?.botUserId ?? botUserId, is_bot: true, is_enterprise_install: from?.orgWide === true }],
       is_ext_shared_channel: false, event_context: `4-${randomBytes(12).toString("base64url")}` };
   }
 
@@ -461,6 +480,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
 
   return {
     apiUrl: `${origin}/api/`,
+    ...(oauth ? { oauth } : {}),
     calls,
     callsTo: (method) => calls.filter((c) => c.method === method),
     waitForCall(method, predicate = () => true, opts = {}) {
@@ -488,7 +508,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
       const retry: Record<string, string> = o.retryNum === undefined ? {}
         : { "X-Slack-Retry-Num": String(o.retryNum), "X-Slack-Retry-Reason": o.retryReason ?? "http_timeout" };
-      const result = await signedPost(targetUrl, JSON.stringify(eventCallback(event, eventId)), "application/json", o, retry);
+      const result = await signedPost(targetUrl, JSON.stringify(eventCallback(event, eventId, o.team)), "application/json", o, retry);
       return { ...result, eventId };
     },
     sendBlockAction(targetUrl, action, o = {}) {
@@ -513,7 +533,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     },
     async sendSocketEvent(event, o = {}) {
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
-      const result = await sendEnvelope("events_api", eventCallback(event, eventId), o.connection ?? 0,
+      const result = await sendEnvelope("events_api", eventCallback(event, eventId, o.team), o.connection ?? 0,
         { retry_attempt: o.retryAttempt ?? 0, retry_reason: o.retryReason ?? "" });
       return { ...result, eventId };
     },

@@ -1,12 +1,13 @@
 /**
  * The Slack adapter: Bolt in Socket Mode (SLACK_APP_TOKEN) or over HTTP with signed requests
- * (SLACK_SIGNING_SECRET). A mention in a channel, or a direct message, becomes a message to the
+ * (SLACK_SIGNING_SECRET), for one workspace (SLACK_BOT_TOKEN) or installed in many through OAuth
+ * (slack-oauth.ts). A mention in a channel, or a direct message, becomes a message to the
  * conversation of its thread; Approve / Deny clicks decide durable approvals.
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, webApi, type BlockAction } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
+import { App, webApi, type BlockAction, type Context } from "@slack/bolt";
+import type { WebClient, WebClientOptions } from "@slack/web-api";
 import { createApprovalBook, type ClickOrigin } from "../../agent/approvals.js";
 import type { ConversationService } from "../../agent/conversations.js";
 import { configurationError } from "../../agent/errors.js";
@@ -21,6 +22,16 @@ import { startConversationWorkers, type ShardData } from "../conversation-worker
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+import {
+  assertInstallPortFree,
+  createWorkspaceClients,
+  forgetUninstalledWorkspaces,
+  installationUserId,
+  INSTALL_PATH,
+  oauthAppOptions,
+  openSlackInstallations,
+  withoutSecrets,
+} from "./slack-oauth.js";
 import { withoutBroadcasts } from "./slack-text.js";
 import type { SlackWorkerData } from "./slack-worker.js";
 
@@ -29,6 +40,8 @@ export interface SlackAdapter {
   conversations: ConversationService;
   /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
   eventsUrl?: string;
+  /** Installed through OAuth: where a workspace starts installing the app (`.../slack/install`). */
+  installUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -44,6 +57,8 @@ interface IncomingMessage {
   botId?: string;
   subtype?: string;
   isDirect: boolean;
+  /** Bolt's context: the workspace's installation (its bot user, and who the sender is counted as). */
+  context: Context;
 }
 
 const EXPIRY_SWEEP_MS = 30_000;
@@ -68,34 +83,34 @@ export async function startSlackAdapter(
 ): Promise<SlackAdapter> {
   const { slack, store, log } = options;
   const { logger, ...clientOptions } = slackClientOptions(slack, log);
-  // The token is checked before the App exists: given the bot's ids, Bolt makes no auth.test of its
-  // own, whose failure would be an unhandled rejection beside our one-sentence error.
-  // Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
-  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, logger, timeout: 10_000, retryConfig: { retries: 2 } })
-    .auth.test()
-    .catch((error: { code?: string; data?: { error?: string } }) => {
-      // web-api marks a failure to reach Slack at all (as opposed to Slack's answer) with this code.
-      if (error.code === "slack_webapi_request_error") {
-        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
-      }
-      throw configurationError(
-        `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
-      );
+  // Many workspaces: each event is authorized from the installation store, runs post with their workspace's token.
+  const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
+  let app: App;
+  let botOfToken = ""; // one workspace: its bot user, from auth.test
+  let conversations: Awaited<ReturnType<typeof startConversations>>;
+  try {
+    const authorization = slack.oauth && installations ? oauthAppOptions(slack, slack.oauth, installations, log) : await singleWorkspace(slack, { ...clientOptions, logger });
+    botOfToken = authorization.botUserId ?? "";
+    app = new App({
+      ...authorization,
+      logger: slack.oauth ? withoutSecrets(logger, slack.oauth) : logger,
+      logLevel: clientOptions.logLevel,
+      clientOptions,
+      ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
     });
-  const botUserId = identity.user_id ?? "";
-  const app = new App({
-    token: slack.botToken,
-    botUserId,
-    botId: identity.bot_id,
-    logger,
-    logLevel: clientOptions.logLevel,
-    clientOptions,
-    ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
-  });
-
-  const conversations = await startConversations(options, app.client);
+    if (installations) forgetUninstalledWorkspaces(app, installations, log);
+    const clientFor = installations ? createWorkspaceClients(installations, { ...clientOptions, logger }) : undefined;
+    conversations = await startConversations(options, app.client, clientFor);
+  } catch (error) {
+    await installations?.close();
+    throw error;
+  }
+  /** Who sent it, as quotas, memory and approvals count people: `<team>:<user>` when installed in many workspaces. */
+  const userOf = (context: Context, user: string) => (installations ? installationUserId(context, user) : user);
 
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
+    // Installed in many workspaces, the bot is a user of its own in each.
+    const botUserId = installations ? (message.context.botUserId ?? "") : botOfToken;
     // Edits, deletions, joins and other bots are not questions; a message that shares a file is.
     if (message.botId || (message.subtype && message.subtype !== "file_share") || !message.user || message.user === botUserId) return;
     // Exactly once: the event id and the message ts are claimed (committed with the turn's other
@@ -124,35 +139,35 @@ export async function startSlackAdapter(
     }
     // The run starts on a later turn of the event loop, so acknowledgements of events already
     // waiting go out first (a burst of mentions is acknowledged before any of their work).
-    const userId = message.user;
+    const userId = userOf(message.context, message.user);
     setImmediate(() => {
       void conversations.send({ sessionId, userId, input }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
     });
   }
 
-  app.event("app_mention", async ({ event, body, client }) => {
+  app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
-      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false },
+      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, context },
       client,
     );
   });
 
-  app.message(async ({ message, body, client }) => {
+  app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
     const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
     await onMessage(
-      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true },
+      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context },
       client,
     );
   });
 
-  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
+  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client, context }) => {
     await ack();
     if (action.type !== "button" || !("action_id" in action) || !action.value) return;
     const userId = body.user.id;
     const channel = body.channel?.id;
-    const outcome = await conversations.decide({ approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION, origin: clickOrigin(body) });
+    const outcome = await conversations.decide({ approvalId: action.value, userId: userOf(context, userId), approved: action.action_id === APPROVE_ACTION, origin: clickOrigin(body) });
     const refusal = refusalFor(outcome, slack.approvers.length > 0);
     if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) });
   });
@@ -161,12 +176,18 @@ export async function startSlackAdapter(
     log.error({ error: error.message }, "Slack: an event handler failed");
   });
 
-  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host })).catch(async (error: unknown) => {
+  const server = (await (async () => {
+    if (slack.appToken && installations) await assertInstallPortFree(slack.port);
+    return slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host });
+  })().catch(async (error: unknown) => {
     await conversations.close(); // a port in use must not leave worker threads behind
+    await installations?.close();
     throw error;
   })) as unknown;
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
   const eventsUrl = address ? `http://${slack.host}:${address.port}/slack/events` : undefined;
+  const installUrl = installations ? `http://${slack.host}:${address?.port ?? slack.port}${INSTALL_PATH}` : undefined;
+  if (installUrl) log.info({ installUrl }, `Slack: workspaces install the app by opening ${INSTALL_PATH} at this server's public https address`);
 
   const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Slack: expiring approvals failed")), EXPIRY_SWEEP_MS);
   sweep.unref();
@@ -176,10 +197,12 @@ export async function startSlackAdapter(
     app,
     conversations,
     eventsUrl,
+    installUrl,
     async stop() {
       clearInterval(sweep);
       await app.stop();
       await conversations.close();
+      await installations?.close();
     },
   };
 }
@@ -197,11 +220,34 @@ function clickOrigin(body: Pick<BlockAction, "team" | "channel" | "message">): C
   return { sessionPrefix: body.team?.id ? `slack:${body.team.id}:${channel}:` : "slack:", messageRef };
 }
 
-/** The conversations, here or in worker threads; close() waits for their runs (and ends the workers). */
-async function startConversations(options: Parameters<typeof startSlackAdapter>[0], client: WebClient): Promise<ConversationService & { close(): Promise<void> }> {
+/**
+ * One workspace: its token is checked before the App exists. Given the bot's ids, Bolt makes no
+ * auth.test of its own, whose failure would be an unhandled rejection beside our one-sentence error.
+ * Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
+ */
+async function singleWorkspace(slack: SlackConfig, clientOptions: WebClientOptions): Promise<{ token?: string; botUserId: string; botId?: string }> {
+  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, timeout: 10_000, retryConfig: { retries: 2 } })
+    .auth.test()
+    .catch((error: { code?: string; data?: { error?: string } }) => {
+      // web-api marks a failure to reach Slack at all (as opposed to Slack's answer) with this code.
+      if (error.code === "slack_webapi_request_error") {
+        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
+      }
+      throw configurationError(
+        `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
+      );
+    });
+  return { token: slack.botToken, botUserId: identity.user_id ?? "", botId: identity.bot_id };
+}
+
+/**
+ * The conversations, here or in worker threads; close() waits for their runs (and ends the workers).
+ * `clientFor` gives each workspace's client when the app is installed in many.
+ */
+async function startConversations(options: Parameters<typeof startSlackAdapter>[0], client: WebClient, clientFor?: (teamId: string) => WebClient): Promise<ConversationService & { close(): Promise<void> }> {
   const { slack, store, log, approvalTtlSeconds } = options;
   if (!options.workers) {
-    const conversations = createSlackConversations({ client, agent: options.agent, store, slack, log, approvalTtlSeconds, dailyLimits: options.dailyLimits, pipelines: options.pipelines });
+    const conversations = createSlackConversations({ client, clientFor, agent: options.agent, store, slack, log, approvalTtlSeconds, dailyLimits: options.dailyLimits, pipelines: options.pipelines });
     return { ...conversations, close: () => conversations.idle() };
   }
   const { count, config, onExit } = options.workers;

@@ -13,10 +13,13 @@ import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { approvalOutcome } from "./approval-blocks.js";
 import { undiciFetch } from "../../undici-fetch.js";
+import { slackUserOf } from "./slack-oauth.js";
 import { openSlackSurface } from "./slack-surface.js";
 
 export interface SlackConversationOptions {
   client: WebClient;
+  /** Installed in many workspaces: the client of each (by team id), used instead of `client`. */
+  clientFor?: (teamId: string) => WebClient;
   agent: AgentConfig;
   store: Store;
   slack: SlackConfig;
@@ -30,9 +33,10 @@ export interface SlackConversationOptions {
 
 export function createSlackConversations(options: SlackConversationOptions): Conversations {
   const { client, log } = options;
+  const clientOf = (sessionId: string) => options.clientFor?.(placeOf(sessionId, "").teamId) ?? client;
   return createConversations(options.agent, options.store, {
-    openSurface: (sessionId, userId) => openSlackSurface(client, placeOf(sessionId, userId), log),
-    showDecision: (approval) => updateApprovalMessage(client, approval),
+    openSurface: (sessionId, userId) => openSlackSurface(clientOf(sessionId), placeOf(sessionId, userId), log),
+    showDecision: (approval) => updateApprovalMessage(clientOf(approval.sessionId), approval),
     approvers: options.slack.approvers,
     approvalTtlSeconds: options.approvalTtlSeconds,
     sessionPrefix: "slack:",
@@ -43,10 +47,13 @@ export function createSlackConversations(options: SlackConversationOptions): Con
   });
 }
 
-/** Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message. */
+/**
+ * Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message.
+ * A user id may be `<team>:<user>` (installed in many workspaces): Slack wants the user part.
+ */
 function placeOf(sessionId: string, userId: string) {
   const [, teamId = "", channel = "", thread = "main"] = sessionId.split(":");
-  return { teamId, channel, userId, ...(thread === "main" ? {} : { threadTs: thread }) };
+  return { teamId, channel, userId: slackUserOf(userId), ...(thread === "main" ? {} : { threadTs: thread }) };
 }
 
 async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {

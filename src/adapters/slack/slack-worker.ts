@@ -9,6 +9,7 @@ import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import { createAgentConfig } from "../../setup.js";
 import { reportStartFailure, serveConversations, shardOf, workerLogger, type ShardData } from "../conversation-workers.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+import { createWorkspaceClients, openSlackInstallations } from "./slack-oauth.js";
 
 export interface SlackWorkerData extends ShardData {
   config: GlassboxConfig;
@@ -21,8 +22,11 @@ const log = workerLogger(logLevel);
 try {
   const agent = await createAgentConfig(config, log);
   const client = new webApi.WebClient(slack.botToken, slackClientOptions(slack, log));
+  // Installed in many workspaces: each run posts with its workspace's token, looked up here.
+  const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
   const conversations = createSlackConversations({
     client,
+    clientFor: installations && createWorkspaceClients(installations, slackClientOptions(slack, log)),
     agent,
     store: agent.store,
     slack,
@@ -32,7 +36,10 @@ try {
     pipelines: agent.pipelines,
     owns: (sessionId) => shardOf(sessionId, shards) === shard,
   });
-  serveConversations(conversations, () => agent.close());
+  serveConversations(conversations, async () => {
+    await installations?.close();
+    await agent.close();
+  });
 } catch (error) {
   reportStartFailure(error);
 }
