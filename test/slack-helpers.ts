@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { pino } from "pino";
 import { expect } from "vitest";
 import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
+import { openShopDatabase } from "../src/tools/builtin/shop.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import type { Store } from "../src/agent/store.js";
 import { loadConfig, type SlackConfig } from "../src/config.js";
@@ -260,9 +260,9 @@ export function toolResults(model: ScriptedModelServer, index: number): Array<{ 
     .map((m) => JSON.parse(textOf(m)) as { status: string; data?: unknown; error?: { type: string; message: string } });
 }
 
-/** The status of an order in the demo shop's SQLite file. */
+/** The status of an order in the demo shop's SQLite file (seeded here when no tool has opened it yet: the shop opens on its first call). */
 export function orderStatus(shopDb: string, orderId: string): string | undefined {
-  const db = new Database(shopDb, { readonly: true, fileMustExist: true });
+  const db = openShopDatabase(shopDb);
   try {
     return (db.prepare("SELECT status FROM orders WHERE id = ?").pluck().get(orderId) as string | undefined) ?? undefined;
   } finally {
