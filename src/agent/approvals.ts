@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
-import type { PausedRun } from "./run.js";
+import { decisionsOf, judgeClick } from "../store/approval-rules.js";
 import type { Store } from "./store.js";
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
@@ -138,15 +138,10 @@ export function createApprovalBook(store: Store) {
      * Stale: the run must still be waiting for exactly this call with exactly these arguments.
      */
     decide(id: string, userId: string, approved: boolean, approvers: string[], origin?: ClickOrigin, now = new Date()): DecisionOutcome {
-      const approval = this.get(id);
-      if (!approval || (origin && !postedAt(approval, origin))) return { kind: "unknown" };
-      // A superseded approval is stored as expired, but for the person clicking it is stale.
-      if (approval.status !== "pending") {
-        return { kind: approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired", approval };
-      }
-      if (userId !== approval.requester && !approvers.includes(userId)) return { kind: "not_allowed", approval };
-      if (Date.parse(approval.expiresAt) <= now.getTime()) return { kind: "expired", approval };
-      if (!isWaitingFor(store, approval)) return { kind: "stale", approval };
+      const found = this.get(id);
+      const judged = judgeClick(found, { approvalId: id, userId, approved, approvers, origin, now }, found && store.pausedRun(found.runId));
+      if (judged.kind !== "decide") return judged;
+      const { approval } = judged;
       if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), id).changes !== 1) {
         return { kind: "already_decided", approval: this.get(id) ?? approval };
       }
@@ -162,17 +157,7 @@ export function createApprovalBook(store: Store) {
 
     /** The decisions of a run whose approvals are all settled, keyed by tool_call_id, as the executor takes them. */
     decisionsOf(runId: string): Record<string, ApprovalDecision> {
-      const decisions: Record<string, ApprovalDecision> = {};
-      for (const approval of this.ofRun(runId)) {
-        if (approval.status === "pending") continue;
-        decisions[approval.toolCallId] = {
-          approved: approval.status === "approved",
-          by: approval.decidedBy ?? approval.status,
-          argumentsHash: approval.argumentsHash,
-          ...(approval.status === "expired" ? { reason: "nobody approved it in time" } : {}),
-        };
-      }
-      return decisions;
+      return decisionsOf(this.ofRun(runId));
     },
 
     /**
@@ -194,18 +179,3 @@ export function createApprovalBook(store: Store) {
 }
 
 export type ApprovalBook = ReturnType<typeof createApprovalBook>;
-
-function postedAt(approval: Approval, origin: ClickOrigin): boolean {
-  // A prefix is whole segments: "discord:dm:12" must not match the session "discord:dm:123".
-  const prefix = origin.sessionPrefix;
-  const inPlace = prefix.endsWith(":") ? approval.sessionId.startsWith(prefix) : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
-  if (!inPlace) return false;
-  return origin.messageRef === undefined || approval.messageRef === origin.messageRef;
-}
-
-function isWaitingFor(store: Store, approval: Approval): boolean {
-  const paused = store.pausedRun(approval.runId);
-  if (!paused) return false;
-  const run = JSON.parse(paused) as PausedRun;
-  return run.pending.some((call) => call.call.id === approval.toolCallId && call.approval?.argumentsHash === approval.argumentsHash);
-}
