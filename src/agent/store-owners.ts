@@ -43,12 +43,6 @@ export function instanceRegistration(db: Database.Database): () => void {
   return () => void register.run(INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt);
 }
 
-interface InstanceRow {
-  host: string;
-  pid: number;
-  heartbeat_at: string | null;
-}
-
 /**
  * Whether the owner of a run (an instance id; "host:pid" from before instances; null from before
  * owners) may still be running it. An owner is gone when its heartbeat is stale; when it ran on
@@ -57,15 +51,24 @@ interface InstanceRow {
  * heartbeat they count as alive.
  */
 export function ownerChecker(db: Database.Database, now = Date.now()): (owner: string | null) => boolean {
-  const instanceOf = db.prepare("SELECT host, pid, heartbeat_at FROM instances WHERE id = ?");
-  return (owner) => {
-    if (owner === null) return false;
-    if (owner === INSTANCE.id) return true;
-    const instance = instanceOf.get(owner) as InstanceRow | undefined;
-    if (!instance) return legacyOwnerAlive(owner);
-    if (instance.heartbeat_at !== null && now - Date.parse(instance.heartbeat_at) > STALE_AFTER_MS) return false;
-    return processMayBeAlive(instance.host, instance.pid);
-  };
+  const instanceOf = db.prepare("SELECT host, pid, heartbeat_at AS heartbeatAt FROM instances WHERE id = ?");
+  return (owner) => ownerAlive(owner, owner === null ? undefined : (instanceOf.get(owner) as InstanceRecord | undefined), now);
+}
+
+/** What the store knows of a process instance. */
+export interface InstanceRecord {
+  host: string;
+  pid: number;
+  heartbeatAt: string | null;
+}
+
+/** The rules of ownerChecker on data, for stores that read instances their own way (PostgreSQL). */
+export function ownerAlive(owner: string | null, instance: InstanceRecord | undefined, now = Date.now()): boolean {
+  if (owner === null) return false;
+  if (owner === INSTANCE.id) return true;
+  if (!instance) return legacyOwnerAlive(owner);
+  if (instance.heartbeatAt !== null && now - Date.parse(instance.heartbeatAt) > STALE_AFTER_MS) return false;
+  return processMayBeAlive(instance.host, instance.pid);
 }
 
 /** "host:pid", as owners were written before instances; anything else no instance vouches for. */

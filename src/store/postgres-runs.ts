@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import { INSTANCE } from "../agent/store-owners.js";
-import { ownerAlive, type InstanceRecord } from "./owner-liveness.js";
+import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { RunOutcome, RunRecord } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 import { touchSession } from "./postgres-messages.js";
