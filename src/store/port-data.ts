@@ -161,12 +161,14 @@ export interface CancelNotice {
   runIds: string[];
 }
 
+export type SessionStatusFilter = "error" | "awaiting_approval";
+
 /** The trace viewer's session filters (see adapters/web/session-search.ts, which parses them from a query). */
 export interface SessionFilters {
   /** Text any of the session's messages (or a run's input or output, or its id) contains; case-insensitive for ASCII. */
   text?: string;
   adapter?: string;
-  status?: "error" | "awaiting_approval";
+  status?: SessionStatusFilter;
   /** A tool some step of the session called. */
   tool?: string;
   /** Activity (a run or a message) at or after this moment (ISO 8601). */

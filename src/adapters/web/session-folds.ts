@@ -7,22 +7,8 @@
  */
 import type { Store } from "../../agent/store.js";
 
-export interface Fold {
-  /** The run and step whose context the fold made room in; null when no step followed it (yet). */
-  runId: string | null;
-  step: number | null;
-  at: string;
-  /** The rolling summary as written by this fold (it replaces the previous one). */
-  summary: string;
-  /** The summary's size by glassbox's count. */
-  summaryTokens: number;
-  /** How many stored messages this fold took out of the context. */
-  foldedMessages: number;
-  /** The summarising call failed (the server log says why): the summary stayed as it was and the turns were dropped. */
-  summaryFailed: boolean;
-  /** The summarising call (null for a failed one, or a summary written before calls were kept). */
-  call: { model: string; promptTokens: number; completionTokens: number; cost: number | null } | null;
-}
+export type { Fold } from "../../store/port-data.js";
+import type { Fold } from "../../store/port-data.js";
 
 /** A session's folds are few (each one makes room for many turns); this bounds a pathological store. */
 const MAX_FOLDS = 500;

@@ -7,40 +7,9 @@
 import type { Store } from "../../agent/store.js";
 import { HttpError } from "./http.js";
 
-export interface SessionFilters {
-  /** Text any of the session's messages (or a run's input or output, or its id) contains; case-insensitive for ASCII. */
-  text?: string;
-  adapter?: string;
-  status?: SessionStatusFilter;
-  /** A tool some step of the session called. */
-  tool?: string;
-  /** Activity (a run or a message) at or after this moment (ISO 8601). */
-  from?: string;
-  /** Activity before this moment (ISO 8601). */
-  to?: string;
-  /** Only sessions this user started (a user's token). */
-  startedBy?: string;
-  limit: number;
-}
-
-export type SessionStatusFilter = "error" | "awaiting_approval";
-
-export interface SessionListing {
-  id: string;
-  adapter: string;
-  /** The first run's input (or the first user message), cut to FIRST_MESSAGE_CHARS. */
-  firstMessage: string | null;
-  startedBy: string | null;
-  runCount: number;
-  messageCount: number;
-  lastActivity: string;
-  promptTokens: number;
-  completionTokens: number;
-  /** null when a run's model has no known price. */
-  cost: number | null;
-  hasErrors: boolean;
-  awaitingApproval: boolean;
-}
+// The shapes are the store port's: this reader is how the SQLite store answers its session search.
+export type { SessionFilters, SessionListing, SessionStatusFilter } from "../../store/port-data.js";
+import type { SessionFilters, SessionListing, SessionStatusFilter } from "../../store/port-data.js";
 
 export const MAX_SEARCH_CHARS = 200;
 export const DEFAULT_SESSION_LIMIT = 50;
