@@ -1,0 +1,163 @@
+/**
+ * Slack ingress (GLASSBOX_ROLE=ingress): a Bolt app that verifies each request (the signing secret
+ * over HTTP; Slack's own socket in Socket Mode), claims the event, stores its message, records its
+ * run and enqueues its turn in one transaction, and only then acknowledges it. It never calls the
+ * model: workers run the turns (see turns.ts for what each one asks).
+ *
+ * Over HTTP the acknowledgement waits for the commit (processBeforeResponse), so a delivery that
+ * could not be accepted gets a 500 and Slack retries it; a retry of an accepted event, a second
+ * Socket Mode connection's copy, or the app_mention and message of one message find the claim and
+ * add nothing. Several ingress processes can run behind any load balancer.
+ */
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { App, webApi, type BlockAction } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { configurationError } from "../agent/errors.js";
+import type { TokenCounter } from "../agent/tokens.js";
+import type { SlackConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import { refusalFor } from "../adapters/approval-replies.js";
+import { askSomething } from "../adapters/example-requests.js";
+import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
+import { slackClientOptions } from "../adapters/slack/slack-conversations.js";
+import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
+import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
+import type { Approval } from "../store/port.js";
+import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
+
+export interface SlackIngressOptions<Transaction> {
+  store: IngressStore<Transaction>;
+  queue: IngressQueue<Transaction>;
+  slack: SlackConfig;
+  log: Logger;
+  /** Counts the stored message's tokens as the workers' memory will (the model's encoding; no model call). */
+  counter: TokenCounter;
+  /** What an empty mention suggests asking. */
+  hints?: string[];
+}
+
+export interface SlackIngress {
+  app: App;
+  /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
+  eventsUrl?: string;
+  stop(): Promise<void>;
+}
+
+/** Slack posts in the thread a message came from (an answer to "stop", a notice) go out after the acknowledgement. */
+type Reply = (text: string) => void;
+
+export async function startSlackIngress<Transaction>(options: SlackIngressOptions<Transaction>): Promise<SlackIngress> {
+  const { store, queue, slack, log, counter } = options;
+  if (slack.oauth || !slack.botToken) {
+    throw configurationError("Slack ingress serves one workspace (SLACK_BOT_TOKEN) for now; run GLASSBOX_ROLE=all for an app installed through OAuth.");
+  }
+  const { logger, ...clientOptions } = slackClientOptions(slack, log);
+  const identity = await botIdentity(slack, { ...clientOptions, logger });
+  const app = new App({
+    token: slack.botToken,
+    ...identity,
+    logger,
+    logLevel: clientOptions.logLevel,
+    clientOptions,
+    ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string, processBeforeResponse: true }),
+  });
+
+  /** Posts after the current delivery is acknowledged; a failed post is logged, never the delivery's failure. */
+  const replyIn = (client: WebClient, channel: string, threadTs: string | undefined): Reply => (text) => {
+    setImmediate(() => {
+      client.chat.postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text }).catch((error: unknown) => log.warn({ error: (error as Error).message, channel }, "Slack ingress: a reply failed"));
+    });
+  };
+
+  async function onMessage(message: SlackMessageEvent, client: WebClient): Promise<void> {
+    if (!isQuestion(message, identity.botUserId)) return;
+    const eventIds = slackEventIds(message);
+    const sessionId = slackSessionKey(message);
+    const reply = replyIn(client, message.channel, threadOf(message));
+    const input = inputOf(message.text, identity.botUserId);
+
+    if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
+      // Said once per channel, not once per message (and not again by a retry).
+      if ((await store.claim(...eventIds)) && (await store.claim(`slack:notice:${message.channel}`))) {
+        reply(`I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`);
+      }
+      return;
+    }
+    if (isStopCommand(input) || !input) {
+      if (!(await store.claim(...eventIds))) return;
+      // "stop" reaches the worker running the session: a cancel request in the store (and a NOTIFY on PostgreSQL).
+      if (input) reply((await store.requestCancel({ sessionId })).length > 0 ? "Stopping." : "Nothing is running here.");
+      else reply(askSomething("Ask me something after the mention", options.hints));
+      return;
+    }
+    const run = { runId: newRunId(), sessionId, userId: message.user, input };
+    const entry = { role: "user" as const, content: input };
+    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) } });
+    if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
+  }
+
+  app.event("app_mention", async ({ event, body, client }) => {
+    await onMessage(
+      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false },
+      client,
+    );
+  });
+
+  app.message(async ({ message, body, client }) => {
+    if (message.channel_type !== "im") return; // channels answer to mentions only
+    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
+    const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
+    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true }, client);
+  });
+
+  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
+    if (action.type !== "button" || !("action_id" in action) || !action.value) return ack();
+    const userId = body.user.id;
+    const channel = body.channel?.id;
+    // Decided (and its resume enqueued) before the acknowledgement: a click that could not be written gets no ack.
+    const outcome = await decideClick(store, queue, { approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION, approvers: slack.approvers, origin: clickOrigin(body) });
+    await ack();
+    setImmediate(() => {
+      const refusal = refusalFor(outcome, slack.approvers.length > 0);
+      const shown = outcome.kind === "decided" ? showDecision(client, outcome.approval) : refusal && channel ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) }) : undefined;
+      shown?.catch((error: unknown) => log.warn({ error: (error as Error).message, channel }, "Slack ingress: showing a decision failed"));
+    });
+  });
+
+  app.error(async (error) => {
+    log.error({ error: error.message }, "Slack ingress: an event could not be accepted");
+    throw error; // over HTTP: a 500, so Slack delivers it again
+  });
+
+  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host }))) as unknown;
+  const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
+  return {
+    app,
+    eventsUrl: address ? `http://${slack.host}:${address.port}/slack/events` : undefined,
+    stop: () => app.stop() as Promise<void>,
+  };
+}
+
+/** The buttons' message, once decided: who decided and when, no buttons. */
+async function showDecision(client: WebClient, approval: Approval): Promise<void> {
+  if (!approval.messageRef) return;
+  const [channel = "", ts = ""] = approval.messageRef.split(":");
+  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
+}
+
+/**
+ * The bot's user and bot ids, from auth.test, before the App exists (given them, Bolt makes no
+ * auth.test of its own whose failure would be an unhandled rejection). A wrong token or API URL is one sentence.
+ */
+async function botIdentity(slack: SlackConfig, clientOptions: ConstructorParameters<typeof webApi.WebClient>[1]): Promise<{ botUserId: string; botId?: string }> {
+  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, timeout: 10_000, retryConfig: { retries: 2 } })
+    .auth.test()
+    .catch((error: { code?: string; data?: { error?: string } }) => {
+      if (error.code === "slack_webapi_request_error") {
+        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
+      }
+      throw configurationError(`Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`);
+    });
+  return { botUserId: identity.user_id ?? "", ...(identity.bot_id ? { botId: identity.bot_id } : {}) };
+}

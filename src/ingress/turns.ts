@@ -1,0 +1,61 @@
+/**
+ * The turns ingress enqueues, and the two transactions that enqueue them. A turn carries ids only
+ * (the content is in the store, committed in the same transaction), so any worker can run it:
+ *
+ * - `message`: an accepted event. Its run is recorded `accepted`, its message stored in the
+ *   session; the worker runs the run (RunRecord by `runId`) on the session's history.
+ * - `resume`: a click that settled the last pending approval of a paused run; the worker resumes
+ *   the run (or the run it works for) with the stored decisions.
+ */
+import { randomUUID } from "node:crypto";
+import type { AcceptOutcome, DecisionOutcome, DecisionRequest, MessageEntry, RunRecord, StorePort } from "../store/port.js";
+import type { RunQueue, Turn } from "../queue/types.js";
+
+export type TurnWork =
+  | { kind: "message"; runId: string; sessionId: string; eventIds: string[] }
+  | { kind: "resume"; runId: string; sessionId: string; approvalId: string };
+
+export const newRunId = (): string => `run_${randomUUID()}`;
+
+/** A message's turn: keyed by its first platform event id (the run's id when it has none). */
+export function messageTurn(run: RunRecord, eventIds: string[]): Turn {
+  const work: TurnWork = { kind: "message", runId: run.runId, sessionId: run.sessionId, eventIds };
+  return { conversation: run.sessionId, key: eventIds[0] ?? run.runId, payload: work };
+}
+
+/** A resume's turn, on the paused run's conversation, keyed `resume:<runId>`. */
+export function resumeTurn(approval: { runId: string; sessionId: string; id: string }): Turn {
+  const work: TurnWork = { kind: "resume", runId: approval.runId, sessionId: approval.sessionId, approvalId: approval.id };
+  return { conversation: approval.sessionId, key: `resume:${approval.runId}`, payload: work };
+}
+
+/** What a worker is asked to do by a turn; a turn ingress did not make is refused in one sentence. */
+export function workOf(turn: Turn): TurnWork {
+  const work = turn.payload as Partial<TurnWork>;
+  const ids = typeof work.runId === "string" && typeof work.sessionId === "string" && work.sessionId === turn.conversation;
+  if (ids && work.kind === "message" && Array.isArray(work.eventIds)) return work as TurnWork;
+  if (ids && work.kind === "resume" && typeof work.approvalId === "string") return work as TurnWork;
+  throw new Error(`turn ${turn.key} is not a message or a resume of its conversation`);
+}
+
+/** The parts of the store and the queue that ingress uses: nothing that runs a model. */
+export type IngressStore<Transaction> = Pick<StorePort<Transaction>, "acceptEvent" | "decideApproval" | "approval" | "attachApprovalMessage" | "claim" | "requestCancel" | "sessionOwner">;
+export type IngressQueue<Transaction> = Pick<RunQueue<Transaction>, "enqueueIn">;
+
+/**
+ * Claims the event ids, records the run, stores its message and enqueues its turn, in one
+ * transaction: a duplicate (any id claimed before) writes and enqueues nothing.
+ */
+export function acceptMessage<Transaction>(
+  store: IngressStore<Transaction>,
+  queue: IngressQueue<Transaction>,
+  acceptance: { eventIds: string[]; run: RunRecord; message: MessageEntry; sessionOwner?: string },
+): Promise<AcceptOutcome> {
+  const turn = messageTurn(acceptance.run, acceptance.eventIds);
+  return store.acceptEvent(acceptance, (transaction) => queue.enqueueIn(transaction, turn));
+}
+
+/** Decides a click; the one decision that makes its run ready enqueues the resume, in the decision's transaction. */
+export function decideClick<Transaction>(store: IngressStore<Transaction>, queue: IngressQueue<Transaction>, request: DecisionRequest): Promise<DecisionOutcome> {
+  return store.decideApproval(request, (transaction, decided) => queue.enqueueIn(transaction, resumeTurn(decided)));
+}
