@@ -11,7 +11,7 @@ import type { Logger } from "../src/logger.js";
 import { createInProcessRunQueue } from "../src/queue/in-process.js";
 import { openPostgresRunQueue } from "../src/queue/postgres.js";
 import type { QueueWorker, RunQueue, Turn } from "../src/queue/types.js";
-import { openStorePort, type AnyStorePort } from "../src/store/index.js";
+import { openStorePort, type AnyStorePort, type StorePortOptions } from "../src/store/index.js";
 import type { IngressQueue, IngressStore } from "../src/ingress/turns.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL } from "./fixtures/queue-database.js";
 
@@ -19,10 +19,13 @@ export interface IngressHarness {
   store: AnyStorePort;
   /** The store and queue as ingress takes them (one transaction type, whichever store this is). */
   ingress: { store: IngressStore<unknown>; queue: IngressQueue<unknown> };
+  queue: IngressQueue<unknown>;
   /** Every turn the recording worker was given, in the order it started them. */
   turns: Turn[];
   counter: TokenCounter;
   log: Logger;
+  /** Another handle on the same database, as another ingress process has (closed with the harness). */
+  another(): Promise<AnyStorePort>;
   /** Waits until `count` turns have been given to the worker. */
   waitForTurns(count: number): Promise<Turn[]>;
   close(): Promise<void>;
@@ -31,14 +34,22 @@ export interface IngressHarness {
 const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200, cleanupMs: 60_000 };
 export const WAIT = { timeout: 20_000, interval: 20 };
 
-async function withRecorder(store: AnyStorePort, queue: RunQueue<never>, close: () => Promise<void>): Promise<IngressHarness> {
+async function withRecorder(options: StorePortOptions, queue: RunQueue<never>, close: () => Promise<void>): Promise<IngressHarness> {
+  const store = await openStorePort(options);
+  const others: AnyStorePort[] = [];
   const turns: Turn[] = [];
   const worker: QueueWorker = await queue.work(async (turn) => void turns.push(turn), { concurrency: 4 });
   return {
     store,
     ingress: { store: store as IngressStore<unknown>, queue: queue as IngressQueue<unknown> },
+    queue: queue as IngressQueue<unknown>,
     turns,
     counter: await createTokenCounter("o200k_base"),
+    async another() {
+      const other = await openStorePort(options);
+      others.push(other);
+      return other;
+    },
     log: pino({ level: "silent" }),
     async waitForTurns(count) {
       await vi.waitFor(() => {
@@ -48,6 +59,7 @@ async function withRecorder(store: AnyStorePort, queue: RunQueue<never>, close: 
     },
     async close() {
       await worker.stop();
+      for (const handle of [store, ...others]) await handle.close().catch(() => {}); // a test may have closed one already
       await close();
     },
   };
@@ -55,22 +67,18 @@ async function withRecorder(store: AnyStorePort, queue: RunQueue<never>, close: 
 
 async function sqliteHarness(): Promise<IngressHarness> {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-ingress-"));
-  const store = await openStorePort({ databasePath: join(directory, "glassbox.db") });
   const queue = createInProcessRunQueue();
-  return withRecorder(store, queue as RunQueue<never>, async () => {
+  return withRecorder({ databasePath: join(directory, "glassbox.db") }, queue as RunQueue<never>, async () => {
     await queue.close();
-    await store.close();
     rmSync(directory, { recursive: true, force: true });
   });
 }
 
 async function postgresHarness(): Promise<IngressHarness> {
   const database = await createTestDatabase(TEST_DATABASE_URL as string);
-  const store = await openStorePort({ databaseUrl: database.url, databasePath: "unused.db", poolSize: 4 });
   const queue = await openPostgresRunQueue({ connectionString: database.url, timings: FAST });
-  return withRecorder(store, queue as RunQueue<never>, async () => {
+  return withRecorder({ databaseUrl: database.url, databasePath: "unused.db", poolSize: 4 }, queue as RunQueue<never>, async () => {
     await queue.close();
-    await store.close();
     await database.drop();
   });
 }

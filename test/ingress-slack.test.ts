@@ -3,6 +3,7 @@
 // when GLASSBOX_TEST_DATABASE_URL is set), with a worker that only records the turns it gets. Every
 // "nothing was enqueued" is checked by a later message of the same thread: turns of one conversation
 // run in the order they were enqueued, so anything enqueued before it would have reached the worker first.
+import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SlackConfig } from "../src/config.js";
 import { startSlackIngress, type SlackIngress } from "../src/ingress/slack-ingress.js";
@@ -28,6 +29,7 @@ for (const target of TARGETS) {
     let model: ScriptedModelServer;
     let ingress: SlackIngress;
     let url: string;
+    let slack: SlackConfig;
     const savedEnv = { ...process.env };
 
     beforeEach(async () => {
@@ -36,7 +38,7 @@ for (const target of TARGETS) {
       Object.assign(process.env, { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test", LLM_MODEL: "gpt-4o-mini" });
       harness = await target.open();
       fake = await startFakeSlack({ signingSecret: SIGNING_SECRET, botUserId: BOT, teamId: TEAM });
-      const slack: SlackConfig = { botToken: "xoxb-fake-bot-token", signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [] };
+      slack = { botToken: "xoxb-fake-bot-token", signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [] };
       ingress = await startSlackIngress({ ...harness.ingress, slack, log: harness.log, counter: harness.counter });
       url = ingress.eventsUrl as string;
     });
@@ -52,10 +54,10 @@ for (const target of TARGETS) {
 
     const session = (threadTs: string) => `slack:${TEAM}:${CHANNEL}:${threadTs}`;
     /** A mention in a thread (the thread's first message when ts is the thread's own); resolves with Slack's answer. */
-    async function mention(text: string, thread: { ts?: string; threadTs?: string }, options: { eventId?: string; retryNum?: number; signingSecret?: string; timestamp?: number } = {}) {
+    const mentionEvent = (text: string, ts: string, threadTs?: string) => ({ type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> ${text}`, ts, ...(threadTs ? { thread_ts: threadTs } : {}) });
+    async function mention(text: string, thread: { ts?: string; threadTs?: string }, options: { eventId?: string; retryNum?: number; signingSecret?: string; timestamp?: number; to?: string } = {}) {
       const ts = thread.ts ?? fake.nextTs();
-      const event = { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> ${text}`, ts, ...(thread.threadTs ? { thread_ts: thread.threadTs } : {}) };
-      const sent = await fake.sendEvent(url, event, options);
+      const sent = await fake.sendEvent(options.to ?? url, mentionEvent(text, ts, thread.threadTs), options);
       return { ...sent, ts, key: `slack:event:${sent.eventId}` };
     }
 
@@ -102,6 +104,47 @@ for (const target of TARGETS) {
       expect(keysOf(harness.turns, session(root))).toEqual([first.key, lost.key, last.key]);
       expect((await harness.store.runsOfSession(session(root))).map((run) => run.input)).toEqual(["first", "second, whose first delivery was lost", "third"]);
       expect(harness.turns).toHaveLength(3);
+    });
+
+    it("acknowledges only what it wrote: a delivery it could not accept gets a 500, and Slack's retry, reaching another ingress process, is accepted once", async () => {
+      const other = await startSlackIngress({ store: await harness.another(), queue: harness.queue, slack, log: harness.log, counter: harness.counter });
+      try {
+        await harness.store.close(); // this process's database handle is gone
+        const root = fake.nextTs();
+        const failed = await mention("hello", { ts: root });
+        expect(failed.status).toBe(500);
+        const retried = await mention("hello", { ts: root }, { eventId: failed.eventId, retryNum: 1, to: other.eventsUrl });
+        const next = await mention("and then", { threadTs: root }, { to: other.eventsUrl });
+        expect([retried.status, next.status]).toEqual([200, 200]);
+        await harness.waitForTurns(2);
+        expect(keysOf(harness.turns, session(root))).toEqual([failed.key, next.key]);
+      } finally {
+        await other.stop();
+      }
+    });
+
+    it("in Socket Mode, the same event on two connections (two ingress processes) is accepted once", async () => {
+      const lines: Array<{ msg: string }> = [];
+      const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+      const socket: SlackConfig = { ...slack, appToken: "xapp-1-fake-app-token", signingSecret: undefined };
+      const first = await startSlackIngress({ ...harness.ingress, slack: socket, log, counter: harness.counter });
+      const second = await startSlackIngress({ store: await harness.another(), queue: harness.queue, slack: socket, log, counter: harness.counter });
+      try {
+        await fake.waitForSocket(2);
+        const root = fake.nextTs();
+        const delivered = await fake.sendSocketEvent(mentionEvent("over a socket", root), { connection: 0 });
+        expect(delivered.acked).toBe(true);
+        await harness.waitForTurns(1);
+        const copy = await fake.sendSocketEvent(mentionEvent("over a socket", root), { eventId: delivered.eventId, connection: 1, retryAttempt: 1, retryReason: "timeout" });
+        expect(copy.acked).toBe(true);
+        await vi.waitFor(() => expect(lines.map((line) => line.msg)).toContain("Slack ingress: already accepted, nothing added"), WAIT);
+        await fake.sendSocketEvent(mentionEvent("next", fake.nextTs(), root), { eventId: "EvNEXT", connection: 1 });
+        await harness.waitForTurns(2);
+        expect(keysOf(harness.turns, session(root))).toEqual([`slack:event:${delivered.eventId}`, "slack:event:EvNEXT"]);
+      } finally {
+        await first.stop();
+        await second.stop();
+      }
     });
 
     it("refuses a request with a bad signature or a stale timestamp, and enqueues nothing for it", async () => {

@@ -95,6 +95,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     const entry = { role: "user" as const, content: input };
     const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) } });
     if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
+    else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
   }
 
   app.event("app_mention", async ({ event, body, client }) => {
