@@ -488,7 +488,8 @@ describe("dangerous tools", () => {
     expect(record?.dangerous).toBe(true);
     expect(record?.approval).toMatchObject({ approved: false, by: "policy" });
     expect(meter.calls).toBe(0);
-    expect(timeline(run.events)).toEqual([]);
+    // Never started, so no tool_start; its end is announced so the trace records the refusal.
+    expect(timeline(run.events)).toEqual(["end:c1"]);
   });
 
   it("returns a denied envelope when the gate says no, without running the handler", async () => {
@@ -500,7 +501,7 @@ describe("dangerous tools", () => {
     expect(record?.approval).toEqual({ approved: false, by: "bob", reason: "not today", argumentsHash: argumentsHash({ id: "A1" }) });
     expect(record?.arguments).toEqual({ id: "A1" });
     expect(meter.calls).toBe(0);
-    expect(timeline(run.events)).toEqual(["approval:c1"]);
+    expect(timeline(run.events)).toEqual(["approval:c1", "end:c1"]);
   });
 
   it("denies a call whose gate throws", async () => {

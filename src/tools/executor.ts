@@ -93,7 +93,7 @@ export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptio
     else units.push(plan.unit);
   }
   const decide = (unit: Unit) => askGate(unit, options, scope);
-  return collect(calls, finished, await schedule(units, decide, callHandlerOf, options, scope));
+  return endEveryCall(scope, (tracked) => schedule(units, decide, callHandlerOf, options, tracked).then((results) => collect(calls, finished, results)));
 }
 
 /** Continue a paused step: approved calls run, denied ones get `denied`, waiting ones stay pending. */
@@ -124,7 +124,26 @@ export async function resumeToolCalls(
     return resume(unit.nested.state, decisions, context);
   };
   const calls = pending.flatMap((waiting) => [waiting.call, ...waiting.duplicateIds.map((id) => ({ ...waiting.call, id }))]);
-  return collect(calls, finished, await schedule(units, decide, invoke, options, scope));
+  return endEveryCall(scope, (tracked) => schedule(units, decide, invoke, options, tracked).then((results) => collect(calls, finished, results)));
+}
+
+/**
+ * Every finished call gets its tool_end, which the trace records it by: a call that ran has it
+ * already; one refused before it ran (unknown tool, invalid arguments, a repeat, denied by a person,
+ * cancelled while it waited) or sharing an identical call's result gets it here, in the model's order.
+ */
+async function endEveryCall(scope: RunScope, step: (scope: RunScope) => Promise<ToolStepOutcome>): Promise<ToolStepOutcome> {
+  const ended = new Set<string>();
+  const tracked: RunScope = {
+    ...scope,
+    emit: (event) => {
+      if (event.type === "tool_end") ended.add(event.record.id);
+      scope.emit?.(event);
+    },
+  };
+  const outcome = await step(tracked);
+  for (const record of outcome.records) if (!ended.has(record.id)) scope.emit?.({ type: "tool_end", runId: scope.runId, record });
+  return outcome;
 }
 
 type Invoke = (unit: Unit, context: ToolContext) => unknown;
