@@ -17,6 +17,8 @@ const COMMANDS: Record<string, () => Promise<{ default: Command }>> = {
   reset: () => import("./cli/reset.js"),
   trace: () => import("./cli/trace.js"),
   usage: () => import("./cli/usage.js"),
+  replay: async () => ({ default: (await import("./cli/replay.js")).replayCommand }),
+  eval: async () => ({ default: (await import("./cli/replay.js")).evalCommand }),
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -30,6 +32,8 @@ export async function main(argv: string[]): Promise<number> {
       "max-steps": { type: "string" },
       approve: { type: "string", default: "ask" },
       json: { type: "boolean", default: false },
+      model: { type: "string" },
+      "system-prompt": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });

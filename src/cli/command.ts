@@ -11,6 +11,9 @@ export interface CommandInput {
     "max-steps"?: string;
     approve: string;
     json: boolean;
+    /** replay and eval: the model to replay on, and a system prompt file. */
+    model?: string;
+    "system-prompt"?: string;
   };
 }
 

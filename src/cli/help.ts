@@ -9,11 +9,17 @@ export const HELP = `Usage:
   glassbox trace <session-or-run-id> [--json]
   glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
   glassbox usage [--json]
+  glassbox replay <run-id> [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
+  glassbox eval <run-id>... [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
 
 Each run, chat or pipeline without --session starts a new conversation; its session id is shown
 on the terminal (and is sessionId in --json). Pass --session ID to continue one: a bare ID means
 cli:ID, full keys such as slack:T1:C1:1718000000.000100 work too. Runs started here are recorded
 as user "cli". glassbox trace <run-id> shows a run step by step.
+
+replay re-runs a recorded run from its exact recorded context on another model or prompt; its tools
+are answered from the recording and never run. eval replays several and exits 1 when any of them
+now calls different tools.
 
 The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
 GLASSBOX_DB (data/glassbox.db by default). See the README for the rest.`;
