@@ -12,7 +12,8 @@ import { createInProcessRunQueue } from "../src/queue/in-process.js";
 import { openPostgresRunQueue } from "../src/queue/postgres.js";
 import type { QueueWorker, RunQueue, Turn } from "../src/queue/types.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../src/store/index.js";
-import type { IngressQueue, IngressStore } from "../src/ingress/turns.js";
+import type { IngressQueue, IngressStore, TurnWork } from "../src/ingress/turns.js";
+import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord } from "./store-contract-helpers.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL } from "./fixtures/queue-database.js";
 
 export interface IngressHarness {
@@ -90,3 +91,19 @@ export const TARGETS: Array<{ name: string; available: boolean; open: () => Prom
 
 /** The keys of the turns of one conversation, in the order the worker started them. */
 export const keysOf = (turns: Turn[], conversation: string): string[] => turns.filter((turn) => turn.conversation === conversation).map((turn) => turn.key);
+
+/** The run a message's or a resume's turn is for. */
+export function runOf(work: TurnWork): string {
+  if (work.kind === "reset") throw new Error("a reset turn has no run");
+  return work.runId;
+}
+
+/** A run of `userId` paused for approval of `calls`, with its approvals open (one transaction). */
+export async function pausedRunOf(store: AnyStorePort, runId: string, sessionId: string, userId: string, calls: string[] = ["call_a"]) {
+  const { approvals } = await store.record([
+    { kind: "start_run", run: runRecord(runId, sessionId, userId) },
+    { kind: "end_run", outcome: outcomeOf(runId, { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor(...calls.map((id) => ({ id, hash: `hash-${id}` }))) }) },
+    { kind: "open_approvals", requests: calls.map((id) => approvalRequest(runId, sessionId, id, userId)), ttlSeconds: 3_600 },
+  ]);
+  return approvals;
+}

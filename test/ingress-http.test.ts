@@ -8,22 +8,12 @@ import { startHttpIngress, type HttpIngress } from "../src/ingress/http-ingress.
 import { workOf } from "../src/ingress/turns.js";
 import type { Turn } from "../src/queue/types.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
-import { keysOf, TARGETS, type IngressHarness } from "./ingress-helpers.js";
-import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord } from "./store-contract-helpers.js";
+import { keysOf, pausedRunOf, TARGETS, type IngressHarness } from "./ingress-helpers.js";
 
 const SERVICE_TOKEN = "service-token-for-tests";
 const ALICE_TOKEN = "alice-token-for-tests";
 const BOB_TOKEN = "bob-token-for-tests";
 
-/** A run of `userId` paused for approval of one call, with its approval open. */
-async function pausedRun(harness: IngressHarness, runId: string, sessionId: string, userId: string) {
-  const { approvals } = await harness.store.record([
-    { kind: "start_run", run: runRecord(runId, sessionId, userId) },
-    { kind: "end_run", outcome: outcomeOf(runId, { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_a", hash: "hash-call_a" }) }) },
-    { kind: "open_approvals", requests: [approvalRequest(runId, sessionId, "call_a", userId)], ttlSeconds: 3_600 },
-  ]);
-  return approvals[0];
-}
 
 for (const target of TARGETS) {
   describe.runIf(target.available)(`HTTP API ingress: ${target.name}`, () => {
@@ -96,8 +86,8 @@ for (const target of TARGETS) {
     });
 
     it("decides a web approval once when two requests race, enqueueing exactly one resume; a Slack approval is not the API's", async () => {
-      const approval = await pausedRun(harness, "run_web", "web:s3", "web:U1");
-      const slackApproval = await pausedRun(harness, "run_slack", "slack:T1:C1:1.1", "U1");
+      const [approval] = await pausedRunOf(harness.store, "run_web", "web:s3", "web:U1");
+      const [slackApproval] = await pausedRunOf(harness.store, "run_slack", "slack:T1:C1:1.1", "U1");
       const decisions = await Promise.all([
         post(`/api/approvals/${approval?.id}`, { approved: true, userId: "U1" }),
         post(`/api/approvals/${approval?.id}`, { approved: false, userId: "U1" }),

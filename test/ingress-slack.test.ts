@@ -12,7 +12,7 @@ import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import type { Turn } from "../src/queue/types.js";
 import type { CancelNotice } from "../src/store/index.js";
-import { keysOf, TARGETS, WAIT, type IngressHarness } from "./ingress-helpers.js";
+import { keysOf, runOf, TARGETS, WAIT, type IngressHarness } from "./ingress-helpers.js";
 import { pausedRun } from "./store-contract-helpers.js";
 
 const BOT = "U0FAKEBOT1";
@@ -80,7 +80,7 @@ for (const target of TARGETS) {
         const runs = turns.filter((turn) => turn.conversation === session(root)).map((turn) => workOf(turn));
         for (const [index, work] of runs.entries()) {
           expect(work).toMatchObject({ kind: "message", sessionId: session(root), eventIds: [sent[thread]?.[index], expect.stringMatching(/^slack:message:C1:/)] });
-          expect(await harness.store.run(work.runId)).toMatchObject({ status: "accepted", userId: "U1", input: `question ${index} of thread ${thread}` });
+          expect(await harness.store.run(runOf(work))).toMatchObject({ status: "accepted", userId: "U1", input: `question ${index} of thread ${thread}` });
         }
         const history = await harness.store.sessionHistory(session(root));
         expect(history.messages.map((stored) => stored.message.content)).toEqual([0, 1, 2, 3, 4].map((index) => `question ${index} of thread ${thread}`));
@@ -215,7 +215,7 @@ for (const target of TARGETS) {
         const root = fake.nextTs();
         const question = await mention("a long question", { ts: root });
         const [turn] = await harness.waitForTurns(1);
-        const { runId } = workOf(turn as Turn);
+        const runId = runOf(workOf(turn as Turn));
         const stop = await mention("stop", { threadTs: root });
         expect(stop.status).toBe(200);
         await fake.waitForCall("chat.postMessage", (call) => call.args.text === "Stopping." && call.args.thread_ts === root, 10_000);

@@ -6,6 +6,8 @@
  *   session; the worker runs the run (RunRecord by `runId`) on the session's history.
  * - `resume`: a click that settled the last pending approval of a paused run; the worker resumes
  *   the run (or the run it works for) with the stored decisions.
+ * - `reset`: a new start asked for (Discord's /reset), in its place among the conversation's turns;
+ *   the worker resets the session (later runs see none of its earlier messages).
  */
 import { randomUUID } from "node:crypto";
 import type { AcceptOutcome, DecisionOutcome, DecisionRequest, MessageEntry, RunRecord, StorePort } from "../store/port.js";
@@ -13,7 +15,8 @@ import type { RunQueue, Turn } from "../queue/types.js";
 
 export type TurnWork =
   | { kind: "message"; runId: string; sessionId: string; eventIds: string[] }
-  | { kind: "resume"; runId: string; sessionId: string; approvalId: string };
+  | { kind: "resume"; runId: string; sessionId: string; approvalId: string }
+  | { kind: "reset"; sessionId: string; eventIds: string[] };
 
 export const newRunId = (): string => `run_${randomUUID()}`;
 
@@ -29,13 +32,21 @@ export function resumeTurn(approval: { runId: string; sessionId: string; id: str
   return { conversation: approval.sessionId, key: `resume:${approval.runId}`, payload: work };
 }
 
+/** A reset's turn, keyed by the platform event that asked for it. */
+export function resetTurn(sessionId: string, eventId: string): Turn {
+  const work: TurnWork = { kind: "reset", sessionId, eventIds: [eventId] };
+  return { conversation: sessionId, key: eventId, payload: work };
+}
+
 /** What a worker is asked to do by a turn; a turn ingress did not make is refused in one sentence. */
 export function workOf(turn: Turn): TurnWork {
   const work = turn.payload as Partial<TurnWork>;
-  const ids = typeof work.runId === "string" && typeof work.sessionId === "string" && work.sessionId === turn.conversation;
+  const ours = typeof work.sessionId === "string" && work.sessionId === turn.conversation;
+  const ids = ours && "runId" in work && typeof work.runId === "string";
   if (ids && work.kind === "message" && Array.isArray(work.eventIds)) return work as TurnWork;
   if (ids && work.kind === "resume" && typeof work.approvalId === "string") return work as TurnWork;
-  throw new Error(`turn ${turn.key} is not a message or a resume of its conversation`);
+  if (ours && work.kind === "reset" && Array.isArray(work.eventIds)) return work as TurnWork;
+  throw new Error(`turn ${turn.key} is not a message, a resume or a reset of its conversation`);
 }
 
 /** The parts of the store and the queue that ingress uses: nothing that runs a model. */
@@ -53,6 +64,12 @@ export function acceptMessage<Transaction>(
 ): Promise<AcceptOutcome> {
   const turn = messageTurn(acceptance.run, acceptance.eventIds);
   return store.acceptEvent(acceptance, (transaction) => queue.enqueueIn(transaction, turn));
+}
+
+/** Claims the event and enqueues the session's reset, in one transaction; false for a duplicate. */
+export async function acceptReset<Transaction>(store: IngressStore<Transaction>, queue: IngressQueue<Transaction>, sessionId: string, eventId: string): Promise<boolean> {
+  const outcome = await store.acceptEvent({ eventIds: [eventId] }, (transaction) => queue.enqueueIn(transaction, resetTurn(sessionId, eventId)));
+  return outcome.kind === "accepted";
 }
 
 /** Decides a click; the one decision that makes its run ready enqueues the resume, in the decision's transaction. */
