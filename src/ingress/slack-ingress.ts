@@ -7,13 +7,15 @@
  * Over HTTP the acknowledgement waits for the commit (processBeforeResponse), so a delivery that
  * could not be accepted gets a 500 and Slack retries it; a retry of an accepted event, a second
  * Socket Mode connection's copy, or the app_mention and message of one message find the claim and
- * add nothing. Several ingress processes can run behind any load balancer.
+ * add nothing. Several ingress processes can run behind any load balancer. Within a process, the
+ * messages of one thread are accepted one after another, in the order they arrived.
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, webApi, type BlockAction } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { configurationError } from "../agent/errors.js";
+import { createSessionQueue } from "../agent/session-queue.js";
 import type { TokenCounter } from "../agent/tokens.js";
 import type { SlackConfig } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -63,6 +65,8 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string, processBeforeResponse: true }),
   });
 
+  const inOrder = createSessionQueue();
+
   /** Posts after the current delivery is acknowledged; a failed post is logged, never the delivery's failure. */
   const replyIn = (client: WebClient, channel: string, threadTs: string | undefined): Reply => (text) => {
     setImmediate(() => {
@@ -72,8 +76,12 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
 
   async function onMessage(message: SlackMessageEvent, client: WebClient): Promise<void> {
     if (!isQuestion(message, identity.botUserId)) return;
-    const eventIds = slackEventIds(message);
     const sessionId = slackSessionKey(message);
+    await inOrder.run(sessionId, () => accept(message, sessionId, client));
+  }
+
+  async function accept(message: SlackMessageEvent & { user: string }, sessionId: string, client: WebClient): Promise<void> {
+    const eventIds = slackEventIds(message);
     const reply = replyIn(client, message.channel, threadOf(message));
     const input = inputOf(message.text, identity.botUserId);
 
@@ -136,7 +144,10 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   return {
     app,
     eventsUrl: address ? `http://${slack.host}:${address.port}/slack/events` : undefined,
-    stop: () => app.stop() as Promise<void>,
+    async stop() {
+      await app.stop();
+      await inOrder.idle();
+    },
   };
 }
 
