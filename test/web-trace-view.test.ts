@@ -145,6 +145,33 @@ describe("trace viewer in Chromium", () => {
     await page.close();
   });
 
+  it("replays a finished run from the page: the two runs side by side, tools answered from the recording; the API refuses bad input in one sentence", async () => {
+    const page = await open(DESKTOP, "#session=web:team");
+    const replay = page.locator("section.run details.replay").first();
+    await replay.locator("summary").click();
+    await replay.getByLabel("System prompt for the replay").fill("You are a terse assistant.");
+    await replay.getByRole("button", { name: "Replay" }).click();
+    await replay.locator(".replay-verdict").waitFor(VISIBLE);
+    // The same script answers the same way, and the specialist's call is answered from the recording.
+    expect(await replay.locator(".replay-verdict").textContent()).toBe("Same tool calls, same arguments. Same answer.");
+    const cells = await replay.locator(".replay-table tbody tr").first().locator("td").allTextContents();
+    expect(cells).toEqual(["The researcher says it was delivered.", "The researcher says it was delivered."]);
+    expect(await replay.locator(".replay-table tbody tr", { hasText: "Tool calls" }).locator("td").nth(1).textContent()).toContain("agent_researcher");
+    expect(playground.model.requests.at(-2)?.body.messages[0]).toEqual({ role: "system", content: "You are a terse assistant." });
+    expect(await pageOverflow(page)).toBe(0);
+    await page.close();
+
+    const runId = (await getJson<{ runs: Array<{ runId: string }> }>(`${playground.url}api/sessions/web:team/runs`)).body.runs[0]?.runId ?? "";
+    const tooLong = await postJson(`${playground.url}api/runs/${runId}/replay`, { systemPrompt: "x".repeat(20_001) });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toBe('Say "systemPrompt" as text of up to 20,000 characters, or leave it out to replay with the recorded one.');
+    const otherModel = await postJson(`${playground.url}api/runs/${runId}/replay`, { model: "gpt-5" });
+    expect(otherModel.status).toBe(400);
+    expect(otherModel.body.error).toContain("use glassbox replay --model for another one");
+    const unknown = await postJson(`${playground.url}api/runs/run_nope/replay`, {});
+    expect(unknown.status).toBe(404);
+  });
+
   it("draws a pipeline as one run whose stages open one by one, and the chat shows its stages in one answer", async () => {
     const chat = collectPageErrors(await browser.newPage(DESKTOP), pageErrors);
     await chat.goto(playground.url);

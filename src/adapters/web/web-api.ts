@@ -15,6 +15,7 @@ import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import { createFoldReader } from "./session-folds.js";
+import type { ReplayComparison } from "../../agent/replay.js";
 import { createSessionSearch, sessionFiltersOf } from "./session-search.js";
 
 export interface ApiContext {
@@ -33,6 +34,8 @@ export interface ApiContext {
   /** What an empty chat suggests asking. */
   hints: string[];
   tokenRequired: boolean;
+  /** Re-runs a recorded run on the agent's model (or another one it can name); absent without a model. */
+  replay?: (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
 }
 
 /** Who calls, as its credential says (web-server). */
@@ -124,6 +127,14 @@ export function createApi(context: ApiContext) {
       // One run at a time per session: the running one is this run (or the specialist it waits for).
       if (!conversations.stop(run.sessionId)) throw new HttpError(409, "This run is not running in this glassbox process, so it cannot be stopped from here.");
       sendJson(response, 202, { runId, cancelling: true });
+    }],
+
+    // A replay spends the model's tokens: only for whoever may read the run, with bounded inputs.
+    ["POST", /^\/api\/runs\/([^/]+)\/replay$/, async (request, response, [runId = ""], _url, caller) => {
+      const body = await readJsonObject(request);
+      readableRun(caller, runId);
+      if (!context.replay) throw new HttpError(503, context.problem ?? "No model is configured, so nothing can be replayed.");
+      sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
     }],
 
     ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""], _url, caller) => {
@@ -283,6 +294,17 @@ function pipelineView(stages: RunTrace[]) {
     done,
     stages: stages.map((stage) => ({ runId: stage.runId, stage: stage.pipelineStage, status: stage.status, output: stage.output })),
   };
+}
+
+const MAX_REPLAY_PROMPT_CHARS = 20_000;
+
+function replayOptionsOf(body: Record<string, unknown>): { model?: string; systemPrompt?: string } {
+  const { model, systemPrompt } = body;
+  if (model !== undefined && (typeof model !== "string" || model.trim() === "" || model.length > 200)) throw new HttpError(400, 'Say "model" as the name of a model (up to 200 characters), or leave it out to replay on the configured one.');
+  if (systemPrompt !== undefined && (typeof systemPrompt !== "string" || systemPrompt.length > MAX_REPLAY_PROMPT_CHARS)) {
+    throw new HttpError(400, `Say "systemPrompt" as text of up to ${MAX_REPLAY_PROMPT_CHARS.toLocaleString("en-US")} characters, or leave it out to replay with the recorded one.`);
+  }
+  return { ...(model ? { model: model.trim() } : {}), ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}) };
 }
 
 function decodeSegment(segment: string): string {

@@ -15,7 +15,10 @@ import { priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
+import { replayRun } from "../../agent/replay.js";
 import type { Store } from "../../agent/store.js";
+import { createTraceReader } from "../../agent/trace.js";
+import type { ChatModel } from "../../agent/types.js";
 import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
 import { createEventHub } from "./event-hub.js";
@@ -48,6 +51,8 @@ export interface WebServerOptions {
   problem?: string;
   /** What an empty chat suggests asking, from the tools the agent has (exampleRequests). */
   hints?: string[];
+  /** A model by name, for replays on another model than the agent's; without it a replay names none. */
+  modelNamed?: (name: string) => ChatModel;
 }
 
 export interface WebServer {
@@ -108,6 +113,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     problem: options.problem,
     hints: options.hints ?? [],
     tokenRequired: credentials.length > 0,
+    ...(options.agent ? { replay: replayOn(options.agent.model, store, options.modelNamed) } : {}),
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -244,5 +250,15 @@ function unconfiguredAgent(problem: string): AgentConfig {
       },
     },
     tools: createToolRegistry([]),
+  };
+}
+
+/** Replays on the agent's model, or on another named one when the server can make it. */
+function replayOn(model: ChatModel, store: Store, modelNamed: ((name: string) => ChatModel) | undefined) {
+  const reader = createTraceReader(store);
+  return (runId: string, options: { model?: string; systemPrompt?: string }) => {
+    if (options.model && options.model !== model.name && !modelNamed) throw new HttpError(400, `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`);
+    const chosen = options.model && options.model !== model.name && modelNamed ? modelNamed(options.model) : model;
+    return replayRun(reader, runId, { model: chosen, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
   };
 }

@@ -4,6 +4,7 @@
 import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, shorten } from "./common.js";
 import { groupStages, pipelineNameOf } from "./pipelines.js";
 import { promptChart } from "./trace-chart.js";
+import { replayDetails } from "./trace-replay.js";
 import { nestedRun, stepsTable } from "./trace-steps.js";
 
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
@@ -55,6 +56,7 @@ function runSection(run, number, context) {
     run.approvals.length ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine)) : null,
     stepsTable(run, `Steps of run ${number}`, context.stepsOf(run.runId), context),
     run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
+    run.done && context.stepsOf(run.runId).length > 0 ? replayDetails(run) : null,
   );
 }
 
