@@ -1,6 +1,7 @@
 /**
- * Slack ingress (GLASSBOX_ROLE=ingress): a Bolt app that verifies each request (the signing secret
- * over HTTP; Slack's own socket in Socket Mode), claims the event, stores its message, records its
+ * Slack ingress (GLASSBOX_ROLE=ingress): a Bolt app, for one workspace (SLACK_BOT_TOKEN) or installed
+ * in many through OAuth (the install pages are served here, the installations kept in the database),
+ * that verifies each request (the signing secret over HTTP; Slack's own socket in Socket Mode), claims the event, stores its message, records its
  * run and enqueues its turn in one transaction, and only then acknowledges it. It never calls the
  * model: workers run the turns (see turns.ts for what each one asks).
  *
@@ -12,8 +13,8 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, webApi, type BlockAction } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
+import { App, webApi, type BlockAction, type Context } from "@slack/bolt";
+import type { WebClient, WebClientOptions } from "@slack/web-api";
 import { configurationError } from "../agent/errors.js";
 import { createSessionQueue } from "../agent/session-queue.js";
 import type { TokenCounter } from "../agent/tokens.js";
@@ -23,6 +24,7 @@ import { refusalFor } from "../adapters/approval-replies.js";
 import { askSomething } from "../adapters/example-requests.js";
 import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
 import { slackClientOptions } from "../adapters/slack/slack-conversations.js";
+import { assertInstallPortFree, forgetUninstalledWorkspaces, INSTALL_PATH, installationUserId, oauthAppOptions, openSlackInstallations, withoutSecrets } from "../adapters/slack/slack-oauth.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
 import type { Approval } from "../store/port.js";
@@ -43,6 +45,8 @@ export interface SlackIngress {
   app: App;
   /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
   eventsUrl?: string;
+  /** Installed through OAuth: where a workspace starts installing the app (`.../slack/install`). */
+  installUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -51,19 +55,31 @@ type Reply = (text: string) => void;
 
 export async function startSlackIngress<Transaction>(options: SlackIngressOptions<Transaction>): Promise<SlackIngress> {
   const { store, queue, slack, log, counter } = options;
-  if (slack.oauth || !slack.botToken) {
-    throw configurationError("Slack ingress serves one workspace (SLACK_BOT_TOKEN) for now; run GLASSBOX_ROLE=all for an app installed through OAuth.");
-  }
   const { logger, ...clientOptions } = slackClientOptions(slack, log);
-  const identity = await botIdentity(slack, { ...clientOptions, logger });
-  const app = new App({
-    token: slack.botToken,
-    ...identity,
-    logger,
-    logLevel: clientOptions.logLevel,
-    clientOptions,
-    ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string, processBeforeResponse: true }),
-  });
+  // Many workspaces: each event is authorized from the installation store (in the database), and
+  // this process serves the install pages too.
+  const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
+  let app: App;
+  let botOfToken = ""; // one workspace: its bot user, from auth.test
+  try {
+    const authorization = slack.oauth && installations ? oauthAppOptions(slack, slack.oauth, installations, log) : await singleWorkspace(slack, { ...clientOptions, logger });
+    botOfToken = authorization.botUserId ?? "";
+    app = new App({
+      ...authorization,
+      logger: slack.oauth ? withoutSecrets(logger, slack.oauth) : logger,
+      logLevel: clientOptions.logLevel,
+      clientOptions,
+      ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string, processBeforeResponse: true }),
+    });
+    if (installations) forgetUninstalledWorkspaces(app, installations, log);
+  } catch (error) {
+    await installations?.close();
+    throw error;
+  }
+  /** The bot's own user in the event's workspace (installed in many, it is a user of its own in each). */
+  const botOf = (context: Context) => (installations ? (context.botUserId ?? "") : botOfToken);
+  /** Who sent it, as quotas, memory and approvals count people: `<team>:<user>` when installed in many workspaces. */
+  const userOf = (context: Context, user: string) => (installations ? installationUserId(context, user) : user);
 
   const inOrder = createSessionQueue();
 
@@ -74,16 +90,18 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     });
   };
 
-  async function onMessage(message: SlackMessageEvent, client: WebClient): Promise<void> {
-    if (!isQuestion(message, identity.botUserId)) return;
+  async function onMessage(message: SlackMessageEvent, context: Context, client: WebClient): Promise<void> {
+    const botUserId = botOf(context);
+    if (!isQuestion(message, botUserId)) return;
     const sessionId = slackSessionKey(message);
-    await inOrder.run(sessionId, () => accept(message, sessionId, client));
+    await inOrder.run(sessionId, () => accept(message, { sessionId, botUserId, userId: userOf(context, message.user) }, client));
   }
 
-  async function accept(message: SlackMessageEvent & { user: string }, sessionId: string, client: WebClient): Promise<void> {
+  async function accept(message: SlackMessageEvent, who: { sessionId: string; botUserId: string; userId: string }, client: WebClient): Promise<void> {
+    const { sessionId, botUserId, userId } = who;
     const eventIds = slackEventIds(message);
     const reply = replyIn(client, message.channel, threadOf(message));
-    const input = inputOf(message.text, identity.botUserId);
+    const input = inputOf(message.text, botUserId);
 
     if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
       // Said once per channel, not once per message (and not again by a retry).
@@ -99,33 +117,34 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       else reply(askSomething("Ask me something after the mention", options.hints));
       return;
     }
-    const run = { runId: newRunId(), sessionId, userId: message.user, input };
+    const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: input };
     const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) } });
     if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
     else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
   }
 
-  app.event("app_mention", async ({ event, body, client }) => {
+  app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
       { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false },
+      context,
       client,
     );
   });
 
-  app.message(async ({ message, body, client }) => {
+  app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
     const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
-    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true }, client);
+    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true }, context, client);
   });
 
-  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client }) => {
+  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client, context }) => {
     if (action.type !== "button" || !("action_id" in action) || !action.value) return ack();
     const userId = body.user.id;
     const channel = body.channel?.id;
     // Decided (and its resume enqueued) before the acknowledgement: a click that could not be written gets no ack.
-    const outcome = await decideClick(store, queue, { approvalId: action.value, userId, approved: action.action_id === APPROVE_ACTION, approvers: slack.approvers, origin: clickOrigin(body) });
+    const outcome = await decideClick(store, queue, { approvalId: action.value, userId: userOf(context, userId), approved: action.action_id === APPROVE_ACTION, approvers: slack.approvers, origin: clickOrigin(body) });
     await ack();
     setImmediate(() => {
       const refusal = refusalFor(outcome, slack.approvers.length > 0);
@@ -139,14 +158,22 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     throw error; // over HTTP: a 500, so Slack delivers it again
   });
 
-  const server = (await (slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host }))) as unknown;
+  const server = (await (async () => {
+    if (slack.appToken && installations) await assertInstallPortFree(slack.port);
+    return slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host });
+  })().catch(async (error: unknown) => {
+    await installations?.close();
+    throw error;
+  })) as unknown;
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
   return {
     app,
     eventsUrl: address ? `http://${slack.host}:${address.port}/slack/events` : undefined,
+    installUrl: installations ? `http://${slack.host}:${address?.port ?? slack.port}${INSTALL_PATH}` : undefined,
     async stop() {
       await app.stop();
       await inOrder.idle();
+      await installations?.close();
     },
   };
 }
@@ -159,10 +186,11 @@ async function showDecision(client: WebClient, approval: Approval): Promise<void
 }
 
 /**
- * The bot's user and bot ids, from auth.test, before the App exists (given them, Bolt makes no
- * auth.test of its own whose failure would be an unhandled rejection). A wrong token or API URL is one sentence.
+ * One workspace: its token is checked before the App exists. Given the bot's ids, Bolt makes no
+ * auth.test of its own, whose failure would be an unhandled rejection beside our one-sentence error.
  */
-async function botIdentity(slack: SlackConfig, clientOptions: ConstructorParameters<typeof webApi.WebClient>[1]): Promise<{ botUserId: string; botId?: string }> {
+async function singleWorkspace(slack: SlackConfig, clientOptions: WebClientOptions): Promise<{ token?: string; botUserId: string; botId?: string }> {
+  if (!slack.botToken) throw configurationError("Slack ingress needs SLACK_BOT_TOKEN, or SLACK_CLIENT_ID and the other OAuth settings for an app installed in many workspaces.");
   const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, timeout: 10_000, retryConfig: { retries: 2 } })
     .auth.test()
     .catch((error: { code?: string; data?: { error?: string } }) => {
@@ -171,5 +199,5 @@ async function botIdentity(slack: SlackConfig, clientOptions: ConstructorParamet
       }
       throw configurationError(`Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`);
     });
-  return { botUserId: identity.user_id ?? "", ...(identity.bot_id ? { botId: identity.bot_id } : {}) };
+  return { token: slack.botToken, botUserId: identity.user_id ?? "", ...(identity.bot_id ? { botId: identity.bot_id } : {}) };
 }
