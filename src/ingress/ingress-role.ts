@@ -1,0 +1,69 @@
+/**
+ * GLASSBOX_ROLE=ingress: this process receives Slack (HTTP or Socket Mode), Discord (the gateway)
+ * and the HTTP API's writes, and turns each into a stored, enqueued turn for the worker processes.
+ * It opens no model client: nothing here needs OPENAI_API_KEY or OPENAI_BASE_URL. It needs
+ * PostgreSQL, which carries the turns to the workers (an in-process queue would keep them here).
+ */
+import { configurationError } from "../agent/errors.js";
+import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
+import type { GlassboxConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import { openPostgresRunQueue, type PostgresQueueOptions } from "../queue/postgres.js";
+import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
+import { startDiscordIngress, type DiscordIngress } from "./discord-ingress.js";
+import { startHttpIngress, type HttpIngress } from "./http-ingress.js";
+import { startSlackIngress, type SlackIngress } from "./slack-ingress.js";
+
+export interface IngressRole {
+  slack?: SlackIngress;
+  discord?: DiscordIngress;
+  api: HttpIngress;
+  /** Stops receiving, then closes the queue and the store. */
+  stop(): Promise<void>;
+}
+
+export async function startIngressRole(options: {
+  config: GlassboxConfig;
+  /** Where the store is (storePortOptionsFromEnv): it must name PostgreSQL. */
+  store: StorePortOptions;
+  /** The run queue's own settings (its schema, timings); the connection is the store's database. */
+  queue?: Omit<PostgresQueueOptions, "connectionString" | "logger">;
+  log: Logger;
+  /** What an empty mention suggests asking. */
+  hints?: string[];
+}): Promise<IngressRole> {
+  const { config, log } = options;
+  const databaseUrl = options.store.databaseUrl;
+  if (!databaseUrl) {
+    throw configurationError("GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.");
+  }
+  const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
+  const started: Array<{ stop(): Promise<void> }> = [];
+  try {
+    const queue = await openPostgresRunQueue({ ...options.queue, connectionString: databaseUrl, logger: log });
+    started.push({ stop: () => queue.close() });
+    // Messages are stored with their token count in the model's encoding; counting needs no model call.
+    const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
+    const common = { store, queue, log, counter, hints: options.hints };
+    const slack = config.slack ? await startSlackIngress({ ...common, slack: config.slack }) : undefined;
+    if (slack) started.push(slack);
+    const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
+    if (discord) started.push(discord);
+    const api = await startHttpIngress({ ...common, ...config.web });
+    started.push(api);
+    log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url }, "ingress: receiving; workers run the turns");
+    return {
+      slack,
+      discord,
+      api,
+      async stop() {
+        for (const part of started.reverse()) await part.stop();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    for (const part of started.reverse()) await part.stop().catch(() => {});
+    await store.close();
+    throw error;
+  }
+}
