@@ -147,6 +147,26 @@ for (const target of TARGETS) {
       }
     });
 
+    it("answers itself and enqueues nothing for an empty mention, a bot's message, or a channel it does not answer in (said once per channel)", async () => {
+      const limited = await startSlackIngress({ ...harness.ingress, slack: { ...slack, allowedChannels: ["C9"] }, log: harness.log, counter: harness.counter });
+      try {
+        const root = fake.nextTs();
+        const empty = await mention("", { ts: root });
+        await fake.waitForCall("chat.postMessage", (call) => call.args.thread_ts === root && /^Ask me something after the mention/.test(String(call.args.text)), 10_000);
+        const fromBot = await fake.sendEvent(url, { type: "app_mention", user: "U2", bot_id: "B0OTHER", channel: CHANNEL, text: `<@${BOT}> hi`, ts: fake.nextTs(), thread_ts: root });
+        const elsewhere = [await mention("here?", { ts: fake.nextTs() }, { to: limited.eventsUrl }), await mention("and here?", { ts: fake.nextTs() }, { to: limited.eventsUrl })];
+        for (const delivery of [empty, fromBot, ...elsewhere]) expect(delivery.status).toBe(200);
+        await fake.waitForCall("chat.postMessage", (call) => call.args.text === "I only answer in <#C9>. Mention me there, or send me a direct message.", 10_000);
+        const next = await mention("a real question", { threadTs: root });
+        await harness.waitForTurns(1);
+        expect(keysOf(harness.turns, session(root))).toEqual([next.key]);
+        expect(harness.turns).toHaveLength(1);
+        expect(fake.callsTo("chat.postMessage").filter((call) => String(call.args.text).startsWith("I only answer in"))).toHaveLength(1);
+      } finally {
+        await limited.stop();
+      }
+    });
+
     it("refuses a request with a bad signature or a stale timestamp, and enqueues nothing for it", async () => {
       const root = fake.nextTs();
       const forged = await mention("forged", { ts: root }, { signingSecret: "not-the-signing-secret" });
