@@ -18,6 +18,7 @@ import type { Logger } from "../logger.js";
 import { refusalFor } from "../adapters/approval-replies.js";
 import { SLASH_COMMANDS } from "../adapters/discord/discord-adapter.js";
 import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey } from "../adapters/discord/discord-events.js";
+import { loginToDiscord } from "../adapters/discord/discord-login.js";
 import { approvalOutcomeText, NO_PINGS } from "../adapters/discord/discord-surface.js";
 import { createSessionQueue } from "../agent/session-queue.js";
 import { askSomething } from "../adapters/example-requests.js";
@@ -122,7 +123,7 @@ export async function startDiscordIngress<Transaction>(options: DiscordIngressOp
     }
   }
 
-  await login(client, discord);
+  await loginToDiscord(client, discord.token, discord.apiUrl);
   const ready = client as Client<true>;
   if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
   else await ready.application.commands.set(SLASH_COMMANDS);
@@ -133,24 +134,6 @@ export async function startDiscordIngress<Transaction>(options: DiscordIngressOp
       await client.destroy();
     },
   };
-}
-
-/** Logs in and waits for the gateway's READY; a refused token is one sentence. */
-async function login(client: Client, discord: DiscordConfig): Promise<void> {
-  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-  try {
-    await client.login(discord.token);
-  } catch (error) {
-    await client.destroy();
-    if ((error as { code?: unknown }).code === "TokenInvalid") {
-      throw configurationError("Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).");
-    }
-    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|fetch failed/i.test(`${String(error)} ${String((error as { cause?: unknown }).cause)}`)) {
-      throw configurationError(`I can't reach Discord at ${discord.apiUrl ?? "https://discord.com/api"}; check DISCORD_API_URL (or leave it unset) and the network.`);
-    }
-    throw error;
-  }
-  await ready;
 }
 
 /** The buttons' message, once decided: the outcome, no buttons. */

@@ -19,7 +19,6 @@ import {
 import type { Approval, ClickOrigin } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";
-import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
@@ -28,6 +27,8 @@ import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
+import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey } from "./discord-events.js";
+import { loginToDiscord } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
 export interface DiscordAdapter {
@@ -39,8 +40,6 @@ export interface DiscordAdapter {
 
 const EXPIRY_SWEEP_MS = 30_000;
 // Close codes of the gateway that a person must fix (Discord's documented codes).
-const AUTHENTICATION_FAILED = 4004;
-const DISALLOWED_INTENTS = 4014;
 
 export const SLASH_COMMANDS = [
   new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
@@ -93,9 +92,9 @@ export async function startDiscordAdapter(options: {
     const direct = message.channel.isDMBased();
     if (!direct && !(client.user && message.mentions.users.has(client.user.id))) return;
     // Exactly once: a gateway replay after a resume finds the claim and does nothing.
-    if (!store.claim(`discord:message:${message.id}`)) return;
-    const sessionId = sessionOf(message.channel, message.guildId);
-    const input = message.content.replace(/<@!?\d+>/g, "").trim();
+    if (!store.claim(discordMessageId(message.id))) return;
+    const sessionId = discordSessionKey(message.channel, message.guildId);
+    const input = discordInputOf(message.content);
     if (!input) {
       await message.reply({ content: askSomething("Ask me something", options.hints), allowedMentions: NO_PINGS });
       return;
@@ -104,21 +103,21 @@ export async function startDiscordAdapter(options: {
   }
 
   async function onButton(interaction: ButtonInteraction): Promise<void> {
-    const [prefix, verb, approvalId] = interaction.customId.split(":");
-    if (prefix !== "glassbox" || !approvalId || !store.claim(`discord:interaction:${interaction.id}`)) return;
+    const button = approvalButton(interaction.customId);
+    if (!button || !store.claim(discordInteractionId(interaction.id))) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
-    const outcome = await conversations.decide({ approvalId, userId: interaction.user.id, approved: verb === "approve", origin: clickOrigin(interaction) });
+    const outcome = await conversations.decide({ ...button, userId: interaction.user.id, origin: discordClickOrigin(interaction) });
     const refusal = refusalFor(outcome, discord.approvers.length > 0);
     if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
 
   async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
-    if (!store.claim(`discord:interaction:${interaction.id}`)) return;
+    if (!store.claim(discordInteractionId(interaction.id))) return;
     if (!interaction.channel) {
       await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
       return;
     }
-    const sessionId = sessionOf(interaction.channel, interaction.guildId);
+    const sessionId = discordSessionKey(interaction.channel, interaction.guildId);
     if (interaction.commandName === "reset") {
       await conversations.reset(sessionId);
       await interaction.reply({ content: "Started a new conversation here; I no longer see what was said before.", allowedMentions: NO_PINGS });
@@ -136,7 +135,7 @@ export async function startDiscordAdapter(options: {
     }
   }
 
-  await login(client, discord.token, discord.apiUrl);
+  await loginToDiscord(client, discord.token, discord.apiUrl);
   const ready = client as Client<true>;
   // A server's commands appear at once; global ones can take a while to reach every client.
   if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
@@ -166,54 +165,9 @@ export async function startDiscordAdapter(options: {
   };
 }
 
-/**
- * Logs in; a token or intent problem becomes one sentence saying what to fix. A bad token fails on
- * REST first (code TokenInvalid); a gateway refusal only shows as the close code of shardDisconnect,
- * which discord.js emits before login() rejects with a plain Error.
- */
-async function login(client: Client, token: string, apiUrl = "https://discord.com/api"): Promise<void> {
-  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-  let closeCode: number | undefined;
-  const onDisconnect = (event: { code: number }) => {
-    closeCode = event.code;
-  };
-  client.on(Events.ShardDisconnect, onDisconnect);
-  try {
-    await client.login(token);
-  } catch (error) {
-    await client.destroy();
-    if ((error as { code?: unknown }).code === "TokenInvalid" || closeCode === AUTHENTICATION_FAILED) {
-      throw configurationError("Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).");
-    }
-    if (closeCode === DISALLOWED_INTENTS || /disallowed intents/i.test(String(error))) {
-      throw configurationError("Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.");
-    }
-    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|fetch failed/i.test(`${String(error)} ${String((error as { cause?: unknown }).cause)}`)) {
-      throw configurationError(`I can't reach Discord at ${apiUrl}; check DISCORD_API_URL (or leave it unset) and the network.`);
-    }
-    throw error;
-  } finally {
-    client.off(Events.ShardDisconnect, onDisconnect);
-  }
-  await ready;
-}
 
 /** discord:dm:<channel>, discord:<guild>:<channel>, or discord:<guild>:<channel>:<thread>. */
-function sessionOf(channel: { id: string; isDMBased(): boolean; isThread(): boolean; parentId?: string | null }, guildId: string | null): string {
-  if (channel.isDMBased()) return `discord:dm:${channel.id}`;
-  if (channel.isThread() && channel.parentId) return `discord:${guildId}:${channel.parentId}:${channel.id}`;
-  return `discord:${guildId}:${channel.id}`;
-}
 
-/**
- * Where a click came from, as Discord says: the guild (or, for a DM, its channel) starts the
- * session key; the channel the message is in (a thread's own id) and the message make the
- * messageRef that askApproval stored (<channel>:<message>).
- */
-function clickOrigin(interaction: ButtonInteraction): ClickOrigin {
-  const sessionPrefix = interaction.guildId ? `discord:${interaction.guildId}:` : `discord:dm:${interaction.channelId}`;
-  return { sessionPrefix, messageRef: `${interaction.channelId}:${interaction.message.id}` };
-}
 
 /** The channel a session's messages go to: the thread when there is one. */
 function channelOf(sessionId: string): string {

@@ -1,8 +1,8 @@
 /**
  * What a Discord event means for glassbox, as plain functions: the conversation (session key) of a
  * channel, a message's input without mentions, the id that claims it, and where a button click came
- * from. Shared by every process that receives Discord events (the ingress role; the in-process
- * adapter has the same rules inline).
+ * from. Shared by every process that receives Discord events: the in-process adapter and the
+ * ingress role.
  */
 import type { ClickOrigin } from "../../agent/approvals.js";
 
