@@ -16,7 +16,7 @@ import {
   type ChatInputCommandInteraction,
   type Message,
 } from "discord.js";
-import type { Approval, ClickOrigin } from "../../agent/approvals.js";
+import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";
 import type { DailyLimits } from "../../agent/quota.js";
