@@ -10,6 +10,8 @@
 //    sends envelopes and waits for the client's `{envelope_id}` ack.
 //  - OAuth (with `oauth`): installing the app in many workspaces, each with a token of its own
 //    (fake-slack-oauth.ts); events can come from any of them (`team`).
+//  - Agent apps: suggested prompts, thread titles and the status with loading messages, and the
+//    events Slack sends an agent app (fake-slack-assistant.ts); `assistant` reads what they set.
 //
 // The fake also keeps each channel's messages (posts, updates, stream appends, deletes), so a test
 // can read what a person would see via `messages(channel, threadTs)`, and records every call with
@@ -20,6 +22,7 @@ import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
 import { undiciFetch } from "../undici-fetch.js";
+import { createAssistantMethods, type FakeAssistantState } from "./fake-slack-assistant.js";
 import { createFakeOAuth, type EventTeam, type FakeOAuth, type FakeOAuthOptions } from "./fake-slack-oauth.js";
 import { broadcastsOf } from "./platform-mentions.js";
 
@@ -62,7 +65,11 @@ export interface SigningOverrides {
   signingSecret?: string; // sign with another secret to produce a bad signature
   timestamp?: number; // unix seconds; an old one makes the request stale
 }
-export interface SendEventOptions extends SigningOverrides { eventId?: string; retryNum?: number; retryReason?: string; team?: EventTeam }
+export interface SendEventOptions extends SigningOverrides {
+  eventId?: string; retryNum?: number; retryReason?: string; team?: EventTeam;
+  /** The envelope's authorization names this person (is_bot false) instead of the bot, as for app_context_changed. */
+  authorizedUser?: string;
+}
 export interface BlockActionInput {
   userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string;
   /** The workspace the click comes from (default the fake's); null as in an org-wide install. */
@@ -77,6 +84,8 @@ export interface FakeSlack {
   apiUrl: string; // http://127.0.0.1:PORT/api/ — give it to `clientOptions.slackApiUrl`
   /** Present with the `oauth` option. */
   oauth?: FakeOAuth;
+  /** What the agent-experience methods set: thread titles, suggested prompts. */
+  assistant: FakeAssistantState;
   calls: RecordedCall[];
   callsTo(method: string): RecordedCall[];
   /** Resolves with the first matching call, looking at already-recorded calls first (from `since`, default 0). */
@@ -188,6 +197,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   let lastMicros = 0;
   let origin = "";
   const oauth = options.oauth && createFakeOAuth(options.oauth, () => origin, appId);
+  const assistant = createAssistantMethods();
 
   function nextTs(): string {
     lastMicros = Math.max(lastMicros + 1, Date.now() * 1000); // strictly increasing, like real ts
@@ -253,7 +263,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     },
     "chat.appendStream": (a) => appendToStream(a, false),
     "chat.stopStream": (a) => appendToStream(a, true),
-    "assistant.threads.setStatus": (a) => (str(a.channel_id) && str(a.thread_ts) ? { ok: true } : fail("invalid_arguments")),
+    ...assistant.methods,
     "reactions.add": (a) => {
       const msg = findMessage(str(a.channel) ?? "", str(a.timestamp) ?? "");
       const name = str(a.name);
@@ -413,12 +423,13 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   }
 
   // ---- Outgoing requests (Events API, interactivity) ----------------------------------------
-  function eventCallback(event: Record<string, unknown>, eventId: string, from?: EventTeam): Args {
+  function eventCallback(event: Record<string, unknown>, eventId: string, from?: EventTeam, authorizedUser?: string): Args {
     const team = from?.teamId ?? teamId;
     const enterprise = from?.enterpriseId ?? null;
     const inner: Args = { ...event };
     const channel = str(inner.channel);
-    if (channel && !inner.ts) inner.ts = nextTs();
+    const isMessage = inner.type === "message" || inner.type === "app_mention";
+    if (channel && isMessage && !inner.ts) inner.ts = nextTs(); // other events with a channel (app_home_opened, ...) have no ts
     if (!inner.event_ts) inner.event_ts = inner.ts ?? nextTs();
     if (inner.type === "message" || inner.type === "app_mention") {
       inner.team ??= team;
@@ -433,7 +444,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     // An org-wide install's authorization names the org, not the workspace (team_id null).
     return { token: "fake-verification-token", team_id: team, context_team_id: team, context_enterprise_id: enterprise, ...(enterprise ? { enterprise_id: enterprise } : {}),
       api_app_id: appId, event: inner, type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000),
-      authorizations: [{ enterprise_id: enterprise, team_id: from?.orgWide ? null : team, user_id: from?.botUserId ?? botUserId, is_bot: true, is_enterprise_install: from?.orgWide === true }],
+      authorizations: [{ enterprise_id: enterprise, team_id: from?.orgWide ? null : team, user_id: authorizedUser ?? from?.botUserId ?? botUserId, is_bot: authorizedUser === undefined, is_enterprise_install: from?.orgWide === true }],
       is_ext_shared_channel: false, event_context: `4-${randomBytes(12).toString("base64url")}` };
   }
 
@@ -481,6 +492,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   return {
     apiUrl: `${origin}/api/`,
     ...(oauth ? { oauth } : {}),
+    assistant: assistant.state,
     calls,
     callsTo: (method) => calls.filter((c) => c.method === method),
     waitForCall(method, predicate = () => true, opts = {}) {
@@ -508,7 +520,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
       const retry: Record<string, string> = o.retryNum === undefined ? {}
         : { "X-Slack-Retry-Num": String(o.retryNum), "X-Slack-Retry-Reason": o.retryReason ?? "http_timeout" };
-      const result = await signedPost(targetUrl, JSON.stringify(eventCallback(event, eventId, o.team)), "application/json", o, retry);
+      const result = await signedPost(targetUrl, JSON.stringify(eventCallback(event, eventId, o.team, o.authorizedUser)), "application/json", o, retry);
       return { ...result, eventId };
     },
     sendBlockAction(targetUrl, action, o = {}) {

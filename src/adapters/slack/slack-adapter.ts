@@ -2,7 +2,9 @@
  * The Slack adapter: Bolt in Socket Mode (SLACK_APP_TOKEN) or over HTTP with signed requests
  * (SLACK_SIGNING_SECRET), for one workspace (SLACK_BOT_TOKEN) or installed in many through OAuth
  * (slack-oauth.ts). A mention in a channel, or a direct message, becomes a message to the
- * conversation of its thread; Approve / Deny clicks decide durable approvals.
+ * conversation of its thread; Approve / Deny clicks decide durable approvals. In the bot's DM,
+ * Slack's agent experience (slack-agent-view.ts) adds suggested prompts, thread titles and what
+ * the person is viewing, which reaches the model as a marked note (slack-viewing.ts).
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,7 +19,8 @@ import type { Pipelines } from "../../agent/sub-agents.js";
 import type { Store } from "../../agent/store.js";
 import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
-import { askSomething } from "../example-requests.js";
+import { askSomething, examplePrompts, type ExamplePrompt } from "../example-requests.js";
+import type { ToolSource } from "../../tools/tool-sources.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { refusalFor } from "../approval-replies.js";
@@ -32,7 +35,9 @@ import {
   openSlackInstallations,
   withoutSecrets,
 } from "./slack-oauth.js";
+import { channelNames, listenForAgentView, titleThread } from "./slack-agent-view.js";
 import { withoutBroadcasts } from "./slack-text.js";
+import { createViewingMemory, entitiesOfAppContext, viewingNote, withViewingNote } from "./slack-viewing.js";
 import type { SlackWorkerData } from "./slack-worker.js";
 
 export interface SlackAdapter {
@@ -59,6 +64,8 @@ interface IncomingMessage {
   isDirect: boolean;
   /** Bolt's context: the workspace's installation (its bot user, and who the sender is counted as). */
   context: Context;
+  /** The agent view's `app_context` of a DM: what the sender was viewing as they sent it. */
+  appContext?: unknown;
 }
 
 const EXPIRY_SWEEP_MS = 30_000;
@@ -68,7 +75,7 @@ const EXPIRY_SWEEP_MS = 30_000;
  * each build the agent from `config` (GLASSBOX_WORKERS): this thread then only receives events.
  */
 export type SlackRuns =
-  | { agent: AgentConfig; dailyLimits?: DailyLimits; pipelines?: Pipelines; workers?: undefined }
+  | { agent: AgentConfig & { toolSources?: ReadonlyMap<string, ToolSource> }; dailyLimits?: DailyLimits; pipelines?: Pipelines; workers?: undefined }
   | { workers: { count: number; config: GlassboxConfig; onExit?: (worker: number, exitCode: number) => void }; agent?: undefined };
 
 export async function startSlackAdapter(
@@ -79,6 +86,8 @@ export async function startSlackAdapter(
     approvalTtlSeconds: number;
     /** What an empty mention suggests asking, from the tools the bot has (exampleRequests). */
     hints?: string[];
+    /** Slack's suggested prompts; by default from the agent's tools (examplePrompts), else from `hints`. */
+    prompts?: ExamplePrompt[];
   } & SlackRuns,
 ): Promise<SlackAdapter> {
   const { slack, store, log } = options;
@@ -107,6 +116,15 @@ export async function startSlackAdapter(
   }
   /** Who sent it, as quotas, memory and approvals count people: `<team>:<user>` when installed in many workspaces. */
   const userOf = (context: Context, user: string) => (installations ? installationUserId(context, user) : user);
+  const viewing = createViewingMemory();
+  const nameOf = channelNames();
+  const notesOf = new Map<string, Promise<void>>(); // a session's last message still being readied, to keep their order
+  listenForAgentView(app, {
+    prompts: options.prompts ?? (options.agent?.toolSources ? examplePrompts(options.agent.toolSources, 4) : (options.hints ?? []).map((message) => ({ title: message.slice(0, 40), message }))),
+    viewing,
+    log,
+    stop: (sessionId) => conversations.stop(sessionId),
+  });
 
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
     // Installed in many workspaces, the bot is a user of its own in each.
@@ -140,9 +158,26 @@ export async function startSlackAdapter(
     // The run starts on a later turn of the event loop, so acknowledgements of events already
     // waiting go out first (a burst of mentions is acknowledged before any of their work).
     const userId = userOf(message.context, message.user);
+    // A DM thread is an agent (or assistant) thread: its first message names it.
+    if (message.isDirect && threadTs && store.claim(`slack:title:${message.channel}:${threadTs}`)) {
+      void titleThread(client, { channel: message.channel, threadTs }, input).catch((error: unknown) => log.warn({ error: (error as Error).message }, "Slack: setting the thread title failed"));
+    }
+    const viewed = message.isDirect ? viewedBy(message) : [];
     setImmediate(() => {
-      void conversations.send({ sessionId, userId, input }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+      // Naming a channel in view may take a Web API call: the session's messages still go in order.
+      const noted = (notesOf.get(sessionId) ?? Promise.resolve()).then(async () => {
+        const note = viewed.length ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel)) : undefined;
+        void conversations.send({ sessionId, userId, input: withViewingNote(input, note) }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+      }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a message could not be passed on"));
+      notesOf.set(sessionId, noted);
+      void noted.finally(() => notesOf.get(sessionId) === noted && notesOf.delete(sessionId));
     });
+  }
+
+  /** What the sender of a DM is viewing: their message's own app_context first, else the latest Slack sent. */
+  function viewedBy(message: IncomingMessage) {
+    const own = entitiesOfAppContext(message.appContext);
+    return own.length ? own : viewing.lookup(message.teamId, message.user ?? "", message.channel, message.threadTs);
   }
 
   app.event("app_mention", async ({ event, body, client, context }) => {
@@ -154,10 +189,10 @@ export async function startSlackAdapter(
 
   app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
-    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
+    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; app_context?: unknown };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
     await onMessage(
-      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context },
+      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context, appContext: fields.app_context },
       client,
     );
   });

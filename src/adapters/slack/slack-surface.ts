@@ -33,6 +33,8 @@ const EDIT_INTERVAL_MS = 1_000;
 export const STATUS_INTERVAL_MS = 1_000;
 const STATUS_LIMIT = 150;
 const THINKING = "is thinking…";
+/** What Slack rotates through under the status until the run says more (at most 10, Slack's limit). */
+export const LOADING_MESSAGES = ["Reading your message…", "Thinking it through…", "Working out which tools can help…"];
 
 /** While a request waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS); removed once it starts. */
 export const QUEUED_TEXT = "_Queued: I'm busy with other requests; yours starts as soon as one finishes._";
@@ -69,7 +71,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     queuedTs = undefined;
     if (place.threadTs) {
       try {
-        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: THINKING });
+        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: THINKING, loading_messages: LOADING_MESSAGES });
         statusShown = true;
         statusSent = statusWanted = THINKING;
         statusSentAt = Date.now();
