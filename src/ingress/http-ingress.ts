@@ -5,7 +5,6 @@
  * decides a web approval, and the decision that readies its run enqueues the resume in the same
  * transaction. Everything else the API serves (reading runs, following them) is the web server's.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { configurationError } from "../agent/errors.js";
@@ -13,9 +12,8 @@ import type { TokenCounter } from "../agent/tokens.js";
 import type { Logger } from "../logger.js";
 import { approvalView } from "../adapters/web/event-hub.js";
 import { HttpError, readJsonObject, sendJson } from "../adapters/web/http.js";
-import { webUserKey } from "../adapters/web/web-api.js";
+import { actingUser, credentialsOf, decodeSegment, matchingCredential, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
 import { isLoopback } from "../adapters/web/web-server.js";
-import type { DecisionOutcome } from "../store/port.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
 export interface HttpIngressOptions<Transaction> {
@@ -38,28 +36,18 @@ export interface HttpIngress {
   stop(): Promise<void>;
 }
 
-/** Who calls: a user's token acts only as its user; the service token (or this machine, without tokens) as anyone. */
-interface Caller {
-  userId?: string;
-}
 
-const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
-const MAX_INPUT_CHARS = 20_000;
 
 export async function startHttpIngress<Transaction>(options: HttpIngressOptions<Transaction>): Promise<HttpIngress> {
   const { store, queue, log, counter } = options;
-  const credentials = credentialsOf(options);
+  const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   if (credentials.length === 0 && !isLoopback(options.host)) {
     throw configurationError(`The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`);
   }
 
-  function callerOf(request: IncomingMessage): Caller {
+  function callerOf(request: IncomingMessage, url: URL): Caller {
     if (credentials.length === 0) return {};
-    const header = request.headers.authorization;
-    const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : "";
-    const digest = digestOf(given);
-    let matched: { userId?: string } | undefined;
-    for (const credential of credentials) if (given && timingSafeEqual(digest, credential.digest)) matched = credential; // every one compared: the time says nothing
+    const matched = matchingCredential(request, url, credentials);
     if (!matched) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
     return matched.userId === undefined ? {} : { userId: matched.userId };
   }
@@ -93,11 +81,12 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = new URL(request.url ?? "/", "http://ingress").pathname;
+    const url = new URL(request.url ?? "/", "http://ingress");
+    const path = url.pathname;
     const approval = /^\/api\/approvals\/([^/]+)$/.exec(path);
     if (path !== "/api/runs" && !approval) throw new HttpError(404, `There is no ${path} here: this process only accepts POST /api/runs and POST /api/approvals/<id>.`);
     if (request.method !== "POST") throw new HttpError(405, `${path} takes POST.`);
-    const caller = callerOf(request);
+    const caller = callerOf(request, url);
     if (approval) return decide(request, response, caller, decodeSegment(approval[1] ?? ""));
     return startRun(request, response, caller);
   }
@@ -124,55 +113,4 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         server.close(() => resolve());
       }),
   };
-}
-
-const digestOf = (token: string) => createHash("sha256").update(token).digest();
-
-function credentialsOf(options: Pick<HttpIngressOptions<unknown>, "apiToken" | "apiUsers">): Array<{ digest: Buffer; userId?: string }> {
-  const credentials: Array<{ digest: Buffer; userId?: string }> = options.apiToken?.trim() ? [{ digest: digestOf(options.apiToken.trim()) }] : [];
-  for (const [token, user] of Object.entries(options.apiUsers ?? {})) {
-    const userId = webUserKey(user);
-    if (!userId) throw configurationError(`GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
-    credentials.push({ digest: digestOf(token.trim()), userId });
-  }
-  return credentials;
-}
-
-/** A web session key: `web:<id>`, given whole or as the bare id. */
-function webSession(value: unknown): string {
-  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
-  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
-  return `web:${id}`;
-}
-
-/** The user a request acts as: a user's token only as its own user (a body naming another is refused). */
-function actingUser(caller: Caller, value: unknown): string {
-  const named = value === undefined ? "web:api" : webUserKey(value);
-  if (!named) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
-  if (caller.userId === undefined) return named;
-  if (value !== undefined && named !== caller.userId) throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${named}.`);
-  return caller.userId;
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, "The path is not validly percent-encoded.");
-  }
-}
-
-function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
-  switch (outcome.kind) {
-    case "not_allowed":
-      return new HttpError(403, `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`, { outcome: outcome.kind });
-    case "already_decided":
-      return new HttpError(409, `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`, { outcome: outcome.kind });
-    case "expired":
-      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", { outcome: outcome.kind });
-    case "stale":
-      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", { outcome: outcome.kind });
-    case "unknown":
-      return new HttpError(404, `There is no web approval ${approvalId}.`);
-  }
 }

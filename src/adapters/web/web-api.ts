@@ -7,12 +7,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createApprovalBook, type DecisionOutcome } from "../../agent/approvals.js";
+import { createApprovalBook } from "../../agent/approvals.js";
 import type { Conversations } from "../../agent/conversations.js";
 import { runOutcomeOf, type RunOutcome, type Store } from "../../agent/store.js";
 import { createTraceReader, type RunTrace } from "../../agent/trace.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
+import { actingUser, decodeSegment, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import { createFoldReader } from "./session-folds.js";
 import type { ReplayComparison } from "../../agent/replay.js";
@@ -38,16 +39,9 @@ export interface ApiContext {
   replay?: (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
 }
 
-/** Who calls, as its credential says (web-server). */
-export interface Caller {
-  /** Set for a user's token (GLASSBOX_API_USERS): the one user it acts as, whose sessions alone it reads. */
-  userId?: string;
-}
 
 type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL, caller: Caller) => Promise<void> | void;
 
-const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
-const MAX_INPUT_CHARS = 20_000;
 /** Statuses of a run that may still change. */
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 
@@ -236,32 +230,9 @@ export function createApi(context: ApiContext) {
   };
 }
 
-/** A web session key: `web:<id>`, given whole or as the bare id. */
-function webSession(value: unknown): string {
-  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
-  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
-  return `web:${id}`;
-}
 
-/** Web users are `web:<id>`, so no web caller can pass for a Slack or Discord user; undefined for an id that is not one. */
-export function webUserKey(value: unknown): string | undefined {
-  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
-  return SESSION_ID.test(id) ? `web:${id}` : undefined;
-}
 
-function webUser(value: unknown): string {
-  if (value === undefined) return "web:api";
-  const key = webUserKey(value);
-  if (!key) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
-  return key;
-}
 
-/** The user a request acts as: a user's token only as its own user (a body naming another is refused). */
-function actingUser(caller: Caller, value: unknown): string {
-  if (caller.userId === undefined) return webUser(value);
-  if (value !== undefined && webUser(value) !== caller.userId) throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${webUser(value)}.`);
-  return caller.userId;
-}
 
 
 /** Why a run cannot be stopped, in one sentence. */
@@ -307,25 +278,4 @@ function replayOptionsOf(body: Record<string, unknown>): { model?: string; syste
   return { ...(model ? { model: model.trim() } : {}), ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}) };
 }
 
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, "The path is not validly percent-encoded.");
-  }
-}
 
-function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
-  switch (outcome.kind) {
-    case "not_allowed":
-      return new HttpError(403, `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`, { outcome: outcome.kind });
-    case "already_decided":
-      return new HttpError(409, `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`, { outcome: outcome.kind });
-    case "expired":
-      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", { outcome: outcome.kind });
-    case "stale":
-      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", { outcome: outcome.kind });
-    case "unknown":
-      return new HttpError(404, `There is no web approval ${approvalId}.`);
-  }
-}

@@ -5,7 +5,6 @@
  * token (the service's, or users'), and /api then asks for it. Without any token only this machine
  * may call, and it is trusted as the service is: it acts for any user.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -23,7 +22,8 @@ import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
 import { createEventHub } from "./event-hub.js";
 import { HttpError, sendJson } from "./http.js";
-import { createApi, webUserKey, type Caller } from "./web-api.js";
+import { credentialsOf, matchingCredential, type Caller } from "./api-rules.js";
+import { createApi } from "./web-api.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 
 export interface WebServerOptions {
@@ -189,42 +189,8 @@ async function servePage(request: IncomingMessage, response: ServerResponse, pat
   response.end(request.method === "HEAD" ? undefined : body);
 }
 
-interface Credential {
-  /** SHA-256 of the token: digests of equal length, compared in constant time. */
-  digest: Buffer;
-  /** The user a user's token acts as; undefined for the service token. */
-  userId?: string;
-}
 
-const digestOf = (text: string) => createHash("sha256").update(text).digest();
 
-/** The service token and the users' tokens, each checked once at start. */
-function credentialsOf(apiToken: string | undefined, apiUsers: Record<string, string>): Credential[] {
-  const service = apiToken?.trim();
-  const credentials: Credential[] = service ? [{ digest: digestOf(service) }] : [];
-  for (const [token, user] of Object.entries(apiUsers)) {
-    const userId = webUserKey(user);
-    if (!userId) throw configurationError(`GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
-    if (token.trim() === service) throw configurationError(`GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`);
-    credentials.push({ digest: digestOf(token.trim()), userId });
-  }
-  return credentials;
-}
-
-/**
- * The credential whose token the request bears: from the Authorization header, or for event
- * streams (EventSource cannot send headers) from ?token=. Every credential is compared, so the time
- * taken says nothing about which one (if any) matched.
- */
-function matchingCredential(request: IncomingMessage, url: URL, credentials: Credential[]): Credential | undefined {
-  const header = request.headers.authorization;
-  const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : url.pathname.endsWith("/events") ? url.searchParams.get("token") : null;
-  if (!given) return undefined;
-  const digest = digestOf(given);
-  let matched: Credential | undefined;
-  for (const credential of credentials) if (timingSafeEqual(digest, credential.digest)) matched = credential;
-  return matched;
-}
 
 export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);

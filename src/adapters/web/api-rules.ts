@@ -1,0 +1,106 @@
+/**
+ * The HTTP API's rules that every process serving it shares (the web server, the ingress role):
+ * who a request comes from (credentials compared in constant time), which session and user it
+ * names, how long its input may be, and a refused decision in one sentence.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { DecisionOutcome } from "../../agent/approvals.js";
+import { configurationError } from "../../agent/errors.js";
+import { HttpError } from "./http.js";
+
+const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+export const MAX_INPUT_CHARS = 20_000;
+
+/** Who calls, as its credential says. */
+export interface Caller {
+  /** Set for a user's token (GLASSBOX_API_USERS): the one user it acts as, whose sessions alone it reads. */
+  userId?: string;
+}
+
+export interface Credential {
+  /** SHA-256 of the token: digests of equal length, compared in constant time. */
+  digest: Buffer;
+  /** The user a user's token acts as; undefined for the service token. */
+  userId?: string;
+}
+
+const digestOf = (text: string) => createHash("sha256").update(text).digest();
+
+/** The service token and the users' tokens, each checked once at start. */
+export function credentialsOf(apiToken: string | undefined, apiUsers: Record<string, string>): Credential[] {
+  const service = apiToken?.trim();
+  const credentials: Credential[] = service ? [{ digest: digestOf(service) }] : [];
+  for (const [token, user] of Object.entries(apiUsers)) {
+    const userId = webUserKey(user);
+    if (!userId) throw configurationError(`GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
+    if (token.trim() === service) throw configurationError(`GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`);
+    credentials.push({ digest: digestOf(token.trim()), userId });
+  }
+  return credentials;
+}
+
+/**
+ * The credential whose token the request bears: from the Authorization header, or for event
+ * streams (EventSource cannot send headers) from ?token=. Every credential is compared, so the time
+ * taken says nothing about which one (if any) matched.
+ */
+export function matchingCredential(request: IncomingMessage, url: URL, credentials: Credential[]): Credential | undefined {
+  const header = request.headers.authorization;
+  const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : url.pathname.endsWith("/events") ? url.searchParams.get("token") : null;
+  if (!given) return undefined;
+  const digest = digestOf(given);
+  let matched: Credential | undefined;
+  for (const credential of credentials) if (timingSafeEqual(digest, credential.digest)) matched = credential;
+  return matched;
+}
+
+/** A web session key: `web:<id>`, given whole or as the bare id. */
+export function webSession(value: unknown): string {
+  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
+  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  return `web:${id}`;
+}
+
+/** Web users are `web:<id>`, so no web caller can pass for a Slack or Discord user; undefined for an id that is not one. */
+export function webUserKey(value: unknown): string | undefined {
+  const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
+  return SESSION_ID.test(id) ? `web:${id}` : undefined;
+}
+
+function webUser(value: unknown): string {
+  if (value === undefined) return "web:api";
+  const key = webUserKey(value);
+  if (!key) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  return key;
+}
+
+/** The user a request acts as: a user's token only as its own user (a body naming another is refused). */
+export function actingUser(caller: Caller, value: unknown): string {
+  if (caller.userId === undefined) return webUser(value);
+  if (value !== undefined && webUser(value) !== caller.userId) throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${webUser(value)}.`);
+  return caller.userId;
+}
+
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "The path is not validly percent-encoded.");
+  }
+}
+
+export function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
+  switch (outcome.kind) {
+    case "not_allowed":
+      return new HttpError(403, `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`, { outcome: outcome.kind });
+    case "already_decided":
+      return new HttpError(409, `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`, { outcome: outcome.kind });
+    case "expired":
+      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", { outcome: outcome.kind });
+    case "stale":
+      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", { outcome: outcome.kind });
+    case "unknown":
+      return new HttpError(404, `There is no web approval ${approvalId}.`);
+  }
+}
