@@ -81,6 +81,22 @@ describe("Slack's agent experience", () => {
     await h.slack.conversations.idle();
     expect(h.fake.callsTo("assistant.threads.setTitle")).toHaveLength(1);
     expect(h.fake.assistant.titles.get(`${DM}/${threadTs}`)).toBe("Where is order 20240315001?");
+    // The thread's agent session: processing while each run works (Slack's stop button), active after.
+    await expect.poll(() => h.fake.assistant.sessions.get(`${DM}/${threadTs}`)?.statuses, WAIT).toEqual(["processing", "active", "processing", "active"]);
+    expect(h.fake.assistant.sessions.get(`${DM}/${threadTs}`)?.title).toBe("Where is order 20240315001?");
+    expect(h.fake.callsTo("agents.sessions.setStatus")[0]?.args).toMatchObject({ channel_id: DM, thread_ts: threadTs, initiator_user_id: "U1" });
+  });
+
+  it("answers as before where Slack refuses agent sessions, and stops asking", async () => {
+    const h = await startHarness({ fake: { refuse: { "agents.sessions.setStatus": "not_allowed_token_type" } }, script: [{ content: "One." }, { content: "Two." }] });
+    const threadTs = h.fake.nextTs();
+    await h.dm("first", { channel: DM, threadTs });
+    await waitForBotMessage(h.fake, DM, threadTs, "One.");
+    await h.dm("second", { channel: DM, threadTs });
+    await waitForBotMessage(h.fake, DM, threadTs, "Two.");
+    await h.slack.conversations.idle();
+    expect(h.fake.callsTo("agents.sessions.setStatus")).toHaveLength(1);
+    expect(h.lines.some((line) => line.msg.includes("Slack refused agent sessions"))).toBe(true);
   });
 
   it("passes the channel a person views to the model as a marked note, recorded in the trace, following its changes", async () => {

@@ -1,5 +1,5 @@
 // The fake Slack's part for agent apps: the Web API methods of Slack's agent experience (suggested
-// prompts, thread titles, the status with its loading messages) checked as Slack documents them, and
+// prompts, thread titles, the status with its loading messages, agent sessions) checked as Slack documents them, and
 // the events Slack sends an agent app, built in the shapes Slack's reference pages show. Each shape
 // says where it was seen. The methods keep what they were told, so a test can read back what a
 // person would see: a thread's title, the prompts on a thread or on the Messages tab.
@@ -17,6 +17,8 @@ export interface FakeAssistantState {
   titles: Map<string, string>;
   /** Prompts by "<channel>/<thread_ts>", or by "<channel>" for the agent view's Messages tab (no thread_ts). */
   prompts: Map<string, { title?: string; prompts: SuggestedPrompt[] }>;
+  /** Agent sessions by "<channel>/<thread_ts>": every status they were given, in order, and the title they were created with. */
+  sessions: Map<string, { statuses: string[]; title?: string }>;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface FakeAssistantState {
  * at most four prompts, each with a title and a message; at most ten loading messages.
  */
 export function createAssistantMethods(): { methods: Record<string, (a: Args) => Reply>; state: FakeAssistantState } {
-  const state: FakeAssistantState = { titles: new Map(), prompts: new Map() };
+  const state: FakeAssistantState = { titles: new Map(), prompts: new Map(), sessions: new Map() };
   const methods: Record<string, (a: Args) => Reply> = {
     "assistant.threads.setSuggestedPrompts": (a) => {
       const channel = str(a.channel_id);
@@ -54,6 +56,22 @@ export function createAssistantMethods(): { methods: Record<string, (a: Args) =>
       const loading = a.loading_messages;
       if (loading !== undefined && (!Array.isArray(loading) || loading.length > 10 || loading.some((m) => typeof m !== "string"))) return fail("invalid_arguments");
       return { ok: true };
+    },
+    // docs.slack.dev/reference/methods/agents.sessions.setStatus: status is one of four; a
+    // thread-based session (a channel or a DM) needs thread_ts; the title (at most 200 characters)
+    // counts only when the call creates the session.
+    "agents.sessions.setStatus": (a) => {
+      const status = str(a.status);
+      const channel = str(a.channel_id);
+      const thread = str(a.thread_ts);
+      if (!status || !["active", "processing", "suspended", "closed"].includes(status) || !channel || !thread) return fail("invalid_arguments");
+      const title = str(a.title);
+      if (title && title.length > 200) return fail("invalid_title");
+      const key = `${channel}/${thread}`;
+      const session = state.sessions.get(key) ?? { statuses: [], ...(title ? { title } : {}) };
+      session.statuses.push(status);
+      state.sessions.set(key, session);
+      return { ok: true, status, ...(session.title ? { title: session.title } : {}) };
     },
   };
   return { methods, state };

@@ -35,7 +35,7 @@ import {
   openSlackInstallations,
   withoutSecrets,
 } from "./slack-oauth.js";
-import { channelNames, listenForAgentView, titleThread } from "./slack-agent-view.js";
+import { channelNames, createAgentSessions, listenForAgentView, titleThread } from "./slack-agent-view.js";
 import { withoutBroadcasts } from "./slack-text.js";
 import { createViewingMemory, entitiesOfAppContext, viewingNote, withViewingNote } from "./slack-viewing.js";
 import type { SlackWorkerData } from "./slack-worker.js";
@@ -119,6 +119,7 @@ export async function startSlackAdapter(
   const viewing = createViewingMemory();
   const nameOf = channelNames();
   const notesOf = new Map<string, Promise<void>>(); // a session's last message still being readied, to keep their order
+  const agentSessions = createAgentSessions(log);
   listenForAgentView(app, {
     prompts: options.prompts ?? (options.agent?.toolSources ? examplePrompts(options.agent.toolSources, 4) : (options.hints ?? []).map((message) => ({ title: message.slice(0, 40), message }))),
     viewing,
@@ -167,7 +168,10 @@ export async function startSlackAdapter(
       // Naming a channel in view may take a Web API call: the session's messages still go in order.
       const noted = (notesOf.get(sessionId) ?? Promise.resolve()).then(async () => {
         const note = viewed.length ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel)) : undefined;
-        void conversations.send({ sessionId, userId, input: withViewingNote(input, note) }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+        const run = conversations.send({ sessionId, userId, input: withViewingNote(input, note) });
+        run.catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
+        // A DM thread is an agent session: processing (Slack's stop button) while it runs.
+        if (message.isDirect && threadTs) void agentSessions.track(client, { channel: message.channel, threadTs, user: message.user as string, input }, run);
       }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a message could not be passed on"));
       notesOf.set(sessionId, noted);
       void noted.finally(() => notesOf.get(sessionId) === noted && notesOf.delete(sessionId));

@@ -3,7 +3,8 @@
  * bot's DM (the agent view's `app_home_opened` on the Messages tab) or starts an assistant thread
  * (the older assistant view's `assistant_thread_started`), what they are viewing as Slack reports
  * it (`app_context_changed`, `assistant_thread_context_changed`), Slack's own stop button
- * (`agent_session_stopped`), and a thread's title from its first message.
+ * (`agent_session_stopped`) with the session's status around each run, and a thread's title from
+ * its first message.
  *
  * Plain event listeners rather than Bolt's Assistant class: that class takes DM thread messages
  * off the path every other message takes (claims, "stop", quotas), and its default context store
@@ -12,6 +13,7 @@
  */
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
+import type { RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import type { ExamplePrompt } from "../example-requests.js";
 import { withoutBroadcasts } from "./slack-text.js";
@@ -75,11 +77,44 @@ export function listenForAgentView(app: App, options: AgentViewOptions): void {
  * does not rename it): the first line, without mentions or broadcasts, cut to a readable length.
  */
 export async function titleThread(client: WebClient, place: { channel: string; threadTs: string }, input: string): Promise<void> {
+  const title = threadTitle(input);
+  if (title) await client.assistant.threads.setTitle({ channel_id: place.channel, thread_ts: place.threadTs, title });
+}
+
+function threadTitle(input: string): string | undefined {
   const firstLine = input.split("\n").find((line) => line.trim()) ?? "";
   const plain = withoutBroadcasts(firstLine.replace(/<[@#!][^>]*>/g, "").replace(/\s+/g, " ").trim());
-  if (!plain) return;
-  const title = plain.length > TITLE_LIMIT ? `${plain.slice(0, TITLE_LIMIT - 1)}…` : plain;
-  await client.assistant.threads.setTitle({ channel_id: place.channel, thread_ts: place.threadTs, title });
+  if (!plain) return undefined;
+  return plain.length > TITLE_LIMIT ? `${plain.slice(0, TITLE_LIMIT - 1)}…` : plain;
+}
+
+/**
+ * Slack's agent sessions (agents.sessions.setStatus, the successor of the assistant status): a DM
+ * thread's session is "processing" while a run works, which shows Slack's stop button, and
+ * "active" (or "suspended" while it waits for an approval) once it ends; Slack no longer clears
+ * that state by itself. An app that is not declared as an agent is refused: after the first
+ * refusal this process stops asking, and the status message (slack-surface.ts) still shows.
+ */
+export function createAgentSessions(log: Logger) {
+  let refused = false;
+  const setStatus = async (client: WebClient, place: { channel: string; threadTs: string }, status: string, extra: { title?: string; initiator_user_id?: string } = {}) => {
+    if (refused) return;
+    try {
+      await client.agents.sessions.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status, ...extra });
+    } catch (error) {
+      refused = true;
+      log.info({ error: (error as Error).message }, "Slack refused agent sessions (the app is not declared as an agent); the status message still shows");
+    }
+  };
+  return {
+    /** Marks the session processing for the run's time, then active, or suspended while the run waits for an approval. */
+    async track(client: WebClient, place: { channel: string; threadTs: string; user: string; input: string }, run: Promise<RunResult>): Promise<void> {
+      const title = threadTitle(place.input);
+      await setStatus(client, place, "processing", { ...(title ? { title } : {}), initiator_user_id: place.user });
+      const result = await run.catch(() => undefined);
+      await setStatus(client, place, result?.stopReason === "awaiting_approval" ? "suspended" : "active");
+    },
+  };
 }
 
 /** A channel's name where the bot may see it (channels:read), looked up once per channel and bounded in time. */
