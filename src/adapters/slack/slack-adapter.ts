@@ -6,11 +6,12 @@
  * Slack's agent experience (slack-agent-view.ts) adds suggested prompts, thread titles and what
  * the person is viewing, which reaches the model as a marked note (slack-viewing.ts).
  */
+import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "./slack-events.js";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, webApi, type BlockAction, type Context } from "@slack/bolt";
 import type { WebClient, WebClientOptions } from "@slack/web-api";
-import { createApprovalBook, type ClickOrigin } from "../../agent/approvals.js";
+import { createApprovalBook } from "../../agent/approvals.js";
 import type { ConversationService } from "../../agent/conversations.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
@@ -50,18 +51,8 @@ export interface SlackAdapter {
   stop(): Promise<void>;
 }
 
-/** What Slack sends for a message we may answer (an app_mention or a direct message). */
-interface IncomingMessage {
-  eventId: string;
-  teamId: string;
-  channel: string;
-  user?: string;
-  text?: string;
-  ts: string;
-  threadTs?: string;
-  botId?: string;
-  subtype?: string;
-  isDirect: boolean;
+/** What Slack sends for a message we may answer (an app_mention or a direct message), with Bolt's context. */
+interface IncomingMessage extends SlackMessageEvent {
   /** Bolt's context: the workspace's installation (its bot user, and who the sender is counted as). */
   context: Context;
   /** The agent view's `app_context` of a DM: what the sender was viewing as they sent it. */
@@ -130,15 +121,14 @@ export async function startSlackAdapter(
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
     // Installed in many workspaces, the bot is a user of its own in each.
     const botUserId = installations ? (message.context.botUserId ?? "") : botOfToken;
-    // Edits, deletions, joins and other bots are not questions; a message that shares a file is.
-    if (message.botId || (message.subtype && message.subtype !== "file_share") || !message.user || message.user === botUserId) return;
+    if (!isQuestion(message, botUserId)) return;
     // Exactly once: the event id and the message ts are claimed (committed with the turn's other
     // units) before any work starts, so a retry, a redelivery or a second socket connection finds
     // the claim and does nothing.
-    if (!(await store.atomically(() => store.claim(`slack:event:${message.eventId}`, `slack:message:${message.channel}:${message.ts}`)))) return;
+    if (!(await store.atomically(() => store.claim(...slackEventIds(message))))) return;
 
-    const threadTs = message.threadTs ?? (message.isDirect ? undefined : message.ts);
-    const sessionId = `slack:${message.teamId}:${message.channel}:${threadTs ?? "main"}`;
+    const threadTs = threadOf(message);
+    const sessionId = slackSessionKey(message);
     const reply = (text: string) => client.chat.postMessage({ channel: message.channel, ...(threadTs ? { thread_ts: threadTs } : {}), text });
 
     if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
@@ -147,8 +137,8 @@ export async function startSlackAdapter(
       }
       return;
     }
-    const input = (message.text ?? "").replace(new RegExp(`<@${botUserId}>`, "g"), "").trim();
-    if (/^stop[.!]?$/i.test(input)) {
+    const input = inputOf(message.text, botUserId);
+    if (isStopCommand(input)) {
       await reply((await conversations.stop(sessionId)) ? "Stopping." : "Nothing is running here.");
       return;
     }
@@ -244,19 +234,6 @@ export async function startSlackAdapter(
       await installations?.close();
     },
   };
-}
-
-/**
- * Where a click came from, as Slack signed it: the workspace and channel (the start of the
- * session key, slack:<team>:<channel>:) and the message, as slack-surface stored it
- * (<channel>:<ts>). The workspace is `team.id`; `user.team_id` is the Enterprise Grid org (E...)
- * there, so it never stands in. In an org-wide install `team` can be null: the channel (unique
- * across the org) and the message then still pin the click to where its buttons were posted.
- */
-function clickOrigin(body: Pick<BlockAction, "team" | "channel" | "message">): ClickOrigin {
-  const channel = body.channel?.id ?? "";
-  const messageRef = `${channel}:${body.message?.ts ?? ""}`;
-  return { sessionPrefix: body.team?.id ? `slack:${body.team.id}:${channel}:` : "slack:", messageRef };
 }
 
 /**

@@ -2,7 +2,7 @@
  * What a Slack event means for glassbox, as plain functions: which messages are questions, the
  * conversation (session key) a message belongs to, its input without the bot's mention, "stop",
  * the ids that claim it, and where a button click came from. Shared by every process that receives
- * Slack events (the ingress role; the in-process adapter has the same rules inline).
+ * Slack events: the in-process adapter and the ingress role.
  */
 import type { BlockAction } from "@slack/bolt";
 import type { ClickOrigin } from "../../agent/approvals.js";
@@ -56,6 +56,8 @@ export const isStopCommand = (input: string): boolean => /^stop[.!]?$/i.test(inp
  * Where a click came from, as Slack signed it: the workspace and channel (the start of the
  * session key, slack:<team>:<channel>:) and the message, as the surface stored it (<channel>:<ts>).
  * The workspace is `team.id`; `user.team_id` is the Enterprise Grid org there, so it never stands in.
+ * In an org-wide install `team` can be null: the channel (unique across the org) and the message
+ * then still pin the click to where its buttons were posted.
  */
 export function clickOrigin(body: Pick<BlockAction, "team" | "channel" | "message">): ClickOrigin {
   const channel = body.channel?.id ?? "";
