@@ -124,7 +124,7 @@ export interface SlackOAuthConfig {
 }
 
 /** What glassbox uses (see slack-app-manifest.yaml). */
-export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write"];
+export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write", "channels:read"];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
   const toolMode = env.GLASSBOX_TOOL_MODE ?? "auto";
