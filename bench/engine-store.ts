@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent } from "../src/agent/loop.js";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";
 import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
 import { createTraceRecorder } from "../src/agent/trace.js";
@@ -28,6 +28,7 @@ import type { ToolDefinition } from "../src/tools/types.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Target } from "./measure.js";
 import { runNaiveLoop, type NaiveTool } from "./naive-loop.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const STEPS = 50;
 const MODEL = "gpt-4o-mini";
@@ -65,8 +66,8 @@ function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
 /** A bot's engine: memory and trace on one SQLite file. */
 export async function engineWithStore(store: Store, model: ChatModel) {
   const counter = await createTokenCounter(encodingForModel(MODEL));
-  const memory = createSqliteMemory({ store, model, counter, budgetTokens: BUDGET });
-  const trace = createTraceRecorder(store, { estimateTokens: memory.estimate });
+  const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
+  const trace = createTraceRecorder(sqlitePortOf(store), { estimateTokens: memory.estimate });
   const tools: ToolRegistry = createToolRegistry([noopTool]);
   return (sessionId: string) => runAgent({ model, tools, memory, trace, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT }, { input: INPUT, sessionId, userId: "U_BENCH" });
 }

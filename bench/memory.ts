@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult, type RunState } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
-import { createSqliteMemory, NOTES_END, NOTES_START, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
+import { createMemory, NOTES_END, NOTES_START, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";
 import { createTokenCounter, encodingForModel, promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import { emptyUsage, type ChatModel, type Message, type ToolSpec } from "../src/agent/types.js";
@@ -29,6 +29,8 @@ import type { ToolCall, ToolDefinition } from "../src/tools/types.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 import { seeded } from "../src/testing/seeded-random.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
+import { createRunUnit, type RunUnit } from "../src/agent/run-unit.js";
 
 const MODEL = "gpt-4o-mini";
 /** GLASSBOX_CONTEXT_TOKENS' default (src/config.ts). */
@@ -279,8 +281,8 @@ async function runConversation(server: ScriptedModelServer, counter: TokenCounte
   server.requests.length = 0;
   const reported = { promptTokens: 0 };
   const model = usageCounting(createOpenAIModel({ model: MODEL, baseURL: server.url, apiKey: "not-needed", stream: false }), reported);
-  const tools = createToolRegistry([lookupTool(turns), ...createMemoryTools(store)]);
-  const memory = withMemory ? createSqliteMemory({ store, model, counter, budgetTokens: BUDGET }) : undefined;
+  const tools = createToolRegistry([lookupTool(turns), ...createMemoryTools(sqlitePortOf(store))]);
+  const memory = withMemory ? createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET }) : undefined;
   const count = requestCounter(counter);
   const history: Message[] = [];
   const requests: RequestRecord[] = [];
@@ -501,9 +503,16 @@ function runState(runId: string, sessionId: string, messages: Message[]): RunSta
   };
 }
 
-function endRun(memory: Memory, run: RunState): void {
+/** What the loop does in one unit: memory's writes committed through its store in one record. */
+async function inUnit(memory: Memory, body: (unit: RunUnit) => void): Promise<void> {
+  const unit = createRunUnit();
+  body(unit);
+  await unit.commit(memory.store);
+}
+
+async function endRun(memory: Memory, run: RunState): Promise<void> {
   const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: "", stopReason: "final", steps: run.steps, usage: run.usage, toolCalls: [] };
-  memory.record({ type: "run_end", runId: run.runId, result });
+  await inUnit(memory, (unit) => memory.record({ type: "run_end", runId: run.runId, result }, unit));
 }
 
 // ---- 2. context assembly with 1,000 stored messages --------------------------------------------
@@ -524,13 +533,13 @@ async function fillSession(memory: Memory, sessionId: string): Promise<{ current
   let committed = 0;
   let contextCalls = 0;
   let runs = 0;
-  const open = (messages: Message[]) => {
+  const open = async (messages: Message[]) => {
     const run = runState(`run_fill_${++runs}`, sessionId, []);
-    memory.record({ type: "run_start", runId: run.runId, sessionId, userId: USER, input: String(messages[0]?.content) });
+    await inUnit(memory, (unit) => memory.record({ type: "run_start", runId: run.runId, sessionId, userId: USER, input: String(messages[0]?.content) }, unit));
     return run;
   };
-  const commit = (run: RunState, messages: Message[]) => {
-    memory.commit(run, messages);
+  const commit = async (run: RunState, messages: Message[]) => {
+    await inUnit(memory, (unit) => memory.commit(run, messages, unit));
     run.messages.push(...messages);
     committed += messages.length;
   };
@@ -546,24 +555,24 @@ async function fillSession(memory: Memory, sessionId: string): Promise<{ current
     const left = STORED_MESSAGES - currentMessages.length - committed;
     // Turns of 2 to 8 messages; the last one is cut to end exactly on the count.
     const messages = left <= 8 ? lastTurn(random, left) : turnMessages(random, random() < 0.15 ? 0 : random() < 0.75 ? 1 : 2);
-    const run = open(messages);
-    commit(run, messages.slice(0, 1));
+    const run = await open(messages);
+    await commit(run, messages.slice(0, 1));
     for (let index = 1; index < messages.length; ) {
       await context(run);
       const message = messages[index] as Message;
       const results = message.role === "assistant" && message.tool_calls ? message.tool_calls.length : 0;
-      commit(run, [message]);
-      if (results > 0) commit(run, messages.slice(index + 1, index + 1 + results));
+      await commit(run, [message]);
+      if (results > 0) await commit(run, messages.slice(index + 1, index + 1 + results));
       index += 1 + results;
     }
-    endRun(memory, run);
+    await endRun(memory, run);
   }
-  const current = open(currentMessages);
-  commit(current, currentMessages.slice(0, 1));
+  const current = await open(currentMessages);
+  await commit(current, currentMessages.slice(0, 1));
   await context(current);
-  commit(current, currentMessages.slice(1, 3));
+  await commit(current, currentMessages.slice(1, 3));
   await context(current);
-  commit(current, currentMessages.slice(3));
+  await commit(current, currentMessages.slice(3));
   // The call the loop makes next, so any fold it needs happens here and not in the timed calls.
   await context(current);
   return { current, contextCalls };
@@ -579,7 +588,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   // Fill, as runs would have.
   let store = openStore(path);
   for (const fact of [FACT, "Prefers answers in short bullet points.", "Works in the logistics team, north region."]) store.addFact(USER, "user", fact);
-  const filled = await fillSession(createSqliteMemory({ store, model, counter, budgetTokens: BUDGET }), sessionId);
+  const filled = await fillSession(createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET }), sessionId);
   const fillFolds = server.requests.filter((request) => isSummaryRequest(request.body)).length;
   const stored = store.db.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(sessionId) as number;
   const summaries = store.db.prepare("SELECT count(*) FROM summaries WHERE session_id = ?").pluck().get(sessionId) as number;
@@ -599,7 +608,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
     collectGarbage();
     const opened = performance.now();
     store = openStore(path);
-    const memory = createSqliteMemory({ store, model, counter, budgetTokens: BUDGET });
+    const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
     const run = { ...filled.current }; // the open run, as a restarted process would carry on with it
     const started = performance.now();
     const messages = await memory.context(run, request);
@@ -624,7 +633,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   collectGarbage();
   store = openStore(path);
   const timed = timedCounter(counter);
-  const diagnostic = createSqliteMemory({ store, model, counter: timed.counter, budgetTokens: BUDGET });
+  const diagnostic = createMemory({ store: sqlitePortOf(store), model, counter: timed.counter, budgetTokens: BUDGET });
   const diagnosticRun = { ...filled.current };
   let started = performance.now();
   await diagnostic.context(diagnosticRun, request);
@@ -643,7 +652,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   const rows: Row[] = [
     { label: `context assembly, warm, per call (${STORED_MESSAGES} stored messages)`, value: warmStats, unit: "ms" },
     { label: "  cold: first call after opening the store", value: coldStats, unit: "ms" },
-    { label: "  opening the store (openStore + createSqliteMemory)", value: statsOf(openMs), unit: "ms" },
+    { label: "  opening the store (openStore + createMemory)", value: statsOf(openMs), unit: "ms" },
     { label: `  assembled context: ${contextMessages} messages`, value: contextTokens, unit: "tokens" },
     // From one extra pass with a self-timing counter: shares, since one pass is noisier than the rounds above.
     { label: "  diagnostic pass, warm: share inside the token counter", value: (100 * warmSplit.counterMs) / warmSplit.totalMs, unit: "%" },
@@ -725,7 +734,7 @@ async function measureAppend(counter: TokenCounter, directory: string) {
   let files = 0;
 
   /** Messages per second for one variant over `list`, in a fresh DB file. */
-  function timeVariant(variant: AppendVariant, list: Message[], listEntries: Array<{ message: Message; tokens: number }>): number {
+  async function timeVariant(variant: AppendVariant, list: Message[], listEntries: Array<{ message: Message; tokens: number }>): Promise<number> {
     collectGarbage();
     if (variant === "count") {
       const started = performance.now();
@@ -741,10 +750,10 @@ async function measureAppend(counter: TokenCounter, directory: string) {
       const sessionId = `slack:T1:C3:${files}`;
       const runId = `run_append_${files}`;
       store.startRun({ runId, sessionId, userId: USER, input: "append" });
-      const memory = createSqliteMemory({ store, model, counter, budgetTokens: BUDGET });
+      const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
       const run = runState(runId, sessionId, []);
       const started = performance.now();
-      if (variant === "commit") for (const message of list) memory.commit(run, [message]);
+      if (variant === "commit") for (const message of list) await inUnit(memory, (unit) => memory.commit(run, [message], unit));
       else if (variant === "append") for (const entry of listEntries) store.appendMessages(sessionId, runId, [entry]);
       else for (let i = 0; i < listEntries.length; i += BATCH) store.appendMessages(sessionId, runId, listEntries.slice(i, i + BATCH));
       const ms = performance.now() - started;
@@ -759,11 +768,11 @@ async function measureAppend(counter: TokenCounter, directory: string) {
 
   const variants: AppendVariant[] = ["commit", "append", "batched", "count"];
   const rates: Record<AppendVariant, number[]> = { commit: [], count: [], append: [], batched: [] };
-  for (const variant of variants) timeVariant(variant, warmup, warmupEntries);
+  for (const variant of variants) await timeVariant(variant, warmup, warmupEntries);
   for (let round = 0; round < APPEND_ROUNDS; round++) {
     // Rotate which variant goes first, so a slow moment of the machine is spread over all of them.
     const order = variants.map((_, i) => variants[(i + round) % variants.length] as AppendVariant);
-    for (const variant of order) rates[variant].push(timeVariant(variant, messages, entries));
+    for (const variant of order) rates[variant].push(await timeVariant(variant, messages, entries));
   }
 
   const commit = statsOf(rates.commit);

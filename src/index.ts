@@ -16,7 +16,9 @@ export { ToolPause } from "./tools/types.js";
 export { loadConfig, type GlassboxConfig } from "./config.js";
 // Memory, traces and conversations: the parts the chat adapters are built from.
 export { openStore, type Store } from "./agent/store.js";
-export { createSqliteMemory, type Memory } from "./agent/memory.js";
+export { createMemory, createSqliteMemory, type Memory, type MemoryStore } from "./agent/memory.js";
+export { openStorePort, type AnyStorePort, type StorePort } from "./store/index.js";
+export { sqlitePortOf } from "./store/sqlite.js";
 export { createTokenCounter, encodingForModel } from "./agent/tokens.js";
 export { createTraceRecorder, createTraceReader } from "./agent/trace.js";
 export { createConversations, type ChatSurface, type Conversations } from "./agent/conversations.js";

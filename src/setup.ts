@@ -4,7 +4,7 @@ import { isMainThread } from "node:worker_threads";
 import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
-import { createSqliteMemory } from "./agent/memory.js";
+import { createMemory } from "./agent/memory.js";
 import { openStore, type Store } from "./agent/store.js";
 import { createPipelines, createSpecialistTools, parseAgentsConfig, type AgentsConfig, type Pipelines, type SpecialistFactory } from "./agent/sub-agents.js";
 import { configurationError } from "./agent/errors.js";
@@ -13,6 +13,8 @@ import { createRunSlots } from "./agent/run-slots.js";
 import { createSpendingGuard, withSpendingGuard } from "./agent/quota.js";
 import { createTraceReader, createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
+import type { FactStore } from "./store/port.js";
+import { openSqlitePort, sqlitePortOf } from "./store/sqlite.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
@@ -37,11 +39,11 @@ export interface DeploymentTools extends AssembledTools {
  */
 export async function loadTools(
   config: GlassboxConfig,
-  options: { toolModules?: string[]; store?: Store; mcpTools?: AnyTool[]; specialists?: (toolNames: string[]) => AnyTool[] } = {},
+  options: { toolModules?: string[]; facts?: Pick<FactStore, "addFact" | "forgetFact">; mcpTools?: AnyTool[]; specialists?: (toolNames: string[]) => AnyTool[] } = {},
 ): Promise<DeploymentTools> {
   const builtins = config.builtinTools.filter((name) => name !== "memory");
   const groups: ToolGroup[] = [
-    { source: { kind: "builtin" }, tools: [...createBuiltinTools({ include: builtins }), ...(options.store && config.builtinTools.includes("memory") ? createMemoryTools(options.store) : [])] },
+    { source: { kind: "builtin" }, tools: [...createBuiltinTools({ include: builtins }), ...(options.facts && config.builtinTools.includes("memory") ? createMemoryTools(options.facts) : [])] },
     ...(config.demo ? [{ source: { kind: "demo" } as const, tools: createDemoShopTools({ shopDatabasePath: config.shopDatabasePath }) }] : []),
     ...(await loadToolModules([...config.toolModules, ...(options.toolModules ?? [])])),
     ...mcpGroups(config, options.mcpTools ?? []),
@@ -73,7 +75,7 @@ function mcpGroups(config: GlassboxConfig, tools: AnyTool[]): ToolGroup[] {
 export async function describeTools(config: GlassboxConfig, log: Logger, toolModules: string[] = []) {
   const mcp = await connectMcpServers(config.mcpServers, { log: log.child({ component: "mcp" }) });
   // Memory's tools are listed as the agent has them, without touching the configured database.
-  const store = openStore(":memory:");
+  const store = openSqlitePort(":memory:");
   try {
     const notRun: SpecialistFactory = {
       get base(): AgentConfig {
@@ -83,7 +85,7 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
     };
     const specialists = (toolNames: string[]) =>
       config.agentsFile ? createSpecialistTools(parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames).agents, () => notRun) : [];
-    const loaded = await loadTools(config, { toolModules, store, mcpTools: mcp.tools, specialists });
+    const loaded = await loadTools(config, { toolModules, facts: store, mcpTools: mcp.tools, specialists });
     return loaded.registry.list().map(({ definition }) => {
       const source = loaded.sources.get(definition.name);
       return {
@@ -97,7 +99,7 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
     });
   } finally {
     await mcp.close();
-    store.close();
+    await store.close();
   }
 }
 
@@ -136,6 +138,9 @@ export async function createAgentConfig(
   options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
 ): Promise<GlassboxAgent> {
   const store = options.store ?? openStore(config.databasePath, { checkpointInBackground: true });
+  // Memory, the trace and memory's tools write through the store port, over this same connection;
+  // the rest (conversations, approvals, quotas, adapters) still uses the store itself.
+  const port = sqlitePortOf(store);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
   const { tokens, cost } = config.dailyLimits;
@@ -143,8 +148,8 @@ export async function createAgentConfig(
   const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
   const model = capped(createModel(config, log));
   const window = contextWindowOf(config.model.model);
-  const memory = createSqliteMemory({
-    store,
+  const memory = createMemory({
+    store: port,
     model,
     counter,
     budgetTokens: Math.min(config.contextTokens, window ?? Number.POSITIVE_INFINITY),
@@ -165,7 +170,7 @@ export async function createAgentConfig(
     if (config.agentsFile) agents = parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames);
     return createSpecialistTools(agents.agents, () => specialists);
   };
-  const loaded = await loadTools(config, { toolModules: options.toolModules, store, mcpTools: mcp.tools, specialists: specialistTools }).catch(async (error: unknown) => {
+  const loaded = await loadTools(config, { toolModules: options.toolModules, facts: port, mcpTools: mcp.tools, specialists: specialistTools }).catch(async (error: unknown) => {
     await mcp.close();
     throw error;
   });
@@ -177,7 +182,7 @@ export async function createAgentConfig(
   const selector = createToolSelector(allTools, { threshold: config.toolSelectionThreshold, usage });
   if (selector.active) for (const example of readUsageHistory(store.db)) usage.learn(example);
   const tools = selector.tools;
-  const trace = createTraceRecorder(store, { prices: config.prices, estimateTokens: memory.estimate, log });
+  const trace = createTraceRecorder(port, { prices: config.prices, estimateTokens: memory.estimate, log });
   const agent: GlassboxAgent = {
     model,
     tools,

@@ -4,13 +4,14 @@
 import { describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import { createSessionQueue } from "../src/agent/session-queue.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Script } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { deferred, startServer, textOf } from "./agent-helpers.js";
 import { cleanUpAfterEach, expectValidProtocol, openTestStore, testModel } from "./memory-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 /** Lets every pending promise callback run (no timer involved beyond one turn of the event loop). */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -84,7 +85,7 @@ describe("createConversations", () => {
     const server = await startServer({ script });
     const store = openTestStore();
     const model = testModel(server);
-    const agent: AgentConfig = { model, tools: createToolRegistry([]), memory: createSqliteMemory({ store, model, counter, budgetTokens: 12_000 }) };
+    const agent: AgentConfig = { model, tools: createToolRegistry([]), memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }) };
     return { server, store, conversations: createConversations(agent, store) };
   }
 

@@ -56,7 +56,7 @@ describe("the tools a deployment has", () => {
   it("a plain start has current_time, calculator and the memory tools, and no demo shop (its database is never created)", async () => {
     const directory = tempDir();
     const config = loadConfig({ GLASSBOX_SHOP_DB: join(directory, "shop.db") });
-    const { registry, sources } = await loadTools(config, { store: (await import("../src/agent/store.js")).openStore(":memory:") });
+    const { registry, sources } = await loadTools(config, { facts: (await import("../src/store/sqlite.js")).openSqlitePort(":memory:") });
     expect(registry.names()).toEqual(["current_time", "calculator", "remember", "forget"]);
     expect([...sources.values()].every((source) => source.kind === "builtin")).toBe(true);
     expect(existsSync(join(directory, "shop.db"))).toBe(false);
@@ -99,7 +99,7 @@ describe("the tools a deployment has", () => {
   });
 
   it("the chats' suggestions follow the tools: no order numbers without the demo shop", async () => {
-    const plain = await loadTools(loadConfig({}), { store: (await import("../src/agent/store.js")).openStore(":memory:") });
+    const plain = await loadTools(loadConfig({}), { facts: (await import("../src/store/sqlite.js")).openSqlitePort(":memory:") });
     expect(askSomething("Ask me something", exampleRequests(plain.sources))).toBe("Ask me something, for example: What time is it in Tokyo?");
     const own = await loadTools(loadConfig({ GLASSBOX_TOOLS: ownToolsModule(tempDir()) }));
     expect(exampleRequests(own.sources)[0]).toBe("Ask for something your tools do (get_order_status, cancel_order, send_message).");

@@ -3,7 +3,7 @@
 // and the rows in the database — what the model saw and what was kept.
 import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
-import { createSqliteMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
+import { createMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
@@ -24,6 +24,7 @@ import {
   testModel,
   toMessage,
 } from "./memory-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const counter = await createTokenCounter("o200k_base");
 cleanUpAfterEach();
@@ -42,8 +43,8 @@ async function setUp(options: { script: Script; budgetTokens?: number; tools?: A
   const store = openTestStore(options.path);
   const model = testModel(server);
   const warnings: Harness["warnings"] = [];
-  const memory = createSqliteMemory({
-    store,
+  const memory = createMemory({
+    store: sqlitePortOf(store),
     model,
     counter,
     budgetTokens: options.budgetTokens ?? 12_000,
@@ -142,7 +143,7 @@ describe("commits", () => {
 
   it("keeps each step's exact request, small or large, by reference to messages stored once, read back whole", async () => {
     const h = await setUp({ script: () => ({ content: "Noted." }) });
-    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(h.store) };
+    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(sqlitePortOf(h.store)) };
     const small = await runAgent(agent, { input: "Hello.", sessionId: "web:small" });
     const large = await runAgent(agent, { input: prose(3_000), sessionId: "web:large" });
     const reader = createTraceReader(h.store);
@@ -160,7 +161,7 @@ describe("commits", () => {
       tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],
       script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "poison: this reply cannot be stored" }),
     });
-    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(h.store) };
+    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(sqlitePortOf(h.store)) };
     // A store that refuses one row, as a full disk or a broken constraint would.
     h.store.db.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
 
@@ -187,7 +188,7 @@ describe("commits", () => {
       ["user", "What is my name?"],
     ]);
     // A third run, after the session was read back from the database by a fresh memory, sees the same.
-    const fresh = createSqliteMemory({ store: h.store, model: h.agent.model, counter, budgetTokens: 12_000 });
+    const fresh = createMemory({ store: sqlitePortOf(h.store), model: h.agent.model, counter, budgetTokens: 12_000 });
     h.server.setScript([{ content: "Still Ada." }]);
     await runAgent({ ...h.agent, memory: fresh }, { input: "And now?", sessionId: "web:s1", userId: "U1" });
     expect(h.server.requests.at(-1)?.body.messages.map((message) => textOf(message)).slice(1)).toEqual([
@@ -418,7 +419,7 @@ describe("budget", () => {
     const server = await startServer({ script: [{ content: "Hello.", usage: { promptTokens: 57, completionTokens: 2 } }] });
     const store = openTestStore();
     const model = testModel(server);
-    const memory = createSqliteMemory({ store, model, counter, budgetTokens: 12_000, log: { warn: () => {}, debug: (fields, message) => void debug.push({ fields: fields as Record<string, unknown>, message }) } });
+    const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000, log: { warn: () => {}, debug: (fields, message) => void debug.push({ fields: fields as Record<string, unknown>, message }) } });
     await runAgent({ model, tools: createToolRegistry([lookupTool()]), memory }, { input: "Hi there!", sessionId: "web:d", userId: "U1" });
     const estimate = requestTokens(counter, firstRequest(server));
     expect(debug.find((entry) => entry.message === "prompt token estimate vs reported usage")?.fields).toMatchObject({ estimate, reported: 57, drift: 57 - estimate });
@@ -529,7 +530,7 @@ describe("what later runs see", () => {
 
     // A fresh process (new store and memory over the same file) sees the same repaired history.
     const restarted = openTestStore(path);
-    const memory = createSqliteMemory({ store: restarted, model: h.agent.model, counter, budgetTokens: 12_000 });
+    const memory = createMemory({ store: sqlitePortOf(restarted), model: h.agent.model, counter, budgetTokens: 12_000 });
     await runAgent({ ...h.agent, memory }, { input: "And now?", sessionId: "web:s1", userId: "U1" });
     expectValidProtocol(h.server.requests[2]?.body.messages ?? []);
     expect(h.server.requests[2]?.body.messages.filter((message) => message.role === "tool")).toHaveLength(2);

@@ -4,13 +4,14 @@
 import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
-import { createSqliteMemory, NOTES_END, NOTES_START } from "../src/agent/memory.js";
+import { createMemory, NOTES_END, NOTES_START } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { ChatCompletionRequestBody, ScriptedReply, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { call, startServer, textOf } from "./agent-helpers.js";
 import { cleanUpAfterEach, openTestStore, systemTextOf, testModel } from "./memory-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const counter = await createTokenCounter("o200k_base");
 cleanUpAfterEach();
@@ -19,8 +20,8 @@ async function setUp(budgetTokens = 12_000) {
   const server = await startServer();
   const store = openTestStore();
   const model = testModel(server);
-  const memory = createSqliteMemory({ store, model, counter, budgetTokens });
-  const agent: AgentConfig = { model, tools: createToolRegistry(createMemoryTools(store)), memory };
+  const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens });
+  const agent: AgentConfig = { model, tools: createToolRegistry(createMemoryTools(sqlitePortOf(store))), memory };
   /** One run whose model replies are `replies`; returns the result and the system text of its first request. */
   async function run(input: string, sessionId: string, userId: string, replies: ScriptedReply[] = [{ content: "OK." }]) {
     const before = server.requests.length;
@@ -124,7 +125,7 @@ describe("remember and forget", () => {
 
     // factLimit bounds the count when the budget would allow more.
     const server = await startServer({ script: [{ content: "OK." }] });
-    const limited = createSqliteMemory({ store, model: testModel(server), counter, budgetTokens: 50_000, factLimit: 2 });
+    const limited = createMemory({ store: sqlitePortOf(store), model: testModel(server), counter, budgetTokens: 50_000, factLimit: 2 });
     await runAgent({ model: testModel(server), tools: createToolRegistry([]), memory: limited }, { input: "Where do invoices go?", sessionId: "web:t", userId: "U1" });
     expect(notesOf(server.requests[0]?.body ?? { model: "", messages: [] }).split("\n").filter((line) => line.startsWith("- (fact "))).toHaveLength(2);
   });

@@ -2,12 +2,13 @@
 // (ModelResponse.reasoning), never reaches the person, and goes back to the server where the
 // shape says the server wants it: DeepSeek's reasoning_content, Gemini 3's thought signatures.
 import { afterEach, describe, expect, it } from "vitest";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import { runAgent } from "../src/agent/loop.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import { closeServers, modelFor, startServer } from "./agent-helpers.js";
 import { openTestStore, removeDatabases } from "./memory-helpers.js";
 import { chunk, completion, expectCallsRan, finish, fixtureTools, rawJson, rawStream, runDialect, sse, toolExchange, usageChunk } from "./model-dialects-harness.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 afterEach(async () => {
   await closeServers();
@@ -56,7 +57,7 @@ describe("dialects, class 3: reasoning_content (DeepSeek; Qwen on vLLM and SGLan
     const server = await startServer({ script: [deepSeekStream([reasoningText]), { content: "It is sunny." }, { content: "You are welcome." }] });
     const store = openTestStore();
     const model = modelFor(server);
-    const memory = createSqliteMemory({ store, model, counter: await createTokenCounter("o200k_base"), budgetTokens: 12_000 });
+    const memory = createMemory({ store: sqlitePortOf(store), model, counter: await createTokenCounter("o200k_base"), budgetTokens: 12_000 });
     const agent = { model, tools: fixtureTools().registry, memory };
     await runAgent(agent, { input: "Weather in Paris?", sessionId: "web:deepseek", userId: "U1" });
     const second = await runAgent(agent, { input: "Thanks!", sessionId: "web:deepseek", userId: "U1" });

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import type { Store } from "../src/agent/store.js";
 import type { ModelResponse } from "../src/agent/types.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
@@ -15,6 +15,7 @@ import type { ChatCompletionRequestBody, ScriptedModelServer, ScriptedReply } fr
 import { closeServers, modelFor, startServer } from "./agent-helpers.js";
 import { openTestStore, removeDatabases } from "./memory-helpers.js";
 import { fixtureTools } from "./model-dialects-harness.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 // ---- what a generated reply is made of ------------------------------------------------------
 
@@ -259,7 +260,7 @@ describe("model layer property: any bytes a server sends", () => {
         // every request after the first carries a valid history.
         server.setScript([reply, reply, { content: "Done." }, { content: "Done." }]);
         server.requests.length = 0;
-        const memory = createSqliteMemory({ store, model, counter, budgetTokens: 12_000 });
+        const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 });
         const result = await runAgent({ model: modelFor(server, { stream, maxRetries: 0 }), tools: registry, memory, maxSteps: 3 }, { input: "Weather in Paris?", sessionId: `web:property-${++session}` });
         expect(result.error?.code).not.toBe("internal");
         if (result.stopReason === "error") expect(result.output).not.toMatch(INTERNAL);

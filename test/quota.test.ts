@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import { quotaProblem } from "../src/agent/quota.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
@@ -16,6 +16,7 @@ import { createAgentConfig } from "../src/setup.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { startServer } from "./agent-helpers.js";
 import { cleanUpAfterEach, openTestStore, testModel } from "./memory-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const counter = await createTokenCounter("o200k_base");
 
@@ -29,8 +30,8 @@ describe("daily caps per user", () => {
     const agent: AgentConfig = {
       model,
       tools: createToolRegistry([]),
-      memory: createSqliteMemory({ store, model, counter, budgetTokens: 12_000 }),
-      trace: createTraceRecorder(store),
+      memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
+      trace: createTraceRecorder(sqlitePortOf(store)),
     };
     return { server, store, conversations: createConversations(agent, store, { dailyLimits }) };
   }

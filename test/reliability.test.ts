@@ -1,4 +1,4 @@
-// Reliability of memory in SQLite, end to end on the real stack (openStore + createSqliteMemory +
+// Reliability of memory in SQLite, end to end on the real stack (openStore + createMemory +
 // the real token counter + the openai SDK against the scripted model server + runAgent):
 //  - a process killed with SIGKILL in the middle of a long session loses nothing it had committed,
 //    leaves a sound database, and the session goes on — three kills in a row;
@@ -15,7 +15,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
-import { createSqliteMemory, SUMMARY_PROMPT } from "../src/agent/memory.js";
+import { createMemory, SUMMARY_PROMPT } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
@@ -24,6 +24,7 @@ import { createToolRegistry } from "../src/tools/registry.js";
 import type { ToolDefinition } from "../src/tools/types.js";
 import { call, closeServers, deferred, modelFor, startServer, textOf } from "./agent-helpers.js";
 import { answerText, BUDGET_TOKENS, reportTool, requestText, SESSION_ID, USER_ID } from "./fixtures/report-tool.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
@@ -291,7 +292,7 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
     const before = server.requests.length;
     const counter = await createTokenCounter("cl100k_base");
     const model = modelFor(server);
-    const memory = createSqliteMemory({ store, model, counter, budgetTokens: BUDGET_TOKENS });
+    const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET_TOKENS });
     const result = await runAgent({ model, tools: createToolRegistry([reportTool()]), memory }, { input: requestText(n), sessionId: SESSION_ID, userId: USER_ID });
     expect(result).toMatchObject({ stopReason: "final", output: answerText(n) });
     expect(statusOf.get(result.runId)).toBe("final");
@@ -432,8 +433,8 @@ async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Pr
   });
   const warnings: string[] = [];
   const model = modelFor(server);
-  const memory = createSqliteMemory({
-    store,
+  const memory = createMemory({
+    store: sqlitePortOf(store),
     model,
     counter: await createTokenCounter("cl100k_base"),
     budgetTokens: 50_000,

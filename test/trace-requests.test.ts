@@ -3,15 +3,17 @@
 // memory's folding and an approval's pause and resume, and against the storage it takes.
 import { describe, expect, it } from "vitest";
 import { resumeAgent, runAgent } from "../src/agent/loop.js";
-import { createSqliteMemory } from "../src/agent/memory.js";
+import { createMemory } from "../src/agent/memory.js";
 import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
-import { rangesOf, seqsOf, type RecordedRequest } from "../src/agent/trace-requests.js";
+import { rangesOf, seqsOf } from "../src/store/request-refs.js";
+import type { RecordedRequest } from "../src/store/sqlite-requests.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { ApprovalGate, ToolDefinition } from "../src/tools/types.js";
 import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { call, startServer } from "./agent-helpers.js";
 import { cleanUpAfterEach, isSummaryRequest, openTestStore, prose, testModel } from "./memory-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 cleanUpAfterEach();
 
@@ -31,8 +33,8 @@ async function setUp(budgetTokens: number, script: (index: number) => ScriptedRe
   const store = openTestStore();
   const model = testModel(server);
   const counter = await createTokenCounter(encodingForModel("gpt-4o-mini"));
-  const memory = createSqliteMemory({ store, model, counter, budgetTokens });
-  const trace = createTraceRecorder(store, { estimateTokens: memory.estimate });
+  const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens });
+  const trace = createTraceRecorder(sqlitePortOf(store), { estimateTokens: memory.estimate });
   const approve: ApprovalGate = async () => "pending";
   const config = { model, tools: createToolRegistry([lookup, wipe]), memory, trace, maxSteps: 40, approve };
   return { server, store, config, reader: createTraceReader(store) };
@@ -91,8 +93,8 @@ describe("a step's recorded request", () => {
     const decisions = Object.fromEntries((paused.paused?.pending ?? []).map((pending) => [pending.call.id, { approved: true, by: "U1", argumentsHash: pending.approval?.argumentsHash ?? "" }]));
     // Resumed as after a restart: memory and recorder of their own, on a connection of their own.
     const again = openTestStore(store.db.name);
-    const memory = createSqliteMemory({ store: again, model: config.model, counter: await createTokenCounter(encodingForModel("gpt-4o-mini")), budgetTokens: 50_000 });
-    const restarted = { ...config, memory, trace: createTraceRecorder(again, { estimateTokens: memory.estimate }) };
+    const memory = createMemory({ store: sqlitePortOf(again), model: config.model, counter: await createTokenCounter(encodingForModel("gpt-4o-mini")), budgetTokens: 50_000 });
+    const restarted = { ...config, memory, trace: createTraceRecorder(sqlitePortOf(again), { estimateTokens: memory.estimate }) };
     const resumed = await resumeAgent(restarted, JSON.parse(JSON.stringify(paused.paused)) as NonNullable<typeof paused.paused>, decisions);
     expect(resumed.output).toBe("Wiped and looked up.");
 

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentEvent } from "../src/agent/events.js";
 import { openStore, type Store } from "../src/agent/store.js";
-import { createTraceRecorder } from "../src/agent/trace.js";
+import { createRunUnit } from "../src/agent/run-unit.js";
+import { createTraceRecorder, type TraceRecorder } from "../src/agent/trace.js";
 import { emptyUsage } from "../src/agent/types.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { createToolSelector, LIST_TOOLS, terms } from "../src/tools/selection.js";
@@ -17,6 +18,7 @@ import { learnAtRunEnd, readUsageHistory } from "../src/tools/usage-history.js";
 import { createUsageLearning, requestFeatures } from "../src/tools/usage-learning.js";
 import { selectionTasks } from "../bench/fixtures/selection-tasks.js";
 import { tools60 } from "../bench/fixtures/tools-60.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const registry60 = createToolRegistry(tools60);
 const names = (specs: ToolSpec[]) => specs.map((spec) => spec.function.name);
@@ -127,15 +129,24 @@ describe("past runs from the trace tables", () => {
     return events;
   }
 
-  it("reads top-level runs' requests and the tools they called (list_tools left out, sub-agents' runs too), oldest first", () => {
+  /** Each event in a unit of its own, committed before the next, as the loop's units are. */
+  async function recordAll(trace: TraceRecorder, events: AgentEvent[]): Promise<void> {
+    for (const event of events) {
+      const unit = createRunUnit();
+      trace.record(event, unit);
+      await unit.commit(trace.store);
+    }
+  }
+
+  it("reads top-level runs' requests and the tools they called (list_tools left out, sub-agents' runs too), oldest first", async () => {
     const store = newStore();
-    const trace = createTraceRecorder(store);
-    for (const event of [
+    const trace = createTraceRecorder(sqlitePortOf(store));
+    await recordAll(trace, [
       ...runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]]),
       ...runEvents("run_2", "what's the forecast for Rome and how much is 50 euros in dollars", [["get_weather_forecast", "convert_currency"]]),
       ...runEvents("run_3", "look it up for the parent", [["web_search"]], { runId: "run_2", toolCallId: "call_x" }),
       ...runEvents("run_4", "thanks!", [[]]),
-    ]) trace.record(event);
+    ]);
 
     expect(readUsageHistory(store.db)).toEqual([
       { runId: "run_1", request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
@@ -145,20 +156,18 @@ describe("past runs from the trace tables", () => {
     expect(readUsageHistory(store.db, 1).map((example) => example.runId)).toEqual(["run_4"]);
   });
 
-  it("learns each run as it ends, so the next request with those words gets the tool", () => {
+  it("learns each run as it ends, so the next request with those words gets the tool", async () => {
     const store = newStore();
     const usage = createUsageLearning();
     const selector = createToolSelector(registry60, { usage });
-    const trace = learnAtRunEnd(createTraceRecorder(store), store.db, usage);
-    background.slice(0, 100).forEach(({ request, tools }, index) => {
-      for (const event of runEvents(`past_${index}`, request, [tools])) trace.record(event);
-    });
+    const trace = learnAtRunEnd(createTraceRecorder(sqlitePortOf(store)), store.db, usage);
+    for (const [index, { request, tools }] of background.slice(0, 100).entries()) await recordAll(trace, runEvents(`past_${index}`, request, [tools]));
     expect(usage.size).toBe(100);
     expect(names(selector.select({ text: NUDGE }))).not.toContain("set_reminder");
 
-    for (const event of runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]])) trace.record(event);
+    await recordAll(trace, runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]]));
     expect(usage.size).toBe(101);
-    for (const event of runEvents("run_2", "can you nudge me tomorrow about the board pack", [["set_reminder"]])) trace.record(event);
+    await recordAll(trace, runEvents("run_2", "can you nudge me tomorrow about the board pack", [["set_reminder"]]));
     expect(names(selector.select({ text: NUDGE }))).toContain("set_reminder");
 
     // a bot started later reads the same from the tables

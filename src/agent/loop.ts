@@ -53,7 +53,7 @@ export async function resumeAgent(
   const run: RunState = state;
   const live = liveOf(options, config);
   return survive(run, live, async () => {
-    live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) });
+    await live.atomically(() => live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) }));
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
     if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, records, outcome.pending));
@@ -65,11 +65,11 @@ export async function resumeAgent(
 async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
   const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
   while (true) {
-    if (live.signal?.aborted) return finish(run, live, "cancelled", "The run was cancelled.");
+    if (live.signal?.aborted) return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
     if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
 
     const reply = await callModel(config, run, live, "auto");
-    if (reply instanceof GlassboxError) return failed(run, live, reply);
+    if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
     const { content, toolCalls } = reply.response;
     const answered = await live.atomically(
       () =>
@@ -86,9 +86,11 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
 
 /** The step limit ends a run with one last call without tools: a stage conclusion, never a throw. */
 async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Live, maxSteps: number): Promise<RunResult> {
-  addNotes(run, live, [], [`You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`]);
+  await live.atomically(() =>
+    addNotes(run, live, [], [`You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`]),
+  );
   const reply = await callModel(config, run, live, "none");
-  if (reply instanceof GlassboxError) return failed(run, live, reply);
+  if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
   const output = reply.response.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
   return await live.atomically(() => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output));
 }
@@ -205,7 +207,7 @@ function finish(run: RunState, live: Live, stopReason: StopReason, output: strin
 
 /** Messages are committed (one transaction, or with their unit) before the run goes on, and announced after. */
 function addMessages(run: RunState, live: Live, messages: Message[]): void {
-  live.memory?.commit(run, messages);
+  live.commit(run, messages);
   run.messages.push(...messages);
   for (const message of messages) live.emit({ type: "message", runId: run.runId, message });
 }
@@ -224,7 +226,7 @@ async function survive(run: RunState, live: Live, body: () => Promise<RunResult>
     const message = `The run stopped because of an internal error (${error instanceof Error ? error.message : String(error)}); please try again.`;
     const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: message, stopReason: "error", steps: run.steps, usage: run.usage, toolCalls: run.toolCalls, error: { code: "internal", message } };
     try {
-      live.emit({ type: "run_end", runId: run.runId, result });
+      await live.atomically(() => live.emit({ type: "run_end", runId: run.runId, result }));
     } catch {
       // the store is what failed; the caller still gets the result
     }

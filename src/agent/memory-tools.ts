@@ -1,9 +1,9 @@
+import type { FactStore } from "../store/port.js";
 import type { AnyTool, ToolDefinition } from "../tools/types.js";
 import { channelOf } from "./memory.js";
-import type { Store } from "./store.js";
 
-/** Long-term facts as tools: the model decides what is worth remembering, per user or per channel. */
-export function createMemoryTools(store: Store): AnyTool[] {
+/** Long-term facts as tools, kept through the store port: the model decides what is worth remembering, per user or per channel. */
+export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact">): AnyTool[] {
   const remember: ToolDefinition<{ fact: string; shared_with_channel?: boolean }> = {
     name: "remember",
     description:
@@ -17,9 +17,9 @@ export function createMemoryTools(store: Store): AnyTool[] {
       required: ["fact"],
       additionalProperties: false,
     },
-    handler: ({ fact, shared_with_channel }, context) => {
+    handler: async ({ fact, shared_with_channel }, context) => {
       const scope = shared_with_channel ? channelOf(context.sessionId) : "user";
-      return { factId: store.addFact(context.userId, scope, fact.trim()), fact: fact.trim(), scope: shared_with_channel ? "channel" : "user" };
+      return { factId: await store.addFact(context.userId, scope, fact.trim()), fact: fact.trim(), scope: shared_with_channel ? "channel" : "user" };
     },
   };
   const forget: ToolDefinition<{ fact_id: number }> = {
@@ -31,8 +31,8 @@ export function createMemoryTools(store: Store): AnyTool[] {
       required: ["fact_id"],
       additionalProperties: false,
     },
-    handler: ({ fact_id }, context) => {
-      if (!store.forgetFact(context.userId, fact_id)) throw new Error(`There is no fact ${fact_id} of this user to forget.`);
+    handler: async ({ fact_id }, context) => {
+      if (!(await store.forgetFact(context.userId, fact_id))) throw new Error(`There is no fact ${fact_id} of this user to forget.`);
       return { forgotten: fact_id };
     },
   };

@@ -1,13 +1,16 @@
 /**
- * Session memory over the SQLite store: commits every message as it is produced (with its token
- * count, computed once), and builds what the model sees under a token budget — system prompt,
+ * Session memory over the store port (SQLite or PostgreSQL): commits every message as it is
+ * produced (with its token count, computed once), and builds what the model sees under a token budget — system prompt,
  * rolling summary, relevant long-term facts, the request that started the run, and as many recent
  * whole turns as fit. Turns that no longer fit are folded into the summary by the model.
  */
 import type { AgentEvent } from "./events.js";
 import type { RunState } from "./run.js";
 import { costOf, priceOf, type Price } from "./cost.js";
-import { runOutcomeOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
+import type { StorePort } from "../store/port.js";
+import { sqlitePortOf } from "../store/sqlite.js";
+import type { RunUnit, RunWriter } from "./run-unit.js";
+import { runOutcomeOf, runRecordOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import { addUsage, type ChatModel, type Message, type ToolSpec } from "./types.js";
 
@@ -15,15 +18,12 @@ import { addUsage, type ChatModel, type Message, type ToolSpec } from "./types.j
 export interface Memory {
   /** Everything the model sees passes through here. */
   context(run: RunState, request: { systemPrompt: string; tools: ToolSpec[] }): Promise<Message[]>;
-  /** Commits messages of the run, in one transaction, before the loop goes on. */
-  commit(run: RunState, messages: Message[]): void;
-  /**
-   * Runs `body` as one unit: what it commits and records (the trace too, on the same store) takes
-   * effect whole or not at all; resolves once committed (see Store.atomically).
-   */
-  atomically<T>(body: () => T): Promise<T>;
-  /** Sees every event of the run; a failure here ends the run (nothing is silently unrecorded). */
-  record(event: AgentEvent): void;
+  /** Adds messages of the run to the unit being built; the loop goes on once the unit has committed. */
+  commit(run: RunState, messages: Message[], unit: RunUnit): void;
+  /** Sees every event of the run, adding what it keeps (the run's start, resume and end) to the unit. */
+  record(event: AgentEvent, unit: RunUnit): void;
+  /** Where the run's units are committed (the trace, when it has one, writes to the same store). */
+  readonly store: RunWriter;
   /** The estimated prompt tokens of the run's latest context (for traces). */
   estimate(runId: string): number | undefined;
 }
@@ -33,8 +33,11 @@ export interface MemoryLog {
   debug(fields: object, message: string): void;
 }
 
-export interface SqliteMemoryOptions {
-  store: Store;
+/** What memory reads and writes through the store port. */
+export type MemoryStore = Pick<StorePort, "record" | "historyVersion" | "sessionHistory" | "searchFacts" | "saveSummary">;
+
+export interface MemoryOptions {
+  store: MemoryStore;
   /** Writes the summaries. */
   model: ChatModel;
   counter: TokenCounter;
@@ -68,10 +71,11 @@ interface SessionCache {
   summary: Summary | undefined;
   /** Messages after the summary, oldest first. */
   messages: StoredMessage[];
-  dataVersion: number;
+  /** The history version it was read at (StorePort.historyVersion). */
+  version: string;
 }
 
-export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
+export function createMemory(options: MemoryOptions): Memory {
   const { store, counter, budgetTokens } = options;
   const log = options.log ?? { warn: () => {}, debug: () => {} };
   const sessions = new Map<string, SessionCache>();
@@ -81,16 +85,11 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
   let systemCount: { content: string; tokens: number } | undefined;
   const requests = new Map<string, { message: Message; tokens: number }>();
 
-  /** The session's unsummarised messages, from the cache unless another process wrote or the session was reset meanwhile. */
-  function sessionOf(sessionId: string): SessionCache {
+  /** The session's unsummarised messages, from the cache unless another handle wrote or the session was reset meanwhile. */
+  async function sessionOf(sessionId: string): Promise<SessionCache> {
     const cached = sessions.get(sessionId);
-    const dataVersion = store.dataVersion();
-    // data_version counts only other connections' commits; a reset through this same store (the
-    // terminal's /reset, Conversations.reset) shows as a new epoch.
-    const epoch = store.epoch(sessionId);
-    if (cached && cached.dataVersion === dataVersion && cached.epoch === epoch) return cached;
-    const summary = store.latestSummary(sessionId, epoch);
-    const fresh = { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), dataVersion };
+    if (cached && cached.version === (await store.historyVersion(sessionId))) return cached;
+    const fresh: SessionCache = await store.sessionHistory(sessionId);
     sessions.delete(sessionId);
     sessions.set(sessionId, fresh);
     // A long-lived bot meets many sessions: keep the most recently loaded ones (a Map keeps insertion order).
@@ -99,10 +98,10 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
   }
 
   /** The notes block of the run (facts matching its request), counted once per run. */
-  function notesFor(run: RunState, request: string): { text: string; tokens: number } {
+  async function notesFor(run: RunState, request: string): Promise<{ text: string; tokens: number }> {
     let notes = notesByRun.get(run.runId);
     if (notes === undefined) {
-      const facts = store.searchFacts(run.userId, channelOf(run.sessionId), request, options.factLimit ?? 5);
+      const facts = await store.searchFacts(run.userId, channelOf(run.sessionId), request, options.factLimit ?? 5);
       const lines: string[] = [];
       let tokens = counter.text(notesBlock([]));
       for (const fact of facts) {
@@ -152,7 +151,7 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       content = session.summary?.content ?? "";
     }
     const summary = { content, tokens: counter.text(content), lastMessageId: last.id };
-    store.saveSummary(run.sessionId, session.epoch, { ...summary, firstMessageId: first.id, call });
+    await store.saveSummary(run.sessionId, session.epoch, { ...summary, firstMessageId: first.id, call });
     session.summary = summary;
     session.messages = session.messages.slice(count);
   }
@@ -171,9 +170,9 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
 
   return {
     async context(run, { systemPrompt, tools }) {
-      const session = sessionOf(run.sessionId);
+      const session = await sessionOf(run.sessionId);
       const request = requestOf(run);
-      const notes = notesFor(run, String(request.message.content));
+      const notes = await notesFor(run, String(request.message.content));
       // Remembered facts ride with the request, never in a system message: they are what users said.
       const requestMessage: Message = notes.text ? { role: "user", content: `${notes.text}\n\n${request.message.content ?? ""}` } : request.message;
       let schemaTokens = toolTokens.get(tools);
@@ -205,21 +204,24 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       return [systemMessage, ...repairToolPairs([...earlier, requestMessage, ...ours])];
     },
 
-    commit(run, messages) {
+    commit(run, messages, unit) {
       const entries = messages.map((message) => ({ message, tokens: counter.message(message) }));
-      const ids = store.appendMessages(run.sessionId, run.runId, entries);
-      // A cached copy gets the new rows; one that is stale (another process wrote, or a reset) is
-      // reloaded, rows and all, by the next context, which checks before every use.
-      sessions.get(run.sessionId)?.messages.push(...entries.map((entry, index) => ({ id: ids[index] ?? 0, runId: run.runId, ...entry })));
+      unit.addMessages({ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries }, (ids) => {
+        // Once committed, a cached copy gets the new rows; one that is stale (another handle wrote,
+        // or a reset) is reloaded, rows and all, by the next context, which checks before every use.
+        const cached = sessions.get(run.sessionId);
+        const last = cached?.messages.at(-1)?.id ?? cached?.summary?.lastMessageId ?? 0;
+        if (cached && (ids[0] ?? 0) > last) cached.messages.push(...entries.map((entry, index) => ({ id: ids[index] ?? 0, runId: run.runId, ...entry })));
+      });
     },
 
-    atomically: (body) => store.atomically(body),
+    store,
 
     estimate: (runId) => estimates.get(runId),
 
-    record(event) {
-      if (event.type === "run_start") store.startRun(event);
-      if (event.type === "run_resumed") store.resumeRun(event.runId);
+    record(event, unit) {
+      if (event.type === "run_start") unit.add({ kind: "start_run", run: runRecordOf(event) });
+      if (event.type === "run_resumed") unit.add({ kind: "resume_run", runId: event.runId });
       if (event.type === "model_end") {
         const estimate = estimates.get(event.runId);
         const reported = event.response.usage.promptTokens;
@@ -227,13 +229,18 @@ export function createSqliteMemory(options: SqliteMemoryOptions): Memory {
       }
       if (event.type === "run_end") {
         const { result } = event;
-        store.endRun(runOutcomeOf(result));
+        unit.add({ kind: "end_run", outcome: runOutcomeOf(result) });
         notesByRun.delete(result.runId);
         estimates.delete(result.runId);
         requests.delete(result.runId);
       }
     },
   };
+}
+
+/** @deprecated createMemory's former name and options, over the SQLite store of `openStore`. */
+export function createSqliteMemory(options: Omit<MemoryOptions, "store"> & { store: Store }): Memory {
+  return createMemory({ ...options, store: sqlitePortOf(options.store) });
 }
 
 const isRequest = (stored: StoredMessage, runId: string) => stored.runId === runId && stored.message.role === "user";

@@ -6,6 +6,7 @@
  * process instance (store-owners); the file is checked when it is opened (store-file).
  */
 import type Database from "better-sqlite3";
+import type { AgentEvent } from "./events.js";
 import type { PipelineStage, RunResult } from "./run.js";
 import { groupCommit, startCheckpointer } from "./store-commit.js";
 import { openDatabase } from "./store-file.js";
@@ -76,6 +77,12 @@ export interface RunOutcome {
   /** JSON of a paused run while it waits for approval; null otherwise. */
   paused: string | null;
   error: string | null;
+}
+
+/** The run a run_start event starts, as the store keeps it. */
+export function runRecordOf(event: Extract<AgentEvent, { type: "run_start" }>): RunRecord {
+  const { runId, sessionId, userId, input, parent, pipeline } = event;
+  return { runId, sessionId, userId, input, ...(parent ? { parent } : {}), ...(pipeline ? { pipeline } : {}) };
 }
 
 /** How a run ended, as its row stores it. */

@@ -1,19 +1,23 @@
 /**
- * Traces: every step of every run in SQLite — what the model was sent (count, tokens, and the full
- * request on demand), what it thought and said, what the model layer did to make its reply usable,
- * the tool calls with their results, tokens, latency and cost — and the readings over them (a run's
- * timeline, totals per run, session, user and day).
+ * Traces: every step of every run, written through the store port — what the model was sent
+ * (count, tokens, and the full request on demand), what it thought and said, what the model layer
+ * did to make its reply usable, the tool calls with their results, tokens, latency and cost — and
+ * the readings over them on SQLite (a run's timeline, totals per run, session, user and day).
  */
 import type { ToolCallRecord } from "../tools/types.js";
 import { costOf, priceOf, type Price } from "./cost.js";
 import type { AgentEvent } from "./events.js";
-import { runOutcomeOf, type Store } from "./store.js";
+import type { RunUnit, RunWriter } from "./run-unit.js";
+import { runOutcomeOf, runRecordOf, type Store } from "./store.js";
+import type { StepRecord } from "../store/port-data.js";
 import type { Message } from "./types.js";
-import { createRequestLog, type RecordedRequest } from "./trace-requests.js";
+import { createRequestLog, type RecordedRequest } from "../store/sqlite-requests.js";
 
 export interface TraceRecorder {
-  /** Sees every event of a run; a failure here ends the run (nothing is silently unrecorded). */
-  record(event: AgentEvent): void;
+  /** Sees every event of a run, adding what it keeps to the unit being built. */
+  record(event: AgentEvent, unit: RunUnit): void;
+  /** Where the run's units are committed. */
+  readonly store: RunWriter;
 }
 
 export interface TraceLog {
@@ -100,7 +104,7 @@ const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, in
   pipeline_run_id AS pipelineRunId, pipeline_stage AS pipelineStage, pipeline_stages AS pipelineStages, pipeline_name AS pipelineName`;
 
 export function createTraceRecorder(
-  store: Store,
+  store: RunWriter,
   options: {
     prices?: Record<string, Price>;
     /** The estimated prompt tokens of a run's current step (memory knows them). */
@@ -109,21 +113,6 @@ export function createTraceRecorder(
     log?: TraceLog;
   } = {},
 ): TraceRecorder {
-  const { db } = store;
-  const statements = {
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @streamed, @at)
-      ON CONFLICT (run_id, step) DO NOTHING`),
-    // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
-    addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
-    addNote: db.prepare("UPDATE steps SET notes = json_insert(notes, '$[#]', ?) WHERE run_id = ? AND step = ?"),
-    // The cost of a run is its steps' and its sub-agents' runs' (unknown if any of them is).
-    priceRun: db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
-      cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
-        SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId
-        UNION ALL SELECT cost FROM summaries WHERE run_id = @runId))
-      WHERE id = @runId`),
-  };
   const logEvent = (event: AgentEvent) => {
     const { log } = options;
     if (!log) return;
@@ -143,70 +132,87 @@ export function createTraceRecorder(
   };
   // What each run's current step was sent, kept from model_start until model_end writes the step.
   const sent = new Map<string, Extract<AgentEvent, { type: "model_start" }>>();
-  const requests = createRequestLog(db);
 
   const sessions = new Map<string, string>();
   const ownRuns = new Set<string>();
   // A step's finished tool calls wait for the run's next event (its results, or its end), which the
   // loop records in one unit with them: one commit a step instead of one more per call.
   const finishedCalls = new Map<string, Array<{ step: number; record: ToolCallRecord }>>();
-  const writeFinishedCalls = (runId: string) => {
+  const writeFinishedCalls = (runId: string, unit: RunUnit) => {
     const calls = finishedCalls.get(runId);
     if (!calls) return;
     finishedCalls.delete(runId);
-    for (const { step, record } of calls) statements.addToolCall.run(JSON.stringify(record), runId, step);
+    let from = 0;
+    // One write per step, in order (a resumed step's calls and the next step's never mix).
+    for (let index = 1; index <= calls.length; index++) {
+      if (index < calls.length && calls[index]?.step === calls[from]?.step) continue;
+      unit.add({ kind: "tool_calls", runId, step: calls[from]?.step as number, records: calls.slice(from, index).map((call) => call.record) });
+      from = index;
+    }
   };
   return {
-    record(event) {
+    store,
+    record(event, unit) {
       logEvent(event);
       if (event.type === "tool_end") {
         finishedCalls.set(event.runId, [...(finishedCalls.get(event.runId) ?? []), { step: event.step, record: event.record }]);
         return;
       }
-      writeFinishedCalls(event.runId);
+      writeFinishedCalls(event.runId, unit);
       // A run without memory (a sub-agent's) gets its row here, and its end below; memory
       // records the runs it started itself.
       if (event.type === "run_start") {
-        if (store.startRun(event)) ownRuns.add(event.runId);
+        if (!unit.starts(event.runId)) {
+          unit.add({ kind: "start_run", run: runRecordOf(event) });
+          ownRuns.add(event.runId);
+        }
       } else if (event.type === "run_resumed" && event.parent) {
         // a sub-agent's run, perhaps after a restart: this recorder ends it, as memory ends the others
         ownRuns.add(event.runId);
-        store.resumeRun(event.runId);
-      }
-      else if (event.type === "model_start") sent.set(event.runId, event);
+        unit.add({ kind: "resume_run", runId: event.runId });
+      } else if (event.type === "model_start") sent.set(event.runId, event);
       else if (event.type === "model_end") {
         const request = sent.get(event.runId);
-        const messages = request?.messages ?? [];
         sent.delete(event.runId);
-        const { usage, model, content } = event.response;
-        const reasoning = cutReasoning(event.response.reasoning, MAX_REASONING_CHARS);
-        statements.insertStep.run({
-          runId: event.runId,
-          step: event.step,
-          model,
-          contextMessages: messages.length,
-          contextTokens: options.estimateTokens?.(event.runId) ?? null,
-          content: content ?? (event.response.toolCalls.length ? null : ""),
-          reasoning: reasoning?.text ?? null,
-          reasoningCutChars: reasoning?.cutChars ?? 0,
-          modelNotes: JSON.stringify(boundedNotes(event.response.notes)),
-          promptTokens: usage.promptTokens,
-          completionTokens: usage.completionTokens,
-          latencyMs: event.latencyMs,
-          cost: costOf(priceOf(model, options.prices), usage),
-          ...requests.store(event.runId, messages, request?.tools),
-          toolChoice: request?.toolChoice ?? null,
-          streamed: event.response.streamed === undefined ? null : Number(event.response.streamed),
-          at: new Date().toISOString(),
-        });
-      } else if (event.type === "note") statements.addNote.run(event.text, event.runId, event.step);
+        unit.add({ kind: "step", step: stepRecordOf(event, request, options) });
+      } else if (event.type === "note") unit.add({ kind: "note", runId: event.runId, step: event.step, text: event.text });
       else if (event.type === "run_end") {
-        if (ownRuns.delete(event.runId)) store.endRun(runOutcomeOf(event.result));
-        requests.forget(event.runId);
+        if (ownRuns.delete(event.runId)) unit.add({ kind: "end_run", outcome: runOutcomeOf(event.result) });
         sent.delete(event.runId);
-        statements.priceRun.run({ runId: event.runId });
+        unit.add({ kind: "price_run", runId: event.runId });
       }
     },
+  };
+}
+
+/** A step as the store keeps it: what it was sent (by reference, in the store), what came back, its cost. */
+function stepRecordOf(
+  event: Extract<AgentEvent, { type: "model_end" }>,
+  request: Extract<AgentEvent, { type: "model_start" }> | undefined,
+  options: { prices?: Record<string, Price>; estimateTokens?: (runId: string) => number | undefined },
+): StepRecord {
+  const messages = request?.messages ?? [];
+  const { usage, model, content } = event.response;
+  const reasoning = cutReasoning(event.response.reasoning, MAX_REASONING_CHARS);
+  return {
+    runId: event.runId,
+    step: event.step,
+    model,
+    contextMessages: messages.length,
+    contextTokens: options.estimateTokens?.(event.runId) ?? null,
+    content: content ?? (event.response.toolCalls.length ? null : ""),
+    reasoning: reasoning?.text ?? null,
+    reasoningCutChars: reasoning?.cutChars ?? 0,
+    modelNotes: boundedNotes(event.response.notes),
+    promptTokens: usage.promptTokens,
+    completionTokens: usage.completionTokens,
+    latencyMs: event.latencyMs,
+    cost: costOf(priceOf(model, options.prices), usage),
+    request: messages,
+    ...(request?.tools ? { tools: request.tools } : {}),
+    ...(request?.toolChoice ? { toolChoice: request.toolChoice } : {}),
+    ...(event.response.streamed !== undefined ? { streamed: event.response.streamed } : {}),
+    at: new Date().toISOString(),
   };
 }
 

@@ -4,7 +4,7 @@
  * numbers it sent), its finished tool calls and the guards' notes appended to jsonb lists, and the
  * run's price. Run inside the transaction of a run's writes.
  */
-import { rangesOf } from "../agent/trace-requests.js";
+import { rangesOf } from "./request-refs.js";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { StepRecord } from "./port-data.js";

@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { Message, ToolSpec } from "../agent/types.js";
-import { seqsOf } from "../agent/trace-requests.js";
+import { seqsOf } from "./request-refs.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { RecordedRequest, RunTrace, StepTrace, UsageTotal } from "./port-data.js";
 

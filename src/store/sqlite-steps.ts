@@ -1,11 +1,10 @@
 /**
  * A run's trace writes on SQLite: a step (its request kept by reference, through the trace's request
- * log), its finished tool calls, the guards' notes, the run's price. The statements of the trace
- * recorder (src/agent/trace.ts), which keeps them until the engine writes through the port; then
- * they live here only.
+ * log), its finished tool calls, the guards' notes, the run's price. The trace recorder
+ * (src/agent/trace.ts) shapes these writes; this is where they become rows.
  */
 import type Database from "better-sqlite3";
-import { createRequestLog } from "../agent/trace-requests.js";
+import { createRequestLog } from "./sqlite-requests.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { StepRecord } from "./port-data.js";
 

@@ -5,12 +5,11 @@
  * one event-loop turn share one commit; other processes on the same file are seen through the file.
  */
 import { createApprovalBook } from "../agent/approvals.js";
-import { openStore } from "../agent/store.js";
+import { openStore, type Store } from "../agent/store.js";
 import { createTraceReader } from "../agent/trace.js";
 import { createFoldReader } from "../adapters/web/session-folds.js";
 import { createSessionSearch } from "../adapters/web/session-search.js";
-import { learnAtRunEnd, readUsageHistory } from "../tools/usage-history.js";
-import type { UsageExample, UsageLearning } from "../tools/usage-learning.js";
+import { readRunUsage, readUsageHistory } from "../tools/usage-history.js";
 import type { AfterCommit, StorePort } from "./port.js";
 import { addPortTables } from "./sqlite-extensions.js";
 import { createSqliteGates } from "./sqlite-gates.js";
@@ -27,9 +26,26 @@ export interface SqlitePortOptions {
 export type SqlitePort = StorePort<AfterCommit> & { kind: "sqlite" };
 
 export function openSqlitePort(path: string, options: SqlitePortOptions = {}): SqlitePort {
-  const store = openStore(path, { checkpointInBackground: options.longRunning, readOnly: options.readOnly });
+  return sqlitePortOf(openStore(path, { checkpointInBackground: options.longRunning, readOnly: options.readOnly }));
+}
+
+const ports = new WeakMap<Store, SqlitePort>();
+
+/**
+ * The port over a store already open, the same one for every call with that store, so that memory,
+ * the trace and the parts still on the store itself share one connection, one group commit and one
+ * request log. Closing the port closes the store.
+ */
+export function sqlitePortOf(store: Store): SqlitePort {
+  let port = ports.get(store);
+  if (!port) ports.set(store, (port = portOver(store)));
+  return port;
+}
+
+function portOver(store: Store): SqlitePort {
   const { db } = store;
-  if (!options.readOnly) addPortTables(db);
+  const path = db.name;
+  if (!db.readonly) addPortTables(db);
   const book = createApprovalBook(store);
   const reader = createTraceReader(store);
   const gates = createSqliteGates(db, reader);
@@ -110,19 +126,11 @@ export function openSqlitePort(path: string, options: SqlitePortOptions = {}): S
     searchSessions: async (filters) => searchSessions(filters),
     foldsOf: async (sessionId) => foldsOf(sessionId),
     usageHistory: async (runs) => readUsageHistory(db, runs),
-    runUsage: async (runId) => runUsageOf(db, runId),
+    runUsage: async (runId) => readRunUsage(db, runId),
     async close() {
       if (closed) return;
       closed = true;
       store.close();
     },
   };
-}
-
-/** One run's example, read by the same query that teaches selection at each run's end. */
-function runUsageOf(db: Parameters<typeof readUsageHistory>[0], runId: string): UsageExample | undefined {
-  let found: UsageExample | undefined;
-  const collector: UsageLearning = { learn: (example) => void (found = example), scores: () => new Map(), usedWith: () => [], size: 0 };
-  learnAtRunEnd({ record() {} }, db, collector).record({ type: "run_end", runId });
-  return found;
 }

@@ -38,7 +38,7 @@ export function readUsageHistory(db: UsageDatabase, runs = DEFAULT_HISTORY_RUNS)
 }
 
 /** One run as an example, or none when it is a sub-agent's, unknown, or teaches nothing. */
-function readRunUsage(db: UsageDatabase, runId: string): UsageExample | undefined {
+export function readRunUsage(db: UsageDatabase, runId: string): UsageExample | undefined {
   return examplesOf(db.prepare(USAGE_OF(`${RECENT_RUNS} AND id = ?`)).all(runId) as UsageRow[])[0];
 }
 
@@ -56,25 +56,28 @@ function examplesOf(rows: UsageRow[]): UsageExample[] {
 
 /**
  * A trace recorder that also teaches `usage` each top-level run as it ends, read back from the
- * tables the recorder has just written. A paused run ends again when resumed: it is learned again,
- * replacing its earlier example.
+ * tables once the unit with the run's end has committed. A paused run ends again when resumed: it
+ * is learned again, replacing its earlier example.
  */
-export function learnAtRunEnd<Event extends { type: string; runId: string }>(
-  recorder: { record(event: Event): void },
-  db: UsageDatabase,
-  usage: UsageLearning,
-): { record(event: Event): void } {
+export function learnAtRunEnd<
+  Event extends { type: string; runId: string },
+  Unit extends { afterCommit(callback: () => void): void },
+  Recorder extends { record(event: Event, unit: Unit): void },
+>(recorder: Recorder, db: UsageDatabase, usage: UsageLearning): Recorder {
   return {
-    record(event) {
-      recorder.record(event);
+    ...recorder,
+    record(event: Event, unit: Unit) {
+      recorder.record(event, unit);
       if (event.type !== "run_end") return;
-      // Learning only sharpens selection: a run must not fail over it.
-      try {
-        const example = readRunUsage(db, event.runId);
-        if (example) usage.learn(example);
-      } catch {
-        // the next run end, or the next start, reads the tables again
-      }
+      unit.afterCommit(() => {
+        // Learning only sharpens selection: a run must not fail over it.
+        try {
+          const example = readRunUsage(db, event.runId);
+          if (example) usage.learn(example);
+        } catch {
+          // the next run end, or the next start, reads the tables again
+        }
+      });
     },
   };
 }

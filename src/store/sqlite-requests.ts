@@ -6,15 +6,11 @@
  */
 import { gunzipSync } from "node:zlib";
 import type Database from "better-sqlite3";
-import type { Message, ToolSpec } from "./types.js";
+import type { Message, ToolSpec } from "../agent/types.js";
+import type { RecordedRequest } from "./port-data.js";
+import { rangesOf, seqsOf } from "./request-refs.js";
 
-/** What a step sent besides the model name: its messages, and the tools and tool_choice where kept. */
-export interface RecordedRequest {
-  messages: Message[];
-  tools?: ToolSpec[];
-  tool_choice?: "auto" | "none";
-  stream?: boolean;
-}
+export type { RecordedRequest };
 
 /** The columns a step row keeps for its request. */
 export interface RequestRefs {
@@ -100,25 +96,4 @@ export type RequestLog = ReturnType<typeof createRequestLog>;
 function legacyPayload(stored: string | Buffer | null | undefined): Message[] | undefined {
   if (stored === undefined || stored === null) return undefined;
   return JSON.parse(typeof stored === "string" ? stored : gunzipSync(stored).toString("utf8")) as Message[];
-}
-
-/** [1,2,3,5,7,8] as "1-3,5,7-8". */
-export function rangesOf(seqs: number[]): string {
-  const ranges: string[] = [];
-  for (let index = 0; index < seqs.length; ) {
-    const first = seqs[index] as number;
-    let last = first;
-    while (seqs[index + 1] === last + 1) last = seqs[++index] as number;
-    ranges.push(first === last ? String(first) : `${first}-${last}`);
-    index++;
-  }
-  return ranges.join(",");
-}
-
-export function seqsOf(ranges: string): number[] {
-  if (ranges === "") return [];
-  return ranges.split(",").flatMap((range) => {
-    const [first, last = first] = range.split("-").map(Number) as [number, number?];
-    return Array.from({ length: (last as number) - first + 1 }, (_, offset) => first + offset);
-  });
 }
