@@ -194,6 +194,20 @@ const MIGRATIONS = [
   ALTER TABLE runs ADD COLUMN pipeline_stages INTEGER;
   CREATE INDEX runs_by_pipeline ON runs(pipeline_run_id, pipeline_stage) WHERE pipeline_run_id IS NOT NULL;
   `,
+  `
+  -- what people said about an answer: one row per run and person (their latest click replaces the
+  -- one before), a thumbs up or down, an optional reason (bounded), where it came from, and when
+  CREATE TABLE feedback (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    user_id TEXT NOT NULL,
+    rating TEXT NOT NULL, -- up | down
+    reason TEXT,
+    source TEXT NOT NULL, -- slack | discord | web
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, user_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX feedback_by_rating ON feedback(rating, created_at);
+  `,
 ];
 
 /** The schema version a file has once migrated. */

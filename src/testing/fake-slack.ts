@@ -24,6 +24,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { undiciFetch } from "../undici-fetch.js";
 import { createAssistantMethods, type FakeAssistantState } from "./fake-slack-assistant.js";
 import { createFakeOAuth, type EventTeam, type FakeOAuth, type FakeOAuthOptions } from "./fake-slack-oauth.js";
+import { createViewMethods, type FakeView, type ViewSubmissionInput } from "./fake-slack-views.js";
 import { broadcastsOf } from "./platform-mentions.js";
 
 export interface FakeSlackOptions {
@@ -40,6 +41,8 @@ export interface FakeSlackOptions {
   ackTimeoutMs?: number;
   /** Workspaces that can install the app through OAuth, each with its own bot token. */
   oauth?: FakeOAuthOptions;
+  /** Block types this Slack refuses with invalid_blocks (as where an app or surface does not support them). */
+  unsupportedBlocks?: string[];
 }
 
 export interface RecordedCall {
@@ -97,6 +100,10 @@ export interface FakeSlack {
   sendEvent(targetUrl: string, event: Record<string, unknown>, options?: SendEventOptions): Promise<{ status: number; body: string; eventId: string }>;
   sendBlockAction(targetUrl: string, action: BlockActionInput, options?: SigningOverrides): Promise<{ status: number; body: string }>;
   sendUrlVerification(targetUrl: string, options?: SigningOverrides): Promise<{ status: number; body: string; challenge: string }>;
+  /** The modals views.open opened, oldest first. */
+  views: FakeView[];
+  /** Submits a modal as the person it was opened for (a signed view_submission). */
+  sendViewSubmission(targetUrl: string, input: ViewSubmissionInput, options?: SigningOverrides): Promise<{ status: number; body: string }>;
   socketConnections(): number;
   waitForSocket(count?: number, timeoutMs?: number): Promise<void>;
   sendSocketEvent(event: Record<string, unknown>, options?: { eventId?: string; retryAttempt?: number; retryReason?: string; connection?: number; team?: EventTeam }): Promise<SocketSendResult & { eventId: string }>;
@@ -132,19 +139,23 @@ function streamText(args: Args): string {
 }
 
 /** Slack refuses blocks it cannot show: here, a section whose text is over its 3,000 characters. */
-function blocksProblem(blocks: unknown): string | undefined {
+function blocksProblem(blocks: unknown, unsupported: string[] = []): string | undefined {
   for (const block of (Array.isArray(blocks) ? blocks : []) as Array<{ type?: string; text?: { text?: unknown } }>) {
+    if (unsupported.includes(block.type ?? "")) return "invalid_blocks";
     if (block.type === "section" && typeof block.text?.text === "string" && block.text.text.length > 3000) return "invalid_blocks";
   }
   return undefined;
 }
 
 /** Finds a block element by action_id so a block action can carry its real block_id and label. */
-function findElement(blocks: unknown[] | undefined, actionId: string): { blockId?: string; text?: unknown } | undefined {
+function findElement(blocks: unknown[] | undefined, actionId: string, value: string): { blockId?: string; text?: unknown; type?: string } | undefined {
+  type Element = { action_id?: string; type?: string; text?: unknown; positive_button?: { text?: unknown; value?: string }; negative_button?: { text?: unknown; value?: string } };
   for (const block of (blocks ?? []) as Array<{ block_id?: string; elements?: unknown[]; accessory?: unknown }>) {
-    const candidates = [...(block.elements ?? []), block.accessory] as Array<{ action_id?: string; text?: unknown } | undefined>;
+    const candidates = [...(block.elements ?? []), block.accessory] as Array<Element | undefined>;
     const hit = candidates.find((el) => el?.action_id === actionId);
-    if (hit) return { blockId: block.block_id, text: hit.text };
+    // Feedback buttons send the value and label of the one of their two buttons that was clicked.
+    const pressed = hit?.type === "feedback_buttons" ? [hit.positive_button, hit.negative_button].find((button) => button?.value === value) : undefined;
+    if (hit) return { blockId: block.block_id, text: pressed?.text ?? hit.text, type: hit.type };
   }
   return undefined;
 }
@@ -198,6 +209,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   let origin = "";
   const oauth = options.oauth && createFakeOAuth(options.oauth, () => origin, appId);
   const assistant = createAssistantMethods();
+  const modals = createViewMethods(teamId, appId);
+  const unsupported = options.unsupportedBlocks ?? [];
 
   function nextTs(): string {
     lastMicros = Math.max(lastMicros + 1, Date.now() * 1000); // strictly increasing, like real ts
@@ -225,7 +238,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const channel = str(a.channel);
       if (!channel) return fail("channel_not_found");
       if (!str(a.text) && !Array.isArray(a.blocks) && !str(a.markdown_text)) return fail("no_text");
-      const blocksRefused = blocksProblem(a.blocks);
+      const blocksRefused = blocksProblem(a.blocks, unsupported);
       if (blocksRefused) return fail(blocksRefused);
       const msg = botMessage(nextTs(), { text: str(a.text) ?? str(a.markdown_text) ?? "",
         ...(Array.isArray(a.blocks) ? { blocks: a.blocks } : {}), ...(str(a.thread_ts) ? { thread_ts: str(a.thread_ts) } : {}) });
@@ -237,7 +250,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const msg = findMessage(channel, str(a.ts) ?? "");
       if (!msg) return fail("message_not_found");
       if (msg.bot_id !== botId) return fail("cant_update_message"); // bots may edit only their own
-      const blocksRefused = blocksProblem(a.blocks);
+      const blocksRefused = blocksProblem(a.blocks, unsupported);
       if (blocksRefused) return fail(blocksRefused);
       if (a.text !== undefined) msg.text = String(a.text);
       if (Array.isArray(a.blocks)) msg.blocks = a.blocks;
@@ -264,6 +277,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     "chat.appendStream": (a) => appendToStream(a, false),
     "chat.stopStream": (a) => appendToStream(a, true),
     ...assistant.methods,
+    ...modals.methods,
     "reactions.add": (a) => {
       const msg = findMessage(str(a.channel) ?? "", str(a.timestamp) ?? "");
       const name = str(a.name);
@@ -298,6 +312,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const msg = findMessage(channel, str(a.ts) ?? "");
     if (!msg) return fail("message_not_found");
     if (!streaming.has(`${channel}/${msg.ts}`)) return fail("message_not_in_streaming_state");
+    const blocksRefused = blocksProblem(a.blocks, unsupported);
+    if (blocksRefused) return fail(blocksRefused); // refused whole: the stream stays open
     msg.text = (msg.text ?? "") + streamText(a);
     if (stop) {
       streaming.delete(`${channel}/${msg.ts}`);
@@ -450,7 +466,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
 
   function blockActionPayload(action: BlockActionInput): Args {
     const original = findMessage(action.channel, action.messageTs);
-    const element = findElement(original?.blocks, action.actionId);
+    const element = findElement(original?.blocks, action.actionId, action.value);
     const responseId = randomUUID();
     responseUrls.set(responseId, { channel: action.channel, messageTs: action.messageTs });
     const team = action.teamId === undefined ? teamId : action.teamId;
@@ -464,10 +480,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       container: { type: "message", message_ts: action.messageTs, channel_id: action.channel, is_ephemeral: false },
       channel: { id: action.channel, name: `channel-${action.channel.toLowerCase()}` },
       message: asMessageReply(original ?? botMessage(action.messageTs, { text: "" })),
-      trigger_id: `${Date.now()}.${randomBytes(4).readUInt32BE()}.${randomBytes(16).toString("hex")}`,
+      trigger_id: modals.issueTrigger(action.userId),
       response_url: `${origin}/response/${responseId}`,
       state: { values: {} },
-      actions: [{ type: "button", action_id: action.actionId, block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
+      actions: [{ type: element?.type === "feedback_buttons" ? "feedback_buttons" : "button", action_id: action.actionId, block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
         text: element?.text ?? { type: "plain_text", text: action.value, emoji: true }, value: action.value,
         action_ts: `${(Date.now() / 1000).toFixed(6)}` }],
     };
@@ -526,6 +542,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     sendBlockAction(targetUrl, action, o = {}) {
       // Bolt matches this content type exactly: a "; charset=..." suffix would make it parse JSON.
       const body = `payload=${encodeURIComponent(JSON.stringify(blockActionPayload(action)))}`;
+      return signedPost(targetUrl, body, "application/x-www-form-urlencoded", o);
+    },
+    views: modals.views,
+    sendViewSubmission(targetUrl, input, o = {}) {
+      const body = `payload=${encodeURIComponent(JSON.stringify(modals.submissionPayload(input)))}`;
       return signedPost(targetUrl, body, "application/x-www-form-urlencoded", o);
     },
     async sendUrlVerification(targetUrl, o = {}) {

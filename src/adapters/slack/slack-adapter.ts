@@ -24,6 +24,8 @@ import { askSomething, examplePrompts, type ExamplePrompt } from "../example-req
 import type { ToolSource } from "../../tools/tool-sources.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
+import { createFeedbackBook } from "../../agent/feedback.js";
+import { FEEDBACK_ACTIONS, feedbackValueOf, REASON_BLOCK, REASON_INPUT, REASON_VIEW, reasonModal } from "./feedback-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
 import {
@@ -199,6 +201,31 @@ export async function startSlackAdapter(
     const outcome = await conversations.decide({ approvalId: action.value, userId: userOf(context, userId), approved: action.action_id === APPROVE_ACTION, origin: clickOrigin(body) });
     const refusal = refusalFor(outcome, slack.approvers.length > 0);
     if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) });
+  });
+
+  // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
+  // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.
+  const feedback = createFeedbackBook(store);
+  app.action<BlockAction>(FEEDBACK_ACTIONS, async ({ ack, action, body, client, context }) => {
+    await ack();
+    const rated = "value" in action ? feedbackValueOf(action.value) : undefined;
+    if (!rated || !store.claim(`slack:interaction:${body.trigger_id}`)) return;
+    // Only from the conversation the answer is in: whoever can see it there can rate it.
+    const sessionId = feedback.sessionOf(rated.runId);
+    const channel = body.channel?.id;
+    if (!sessionId?.startsWith(clickOrigin(body).sessionPrefix) || sessionId.split(":")[2] !== channel) {
+      if (channel) await client.chat.postEphemeral({ channel, user: body.user.id, text: "I can't rate that answer from here; rate it in the conversation where I gave it." });
+      return;
+    }
+    feedback.record({ ...rated, userId: userOf(context, body.user.id), source: "slack" });
+    if (rated.rating === "down") await client.views.open({ trigger_id: body.trigger_id, view: reasonModal(rated.runId) });
+  });
+  // The reason a 👎 asked for: only ever completes the submitter's own 👎 of that run.
+  app.view(REASON_VIEW, async ({ ack, view, body, context }) => {
+    await ack();
+    if (!store.claim(`slack:view:${view.id}`)) return;
+    const reason = view.state.values[REASON_BLOCK]?.[REASON_INPUT]?.value;
+    feedback.explain(view.private_metadata, userOf(context, body.user.id), reason);
   });
 
   app.error(async (error) => {

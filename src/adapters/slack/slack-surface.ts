@@ -6,6 +6,7 @@
  * and written by editing a message where the workspace refuses streaming.
  */
 import type { WebClient } from "@slack/web-api";
+import type { KnownBlock } from "@slack/types";
 import slackifyMarkdown from "slackify-markdown";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
@@ -15,6 +16,7 @@ import type { Logger } from "../../logger.js";
 import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 import { approvalQuestion } from "./approval-blocks.js";
+import { feedbackButtons, plainFeedbackButtons } from "./feedback-blocks.js";
 import { createMarkdownGuard, mrkdwnText, statusText, withoutBroadcasts } from "./slack-text.js";
 
 /** Where a run talks: a channel, and the thread (absent for a top-level DM conversation). */
@@ -38,6 +40,16 @@ export const LOADING_MESSAGES = ["Reading your message…", "Thinking it through
 
 /** While a request waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS); removed once it starts. */
 export const QUEUED_TEXT = "_Queued: I'm busy with other requests; yours starts as soon as one finishes._";
+
+/** A section's text holds at most 3,000 characters: the part that carries the feedback buttons fits in one. */
+const SECTION_LIMIT = 3_000;
+
+/**
+ * The clients (one per workspace) whose Slack refused the feedback buttons element (invalid_blocks,
+ * Slack's answer for a block it does not take there): their answers carry plain 👍 / 👎 buttons from then on.
+ */
+const plainFeedbackClients = new WeakSet<WebClient>();
+const refusedBlocks = (error: unknown) => (error as { data?: { error?: string } }).data?.error === "invalid_blocks";
 
 export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
@@ -138,10 +150,35 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     else editTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text })).ts;
   };
 
-  const postAnswer = async (markdown: string) => {
-    if (stream?.ts) {
+  /**
+   * Sends with Slack's feedback buttons for the run; where Slack refuses them, sends again with
+   * plain buttons, and remembers that for the workspace.
+   */
+  const withFeedback = async (runId: string, send: (buttons: KnownBlock) => Promise<unknown>) => {
+    if (!plainFeedbackClients.has(client)) {
       try {
-        await stream.stop({ markdown_text: guard.end() }); // with the tail the guard held back
+        return await send(feedbackButtons(runId));
+      } catch (error) {
+        if (!refusedBlocks(error)) throw error;
+        plainFeedbackClients.add(client);
+        log.info({ teamId: place.teamId }, "Slack refused its feedback buttons here; answers carry plain 👍 / 👎 buttons instead");
+      }
+    }
+    return send(plainFeedbackButtons(runId));
+  };
+
+  const postAnswer = async (markdown: string, runId: string) => {
+    if (stream?.ts) {
+      const active = stream;
+      try {
+        const tail = guard.end(); // the tail the guard held back
+        // A refused stop keeps the stream open with its buffer: the retry sends only other buttons.
+        let tried = false;
+        await withFeedback(runId, (buttons) => {
+          const markdown = tried ? {} : { markdown_text: tail };
+          tried = true;
+          return active.stop({ ...markdown, blocks: [buttons] });
+        });
         return;
       } catch (error) {
         log.info({ error: (error as Error).message }, "Slack refused to finish the stream; posting the answer instead");
@@ -149,13 +186,24 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     }
     // A short answer never left the streamer's buffer: one message says what the stream would have.
     if (stream && streamed) markdown = streamed;
-    const [first = "", ...rest] = splitMessage(withoutBroadcasts(mrkdwnOf(markdown)), SLACK_MESSAGE_LIMIT);
-    if (editTs) await client.chat.update({ channel: place.channel, ts: editTs, text: first });
-    else if (placeholderTs) {
-      await client.chat.update({ channel: place.channel, ts: placeholderTs, text: first });
-      placeholderTs = undefined;
-    } else await client.chat.postMessage({ channel: place.channel, ...thread, text: first });
-    for (const part of rest) await client.chat.postMessage({ channel: place.channel, ...thread, text: part });
+    const parts = splitMessage(withoutBroadcasts(mrkdwnOf(markdown)), SLACK_MESSAGE_LIMIT);
+    // The last part carries the buttons, shown as a section above them: within a section's limit.
+    if ((parts.at(-1) ?? "").length > SECTION_LIMIT) parts.push(...splitMessage(parts.pop() ?? "", SECTION_LIMIT));
+    const rated = parts.pop() ?? "";
+    // The first part replaces the message that streamed the answer, or the "Thinking…" placeholder.
+    let replacing = editTs ?? placeholderTs;
+    if (!editTs) placeholderTs = undefined;
+    const post = (message: { text: string; blocks?: KnownBlock[] }) => {
+      const ts = replacing;
+      replacing = undefined;
+      return ts ? client.chat.update({ channel: place.channel, ts, ...message }) : client.chat.postMessage({ channel: place.channel, ...thread, ...message });
+    };
+    for (const text of parts) await post({ text });
+    const target = replacing;
+    await withFeedback(runId, (buttons) => {
+      replacing = target; // a refused attempt changed nothing: the retry goes to the same message
+      return post({ text: rated, blocks: [{ type: "section", text: { type: "mrkdwn", text: rated || " " } }, buttons] });
+    });
   };
 
   return {
@@ -207,7 +255,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     async finish(result: RunResult) {
       answered = true;
       clearTimeout(statusTimer);
-      if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output));
+      if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output, result.runId));
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") {
         log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
