@@ -125,6 +125,10 @@ export interface FakeDiscord {
   clickButton(input: { channelId: string; guildId?: string; userId: string; messageId: string; customId: string }): Promise<{ interactionId: string; token: string }>;
   runCommand(input: { channelId: string; guildId?: string; userId: string; name: string; options?: unknown[] }): Promise<{ interactionId: string; token: string }>;
   interactionResponses(interactionId: string): RecordedRequest[]; // callback + webhook calls, in order
+  /** The modal an interaction was answered with (callback type 9), as Discord would show it; undefined if none. */
+  modalOf(interactionId: string): { customId: string; title: string; components: unknown[] } | undefined;
+  /** Submits that modal as the person who opened it, with what they typed by text input custom_id (a MODAL_SUBMIT interaction). */
+  submitModal(input: { interactionId: string; values: Record<string, string> }): Promise<{ interactionId: string; token: string }>;
   /** Closes every gateway socket with 4000, so discord.js RESUMEs; `resumable: false` also ends the
    * sessions, so the RESUME gets op 9 (invalid session) and the client identifies again. */
   dropConnection(options?: { resumable?: boolean; code?: number }): void;
@@ -155,7 +159,8 @@ const Close = { UnknownOpcode: 4001, DecodeError: 4002, NotAuthenticated: 4003, 
   AlreadyAuthenticated: 4005, InvalidSeq: 4007, InvalidApiVersion: 4012, DisallowedIntents: 4014, Dropped: 4000 } as const;
 const ChannelType = { GuildText: 0, DM: 1, AnnouncementThread: 10, PublicThread: 11, PrivateThread: 12 } as const;
 const isThread = (type: number) => type === ChannelType.AnnouncementThread || type === ChannelType.PublicThread || type === ChannelType.PrivateThread;
-const InteractionType = { ApplicationCommand: 2, MessageComponent: 3 } as const;
+const InteractionType = { ApplicationCommand: 2, MessageComponent: 3, ModalSubmit: 5 } as const;
+const ComponentType = { ActionRow: 1, TextInput: 4, Label: 18 } as const;
 const Callback = { ChannelMessage: 4, DeferredChannelMessage: 5, DeferredUpdate: 6, UpdateMessage: 7, Autocomplete: 8, Modal: 9 } as const;
 const MessageFlag = { Ephemeral: 1 << 6, Loading: 1 << 7 } as const;
 const MessageType = { Default: 0, Reply: 19, ChatInputCommand: 20 } as const;
@@ -182,6 +187,7 @@ interface Interaction {
   callbackType?: number; // set once acknowledged: a second callback is refused, as by Discord
   originalId?: string; // what "@original" means for this interaction's webhook
   followUps: Set<string>;
+  modal?: { customId: string; title: string; components: unknown[] }; // what a type 9 callback showed
 }
 interface Dispatch { op: 0; t: string; s: number; d: unknown }
 interface Session { id: string; intents: number; seq: number; events: Dispatch[]; conn: Conn | null; ended: boolean }
@@ -529,7 +535,16 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         const edited = message;
         later(() => broadcastMessage("MESSAGE_UPDATE", edited));
       }
-    } else if (type !== Callback.Modal && type !== Callback.Autocomplete) {
+    } else if (type === Callback.Modal) {
+      // Discord's limits: a custom_id of up to 100 characters, a title of up to 45, 1 to 5 top-level
+      // components; and a modal cannot answer a modal.
+      if (i.type === InteractionType.ModalSubmit) return error(400, 40043, "Interaction type not supported for this callback");
+      const components = arr(data.components) ?? [];
+      if (typeof data.custom_id !== "string" || data.custom_id.length > 100) return formError("data.custom_id", "BASE_TYPE_REQUIRED", "This field is required");
+      if (typeof data.title !== "string" || data.title.length > 45) return formError("data.title", "BASE_TYPE_MAX_LENGTH", "Must be 45 or fewer in length.");
+      if (components.length < 1 || components.length > 5) return formError("data.components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.");
+      i.modal = { customId: data.custom_id, title: data.title, components };
+    } else if (type !== Callback.Autocomplete) {
       return formError("type", "BASE_TYPE_CHOICES", `Value must be one of {4, 5, 6, 7, 8, 9}.`);
     }
     i.callbackType = type;
@@ -928,6 +943,23 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         userId: input.userId, name: input.name });
       const payload = interactionJson(i, { id: command.id, name: input.name, type: 1, ...(input.options ? { options: input.options } : {}),
         ...(guildCommand ? { guild_id: channel.guildId } : {}) });
+      for (const s of liveSessions()) dispatch(s, "INTERACTION_CREATE", payload);
+      return { interactionId: i.id, token: i.token };
+    },
+    modalOf: (interactionId) => structuredClone(interactions.get(interactionId)?.modal),
+    async submitModal(input) {
+      const opened = interactions.get(input.interactionId);
+      if (!opened?.modal) throw new Error(`fake-discord: interaction ${input.interactionId} showed no modal`);
+      const channel = channelFor(opened.channelId, opened.guildId, "submitModal");
+      // What Discord sends back mirrors the modal: a label holds its one input, an action row its inputs.
+      type Shown = { type?: number; id?: number; component?: { type?: number; custom_id?: string }; components?: Array<{ type?: number; custom_id?: string }> };
+      const valueOf = (field?: { type?: number; custom_id?: string }) => ({ type: ComponentType.TextInput, custom_id: field?.custom_id ?? "", value: input.values[field?.custom_id ?? ""] ?? "" });
+      const components = (opened.modal.components as Shown[]).map((shown, index) =>
+        shown.type === ComponentType.Label ? { type: ComponentType.Label, id: shown.id ?? index + 1, component: valueOf(shown.component) } : { type: ComponentType.ActionRow, components: (shown.components ?? []).map(valueOf) });
+      const message = opened.componentMessageId ? messagesById.get(opened.componentMessageId) : undefined;
+      const i = newInteraction({ type: InteractionType.ModalSubmit, channelId: channel.id, ...(channel.guildId ? { guildId: channel.guildId } : {}), userId: opened.userId,
+        ...(message ? { componentMessageId: message.id } : {}) });
+      const payload = interactionJson(i, { custom_id: opened.modal.customId, components }, message);
       for (const s of liveSessions()) dispatch(s, "INTERACTION_CREATE", payload);
       return { interactionId: i.id, token: i.token };
     },

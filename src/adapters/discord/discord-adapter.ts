@@ -15,7 +15,10 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type Message,
+  type ModalSubmitInteraction,
 } from "discord.js";
+import { createFeedbackBook } from "../../agent/feedback.js";
+import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";
@@ -83,7 +86,13 @@ export async function startDiscordAdapter(options: {
     void onMessage(message).catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: a message failed"));
   });
   client.on(Events.InteractionCreate, (interaction) => {
-    const handled = interaction.isButton() ? onButton(interaction) : interaction.isChatInputCommand() ? onCommand(interaction) : undefined;
+    const handled = interaction.isButton()
+      ? onButton(interaction)
+      : interaction.isChatInputCommand()
+        ? onCommand(interaction)
+        : interaction.isModalSubmit()
+          ? onReason(interaction)
+          : undefined;
     void handled?.catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: an interaction failed"));
   });
 
@@ -102,7 +111,32 @@ export async function startDiscordAdapter(options: {
     await conversations.send({ sessionId, userId: message.author.id, input });
   }
 
+  const feedback = createFeedbackBook(store);
+
+  /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
+  async function onFeedback(interaction: ButtonInteraction, rated: { rating: "up" | "down"; runId: string }): Promise<void> {
+    if (!store.claim(discordInteractionId(interaction.id))) return;
+    const sessionId = feedback.sessionOf(rated.runId);
+    if (!sessionId?.startsWith(discordClickOrigin(interaction).sessionPrefix) || channelOf(sessionId) !== interaction.channelId) {
+      await interaction.reply({ content: "I can't rate that answer from here; rate it in the conversation where I gave it.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+      return;
+    }
+    feedback.record({ ...rated, userId: interaction.user.id, source: "discord" });
+    if (rated.rating === "down") await interaction.showModal(reasonModal(rated.runId));
+    else await interaction.reply({ content: "Thanks for the 👍.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+  }
+
+  /** The reason a 👎 asked for: it only ever completes the submitter's own 👎 of that run. */
+  async function onReason(interaction: ModalSubmitInteraction): Promise<void> {
+    const runId = reasonModalRun(interaction.customId);
+    if (!runId || !store.claim(discordInteractionId(interaction.id))) return;
+    const noted = feedback.explain(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
+    await interaction.reply({ content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+  }
+
   async function onButton(interaction: ButtonInteraction): Promise<void> {
+    const rated = feedbackButton(interaction.customId);
+    if (rated) return onFeedback(interaction, rated);
     const button = approvalButton(interaction.customId);
     if (!button || !store.claim(discordInteractionId(interaction.id))) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below

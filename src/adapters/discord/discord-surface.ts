@@ -11,6 +11,7 @@ import type { RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
+import { feedbackRow } from "./discord-feedback.js";
 
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 // Discord shows "typing" for about 10 seconds; renew it a little before.
@@ -99,7 +100,13 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
               ? result.output
               : undefined;
       if (text) {
-        for (const part of splitMessage(text, DISCORD_MESSAGE_LIMIT)) then(async () => (await target()).send({ content: part, allowedMentions: NO_PINGS }));
+        const parts = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+        // An answer's last message carries 👍 / 👎 for its run.
+        const rated = result.stopReason === "final" || result.stopReason === "max_steps";
+        for (const [index, part] of parts.entries()) {
+          const components = rated && index === parts.length - 1 ? [feedbackRow(result.runId)] : [];
+          then(async () => (await target()).send({ content: part, components, allowedMentions: NO_PINGS }));
+        }
       }
       await work;
     },
