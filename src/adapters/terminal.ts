@@ -122,7 +122,8 @@ export function createTerminalRenderer(view: TerminalView) {
           break;
         case "tool_end": {
           const { envelope, name, durationMs, id } = event.record;
-          running.delete(id);
+          // A call refused before it started (denied at the prompt just answered, invalid arguments) was never shown as calling.
+          if (!running.delete(id)) break;
           const outcome = envelope.status === "success" ? style.green("ok") : style.red(`${envelope.error.type}: ${logText(envelope.error.message)}`);
           writeLog(`  ${name} ${outcome} ${style.dim(`(${Math.round(durationMs)} ms)`)}`);
           waiting();
