@@ -11,6 +11,7 @@ import { configurationError } from "./agent/errors.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
 import { createRunSlots } from "./agent/run-slots.js";
 import { createSpendingGuard, withSpendingGuard } from "./agent/quota.js";
+import { otelExportFromEnv, withOtelExport } from "./agent/otel-export.js";
 import { createTraceReader, createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import type { FactStore } from "./store/port.js";
@@ -182,13 +183,17 @@ export async function createAgentConfig(
   const selector = createToolSelector(allTools, { threshold: config.toolSelectionThreshold, usage });
   if (selector.active) for (const example of readUsageHistory(store.db)) usage.learn(example);
   const tools = selector.tools;
-  const trace = createTraceRecorder(port, { prices: config.prices, estimateTokens: memory.estimate, log });
+  const recorder = createTraceRecorder(port, { prices: config.prices, estimateTokens: memory.estimate, log });
+  const learning = selector.active ? learnAtRunEnd(recorder, store.db, usage) : recorder;
+  // With OTEL_EXPORTER_OTLP_ENDPOINT, every run (specialists' too: they share this recorder) is also exported.
+  const otel = otelExportFromEnv(process.env, config.model.model);
+  const trace = otel ? withOtelExport({ trace: learning }, otel).trace ?? learning : learning;
   const agent: GlassboxAgent = {
     model,
     tools,
     ...(selector.active ? { selectTools: selector.selectForRun } : {}),
     memory,
-    trace: selector.active ? learnAtRunEnd(trace, store.db, usage) : trace,
+    trace,
     store,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
@@ -205,6 +210,7 @@ export async function createAgentConfig(
     /** Ends the MCP server connections (a stdio server keeps the process alive) and closes the store. */
     async close() {
       await mcp.close();
+      await otel?.shutdown(); // sends the spans still waiting
       store.close();
     },
   };

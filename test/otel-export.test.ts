@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runAgent } from "../src/agent/loop.js";
-import { createOtelExport, otelExportFromEnv, withOtelExport, type OtelExport } from "../src/agent/otel-export.js";
+import { createOtelExport, otelExportFromEnv, withOtelExport } from "../src/agent/otel-export.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
@@ -70,12 +70,7 @@ afterEach(async () => {
   await closeServers();
 });
 
-/** The export beside the agent's own recorder, on the agent itself: its specialists (which share it) are exported too. */
-function exportFrom(target: GlassboxAgent, exported: OtelExport): void {
-  target.trace = withOtelExport(target, exported).trace;
-}
-
-async function setUp() {
+async function setUp(env: Record<string, string> = {}) {
   const server = await startServer({
     script: (body) => {
       if (who(body) === "RESEARCHER") {
@@ -86,21 +81,24 @@ async function setUp() {
   });
   const directory = mkdtempSync(join(tmpdir(), "glassbox-otel-"));
   writeFileSync(join(directory, "agents.json"), JSON.stringify({ agents: { researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"] } } }));
-  const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true", GLASSBOX_AGENTS: join(directory, "agents.json") });
-  agent = await createAgentConfig(config, createLogger({ level: "silent" }));
   receiver = await startReceiver();
+  const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true", GLASSBOX_AGENTS: join(directory, "agents.json") });
+  const saved = { ...process.env };
+  Object.assign(process.env, Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value.replace("$RECEIVER", receiver?.url ?? "")])));
+  try {
+    agent = await createAgentConfig(config, createLogger({ level: "silent" }));
+  } finally {
+    for (const key of Object.keys(env)) if (saved[key] === undefined) delete process.env[key];
+  }
   return { agent, receiver };
 }
 
 describe("OpenTelemetry export", () => {
-  it("sends a span per run, model call and tool call, parented as in the trace (the specialist's run under its tool call), with the GenAI attributes and no message content by default", async () => {
-    const { agent, receiver } = await setUp();
-    const exported = otelExportFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, "gpt-4o-mini");
-    if (!exported) throw new Error("the export should be on when OTEL_EXPORTER_OTLP_ENDPOINT is set");
-    exportFrom(agent, exported);
+  it("with OTEL_EXPORTER_OTLP_ENDPOINT, sends a span per run, model call and tool call, parented as in the trace (the specialist's run under its tool call), with the GenAI attributes and no message content by default", async () => {
+    const { agent, receiver } = await setUp({ OTEL_EXPORTER_OTLP_ENDPOINT: "$RECEIVER" });
     const result = await runAgent(agent, { input: "Where is my order?", sessionId: "cli:otel", userId: "U1" });
     expect(result.output).toBe("Your order was delivered.");
-    await exported.shutdown();
+    await agent.close(); // sends what waits
 
     const { spans } = receiver;
     expect(receiver.contentTypes.every((type) => type.startsWith("application/json"))).toBe(true);
@@ -134,7 +132,7 @@ describe("OpenTelemetry export", () => {
   it("sends the messages, arguments and results only when content capture is switched on, and marks a failed tool call as an error", async () => {
     const { agent, receiver } = await setUp();
     const exported = createOtelExport({ tracesUrl: `${receiver.url}/v1/traces`, captureContent: true, requestModel: "gpt-4o-mini" });
-    exportFrom(agent, exported);
+    agent.trace = withOtelExport(agent, exported).trace;
     await runAgent(agent, { input: "Where is my order?", sessionId: "cli:otel-content", userId: "U1" });
     // A call the model got wrong: an unknown tool, refused before it ran.
     exported.record({ type: "run_start", runId: "run_x", sessionId: "cli:x", userId: "U1", input: "x" });
