@@ -1,4 +1,5 @@
 /** Traces as text for a terminal: a run's timeline step by step, and usage totals. */
+import { feedbackLine, type Feedback } from "../agent/feedback.js";
 import type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
 import { describeCall } from "./describe-call.js";
 import { count, formatNumber as number, formatTable } from "./terminal/table.js";
@@ -36,6 +37,19 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
   if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
   lines.push(`  total: ${count(run.steps, "step")}, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
   return lines.map((line) => indent + line).join("\n");
+}
+
+/** What people said about a run's answer, a line each (their latest 👍 or 👎, when, and why); nothing when nobody rated it. */
+export function formatFeedback(feedback: Feedback[]): string {
+  if (feedback.length === 0) return "";
+  const up = feedback.filter((one) => one.rating === "up").length;
+  const lines = [`  feedback: ${up} 👍, ${feedback.length - up} 👎`, ...feedback.map((one) => `    ${oneLine(feedbackLine(one), 300)} (${one.source}, ${one.at})`)];
+  return lines.join("\n");
+}
+
+/** The 👍 and 👎 people gave, in one line. */
+export function formatFeedbackCounts(counts: { up: number; down: number }, style: Style = PLAIN): string {
+  return `${style.bold("Feedback")}: ${number(counts.up)} 👍 · ${number(counts.down)} 👎`;
 }
 
 /** Usage totals as a table under a title: runs, prompt and completion tokens, and cost per key. */

@@ -1,5 +1,6 @@
 /** `glassbox trace <session-or-run-id>`: a run, or every run of a session, step by step. */
-import { formatRunTimeline } from "../adapters/trace-report.js";
+import { formatFeedback, formatRunTimeline } from "../adapters/trace-report.js";
+import { createFeedbackBook } from "../agent/feedback.js";
 import { createTraceReader } from "../agent/trace.js";
 import { sessionKey, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
@@ -22,9 +23,10 @@ export default async function trace({ positionals, options }: CommandInput): Pro
       process.stdout.write(`There is no run or session ${target}; see glassbox sessions.\n`);
       return 1;
     }
-    const timelines = runs.map((run) => ({ run, steps: traces.steps(run.runId) }));
+    const feedback = createFeedbackBook(store);
+    const timelines = runs.map((run) => ({ run, steps: traces.steps(run.runId), feedback: feedback.ofRun(run.runId) }));
     if (options.json) process.stdout.write(`${JSON.stringify(timelines, null, 2)}\n`);
-    else process.stdout.write(`${timelines.map(({ run, steps }) => formatRunTimeline(run, steps, traces)).join("\n\n")}\n`);
+    else process.stdout.write(`${timelines.map(({ run, steps, feedback: given }) => [formatRunTimeline(run, steps, traces), formatFeedback(given)].filter(Boolean).join("\n")).join("\n\n")}\n`);
     return 0;
   } finally {
     store.close();

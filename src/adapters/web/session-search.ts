@@ -6,6 +6,7 @@
  */
 import type { Store } from "../../agent/store.js";
 import { HttpError } from "./http.js";
+import { isRating, type Rating } from "../../agent/feedback.js";
 
 // The shapes are the store port's: this reader is how the SQLite store answers its session search.
 export type { SessionFilters, SessionListing, SessionStatusFilter } from "../../store/port-data.js";
@@ -20,8 +21,11 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const STATUSES: SessionStatusFilter[] = ["error", "awaiting_approval"];
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
+/** The store port's filters, and sessions with a run someone rated down (or up), which this SQLite reader adds. */
+export type SessionSearchFilters = SessionFilters & { rated?: Rating };
+
 /** The filters of GET /api/sessions, from its query; anything out of bounds is one sentence (400). */
-export function sessionFiltersOf(params: URLSearchParams): SessionFilters {
+export function sessionFiltersOf(params: URLSearchParams): SessionSearchFilters {
   const text = params.get("q")?.trim() ?? "";
   if (text.length > MAX_SEARCH_CHARS) throw new HttpError(400, `The search is ${text.length} characters long; the limit is ${MAX_SEARCH_CHARS}.`);
   const adapter = params.get("adapter") || undefined;
@@ -30,6 +34,8 @@ export function sessionFiltersOf(params: URLSearchParams): SessionFilters {
   if (status !== undefined && !STATUSES.includes(status as SessionStatusFilter)) throw new HttpError(400, `Give "status" as one of ${STATUSES.join(", ")}.`);
   const tool = params.get("tool")?.trim() || undefined;
   if (tool !== undefined && !TOOL_NAME.test(tool)) throw new HttpError(400, 'Give "tool" as a tool name: letters, digits, "_" or "-" (up to 64).');
+  const rated = params.get("rated") || undefined;
+  if (rated !== undefined && !isRating(rated)) throw new HttpError(400, 'Give "rated" as up or down.');
   const limitText = params.get("limit");
   const limit = limitText === null ? DEFAULT_SESSION_LIMIT : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SESSION_LIMIT) throw new HttpError(400, `Give "limit" as a whole number from 1 to ${MAX_SESSION_LIMIT}.`);
@@ -38,6 +44,7 @@ export function sessionFiltersOf(params: URLSearchParams): SessionFilters {
     ...(adapter ? { adapter } : {}),
     ...(status ? { status: status as SessionStatusFilter } : {}),
     ...(tool ? { tool } : {}),
+    ...(rated ? { rated } : {}),
     ...momentOf(params.get("from"), "from", "start"),
     ...momentOf(params.get("to"), "to", "end"),
     limit,
@@ -59,7 +66,7 @@ export function createSessionSearch(store: Store) {
   const { db } = store;
   const statements = new Map<string, ReturnType<typeof db.prepare>>();
 
-  return function searchSessions(filters: SessionFilters): { sessions: SessionListing[]; more: boolean } {
+  return function searchSessions(filters: SessionSearchFilters): { sessions: SessionListing[]; more: boolean } {
     const where: string[] = [];
     const params: Record<string, string | number> = { limit: filters.limit + 1 };
     if (filters.text !== undefined) {
@@ -80,6 +87,10 @@ export function createSessionSearch(store: Store) {
       params.tool = filters.tool;
       where.push(`EXISTS (SELECT 1 FROM runs r JOIN steps st ON st.run_id = r.id, json_each(st.tool_calls) call
         WHERE r.session_id = s.id AND json_extract(call.value, '$.name') = @tool)`);
+    }
+    if (filters.rated !== undefined) {
+      params.rated = filters.rated;
+      where.push("EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = @rated)");
     }
     if (filters.from !== undefined || filters.to !== undefined) {
       if (filters.from !== undefined) params.from = filters.from;
@@ -109,7 +120,7 @@ export function createSessionSearch(store: Store) {
       ${where.length ? `WHERE ${where.join("\n AND ")}` : ""}
       ORDER BY s.updated_at DESC, s.id
       LIMIT @limit`;
-    // One statement per combination of filters (at most 128), prepared once.
+    // One statement per combination of filters (at most 256), prepared once.
     let statement = statements.get(sql);
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
     const rows = statement.all(params) as Array<Omit<SessionListing, "adapter" | "hasErrors" | "awaitingApproval"> & { hasErrors: number; awaitingApproval: number }>;

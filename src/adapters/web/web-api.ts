@@ -18,6 +18,7 @@ import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js"
 import { createFoldReader } from "./session-folds.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { createSessionSearch, sessionFiltersOf } from "./session-search.js";
+import { createFeedbackBook, isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 export interface ApiContext {
   conversations: Conversations;
@@ -51,8 +52,9 @@ export function createApi(context: ApiContext) {
   const book = createApprovalBook(store);
   const searchSessions = createSessionSearch(store);
   const foldsOf = createFoldReader(store);
+  const feedback = createFeedbackBook(store);
 
-  const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView) });
+  const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView), feedback: feedback.ofRun(run.runId) });
   /** A user's token reads only the sessions its user started; anyone else reads all. */
   const mayRead = (caller: Caller, sessionId: string) => caller.userId === undefined || store.sessionOwner(sessionId) === caller.userId;
   /** The run, when it exists and the caller may read it; otherwise a 404 that does not say which. */
@@ -129,6 +131,22 @@ export function createApi(context: ApiContext) {
       readableRun(caller, runId);
       if (!context.replay) throw new HttpError(503, context.problem ?? "No model is configured, so nothing can be replayed.");
       sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
+    }],
+
+    // 👍 / 👎 on a web answer, as the caller's user (a user's token only as its own); the latest replaces
+    // the one before. Slack and Discord answers are rated where they were given, by who can see them.
+    ["POST", /^\/api\/runs\/([^/]+)\/feedback$/, async (request, response, [runId = ""], _url, caller) => {
+      const body = await readJsonObject(request);
+      const run = readableRun(caller, runId);
+      if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; rate it where it answered (its Slack thread or Discord channel).`);
+      if (UNFINISHED.has(run.status)) throw new HttpError(409, "This run has not answered yet; rate it once it has.");
+      if (!isRating(body.rating)) throw new HttpError(400, 'Say "rating": "up" or "down".');
+      if (body.reason !== undefined && (typeof body.reason !== "string" || body.reason.length > MAX_REASON_CHARS)) {
+        throw new HttpError(400, `Give "reason" as text of up to ${MAX_REASON_CHARS.toLocaleString("en-US")} characters, or leave it out.`);
+      }
+      const userId = actingUser(caller, body.userId);
+      await store.atomically(() => feedback.record({ runId, userId, rating: body.rating as "up" | "down", reason: body.reason, source: "web" }));
+      sendJson(response, 200, { runId, feedback: feedback.ofRun(runId) });
     }],
 
     ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""], _url, caller) => {

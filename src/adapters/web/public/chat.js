@@ -4,6 +4,7 @@
 // Slack or Discord. The newest message stays in view (chat-follow), a run in progress can be
 // stopped, and a pipeline's stages show inside the one answer they make.
 import { createApprovalCards } from "./chat-approval.js";
+import { feedbackControls } from "./chat-feedback.js";
 import { APPROVAL_NEWS, createFollower } from "./chat-follow.js";
 import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, markdown, pretty, randomId, thinkingDetails } from "./common.js";
 import { isNextStage } from "./pipelines.js";
@@ -122,7 +123,7 @@ async function loadHistory() {
       cards.show(view.activity, approval);
       cards.decided(approval);
     }
-    if (run.done || run.status === "awaiting_approval") endRun(view, { stopReason: run.status, output: run.output ?? "", steps: run.steps, usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens } }, false);
+    if (run.done || run.status === "awaiting_approval") endRun(view, { stopReason: run.status, output: run.output ?? "", steps: run.steps, usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens }, feedback: run.feedback ?? [] }, false);
     else {
       view.state = run.status === "accepted" ? "waiting" : "running";
       setStatus(view, "Working…");
@@ -348,6 +349,13 @@ function endRun(view, end, announceIt) {
     `${end.steps ?? 0} step${end.steps === 1 ? "" : "s"} · ${formatNumber(tokens)} tokens · `,
     el("a", { href: `/trace#session=${encodeURIComponent(session)}&run=${encodeURIComponent(view.runId)}` }, "see every step in the trace"),
   );
+  // An answer can be rated: the one shown, a pipeline's last stage's.
+  view.feedback?.remove();
+  view.feedback = null;
+  if (end.stopReason === "final" || end.stopReason === "max_steps") {
+    view.feedback = feedbackControls(view.currentRunId, () => userId, end.feedback?.find((one) => one.userId === userId));
+    view.footer.after(view.feedback);
+  }
   if (announceIt && end.stopReason !== "awaiting_approval") announce(view.answer.textContent);
 }
 

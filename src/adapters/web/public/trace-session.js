@@ -54,6 +54,7 @@ function runSection(run, number, context) {
     el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: `, el("q", {}, shorten(run.input, 120))),
     runMeta(run, [run]),
     run.approvals.length ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine)) : null,
+    feedbackList(run),
     stepsTable(run, `Steps of run ${number}`, context.stepsOf(run.runId), context),
     run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
     run.done && context.stepsOf(run.runId).length > 0 ? replayDetails(run) : null,
@@ -72,6 +73,7 @@ function pipelineSection(stages, number, context) {
     el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: pipeline${name ? ` ${name}` : ""} · `, el("q", {}, shorten(first.input, 100))),
     runMeta({ ...last, startedAt: first.startedAt, userId: first.userId }, stages),
     el("p", { class: "hint" }, `${stages.length} stages, each working on the answer of the one before.`),
+    feedbackList(last),
     el("ol", { class: "stages" }, stages.map((stage, index) => el("li", {}, nestedRun(stage, `Stage ${index + 1}`, context.stepsOf(stage.runId), context, "Input")))),
     last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, last.output)) : null,
   );
@@ -88,6 +90,25 @@ function runMeta(run, parts) {
     { class: "meta" },
     el("span", { class: `run-status status-${run.status}` }, run.status.replaceAll("_", " ")),
     ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}`,
+  );
+}
+
+/** What people said about the run's answer: each person's latest 👍 or 👎, who, when, and why if they said. */
+function feedbackList(run) {
+  const given = run.feedback ?? [];
+  if (given.length === 0) return null;
+  const up = given.filter((one) => one.rating === "up").length;
+  return el(
+    "div",
+    { class: "run-feedback-block" },
+    el("h4", {}, `Feedback: ${up} 👍 · ${given.length - up} 👎`),
+    el(
+      "ul",
+      { class: "run-feedback", "aria-label": "Feedback" },
+      given.map((one) =>
+        el("li", { class: `feedback-${one.rating}` }, `${one.rating === "up" ? "👍" : "👎"} ${one.userId} · ${formatTime(one.at)} · ${one.source}`, one.reason ? [": ", el("q", {}, one.reason)] : null),
+      ),
+    ),
   );
 }
 

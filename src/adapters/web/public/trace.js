@@ -1,5 +1,5 @@
 // The trace viewer: every session in the store (from every adapter), found by the text of its
-// messages and narrowed by adapter, status, tool and date; for one session its runs as a timeline
+// messages and narrowed by adapter, status, feedback, tool and date; for one session its runs as a timeline
 // of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
 import { $, api, el, formatCost, formatNumber, formatWhen } from "./common.js";
 import { loadSession, renderSession } from "./trace-session.js";
@@ -13,6 +13,7 @@ const dom = {
   search: $("#search"),
   adapter: $("#filter-adapter"),
   status: $("#filter-status"),
+  rated: $("#filter-rated"),
   tool: $("#filter-tool"),
   from: $("#filter-from"),
   to: $("#filter-to"),
@@ -38,7 +39,7 @@ for (const typed of [dom.search, dom.tool]) {
     typing = setTimeout(() => void loadSessions(), SEARCH_DELAY_MS);
   });
 }
-for (const filter of [dom.adapter, dom.status, dom.from, dom.to]) filter.addEventListener("change", () => void loadSessions());
+for (const filter of [dom.adapter, dom.status, dom.rated, dom.from, dom.to]) filter.addEventListener("change", () => void loadSessions());
 addEventListener("hashchange", () => void showSelected());
 void start();
 
@@ -72,6 +73,7 @@ function searchQuery() {
   add("q", dom.search.value.trim());
   add("adapter", dom.adapter.value);
   add("status", dom.status.value);
+  add("rated", dom.rated.value);
   add("tool", dom.tool.value.trim());
   if (dom.from.value) query.set("from", new Date(`${dom.from.value}T00:00`).toISOString());
   if (dom.to.value) {
