@@ -6,7 +6,25 @@ import { MessageFlags } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFeedbackBook } from "../src/agent/feedback.js";
 import type { FakeDiscord } from "../src/testing/fake-discord.js";
-import { buttonsOf, CHANNEL, cleanUp, interactionReplies, OTHER_CHANNEL, OTHER_USER, REQUEST_WAIT, startHarness, USER, waitForBotMessage } from "./discord-helpers.js";
+import {
+  agentFor,
+  buttonsOf,
+  CHANNEL,
+  cleanUp,
+  GUILD,
+  interactionReplies,
+  memoryLogger,
+  OTHER_CHANNEL,
+  OTHER_USER,
+  REQUEST_WAIT,
+  startAdapter,
+  startFake,
+  startHarness,
+  startModel,
+  tempPaths,
+  USER,
+  waitForBotMessage,
+} from "./discord-helpers.js";
 
 afterEach(cleanUp);
 
@@ -47,6 +65,35 @@ describe("Discord feedback", () => {
     expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating]).sort()).toEqual([[OTHER_USER, "down"], [USER, "down"]].sort());
     await h.discord.conversations.idle();
     expect(h.model.requests).toHaveLength(1);
+  });
+
+  it("an interaction delivered twice (two connections, one store) is answered once: one modal, one reason", async () => {
+    const fake = await startFake();
+    const model = await startModel([{ content: "The answer is 42." }]);
+    const paths = tempPaths();
+    const { log } = memoryLogger();
+    const one = (await agentFor(model, paths, log)).agent;
+    const two = (await agentFor(model, paths, log)).agent;
+    const a = await startAdapter({ fake, agent: one, store: one.store, log });
+    const b = await startAdapter({ fake, agent: two, store: two.store, log });
+    expect(fake.connections()).toBe(2);
+    await fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "what is the answer?", mentionsBot: true });
+    const answer = await waitForBotMessage(fake, CHANNEL, "The answer is 42.");
+    await Promise.all([a.conversations.idle(), b.conversations.idle()]);
+    const runId = one.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
+
+    const down = await fake.clickButton({ channelId: CHANNEL, userId: USER, messageId: answer.id, customId: `glassbox:feedback:down:${runId}` });
+    await responded(fake, down.interactionId);
+    const submitted = await fake.submitModal({ interactionId: down.interactionId, values: { reason: "Wrong" } });
+    await responded(fake, submitted.interactionId);
+    // A later, distinct click shows both connections have handled the earlier ones by now.
+    const up = await fake.clickButton({ channelId: CHANNEL, userId: OTHER_USER, messageId: answer.id, customId: `glassbox:feedback:up:${runId}` });
+    await responded(fake, up.interactionId);
+    await expect.poll(() => createFeedbackBook(one.store).ofRun(runId).length).toBe(2);
+    expect(interactionReplies(fake, down.interactionId).map((reply) => reply.type)).toEqual([MODAL]);
+    expect(interactionReplies(fake, submitted.interactionId)).toHaveLength(1);
+    expect(createFeedbackBook(one.store).ofRun(runId).find((given) => given.userId === USER)).toMatchObject({ rating: "down", reason: "Wrong" });
+    expect(model.requests).toHaveLength(1);
   });
 
   it("a click from another channel rates nothing and says so", async () => {

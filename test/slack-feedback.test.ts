@@ -59,6 +59,21 @@ describe("Slack feedback", () => {
     expect(h.model.requests).toHaveLength(1); // no click started a run
   });
 
+  it("a click delivered twice is handled once: one modal, one rating", async () => {
+    const h = await startHarness({ script: [{ content: "The answer is 42." }] });
+    const { message } = await answered(h);
+    const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
+    const click = { userId: "U1", channel: CHANNEL, messageTs: message.ts, actionId: "glassbox_feedback", value: `down:${runId}` };
+    await h.fake.sendBlockAction(h.slack.eventsUrl as string, click);
+    await h.fake.waitForCall("views.open", () => true, CALL_WAIT);
+    const triggerId = String(h.fake.callsTo("views.open")[0]?.args.trigger_id);
+    expect((await h.fake.sendBlockAction(h.slack.eventsUrl as string, { ...click, triggerId })).status).toBe(200);
+    // A later, distinct click shows the first one's redelivery was passed over, not still in flight.
+    await h.fake.sendBlockAction(h.slack.eventsUrl as string, { ...click, value: `up:${runId}` });
+    await expect.poll(() => createFeedbackBook(h.agent.store).ofRun(runId)[0]?.rating).toBe("up");
+    expect(h.fake.callsTo("views.open")).toHaveLength(1);
+  });
+
   it("a click from another channel rates nothing and says so; an unknown run is not rated", async () => {
     const h = await startHarness({ script: [{ content: "The answer is 42." }] });
     const { message } = await answered(h);

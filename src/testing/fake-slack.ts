@@ -75,6 +75,8 @@ export interface SendEventOptions extends SigningOverrides {
 }
 export interface BlockActionInput {
   userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string;
+  /** The same click delivered again carries the trigger_id it had (default: a new click, a new trigger). */
+  triggerId?: string;
   /** The workspace the click comes from (default the fake's); null as in an org-wide install. */
   teamId?: string | null;
   /** An Enterprise Grid org: `user.team_id` then says the org (E...), `team` and `enterprise` carry it. */
@@ -480,7 +482,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       container: { type: "message", message_ts: action.messageTs, channel_id: action.channel, is_ephemeral: false },
       channel: { id: action.channel, name: `channel-${action.channel.toLowerCase()}` },
       message: asMessageReply(original ?? botMessage(action.messageTs, { text: "" })),
-      trigger_id: modals.issueTrigger(action.userId),
+      trigger_id: action.triggerId ?? modals.issueTrigger(action.userId),
       response_url: `${origin}/response/${responseId}`,
       state: { values: {} },
       actions: [{ type: element?.type === "feedback_buttons" ? "feedback_buttons" : "button", action_id: action.actionId, block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
