@@ -2,10 +2,11 @@
 // SQLite. Every answer carries 👍 / 👎; a 👎 opens a form asking why (optional); the API keeps one
 // rating per person and run (the latest) and refuses bad input in one sentence; the trace viewer
 // shows each run's feedback and finds the sessions rated down (or up).
+import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFeedbackBook, MAX_REASON_CHARS } from "../src/agent/feedback.js";
-import { cleanUp, collectPageErrors, DESKTOP, getJson, launchChromium, postJson, startPlayground, VISIBLE, WAIT, type Playground } from "./web-helpers.js";
+import { artifactsDir, cleanUp, collectPageErrors, DESKTOP, getJson, launchChromium, postJson, startPlayground, VISIBLE, WAIT, type Playground } from "./web-helpers.js";
 
 describe("feedback in the playground and the trace viewer", () => {
   let browser: Browser;
@@ -51,6 +52,7 @@ describe("feedback in the playground and the trace viewer", () => {
     const reason = answer.getByLabel("What went wrong? (optional)");
     await reason.waitFor(VISIBLE);
     await reason.fill("It did not show its working");
+    await page.screenshot({ path: join(artifactsDir(), "web-feedback-reason.png") });
     await answer.getByRole("button", { name: "Send" }).click();
     await answer.locator(".feedback-status", { hasText: "Thanks, noted." }).waitFor(VISIBLE);
     expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.reason])).toEqual([[userId, "down", "It did not show its working"]]);
@@ -108,7 +110,8 @@ describe("feedback in the playground and the trace viewer", () => {
     await page.locator("#sessions li", { hasText: "Question for disliked" }).click();
     const list = page.getByRole("list", { name: "Feedback" });
     await list.waitFor(VISIBLE);
-    expect(await list.textContent()).toMatch(/👎 web:carol · .* · web: Too vague/);
+    await page.screenshot({ path: join(artifactsDir(), "web-feedback-trace.png"), fullPage: true });
+    expect(await list.textContent()).toMatch(/👎 down by web:carol · .* · web: Too vague/);
     await page.getByRole("combobox", { name: "Feedback" }).selectOption("up");
     await page.locator("#sessions li", { hasText: "Question for liked" }).waitFor(VISIBLE);
     expect(await page.locator("#sessions li", { hasText: "Question for disliked" }).count()).toBe(0);

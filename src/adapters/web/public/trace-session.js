@@ -101,12 +101,12 @@ function feedbackList(run) {
   return el(
     "div",
     { class: "run-feedback-block" },
-    el("h4", {}, `Feedback: ${up} 👍 · ${given.length - up} 👎`),
+    el("h4", {}, `Feedback: ${up} 👍 up · ${given.length - up} 👎 down`),
     el(
       "ul",
       { class: "run-feedback", "aria-label": "Feedback" },
       given.map((one) =>
-        el("li", { class: `feedback-${one.rating}` }, `${one.rating === "up" ? "👍" : "👎"} ${one.userId} · ${formatTime(one.at)} · ${one.source}`, one.reason ? [": ", el("q", {}, one.reason)] : null),
+        el("li", { class: `feedback-${one.rating}` }, `${one.rating === "up" ? "👍 up" : "👎 down"} by ${one.userId} · ${formatTime(one.at)} · ${one.source}`, one.reason ? [": ", el("q", {}, one.reason)] : null),
       ),
     ),
   );
