@@ -34,6 +34,7 @@ export async function main(argv: string[]): Promise<number> {
       json: { type: "boolean", default: false },
       model: { type: "string" },
       "system-prompt": { type: "string" },
+      feedback: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });

@@ -3,6 +3,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { createFeedbackBook } from "../src/agent/feedback.js";
+import { openStore } from "../src/agent/store.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 import { useCli } from "./cli-helpers.js";
 
@@ -60,6 +62,30 @@ describe("glassbox replay", () => {
     const changed = await glassbox(["eval", first, "--json"]);
     expect(changed.code).toBe(1);
     expect(JSON.parse(changed.stdout)).toMatchObject({ changedToolCalls: 1 });
+  });
+
+  it("eval --feedback down|up replays the runs people rated so; another value is one sentence", async () => {
+    const good = await recordRun();
+    const bad = await recordRun();
+    const store = openStore(join(dataDir, "glassbox.db"));
+    try {
+      const feedback = createFeedbackBook(store);
+      feedback.record({ runId: good, userId: "U1", rating: "up", source: "web" });
+      feedback.record({ runId: bad, userId: "U1", rating: "up", source: "web" });
+      feedback.record({ runId: bad, userId: "U2", rating: "down", reason: "wrong order", source: "web" });
+    } finally {
+      store.close();
+    }
+    server().setScript(lookUp("20240315001"));
+    const down = await glassbox(["eval", "--feedback", "down", "--json"]);
+    expect(down.code).toBe(0);
+    expect((JSON.parse(down.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).toEqual([bad]);
+    const up = await glassbox(["eval", "--feedback", "up", "--json"]);
+    expect((JSON.parse(up.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).toContain(good);
+    expect((JSON.parse(up.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).not.toContain(bad);
+    const wrong = await glassbox(["eval", "--feedback", "sideways"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr.split("\n")[0]).toBe("glassbox: --feedback takes down, up or all.");
   });
 
   it("says in one sentence what is wrong: no run named, an unknown run, an unreadable prompt file", async () => {

@@ -59,6 +59,10 @@ export function createFeedbackBook(store: Store) {
     reason: db.prepare("UPDATE feedback SET reason = ? WHERE run_id = ? AND user_id = ? AND rating = 'down'"),
     ofRun: db.prepare(`SELECT run_id, user_id, rating, reason, source, created_at FROM feedback WHERE run_id = ? ORDER BY created_at, user_id LIMIT ${MAX_PER_RUN}`),
     counts: db.prepare("SELECT rating, count(*) AS count FROM feedback WHERE created_at >= ? GROUP BY rating"),
+    // A run counts as rated down when anyone's latest click on it is 👎, and up when all are 👍.
+    rated: db.prepare(`SELECT run_id FROM feedback GROUP BY run_id
+      HAVING CASE ? WHEN 'down' THEN max(rating = 'down') = 1 WHEN 'up' THEN min(rating = 'up') = 1 ELSE 1 END
+      ORDER BY max(created_at) DESC LIMIT ?`).pluck(),
   };
 
   return {
@@ -81,6 +85,11 @@ export function createFeedbackBook(store: Store) {
 
     ofRun(runId: string): Feedback[] {
       return (statements.ofRun.all(runId) as FeedbackRow[]).map(feedbackOf);
+    },
+
+    /** The runs people rated (down: someone's 👎; up: only 👍; all), newest rating first, at most `limit`. */
+    ratedRuns(which: Rating | "all", limit: number): string[] {
+      return statements.rated.all(which, limit) as string[];
     },
 
     /** How many 👍 and 👎 were given since `since` (an ISO time; all of them by default). */

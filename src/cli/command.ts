@@ -14,6 +14,8 @@ export interface CommandInput {
     /** replay and eval: the model to replay on, and a system prompt file. */
     model?: string;
     "system-prompt"?: string;
+    /** eval: the rated runs to take (down, up or all). */
+    feedback?: string;
   };
 }
 

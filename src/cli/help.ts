@@ -10,7 +10,7 @@ export const HELP = `Usage:
   glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
   glassbox usage [--json]
   glassbox replay <run-id> [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
-  glassbox eval <run-id>... [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
+  glassbox eval <run-id>... | --feedback down|up|all [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
 
 Each run, chat or pipeline without --session starts a new conversation; its session id is shown
 on the terminal (and is sessionId in --json). Pass --session ID to continue one: a bare ID means

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { formatNumber, formatTable } from "../adapters/terminal/table.js";
+import { createFeedbackBook } from "../agent/feedback.js";
 import { createOpenAIModel } from "../agent/llm/index.js";
 import { replayRun, type ReplayComparison, type RunSummary } from "../agent/replay.js";
 import { createTraceReader } from "../agent/trace.js";
@@ -29,9 +30,19 @@ export async function replayCommand({ positionals, options }: CommandInput): Pro
   return 0;
 }
 
+/** The most rated runs eval takes with --feedback. */
+const MAX_RATED_RUNS = 200;
+
 export async function evalCommand({ positionals, options }: CommandInput): Promise<number> {
-  if (positionals.length === 0) throw new UsageError("Name the recorded runs to replay: glassbox eval <run-id>... (glassbox trace <session> shows their ids).");
-  const comparisons = await replayAll(positionals, options);
+  const which = options.feedback;
+  if (which !== undefined && which !== "down" && which !== "up" && which !== "all") throw new UsageError("--feedback takes down, up or all.");
+  if (positionals.length === 0 && which === undefined) throw new UsageError("Name the recorded runs to replay (glassbox eval <run-id>...), or take the rated ones: glassbox eval --feedback down|up|all.");
+  const runIds = [...positionals, ...(which ? ratedRuns(which) : [])];
+  if (runIds.length === 0) {
+    process.stdout.write(`No run is rated${which === "all" ? "" : ` ${which}`} yet; people rate answers with 👍 / 👎.\n`);
+    return 0;
+  }
+  const comparisons = await replayAll([...new Set(runIds)], options);
   if (comparisons.length === 0) return 1;
   const changed = comparisons.filter((comparison) => !comparison.sameToolCalls);
   if (options.json) process.stdout.write(`${JSON.stringify({ runs: comparisons, changedToolCalls: changed.length }, null, 2)}\n`);
@@ -47,6 +58,16 @@ export async function evalCommand({ positionals, options }: CommandInput): Promi
     process.stdout.write(`${table}\n\n${changed.length === 0 ? `All ${comparisons.length} replayed runs call the same tools.` : `${changed.length} of ${comparisons.length} replayed runs call different tools.`}\n`);
   }
   return changed.length === 0 ? 0 : 1;
+}
+
+function ratedRuns(which: "down" | "up" | "all"): string[] {
+  const { store } = openRecords();
+  if (!store) return [];
+  try {
+    return createFeedbackBook(store).ratedRuns(which, MAX_RATED_RUNS);
+  } finally {
+    store.close();
+  }
 }
 
 /** Each run replayed in turn, on the configured model (or --model); none when nothing is recorded. */
