@@ -6,7 +6,7 @@
  */
 import type pg from "pg";
 import type { Fold, SessionFilters, SessionListing, UsageExample } from "./port-data.js";
-import { examplesOf, type UsageRow } from "./usage-examples.js";
+import { examplesOf, type UsageRow } from "../tools/usage-history.js";
 
 const FIRST_MESSAGE_CHARS = 200;
 const MAX_FOLDS = 500;

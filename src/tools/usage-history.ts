@@ -15,7 +15,7 @@ export interface UsageDatabase {
 /** How many of the latest top-level runs are read at startup. */
 const DEFAULT_HISTORY_RUNS = 5_000;
 
-interface UsageRow {
+export interface UsageRow {
   runId: string;
   request: string;
   status: string;
@@ -42,7 +42,8 @@ export function readRunUsage(db: UsageDatabase, runId: string): UsageExample | u
   return examplesOf(db.prepare(USAGE_OF(`${RECENT_RUNS} AND id = ?`)).all(runId) as UsageRow[])[0];
 }
 
-function examplesOf(rows: UsageRow[]): UsageExample[] {
+/** One example per top-level run, with the tools its steps called (list_tools left out); a run that called none teaches only when it ended with an answer. */
+export function examplesOf(rows: UsageRow[]): UsageExample[] {
   const byRun = new Map<string, UsageExample & { status: string }>();
   for (const row of rows) {
     let example = byRun.get(row.runId);
