@@ -10,14 +10,14 @@
  * gateway gave them, so its turns keep that order; other conversations go on side by side.
  */
 import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type ButtonInteraction, type ChatInputCommandInteraction, type Message } from "discord.js";
-import { costOf, priceOf, type Price } from "../agent/cost.js";
+import type { Price } from "../agent/cost.js";
 import { configurationError } from "../agent/errors.js";
 import type { TokenCounter } from "../agent/tokens.js";
 import type { DiscordConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { refusalFor } from "../adapters/approval-replies.js";
 import { SLASH_COMMANDS } from "../adapters/discord/discord-adapter.js";
-import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey } from "../adapters/discord/discord-events.js";
+import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "../adapters/discord/discord-events.js";
 import { loginToDiscord } from "../adapters/discord/discord-login.js";
 import { approvalOutcomeText, NO_PINGS } from "../adapters/discord/discord-surface.js";
 import { createSessionQueue } from "../agent/session-queue.js";
@@ -111,12 +111,8 @@ export async function startDiscordIngress<Transaction>(options: DiscordIngressOp
       const stopping = (await store.requestCancel({ sessionId })).length > 0;
       await interaction.reply({ content: stopping ? "Stopping." : "Nothing is running here.", allowedMentions: NO_PINGS });
     } else if (interaction.commandName === "usage") {
-      const usage = await store.sessionUsage(sessionId);
-      const name = options.model?.name ?? "the model";
-      const cost = options.model ? costOf(priceOf(options.model.name, options.model.prices), usage) : null;
-      const price = cost === null ? `cost unknown (no price for ${name})` : `about $${cost.toFixed(4)}`;
       await interaction.reply({
-        content: `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
+        content: sessionUsageText(await store.sessionUsage(sessionId), options.model),
         flags: MessageFlags.Ephemeral,
         allowedMentions: NO_PINGS,
       });

@@ -21,7 +21,7 @@ import { createFeedbackBook } from "../../agent/feedback.js";
 import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
-import { costOf, priceOf, type Price } from "../../agent/cost.js";
+import type { Price } from "../../agent/cost.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
@@ -30,7 +30,7 @@ import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
-import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey } from "./discord-events.js";
+import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "./discord-events.js";
 import { loginToDiscord } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
@@ -158,11 +158,8 @@ export async function startDiscordAdapter(options: {
     } else if (interaction.commandName === "stop") {
       await interaction.reply({ content: conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.", allowedMentions: NO_PINGS });
     } else if (interaction.commandName === "usage") {
-      const usage = store.sessionUsage(sessionId);
-      const cost = costOf(priceOf(options.agent.model.name, options.prices), usage);
-      const price = cost === null ? `cost unknown (no price for ${options.agent.model.name})` : `about $${cost.toFixed(4)}`;
       await interaction.reply({
-        content: `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`,
+        content: sessionUsageText(store.sessionUsage(sessionId), { name: options.agent.model.name, prices: options.prices }),
         flags: MessageFlags.Ephemeral,
         allowedMentions: NO_PINGS,
       });

@@ -5,6 +5,7 @@
  * ingress role.
  */
 import type { ClickOrigin } from "../../agent/approvals.js";
+import { costOf, priceOf, type Price } from "../../agent/cost.js";
 
 /** A channel as discord.js gives it (a text channel, a thread, or a DM). */
 export interface DiscordChannelLike {
@@ -42,4 +43,11 @@ export function approvalButton(customId: string): { approvalId: string; approved
   const [prefix, verb, approvalId] = customId.split(":");
   if (prefix !== "glassbox" || !approvalId || (verb !== "approve" && verb !== "deny")) return undefined;
   return { approvalId, approved: verb === "approve" };
+}
+
+/** /usage's answer: a conversation's runs, tokens and cost, on the model named (cost unknown without a price). */
+export function sessionUsageText(usage: { runs: number; promptTokens: number; completionTokens: number }, model: { name: string; prices?: Record<string, Price> } | undefined): string {
+  const cost = model ? costOf(priceOf(model.name, model.prices), usage) : null;
+  const price = cost === null ? `cost unknown (no price for ${model?.name ?? "the model"})` : `about $${cost.toFixed(4)}`;
+  return `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`;
 }
