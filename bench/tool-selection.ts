@@ -17,7 +17,7 @@
  * fifth scored by learning trained on the other four), never on what it was trained on.
  */
 import { createTokenCounter, type TokenCounter } from "../src/agent/tokens.js";
-import { renderForModel } from "../src/tools/executor.js";
+import { renderForModel } from "../src/tools/call-outcome.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { createToolSelector, LIST_TOOLS, type SelectionRun, type ToolSelector } from "../src/tools/selection.js";
 import { createUsageLearning, type UsageLearning } from "../src/tools/usage-learning.js";
