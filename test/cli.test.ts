@@ -270,6 +270,10 @@ describe("glassbox and its database file (GLASSBOX_DB)", () => {
     expect(await glassbox(["trace", "run_x"], env, folder)).toMatchObject({ code: 1, stdout: expect.stringContaining("no conversations are recorded yet in data/glassbox.db") });
     expect(await glassbox(["reset", "--session", "x"], env, folder)).toMatchObject({ code: 1 });
     expect((await glassbox(["tools", "--json"], { ...env, GLASSBOX_DEMO: "false" }, folder)).code).toBe(0);
+    // Listing the demo shop's tools opens no shop (regression: data/shop.db appeared).
+    const demo = await glassbox(["tools", "--json"], { ...env, GLASSBOX_DEMO: "true", GLASSBOX_SHOP_DB: "" }, folder);
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toContain("cancel_order");
     expect(readdirSync(folder)).toEqual([]);
   });
 
