@@ -6,8 +6,6 @@
  * process instance (store-owners); the file is checked when it is opened (store-file).
  */
 import type Database from "better-sqlite3";
-import type { AgentEvent } from "./events.js";
-import type { PipelineStage, RunResult } from "./run.js";
 import { groupCommit, startCheckpointer } from "./store-commit.js";
 import { openDatabase } from "./store-file.js";
 import { INSTANCE, instanceRegistration, ownerChecker } from "./store-owners.js";
@@ -15,91 +13,10 @@ import type { Message } from "./types.js";
 
 export { databaseExists } from "./store-file.js";
 
-export interface StoredMessage {
-  id: number;
-  runId: string | null;
-  message: Message;
-  tokens: number;
-}
+// The plain data the store takes and gives, in a file of their own (store-data.ts).
+export * from "./store-data.js";
+import type { Fact, RunOutcome, RunRecord, SessionInfo, StoredMessage, Summary, SummaryCall } from "./store-data.js";
 
-export interface Summary {
-  content: string;
-  tokens: number;
-  /** The summary covers every message of its session epoch up to and including this id. */
-  lastMessageId: number;
-}
-
-/** The summarising call behind a summary: the run and step it made room for, and what it cost. */
-export interface SummaryCall {
-  runId: string;
-  step: number;
-  model: string;
-  promptTokens: number;
-  completionTokens: number;
-  cost: number | null;
-}
-
-export interface SessionInfo {
-  id: string;
-  messageCount: number;
-  tokens: number;
-  runCount: number;
-  lastActivity: string;
-  /** Who started the session's first run; null for a session without runs. */
-  startedBy: string | null;
-}
-
-export interface Fact {
-  id: number;
-  userId: string;
-  scope: string;
-  content: string;
-  createdAt: string;
-}
-
-export interface RunRecord {
-  runId: string;
-  sessionId: string;
-  userId: string;
-  input: string;
-  /** For a sub-agent's run: the run and tool call it works for. */
-  parent?: { runId: string; toolCallId: string };
-  pipeline?: PipelineStage;
-}
-
-export interface RunOutcome {
-  runId: string;
-  status: string;
-  output: string;
-  steps: number;
-  promptTokens: number;
-  completionTokens: number;
-  /** JSON of a paused run while it waits for approval; null otherwise. */
-  paused: string | null;
-  error: string | null;
-}
-
-/** The run a run_start event starts, as the store keeps it. */
-export function runRecordOf(event: Extract<AgentEvent, { type: "run_start" }>): RunRecord {
-  const { runId, sessionId, userId, input, parent, pipeline } = event;
-  return { runId, sessionId, userId, input, ...(parent ? { parent } : {}), ...(pipeline ? { pipeline } : {}) };
-}
-
-/** How a run ended, as its row stores it. */
-export function runOutcomeOf(result: RunResult): RunOutcome {
-  return {
-    runId: result.runId,
-    status: result.stopReason,
-    output: result.output,
-    steps: result.steps,
-    promptTokens: result.usage.promptTokens,
-    completionTokens: result.usage.completionTokens,
-    paused: result.paused ? JSON.stringify(result.paused) : null,
-    error: result.error ? JSON.stringify(result.error) : null,
-  };
-}
-
-/** The store's operations; every write is committed before the call returns (within `atomically`, before its promise resolves). */
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
   db: Database.Database;
