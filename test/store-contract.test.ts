@@ -7,6 +7,7 @@ import { GlassboxError } from "../src/agent/errors.js";
 import { openStorePort, storePortOptionsFromEnv } from "../src/store/index.js";
 import { approvalsContract } from "./store-contract-approvals.js";
 import { conversationsContract, factsContract } from "./store-contract-conversations.js";
+import { feedbackContract } from "./store-contract-feedback.js";
 import { gatesContract } from "./store-contract-gates.js";
 import { readingsContract } from "./store-contract-readings.js";
 import { runsContract } from "./store-contract-runs.js";
@@ -22,6 +23,7 @@ for (const target of TARGETS) {
     describe("approvals", () => approvalsContract(contract));
     describe("gates", () => gatesContract(contract));
     describe("readings", () => readingsContract(contract));
+    describe("feedback", () => feedbackContract(contract));
   });
 }
 

@@ -34,6 +34,17 @@ import type {
   UsageTotal,
 } from "./port-data.js";
 import type { Message } from "../agent/types.js";
+import type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
+
+export type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
+
+export interface FeedbackInput {
+  runId: string;
+  userId: string;
+  rating: Rating;
+  reason?: unknown;
+  source: FeedbackSource;
+}
 
 export type * from "./port-data.js";
 
@@ -178,8 +189,21 @@ export interface TraceReadings {
   runUsage(runId: string): Promise<UsageExample | undefined>;
 }
 
+/** What people said about answers: 👍 / 👎 per run and person, the latest click counting. */
+export interface FeedbackStore {
+  /** Records a person's rating (and reason), replacing theirs; "unknown_run" when there is no such run. */
+  recordFeedback(input: FeedbackInput): Promise<"recorded" | "unknown_run">;
+  /** Adds a reason to the person's 👎 of the run; false when they have none (it was changed to 👍 since). */
+  explainFeedback(runId: string, userId: string, reason: unknown): Promise<boolean>;
+  feedbackOf(runId: string): Promise<Feedback[]>;
+  /** The runs rated down (anyone's 👎), up (only 👍) or at all, newest rating first. */
+  ratedRuns(which: Rating | "all", limit: number): Promise<string[]>;
+  /** How many 👍 and 👎 were given since a moment (ISO time; all by default). */
+  feedbackCounts(since?: string): Promise<{ up: number; down: number }>;
+}
+
 /** `Transaction`: what acceptEvent and decideApproval hand to writes that join their transaction. */
-export interface StorePort<Transaction = unknown> extends ConversationStore, FactStore, RunStore<Transaction>, ApprovalStore<Transaction>, GateStore, TraceReadings {
+export interface StorePort<Transaction = unknown> extends ConversationStore, FactStore, RunStore<Transaction>, ApprovalStore<Transaction>, GateStore, TraceReadings, FeedbackStore {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for messages to people: a file path, or a database URL without its password. */
   readonly location: string;

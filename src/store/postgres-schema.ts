@@ -185,6 +185,19 @@ const MIGRATIONS = [
   CREATE INDEX cancel_requests_by_run ON cancel_requests(run_id);
   CREATE INDEX cancel_requests_by_age ON cancel_requests(requested_at);
   `,
+  `
+  -- 👍 / 👎 on an answer, one per person and run: a new click replaces the old one
+  CREATE TABLE feedback (
+    run_id text NOT NULL,
+    user_id text NOT NULL,
+    rating text NOT NULL CHECK (rating IN ('up', 'down')),
+    reason text,
+    source text NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (run_id, user_id)
+  );
+  CREATE INDEX feedback_by_time ON feedback(created_at);
+  `,
 ];
 
 /** The schema version a database has once migrated. */

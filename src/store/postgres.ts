@@ -11,6 +11,7 @@ import type { StorePort } from "./port.js";
 import { createPostgresApprovals } from "./postgres-approvals.js";
 import { createPool, describeOpenFailure, locationOf, type PostgresConnection } from "./postgres-client.js";
 import { createPostgresFacts } from "./postgres-facts.js";
+import { createPostgresFeedback } from "./postgres-feedback.js";
 import { createPostgresGates } from "./postgres-gates.js";
 import { createHistoryVersions, createPostgresConversations } from "./postgres-messages.js";
 import { createPostgresRuns } from "./postgres-runs.js";
@@ -48,6 +49,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
   const versions = createHistoryVersions();
   const conversations = createPostgresConversations(pool, versions);
   const facts = createPostgresFacts(pool);
+  const feedback = createPostgresFeedback(pool);
   const runs = createPostgresRuns(pool);
   const approvals = createPostgresApprovals(pool);
   const traces = createPostgresTraces(pool);
@@ -72,6 +74,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     location,
     ...conversations,
     ...facts,
+    ...feedback,
     acceptEvent: writes.acceptEvent,
     record: writes.record,
     endUnstartedRun: runs.endUnstartedRun,

@@ -5,6 +5,7 @@
  * one event-loop turn share one commit; other processes on the same file are seen through the file.
  */
 import { createApprovalBook } from "../agent/approvals.js";
+import { createFeedbackBook } from "../agent/feedback.js";
 import { openStore, type Store } from "../agent/store.js";
 import { createTraceReader } from "../agent/trace.js";
 import { createFoldReader } from "../adapters/web/session-folds.js";
@@ -47,6 +48,7 @@ function portOver(store: Store): SqlitePort {
   const path = db.name;
   if (!db.readonly) addPortTables(db);
   const book = createApprovalBook(store);
+  const feedback = createFeedbackBook(store);
   const reader = createTraceReader(store);
   const gates = createSqliteGates(db, reader);
   const writes = createSqliteWrites(store, createSqliteSteps(db), book);
@@ -111,6 +113,12 @@ function portOver(store: Store): SqlitePort {
       return async () => stop();
     },
     pruneCancelRequests: async (olderThan) => gates.pruneCancelRequests(olderThan),
+    // feedback
+    recordFeedback: (input) => store.atomically(() => feedback.record(input)),
+    explainFeedback: (runId, userId, reason) => store.atomically(() => feedback.explain(runId, userId, reason)),
+    feedbackOf: async (runId) => feedback.ofRun(runId),
+    ratedRuns: async (which, limit) => feedback.ratedRuns(which, limit),
+    feedbackCounts: async (since) => feedback.counts(since),
     // readings
     run: async (runId) => reader.run(runId),
     runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),
