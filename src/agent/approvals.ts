@@ -48,7 +48,8 @@ export type DecisionOutcome =
   | { kind: "stale"; approval: Approval }
   | { kind: "unknown" };
 
-interface ApprovalRow {
+/** An approvals row, as both stores keep it. */
+export interface ApprovalRow {
   id: string;
   run_id: string;
   session_id: string;
@@ -64,7 +65,7 @@ interface ApprovalRow {
   message_ref: string | null;
 }
 
-const toApproval = (row: ApprovalRow): Approval => ({
+export const toApproval = (row: ApprovalRow): Approval => ({
   id: row.id,
   runId: row.run_id,
   sessionId: row.session_id,

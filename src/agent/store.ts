@@ -15,7 +15,7 @@ export { databaseExists } from "./store-file.js";
 
 // The plain data the store takes and gives, in a file of their own (store-data.ts).
 export * from "./store-data.js";
-import type { Fact, RunOutcome, RunRecord, SessionInfo, StoredMessage, Summary, SummaryCall } from "./store-data.js";
+import { toStoredMessage, type Fact, type MessageRow, type RunOutcome, type RunRecord, type SessionInfo, type StoredMessage, type Summary, type SummaryCall } from "./store-data.js";
 
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
@@ -286,27 +286,6 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       db.close();
     },
   };
-}
-
-interface MessageRow {
-  id: number;
-  run_id: string | null;
-  role: Message["role"];
-  content: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  tokens: number;
-}
-
-function toStoredMessage(row: MessageRow): StoredMessage {
-  const content = row.content ?? "";
-  const message: Message =
-    row.role === "assistant"
-      ? { role: "assistant", content: row.content, ...(row.tool_calls ? { tool_calls: JSON.parse(row.tool_calls) } : {}) }
-      : row.role === "tool"
-        ? { role: "tool", content, tool_call_id: row.tool_call_id ?? "" }
-        : { role: row.role, content };
-  return { id: row.id, runId: row.run_id, message, tokens: row.tokens };
 }
 
 /** Words of free text as an FTS5 query: each word quoted (so no syntax leaks in), any may match. */

@@ -13,9 +13,8 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, webApi, type BlockAction, type Context } from "@slack/bolt";
-import type { WebClient, WebClientOptions } from "@slack/web-api";
-import { configurationError } from "../agent/errors.js";
+import { App, type BlockAction, type Context } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
 import { createSessionQueue } from "../agent/session-queue.js";
 import type { TokenCounter } from "../agent/tokens.js";
 import type { SlackConfig } from "../config.js";
@@ -27,6 +26,7 @@ import { slackClientOptions } from "../adapters/slack/slack-conversations.js";
 import { assertInstallPortFree, forgetUninstalledWorkspaces, INSTALL_PATH, installationUserId, oauthAppOptions, openSlackInstallations, withoutSecrets } from "../adapters/slack/slack-oauth.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
+import { singleWorkspace } from "../adapters/slack/slack-workspace.js";
 import type { Approval } from "../store/port.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
@@ -183,21 +183,4 @@ async function showDecision(client: WebClient, approval: Approval): Promise<void
   if (!approval.messageRef) return;
   const [channel = "", ts = ""] = approval.messageRef.split(":");
   await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
-}
-
-/**
- * One workspace: its token is checked before the App exists. Given the bot's ids, Bolt makes no
- * auth.test of its own, whose failure would be an unhandled rejection beside our one-sentence error.
- */
-async function singleWorkspace(slack: SlackConfig, clientOptions: WebClientOptions): Promise<{ token?: string; botUserId: string; botId?: string }> {
-  if (!slack.botToken) throw configurationError("Slack ingress needs SLACK_BOT_TOKEN, or SLACK_CLIENT_ID and the other OAuth settings for an app installed in many workspaces.");
-  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, timeout: 10_000, retryConfig: { retries: 2 } })
-    .auth.test()
-    .catch((error: { code?: string; data?: { error?: string } }) => {
-      if (error.code === "slack_webapi_request_error") {
-        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
-      }
-      throw configurationError(`Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`);
-    });
-  return { token: slack.botToken, botUserId: identity.user_id ?? "", ...(identity.bot_id ? { botId: identity.bot_id } : {}) };
 }

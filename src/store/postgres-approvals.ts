@@ -8,41 +8,10 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ApprovalRequest } from "../tools/types.js";
+import { toApproval, type ApprovalRow } from "../agent/approvals.js";
 import { decisionsOf, judgeClick } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-
-interface ApprovalRow {
-  id: string;
-  run_id: string;
-  session_id: string;
-  tool_call_id: string;
-  tool_name: string;
-  arguments: string;
-  arguments_hash: string;
-  requester: string;
-  status: ApprovalStatus;
-  decided_by: string | null;
-  decided_at: string | null;
-  expires_at: string;
-  message_ref: string | null;
-}
-
-const toApproval = (row: ApprovalRow): Approval => ({
-  id: row.id,
-  runId: row.run_id,
-  sessionId: row.session_id,
-  toolCallId: row.tool_call_id,
-  toolName: row.tool_name,
-  arguments: JSON.parse(row.arguments) as Record<string, unknown>,
-  argumentsHash: row.arguments_hash,
-  requester: row.requester,
-  status: row.status,
-  decidedBy: row.decided_by,
-  decidedAt: row.decided_at,
-  expiresAt: row.expires_at,
-  messageRef: row.message_ref,
-});
 
 const COLUMNS = "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref";
 const select = async (db: Db, where: string, values: unknown[]) => (await db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE ${where}`, values)).rows.map(toApproval);

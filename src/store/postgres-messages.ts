@@ -4,7 +4,7 @@
  * transaction, so a run's writes and an event's acceptance can include them.
  */
 import type pg from "pg";
-import type { Message } from "../agent/types.js";
+import { toStoredMessage, type MessageRow } from "../agent/store-data.js";
 import type { MessageEntry, SessionInfo, StoredMessage, Summary, SummaryCall } from "./port-data.js";
 import type { SessionHistory } from "./port.js";
 import { inTransaction, type Db } from "./postgres-client.js";
@@ -53,27 +53,6 @@ export async function insertMessages(db: Db, sessionId: string, runId: string | 
   );
   // Identities are handed out in the order the rows are made, which is the order given.
   return { ids: rows.map((row) => row.id).sort((a, b) => a - b), session };
-}
-
-interface MessageRow {
-  id: number;
-  run_id: string | null;
-  role: Message["role"];
-  content: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  tokens: number;
-}
-
-function toStoredMessage(row: MessageRow): StoredMessage {
-  const content = row.content ?? "";
-  const message: Message =
-    row.role === "assistant"
-      ? { role: "assistant", content: row.content, ...(row.tool_calls ? { tool_calls: JSON.parse(row.tool_calls) } : {}) }
-      : row.role === "tool"
-        ? { role: "tool", content, tool_call_id: row.tool_call_id ?? "" }
-        : { role: row.role, content };
-  return { id: row.id, runId: row.run_id, message, tokens: row.tokens };
 }
 
 async function messagesAfter(db: Db, sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]> {

@@ -6,14 +6,14 @@
  * Slack's agent experience (slack-agent-view.ts) adds suggested prompts, thread titles and what
  * the person is viewing, which reaches the model as a marked note (slack-viewing.ts).
  */
+import { singleWorkspace } from "./slack-workspace.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "./slack-events.js";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, webApi, type BlockAction, type Context } from "@slack/bolt";
-import type { WebClient, WebClientOptions } from "@slack/web-api";
+import { App, type BlockAction, type Context } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
 import { createApprovalBook } from "../../agent/approvals.js";
 import type { ConversationService } from "../../agent/conversations.js";
-import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
@@ -261,26 +261,6 @@ export async function startSlackAdapter(
       await installations?.close();
     },
   };
-}
-
-/**
- * One workspace: its token is checked before the App exists. Given the bot's ids, Bolt makes no
- * auth.test of its own, whose failure would be an unhandled rejection beside our one-sentence error.
- * Few retries and a time limit: a wrong SLACK_API_URL must fail startup, not retry for half an hour.
- */
-async function singleWorkspace(slack: SlackConfig, clientOptions: WebClientOptions): Promise<{ token?: string; botUserId: string; botId?: string }> {
-  const identity = await new webApi.WebClient(slack.botToken, { ...clientOptions, timeout: 10_000, retryConfig: { retries: 2 } })
-    .auth.test()
-    .catch((error: { code?: string; data?: { error?: string } }) => {
-      // web-api marks a failure to reach Slack at all (as opposed to Slack's answer) with this code.
-      if (error.code === "slack_webapi_request_error") {
-        throw configurationError(`I can't reach Slack at ${slack.apiUrl ?? "https://slack.com/api/"}; check SLACK_API_URL (or leave it unset) and the network.`);
-      }
-      throw configurationError(
-        `Slack refused SLACK_BOT_TOKEN (${error.data?.error ?? String(error)}); copy the Bot User OAuth Token (xoxb-...) from your app's OAuth & Permissions page.`,
-      );
-    });
-  return { token: slack.botToken, botUserId: identity.user_id ?? "", botId: identity.bot_id };
 }
 
 /**
