@@ -53,4 +53,18 @@ export function feedbackContract({ open }: Contract): void {
     expect(await store.feedbackCounts(before)).toEqual({ up: 2, down: 2 });
     expect(await store.feedbackCounts(new Date(Date.now() + 60_000).toISOString())).toEqual({ up: 0, down: 0 });
   });
+
+  it("finds the sessions with a run rated down, or up (the trace viewer's ?rated=)", async () => {
+    const store = await open();
+    for (const [runId, sessionId] of [["run_liked", "web:liked"], ["run_mixed", "web:mixed"], ["run_unrated", "web:unrated"]] as const) {
+      await store.record([{ kind: "start_run", run: runRecord(runId, sessionId) }]);
+      await store.appendMessages(sessionId, runId, [{ message: { role: "user", content: "hi" }, tokens: 1 }]);
+    }
+    await store.recordFeedback({ runId: "run_liked", userId: "web:ann", rating: "up", source: "web" });
+    await store.recordFeedback({ runId: "run_mixed", userId: "web:ann", rating: "up", source: "web" });
+    await store.recordFeedback({ runId: "run_mixed", userId: "web:bob", rating: "down", source: "web" });
+    const ids = async (rated: "up" | "down") => (await store.searchSessions({ limit: 50, rated })).sessions.map((session) => session.id).sort();
+    expect(await ids("down")).toEqual(["web:mixed"]);
+    expect(await ids("up")).toEqual(["web:liked", "web:mixed"]);
+  });
 }

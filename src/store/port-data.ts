@@ -177,6 +177,8 @@ export interface SessionFilters {
   to?: string;
   /** Only sessions this user started. */
   startedBy?: string;
+  /** Only sessions with a run someone rated so (👍 up, 👎 down). */
+  rated?: "up" | "down";
   limit: number;
 }
 

@@ -65,6 +65,7 @@ export function createPostgresSessions(pool: pg.Pool) {
           OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND ${within("m.created_at")}))`);
       }
       if (filters.startedBy !== undefined) where.push(`(${FIRST_RUN("r.user_id")}) = ${param(filters.startedBy)}`);
+      if (filters.rated !== undefined) where.push(`EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = ${param(filters.rated)})`);
       const limit = param(filters.limit + 1);
 
       const { rows } = await pool.query<Omit<SessionListing, "adapter">>(

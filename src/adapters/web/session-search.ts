@@ -6,7 +6,7 @@
  */
 import type { Store } from "../../agent/store.js";
 import { HttpError } from "./http.js";
-import { isRating, type Rating } from "../../agent/feedback.js";
+import { isRating } from "../../agent/feedback.js";
 
 // The shapes are the store port's: this reader is how the SQLite store answers its session search.
 export type { SessionFilters, SessionListing, SessionStatusFilter } from "../../store/port-data.js";
@@ -21,11 +21,11 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const STATUSES: SessionStatusFilter[] = ["error", "awaiting_approval"];
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-/** The store port's filters, and sessions with a run someone rated down (or up), which this SQLite reader adds. */
-export type SessionSearchFilters = SessionFilters & { rated?: Rating };
+/** The store port's filters (the name is kept for older imports). */
+export type SessionSearchFilters = SessionFilters;
 
 /** The filters of GET /api/sessions, from its query; anything out of bounds is one sentence (400). */
-export function sessionFiltersOf(params: URLSearchParams): SessionSearchFilters {
+export function sessionFiltersOf(params: URLSearchParams): SessionFilters {
   const text = params.get("q")?.trim() ?? "";
   if (text.length > MAX_SEARCH_CHARS) throw new HttpError(400, `The search is ${text.length} characters long; the limit is ${MAX_SEARCH_CHARS}.`);
   const adapter = params.get("adapter") || undefined;
@@ -66,7 +66,7 @@ export function createSessionSearch(store: Store) {
   const { db } = store;
   const statements = new Map<string, ReturnType<typeof db.prepare>>();
 
-  return function searchSessions(filters: SessionSearchFilters): { sessions: SessionListing[]; more: boolean } {
+  return function searchSessions(filters: SessionFilters): { sessions: SessionListing[]; more: boolean } {
     const where: string[] = [];
     const params: Record<string, string | number> = { limit: filters.limit + 1 };
     if (filters.text !== undefined) {
