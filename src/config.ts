@@ -63,7 +63,17 @@ export interface GlassboxConfig {
   web: WebConfig;
   /** MCP servers whose tools join the registry, by name (GLASSBOX_MCP_SERVERS, JSON). */
   mcpServers: Record<string, McpServerConfig>;
+  /**
+   * What this process does when several share PostgreSQL (GLASSBOX_ROLE): `ingress` receives and
+   * enqueues, `worker` runs the turns, `all` both; unset, everything runs in one process as before.
+   */
+  role?: GlassboxRole;
+  /** Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY, default 8). */
+  workerConcurrency: number;
 }
+
+export const GLASSBOX_ROLES = ["ingress", "worker", "all"] as const;
+export type GlassboxRole = (typeof GLASSBOX_ROLES)[number];
 
 export interface WebConfig {
   /** GLASSBOX_WEB_HOST, default 127.0.0.1; any other address needs `apiToken`. */
@@ -170,7 +180,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
+    role: roleOf(env.GLASSBOX_ROLE),
+    workerConcurrency: positiveInteger(env, "GLASSBOX_WORKER_CONCURRENCY", 8),
   };
+}
+
+function roleOf(value: string | undefined): GlassboxRole | undefined {
+  const role = nonEmpty(value)?.toLowerCase();
+  if (role === undefined || (GLASSBOX_ROLES as readonly string[]).includes(role)) return role as GlassboxRole | undefined;
+  throw configurationError(`GLASSBOX_ROLE is '${value}'; set it to ingress, worker or all (with GLASSBOX_DATABASE_URL), or leave it unset to run everything in one process.`);
 }
 
 const MAX_DEFAULT_WORKERS = 4;
