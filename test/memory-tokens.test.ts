@@ -66,7 +66,7 @@ describe("createTokenCounter", () => {
   });
 
   it("counts a message as its framing, role and content", () => {
-    const user: Message = { role: "user", content: "What is the weather in Paris?" };
+    const user = { role: "user", content: "What is the weather in Paris?" } satisfies Message;
     expect(o200k.message(user)).toBe(3 + o200k.text("user") + o200k.text(user.content));
     expect(o200k.message({ role: "assistant", content: null })).toBe(3 + o200k.text("assistant"));
   });

@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startWebServer, type WebServer } from "../src/adapters/web/web-server.js";
 import { MAX_REASONING_CHARS } from "../src/agent/trace.js";
-import type { ChatModel } from "../src/agent/types.js";
+import { textOf, type ChatModel } from "../src/agent/types.js";
 import { loadConfig } from "../src/config.js";
 import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -34,7 +34,7 @@ function thinkingModel(inner: ChatModel): ChatModel {
     name: inner.name,
     async chat(request) {
       const response = await inner.chat(request);
-      if (request.messages.some((message) => message.role === "user" && message.content.includes(PLAIN))) return response;
+      if (request.messages.some((message) => message.role === "user" && textOf(message.content).includes(PLAIN))) return response;
       return response.toolCalls.length ? { ...response, reasoning: FIRST_THOUGHT, notes: [FIRST_NOTE] } : { ...response, reasoning: LONG_THOUGHT, notes: [SECOND_NOTE] };
     },
   };

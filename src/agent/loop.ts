@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, type ExecutorOptions, type PendingToolCall, type RunScope } from "../tools/executor.js";
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
+import { inputWithAttachments, userMessageOf } from "./attachments.js";
 import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
 import { liveOf, type Live } from "./live.js";
@@ -35,8 +36,8 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   const live = liveOf(task, config);
   return survive(run, live, async () => {
     await live.atomically(() => {
-      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: task.input, ...(task.parent ? { parent: task.parent } : {}), ...(task.pipeline ? { pipeline: task.pipeline } : {}) });
-      addMessages(run, live, [{ role: "user", content: task.input }]);
+      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: inputWithAttachments(task), ...(task.parent ? { parent: task.parent } : {}), ...(task.pipeline ? { pipeline: task.pipeline } : {}) });
+      addMessages(run, live, [userMessageOf(task)]);
     });
     return loop(config, run, live);
   });

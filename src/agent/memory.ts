@@ -12,7 +12,8 @@ import { sqlitePortOf } from "../store/sqlite.js";
 import type { RunUnit, RunWriter } from "./run-unit.js";
 import { runOutcomeOf, runRecordOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
-import { addUsage, type ChatModel, type Message, type ToolSpec } from "./types.js";
+import { addUsage, textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
+import { conversationFormOf, withTextBefore } from "./attachments.js";
 
 /** The loop's port to memory. */
 export interface Memory {
@@ -172,9 +173,9 @@ export function createMemory(options: MemoryOptions): Memory {
     async context(run, { systemPrompt, tools }) {
       const session = await sessionOf(run.sessionId);
       const request = requestOf(run);
-      const notes = await notesFor(run, String(request.message.content));
+      const notes = await notesFor(run, textOf(request.message.content));
       // Remembered facts ride with the request, never in a system message: they are what users said.
-      const requestMessage: Message = notes.text ? { role: "user", content: `${notes.text}\n\n${request.message.content ?? ""}` } : request.message;
+      const requestMessage: Message = notes.text ? withTextBefore(request.message, notes.text) : request.message;
       let schemaTokens = toolTokens.get(tools);
       if (schemaTokens === undefined) toolTokens.set(tools, (schemaTokens = counter.tools(tools)));
       const system = (): { message: Message; tokens: number } => {
@@ -205,7 +206,8 @@ export function createMemory(options: MemoryOptions): Memory {
     },
 
     commit(run, messages, unit) {
-      const entries = messages.map((message) => ({ message, tokens: counter.message(message) }));
+      // The conversation keeps a message's text; an attached image was shown in its own run only.
+      const entries = messages.map(conversationFormOf).map((message) => ({ message, tokens: counter.message(message) }));
       unit.addMessages({ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries }, (ids) => {
         // Once committed, a cached copy gets the new rows; one that is stale (another handle wrote,
         // or a reset) is reloaded, rows and all, by the next context, which checks before every use.
@@ -353,7 +355,7 @@ function noteLine(fact: Fact, userId: string): string {
 /** A request too large for the room is cut, with a marker saying so. */
 function fitMessage(message: Message, maxTokens: number, counter: TokenCounter): { message: Message; tokens: number } {
   const tokens = counter.message(message);
-  if (tokens <= maxTokens || message.role !== "user") return { message, tokens };
+  if (tokens <= maxTokens || message.role !== "user" || typeof message.content !== "string") return { message, tokens }; // attachments were cut to their share
   const cut: Message = { role: "user", content: limitTokens(message.content, maxTokens, counter) };
   return { message: cut, tokens: counter.message(cut) };
 }
@@ -387,7 +389,7 @@ function transcript(messages: StoredMessage[], cut: (text: string) => string): s
         return `${message.content ? `Assistant: ${cut(message.content)}\n` : ""}Assistant called: ${calls}`;
       }
       const speaker = message.role === "user" ? "User" : message.role === "assistant" ? "Assistant" : "Note";
-      return `${speaker}: ${cut(message.content ?? "")}`;
+      return `${speaker}: ${cut(textOf(message.content))}`;
     })
     .join("\n");
 }

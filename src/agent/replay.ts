@@ -13,7 +13,7 @@ import { DEFAULT_SYSTEM_PROMPT, runAgent } from "./loop.js";
 import type { RunResult } from "./run.js";
 import type { RecordedRequest } from "../store/port-data.js";
 import type { RunTrace, StepTrace } from "./trace.js";
-import type { ChatModel, Message, ToolSpec } from "./types.js";
+import { textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
 
 /** What a replay reads of a recorded run (the trace reader has these). */
 export interface RecordedRuns {
@@ -117,7 +117,7 @@ function contextOf(messages: Message[], systemPrompt: string | undefined) {
   return {
     systemPrompt: systemPrompt ?? recordedPrompt,
     history: rest.slice(0, lastUser),
-    input: String(rest[lastUser]?.content ?? ""),
+    input: textOf(rest[lastUser]?.content),
   };
 }
 

@@ -2,6 +2,7 @@
 import type { PendingToolCall, ToolRunState } from "../tools/executor.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
+import type { Attachment } from "./attachments.js";
 import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
@@ -38,6 +39,8 @@ export interface AgentConfig {
 
 export interface Task {
   input: string;
+  /** Files that came with the message (images, text, anything else), read within the adapter's limits. */
+  attachments?: Attachment[];
   /** The run's id, when the caller needs it before the run starts (an HTTP API answering at once). */
   runId?: string;
   /** For a sub-agent's run: the run and the tool call it works for (its trace nests there). */

@@ -5,7 +5,10 @@
  * drift it sees.
  */
 import { Tiktoken } from "js-tiktoken/lite";
-import type { Message, ToolSpec } from "./types.js";
+import { textOf, type Message, type ToolSpec } from "./types.js";
+
+/** An image part as a prompt counts it: OpenAI's price of a 1024x1024 image at high detail. */
+export const IMAGE_TOKENS = 765;
 
 export type EncodingName = "o200k_base" | "cl100k_base";
 
@@ -142,7 +145,8 @@ export async function createTokenCounter(encoding: EncodingName): Promise<TokenC
     encoding,
     text,
     message(message) {
-      let count = TOKENS_PER_MESSAGE + text(message.role) + text(message.content ?? "");
+      let count = TOKENS_PER_MESSAGE + text(message.role) + text(textOf(message.content));
+      if (message.role === "user" && typeof message.content !== "string") count += IMAGE_TOKENS * message.content.filter((part) => part.type === "image_url").length;
       if (message.role === "assistant") {
         for (const call of message.tool_calls ?? []) {
           count += TOKENS_PER_MESSAGE + text(call.function.name) + text(call.function.arguments);

@@ -23,9 +23,15 @@ export interface ToolCall extends ProtocolToolCall {
   message_reasoning_content?: string;
 }
 
+/**
+ * A part of a user message, as Chat Completions takes it: text, or an image (a data: URL; `detail`
+ * as OpenAI reads it). A user message is plain text unless something was attached to it.
+ */
+export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } };
+
 export type Message =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string | ContentPart[] }
   | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
   | { role: "tool"; content: string; tool_call_id: string };
 
@@ -67,6 +73,12 @@ export interface ModelResponse {
 export interface ChatModel {
   readonly name: string;
   chat(request: ModelRequest): Promise<ModelResponse>;
+}
+
+/** The text of a message's content: its text parts joined (an image part is no text). */
+export function textOf(content: string | ContentPart[] | null | undefined): string {
+  if (typeof content === "string") return content;
+  return (content ?? []).flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n\n");
 }
 
 export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });

@@ -61,9 +61,12 @@ export interface SelectionQuery {
 }
 
 /** The parts of a run that selection reads; a RunState fits. */
+/** A message's content: text, or parts (a user message with attachments), of which the text parts count. */
+type SaidContent = string | null | ReadonlyArray<{ type: string; text?: string }>;
+
 export interface SelectionRun {
-  history?: ReadonlyArray<{ role: string; content: string | null }>;
-  messages: ReadonlyArray<{ role: string; content: string | null }>;
+  history?: ReadonlyArray<{ role: string; content: SaidContent }>;
+  messages: ReadonlyArray<{ role: string; content: SaidContent }>;
   toolCalls: ReadonlyArray<{ name: string; arguments: unknown }>;
 }
 
@@ -204,10 +207,11 @@ function propertiesOf(schema: unknown): Record<string, unknown> {
 
 /** The request, the latest user and assistant messages, the tools called, and what list_tools pointed to. */
 function queryOf(run: SelectionRun, matches: (query: string) => string[]): SelectionQuery {
-  const said = (message: { role: string; content: string | null }) => (message.role === "user" || message.role === "assistant") && !!message.content;
+  const said = (message: { role: string; content: SaidContent }) => (message.role === "user" || message.role === "assistant") && !!message.content;
+  const textOf = (content: SaidContent | undefined) => (typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join("\n"));
   const request = run.messages.find(said);
   const recent = [...(run.history ?? []), ...run.messages].filter(said).slice(-RECENT_MESSAGES);
-  const text = [...new Set([request, ...recent])].map((message) => message?.content ?? "").join("\n");
+  const text = [...new Set([request, ...recent])].map((message) => textOf(message?.content)).join("\n");
   const requested = run.toolCalls.flatMap((call) => {
     const query = call.name === LIST_TOOLS && isPlainObject(call.arguments) ? call.arguments.query : undefined;
     return typeof query === "string" && query.trim() !== "" ? matches(query) : [];
