@@ -1,29 +1,29 @@
 /**
  * The HTTP API under /api, for the pages and for other systems: start runs and follow them (poll or
  * Server-Sent Events), decide approvals, and read the trace of every session (Slack, Discord, web,
- * command line) from the shared store. A user's token (GLASSBOX_API_USERS) acts only as its user
- * and reads only the sessions that user started; the service token, or this machine when no token
- * is set, acts for anyone and reads everything.
+ * command line) from the shared store, through the store port (SQLite or PostgreSQL). A user's token
+ * (GLASSBOX_API_USERS) acts only as its user and reads only the sessions that user started; the
+ * service token, or this machine when no token is set, acts for anyone and reads everything.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createApprovalBook } from "../../agent/approvals.js";
 import type { Conversations } from "../../agent/conversations.js";
-import { runOutcomeOf, type RunOutcome, type Store } from "../../agent/store.js";
-import { createTraceReader, type RunTrace } from "../../agent/trace.js";
+import { runOutcomeOf, type RunOutcome } from "../../agent/store.js";
+import type { RunTrace } from "../../agent/trace.js";
+import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { actingUser, decodeSegment, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
-import { createFoldReader } from "./session-folds.js";
 import type { ReplayComparison } from "../../agent/replay.js";
-import { createSessionSearch, sessionFiltersOf } from "./session-search.js";
-import { createFeedbackBook, isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
+import { sessionFiltersOf } from "./session-search.js";
+import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 export interface ApiContext {
   conversations: Conversations;
   hub: EventHub;
-  store: Store;
+  /** Where runs are accepted and the trace is read (a SQLite `Store` goes in as sqlitePortOf(store)). */
+  store: StorePort;
   log: Logger;
   /** Shown by the page: which model answers; null when none is configured. */
   modelLabel: string | null;
@@ -48,19 +48,17 @@ const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 
 export function createApi(context: ApiContext) {
   const { conversations, hub, store, log } = context;
-  const reader = createTraceReader(store);
-  const book = createApprovalBook(store);
-  const searchSessions = createSessionSearch(store);
-  const foldsOf = createFoldReader(store);
-  const feedback = createFeedbackBook(store);
 
-  const runView = (run: RunTrace) => ({ ...run, done: !UNFINISHED.has(run.status), approvals: book.ofRun(run.runId).map(approvalView), feedback: feedback.ofRun(run.runId) });
+  const runView = async (run: RunTrace) => {
+    const [approvals, feedback] = await Promise.all([store.approvalsOfRun(run.runId), store.feedbackOf(run.runId)]);
+    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
+  };
   /** A user's token reads only the sessions its user started; anyone else reads all. */
-  const mayRead = (caller: Caller, sessionId: string) => caller.userId === undefined || store.sessionOwner(sessionId) === caller.userId;
+  const mayRead = async (caller: Caller, sessionId: string) => caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId;
   /** The run, when it exists and the caller may read it; otherwise a 404 that does not say which. */
-  const readableRun = (caller: Caller, runId: string) => {
-    const run = reader.run(runId);
-    if (!run || !mayRead(caller, run.sessionId)) throw new HttpError(404, `There is no run ${runId}.`);
+  const readableRun = async (caller: Caller, runId: string) => {
+    const run = await store.run(runId);
+    if (!run || !(await mayRead(caller, run.sessionId))) throw new HttpError(404, `There is no run ${runId}.`);
     return run;
   };
 
@@ -88,12 +86,9 @@ export function createApi(context: ApiContext) {
       // Accepted means stored: the run's row is committed before the 202, so a caller never holds
       // an id the store has not heard of (after a crash, a run never started reads as interrupted).
       const runId = `run_${randomUUID()}`;
-      await store.atomically(() => {
-        // In the same unit, so two users cannot both take a new session.
-        const owner = caller.userId && store.sessionOwner(sessionId);
-        if (owner && owner !== caller.userId) throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
-        store.acceptRun({ runId, sessionId, userId, input });
-      });
+      // The owner is checked in the acceptance's transaction, so two users cannot both take a new session.
+      const accepted = await store.acceptEvent({ eventIds: [], run: { runId, sessionId, userId, input }, ...(caller.userId ? { sessionOwner: caller.userId } : {}) });
+      if (accepted.kind === "not_owner") throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
       hub.accept(runId, sessionId);
       void conversations.send({ sessionId, userId, input, runId }).then(
         (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
@@ -106,18 +101,18 @@ export function createApi(context: ApiContext) {
       sendJson(response, 202, { runId, session: sessionId }, { location: `/api/runs/${runId}` });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)$/, (_request, response, [runId = ""], _url, caller) => {
-      const run = readableRun(caller, runId);
+    ["GET", /^\/api\/runs\/([^/]+)$/, async (_request, response, [runId = ""], _url, caller) => {
+      const run = await readableRun(caller, runId);
       // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
-      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...runView(run), ...pipelineView(reader.stagesOf(run.runId)) } : runView(run));
+      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...(await runView(run)), ...pipelineView(await store.stagesOf(run.runId)) } : await runView(run));
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/events$/, (request, response, [runId = ""], _url, caller) => streamRun(request, response, readableRun(caller, runId))],
+    ["GET", /^\/api\/runs\/([^/]+)\/events$/, async (request, response, [runId = ""], _url, caller) => streamRun(request, response, await readableRun(caller, runId))],
 
     // A JSON body (even {}) is required, as for every write: a cross-site form cannot send one.
     ["POST", /^\/api\/runs\/([^/]+)\/cancel$/, async (request, response, [runId = ""], _url, caller) => {
       await readJsonObject(request);
-      const run = readableRun(caller, runId);
+      const run = await readableRun(caller, runId);
       if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`);
       if (run.status !== "running") throw new HttpError(409, notRunning(run.status));
       // One run at a time per session: the running one is this run (or the specialist it waits for).
@@ -128,7 +123,7 @@ export function createApi(context: ApiContext) {
     // A replay spends the model's tokens: only for whoever may read the run, with bounded inputs.
     ["POST", /^\/api\/runs\/([^/]+)\/replay$/, async (request, response, [runId = ""], _url, caller) => {
       const body = await readJsonObject(request);
-      readableRun(caller, runId);
+      await readableRun(caller, runId);
       if (!context.replay) throw new HttpError(503, context.problem ?? "No model is configured, so nothing can be replayed.");
       sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
     }],
@@ -137,7 +132,7 @@ export function createApi(context: ApiContext) {
     // the one before. Slack and Discord answers are rated where they were given, by who can see them.
     ["POST", /^\/api\/runs\/([^/]+)\/feedback$/, async (request, response, [runId = ""], _url, caller) => {
       const body = await readJsonObject(request);
-      const run = readableRun(caller, runId);
+      const run = await readableRun(caller, runId);
       if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; rate it where it answered (its Slack thread or Discord channel).`);
       if (UNFINISHED.has(run.status)) throw new HttpError(409, "This run has not answered yet; rate it once it has.");
       if (!isRating(body.rating)) throw new HttpError(400, 'Say "rating": "up" or "down".');
@@ -145,20 +140,21 @@ export function createApi(context: ApiContext) {
         throw new HttpError(400, `Give "reason" as text of up to ${MAX_REASON_CHARS.toLocaleString("en-US")} characters, or leave it out.`);
       }
       const userId = actingUser(caller, body.userId);
-      await store.atomically(() => feedback.record({ runId, userId, rating: body.rating as "up" | "down", reason: body.reason, source: "web" }));
-      sendJson(response, 200, { runId, feedback: feedback.ofRun(runId) });
+      await store.recordFeedback({ runId, userId, rating: body.rating, reason: body.reason, source: "web" });
+      sendJson(response, 200, { runId, feedback: await store.feedbackOf(runId) });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, (_request, response, [runId = ""], _url, caller) => {
-      readableRun(caller, runId);
-      sendJson(response, 200, { runId, steps: reader.steps(runId) });
+    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, async (_request, response, [runId = ""], _url, caller) => {
+      await readableRun(caller, runId);
+      sendJson(response, 200, { runId, steps: await store.steps(runId) });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, (_request, response, [runId = "", step = ""], _url, caller) => {
-      readableRun(caller, runId);
-      const stored: unknown = reader.payload(runId, Number(step));
+    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, async (_request, response, [runId = "", step = ""], _url, caller) => {
+      await readableRun(caller, runId);
+      const stored: unknown = await store.payload(runId, Number(step));
       if (!stored) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
-      sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, reader.steps(runId).find((one) => one.step === Number(step))?.model ?? null) });
+      const model = (await store.steps(runId)).find((one) => one.step === Number(step))?.model ?? null;
+      sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, model) });
     }],
 
     ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
@@ -166,58 +162,64 @@ export function createApi(context: ApiContext) {
       if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
       const userId = actingUser(caller, body.userId);
       // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
-      const sessionId = book.get(approvalId)?.sessionId;
-      if (!sessionId?.startsWith("web:") || !mayRead(caller, sessionId)) throw new HttpError(404, `There is no web approval ${approvalId}.`);
+      const sessionId = (await store.approval(approvalId))?.sessionId;
+      if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId))) throw new HttpError(404, `There is no web approval ${approvalId}.`);
       const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
       if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
       void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
       sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
     }],
 
-    ["GET", /^\/api\/sessions$/, (_request, response, _params, url, caller) => {
+    ["GET", /^\/api\/sessions$/, async (_request, response, _params, url, caller) => {
       const filters = sessionFiltersOf(url.searchParams);
-      sendJson(response, 200, searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }));
+      sendJson(response, 200, await store.searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }));
     }],
 
-    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, (_request, response, [sessionId = ""], _url, caller) => {
-      const runs = reader.runsOfSession(sessionId);
-      if (!mayRead(caller, sessionId) || (runs.length === 0 && !store.listSessions().some((session) => session.id === sessionId))) {
-        throw new HttpError(404, `There is no session ${sessionId}.`);
-      }
-      sendJson(response, 200, { session: sessionId, runs: runs.map(runView), folds: foldsOf(sessionId) });
+    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, async (_request, response, [sessionId = ""], _url, caller) => {
+      const runs = await store.runsOfSession(sessionId);
+      // A session without runs (only messages, from before runs were kept) still exists.
+      const exists = runs.length > 0 || (await store.listSessions()).some((session) => session.id === sessionId);
+      if (!(await mayRead(caller, sessionId)) || !exists) throw new HttpError(404, `There is no session ${sessionId}.`);
+      sendJson(response, 200, { session: sessionId, runs: await Promise.all(runs.map(runView)), folds: await store.foldsOf(sessionId) });
     }],
 
-    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, (request, response, [sessionId = ""], url, caller) => {
+    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, async (request, response, [sessionId = ""], url, caller) => {
       const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? undefined;
       const afterId = lastEventId === undefined ? undefined : Number(lastEventId);
       if (afterId !== undefined && !Number.isInteger(afterId)) throw new HttpError(400, "Last-Event-ID (or ?after=) must be a whole number.");
       // A user may follow a session of theirs, or one nobody has started yet (a new chat page):
       // then only once it is theirs do its events reach them (its first run's row comes before them).
-      const owner = caller.userId && store.sessionOwner(sessionId);
+      const owner = caller.userId && (await store.sessionOwner(sessionId));
       if (owner && owner !== caller.userId) throw new HttpError(404, `There is no session ${sessionId}.`);
-      let readable = caller.userId === undefined || owner === caller.userId;
+      const known = caller.userId === undefined || owner === caller.userId;
+      // Until then, each event in turn asks whether the session is the caller's now, and waits in line.
+      let readable = known;
+      let line = Promise.resolve();
+      const inLine = (then: () => Promise<void> | void) => {
+        line = line.then(then).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "web: following a session failed"));
+      };
       const send = (numbered: NumberedEvent) => {
-        readable ||= mayRead(caller, sessionId);
-        if (readable) stream.send(numbered.id, numbered.event);
+        if (known) return stream.send(numbered.id, numbered.event);
+        inLine(async () => {
+          readable ||= await mayRead(caller, sessionId);
+          if (readable) stream.send(numbered.id, numbered.event);
+        });
       };
       const stream = openEventStream(request, response);
-      const watching = hub.watchSession(sessionId, afterId, { event: send, end: () => stream.close() });
+      const watching = hub.watchSession(sessionId, afterId, { event: send, end: () => (known ? stream.close() : inLine(() => stream.close())) });
       for (const numbered of watching.replay) send(numbered);
       stream.onClose(watching.stop);
     }],
 
-    ["GET", /^\/api\/usage$/, (_request, response, _params, _url, caller) => {
-      sendJson(response, 200, { byUser: reader.totalsByUser(caller.userId), byDay: reader.totalsByDay(caller.userId) });
+    ["GET", /^\/api\/usage$/, async (_request, response, _params, _url, caller) => {
+      const [byUser, byDay] = await Promise.all([store.totalsByUser(caller.userId), store.totalsByDay(caller.userId)]);
+      sendJson(response, 200, { byUser, byDay });
     }],
   ];
 
   /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
   function endUnstarted(outcome: RunOutcome): void {
-    try {
-      store.endUnstartedRun(outcome);
-    } catch (error) {
-      log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed");
-    }
+    store.endUnstartedRun(outcome).catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed"));
   }
 
   function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {

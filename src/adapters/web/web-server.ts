@@ -16,7 +16,6 @@ import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import { replayRun } from "../../agent/replay.js";
 import type { Store } from "../../agent/store.js";
-import { createTraceReader } from "../../agent/trace.js";
 import type { ChatModel } from "../../agent/types.js";
 import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
@@ -25,11 +24,14 @@ import { HttpError, sendJson } from "./http.js";
 import { credentialsOf, matchingCredential, type Caller } from "./api-rules.js";
 import { createApi } from "./web-api.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
+import type { StorePort } from "../../store/port.js";
+import { isStorePort, recordedRunOf, storePortOf } from "../trace-readings.js";
 
 export interface WebServerOptions {
   /** The agent; absent only when no model is configured, and then `problem` says what to set. */
   agent?: AgentConfig;
-  store: Store;
+  /** The store port (SQLite or PostgreSQL); a SQLite `Store` is read through its port. */
+  store: Store | StorePort;
   log: Logger;
   /** Default 127.0.0.1; any other address needs `apiToken`. */
   host?: string;
@@ -83,6 +85,7 @@ const PAGE_HEADERS = {
 
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const { store, log } = options;
+  const port = storePortOf(store);
   const host = options.host ?? "127.0.0.1";
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   if (!isLoopback(host) && credentials.length === 0) {
@@ -92,6 +95,8 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const agent = options.agent ?? unconfiguredAgent(options.problem ?? "");
 
   const hub = createEventHub();
+  // Interim, until createConversations takes the port too (issue 16): conversations still need a Store.
+  if (isStorePort(store)) throw new Error("startWebServer runs conversations on a SQLite Store until conversations take the store port.");
   const conversations = createConversations(agent, store, {
     openSurface: (sessionId) => openWebSurface(hub, sessionId),
     showDecision: showWebDecision(hub),
@@ -104,7 +109,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const api = createApi({
     conversations,
     hub,
-    store,
+    store: port,
     log,
     // Without a model the label would name the default one, which is not there.
     modelLabel: options.agent ? options.modelLabel : null,
@@ -113,7 +118,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     problem: options.problem,
     hints: options.hints ?? [],
     tokenRequired: credentials.length > 0,
-    ...(options.agent ? { replay: replayOn(options.agent.model, store, options.modelNamed) } : {}),
+    ...(options.agent ? { replay: replayOn(options.agent.model, port, options.modelNamed) } : {}),
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -154,14 +159,14 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     });
     server.listen(options.port ?? DEFAULT_WEB_PORT, host, () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  const { port: listening } = server.address() as AddressInfo;
 
   const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "web: expiring approvals failed")), EXPIRY_SWEEP_MS);
   sweep.unref();
   await conversations.expireApprovals(); // approvals that ran out while the server was down
 
   return {
-    url: `http://${urlHost(host)}:${port}/`,
+    url: `http://${urlHost(host)}:${listening}/`,
     conversations,
     async stop() {
       clearInterval(sweep);
@@ -220,11 +225,10 @@ function unconfiguredAgent(problem: string): AgentConfig {
 }
 
 /** Replays on the agent's model, or on another named one when the server can make it. */
-function replayOn(model: ChatModel, store: Store, modelNamed: ((name: string) => ChatModel) | undefined) {
-  const reader = createTraceReader(store);
-  return (runId: string, options: { model?: string; systemPrompt?: string }) => {
+function replayOn(model: ChatModel, store: StorePort, modelNamed: ((name: string) => ChatModel) | undefined) {
+  return async (runId: string, options: { model?: string; systemPrompt?: string }) => {
     if (options.model && options.model !== model.name && !modelNamed) throw new HttpError(400, `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`);
     const chosen = options.model && options.model !== model.name && modelNamed ? modelNamed(options.model) : model;
-    return replayRun(reader, runId, { model: chosen, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
+    return replayRun(await recordedRunOf(store, runId), runId, { model: chosen, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
   };
 }
