@@ -7,7 +7,7 @@ import { parsePrices, type Price } from "./agent/cost.js";
 import { parseEncryptionKey } from "./adapters/slack/token-crypto.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
-import type { ToolMode } from "./agent/llm/index.js";
+import type { ImageMode, ToolMode } from "./agent/llm/index.js";
 import type { InstallationDatabase } from "./store/installations.js";
 import { parseMcpServers, type McpServerConfig } from "./tools/mcp.js";
 
@@ -19,6 +19,8 @@ export interface GlassboxConfig {
     toolMode: ToolMode;
     stream: boolean;
     timeoutMs: number;
+    /** Whether attached images go to the model as image parts (GLASSBOX_MODEL_IMAGES: auto, on, off). */
+    images: ImageMode;
   };
   /** Extra tool modules (paths or package names), from GLASSBOX_TOOLS. */
   toolModules: string[];
@@ -134,7 +136,13 @@ export interface SlackOAuthConfig {
 }
 
 /** What glassbox uses (see slack-app-manifest.yaml). */
-export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write", "channels:read"];
+export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write", "channels:read", "files:read"];
+
+function imageModeOf(value: string | undefined): ImageMode {
+  const mode = nonEmpty(value) ?? "auto";
+  if (mode === "auto" || mode === "on" || mode === "off") return mode;
+  throw configurationError(`GLASSBOX_MODEL_IMAGES is '${mode}'; set it to auto, on or off.`);
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig {
   const toolMode = env.GLASSBOX_TOOL_MODE ?? "auto";
@@ -149,6 +157,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       toolMode,
       stream: env.GLASSBOX_STREAM !== "false",
       timeoutMs: positiveNumber(env, "GLASSBOX_MODEL_TIMEOUT_MS", 60_000),
+      images: imageModeOf(env.GLASSBOX_MODEL_IMAGES),
     },
     toolModules: list(env.GLASSBOX_TOOLS),
     builtinTools: builtinToolsOf(env.GLASSBOX_BUILTIN_TOOLS),

@@ -71,10 +71,12 @@ export interface ScriptedModelServerOptions {
   host?: string; // default 127.0.0.1
   latencyMs?: number; // added before every answer
   rejectTools?: boolean | string; // answer 400 to any request with tools, like vLLM/Ollama without tool parsing
+  rejectImages?: boolean | string; // answer 400 to any request with an image part, like a text-only model (OpenAI's words by default)
   models?: string[]; // served by GET /v1/models; when given, chat requests for other models get 404
   apiKey?: string; // when given, requests must carry `Authorization: Bearer <apiKey>`
 }
 
+const DEFAULT_REJECT_IMAGES_MESSAGE = "Invalid content type. image_url is only supported by certain models.";
 const DEFAULT_REJECT_TOOLS_MESSAGE =
   '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set';
 
@@ -129,6 +131,11 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (options.rejectTools && Array.isArray(body.tools) && body.tools.length > 0) {
       const message = typeof options.rejectTools === "string" ? options.rejectTools : DEFAULT_REJECT_TOOLS_MESSAGE;
       return sendError(response, 400, message, "BadRequestError");
+    }
+
+    if (options.rejectImages && body.messages.some((message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"))) {
+      const message = typeof options.rejectImages === "string" ? options.rejectImages : DEFAULT_REJECT_IMAGES_MESSAGE;
+      return sendError(response, 400, message, "invalid_request_error");
     }
 
     const reply = await nextReply(body);

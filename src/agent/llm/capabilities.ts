@@ -184,7 +184,7 @@ export function capabilitiesOf(where: { baseURL: string; model: string }, warn: 
 }
 
 /** The SDK error behind `error` (a glassbox error keeps it as its cause), read as details. */
-function detailsOf(error: unknown): ErrorDetails | undefined {
+export function detailsOf(error: unknown): ErrorDetails | undefined {
   let current = error;
   while (!(current instanceof OpenAI.APIError) && current instanceof Error && current.cause !== undefined) current = current.cause;
   if (!(current instanceof OpenAI.APIError) || current.status === undefined) return undefined;

@@ -12,6 +12,7 @@ import { undiciFetch } from "../../undici-fetch.js";
 import { addUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse } from "../types.js";
 import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilities.js";
 import { IdFormat } from "./ids.js";
+import { createImageGate, type ImageMode } from "./images.js";
 import { toWireMessages } from "./outgoing.js";
 import { judgeReply } from "./reply.js";
 import { BodyReadError, readBody, type BodyItem } from "./sse.js";
@@ -33,6 +34,8 @@ export interface OpenAIModelOptions {
   timeoutMs?: number;
   /** Retries after the first try for 429, 5xx and connection errors (default 3, so 4 tries). */
   maxRetries?: number;
+  /** Whether attached images go as image parts (see images.ts; default "auto"). */
+  images?: ImageMode;
   warn?: (message: string) => void;
 }
 
@@ -60,6 +63,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   // What this server's replies have shown so far: the ids it accepts, how its answers begin.
   const ids = new IdFormat();
   let answerStart: AnswerStart = "unknown";
+  const images = createImageGate(options.images ?? "auto", warn);
 
   /**
    * One request: its parameters built, the SDK's request made, the reply read. The one place a
@@ -149,6 +153,26 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     return answered(response, decision.kind === "answer" ? decision.text : (response.content ?? ""), request);
   }
 
+  /** One request by the tool mode in force: native tool calling, or the text protocol once the server refused `tools`. */
+  async function chatWithTools(request: ModelRequest): Promise<ModelResponse> {
+    if (toolMode === "auto" && capabilities.refusesTools()) toolMode = "text";
+    if (toolMode === "text") return await chatInText(request);
+    try {
+      return await send(request.messages, request, true);
+    } catch (error) {
+      // A refusal of `tools` (announced once by capabilities) means the text protocol from now on.
+      if (toolMode !== "auto" || !request.tools?.length || !capabilities.refusesTools(error)) throw error;
+      toolMode = "text";
+      const reply = await chatInText(request);
+      // The trace says why this step (and every later one) described the tools in the prompt.
+      // The server's own words (the error's sentence gives advice for GLASSBOX_TOOL_MODE=native, not what happened here).
+      const cause = (error as { cause?: unknown }).cause;
+      const said = cause instanceof OpenAI.APIError ? cause.message : (error as Error).message;
+      const note = `native tool calling refused by the server (${said}); tools described in the prompt from now on (the text protocol)`;
+      return { ...reply, notes: [...(reply.notes ?? []), note] };
+    }
+  }
+
   function readingError(error: unknown, signal: AbortSignal | undefined): GlassboxError {
     if (signal?.aborted || error instanceof OpenAI.APIUserAbortError) return describeModelError(new OpenAI.APIUserAbortError(), where);
     if (error instanceof GlassboxError) return error;
@@ -165,22 +189,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     },
     async chat(request) {
       try {
-        if (toolMode === "auto" && capabilities.refusesTools()) toolMode = "text";
-        if (toolMode === "text") return await chatInText(request);
-        try {
-          return await send(request.messages, request, true);
-        } catch (error) {
-          // A refusal of `tools` (announced once by capabilities) means the text protocol from now on.
-          if (toolMode !== "auto" || !request.tools?.length || !capabilities.refusesTools(error)) throw error;
-          toolMode = "text";
-          const reply = await chatInText(request);
-          // The trace says why this step (and every later one) described the tools in the prompt.
-          // The server's own words (the error's sentence gives advice for GLASSBOX_TOOL_MODE=native, not what happened here).
-          const cause = (error as { cause?: unknown }).cause;
-          const said = cause instanceof OpenAI.APIError ? cause.message : (error as Error).message;
-          const note = `native tool calling refused by the server (${said}); tools described in the prompt from now on (the text protocol)`;
-          return { ...reply, notes: [...(reply.notes ?? []), note] };
-        }
+        // Images go as parts, or as sentences to a server that does not take them.
+        return await images.send(request, chatWithTools);
       } catch (error) {
         // Whatever went wrong, the caller gets one of glassbox's errors, never a parser's.
         throw readingError(error, request.signal);

@@ -5,4 +5,5 @@
  * outgoing.ts shapes the conversation sent; text-protocol.ts is tool calling for servers without it.
  */
 export { createOpenAIModel, DEFAULT_BASE_URL, type OpenAIModelOptions, type ToolMode } from "./client.js";
+export type { ImageMode } from "./images.js";
 export { REEMIT_REQUEST } from "./text-protocol.js";
