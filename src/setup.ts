@@ -12,9 +12,9 @@ import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/t
 import { createRunSlots } from "./agent/run-slots.js";
 import { createSpendingGuard, withSpendingGuard } from "./agent/quota.js";
 import { otelExportFromEnv, withOtelExport } from "./agent/otel-export.js";
-import { createTraceReader, createTraceRecorder } from "./agent/trace.js";
+import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
-import type { FactStore } from "./store/port.js";
+import type { FactStore, StorePort } from "./store/port.js";
 import { openSqlitePort, sqlitePortOf } from "./store/sqlite.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -24,7 +24,6 @@ import { connectMcpServers, type McpServers } from "./tools/mcp.js";
 import { createToolRegistry, ToolDefinitionError, type ToolRegistry } from "./tools/registry.js";
 import { createToolSelector } from "./tools/selection.js";
 import { assembleTools, describeSource, type AssembledTools, type ToolGroup, type ToolSource } from "./tools/tool-sources.js";
-import { learnAtRunEnd, readUsageHistory } from "./tools/usage-history.js";
 import { createUsageLearning } from "./tools/usage-learning.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
@@ -112,6 +111,8 @@ export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
 /** The main agent as the entry points use it: its configuration plus what they must manage. */
 export interface GlassboxAgent extends AgentConfig {
   store: Store;
+  /** What everything of the agent reads and writes through: the SQLite store's port, or the one given. */
+  port: StorePort;
   mcp: McpServers;
   /** Where each tool came from (built-in, demo shop, module, MCP server, specialist). */
   toolSources: Map<string, ToolSource>;
@@ -129,23 +130,32 @@ function readAgentsFile(path: string): string {
   }
 }
 
+export interface AgentOptions {
+  toolModules?: string[];
+  approve?: ApprovalGate;
+  maxSteps?: number;
+  store?: Store;
+  /** A store port already open (a worker's PostgreSQL): memory, the trace and quotas use it, no SQLite file is opened, and close() leaves it open. */
+  port?: StorePort;
+}
+
+/** The agent over a store port it was given: there is no SQLite `Store`. */
+export type PortAgent = Omit<GlassboxAgent, "store"> & { store?: undefined };
+
 /**
- * The agent with SQLite memory (messages committed as they come, context within the token budget) and traces.
- * `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.mcp.close()` on shutdown.
+ * The agent with memory (messages committed as they come, context within the token budget) and traces,
+ * on SQLite or on the store port given. `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.mcp.close()` on shutdown.
  */
-export async function createAgentConfig(
-  config: GlassboxConfig,
-  log: Logger,
-  options: { toolModules?: string[]; approve?: ApprovalGate; maxSteps?: number; store?: Store } = {},
-): Promise<GlassboxAgent> {
-  const store = options.store ?? openStore(config.databasePath, { checkpointInBackground: true });
-  // Memory, the trace and memory's tools write through the store port, over this same connection;
-  // the rest (conversations, approvals, quotas, adapters) still uses the store itself.
-  const port = sqlitePortOf(store);
+export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions & { port: StorePort }): Promise<PortAgent>;
+export async function createAgentConfig(config: GlassboxConfig, log: Logger, options?: AgentOptions): Promise<GlassboxAgent>;
+export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions = {}): Promise<GlassboxAgent | PortAgent> {
+  const store = options.port ? undefined : (options.store ?? openStore(config.databasePath, { checkpointInBackground: true }));
+  // Memory, the trace, quotas and memory's tools write through the store port (on SQLite, over this same connection).
+  const port = options.port ?? sqlitePortOf(store as Store);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
   const { tokens, cost } = config.dailyLimits;
-  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(createTraceReader(store), config.dailyLimits, config.prices) : undefined;
+  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(port, config.dailyLimits, config.prices) : undefined;
   const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
   const model = capped(createModel(config, log));
   const window = contextWindowOf(config.model.model);
@@ -181,20 +191,21 @@ export async function createAgentConfig(
   // It also learns which tools past runs used for which words: the latest runs now, each new one as it ends.
   const usage = createUsageLearning();
   const selector = createToolSelector(allTools, { threshold: config.toolSelectionThreshold, usage });
-  if (selector.active) for (const example of readUsageHistory(store.db)) usage.learn(example);
+  if (selector.active) for (const example of await port.usageHistory()) usage.learn(example);
   const tools = selector.tools;
   const recorder = createTraceRecorder(port, { prices: config.prices, estimateTokens: memory.estimate, log });
-  const learning = selector.active ? learnAtRunEnd(recorder, store.db, usage) : recorder;
+  const learning: typeof recorder = selector.active ? learnFromRunEnds(recorder, port, usage) : recorder;
   // With OTEL_EXPORTER_OTLP_ENDPOINT, every run (specialists' too: they share this recorder) is also exported.
   const otel = otelExportFromEnv(process.env, config.model.model);
   const trace = otel ? withOtelExport({ trace: learning }, otel).trace ?? learning : learning;
-  const agent: GlassboxAgent = {
+  const agent: GlassboxAgent | PortAgent = {
     model,
     tools,
     ...(selector.active ? { selectTools: selector.selectForRun } : {}),
     memory,
     trace,
     store,
+    port,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
     approve: options.approve,
@@ -211,8 +222,21 @@ export async function createAgentConfig(
     async close() {
       await mcp.close();
       await otel?.shutdown(); // sends the spans still waiting
-      store.close();
+      store?.close(); // a port given is closed by whoever opened it
     },
   };
   return agent;
+}
+
+/** Tool selection learns from each run as it ends, once the run's records have committed. */
+function learnFromRunEnds(recorder: ReturnType<typeof createTraceRecorder>, port: StorePort, usage: ReturnType<typeof createUsageLearning>): typeof recorder {
+  return {
+    ...recorder,
+    record(event, unit) {
+      recorder.record(event, unit);
+      if (event.type !== "run_end") return;
+      // Learning only sharpens selection: a run must not fail over it.
+      unit.afterCommit(() => void port.runUsage(event.runId).then((example) => example && usage.learn(example), () => undefined));
+    },
+  };
 }

@@ -9,7 +9,7 @@ import type { AgentConfig } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
 import { quotaProblem } from "../src/agent/quota.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
-import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
+import { createTraceRecorder } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
@@ -60,9 +60,9 @@ describe("daily caps per user", () => {
     const { store, conversations } = await setUp({ tokens: 300_000 });
     await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" });
     store.db.prepare("UPDATE runs SET started_at = '2000-01-01T12:00:00.000Z'").run();
-    expect(quotaProblem(createTraceReader(store), "U1", { tokens: 300_000 })).toBeUndefined();
+    expect(await quotaProblem(sqlitePortOf(store), "U1", { tokens: 300_000 })).toBeUndefined();
     const tomorrow = new Date(Date.now() + 86_400_000);
-    expect(quotaProblem(createTraceReader(store), "U1", { tokens: 1 }, tomorrow)).toBeUndefined();
+    expect(await quotaProblem(sqlitePortOf(store), "U1", { tokens: 1 }, tomorrow)).toBeUndefined();
   });
 });
 

@@ -4,19 +4,20 @@
  * memory in the store. A dangerous call pauses its run: the approval is written to SQLite and shown
  * by the adapter; a person's click (after a restart too) resumes the run from the store.
  */
-import { approvalsAwaited } from "../tools/executor.js";
-import type { ApprovalDecision } from "../tools/types.js";
+import type { TurnWork } from "../ingress/turns.js";
+import type { StorePort } from "../store/port.js";
+import { sqlitePortOf } from "../store/sqlite.js";
 import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
-import { createApprovalBook } from "./approvals.js";
+import { createQueuedTurns } from "./conversation-queued.js";
+import { createTurnBodies, QUEUED_NOTICE_MS } from "./conversation-turns.js";
 import type { AgentEvent } from "./events.js";
-import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult, type Task } from "./loop.js";
-import { quotaProblem, type DailyLimits } from "./quota.js";
+import type { AgentConfig, RunResult, Task } from "./loop.js";
+import type { DailyLimits } from "./quota.js";
 import { createSessionQueue } from "./session-queue.js";
-import { runOutcomeOf, type Store } from "./store.js";
-import { createTraceReader } from "./trace.js";
-import type { ErrorCode } from "./errors.js";
+import type { Store } from "./store.js";
 import type { Pipelines } from "./sub-agents.js";
-import { addUsage, emptyUsage } from "./types.js";
+
+export { QUEUED_NOTICE_MS } from "./conversation-turns.js";
 
 export interface MessageTask extends Omit<Task, "history"> {
   sessionId: string;
@@ -34,9 +35,6 @@ export interface ChatSurface {
   /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
   queued?(runId?: string): void;
 }
-
-/** How long a request waits for a slot before the chat says it is queued. */
-export const QUEUED_NOTICE_MS = 3_000;
 
 export interface ConversationOptions {
   /** The surface a run of this session shows on (a thread, a DM, a page). */
@@ -71,8 +69,6 @@ export interface Decision {
   origin?: ClickOrigin;
 }
 
-const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
-
 export interface Conversations {
   send(task: MessageTask): Promise<RunResult>;
   /** A person's click on Approve or Deny. When it settles the last open approval of its run, the run resumes. */
@@ -89,6 +85,14 @@ export interface Conversations {
   busy(sessionId: string): boolean;
   /** Resolves when every queued run has finished (for shutdown and tests). */
   idle(): Promise<void>;
+  /**
+   * Runs one turn the run queue handed this process (ingress accepted it, see src/ingress/turns.ts):
+   * no session queue of its own, the run queue keeps the conversation's order. Idempotent, as a turn
+   * is delivered at least once (see conversation-queued.ts).
+   */
+  runQueued(work: TurnWork, context: { signal: AbortSignal; delivery: number }): Promise<RunResult | undefined>;
+  /** Aborts run `runId` if it runs in this process (a cancel heard from another process); false otherwise. */
+  stopRun(runId: string): boolean;
 }
 
 /**
@@ -104,151 +108,63 @@ export interface ConversationService {
   idle(): Promise<void>;
 }
 
-/** A pipeline run from a chat message, shown as one run: the last stage's answer, every stage's tokens. */
-async function pipelineTurn(pipelines: Pipelines, name: string, input: string, task: MessageTask): Promise<RunResult> {
-  const ran = await pipelines.run(name, input.trim(), task);
-  if (!ran) return refusal(task, `There is no pipeline '${name}'; the pipelines are: ${pipelines.names().join(", ") || "none"}.`, "configuration");
-  const results = ran.stages.map((stage) => stage.result);
-  const last = results.at(-1);
-  return {
-    runId: last?.runId ?? "",
-    sessionId: task.sessionId,
-    output: ran.output,
-    stopReason: last?.stopReason ?? "error",
-    steps: results.reduce((sum, result) => sum + result.steps, 0),
-    usage: results.reduce((sum, result) => addUsage(sum, result.usage), emptyUsage()),
-    toolCalls: results.flatMap((result) => result.toolCalls),
-  };
-}
+const isPort = (store: StorePort | Store): store is StorePort => !("db" in store);
 
-/** A run that never started: the reason is its output, and nothing was spent. */
-function refusal(task: MessageTask, message: string, code: ErrorCode = "quota"): RunResult {
-  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code, message } };
-}
-
-const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
-
-export function createConversations(agent: AgentConfig, store: Store, options: ConversationOptions = {}): Conversations {
+/** A store given as today's SQLite `Store` is used through its port; everything here goes through the port. */
+export function createConversations(agent: AgentConfig, given: StorePort | Store, options: ConversationOptions = {}): Conversations {
+  const store = isPort(given) ? given : sqlitePortOf(given);
   const queue = createSessionQueue();
-  const running = new Map<string, AbortController>();
-  const book = createApprovalBook(store);
-  const traces = createTraceReader(store);
-  const openSurface = options.openSurface ?? (() => noSurface);
-  const showDecision = options.showDecision ?? (async () => {});
+  const bySession = new Map<string, AbortController>();
+  const byRun = new Map<string, AbortController>();
+  const queuedTurns = new Set<Promise<unknown>>();
   const onError = options.onError ?? (() => {});
-  const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
   // Chat approvals wait for a person: the run pauses (durably: a click resumes it, after a restart
   // too). A specialist's dangerous call pauses the specialist's run, and with it the run it works for.
-  const chatAgent: AgentConfig = { ...agent, approve: agent.approve ?? (async () => "pending") };
+  // On PostgreSQL a stop may be asked from another process: the loop also asks the store between steps.
+  const chatAgent: AgentConfig = {
+    ...agent,
+    approve: agent.approve ?? (async () => "pending"),
+    ...(store.kind === "postgres" && !agent.cancelRequested ? { cancelRequested: (runId: string) => store.cancelRequested(runId) } : {}),
+  };
+  const bodies = createTurnBodies(chatAgent, store, options);
+  const queued = createQueuedTurns(chatAgent, store, bodies);
 
-  /** Runs `body` as the session's turn, cancellable by stop(). */
-  function inTurn(sessionId: string, body: (signal: AbortSignal) => Promise<RunResult | undefined>, outer?: AbortSignal) {
-    return queue.run(sessionId, async () => {
-      const controller = new AbortController();
-      running.set(sessionId, controller);
-      try {
-        return await body(outer ? AbortSignal.any([outer, controller.signal]) : controller.signal);
-      } finally {
-        running.delete(sessionId);
-      }
-    });
-  }
-
-  /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
-  async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
-    if (result.paused) {
-      for (const approval of book.open(approvalsAwaited(result.paused.pending), ttlSeconds)) {
-        if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
-        const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
-        if (messageRef) book.attachMessage(approval.id, messageRef);
-      }
-    }
-    await surface.finish(result).catch((error: unknown) => onError(error, "showing a run's end"));
-    return result;
-  }
-
-  /**
-   * Runs `work` once one of the process's run slots is free (agent.runSlots), in arrival order; the
-   * surface hears that the request is queued if that takes a while. Cancelled while waiting, it never starts.
-   */
-  async function inSlot(signal: AbortSignal, surface: ChatSurface, task: MessageTask, work: () => Promise<RunResult>): Promise<RunResult> {
-    const slots = agent.runSlots;
-    if (!slots) return work();
-    const notice = setTimeout(() => surface.queued?.(task.runId), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
-    let release: () => void;
+  /** Runs `body` cancellable by stop(sessionId), and by stopRun(runId) for the runs it tracks. */
+  async function tracked<T>(sessionId: string, outer: AbortSignal | undefined, body: (signal: AbortSignal, track: (runId: string) => void) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const runs: string[] = [];
+    bySession.set(sessionId, controller);
     try {
-      release = await slots.acquire(signal);
-    } catch {
-      return settle(neverStarted(task, "The request was cancelled before it started.", "cancelled"), surface);
+      return await body(outer ? AbortSignal.any([outer, controller.signal]) : controller.signal, (runId) => {
+        byRun.set(runId, controller);
+        runs.push(runId);
+      });
     } finally {
-      clearTimeout(notice);
-    }
-    try {
-      return await work();
-    } finally {
-      release();
+      if (bySession.get(sessionId) === controller) bySession.delete(sessionId);
+      for (const runId of runs) if (byRun.get(runId) === controller) byRun.delete(runId);
     }
   }
 
-  /** A run that never started: an accepted row (the HTTP API's) ends with the reason; nothing was spent. */
-  function neverStarted(task: MessageTask, message: string, code: ErrorCode): RunResult {
-    const { error, ...rest } = refusal(task, message, code);
-    // A request cancelled while it waited ends as a cancelled run does: no error to report.
-    const result: RunResult = code === "cancelled" ? { ...rest, stopReason: "cancelled" } : { ...rest, error };
-    if (task.runId) store.endUnstartedRun(runOutcomeOf(result));
-    return result;
-  }
+  /** Runs `body` as the session's turn in this process's session queue. */
+  const inTurn = <T>(sessionId: string, body: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal) => queue.run(sessionId, () => tracked(sessionId, outer, body));
 
-  /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
-  async function supersede(sessionId: string): Promise<void> {
-    for (const approval of book.supersede(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
-  }
-
-  /** Continues the paused run an approval belongs to: a specialist's approval, the run it works for. */
+  /** Continues the paused run an approval belongs to (a specialist's approval: the run it works for). */
   function resume(runId: string, sessionId: string): Promise<RunResult | undefined> {
     return inTurn(sessionId, async (signal) => {
-      const chain = [runId];
-      for (let parent = traces.run(runId)?.parentRunId; parent && store.pausedRun(parent); parent = traces.run(parent)?.parentRunId) chain.push(parent);
-      const root = chain.at(-1) as string;
-      const stored = store.pausedRun(root);
-      if (!stored) return undefined; // resumed already, or superseded by a newer message
-      const paused = JSON.parse(stored) as PausedRun;
-      const surface = openSurface(sessionId, paused.userId);
-      const decisions = Object.assign({}, ...chain.map((id) => book.decisionsOf(id))) as Record<string, ApprovalDecision>;
-      // Cancelled while waiting for a slot, the run stays paused with its decisions stored.
-      return inSlot(signal, surface, { sessionId, userId: paused.userId, input: "" }, async () =>
-        settle(await resumeAgent(chatAgent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }), surface),
-      );
+      const chain = await bodies.pausedChain(runId);
+      return chain && bodies.resume(chain, sessionId, signal);
     });
   }
 
   return {
     send(task) {
-      return inTurn(
-        task.sessionId,
-        async (signal) => {
-          await supersede(task.sessionId);
-          const surface = openSurface(task.sessionId, task.userId);
-          const overQuota = options.dailyLimits && quotaProblem(traces, task.userId, options.dailyLimits);
-          if (overQuota) return settle(neverStarted(task, overQuota, "quota"), surface);
-          const onEvent = (event: AgentEvent) => {
-            surface.onEvent(event);
-            task.onEvent?.(event);
-          };
-          return inSlot(signal, surface, task, async () => {
-            const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
-            if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...task, signal, onEvent }), surface);
-            return settle(await runAgent(chatAgent, { ...task, signal, onEvent }), surface);
-          });
-        },
-        task.signal,
-      ) as Promise<RunResult>;
+      return inTurn(task.sessionId, (signal) => bodies.message(task, signal), task.signal);
     },
 
     async decide({ approvalId, userId, approved, origin }) {
-      const outcome = book.decide(approvalId, userId, approved, options.approvers ?? [], origin);
+      const outcome = await store.decideApproval({ approvalId, userId, approved, approvers: options.approvers ?? [], origin });
       if (outcome.kind !== "decided") return outcome;
-      await showDecision(outcome.approval).catch((error: unknown) => onError(error, "updating an approval"));
+      await bodies.showDecision(outcome.approval);
       if (!outcome.runReady) return outcome;
       const resumed = resume(outcome.approval.runId, outcome.approval.sessionId).catch((error: unknown) => {
         onError(error, "resuming a run");
@@ -258,35 +174,51 @@ export function createConversations(agent: AgentConfig, store: Store, options: C
     },
 
     async expireApprovals(now = new Date()) {
-      const expired = book.expire(options.sessionPrefix ?? "", now, options.owns);
+      const expired = await store.expireApprovals(options.sessionPrefix ?? "", now, options.owns);
       const runs = new Map<string, string>();
       for (const approval of expired) {
-        await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+        await bodies.showDecision(approval);
         runs.set(approval.runId, approval.sessionId);
       }
       for (const [runId, sessionId] of runs) {
-        if (book.ofRun(runId).every((approval) => approval.status !== "pending")) void resume(runId, sessionId).catch((error: unknown) => onError(error, "resuming a run"));
+        if ((await store.approvalsOfRun(runId)).every((approval) => approval.status !== "pending")) void resume(runId, sessionId).catch((error: unknown) => onError(error, "resuming a run"));
       }
       return expired.length;
     },
 
     stop(sessionId) {
-      const controller = running.get(sessionId);
+      const controller = bySession.get(sessionId);
       controller?.abort();
       return controller !== undefined;
     },
 
     reset(sessionId) {
-      running.get(sessionId)?.abort();
+      bySession.get(sessionId)?.abort();
       // Returned, not dropped: a store that cannot write must reach the caller, not crash the
       // process as an unhandled rejection.
       return queue.run(sessionId, async () => {
-        await supersede(sessionId);
+        await bodies.supersede(sessionId);
         return store.resetSession(sessionId);
       });
     },
 
-    busy: (sessionId) => queue.busy(sessionId),
-    idle: () => queue.idle(),
+    busy: (sessionId) => queue.busy(sessionId) || bySession.has(sessionId),
+    async idle() {
+      await queue.idle();
+      while (queuedTurns.size > 0) await Promise.allSettled([...queuedTurns]);
+    },
+
+    runQueued(work, context) {
+      const turn = tracked(work.sessionId, context.signal, (signal, track) => queued.run(work, { signal, delivery: context.delivery, track }));
+      queuedTurns.add(turn);
+      void turn.finally(() => queuedTurns.delete(turn)).catch(() => undefined);
+      return turn;
+    },
+
+    stopRun(runId) {
+      const controller = byRun.get(runId);
+      controller?.abort();
+      return controller !== undefined;
+    },
   };
 }

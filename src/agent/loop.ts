@@ -4,12 +4,13 @@
  * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
  */
 import { randomUUID } from "node:crypto";
-import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, type ExecutorOptions, type PendingToolCall, type RunScope } from "../tools/executor.js";
+import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, type PendingToolCall } from "../tools/executor.js";
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { inputWithAttachments, userMessageOf } from "./attachments.js";
 import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
 import { liveOf, type Live } from "./live.js";
+import { executorOptions, scopeOf } from "./run-scope.js";
 import type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task } from "./run.js";
 import { addUsage, emptyUsage, type Message, type ModelResponse, type ToolSpec } from "./types.js";
 
@@ -35,9 +36,11 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   };
   const live = liveOf(task, config);
   return survive(run, live, async () => {
+    const request = userMessageOf(task);
     await live.atomically(() => {
       live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: inputWithAttachments(task), ...(task.parent ? { parent: task.parent } : {}), ...(task.pipeline ? { pipeline: task.pipeline } : {}) });
-      addMessages(run, live, [userMessageOf(task)]);
+      if (task.inputStored) run.messages.push(request); // stored with the run when it was accepted
+      else addMessages(run, live, [request]);
     });
     return loop(config, run, live);
   });
@@ -66,7 +69,8 @@ export async function resumeAgent(
 async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
   const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
   while (true) {
-    if (live.signal?.aborted) return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
+    // A cancel asked for through the store (another process) is seen between steps, even if its notice was missed.
+    if (live.signal?.aborted || (await config.cancelRequested?.(run.runId))) return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
     if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
 
     const reply = await callModel(config, run, live, "auto");
@@ -233,25 +237,4 @@ async function survive(run: RunState, live: Live, body: () => Promise<RunResult>
     }
     return result;
   }
-}
-
-function executorOptions(config: AgentConfig): ExecutorOptions {
-  return {
-    registry: config.tools,
-    approve: config.approve,
-    defaultTimeoutMs: config.toolTimeoutMs,
-    maxResultChars: config.maxResultChars,
-    concurrency: config.toolConcurrency,
-  };
-}
-
-function scopeOf(run: RunState, live: Live): RunScope {
-  return {
-    runId: run.runId,
-    sessionId: run.sessionId,
-    userId: run.userId,
-    signal: live.signal,
-    state: run.toolState,
-    emit: (event) => live.emit({ ...event, step: run.steps }),
-  };
 }

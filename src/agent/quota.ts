@@ -1,15 +1,15 @@
 /**
  * Daily caps per user (GLASSBOX_USER_DAILY_TOKENS, GLASSBOX_USER_DAILY_COST). A run is refused
- * before it starts when its user is over a cap, and every model call is checked as well: against
- * what the user has spent today plus what their calls in flight have reserved. Runs started
- * together therefore cannot all pass a cap that one check at their start would let through.
+ * before it starts when its user is over a cap, and every model call is checked as well: it reserves
+ * room in the store (reserveQuota, atomic across processes) against what the user has spent today
+ * plus what their calls in flight, in any process, have reserved. Runs started together, on one
+ * worker or many, therefore cannot all pass a cap that one check at their start would let through.
  */
 import { costOf, priceOf, type Price } from "./cost.js";
 import { GlassboxError } from "./errors.js";
 import type { TokenCounter } from "./tokens.js";
-import type { TraceReader } from "./trace.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatModel, ModelRequest, Usage } from "./types.js";
-
 export interface DailyLimits {
   tokens?: number;
   /** US dollars. */
@@ -24,36 +24,22 @@ export const COMPLETION_ALLOWANCE_TOKENS = 1_000;
 
 const dayStartOf = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
 
-/** The sentence for a user at a cap, saying when it resets (midnight UTC); undefined when within. */
-function capReached(limits: DailyLimits, used: { tokens: number; cost: number | null }, now: Date): string | undefined {
+/** The sentence for a user at a cap, saying when it resets (midnight UTC). */
+function capSentence(cap: "tokens" | "cost", limits: DailyLimits, now: Date): string {
   const resets = dayStartOf(now).getTime() + 86_400_000;
   const minutes = Math.ceil((resets - now.getTime()) / 60_000);
   const when = `it resets at 00:00 UTC, in ${Math.floor(minutes / 60)} h ${minutes % 60} min`;
-  if (limits.tokens !== undefined && used.tokens >= limits.tokens) {
-    return `You have used your daily allowance of ${limits.tokens.toLocaleString("en-US")} tokens; ${when}.`;
-  }
-  if (limits.cost !== undefined && used.cost !== null && used.cost >= limits.cost) {
-    return `You have used your daily allowance of $${limits.cost.toFixed(2)}; ${when}.`;
-  }
-  return undefined;
+  if (cap === "tokens") return `You have used your daily allowance of ${(limits.tokens ?? 0).toLocaleString("en-US")} tokens; ${when}.`;
+  return `You have used your daily allowance of $${(limits.cost ?? 0).toFixed(2)}; ${when}.`;
 }
 
 /** One sentence for a user over a cap by the stored runs; undefined when within. */
-export function quotaProblem(traces: TraceReader, userId: string, limits: DailyLimits, now = new Date()): string | undefined {
+export async function quotaProblem(store: Pick<StorePort, "userUsageSince">, userId: string, limits: DailyLimits, now = new Date()): Promise<string | undefined> {
   if (limits.tokens === undefined && limits.cost === undefined) return undefined;
-  const used = traces.userUsageSince(userId, dayStartOf(now));
-  return capReached(limits, { tokens: used.promptTokens + used.completionTokens, cost: used.cost }, now);
-}
-
-interface Spending {
-  day: number;
-  tokens: number;
-  cost: number | null;
-  reservedTokens: number;
-  reservedCost: number;
-  inFlight: number;
-  /** Calls waiting for one in flight to answer, in arrival order. */
-  waiting: Array<() => void>;
+  const used = await store.userUsageSince(userId, dayStartOf(now));
+  if (limits.tokens !== undefined && used.promptTokens + used.completionTokens >= limits.tokens) return capSentence("tokens", limits, now);
+  if (limits.cost !== undefined && used.cost !== null && used.cost >= limits.cost) return capSentence("cost", limits, now);
+  return undefined;
 }
 
 export interface SpendingGuard {
@@ -61,75 +47,81 @@ export interface SpendingGuard {
    * Before a model call of `userId`: resolves with a settle function to call with the usage once
    * it answers (or without, if it failed), or rejects with a GlassboxError("quota") in one sentence.
    */
-  reserve(userId: string, estimatedPromptTokens: number, model: string, signal?: AbortSignal): Promise<(usage?: Usage) => void>;
+  reserve(userId: string, estimatedPromptTokens: number, model: string, signal?: AbortSignal): Promise<(usage?: Usage) => Promise<void>>;
+}
+
+/** What the guard needs of the store: its quota ledger. */
+export type QuotaStore = Pick<StorePort, "reserveQuota" | "settleQuota">;
+
+export interface SpendingGuardOptions {
+  clock?: () => Date;
+  /** The first wait before asking the store again while the user's other calls are in flight (doubling to maxPollMs). */
+  pollMs?: number;
+  maxPollMs?: number;
 }
 
 /**
- * Spending by user and day, in this process: what the stored runs had spent when the user was first
- * seen today, plus every call since, plus what calls in flight reserved. A call is admitted when
- * the reservations fit under the caps, or when it is the user's only call in flight and the caps
- * are not reached yet; otherwise it waits for a call in flight to answer, and is refused once the
- * spending itself reaches a cap. So a user overspends a cap by at most one call's worth.
+ * Spending by user and day, kept by the store, so every process sharing it sees the same ledger: a
+ * call is admitted when the reservations fit under the caps, or when it is the user's only call in
+ * flight and the caps are not reached yet; otherwise it waits for a call in flight to answer (woken
+ * at once by one of this process, and asking the store again with a short backoff for the others),
+ * and is refused once the spending itself reaches a cap. So a user overspends a cap by at most one
+ * call's worth, however many processes there are.
  */
-export function createSpendingGuard(traces: TraceReader, limits: DailyLimits, prices: Record<string, Price> = {}, clock: () => Date = () => new Date()): SpendingGuard {
-  const users = new Map<string, Spending>();
+export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, prices: Record<string, Price> = {}, options: SpendingGuardOptions = {}): SpendingGuard {
+  const clock = options.clock ?? (() => new Date());
+  const firstPoll = options.pollMs ?? 20;
+  const maxPoll = options.maxPollMs ?? 500;
+  // Calls of this process waiting per user: a settle here wakes them without waiting for a poll.
+  const waiting = new Map<string, Set<() => void>>();
+  const wake = (userId: string) => {
+    for (const resume of waiting.get(userId) ?? []) resume();
+  };
 
-  function spendingOf(userId: string, now: Date): Spending {
-    const day = dayStartOf(now).getTime();
-    let spending = users.get(userId);
-    if (!spending || spending.day !== day) {
-      const stored = traces.userUsageSince(userId, new Date(day));
-      spending = { day, tokens: stored.promptTokens + stored.completionTokens, cost: stored.cost, reservedTokens: 0, reservedCost: 0, inFlight: 0, waiting: spending?.waiting ?? [] };
-      users.set(userId, spending);
-    }
-    return spending;
-  }
-
-  function admit(userId: string, tokens: number, cost: number): ((usage?: Usage, model?: string) => void) | string | undefined {
-    const now = clock();
-    const spending = spendingOf(userId, now);
-    const reached = capReached(limits, spending, now);
-    if (reached) return reached;
-    const fits =
-      (limits.tokens === undefined || spending.tokens + spending.reservedTokens + tokens <= limits.tokens) &&
-      (limits.cost === undefined || spending.cost === null || spending.cost + spending.reservedCost + cost <= limits.cost);
-    if (!fits && spending.inFlight > 0) return undefined; // wait for a call in flight to answer
-    spending.reservedTokens += tokens;
-    spending.reservedCost += cost;
-    spending.inFlight += 1;
-    let settled = false;
-    return (usage, model) => {
-      if (settled) return;
-      settled = true;
-      spending.reservedTokens -= tokens;
-      spending.reservedCost -= cost;
-      spending.inFlight -= 1;
-      if (usage) {
-        spending.tokens += usage.promptTokens + usage.completionTokens;
-        const spent = costOf(priceOf(model ?? "", prices), usage);
-        spending.cost = spending.cost === null || spent === null ? null : spending.cost + spent;
-      }
-      // Every waiting call looks again, in arrival order: one may now fit, or the cap is reached.
-      for (const wake of spending.waiting.splice(0)) wake();
-    };
+  /** Sleeps until `ms` passed, a call of the user settled here, or `signal` aborted. */
+  function pause(userId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const users = waiting.get(userId) ?? new Set();
+      waiting.set(userId, users);
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        users.delete(done);
+        if (users.size === 0 && waiting.get(userId) === users) waiting.delete(userId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener("abort", done, { once: true });
+      users.add(done);
+    });
   }
 
   return {
-    reserve(userId, estimatedPromptTokens, model, signal) {
+    async reserve(userId, estimatedPromptTokens, model, signal) {
       const tokens = estimatedPromptTokens + COMPLETION_ALLOWANCE_TOKENS;
       const cost = costOf(priceOf(model, prices), { promptTokens: estimatedPromptTokens, completionTokens: COMPLETION_ALLOWANCE_TOKENS }) ?? 0;
-      return new Promise((resolve, reject) => {
-        const attempt = () => {
-          if (signal?.aborted) return reject(new GlassboxError("cancelled", "The run was cancelled."));
-          const outcome = admit(userId, tokens, cost);
-          if (typeof outcome === "string") reject(new GlassboxError("quota", outcome));
-          else if (outcome) resolve((usage) => outcome(usage, model));
-          else spendingOf(userId, clock()).waiting.push(attempt);
-        };
-        // A cancelled run stops waiting at once; the queue forgets it when it is next woken.
-        signal?.addEventListener("abort", () => reject(new GlassboxError("cancelled", "The run was cancelled.")), { once: true });
-        attempt();
-      });
+      for (let delay = firstPoll; ; delay = Math.min(delay * 2, maxPoll)) {
+        if (signal?.aborted) throw new GlassboxError("cancelled", "The run was cancelled.");
+        const now = clock();
+        const outcome = await store.reserveQuota({ userId, tokens, cost, limits, now });
+        if (outcome.kind === "at_cap") throw new GlassboxError("quota", capSentence(outcome.cap, limits, now));
+        if (outcome.kind === "reserved") {
+          let settled = false;
+          return async (usage?: Usage) => {
+            if (settled) return;
+            settled = true;
+            const spent = usage && { tokens: usage.promptTokens + usage.completionTokens, cost: costOf(priceOf(model, prices), usage) };
+            try {
+              await store.settleQuota(outcome.reservationId, spent);
+            } catch {
+              // A store that cannot write now: the reservation holds its room until its hold ends (600 s).
+            } finally {
+              wake(userId);
+            }
+          };
+        }
+        await pause(userId, delay, signal);
+      }
     },
   };
 }
@@ -153,10 +145,10 @@ export function withSpendingGuard(model: ChatModel, guard: SpendingGuard, counte
       const settle = await guard.reserve(request.userId, promptEstimate(request), model.name, request.signal);
       try {
         const response = await model.chat(request);
-        settle(response.usage);
+        await settle(response.usage);
         return response;
       } catch (error) {
-        settle(); // a failed call is billed as nothing here; the provider may differ
+        await settle(); // a failed call is billed as nothing here; the provider may differ (settled once)
         throw error;
       }
     },

@@ -35,6 +35,11 @@ export interface AgentConfig {
    * given this agent; the loop itself does not use them, and a sub-agent's run takes none.
    */
   runSlots?: RunSlots;
+  /**
+   * Whether a stop was asked for the run through the store (by another process), checked before
+   * each model call, so a run stops between steps even when the cancel's notice was missed.
+   */
+  cancelRequested?: (runId: string) => Promise<boolean>;
 }
 
 export interface Task {
@@ -49,6 +54,11 @@ export interface Task {
   pipeline?: PipelineStage;
   sessionId?: string;
   userId?: string;
+  /**
+   * The user's message is already stored in the session under `runId` (ingress accepted it with the
+   * run): the run sees it as its request but does not store it again.
+   */
+  inputStored?: boolean;
   /** Earlier turns of the conversation, oldest first (when the agent has no memory). */
   history?: Message[];
   signal?: AbortSignal;

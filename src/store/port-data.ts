@@ -62,6 +62,11 @@ export type RunWrite =
   | { kind: "start_run"; run: RunRecord }
   /** A paused run goes on in this process: running again, owned by this process. */
   | { kind: "resume_run"; runId: string }
+  /**
+   * A run whose process is gone (the run queue handed its turn to this one; or it was marked
+   * interrupted) goes on in this process: running, owned by this process. In `startedRuns` when taken.
+   */
+  | { kind: "take_over_run"; runId: string }
   | { kind: "messages"; sessionId: string; runId: string | null; entries: MessageEntry[] }
   /** A step's trace; a second write of the same step is ignored. */
   | { kind: "step"; step: StepRecord }
@@ -79,7 +84,7 @@ export type RunWrite =
 export interface RecordOutcome {
   /** The ids of each `messages` write's messages, one list per write, in order. */
   messageIds: number[][];
-  /** The runs a `start_run` write started now (not those started before). */
+  /** The runs a `start_run` write started now (not those started before), and those a `take_over_run` took. */
   startedRuns: string[];
   /** The approvals of every `open_approvals` write, in order (new or already open). */
   approvals: Approval[];

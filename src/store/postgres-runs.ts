@@ -77,6 +77,13 @@ export async function resumeRun(db: Db, runId: string): Promise<void> {
   await db.query("UPDATE runs SET status = 'running', paused = NULL, owner = $1, ended_at = NULL WHERE id = $2 AND status = 'awaiting_approval'", [INSTANCE.id, runId]);
 }
 
+/** A run whose process is gone goes on in this one; false when it is neither running nor interrupted. */
+export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
+  await registerInstance(db);
+  const taken = await db.query("UPDATE runs SET status = 'running', owner = $1, ended_at = NULL WHERE id = $2 AND status IN ('running', 'interrupted')", [INSTANCE.id, runId]);
+  return taken.rowCount === 1;
+}
+
 export async function endRun(db: Db, outcome: RunOutcome): Promise<void> {
   await db.query(END_RUN, endValues(outcome));
 }

@@ -10,7 +10,7 @@ import { inTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
 import { claimIn } from "./postgres-gates.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
-import { acceptRun, endRun, resumeRun, sessionOwnerIn, startRun } from "./postgres-runs.js";
+import { acceptRun, endRun, resumeRun, sessionOwnerIn, startRun, takeOverRun } from "./postgres-runs.js";
 import type { PostgresSteps } from "./postgres-steps.js";
 
 export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versions: HistoryVersions) {
@@ -23,6 +23,9 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
           break;
         case "resume_run":
           await resumeRun(client, write.runId);
+          break;
+        case "take_over_run":
+          if (await takeOverRun(client, write.runId)) outcome.startedRuns.push(write.runId);
           break;
         case "messages": {
           const { ids, session } = await insertMessages(client, write.sessionId, write.runId, write.entries);

@@ -6,11 +6,25 @@
  */
 import type { ApprovalBook } from "../agent/approvals.js";
 import type { Store } from "../agent/store.js";
+import { INSTANCE, instanceRegistration } from "../agent/store-owners.js";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
 import type { AfterCommit } from "./port.js";
 import type { SqliteSteps } from "./sqlite-steps.js";
 
 export function createSqliteWrites(store: Store, steps: SqliteSteps, book: ApprovalBook) {
+  // Prepared on first use: a read-only handle (the command line) never writes.
+  let takeOver: ((runId: string) => boolean) | undefined;
+  const takeOverRun = (runId: string) => {
+    if (!takeOver) {
+      const register = instanceRegistration(store.db);
+      const update = store.db.prepare("UPDATE runs SET status = 'running', owner = ?, ended_at = NULL WHERE id = ? AND status IN ('running', 'interrupted')");
+      takeOver = (id) => {
+        register();
+        return update.run(INSTANCE.id, id).changes === 1;
+      };
+    }
+    return takeOver(runId);
+  };
   function apply(writes: RunWrite[]): RecordOutcome {
     const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
     for (const write of writes) {
@@ -20,6 +34,9 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
           break;
         case "resume_run":
           store.resumeRun(write.runId);
+          break;
+        case "take_over_run":
+          if (takeOverRun(write.runId)) outcome.startedRuns.push(write.runId);
           break;
         case "messages":
           outcome.messageIds.push(store.appendMessages(write.sessionId, write.runId, write.entries));

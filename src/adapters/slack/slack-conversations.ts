@@ -8,6 +8,7 @@ import { createConversations, type Conversations } from "../../agent/conversatio
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Store } from "../../agent/store.js";
+import type { StorePort } from "../../store/port.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
@@ -21,7 +22,8 @@ export interface SlackConversationOptions {
   /** Installed in many workspaces: the client of each (by team id), used instead of `client`. */
   clientFor?: (teamId: string) => WebClient;
   agent: AgentConfig;
-  store: Store;
+  /** The SQLite store, or any store port (a worker's PostgreSQL). */
+  store: Store | StorePort;
   slack: SlackConfig;
   log: Logger;
   approvalTtlSeconds: number;
@@ -51,12 +53,13 @@ export function createSlackConversations(options: SlackConversationOptions): Con
  * Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message.
  * A user id may be `<team>:<user>` (installed in many workspaces): Slack wants the user part.
  */
-function placeOf(sessionId: string, userId: string) {
+export function placeOf(sessionId: string, userId: string) {
   const [, teamId = "", channel = "", thread = "main"] = sessionId.split(":");
   return { teamId, channel, userId: slackUserOf(userId), ...(thread === "main" ? {} : { threadTs: thread }) };
 }
 
-async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
+/** The buttons' message of a decided, expired or superseded approval: the outcome, no buttons. */
+export async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
   if (!approval.messageRef) return;
   const [channel = "", ts = ""] = approval.messageRef.split(":");
   await client.chat.update({ channel, ts, ...approvalOutcome(approval) });

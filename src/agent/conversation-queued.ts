@@ -1,0 +1,156 @@
+/**
+ * Turns the run queue hands this process (ingress accepted them: src/ingress/turns.ts). A turn is
+ * delivered at least once, so each is idempotent, judged by what the store says of its run:
+ *
+ * - a message whose run is `accepted` runs, on the message ingress stored (not stored again);
+ *   `running` on a redelivery (its worker died) or `interrupted`, it is taken over and goes on from
+ *   its stored steps; ended, it is not run again: its stored answer is shown if nobody showed it.
+ * - a resume continues the paused run once none of its approvals waits; a run that no longer waits
+ *   is left alone (or taken over, or its answer shown, as above).
+ * - a reset supersedes what waited, then resets the session.
+ *
+ * An answer counts as shown once `answered:<runId>` (a resume's: `answered:<runId>:<approvalId>`)
+ * is claimed, right after the surface has posted it; a redelivery that finds the run ended and the
+ * claim free claims it and posts the stored result.
+ */
+import type { TurnWork } from "../ingress/turns.js";
+import { newToolRunState } from "../tools/executor.js";
+import type { RunTrace, StorePort } from "../store/port.js";
+import type { TurnBodies } from "./conversation-turns.js";
+import type { ChatSurface } from "./conversations.js";
+import { resumeAgent, type AgentConfig, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "./loop.js";
+import { addUsage, emptyUsage, type Message } from "./types.js";
+
+/** Statuses a run ends with, as the surface is told them again from the store. */
+const ENDED: Record<string, StopReason> = { final: "final", max_steps: "max_steps", awaiting_approval: "awaiting_approval", cancelled: "cancelled", error: "error" };
+
+export interface QueuedContext {
+  signal: AbortSignal;
+  delivery: number;
+  /** Registers a run this turn runs, so that stopRun(runId) reaches it. */
+  track(runId: string): void;
+}
+
+export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies) {
+  /** Posts the answer of a run that ended without it being shown (its worker died after the end). */
+  async function showStored(trace: RunTrace, surface: ChatSurface, answerKey: string): Promise<RunResult | undefined> {
+    const stopReason = ENDED[trace.status];
+    if (!stopReason || !(await store.claim(answerKey))) return undefined; // superseded, or shown already
+    const stored = stopReason === "awaiting_approval" ? await store.pausedRun(trace.runId) : undefined;
+    const output = trace.output ?? "";
+    const result: RunResult = {
+      runId: trace.runId,
+      sessionId: trace.sessionId,
+      output,
+      stopReason,
+      steps: trace.steps,
+      usage: { promptTokens: trace.promptTokens, completionTokens: trace.completionTokens, totalTokens: trace.promptTokens + trace.completionTokens },
+      toolCalls: await toolCallsOf(trace.runId),
+      ...(stopReason === "error" ? { error: { code: "internal" as const, message: output } } : {}),
+      ...(stored ? { paused: JSON.parse(stored) as PausedRun } : {}),
+    };
+    return bodies.settle(result, surface);
+  }
+
+  async function toolCallsOf(runId: string): Promise<ToolCallSummary[]> {
+    return (await store.steps(runId)).flatMap((step) =>
+      step.toolCalls.map((record) => ({
+        name: record.name,
+        arguments: record.arguments ?? record.rawArguments,
+        status: record.envelope.status,
+        ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
+      })),
+    );
+  }
+
+  /**
+   * A run whose process is gone goes on here from what the store has: its steps so far (their
+   * tokens and tool calls) and its messages, which memory reads from the session. A step that was
+   * cut off mid-way is not replayed: calls without results are shown to the model as interrupted.
+   */
+  async function takeOver(trace: RunTrace, context: QueuedContext, surface: ChatSurface): Promise<RunResult | undefined> {
+    const { startedRuns } = await store.record([{ kind: "take_over_run", runId: trace.runId }]);
+    if (!startedRuns.includes(trace.runId)) return undefined; // it ended, or another process took it first
+    const steps = await store.steps(trace.runId);
+    const history = await store.sessionHistory(trace.sessionId);
+    const ours = history.messages.filter((stored) => stored.runId === trace.runId && stored.message.role !== "user").map((stored) => stored.message);
+    const state: PausedRun = {
+      runId: trace.runId,
+      sessionId: trace.sessionId,
+      userId: trace.userId,
+      history: [],
+      messages: [{ role: "user", content: trace.input } satisfies Message, ...ours],
+      steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
+      usage: steps.reduce((sum, step) => addUsage(sum, { promptTokens: step.promptTokens, completionTokens: step.completionTokens, totalTokens: step.promptTokens + step.completionTokens }), emptyUsage()),
+      toolCalls: await toolCallsOf(trace.runId),
+      toolState: newToolRunState(),
+      lastResults: {},
+      finished: [],
+      pending: [],
+    };
+    return bodies.inSlot(context.signal, surface, trace, async () =>
+      bodies.settle(await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }), surface),
+    );
+  }
+
+  /** What a run not accepted any more comes to: taken over when its process is gone, else its stored answer, once. */
+  async function goneOn(trace: RunTrace, context: QueuedContext, surface: ChatSurface, answerKey: string): Promise<RunResult | undefined> {
+    // `running` on a first delivery: another turn runs it (the queue keeps one at a time), so leave it.
+    if (trace.status === "interrupted" || (trace.status === "running" && context.delivery > 1)) {
+      if (trace.parentRunId) return undefined; // a specialist's run goes on with the run it works for
+      context.track(trace.runId);
+      const result = await takeOver(trace, context, surface);
+      if (result) await store.claim(answerKey);
+      return result;
+    }
+    return trace.status === "running" ? undefined : showStored(trace, surface, answerKey);
+  }
+
+  async function message(work: Extract<TurnWork, { kind: "message" }>, context: QueuedContext): Promise<RunResult | undefined> {
+    const trace = await store.run(work.runId);
+    if (!trace || trace.sessionId !== work.sessionId) {
+      bodies.onError(new Error(`the queued run ${work.runId} is not in the store`), "running a queued turn");
+      return undefined;
+    }
+    context.track(work.runId);
+    const surface = bodies.openSurface(trace.sessionId, trace.userId);
+    const answerKey = `answered:${work.runId}`;
+    if (trace.status !== "accepted") return goneOn(trace, context, surface, answerKey);
+    const task = { runId: work.runId, sessionId: trace.sessionId, userId: trace.userId, input: trace.input, inputStored: true };
+    const result = await bodies.message(task, context.signal, surface);
+    await store.claim(answerKey);
+    return result;
+  }
+
+  async function resume(work: Extract<TurnWork, { kind: "resume" }>, context: QueuedContext): Promise<RunResult | undefined> {
+    const approval = await store.approval(work.approvalId);
+    if (approval) await bodies.showDecision(approval);
+    const answerKey = `answered:${work.runId}:${work.approvalId}`;
+    context.track(work.runId);
+    if ((await store.approvalsOfRun(work.runId)).some((other) => other.status === "pending")) return undefined; // paused again, for newer calls
+    const chain = await bodies.pausedChain(work.runId);
+    if (chain) {
+      context.track(chain.root);
+      const result = await bodies.resume(chain, work.sessionId, context.signal);
+      await store.claim(answerKey);
+      return result;
+    }
+    // No longer waiting: resumed (perhaps by a worker that died since), or superseded.
+    let trace = await store.run(work.runId);
+    while (trace?.parentRunId) trace = await store.run(trace.parentRunId);
+    if (!trace) return undefined;
+    return goneOn(trace, context, bodies.openSurface(trace.sessionId, trace.userId), answerKey);
+  }
+
+  return {
+    run(work: TurnWork, context: QueuedContext): Promise<RunResult | undefined> {
+      if (work.kind === "message") return message(work, context);
+      if (work.kind === "resume") return resume(work, context);
+      return (async () => {
+        await bodies.supersede(work.sessionId);
+        await store.resetSession(work.sessionId);
+        return undefined;
+      })();
+    },
+  };
+}

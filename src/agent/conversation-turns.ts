@@ -1,0 +1,161 @@
+/**
+ * The bodies of a conversation's turns, on the store port: a message's run (superseding what
+ * waited, the quota check, a run slot, then a pipeline or the agent), a paused run's continuation,
+ * and what a run's end shows (its approvals' buttons, then the outcome). conversations.ts decides
+ * when and where they run, in its session queue or as turns the run queue hands it.
+ */
+import { approvalsAwaited } from "../tools/executor.js";
+import type { ApprovalDecision } from "../tools/types.js";
+import type { StorePort } from "../store/port.js";
+import type { ChatSurface, ConversationOptions, MessageTask } from "./conversations.js";
+import type { ErrorCode } from "./errors.js";
+import type { AgentEvent } from "./events.js";
+import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "./loop.js";
+import { quotaProblem } from "./quota.js";
+import { runOutcomeOf } from "./store.js";
+import type { Pipelines } from "./sub-agents.js";
+import { addUsage, emptyUsage } from "./types.js";
+
+/** How long a request waits for a slot before the chat says it is queued. */
+export const QUEUED_NOTICE_MS = 3_000;
+
+const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
+
+const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
+
+/** A run that never started: the reason is its output, and nothing was spent. */
+export function refusal(task: Pick<MessageTask, "runId" | "sessionId">, message: string, code: ErrorCode = "quota"): RunResult {
+  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code, message } };
+}
+
+/** A pipeline run from a chat message, shown as one run: the last stage's answer, every stage's tokens. */
+async function pipelineTurn(pipelines: Pipelines, name: string, input: string, task: MessageTask): Promise<RunResult> {
+  const ran = await pipelines.run(name, input.trim(), task);
+  if (!ran) return refusal(task, `There is no pipeline '${name}'; the pipelines are: ${pipelines.names().join(", ") || "none"}.`, "configuration");
+  const results = ran.stages.map((stage) => stage.result);
+  const last = results.at(-1);
+  return {
+    runId: last?.runId ?? "",
+    sessionId: task.sessionId,
+    output: ran.output,
+    stopReason: last?.stopReason ?? "error",
+    steps: results.reduce((sum, result) => sum + result.steps, 0),
+    usage: results.reduce((sum, result) => addUsage(sum, result.usage), emptyUsage()),
+    toolCalls: results.flatMap((result) => result.toolCalls),
+  };
+}
+
+/** A paused run found from one of its approvals' runs: the root of its parent chain, and the chain's decisions. */
+export interface PausedChain {
+  root: string;
+  paused: PausedRun;
+  decisions: Record<string, ApprovalDecision>;
+}
+
+export type TurnBodies = ReturnType<typeof createTurnBodies>;
+
+/** `agent` is the chat agent (approvals pause); `store` the port every body reads and writes through. */
+export function createTurnBodies(agent: AgentConfig, store: StorePort, options: ConversationOptions) {
+  const openSurface = options.openSurface ?? (() => noSurface);
+  const showDecision = options.showDecision ?? (async () => {});
+  const onError = options.onError ?? (() => {});
+  const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
+
+  /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
+  async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
+    if (result.paused) {
+      for (const approval of await store.openApprovals(approvalsAwaited(result.paused.pending), ttlSeconds)) {
+        if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
+        const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
+        if (messageRef) await store.attachApprovalMessage(approval.id, messageRef).catch((error: unknown) => onError(error, "storing where an approval is shown"));
+      }
+    }
+    await surface.finish(result).catch((error: unknown) => onError(error, "showing a run's end"));
+    return result;
+  }
+
+  /** A run that never started: an accepted row (ingress's, the HTTP API's) ends with the reason; nothing was spent. */
+  async function neverStarted(task: Pick<MessageTask, "runId" | "sessionId">, message: string, code: ErrorCode): Promise<RunResult> {
+    const { error, ...rest } = refusal(task, message, code);
+    // A request cancelled while it waited ends as a cancelled run does: no error to report.
+    const result: RunResult = code === "cancelled" ? { ...rest, stopReason: "cancelled" } : { ...rest, error };
+    if (task.runId) await store.endUnstartedRun(runOutcomeOf(result));
+    return result;
+  }
+
+  /**
+   * Runs `work` once one of the process's run slots is free (agent.runSlots), in arrival order; the
+   * surface hears that the request is queued if that takes a while. Cancelled while waiting, it never starts.
+   */
+  async function inSlot(signal: AbortSignal, surface: ChatSurface, task: Pick<MessageTask, "runId" | "sessionId">, work: () => Promise<RunResult>): Promise<RunResult> {
+    const slots = agent.runSlots;
+    if (!slots) return work();
+    const notice = setTimeout(() => surface.queued?.(task.runId), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
+    let release: () => void;
+    try {
+      release = await slots.acquire(signal);
+    } catch {
+      return settle(await neverStarted(task, "The request was cancelled before it started.", "cancelled"), surface);
+    } finally {
+      clearTimeout(notice);
+    }
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
+  async function supersede(sessionId: string): Promise<void> {
+    for (const approval of await store.supersedeApprovals(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+  }
+
+  /** The paused run an approval's run belongs to (a specialist's approval: the run it works for); undefined once it no longer waits. */
+  async function pausedChain(runId: string): Promise<PausedChain | undefined> {
+    const chain = [runId];
+    for (let parent = (await store.run(runId))?.parentRunId; parent && (await store.pausedRun(parent)); parent = (await store.run(parent))?.parentRunId) chain.push(parent);
+    const root = chain.at(-1) as string;
+    const stored = await store.pausedRun(root);
+    if (!stored) return undefined; // resumed already, or superseded by a newer message
+    const decisions = Object.assign({}, ...(await Promise.all(chain.map((id) => store.decisionsOf(id))))) as Record<string, ApprovalDecision>;
+    return { root, paused: JSON.parse(stored) as PausedRun, decisions };
+  }
+
+  return {
+    settle,
+    neverStarted,
+    inSlot,
+    supersede,
+    pausedChain,
+    openSurface,
+    showDecision: (approval: Parameters<typeof showDecision>[0]) => showDecision(approval).catch((error: unknown) => onError(error, "updating an approval")),
+    onError,
+
+    /** A message's run: what waited is superseded, a user over a cap is refused, then the pipeline or the agent runs. */
+    async message(task: MessageTask, signal: AbortSignal, surface = openSurface(task.sessionId, task.userId)): Promise<RunResult> {
+      await supersede(task.sessionId);
+      const overQuota = options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits));
+      if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);
+      const onEvent = (event: AgentEvent) => {
+        surface.onEvent(event);
+        task.onEvent?.(event);
+      };
+      return inSlot(signal, surface, task, async () => {
+        const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
+        // A pipeline's first stage takes the accepted run over with the stage's own input, which it stores.
+        const { inputStored: _stored, ...staged } = task;
+        if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }), surface);
+        return settle(await runAgent(agent, { ...task, signal, onEvent }), surface);
+      });
+    },
+
+    /** Continues a paused chain with its decisions. Cancelled while waiting for a slot, the run stays paused with its decisions stored. */
+    resume({ paused, decisions }: PausedChain, sessionId: string, signal: AbortSignal): Promise<RunResult> {
+      const surface = openSurface(sessionId, paused.userId);
+      return inSlot(signal, surface, { sessionId }, async () =>
+        settle(await resumeAgent(agent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }), surface),
+      );
+    },
+  };
+}
