@@ -1,14 +1,30 @@
-/** The recorded conversations, for the commands that only read them (sessions, trace, usage, reset). */
-import { loadConfig } from "../config.js";
-import { databaseExists, openStore, type Store } from "../agent/store.js";
+/** The recorded conversations, for the commands that read them (sessions, trace, usage, replay, eval) and reset. */
+import { databaseExists } from "../agent/store.js";
+import { openStorePort, storePortOptionsFromEnv, type AnyStorePort } from "../store/index.js";
 
-/**
- * The configured database, opened to read, or undefined when there is none yet: a command that
- * only reads never creates one (nor its folder).
- */
-export function openRecords(): { path: string; store: Store | undefined } {
-  const path = loadConfig().databasePath;
-  return { path, store: databaseExists(path) ? openStore(path, { readOnly: true }) : undefined };
+export interface Records {
+  /** Where they are, for messages: the SQLite file, or the database (without its password) once open. */
+  where: string;
+  /** The setting that says where: GLASSBOX_DB or GLASSBOX_DATABASE_URL. */
+  setting: string;
+  store: AnyStorePort | undefined;
 }
 
-export const nothingRecorded = (path: string) => `No conversations are recorded yet in ${path} (GLASSBOX_DB).`;
+/**
+ * The configured store (PostgreSQL with GLASSBOX_DATABASE_URL, else the SQLite file at GLASSBOX_DB),
+ * opened to read (SQLite: read-only unless `write`), or no store when the SQLite file does not
+ * exist yet: a command that reads never creates one (nor its folder).
+ */
+export async function openRecords(options: { write?: boolean } = {}): Promise<Records> {
+  const settings = storePortOptionsFromEnv();
+  if (settings.databaseUrl === undefined) {
+    const records = { where: settings.databasePath, setting: "GLASSBOX_DB" };
+    // A schema without a URL is a mistake openStorePort words; otherwise no file means nothing recorded.
+    if (settings.databaseSchema === undefined && !databaseExists(settings.databasePath)) return { ...records, store: undefined };
+    return { ...records, store: await openStorePort({ ...settings, readOnly: !options.write }) };
+  }
+  const store = await openStorePort(settings);
+  return { where: store.location, setting: "GLASSBOX_DATABASE_URL", store };
+}
+
+export const nothingRecorded = (records: Pick<Records, "where" | "setting">) => `No conversations are recorded yet in ${records.where} (${records.setting}).`;

@@ -8,10 +8,9 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { formatNumber, formatTable } from "../adapters/terminal/table.js";
-import { createFeedbackBook } from "../agent/feedback.js";
+import { recordedRunOf } from "../adapters/trace-readings.js";
 import { createOpenAIModel } from "../agent/llm/index.js";
 import { replayRun, type ReplayComparison, type RunSummary } from "../agent/replay.js";
-import { createTraceReader } from "../agent/trace.js";
 import type { ToolSpec } from "../agent/types.js";
 import { assertModelConfigured, loadConfig } from "../config.js";
 import { loadToolModules } from "../tools/load-modules.js";
@@ -37,7 +36,7 @@ export async function evalCommand({ positionals, options }: CommandInput): Promi
   const which = options.feedback;
   if (which !== undefined && which !== "down" && which !== "up" && which !== "all") throw new UsageError("--feedback takes down, up or all.");
   if (positionals.length === 0 && which === undefined) throw new UsageError("Name the recorded runs to replay (glassbox eval <run-id>...), or take the rated ones: glassbox eval --feedback down|up|all.");
-  const runIds = [...positionals, ...(which ? ratedRuns(which) : [])];
+  const runIds = [...positionals, ...(which ? await ratedRuns(which) : [])];
   if (runIds.length === 0) {
     process.stdout.write(`No run is rated${which === "all" ? "" : ` ${which}`} yet; people rate answers with 👍 / 👎.\n`);
     return 0;
@@ -60,13 +59,13 @@ export async function evalCommand({ positionals, options }: CommandInput): Promi
   return changed.length === 0 ? 0 : 1;
 }
 
-function ratedRuns(which: "down" | "up" | "all"): string[] {
-  const { store } = openRecords();
+async function ratedRuns(which: "down" | "up" | "all"): Promise<string[]> {
+  const { store } = await openRecords();
   if (!store) return [];
   try {
-    return createFeedbackBook(store).ratedRuns(which, MAX_RATED_RUNS);
+    return await store.ratedRuns(which, MAX_RATED_RUNS);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -76,19 +75,19 @@ async function replayAll(runIds: string[], options: CommandInput["options"]): Pr
   assertModelConfigured(config);
   const systemPrompt = options["system-prompt"] === undefined ? undefined : readPrompt(options["system-prompt"]);
   const tools = options.tools.length > 0 ? await toolSpecs(options.tools) : undefined;
-  const { path, store } = openRecords();
+  const records = await openRecords();
+  const { store } = records;
   if (!store) {
-    process.stdout.write(`${nothingRecorded(path)}\n`);
+    process.stdout.write(`${nothingRecorded(records)}\n`);
     return [];
   }
   try {
     const model = createOpenAIModel({ ...config.model, ...(options.model ? { model: options.model } : {}), stream: false });
-    const reader = createTraceReader(store);
     const comparisons: ReplayComparison[] = [];
-    for (const runId of runIds) comparisons.push(await replayRun(reader, runId, { model, systemPrompt, tools }));
+    for (const runId of runIds) comparisons.push(await replayRun(await recordedRunOf(store, runId), runId, { model, systemPrompt, tools }));
     return comparisons;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

@@ -6,11 +6,16 @@ import type { CommandInput } from "./command.js";
 import { nothingRecorded, openRecords } from "./records.js";
 
 export default async function sessions({ options }: CommandInput): Promise<number> {
-  const { path, store } = openRecords();
-  const listed = store?.listSessions() ?? [];
-  store?.close();
+  const records = await openRecords();
+  const { store } = records;
+  let listed: SessionInfo[] = [];
+  try {
+    listed = (await store?.listSessions()) ?? [];
+  } finally {
+    await store?.close();
+  }
   if (options.json) process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
-  else if (listed.length === 0) process.stdout.write(`${store ? `There are no conversations in ${path} yet (GLASSBOX_DB).` : nothingRecorded(path)}\n`);
+  else if (listed.length === 0) process.stdout.write(`${store ? `There are no conversations in ${records.where} yet (${records.setting}).` : nothingRecorded(records)}\n`);
   else process.stdout.write(`${formatSessions(listed, styleFor(process.stdout))}\n`);
   return 0;
 }
