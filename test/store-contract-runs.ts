@@ -177,6 +177,30 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.interruptOrphanedRuns()).toBe(0);
   });
 
+  it("takes over a running or interrupted run of a process that is gone (once), never an ended or accepted one", async () => {
+    const store = await open();
+    expect(await inProcesses(database().options, 1, ["start-runs", "cli:takeover", "run_gone_a", "run_gone_b"])).toEqual(["started"]);
+    await store.record([{ kind: "start_run", run: runRecord("run_ended", "cli:takeover") }, { kind: "end_run", outcome: outcomeOf("run_ended") }]);
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_waiting", "cli:takeover") });
+    expect(await store.interruptOrphanedRuns()).toBe(2);
+    await store.record([{ kind: "start_run", run: runRecord("run_gone_a", "cli:takeover") }]); // a start is no takeover
+    expect((await store.run("run_gone_a"))?.status).toBe("interrupted");
+    const taken = await store.record(["run_gone_a", "run_ended", "run_waiting", "run_unknown"].map((runId) => ({ kind: "take_over_run" as const, runId })));
+    expect(taken.startedRuns).toEqual(["run_gone_a"]);
+    expect(await store.run("run_gone_a")).toMatchObject({ status: "running", endedAt: null });
+    expect(await Promise.all(["run_ended", "run_waiting"].map(async (id) => (await store.run(id))?.status))).toEqual(["final", "accepted"]);
+    // Taken over, the run is this process's: no longer an orphan.
+    expect(await store.interruptOrphanedRuns()).toBe(0);
+    // A running run of the gone process (its turn handed to this one by the run queue) is taken over;
+    // a run this process already runs is not, from any of its handles.
+    expect(await inProcesses(database().options, 1, ["start-runs", "cli:takeover", "run_cut_off"])).toEqual(["started"]);
+    const other = await open();
+    await other.record([{ kind: "start_run", run: runRecord("run_mine", "cli:takeover") }]);
+    const outcomes = await Promise.all([store, other].map((handle) => handle.record([{ kind: "take_over_run", runId: "run_cut_off" }, { kind: "take_over_run", runId: "run_mine" }])));
+    expect(outcomes.flatMap((outcome) => outcome.startedRuns)).toEqual(["run_cut_off"]);
+    expect(await Promise.all(["run_cut_off", "run_mine"].map(async (id) => (await store.run(id))?.status))).toEqual(["running", "running"]);
+  });
+
   it("migrates once when several processes open a new database at the same moment; reopening keeps the data", async () => {
     expect(await inProcesses(database().options, 4)).toEqual(Array(4).fill("opened"));
     const first = await open();

@@ -64,7 +64,8 @@ export type RunWrite =
   | { kind: "resume_run"; runId: string }
   /**
    * A run whose process is gone (the run queue handed its turn to this one; or it was marked
-   * interrupted) goes on in this process: running, owned by this process. In `startedRuns` when taken.
+   * interrupted) goes on in this process: running, owned by this process. In `startedRuns` when
+   * taken; an ended or accepted run, or one this process already runs, is not taken.
    */
   | { kind: "take_over_run"; runId: string }
   | { kind: "messages"; sessionId: string; runId: string | null; entries: MessageEntry[] }

@@ -77,10 +77,10 @@ export async function resumeRun(db: Db, runId: string): Promise<void> {
   await db.query("UPDATE runs SET status = 'running', paused = NULL, owner = $1, ended_at = NULL WHERE id = $2 AND status = 'awaiting_approval'", [INSTANCE.id, runId]);
 }
 
-/** A run whose process is gone goes on in this one; false when it is neither running nor interrupted. */
+/** A run whose process is gone goes on in this one; false when it is neither interrupted nor running elsewhere. */
 export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
   await registerInstance(db);
-  const taken = await db.query("UPDATE runs SET status = 'running', owner = $1, ended_at = NULL WHERE id = $2 AND status IN ('running', 'interrupted')", [INSTANCE.id, runId]);
+  const taken = await db.query("UPDATE runs SET status = 'running', owner = $1, ended_at = NULL WHERE id = $2 AND (status = 'interrupted' OR (status = 'running' AND owner IS DISTINCT FROM $1))", [INSTANCE.id, runId]);
   return taken.rowCount === 1;
 }
 

@@ -17,10 +17,10 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
   const takeOverRun = (runId: string) => {
     if (!takeOver) {
       const register = instanceRegistration(store.db);
-      const update = store.db.prepare("UPDATE runs SET status = 'running', owner = ?, ended_at = NULL WHERE id = ? AND status IN ('running', 'interrupted')");
+      const update = store.db.prepare("UPDATE runs SET status = 'running', owner = @owner, ended_at = NULL WHERE id = @id AND (status = 'interrupted' OR (status = 'running' AND owner IS NOT @owner))");
       takeOver = (id) => {
         register();
-        return update.run(INSTANCE.id, id).changes === 1;
+        return update.run({ owner: INSTANCE.id, id }).changes === 1;
       };
     }
     return takeOver(runId);
