@@ -1,7 +1,8 @@
 /**
  * What people say about an answer: 👍 or 👎 on a run, with an optional reason, one per person and
- * run (their latest click is their answer). Kept in the SQLite store beside the run, read by the
- * trace viewer, `glassbox trace` and `glassbox usage`. The adapters decide who may rate where; this
+ * run (their latest click is their answer). Kept in the store beside the run (this book is SQLite's;
+ * the port's feedback operations are how everything else writes and reads it), read by the trace
+ * viewer, `glassbox trace` and `glassbox usage`. The adapters decide who may rate where; this
  * book only checks that the run exists and sits in the conversation the click came from.
  */
 import type { Store } from "./store.js";
@@ -101,6 +102,22 @@ export function createFeedbackBook(store: Store) {
 }
 
 export type FeedbackBook = ReturnType<typeof createFeedbackBook>;
+
+/** What a click in a chat needs of the store (the port has it, on SQLite or PostgreSQL). */
+export interface FeedbackWrites {
+  run(runId: string): Promise<{ sessionId: string } | undefined>;
+  recordFeedback(input: { runId: string; userId: string; rating: Rating; reason?: unknown; source: FeedbackSource }): Promise<"recorded" | "unknown_run">;
+}
+
+/**
+ * A 👍 / 👎 clicked in a chat, recorded only when the rated run is in the conversation the click came
+ * from (`isHere` judges its session): whoever can see an answer there can rate it, nobody elsewhere.
+ */
+export async function rateInConversation(store: FeedbackWrites, click: { runId: string; userId: string; rating: Rating; source: FeedbackSource }, isHere: (sessionId: string) => boolean): Promise<"recorded" | "not_here"> {
+  const run = await store.run(click.runId);
+  if (!run || !isHere(run.sessionId)) return "not_here";
+  return (await store.recordFeedback(click)) === "recorded" ? "recorded" : "not_here";
+}
 
 /** A person's feedback in one line of text: "👎 U123: the total was wrong". */
 export function feedbackLine(feedback: Feedback): string {

@@ -17,7 +17,8 @@ import {
   type Message,
   type ModalSubmitInteraction,
 } from "discord.js";
-import { createFeedbackBook } from "../../agent/feedback.js";
+import { rateInConversation } from "../../agent/feedback.js";
+import { storePortOf } from "../trace-readings.js";
 import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
@@ -111,17 +112,17 @@ export async function startDiscordAdapter(options: {
     await conversations.send({ sessionId, userId: message.author.id, input });
   }
 
-  const feedback = createFeedbackBook(store);
+  // Feedback is written through the store port, on SQLite or PostgreSQL.
+  const feedback = storePortOf(store);
 
   /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
   async function onFeedback(interaction: ButtonInteraction, rated: { rating: "up" | "down"; runId: string }): Promise<void> {
-    if (!store.claim(discordInteractionId(interaction.id))) return;
-    const sessionId = feedback.sessionOf(rated.runId);
-    if (!sessionId?.startsWith(discordClickOrigin(interaction).sessionPrefix) || channelOf(sessionId) !== interaction.channelId) {
+    if (!(await feedback.claim(discordInteractionId(interaction.id)))) return;
+    const here = (sessionId: string) => sessionId.startsWith(discordClickOrigin(interaction).sessionPrefix) && channelOf(sessionId) === interaction.channelId;
+    if ((await rateInConversation(feedback, { ...rated, userId: interaction.user.id, source: "discord" }, here)) === "not_here") {
       await interaction.reply({ content: "I can't rate that answer from here; rate it in the conversation where I gave it.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
       return;
     }
-    feedback.record({ ...rated, userId: interaction.user.id, source: "discord" });
     if (rated.rating === "down") await interaction.showModal(reasonModal(rated.runId));
     else await interaction.reply({ content: "Thanks for the 👍.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
@@ -129,8 +130,8 @@ export async function startDiscordAdapter(options: {
   /** The reason a 👎 asked for: it only ever completes the submitter's own 👎 of that run. */
   async function onReason(interaction: ModalSubmitInteraction): Promise<void> {
     const runId = reasonModalRun(interaction.customId);
-    if (!runId || !store.claim(discordInteractionId(interaction.id))) return;
-    const noted = feedback.explain(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
+    if (!runId || !(await feedback.claim(discordInteractionId(interaction.id)))) return;
+    const noted = await feedback.explainFeedback(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
     await interaction.reply({ content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
 

@@ -24,7 +24,8 @@ import { askSomething, examplePrompts, type ExamplePrompt } from "../example-req
 import type { ToolSource } from "../../tools/tool-sources.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
-import { createFeedbackBook } from "../../agent/feedback.js";
+import { rateInConversation } from "../../agent/feedback.js";
+import { storePortOf } from "../trace-readings.js";
 import { FEEDBACK_ACTIONS, feedbackValueOf, REASON_BLOCK, REASON_INPUT, REASON_VIEW, reasonModal } from "./feedback-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
@@ -40,6 +41,7 @@ import {
 } from "./slack-oauth.js";
 import { channelNames, createAgentSessions, listenForAgentView, titleThread } from "./slack-agent-view.js";
 import { withoutBroadcasts } from "./slack-text.js";
+import { fetchSlackFiles, slackFileRefs } from "./slack-files.js";
 import { createViewingMemory, entitiesOfAppContext, viewingNote, withViewingNote } from "./slack-viewing.js";
 import type { SlackWorkerData } from "./slack-worker.js";
 
@@ -144,7 +146,7 @@ export async function startSlackAdapter(
       await reply((await conversations.stop(sessionId)) ? "Stopping." : "Nothing is running here.");
       return;
     }
-    if (!input) {
+    if (!input && slackFileRefs(message.files).length === 0) {
       await reply(askSomething("Ask me something after the mention", options.hints));
       return;
     }
@@ -160,7 +162,10 @@ export async function startSlackAdapter(
       // Naming a channel in view may take a Web API call: the session's messages still go in order.
       const noted = (notesOf.get(sessionId) ?? Promise.resolve()).then(async () => {
         const note = viewed.length ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel)) : undefined;
-        const run = conversations.send({ sessionId, userId, input: withViewingNote(input, note) });
+        // Shared files are fetched with this workspace's bot token; one that cannot be read is said in a sentence, and the rest still runs.
+        const files = message.files ? await fetchSlackFiles(message.files, { token: message.context.botToken ?? client.token ?? "", apiUrl: slack.apiUrl }) : undefined;
+        if (files?.problems.length) await reply(files.problems.join(" "));
+        const run = conversations.send({ sessionId, userId, input: withViewingNote(input, note), ...(files?.attachments.length ? { attachments: files.attachments } : {}) });
         run.catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
         // A DM thread is an agent session: processing (Slack's stop button) while it runs.
         if (message.isDirect && threadTs) void agentSessions.track(client, { channel: message.channel, threadTs, user: message.user as string, input }, run);
@@ -178,17 +183,17 @@ export async function startSlackAdapter(
 
   app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
-      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, context },
+      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, context, files: (event as { files?: unknown }).files },
       client,
     );
   });
 
   app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
-    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; app_context?: unknown };
+    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; app_context?: unknown; files?: unknown };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
     await onMessage(
-      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context, appContext: fields.app_context },
+      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context, appContext: fields.app_context, files: fields.files },
       client,
     );
   });
@@ -205,27 +210,27 @@ export async function startSlackAdapter(
 
   // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
   // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.
-  const feedback = createFeedbackBook(store);
+  // Written through the store port, on SQLite or PostgreSQL.
+  const feedback = storePortOf(store);
   app.action<BlockAction>(FEEDBACK_ACTIONS, async ({ ack, action, body, client, context }) => {
     await ack();
     const rated = "value" in action ? feedbackValueOf(action.value) : undefined;
-    if (!rated || !store.claim(`slack:interaction:${body.trigger_id}`)) return;
+    if (!rated || !(await feedback.claim(`slack:interaction:${body.trigger_id}`))) return;
     // Only from the conversation the answer is in: whoever can see it there can rate it.
-    const sessionId = feedback.sessionOf(rated.runId);
     const channel = body.channel?.id;
-    if (!sessionId?.startsWith(clickOrigin(body).sessionPrefix) || sessionId.split(":")[2] !== channel) {
+    const here = (sessionId: string) => sessionId.startsWith(clickOrigin(body).sessionPrefix) && sessionId.split(":")[2] === channel;
+    if ((await rateInConversation(feedback, { ...rated, userId: userOf(context, body.user.id), source: "slack" }, here)) === "not_here") {
       if (channel) await client.chat.postEphemeral({ channel, user: body.user.id, text: "I can't rate that answer from here; rate it in the conversation where I gave it." });
       return;
     }
-    feedback.record({ ...rated, userId: userOf(context, body.user.id), source: "slack" });
     if (rated.rating === "down") await client.views.open({ trigger_id: body.trigger_id, view: reasonModal(rated.runId) });
   });
   // The reason a 👎 asked for: only ever completes the submitter's own 👎 of that run.
   app.view(REASON_VIEW, async ({ ack, view, body, context }) => {
     await ack();
-    if (!store.claim(`slack:view:${view.id}`)) return;
+    if (!(await feedback.claim(`slack:view:${view.id}`))) return;
     const reason = view.state.values[REASON_BLOCK]?.[REASON_INPUT]?.value;
-    feedback.explain(view.private_metadata, userOf(context, body.user.id), reason);
+    await feedback.explainFeedback(view.private_metadata, userOf(context, body.user.id), reason);
   });
 
   app.error(async (error) => {
