@@ -10,18 +10,14 @@ import { runAgent } from "../src/agent/loop.js";
 import { createTraceReader } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import { hasImagePart, PNG, userContent, type Part } from "./attachment-helpers.js";
 import { quietLogger } from "./web-helpers.js";
 
-/** A 1x1 PNG. */
-export const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
 const image: Attachment = { name: "cat.png", mimeType: "image/png", size: PNG.length, data: PNG };
 const notes: Attachment = { name: "notes.txt", mimeType: "text/plain", size: 24, data: Buffer.from("The launch is on Friday.") };
 const pdf: Attachment = { name: "report.pdf", mimeType: "application/pdf", size: 5, data: Buffer.from("%PDF-") };
 
-type Part = { type: string; text?: string; image_url?: { url: string } };
-const userContent = (body: ChatCompletionRequestBody) => body.messages.find((message) => message.role === "user")?.content as string | Part[];
-const hasImagePart = (body: ChatCompletionRequestBody) => body.messages.some((message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"));
 
 describe("attachments reach the model", () => {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-attachments-"));

@@ -25,6 +25,7 @@ import { undiciFetch } from "../undici-fetch.js";
 import { createAssistantMethods, type FakeAssistantState } from "./fake-slack-assistant.js";
 import { createFakeOAuth, type EventTeam, type FakeOAuth, type FakeOAuthOptions } from "./fake-slack-oauth.js";
 import { createViewMethods, type FakeView, type ViewSubmissionInput } from "./fake-slack-views.js";
+import { createFakeSlackFiles, type FakeSlackFiles } from "./fake-slack-files.js";
 import { broadcastsOf } from "./platform-mentions.js";
 
 export interface FakeSlackOptions {
@@ -91,6 +92,8 @@ export interface FakeSlack {
   oauth?: FakeOAuth;
   /** What the agent-experience methods set: thread titles, suggested prompts. */
   assistant: FakeAssistantState;
+  /** Files to share in events (`files.add`), served at their url_private_download; `files.downloads` records who fetched them. */
+  files: FakeSlackFiles;
   calls: RecordedCall[];
   callsTo(method: string): RecordedCall[];
   /** Resolves with the first matching call, looking at already-recorded calls first (from `since`, default 0). */
@@ -213,6 +216,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const assistant = createAssistantMethods();
   const modals = createViewMethods(teamId, appId);
   const unsupported = options.unsupportedBlocks ?? [];
+  const files = await createFakeSlackFiles(() => origin, (token) => token === botToken || oauth?.workspaceOf(token) !== undefined, teamId);
 
   function nextTs(): string {
     lastMicros = Math.max(lastMicros + 1, Date.now() * 1000); // strictly increasing, like real ts
@@ -391,6 +395,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const api = /^\/api\/([\w.]+)$/.exec(path);
     const response = /^\/response\/([\w-]+)$/.exec(path);
     if (oauth && path === "/oauth/v2/authorize" && req.method === "GET") return oauth.handleAuthorize(new URLSearchParams(query), res);
+    if (files.handle(req, res)) return;
     const work = api?.[1] ? handleApi(req, res, api[1], query)
       : response?.[1] && req.method === "POST" ? handleResponseUrl(req, res, response[1])
       : Promise.resolve(sendJson(res, fail("not_found"), 404));
@@ -511,6 +516,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     apiUrl: `${origin}/api/`,
     ...(oauth ? { oauth } : {}),
     assistant: assistant.state,
+    files,
     calls,
     callsTo: (method) => calls.filter((c) => c.method === method),
     waitForCall(method, predicate = () => true, opts = {}) {
@@ -582,6 +588,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       for (const finishAck of [...pendingAcks.values()]) finishAck(false);
       for (const ws of [...sockets]) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await files.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -19,6 +19,8 @@ export interface SlackMessageEvent {
   botId?: string;
   subtype?: string;
   isDirect: boolean;
+  /** The files shared with the message (Slack file objects; see slack-files.ts). */
+  files?: unknown;
 }
 
 /** Edits, deletions, joins and other bots are not questions; a message that shares a file is. */
