@@ -25,7 +25,7 @@ import { credentialsOf, matchingCredential, type Caller } from "./api-rules.js";
 import { createApi } from "./web-api.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 import type { StorePort } from "../../store/port.js";
-import { isStorePort, recordedRunOf, storePortOf } from "../trace-readings.js";
+import { recordedRunOf, storePortOf } from "../trace-readings.js";
 
 export interface WebServerOptions {
   /** The agent; absent only when no model is configured, and then `problem` says what to set. */
@@ -95,9 +95,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const agent = options.agent ?? unconfiguredAgent(options.problem ?? "");
 
   const hub = createEventHub();
-  // Interim, until createConversations takes the port too (issue 16): conversations still need a Store.
-  if (isStorePort(store)) throw new Error("startWebServer runs conversations on a SQLite Store until conversations take the store port.");
-  const conversations = createConversations(agent, store, {
+  const conversations = createConversations(agent, port, {
     openSurface: (sessionId) => openWebSurface(hub, sessionId),
     showDecision: showWebDecision(hub),
     approvalTtlSeconds: options.approvalTtlSeconds,
