@@ -30,6 +30,7 @@ import type { AddressInfo } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
 import { allowedMentionsProblem, mentionedIds, pingsOf, type Pings } from "./platform-mentions.js";
+import { createFakeDiscordCdn, type FakeDiscordCdn, type FakeDiscordFileInput } from "./fake-discord-files.js";
 
 export interface FakeDiscordChannelInput {
   id: string;
@@ -121,7 +122,8 @@ export interface FakeDiscord {
   gatewayUrls: string[]; // the URL (path and query) of every gateway connection, in order
   // events from "users" — each goes to every session that is identified, and is kept for replay
   // while the session's socket is down; with no session at all it is only stored:
-  sendMessage(input: { channelId: string; guildId?: string; authorId: string; content: string; bot?: boolean; mentionsBot?: boolean; type?: number }): Promise<{ id: string; content: string }>;
+  sendMessage(input: { channelId: string; guildId?: string; authorId: string; content: string; bot?: boolean; mentionsBot?: boolean; type?: number; attachments?: FakeDiscordFileInput[] }): Promise<{ id: string; content: string }>;
+  cdn: FakeDiscordCdn; // serves the attachments of sent messages (fake-discord-files.ts)
   clickButton(input: { channelId: string; guildId?: string; userId: string; messageId: string; customId: string }): Promise<{ interactionId: string; token: string }>;
   runCommand(input: { channelId: string; guildId?: string; userId: string; name: string; options?: unknown[] }): Promise<{ interactionId: string; token: string }>;
   interactionResponses(interactionId: string): RecordedRequest[]; // callback + webhook calls, in order
@@ -804,7 +806,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     res.end(JSON.stringify(answer.body));
   }
 
+  const cdn = createFakeDiscordCdn(() => origin);
   const server = createServer((req, res) => {
+    if (cdn.handle(req, res)) return;
     const [path = "", query = ""] = (req.url ?? "").split("?", 2);
     const api = /^\/api\/v(\d+)(\/.*)$/.exec(path);
     if (!api?.[2] || api[1] !== API_VERSION) return reply(res, error(404, 0, "404: Not Found"), "unknown");
@@ -904,6 +908,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         () => `no gateway op ${op}; received ops: ${gatewayPayloads.map((p) => p.op).join(", ") || "none"}`);
     },
     gatewayUrls,
+    cdn,
     async sendMessage(input) {
       let channel = channels.get(input.channelId);
       if (!channel && input.guildId === undefined) {
@@ -916,7 +921,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const mention = `<@${botUserId}>`;
       // Like typing "@glassbox hi": the mention is part of the content and of `mentions`.
       const content = input.mentionsBot && !mentionedIds(input.content).includes(botUserId) ? `${mention} ${input.content}` : input.content;
-      const m = storeMessage({ channelId: channel.id, authorId: author.id, content, type: input.type ?? MessageType.Default });
+      const m = storeMessage({ channelId: channel.id, authorId: author.id, content, type: input.type ?? MessageType.Default, attachments: (input.attachments ?? []).map((file) => cdn.add(input.channelId, file, nextId())) });
       broadcastMessage("MESSAGE_CREATE", m);
       return { id: m.id, content };
     },

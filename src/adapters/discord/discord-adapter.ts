@@ -32,6 +32,7 @@ import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
 import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "./discord-events.js";
+import { fetchDiscordFiles } from "./discord-files.js";
 import { loginToDiscord } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
@@ -105,11 +106,14 @@ export async function startDiscordAdapter(options: {
     if (!store.claim(discordMessageId(message.id))) return;
     const sessionId = discordSessionKey(message.channel, message.guildId);
     const input = discordInputOf(message.content);
-    if (!input) {
+    if (!input && message.attachments.size === 0) {
       await message.reply({ content: askSomething("Ask me something", options.hints), allowedMentions: NO_PINGS });
       return;
     }
-    await conversations.send({ sessionId, userId: message.author.id, input });
+    // Attached files come from Discord's CDN (no token); one that cannot be read is said in a sentence, and the rest still runs.
+    const files = message.attachments.size > 0 ? await fetchDiscordFiles(message.attachments.values()) : undefined;
+    if (files?.problems.length) await message.reply({ content: files.problems.join(" "), allowedMentions: NO_PINGS });
+    await conversations.send({ sessionId, userId: message.author.id, input, ...(files?.attachments.length ? { attachments: files.attachments } : {}) });
   }
 
   // Feedback is written through the store port, on SQLite or PostgreSQL.
