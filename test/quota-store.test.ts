@@ -1,10 +1,20 @@
 // The spending guard keeps its ledger in the store: two guards on two handles of one database (as two
 // worker processes have) never let one user past a daily cap by more than one call's worth. SQLite
 // (two connections to one file) always; PostgreSQL too when GLASSBOX_TEST_DATABASE_URL is set.
-import { describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createConversations } from "../src/agent/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { COMPLETION_ALLOWANCE_TOKENS, createSpendingGuard } from "../src/agent/quota.js";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { createAgentConfig } from "../src/setup.js";
+import { closeServers, startServer } from "./agent-helpers.js";
 import { pause, TARGETS, useContract } from "./store-contract-helpers.js";
+
+afterEach(closeServers);
 
 const CALL = { promptTokens: 150, completionTokens: 10, totalTokens: 160 };
 const CAP = 2_000;
@@ -12,6 +22,30 @@ const CAP = 2_000;
 for (const target of TARGETS) {
   describe(`the spending guard on ${target.name}`, () => {
     const { open } = useContract(target);
+
+    it("an agent made over a store port (createAgentConfig({ port })) opens no SQLite file and settles its calls in that store's ledger", async () => {
+      const server = await startServer({ script: () => ({ content: "ok", usage: { promptTokens: 4_000, completionTokens: 100 } }) });
+      const directory = mkdtempSync(join(tmpdir(), "glassbox-port-agent-"));
+      const port = await open();
+      const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_USER_DAILY_TOKENS: "1000" });
+      const agent = await createAgentConfig(config, createLogger({ level: "silent" }), { port });
+      try {
+        expect(agent.port).toBe(port);
+        expect(agent.store).toBeUndefined();
+        const conversations = createConversations(agent, agent.port, { dailyLimits: config.dailyLimits });
+        expect(await conversations.send({ input: "first", sessionId: "web:p1", userId: "U1" })).toMatchObject({ stopReason: "final" });
+        // The guard settled the call in this store: its ledger is at the cap for every handle.
+        const elsewhere = await open();
+        expect(await elsewhere.reserveQuota({ userId: "U1", tokens: 1, cost: 0, limits: { tokens: 1_000 } })).toMatchObject({ kind: "at_cap", cap: "tokens", spentTokens: 4_100 });
+        expect(await conversations.send({ input: "second", sessionId: "web:p1", userId: "U1" })).toMatchObject({ stopReason: "error", error: { code: "quota" } });
+        expect(server.requests).toHaveLength(1);
+        expect((await port.runsOfSession("web:p1")).map((run) => run.status)).toEqual(["final"]); // refused before it started: no run
+        expect(existsSync(join(directory, "glassbox.db"))).toBe(false);
+      } finally {
+        await agent.close();
+        rmSync(directory, { recursive: true, force: true });
+      }
+    });
 
     it("two guards on two handles, 20 calls each started together, spend at most one call past the cap; the rest are refused in one sentence", async () => {
       const guards = [createSpendingGuard(await open(), { tokens: CAP }), createSpendingGuard(await open(), { tokens: CAP })];
