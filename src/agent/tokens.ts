@@ -4,7 +4,7 @@
  * are estimates of what the server will bill (servers add their own framing), so memory logs the
  * drift it sees.
  */
-import { Tiktoken } from "js-tiktoken/lite";
+import { createMerge, rankTableOf, type RankFile, type RankTable } from "./token-ranks.js";
 import { textOf, type Message, type ToolSpec } from "./types.js";
 
 /** An image part as a prompt counts it: OpenAI's price of a 1024x1024 image at high detail. */
@@ -44,24 +44,22 @@ interface Encoding {
   /** The encoding's own pre-tokenizer pattern: tiktoken encodes each piece it matches on its own. */
   pieces: RegExp;
   ranks: RankTable;
-  windows: ByteWindows;
 }
 
-/** Token bytes as js-tiktoken keys them ("104,105" for "hi") to their rank. */
-type RankTable = Map<string, number>;
+const encodings = new Map<EncodingName, Promise<Encoding>>();
 
-const encodings = new Map<EncodingName, Encoding>();
-
-async function loadEncoding(name: EncodingName): Promise<Encoding> {
+/** The rank tables are large: only the one needed is loaded, once per process, and shared by every counter. */
+function loadEncoding(name: EncodingName): Promise<Encoding> {
   let encoding = encodings.get(name);
   if (!encoding) {
-    // The rank tables are large; load only the one needed, once per process.
-    const ranks = (name === "o200k_base" ? await import("js-tiktoken/ranks/o200k_base") : await import("js-tiktoken/ranks/cl100k_base")).default;
-    const encoder = new Tiktoken(ranks);
-    const table = rankTableOf(encoder);
-    encoding = { pieces: new RegExp(ranks.pat_str, "gu"), ranks: table, windows: byteWindowsOf(table) };
-    checkAgainst(encoder, encoding);
+    encoding = (async () => {
+      const file: RankFile = (name === "o200k_base" ? await import("js-tiktoken/ranks/o200k_base") : await import("js-tiktoken/ranks/cl100k_base")).default;
+      const loaded = { pieces: new RegExp(file.pat_str, "gu"), ranks: rankTableOf(file, RANK_FILE_CHANGED) };
+      checkProbe(name, loaded);
+      return loaded;
+    })();
     encodings.set(name, encoding);
+    encoding.catch(() => encodings.delete(name));
   }
   return encoding;
 }
@@ -122,8 +120,8 @@ const CACHED_PIECE_LENGTH = 32;
  * counted as the plain text they are.
  */
 export async function createTokenCounter(encoding: EncodingName): Promise<TokenCounter> {
-  const { pieces, ranks, windows } = await loadEncoding(encoding);
-  const merge = createMerge(ranks, windows);
+  const { pieces, ranks } = await loadEncoding(encoding);
+  const merge = createMerge(ranks);
   const cache = new Map<string, number>();
   const utf8 = new TextEncoder();
   const piece = (value: string) => {
@@ -161,198 +159,23 @@ export async function createTokenCounter(encoding: EncodingName): Promise<TokenC
   };
 }
 
-const PAIR_CACHE_LIMIT = 200_000;
-const BYTE_KEYS = Array.from({ length: 256 }, (_, byte) => String(byte));
-/** Ranks are below this (checked at load), so a pair of them packs into one number. */
-const RANK_LIMIT = 2 ** 18;
-
 /**
- * tiktoken's byte-pair merge, counting the tokens it makes of one piece's bytes: merge the adjacent
- * pair whose joined bytes have the lowest rank (the leftmost on a tie) until no pair is a token.
- * It is the algorithm of tiktoken and js-tiktoken, so counts are the same (the tests compare them);
- * js-tiktoken's own rescans every pair after every merge and builds a key string for each, which
- * is quadratic with a large constant (0.5 ms for 32 CJK characters) and what made a 5,000-letter
- * message cost seconds. Here the pairs wait in a heap ordered by (rank, position), parts are a
- * linked list, and a merge re-rates only its two neighbouring pairs. A lookup by key costs about
- * 1 µs in js-tiktoken's table, so two things spare most of them: every part is a token, so a pair
- * is known by its two ranks and its rank, once looked up, is remembered; and a pair whose junction
- * bytes appear in no token (`windows`) cannot join, which in CJK text rules out most neighbouring
- * characters (twice as fast on 40,000 random Chinese characters).
+ * What js-tiktoken counts for a probe of mixed text (the tests check these against it): the ranks
+ * are read from js-tiktoken's rank files directly, so if an upgrade changed their content or
+ * shape, counts would silently go wrong; the counter refuses to start instead.
  */
-function createMerge(ranks: RankTable, windows: ByteWindows): (bytes: Uint8Array) => number {
-  const pairRanks = new Map<number, number>(); // left rank * RANK_LIMIT + right rank -> rank, or -1
-  const heap = new PairHeap();
-  // The piece being merged, and its parts by the offset of their first byte: key, rank, neighbours,
-  // and the rank of the pair the part starts (-1: none). Reused from piece to piece, which makes
-  // short pieces 1.5x faster; a bounded piece has at most 3 bytes per code unit.
-  let bytes: Uint8Array = new Uint8Array(0);
-  let length = 0;
-  const keys: string[] = [];
-  let tokens = new Int32Array(3 * MAX_PIECE_LENGTH);
-  let next = new Int32Array(3 * MAX_PIECE_LENGTH);
-  let previous = new Int32Array(3 * MAX_PIECE_LENGTH);
-  let pairs = new Float64Array(3 * MAX_PIECE_LENGTH);
+export const PROBE = "Hello, wörld! 你好，世界 👋🏽   1234 don't <|endoftext|>";
+export const PROBE_TOKENS: Record<EncodingName, number> = { o200k_base: 26, cl100k_base: 30 };
 
-  // A pair can join only if the three bytes either side of its junction occur in some token.
-  const mayJoin = (left: number, right: number) =>
-    (right - left < 2 || windows.has(bytes, right - 2)) && ((next[right] as number) - right < 2 || windows.has(bytes, right - 1));
-  const rankOf = (left: number, right: number) => {
-    const pair = (tokens[left] as number) * RANK_LIMIT + (tokens[right] as number);
-    let rank = pairRanks.get(pair);
-    if (rank === undefined) {
-      rank = ranks.get(`${keys[left]},${keys[right]}`) ?? -1;
-      if (pairRanks.size >= PAIR_CACHE_LIMIT) pairRanks.clear();
-      pairRanks.set(pair, rank);
-    }
-    return rank;
-  };
-  const rate = (left: number) => {
-    const right = next[left] as number;
-    const rank = right < length && mayJoin(left, right) ? rankOf(left, right) : -1;
-    pairs[left] = rank;
-    if (rank >= 0) heap.push(rank * length + left); // ties go to the smaller offset: the leftmost
-  };
-
-  return (piece) => {
-    if (piece.length <= 1) return piece.length; // every byte is a token
-    if (piece.length <= 64 && ranks.has(piece.join(","))) return 1; // as most words are
-    bytes = piece;
-    length = piece.length;
-    if (length > tokens.length) {
-      tokens = new Int32Array(length);
-      next = new Int32Array(length);
-      previous = new Int32Array(length);
-      pairs = new Float64Array(length);
-    }
-    // Plain loops: Array.from with a callback made the whole merge 1.5x slower.
-    keys.length = 0;
-    for (let at = 0; at < length; at++) {
-      const key = BYTE_KEYS[bytes[at] as number] as string;
-      keys.push(key);
-      tokens[at] = ranks.get(key) ?? -1;
-      next[at] = at + 1;
-      previous[at] = at - 1;
-      pairs[at] = -1;
-    }
-    heap.clear();
-    for (let left = 0; left < length - 1; left++) rate(left);
-    let parts = length;
-    while (heap.size > 0) {
-      const entry = heap.pop();
-      const left = entry % length;
-      const rank = (entry - left) / length;
-      if (pairs[left] !== rank) continue; // this pair has changed since it was queued
-      const right = next[left] as number;
-      keys[left] = `${keys[left]},${keys[right]}`;
-      tokens[left] = rank;
-      pairs[right] = -1;
-      const after = next[right] as number;
-      next[left] = after;
-      if (after < length) previous[after] = left;
-      parts--;
-      rate(left);
-      if ((previous[left] as number) >= 0) rate(previous[left] as number);
-    }
-    return parts;
-  };
+function checkProbe(name: EncodingName, { pieces, ranks }: Encoding): void {
+  const merge = createMerge(ranks);
+  const utf8 = new TextEncoder();
+  const counted = [...PROBE.matchAll(pieces)].reduce((sum, match) => sum + merge(utf8.encode(match[0])), 0);
+  if (counted !== PROBE_TOKENS[name]) throw new Error(RANK_FILE_CHANGED);
 }
 
-/** A binary min-heap of numbers, its storage reused from piece to piece. */
-class PairHeap {
-  private values = new Float64Array(1024);
-  size = 0;
-
-  clear(): void {
-    this.size = 0;
-  }
-
-  push(value: number): void {
-    if (this.size === this.values.length) {
-      const grown = new Float64Array(this.values.length * 2);
-      grown.set(this.values);
-      this.values = grown;
-    }
-    let at = this.size++;
-    while (at > 0) {
-      const parent = (at - 1) >> 1;
-      const above = this.values[parent] as number;
-      if (above <= value) break;
-      this.values[at] = above;
-      at = parent;
-    }
-    this.values[at] = value;
-  }
-
-  pop(): number {
-    const top = this.values[0] as number;
-    const last = this.values[--this.size] as number;
-    let at = 0;
-    for (;;) {
-      let child = 2 * at + 1;
-      if (child >= this.size) break;
-      if (child + 1 < this.size && (this.values[child + 1] as number) < (this.values[child] as number)) child++;
-      const below = this.values[child] as number;
-      if (below >= last) break;
-      this.values[at] = below;
-      at = child;
-    }
-    this.values[at] = last;
-    return top;
-  }
-}
-
-/**
- * js-tiktoken's rank table, which its typings do not declare. It is checked here and by a probe
- * (checkAgainst): if an upgrade moved or re-keyed it, counts would silently go wrong, so the counter
- * refuses to start instead.
- */
-function rankTableOf(encoder: Tiktoken): RankTable {
-  const table = (encoder as unknown as { rankMap?: unknown }).rankMap;
-  if (table instanceof Map && [...table.values()].every((rank) => Number.isInteger(rank) && rank >= 0 && rank < RANK_LIMIT)) return table as RankTable;
-  throw new Error(RANK_TABLE_MOVED);
-}
-
-function checkAgainst(encoder: Tiktoken, { pieces, ranks, windows }: Encoding): void {
-  const probe = "Hello, wörld! 你好，世界 👋🏽   1234 don't <|endoftext|>";
-  const merge = createMerge(ranks, windows);
-  const counted = [...probe.matchAll(pieces)].reduce((sum, match) => sum + merge(new TextEncoder().encode(match[0])), 0);
-  if (counted !== encoder.encode(probe, [], []).length) throw new Error(RANK_TABLE_MOVED);
-}
-
-const RANK_TABLE_MOVED =
-  "js-tiktoken no longer keeps its rank table where glassbox reads it (Tiktoken.rankMap); install the js-tiktoken version in package-lock.json.";
-
-/** Every run of three bytes inside some token, as a 2^24-bit set (2 MB). */
-interface ByteWindows {
-  /** Whether bytes[at], bytes[at + 1], bytes[at + 2] occur together in some token. */
-  has(bytes: Uint8Array, at: number): boolean;
-}
-
-function byteWindowsOf(ranks: RankTable): ByteWindows {
-  const bits = new Uint8Array(2 ** 21);
-  // Keys are decimal bytes joined by commas ("228,189,160"); the last three read are the window.
-  for (const key of ranks.keys()) {
-    let window = 0;
-    let count = 0;
-    let value = 0;
-    for (let at = 0; at <= key.length; at++) {
-      const code = at < key.length ? key.charCodeAt(at) : 44;
-      if (code !== 44) {
-        value = value * 10 + code - 48;
-        continue;
-      }
-      window = ((window << 8) | value) & 0xffffff;
-      value = 0;
-      if (++count >= 3) bits[window >> 3] = (bits[window >> 3] as number) | (1 << (window & 7));
-    }
-  }
-  return {
-    has(bytes, at) {
-      const window = ((bytes[at] as number) << 16) | ((bytes[at + 1] as number) << 8) | (bytes[at + 2] as number);
-      return (((bits[window >> 3] as number) >> (window & 7)) & 1) === 1;
-    },
-  };
-}
+const RANK_FILE_CHANGED =
+  "js-tiktoken's rank files are not what glassbox reads (js-tiktoken/ranks/*: pat_str and bpe_ranks); install the js-tiktoken version in package-lock.json.";
 
 /** Tokens of a whole prompt: its messages plus the reply priming. */
 export const promptTokens = (messageTokens: number[]): number => messageTokens.reduce((sum, tokens) => sum + tokens, TOKENS_PER_REPLY);
