@@ -1,7 +1,8 @@
 /**
  * Durable approvals: a dangerous call that waits for a person is a row in SQLite, bound to one exact
  * call (run id, tool_call_id, argument hash), decided once, by the requester or an approver, before
- * it expires. Plain functions over the store; the conversation service decides when to use them.
+ * it expires. The approval book is SQLite's (the store port's SQLite implementation, the web API
+ * and the Slack adapter use it); conversations decide through the store port, on either store.
  */
 import { randomUUID } from "node:crypto";
 import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
