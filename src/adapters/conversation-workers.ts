@@ -55,7 +55,7 @@ export async function startConversationWorkers(options: {
   data: object;
   log: Logger;
   /** An approval's session, so a click goes to the worker that runs it. */
-  sessionOfApproval: (approvalId: string) => string | undefined;
+  sessionOfApproval: (approvalId: string) => Promise<string | undefined>;
   /** A worker that ended on its own (an uncaught error): its sessions can no longer run. */
   onExit?: (shard: number, exitCode: number) => void;
 }): Promise<ConversationWorkers> {
@@ -80,9 +80,9 @@ export async function startConversationWorkers(options: {
 
   return {
     send: (task) => of(task.sessionId).call("send", task) as Promise<RunResult>,
-    decide(decision) {
+    async decide(decision) {
       // An approval that is not in the store is unknown to every worker; any of them says so.
-      const sessionId = options.sessionOfApproval(decision.approvalId);
+      const sessionId = await options.sessionOfApproval(decision.approvalId);
       return (sessionId ? of(sessionId) : (workers[0] as WorkerHandle)).call("decide", decision) as Promise<DecisionOutcome>;
     },
     expireApprovals: async (now) => (await everyWorker<number>("expireApprovals", now)).reduce((sum, expired) => sum + expired, 0),

@@ -12,7 +12,6 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, type BlockAction, type Context } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { createApprovalBook } from "../../agent/approvals.js";
 import type { ConversationService } from "../../agent/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
@@ -279,7 +278,7 @@ async function startConversations(options: Parameters<typeof startSlackAdapter>[
     return { ...conversations, close: () => conversations.idle() };
   }
   const { count, config, onExit } = options.workers;
-  const book = createApprovalBook(store);
+  const approvals = storePortOf(store);
   const data: Omit<SlackWorkerData, keyof ShardData> = { config, slack, approvalTtlSeconds };
   return startConversationWorkers({
     // The worker's module sits beside this one: .ts from source, .js once built.
@@ -287,7 +286,7 @@ async function startConversations(options: Parameters<typeof startSlackAdapter>[
     count,
     data,
     log,
-    sessionOfApproval: (approvalId) => book.get(approvalId)?.sessionId,
+    sessionOfApproval: async (approvalId) => (await approvals.approval(approvalId))?.sessionId,
     onExit,
   });
 }
