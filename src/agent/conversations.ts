@@ -1,15 +1,18 @@
 /**
  * Conversations: what adapters talk to. Each message becomes a run of the shared agent, one run at
  * a time per session (a message that arrives while its session is busy waits its turn), with
- * memory in the store. A dangerous call pauses its run: the approval is written to SQLite and shown
- * by the adapter; a person's click (after a restart too) resumes the run from the store.
+ * memory in the store. A dangerous call pauses its run: the approval is written to the store and
+ * shown by the adapter; a person's click (after a restart too) resumes the run from the store.
+ * Everything goes through the store port (SQLite or PostgreSQL). This file schedules (the session
+ * queue, what runs, run slots through the bodies); the turns themselves are in conversation-turns.ts,
+ * and the turns a run queue hands a worker (runQueued) in conversation-queued.ts.
  */
 import type { TurnWork } from "../ingress/turns.js";
 import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
 import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
 import { createQueuedTurns } from "./conversation-queued.js";
-import { createTurnBodies, QUEUED_NOTICE_MS } from "./conversation-turns.js";
+import { createTurnBodies } from "./conversation-turns.js";
 import type { AgentEvent } from "./events.js";
 import type { AgentConfig, RunResult, Task } from "./loop.js";
 import type { DailyLimits } from "./quota.js";
