@@ -467,6 +467,23 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
     expect((await alice).events).toEqual([]);
   });
 
+  it("a user following a session nobody has started yet hears all of it, in order, once they start it", async () => {
+    const playground = await startPlayground({ server });
+    const api = `${playground.url}api`;
+    let markOpen!: () => void;
+    const open = new Promise<void>((resolve) => (markOpen = resolve));
+    const alice = readEvents(`${api}/sessions/web:hers/events?token=alice-token`, { onOpen: markOpen, until: (event) => event.type === "run_end" });
+    await open;
+    const started = await postJson(`${api}/runs`, { session: "hers", input: `What is the status of order ${CANCELLABLE_ORDER}?` }, ALICE);
+    expect(started.status).toBe(202);
+    const { events } = await alice;
+    expect(typesOf(events)[0]).toBe("run_start");
+    expect(typesOf(events)).toEqual(expect.arrayContaining(["tool_start", "tool_end", "run_end"]));
+    const ids = events.map((streamed) => streamed.id);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it("regression: GLASSBOX_API_USERS alone is a credential for listening beyond loopback; a bad entry is refused in one sentence", async () => {
     const store = openStore(`${tempDir()}/glassbox.db`);
     const options = { store, log: quietLogger(), port: 0, approvalTtlSeconds: 60, modelLabel: "none", problem: NO_MODEL, host: "0.0.0.0" };
