@@ -6,7 +6,7 @@
  */
 import { approvalsAwaited } from "../tools/executor.js";
 import type { ApprovalDecision } from "../tools/types.js";
-import type { StorePort } from "../store/port.js";
+import type { Approval, StorePort } from "../store/port.js";
 import type { ChatSurface, ConversationOptions, MessageTask } from "./conversations.js";
 import type { ErrorCode } from "./errors.js";
 import type { AgentEvent } from "./events.js";
@@ -60,6 +60,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
+  const shown = (approval: Approval) => showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
 
   /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
   async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
@@ -108,7 +109,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
 
   /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
   async function supersede(sessionId: string): Promise<void> {
-    for (const approval of await store.supersedeApprovals(sessionId)) await showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+    for (const approval of await store.supersedeApprovals(sessionId)) await shown(approval);
   }
 
   /** The paused run an approval's run belongs to (a specialist's approval: the run it works for); undefined once it no longer waits. */
@@ -129,7 +130,8 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     supersede,
     pausedChain,
     openSurface,
-    showDecision: (approval: Parameters<typeof showDecision>[0]) => showDecision(approval).catch((error: unknown) => onError(error, "updating an approval")),
+    /** Updates an approval's message; a failure is reported, never thrown. */
+    showDecision: shown,
     onError,
 
     /** A message's run: what waited is superseded, a user over a cap is refused, then the pipeline or the agent runs. */
