@@ -2,6 +2,9 @@
 // real loop, memory and trace on the port, the scripted model server, and a surface that records
 // what it was asked to show. SQLite always; PostgreSQL too when GLASSBOX_TEST_DATABASE_URL is set.
 // A turn is delivered at least once: each case also delivers it again and checks nothing happens twice.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../src/agent/approvals.js";
 import { createConversations, type ChatSurface } from "../src/agent/conversations.js";
@@ -18,6 +21,9 @@ import { call, closeServers, deferred, recordingTool, startServer, textOf } from
 import { testModel } from "./memory-helpers.js";
 import { inProcesses, runRecord, stepOf, TARGETS, useContract } from "./store-contract-helpers.js";
 import { afterEach } from "vitest";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { createAgentConfig } from "../src/setup.js";
 
 const counter = await createTokenCounter("o200k_base");
 const USER = "U1";
@@ -202,6 +208,35 @@ for (const target of TARGETS) {
       expect((await store.run(work.runId))?.status).toBe("cancelled");
       expect(shown.finished.map((finished) => finished.stopReason)).toEqual(["cancelled"]);
       expect(conversations.stopRun(work.runId)).toBe(false);
+    });
+
+    it("runs a /pipeline message from the queue: its first stage under the accepted run, the next as a run of its own", async () => {
+      const server = await startServer({
+        script: (body) => {
+          const input = textOf(body.messages.at(-1));
+          return String(body.messages[0]?.content).includes("RESEARCHER") ? { content: `facts about <${input}>` } : { content: `reply based on [${input}]` };
+        },
+      });
+      const directory = mkdtempSync(join(tmpdir(), "glassbox-queued-pipeline-"));
+      const agents = { agents: { researcher: { description: "Looks up.", systemPrompt: "You are the RESEARCHER." }, writer: { description: "Writes.", systemPrompt: "You are the WRITER." } }, pipelines: { triage: ["researcher", "writer"] } };
+      writeFileSync(join(directory, "agents.json"), JSON.stringify(agents));
+      const store = await contract.open();
+      const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "unused.db"), GLASSBOX_AGENTS: join(directory, "agents.json") });
+      const agent = await createAgentConfig(config, createLogger({ level: "silent" }), { port: store });
+      try {
+        const shown = recordingSurface();
+        const conversations = createConversations(agent, agent.port, { pipelines: agent.pipelines, openSurface: () => shown.surface });
+        const work = await accept(store, "web:pipe", "/pipeline triage order 42 is late", "Ev10");
+        expect(await conversations.runQueued(work, first)).toMatchObject({ output: "reply based on [facts about <order 42 is late>]" });
+        const runs = await store.runsOfSession("web:pipe");
+        expect(runs.map((run) => [run.runId === work.runId, run.status, run.pipelineStage])).toEqual([[true, "final", 1], [false, "final", 2]]);
+        expect(shown.finished.map((finished) => finished.output)).toEqual(["reply based on [facts about <order 42 is late>]"]);
+        expect(await conversations.runQueued(work, again)).toBeUndefined();
+        expect(server.requests).toHaveLength(2);
+      } finally {
+        await agent.close();
+        rmSync(directory, { recursive: true, force: true });
+      }
     });
 
     it("a cancel asked through another handle stops the run before its next model call, with no notice heard", async () => {
