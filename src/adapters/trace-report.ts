@@ -36,7 +36,8 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
   }
   if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
   lines.push(`  total: ${count(run.steps, "step")}, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
-  return lines.map((line) => indent + line).join("\n");
+  // A sub-agent's timeline is several lines: each one is indented, at every depth.
+  return lines.join("\n").split("\n").map((line) => indent + line).join("\n");
 }
 
 /** What people said about a run's answer, a line each (their latest 👍 or 👎, when, and why); nothing when nobody rated it. */
