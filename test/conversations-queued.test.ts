@@ -239,6 +239,27 @@ for (const target of TARGETS) {
       }
     });
 
+    it("a run cut off because the worker lost its lease is not shown as stopped: marked interrupted, the next delivery takes it over", async () => {
+      const arrived = deferred();
+      const { server, store, conversations, shown } = await setUp((_, index) => {
+        if (index > 0) return { content: "Answered on the next worker." };
+        arrived.resolve();
+        return { hang: true };
+      });
+      const work = await accept(store, "web:q11", "Answer when you can", "Ev11");
+      const lease = new AbortController();
+      const running = conversations.runQueued(work, { signal: lease.signal, delivery: 1 });
+      await arrived.promise;
+      lease.abort(); // the run queue declared this worker dead and gave the turn back
+      expect(await running).toBeUndefined();
+      expect((await store.run(work.runId))?.status).toBe("interrupted");
+      expect(shown.finished).toEqual([]);
+      expect(await conversations.runQueued(work, again)).toMatchObject({ stopReason: "final", output: "Answered on the next worker." });
+      expect(shown.finished.map((finished) => finished.output)).toEqual(["Answered on the next worker."]);
+      expect(server.requests).toHaveLength(2);
+      expect(await userMessages(store, work.sessionId)).toHaveLength(1);
+    });
+
     it("a cancel asked through another handle stops the run before its next model call, with no notice heard", async () => {
       const { server, store, conversations, lookup } = await setUp(() => ({ toolCalls: [call("lookup", {}, "call_slow")] }), { cancelFromStore: true });
       const work = await accept(store, "web:q9", "Look it up", "Ev9");

@@ -11,7 +11,9 @@
  *
  * An answer counts as shown once `answered:<runId>` (a resume's: `answered:<runId>:<approvalId>`)
  * is claimed, right after the surface has posted it; a redelivery that finds the run ended and the
- * claim free claims it and posts the stored result.
+ * claim free claims it and posts the stored result. A run cut off because this worker lost its
+ * lease is not shown as stopped: it is marked interrupted, and the worker that gets the turn next
+ * takes it over.
  */
 import type { TurnWork } from "../ingress/turns.js";
 import { newToolRunState } from "../tools/executor.js";
@@ -19,6 +21,7 @@ import type { RunTrace, StorePort } from "../store/port.js";
 import type { TurnBodies } from "./conversation-turns.js";
 import type { ChatSurface } from "./conversations.js";
 import { resumeAgent, type AgentConfig, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "./loop.js";
+import { runOutcomeOf } from "./store.js";
 import { addUsage, emptyUsage, type Message } from "./types.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */
@@ -29,9 +32,36 @@ export interface QueuedContext {
   delivery: number;
   /** Registers a run this turn runs, so that stopRun(runId) reaches it. */
   track(runId: string): void;
+  /** Whether the run queue took the turn back (this worker lost its lease): another worker runs it next. */
+  leaseLost(): boolean;
+}
+
+/** A run stopped because the turn was taken back, not because someone asked. */
+const cutOff = (result: RunResult, context: QueuedContext) => result.stopReason === "cancelled" && context.leaseLost();
+
+/** The surface of a queued turn: a run that was cut off is not shown as stopped. */
+function surfaceOf(surface: ChatSurface, context: QueuedContext): ChatSurface {
+  return {
+    onEvent: (event) => surface.onEvent(event),
+    finish: async (result) => (cutOff(result, context) ? undefined : surface.finish(result)),
+    askApproval: (approval) => surface.askApproval(approval),
+    ...(surface.queued ? { queued: (runId?: string) => surface.queued?.(runId) } : {}),
+  };
 }
 
 export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies) {
+  /** After a turn's run: its answer is claimed as posted; a cut-off run is handed back instead. */
+  async function answered(result: RunResult | undefined, runId: string, answerKey: string, context: QueuedContext): Promise<RunResult | undefined> {
+    if (!result) return undefined;
+    if (cutOff(result, context) && result.runId === runId) {
+      // A store out of reach leaves the run running, which the next worker takes over all the same.
+      await store.record([{ kind: "end_run", outcome: { ...runOutcomeOf(result), status: "interrupted" } }]).catch(() => undefined);
+      return undefined;
+    }
+    await store.claim(answerKey);
+    return result;
+  }
+
   /** Posts the answer of a run that ended without it being shown (its worker died after the end). */
   async function showStored(trace: RunTrace, surface: ChatSurface, answerKey: string): Promise<RunResult | undefined> {
     const stopReason = ENDED[trace.status];
@@ -99,9 +129,7 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
     if (trace.status === "interrupted" || (trace.status === "running" && context.delivery > 1)) {
       if (trace.parentRunId) return undefined; // a specialist's run goes on with the run it works for
       context.track(trace.runId);
-      const result = await takeOver(trace, context, surface);
-      if (result) await store.claim(answerKey);
-      return result;
+      return answered(await takeOver(trace, context, surface), trace.runId, answerKey, context);
     }
     return trace.status === "running" ? undefined : showStored(trace, surface, answerKey);
   }
@@ -113,13 +141,11 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
       return undefined;
     }
     context.track(work.runId);
-    const surface = bodies.openSurface(trace.sessionId, trace.userId);
+    const surface = surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context);
     const answerKey = `answered:${work.runId}`;
     if (trace.status !== "accepted") return goneOn(trace, context, surface, answerKey);
     const task = { runId: work.runId, sessionId: trace.sessionId, userId: trace.userId, input: trace.input, inputStored: true };
-    const result = await bodies.message(task, context.signal, surface);
-    await store.claim(answerKey);
-    return result;
+    return answered(await bodies.message(task, context.signal, surface), work.runId, answerKey, context);
   }
 
   async function resume(work: Extract<TurnWork, { kind: "resume" }>, context: QueuedContext): Promise<RunResult | undefined> {
@@ -131,15 +157,14 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
     const chain = await bodies.pausedChain(work.runId);
     if (chain) {
       context.track(chain.root);
-      const result = await bodies.resume(chain, work.sessionId, context.signal);
-      await store.claim(answerKey);
-      return result;
+      const surface = surfaceOf(bodies.openSurface(work.sessionId, chain.paused.userId), context);
+      return answered(await bodies.resume(chain, work.sessionId, context.signal, surface), chain.root, answerKey, context);
     }
     // No longer waiting: resumed (perhaps by a worker that died since), or superseded.
     let trace = await store.run(work.runId);
     while (trace?.parentRunId) trace = await store.run(trace.parentRunId);
     if (!trace) return undefined;
-    return goneOn(trace, context, bodies.openSurface(trace.sessionId, trace.userId), answerKey);
+    return goneOn(trace, context, surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context), answerKey);
   }
 
   return {

@@ -153,8 +153,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     },
 
     /** Continues a paused chain with its decisions. Cancelled while waiting for a slot, the run stays paused with its decisions stored. */
-    resume({ paused, decisions }: PausedChain, sessionId: string, signal: AbortSignal): Promise<RunResult> {
-      const surface = openSurface(sessionId, paused.userId);
+    resume({ paused, decisions }: PausedChain, sessionId: string, signal: AbortSignal, surface = openSurface(sessionId, paused.userId)): Promise<RunResult> {
       return inSlot(signal, surface, { sessionId }, async () =>
         settle(await resumeAgent(agent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }), surface),
       );

@@ -212,7 +212,7 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
     },
 
     runQueued(work, context) {
-      const turn = tracked(work.sessionId, context.signal, (signal, track) => queued.run(work, { signal, delivery: context.delivery, track }));
+      const turn = tracked(work.sessionId, context.signal, (signal, track) => queued.run(work, { signal, delivery: context.delivery, track, leaseLost: () => context.signal.aborted }));
       queuedTurns.add(turn);
       void turn.finally(() => queuedTurns.delete(turn)).catch(() => undefined);
       return turn;
