@@ -9,7 +9,7 @@ import type { Benchmark } from "./measure.js";
 import { formatReport } from "./measure.js";
 
 // Add a benchmark by adding its file here; each exports a Benchmark as default.
-const BENCHMARKS = ["./agent-core.js", "./cli-startup.js", "./engine-store.js", "./memory.js", "./queue-takeover.js", "./slack.js", "./tool-selection.js", "./token-counting.js"];
+const BENCHMARKS = ["./agent-core.js", "./cli-startup.js", "./engine-store.js", "./memory.js", "./queue-takeover.js", "./scale.js", "./slack.js", "./tool-selection.js", "./token-counting.js"];
 // `npm run bench -- slack memory` runs only the benchmarks named.
 const chosen = process.argv.slice(2);
 const selected = chosen.length === 0 ? BENCHMARKS : BENCHMARKS.filter((file) => chosen.some((name) => file === `./${name}.js`));

@@ -3,18 +3,27 @@
  * set, Discord when DISCORD_TOKEN is — and otherwise the local web playground (chat page, trace
  * viewer, HTTP API) on the same agent loop, remembered in SQLite between starts. Without a model
  * the playground still opens and says what to set. `glassbox chat` is the terminal chat.
+ *
+ * With PostgreSQL, GLASSBOX_ROLE splits the bot over processes: `ingress` receives and enqueues,
+ * `worker` runs the turns, `all` does both in one process (see docs/running-at-scale.md).
  */
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import { openStore } from "./agent/store.js";
-import { assertModelConfigured, loadConfig, type GlassboxConfig } from "./config.js";
+import { configurationError } from "./agent/errors.js";
+import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
+import { startIngressRole } from "./ingress/ingress-role.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
+import { storePortOptionsFromEnv, type PostgresPort } from "./store/index.js";
+import { queueOptionsFromEnv } from "./worker/queue-settings.js";
+import { startWorkerRole } from "./worker/worker-role.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
+  if (config.role) return startRole(config, config.role);
   if (!config.slack && !config.discord) return startPlayground(config);
   const log = createLogger({ level: "info" });
   // With several workers, each builds its own agent; this thread only needs one for Discord.
@@ -52,6 +61,51 @@ async function start(): Promise<void> {
   };
   process.once("SIGINT", () => void shutdown());
   process.once("SIGTERM", () => void shutdown());
+}
+
+/** GLASSBOX_ROLE with PostgreSQL: this process receives (ingress), runs turns (worker), or both (all). */
+async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<void> {
+  const log = createLogger({ level: "info" });
+  const store = storePortOptionsFromEnv();
+  if (!store.databaseUrl) {
+    throw configurationError(`GLASSBOX_ROLE=${role} needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the turns between the processes; unset GLASSBOX_ROLE to run everything in one process on SQLite.`);
+  }
+  const queue = queueOptionsFromEnv();
+  const stops: Array<() => Promise<void>> = [];
+  const shutdown = async (code: number) => {
+    for (const stop of stops.splice(0)) await stop().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
+    process.exit(code);
+  };
+  process.once("SIGINT", () => void shutdown(0));
+  process.once("SIGTERM", () => void shutdown(0));
+  try {
+    // The worker first: a missing model is said before any event is accepted.
+    if (role === "worker" || role === "all") {
+      const worker = await startWorkerRole({ config, store, queue, log, concurrency: config.workerConcurrency });
+      stops.push(worker.stop);
+      await startupChores(worker.store, log);
+      void worker.stopped.then((cause) => {
+        if (cause === "stopped") return;
+        log.fatal({ cause }, "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it");
+        void shutdown(1);
+      });
+    }
+    if (role === "ingress" || role === "all") {
+      const ingress = await startIngressRole({ config, store, queue, log });
+      stops.unshift(ingress.stop); // stop receiving before the worker stops
+      if (role === "ingress") await startupChores(ingress.store, log);
+    }
+  } catch (error) {
+    for (const stop of stops.splice(0)) await stop().catch(() => {});
+    throw error;
+  }
+}
+
+/** What a long-running process tidies when it starts. */
+async function startupChores(store: PostgresPort, log: Logger): Promise<void> {
+  // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
+  await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
+  await store.pruneCancelRequests(new Date(Date.now() - 86_400_000));
 }
 
 /**

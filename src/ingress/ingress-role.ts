@@ -15,6 +15,8 @@ import { startHttpIngress, type HttpIngress } from "./http-ingress.js";
 import { startSlackIngress, type SlackIngress } from "./slack-ingress.js";
 
 export interface IngressRole {
+  /** The PostgreSQL store this process accepts into (its own handle). */
+  store: PostgresPort;
   slack?: SlackIngress;
   discord?: DiscordIngress;
   api: HttpIngress;
@@ -53,6 +55,7 @@ export async function startIngressRole(options: {
     started.push(api);
     log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url }, "ingress: receiving; workers run the turns");
     return {
+      store,
       slack,
       discord,
       api,

@@ -30,6 +30,9 @@ export interface PostgresQueueOptions {
   logger?: Logger;
 }
 
+/** Connections a worker's jobs share at most, whatever its concurrency. */
+const MAX_JOB_CONNECTIONS = 10;
+
 /** The caller's transaction: a `pg` client inside BEGIN. */
 export type PostgresTransaction = Pick<pg.ClientBase, "query">;
 
@@ -97,8 +100,10 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error("a worker's concurrency must be a whole number of at least 1");
   const onError = options.onError ?? ((error: unknown) => settings.log?.error({ error: (error as Error)?.message }, "a turn failed on every attempt and was given up"));
   const reportError = (error: unknown, context: string) => settings.log?.warn({ error: (error as Error)?.message }, context);
-  // Jobs and the heartbeat use separate connections, so that busy turns never delay a heartbeat.
-  const jobsPool = newPool({ connectionString: settings.connectionString, max: options.concurrency + 2 }, settings.log);
+  // Jobs and the heartbeat use separate connections, so that busy turns never delay a heartbeat. A
+  // turn holds no connection while it runs (only to fetch and finish its job), so a few serve many
+  // turns, and a worker of high concurrency stays within the server's max_connections.
+  const jobsPool = newPool({ connectionString: settings.connectionString, max: Math.min(options.concurrency + 2, MAX_JOB_CONNECTIONS) }, settings.log);
   const livenessPool = newPool({ connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs }, settings.log);
   const lease = new AbortController();
   let workerId = "";

@@ -34,7 +34,8 @@ export const QUEUED_TEXT = "⏳ Queued: I'm busy with other requests; yours star
 export function openDiscordSurface(client: Client, channelId: string, log: Logger): ChatSurface {
   let channel: Promise<SendableChannels> | undefined;
   const target = () =>
-    (channel ??= client.channels.fetch(channelId).then((found) => {
+    // allowUnknownGuild: a worker process's client has no gateway, so no guild is cached to build the channel on.
+    (channel ??= client.channels.fetch(channelId, { allowUnknownGuild: true }).then((found) => {
       if (!found?.isSendable()) throw new Error(`cannot post in channel ${channelId}`);
       return found;
     }));

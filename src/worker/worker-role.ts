@@ -1,0 +1,130 @@
+/**
+ * GLASSBOX_ROLE=worker: this process runs conversations from the run queue, N turns at once (each
+ * of a different conversation), on the PostgreSQL store that ingress processes wrote the turns'
+ * content to. Each turn is one of turns.ts's three kinds (a message's run, a resume, a reset), run
+ * by the conversations' runQueued, which is idempotent: a turn whose worker died runs again here.
+ *
+ * Beside the turns it listens for cancel requests ("stop" in a thread reaches the worker running
+ * that run through the store's NOTIFY) and sweeps expired approvals. It takes no platform events:
+ * answers go out through the platforms' web APIs (surfaces.ts).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { createConversations } from "../agent/conversations.js";
+import { configurationError } from "../agent/errors.js";
+import { assertModelConfigured, type GlassboxConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import { workOf, type TurnWork } from "../ingress/turns.js";
+import { openPostgresRunQueue } from "../queue/postgres.js";
+import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
+import { createAgentConfig } from "../setup.js";
+import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
+import { startApprovalSweeper, type ApprovalSweeper } from "./approval-sweeper.js";
+import type { RoleQueueOptions } from "./queue-settings.js";
+import { openWorkerSurfaces } from "./surfaces.js";
+
+/** How long a stop waits for the running turns to settle; what is still running then is taken over by another worker. */
+export const STOP_GRACE_MS = 25_000;
+
+export interface WorkerRole {
+  /** The PostgreSQL store this worker runs on (its own handle). */
+  store: PostgresPort;
+  worker: QueueWorker;
+  sweeper: ApprovalSweeper;
+  /**
+   * Settles when the queue worker stops: "stopped" after stop(); "lease_lost" or "ended" when it
+   * stopped by itself, and then the process should exit non-zero so that a supervisor restarts it.
+   */
+  stopped: Promise<StopCause>;
+  /** Takes no more turns, lets the running ones settle (at most `stopGraceMs`), then closes. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerRoleOptions {
+  config: GlassboxConfig;
+  /** Where the store is (storePortOptionsFromEnv): it must name PostgreSQL. */
+  store: StorePortOptions;
+  /** The run queue's own settings (its schema, timings); the connection is the store's database. */
+  queue?: RoleQueueOptions;
+  log: Logger;
+  /** Turns run at once (GLASSBOX_WORKER_CONCURRENCY). */
+  concurrency: number;
+  /** How often expired approvals are swept (default 30 s). */
+  sweepMs?: number;
+  stopGraceMs?: number;
+}
+
+export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
+  const { config, log } = options;
+  const databaseUrl = options.store.databaseUrl;
+  if (!databaseUrl) {
+    throw configurationError("GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.");
+  }
+  assertModelConfigured(config); // workers call the model; ingress never does
+  const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
+  const closing: Array<() => Promise<void>> = [() => store.close()];
+  const closeAll = async () => {
+    for (const close of closing.splice(0).reverse()) await close().catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: closing failed"));
+  };
+  try {
+    const queue = await openPostgresRunQueue({ ...options.queue, connectionString: databaseUrl, logger: log });
+    closing.push(() => queue.close());
+    const agent = await createAgentConfig(config, log, { port: store });
+    closing.push(() => agent.close());
+    const surfaces = await openWorkerSurfaces(config, log);
+    closing.push(() => surfaces.close());
+    const conversations = createConversations(agent, store, {
+      openSurface: surfaces.openSurface,
+      showDecision: surfaces.showDecision,
+      approvalTtlSeconds: config.approvalTtlSeconds,
+      dailyLimits: config.dailyLimits,
+      pipelines: agent.pipelines,
+      onError: (error, context) => log.error({ error: (error as Error).message }, `worker: failed ${context}`),
+    });
+    // "stop" anywhere reaches the run here within a moment; between steps the run also asks the store.
+    const unwatch = await store.watchCancels((notice) => {
+      for (const runId of notice.runIds) if (conversations.stopRun(runId)) log.info({ runId, sessionId: notice.sessionId }, "worker: stopping a run on request");
+    });
+    closing.push(unwatch);
+    const sweeper = startApprovalSweeper({ store, queue, showDecision: surfaces.showDecision, log, everyMs: options.sweepMs });
+    closing.push(() => sweeper.stop());
+
+    const runTurn = async (turn: Turn, context: TurnContext): Promise<void> => {
+      let work: TurnWork;
+      try {
+        work = workOf(turn);
+      } catch (error) {
+        log.error({ key: turn.key, error: (error as Error).message }, "worker: skipped a turn it cannot run");
+        return; // a turn nobody can run would only be retried in place, holding up its conversation
+      }
+      await conversations.runQueued(work, { signal: context.signal, delivery: context.delivery });
+    };
+    const worker = await queue.work(runTurn, {
+      concurrency: options.concurrency,
+      onError: (error, turn) => log.error({ key: turn.key, conversation: turn.conversation, error: (error as Error)?.message }, "worker: a turn failed on every attempt and was given up"),
+    });
+    log.info({ worker: worker.id, concurrency: options.concurrency }, "worker: running turns from the queue");
+
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        await sweeper.stop();
+        const grace = options.stopGraceMs ?? STOP_GRACE_MS;
+        const settled = await Promise.race([worker.stop().then(() => true), sleep(grace, false, { ref: false })]);
+        if (!settled) {
+          // The turns still running keep their place in the queue: another worker takes them over.
+          log.warn({ graceMs: grace }, "worker: turns were still running at the end of the grace period; another worker takes them over");
+          return;
+        }
+        await closeAll();
+      })());
+    // Stopped by itself (its lease lost, or the queue library shut down): close what is left.
+    const stopped = worker.stopped.then(async (cause) => {
+      if (cause !== "stopped") await closeAll();
+      return cause;
+    });
+    return { store, worker, sweeper, stopped, stop };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
