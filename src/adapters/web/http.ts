@@ -21,7 +21,7 @@ export function sendJson(response: ServerResponse, status: number, value: unknow
 }
 
 /** The request's body as a JSON object; anything else is the caller's mistake (400, 413 or 415). */
-export async function readJsonObject(request: IncomingMessage): Promise<Record<string, unknown>> {
+export async function readJsonObject(request: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
   // Only JSON: a cross-site form cannot send it without a CORS preflight, which this server never grants.
   if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) {
     throw new HttpError(415, "Send the body as JSON, with Content-Type: application/json.");
@@ -30,7 +30,7 @@ export async function readJsonObject(request: IncomingMessage): Promise<Record<s
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `The body is larger than ${MAX_BODY_BYTES} bytes.`);
+    if (size > maxBytes) throw new HttpError(413, `The body is larger than ${maxBytes} bytes.`);
     chunks.push(chunk);
   }
   let value: unknown;

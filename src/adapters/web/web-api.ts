@@ -15,6 +15,8 @@ import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
 import { actingUser, decodeSegment, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
+import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
+import { inputWithAttachments } from "../../agent/attachments.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-search.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
@@ -76,21 +78,24 @@ export function createApi(context: ApiContext) {
     }],
 
     ["POST", /^\/api\/runs$/, async (request, response, _params, _url, caller) => {
-      const body = await readJsonObject(request);
+      // Room for a message's files (web-attachments.ts), which are bounded again one by one.
+      const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
       if (context.problem) throw new HttpError(503, context.problem);
       const sessionId = webSession(body.session);
       const input = typeof body.input === "string" ? body.input.trim() : "";
-      if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
+      const { attachments, problems } = uploadedAttachments(body.attachments);
+      if (!input && attachments.length === 0) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
       if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
       const userId = actingUser(caller, body.userId);
       // Accepted means stored: the run's row is committed before the 202, so a caller never holds
       // an id the store has not heard of (after a crash, a run never started reads as interrupted).
       const runId = `run_${randomUUID()}`;
       // The owner is checked in the acceptance's transaction, so two users cannot both take a new session.
-      const accepted = await store.acceptEvent({ eventIds: [], run: { runId, sessionId, userId, input }, ...(caller.userId ? { sessionOwner: caller.userId } : {}) });
+      // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
+      const accepted = await store.acceptEvent({ eventIds: [], run: { runId, sessionId, userId, input: inputWithAttachments({ input, attachments }) }, ...(caller.userId ? { sessionOwner: caller.userId } : {}) });
       if (accepted.kind === "not_owner") throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
       hub.accept(runId, sessionId);
-      void conversations.send({ sessionId, userId, input, runId }).then(
+      void conversations.send({ sessionId, userId, input, runId, ...(attachments.length ? { attachments } : {}) }).then(
         (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
         (error: unknown) => {
           log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
@@ -98,7 +103,7 @@ export function createApi(context: ApiContext) {
           hub.end(runId);
         },
       );
-      sendJson(response, 202, { runId, session: sessionId }, { location: `/api/runs/${runId}` });
+      sendJson(response, 202, { runId, session: sessionId, ...(problems.length ? { problems } : {}) }, { location: `/api/runs/${runId}` });
     }],
 
     ["GET", /^\/api\/runs\/([^/]+)$/, async (_request, response, [runId = ""], _url, caller) => {

@@ -4,6 +4,7 @@
 // Slack or Discord. The newest message stays in view (chat-follow), a run in progress can be
 // stopped, and a pipeline's stages show inside the one answer they make.
 import { createApprovalCards } from "./chat-approval.js";
+import { createAttachments } from "./chat-attach.js";
 import { feedbackControls } from "./chat-feedback.js";
 import { APPROVAL_NEWS, createFollower } from "./chat-follow.js";
 import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, markdown, pretty, randomId, thinkingDetails } from "./common.js";
@@ -34,11 +35,14 @@ const dom = {
   problem: $("#problem"),
   model: $("#model-label"),
   traceLink: $("#trace-link"),
+  files: $("#files"),
+  attachments: $("#attachments"),
 };
 
 /** The page's view of each run of this session, by run id (a pipeline's stages share their first stage's view). */
 const runs = new Map();
 const follower = createFollower(dom.jump, dom.form);
+const attached = createAttachments(dom.files, dom.attachments);
 const cards = createApprovalCards(() => userId, { waiting: (card) => follower.hold(card), settled: (card) => follower.release(card) });
 let stream;
 let live = false;
@@ -160,14 +164,18 @@ function updateSendButton() {
 
 async function send() {
   const input = dom.input.value.trim();
-  if (!input || dom.send.disabled) return;
+  if ((!input && attached.count === 0) || dom.send.disabled) return;
   sending = true;
   updateSendButton();
   dom.sendError.hidden = true;
   try {
-    const { runId } = await api("/api/runs", { method: "POST", body: { session, input, userId } });
-    // What was typed, even when the run's start came first with less ("/pipeline name" taken off).
-    viewOf(runId).userText.textContent = input;
+    const { attachments, problems, names } = await attached.take();
+    const sent = await api("/api/runs", { method: "POST", body: { session, input, userId, ...(attachments.length ? { attachments } : {}) } });
+    const { runId } = sent;
+    // What was typed, even when the run's start came first with less ("/pipeline name" taken off), and the files' names.
+    viewOf(runId).userText.textContent = [input, ...names.map((name) => `Attached: ${name}`)].filter(Boolean).join("\n");
+    const said = [...problems, ...(sent.problems ?? [])];
+    if (said.length) showSendError(said.join(" "));
     dom.input.value = "";
     updateEmpty();
     follower.follow(); // sending brings the conversation back to its newest message

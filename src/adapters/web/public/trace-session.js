@@ -51,7 +51,8 @@ function runSection(run, number, context) {
   return el(
     "section",
     { class: "run", id: `run-${run.runId}`, "aria-labelledby": headingId },
-    el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: `, el("q", {}, shorten(run.input, 120))),
+    el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: `, el("q", {}, shorten(run.input.split("\nAttached: ")[0], 120))),
+    attachmentList(run),
     runMeta(run, [run]),
     run.approvals.length ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine)) : null,
     feedbackList(run),
@@ -122,4 +123,10 @@ function approvalLine(approval) {
           ? "expired: nobody decided in time"
           : `${approval.status} by ${approval.decidedBy} at ${formatTime(approval.decidedAt)}`;
   return el("li", {}, el("code", {}, describeCall(approval.tool, approval.arguments)), ` for ${approval.requester}: ${outcome}`);
+}
+
+/** What was attached to the run's message and how the model was given each file: the input's "Attached:" lines (src/agent/attachments.ts). */
+function attachmentList(run) {
+  const lines = (run.input ?? "").split("\n").filter((line) => line.startsWith("Attached: "));
+  return lines.length ? el("ul", { class: "run-attachments", "aria-label": "Attachments" }, lines.map((line) => el("li", {}, line))) : null;
 }

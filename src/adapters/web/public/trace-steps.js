@@ -156,7 +156,16 @@ function payloadMessage(message) {
     "li",
     { class: `payload-message role-${message.role}` },
     el("span", { class: "role" }, message.role + (message.tool_call_id ? ` (${message.tool_call_id})` : "")),
-    message.content ? el("pre", {}, typeof message.content === "string" ? message.content : pretty(message.content)) : null,
+    message.content ? (Array.isArray(message.content) ? message.content.map(contentPart) : el("pre", {}, typeof message.content === "string" ? message.content : pretty(message.content))) : null,
     message.tool_calls ? el("pre", {}, pretty(message.tool_calls)) : null,
   );
+}
+
+/** A part of a user message with attachments: its text, or the image as the model was sent it (small, with its type and size). */
+function contentPart(part) {
+  if (part.type === "text") return el("pre", {}, part.text);
+  const url = part.image_url?.url ?? "";
+  const [, type = "image", data = ""] = /^data:([^;,]+)(?:;[^,]*)?,(.*)$/.exec(url) ?? [];
+  const about = url.startsWith("data:") ? `image part: ${type}, ${formatNumber(Math.floor((data.length * 3) / 4) - (data.match(/=*$/)?.[0].length ?? 0))} bytes` : `image part: ${shorten(url, 80)}`;
+  return el("figure", { class: "image-part" }, url.startsWith("data:") ? el("img", { src: url, alt: about }) : null, el("figcaption", {}, about));
 }
