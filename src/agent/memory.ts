@@ -11,6 +11,7 @@ import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
 import type { RunUnit, RunWriter } from "./run-unit.js";
 import { runOutcomeOf, runRecordOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
+import { fitLatestStep, limitTokens, repairToolPairs, windowStart } from "./memory-window.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import { addUsage, textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
 import { conversationFormOf, withTextBefore } from "./attachments.js";
@@ -83,8 +84,8 @@ export function createMemory(options: MemoryOptions): Memory {
   const notesByRun = new Map<string, { text: string; tokens: number }>();
   const toolTokens = new WeakMap<ToolSpec[], number>();
   const estimates = new Map<string, number>();
-  let systemCount: { content: string; tokens: number } | undefined;
-  const requests = new Map<string, { message: Message; tokens: number }>();
+  let systemCount: { message: Message; tokens: number } | undefined;
+  const requests = new Map<string, { message: Message; tokens: number; withNotes?: Message }>();
 
   /** The session's unsummarised messages, from the cache unless another handle wrote or the session was reset meanwhile. */
   async function sessionOf(sessionId: string): Promise<SessionCache> {
@@ -158,7 +159,7 @@ export function createMemory(options: MemoryOptions): Memory {
   }
 
   /** The user's request that started the run: always in view, cut if it alone is too large. */
-  function requestOf(run: RunState): { message: Message; tokens: number } {
+  function requestOf(run: RunState): { message: Message; tokens: number; withNotes?: Message } {
     let request = requests.get(run.runId);
     if (!request) {
       const first = run.messages[0];
@@ -175,13 +176,17 @@ export function createMemory(options: MemoryOptions): Memory {
       const request = requestOf(run);
       const notes = await notesFor(run, textOf(request.message.content));
       // Remembered facts ride with the request, never in a system message: they are what users said.
-      const requestMessage: Message = notes.text ? withTextBefore(request.message, notes.text) : request.message;
+      // Built once per run, so each step sends the same object (the trace stores it once, by identity).
+      const requestMessage = (request.withNotes ??= notes.text ? withTextBefore(request.message, notes.text) : request.message);
       let schemaTokens = toolTokens.get(tools);
       if (schemaTokens === undefined) toolTokens.set(tools, (schemaTokens = counter.tools(tools)));
       const system = (): { message: Message; tokens: number } => {
         const content = systemText(systemPrompt, session.summary?.content);
-        if (systemCount?.content !== content) systemCount = { content, tokens: counter.message({ role: "system", content }) };
-        return { message: { role: "system", content }, tokens: systemCount.tokens };
+        if (systemCount?.message.content !== content) {
+          const message: Message = { role: "system", content };
+          systemCount = { message, tokens: counter.message(message) };
+        }
+        return systemCount;
       };
       const room = () => budgetTokens - promptTokens([system().tokens, request.tokens + notes.tokens]) - (schemaTokens ?? 0);
 
@@ -194,15 +199,26 @@ export function createMemory(options: MemoryOptions): Memory {
         messagesInView = view();
         start = windowStart(messagesInView, run.runId, room());
       }
-      const window = messagesInView.slice(start).filter((stored) => !isRequest(stored, run.runId));
-      // Earlier runs are seen without their guards' notes, which spoke to that run only.
-      const earlier = window.filter((stored) => stored.runId !== run.runId && stored.message.role !== "system").map((stored) => stored.message);
-      const ours = window.filter((stored) => stored.runId === run.runId).map((stored) => stored.message);
+      // One pass over the window (this runs every step): earlier runs' messages without their guards'
+      // notes, which spoke to that run only, then the request, then the run's own; the estimate adds
+      // counts already known (each stored message's, cached when it was committed).
+      const earlier: Message[] = [];
+      const ours: Message[] = [];
+      let windowTokens = 0;
+      for (let index = start; index < messagesInView.length; index++) {
+        const stored = messagesInView[index] as StoredMessage;
+        if (stored.runId === run.runId) {
+          if (stored.message.role === "user") continue; // the request, pinned apart
+          ours.push(stored.message);
+        } else if (stored.message.role !== "system") earlier.push(stored.message);
+        else continue;
+        windowTokens += stored.tokens;
+      }
       const { message: systemMessage, tokens: systemTokens } = system();
-      // The estimate adds counts already known (each stored message's, cached when it was committed).
-      const inView = window.filter((stored) => stored.runId === run.runId || stored.message.role !== "system");
-      estimates.set(run.runId, promptTokens([systemTokens, request.tokens + notes.tokens, ...inView.map((stored) => stored.tokens)]) + (schemaTokens ?? 0));
-      return [systemMessage, ...repairToolPairs([...earlier, requestMessage, ...ours])];
+      estimates.set(run.runId, promptTokens([systemTokens, request.tokens + notes.tokens, windowTokens]) + (schemaTokens ?? 0));
+      earlier.push(requestMessage);
+      for (const message of ours) earlier.push(message);
+      return repairToolPairs(earlier, [systemMessage]);
     },
 
     commit(run, messages, unit) {
@@ -245,87 +261,6 @@ export function createSqliteMemory(options: Omit<MemoryOptions, "store"> & { sto
   return createMemory({ ...options, store: sqlitePortOf(options.store) });
 }
 
-const isRequest = (stored: StoredMessage, runId: string) => stored.runId === runId && stored.message.role === "user";
-
-/**
- * Where the newest messages that fit in `room` tokens begin: the run's own messages are taken in
- * units (an assistant message with its tool results), earlier runs in whole turns. The run's
- * request is pinned apart, so it is not counted here.
- */
-function windowStart(messages: StoredMessage[], runId: string, room: number): number {
-  let used = 0;
-  let start = messages.length;
-  while (start > 0) {
-    const last = start - 1;
-    const ours = messages[last]?.runId === runId;
-    let unitStart = last;
-    while (unitStart > 0 && belongsToPrevious(messages[unitStart] as StoredMessage, ours)) unitStart--;
-    const unit = messages.slice(unitStart, start).filter((stored) => !isRequest(stored, runId));
-    const tokens = unit.reduce((sum, stored) => sum + stored.tokens, 0);
-    if (used + tokens > room) break;
-    used += tokens;
-    start = unitStart;
-  }
-  return start;
-}
-
-/**
- * The run's latest step (its last assistant message, with the results and notes after it) must stay
- * in view, or the model would not see what its last call returned. When the step alone is larger than
- * `room`, its tool results are cut, with a marker, to share what is left. The store keeps them whole.
- */
-function fitLatestStep(messages: StoredMessage[], runId: string, room: number, counter: TokenCounter): StoredMessage[] {
-  const start = messages.findLastIndex((stored) => stored.message.role === "assistant");
-  const step = messages.slice(start);
-  if (start < 0 || step[0]?.runId !== runId) return messages;
-  const tokensOf = (list: StoredMessage[]) => list.reduce((sum, stored) => sum + stored.tokens, 0);
-  const results = step.filter((stored) => stored.message.role === "tool");
-  if (tokensOf(step) <= room || results.length === 0) return messages;
-  const share = Math.floor((room - tokensOf(step) + tokensOf(results)) / results.length);
-  const fitted = step.map((stored): StoredMessage => {
-    if (stored.message.role !== "tool" || stored.tokens <= share) return stored;
-    const framing = stored.tokens - counter.text(stored.message.content);
-    const message: Message = { ...stored.message, content: limitTokens(stored.message.content, Math.max(0, share - framing), counter) };
-    return { ...stored, message, tokens: counter.message(message) };
-  });
-  return [...messages.slice(0, start), ...fitted];
-}
-
-/** Tool results belong to the assistant message that asked for them; earlier turns start at a user message. */
-function belongsToPrevious(stored: StoredMessage, inRun: boolean): boolean {
-  return inRun ? stored.message.role === "tool" : stored.message.role !== "user";
-}
-
-/**
- * Every assistant tool_calls message is followed by exactly one result per call, as the protocol
- * requires: a call whose result was never written (a crash, a run left waiting) gets an error
- * result, and a result whose call is not in view is dropped.
- */
-export function repairToolPairs(messages: Message[]): Message[] {
-  const repaired: Message[] = [];
-  for (let index = 0; index < messages.length; index++) {
-    const message = messages[index] as Message;
-    if (message.role === "tool") continue; // placed with its assistant message below
-    repaired.push(message);
-    if (message.role !== "assistant" || !message.tool_calls?.length) continue;
-    const results = new Map<string, Message>();
-    for (let next = index + 1; next < messages.length && messages[next]?.role === "tool"; next++) {
-      const result = messages[next] as Extract<Message, { role: "tool" }>;
-      results.set(result.tool_call_id, result);
-    }
-    for (const call of message.tool_calls) {
-      repaired.push(
-        results.get(call.id) ?? {
-          role: "tool",
-          tool_call_id: call.id,
-          content: JSON.stringify({ status: "error", error: { type: "execution_error", message: "This call was not run to the end: the run was interrupted, or the conversation moved on before it was approved." } }),
-        },
-      );
-    }
-  }
-  return repaired;
-}
-
 function systemText(prompt: string, summary: string | undefined): string {
   return summary ? `${prompt}\n\n## Earlier in this conversation (summary)\n${summary}` : prompt;
 }
@@ -360,15 +295,7 @@ function fitMessage(message: Message, maxTokens: number, counter: TokenCounter):
   return { message: cut, tokens: counter.message(cut) };
 }
 
-function limitTokens(text: string, maxTokens: number, counter: TokenCounter): string {
-  const tokens = counter.text(text);
-  if (tokens <= maxTokens) return text;
-  const cut = (keep: number) => `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
-  // Cut in proportion, then shrink until the text with its marker fits: tokens are not spread evenly.
-  let keep = Math.max(0, Math.floor((text.length * maxTokens) / tokens) - 80);
-  while (keep > 0 && counter.text(cut(keep)) > maxTokens) keep = Math.floor(keep * 0.9);
-  return cut(keep);
-}
+export { repairToolPairs };
 
 /** The channel part of a session key, where facts shared in a channel live. */
 export function channelOf(sessionId: string): string {
