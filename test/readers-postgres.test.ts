@@ -71,12 +71,15 @@ async function startBot(target: StoreTarget, model: ScriptedModelServer): Promis
   };
 }
 
-/** Polls the run until it has ended (or, with `orPaused`, until it waits for approval). */
+/**
+ * Polls the run until it has ended (or, with `orPaused`, until it waits for approval with its approval
+ * open: the pause is recorded with the run's end, its approvals just after, in a transaction of their own).
+ */
 async function untilDone(api: string, runId: string, orPaused = false): Promise<RunBody> {
   const deadline = Date.now() + WAIT.timeout;
   for (;;) {
     const { body } = await getJson<RunBody>(`${api}/runs/${runId}`);
-    if (body.done || (orPaused && body.status === "awaiting_approval")) return body;
+    if (body.done || (orPaused && body.status === "awaiting_approval" && body.approvals.length > 0)) return body;
     if (Date.now() > deadline) throw new Error(`${runId} was still ${body.status} after ${WAIT.timeout} ms`);
     await new Promise((resolve) => setTimeout(resolve, WAIT.interval));
   }
