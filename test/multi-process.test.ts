@@ -252,21 +252,30 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
     }, WAIT);
     await sleep(500); // an answer posted twice would show by now
 
-    // Exactly once: one run per accepted event, one answer per run.
-    const runs = await database.pool.query<{ session_id: string; input: string; status: string; output: string | null }>(
-      "select session_id, input, status, output from runs where parent_run_id is null order by seq",
+    // Exactly once: one run per accepted event, and one answer per run, except where the worker
+    // that posted it was killed before it could record that it had: the turn runs again elsewhere,
+    // finds the answer not recorded as shown, and posts it again (Slack has no idempotent post).
+    const runs = await database.pool.query<{ session_id: string; input: string; status: string; output: string | null; pid: number | null }>(
+      "select r.session_id, r.input, r.status, r.output, i.pid from runs r left join instances i on i.id = r.owner where r.parent_run_id is null order by r.seq",
     );
+    const killedPids = new Set(gone.map((worker) => worker.pid));
     const runsOf = (root: string) => runs.rows.filter((run) => run.session_id === session(root));
+    let postedTwice = 0;
     for (const [index, root] of roots.entries()) {
       const own = runsOf(root);
       expect(own.map((run) => run.input)).toEqual([`question ${tag(`t${index}`, 1)}`, `and then ${tag(`t${index}`, 2)}`]);
       for (const [position, run] of own.entries()) {
-        if (run.status === "final") expect(countIn(root, answerOf(`t${index}`, position + 1)), `thread ${index}, message ${position + 1}`).toBe(1);
-        else {
+        if (run.status === "final") {
+          const answers = countIn(root, answerOf(`t${index}`, position + 1));
+          const where = `thread ${index}, message ${position + 1}, ended by ${run.pid}`;
+          if (answers === 2 && run.pid !== null && killedPids.has(run.pid)) postedTwice++;
+          else expect(answers, where).toBe(1);
+        } else {
           // Only the capped user's runs may be refused, and the refusal is said once.
           expect(index < HEAVY_THREADS, `thread ${index}: ${run.status} ${run.output}`).toBe(true);
           expect(run.status).toBe("error");
-          expect(countIn(root, (run.output ?? "").slice(0, 40))).toBe(1);
+          const said = (run.output ?? "").slice(0, 40);
+          expect(countIn(root, said)).toBe(own.filter((other) => (other.output ?? "").startsWith(said)).length);
         }
       }
     }
@@ -301,6 +310,8 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
     expect(spent.promptTokens + spent.completionTokens).toBeLessThanOrEqual(CAP + CALL_TOKENS.promptTokens + CALL_TOKENS.completionTokens);
     expect(runs.rows.filter((run) => run.status === "error").length).toBeGreaterThan(0);
     expect(kills).toBeGreaterThanOrEqual(3);
+    expect(postedTwice, "answers posted again after their worker was killed").toBeLessThanOrEqual(kills + 1);
+    if (process.env.MULTI_PROCESS_LOG) console.log(`kills: ${kills}; answers posted twice: ${postedTwice}`);
 
     // A worker stopped with SIGTERM finishes and exits 0.
     const leaving = workers.shift() as RoleProcess;
