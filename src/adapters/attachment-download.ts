@@ -107,7 +107,7 @@ async function fetchBounded(file: FileRef, limit: number, limits: AttachmentLimi
     }
     return await readAtMost(response, limit, limits);
   } catch (error) {
-    if (timeout.aborted) return `the download took longer than ${Math.round(limits.downloadTimeoutMs / 1000)} seconds`;
+    if (timeout.aborted) return `the download took longer than ${limits.downloadTimeoutMs < 1_000 ? `${limits.downloadTimeoutMs} ms` : `${Math.round(limits.downloadTimeoutMs / 1000)} seconds`}`;
     if (options.signal?.aborted) return "the message was cancelled";
     return `the download failed (${(error as Error).message})`;
   }
