@@ -48,4 +48,14 @@ describe("files attached on Discord", () => {
     expect(content).toContain("movie.mov (video/quicktime, 200 MB) could not be read");
     expect(h.fake.cdn.downloads.map((download) => download.path)).toEqual([expect.stringContaining("blob.bin")]);
   });
+
+  it("keeps a conversation's order while a message's file is still downloading", async () => {
+    const h = await startHarness({ script: [{ content: "First answer." }, { content: "Second answer." }] });
+    await h.fake.sendMessage({ channelId: DM, authorId: USER, content: "first, with a file", attachments: [{ filename: "slow.txt", contentType: "text/plain", data: Buffer.from("slow"), delayMs: 300 }] });
+    await h.fake.sendMessage({ channelId: DM, authorId: USER, content: "second, without" });
+    await waitForBotMessage(h.fake, DM, "Second answer.");
+    const firstUser = (index: number) => String(h.model.requests[index]?.body.messages.filter((message) => message.role === "user").at(-1)?.content);
+    expect(firstUser(0)).toContain("first, with a file");
+    expect(firstUser(1)).toContain("second, without");
+  });
 });

@@ -11,6 +11,8 @@ export interface FakeDiscordFileInput {
   data: Uint8Array;
   /** The size Discord declares (default: the data's length). */
   size?: number;
+  /** The CDN answers this much later (a slow download). */
+  delayMs?: number;
 }
 
 export interface FakeDiscordCdn {
@@ -48,8 +50,10 @@ export function createFakeDiscordCdn(origin: () => string): FakeDiscordCdn {
         res.writeHead(404, { "Content-Type": "text/plain" }).end("This content is no longer available.");
         return true;
       }
-      res.writeHead(200, { "Content-Type": file.contentType ?? "application/octet-stream", "Content-Length": String(file.data.length) });
-      res.end(Buffer.from(file.data));
+      setTimeout(() => {
+        res.writeHead(200, { "Content-Type": file.contentType ?? "application/octet-stream", "Content-Length": String(file.data.length) });
+        res.end(Buffer.from(file.data));
+      }, file.delayMs ?? 0);
       return true;
     },
   };

@@ -98,6 +98,9 @@ export async function startDiscordAdapter(options: {
     void handled?.catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: an interaction failed"));
   });
 
+  // A session's message whose files are still being fetched: the next one waits for it, so turns keep their order.
+  const readying = new Map<string, Promise<unknown>>();
+
   async function onMessage(message: Message): Promise<void> {
     if (message.author.bot || message.system || message.author.id === client.user?.id) return;
     const direct = message.channel.isDMBased();
@@ -111,9 +114,16 @@ export async function startDiscordAdapter(options: {
       return;
     }
     // Attached files come from Discord's CDN (no token); one that cannot be read is said in a sentence, and the rest still runs.
-    const files = message.attachments.size > 0 ? await fetchDiscordFiles(message.attachments.values()) : undefined;
-    if (files?.problems.length) await message.reply({ content: files.problems.join(" "), allowedMentions: NO_PINGS });
-    await conversations.send({ sessionId, userId: message.author.id, input, ...(files?.attachments.length ? { attachments: files.attachments } : {}) });
+    const ready = (readying.get(sessionId) ?? Promise.resolve()).then(async () => {
+      const files = message.attachments.size > 0 ? await fetchDiscordFiles(message.attachments.values()) : undefined;
+      if (files?.problems.length) await message.reply({ content: files.problems.join(" "), allowedMentions: NO_PINGS });
+      // Wrapped, so the next message waits for this one to be passed on, not for its run.
+      return { run: conversations.send({ sessionId, userId: message.author.id, input, ...(files?.attachments.length ? { attachments: files.attachments } : {}) }) };
+    });
+    const sent = ready.then(() => undefined, () => undefined);
+    readying.set(sessionId, sent);
+    void sent.finally(() => readying.get(sessionId) === sent && readying.delete(sessionId));
+    await (await ready).run;
   }
 
   // Feedback is written through the store port, on SQLite or PostgreSQL.
