@@ -122,6 +122,22 @@ describe("units", () => {
     expect(() => store.db.transaction(() => store.atomically(() => 1))()).toThrow("units do not nest");
   });
 
+  it("a unit alone in its turn (no savepoint) is still whole or not at all, its messages too", async () => {
+    const path = databasePath();
+    const store = openTestStore(path);
+    const other = openTestStore(path);
+    store.startRun({ runId: "run_alone", sessionId: "cli:alone", userId: "U1", input: "hi" });
+    const failing = store.atomically(() => {
+      store.appendMessages("cli:alone", "run_alone", entries([{ role: "user", content: "lost" }, { role: "assistant", content: "lost too" }]));
+      throw new Error("the unit fails");
+    });
+    await expect(failing).rejects.toThrow("the unit fails");
+    expect(other.messagesAfter("cli:alone", 0, 0)).toEqual([]);
+    expect(store.db.inTransaction).toBe(false);
+    await expect(store.atomically(() => store.appendMessages("cli:alone", "run_alone", entries([{ role: "user", content: "kept" }])))).resolves.toHaveLength(1);
+    expect(other.messagesAfter("cli:alone", 0, 0).map((stored) => stored.message.content)).toEqual(["kept"]);
+  });
+
   it("close() commits the units still waiting for the end of the turn", async () => {
     const path = databasePath();
     const store = openTestStore(path);

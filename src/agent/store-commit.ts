@@ -25,8 +25,14 @@ export function groupCommit(db: Database.Database) {
   const inSavepoint = db.transaction((body: () => unknown) => body());
   // IMMEDIATE: a unit may read before it writes, and a deferred transaction would then fail at once
   // (SQLITE_BUSY, no waiting) if another connection committed in between.
-  const together = db.transaction((units: Unit[]) =>
-    units.map((unit): (() => void) => {
+  const together = db.transaction((units: Unit[]) => {
+    // One unit alone (one run at a time) needs no savepoint: the transaction is its all-or-nothing.
+    if (units.length === 1) {
+      const [unit] = units as [Unit];
+      const value = unit.body();
+      return [() => unit.resolve(value)];
+    }
+    return units.map((unit): (() => void) => {
       try {
         const value = inSavepoint(unit.body);
         return () => unit.resolve(value);
@@ -36,8 +42,8 @@ export function groupCommit(db: Database.Database) {
         if (!db.inTransaction) throw error;
         return () => unit.reject(error);
       }
-    }),
-  ).immediate;
+    });
+  }).immediate;
   const flush = () => {
     const units = waiting;
     waiting = [];

@@ -159,15 +159,20 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };
 
-  const appendMessages = db.transaction((sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
-    const epoch = statements.upsertSession.pluck().get(sessionId, now(), now()) as number;
+  const insertMessages = (sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
+    const at = now();
+    const epoch = statements.upsertSession.pluck().get(sessionId, at, at) as number;
     return entries.map(({ message, tokens }) => {
       const toolCalls = message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null;
       const toolCallId = message.role === "tool" ? message.tool_call_id : null;
-      const info = statements.insertMessage.run(sessionId, epoch, runId, message.role, message.content, toolCalls, toolCallId, tokens, now());
+      const info = statements.insertMessage.run(sessionId, epoch, runId, message.role, message.content, toolCalls, toolCallId, tokens, at);
       return Number(info.lastInsertRowid);
     });
-  });
+  };
+  const appendInTransaction = db.transaction(insertMessages);
+  // Inside a unit (a run's writes, every step) the unit's transaction already makes it whole: no savepoint of its own.
+  const appendMessages = (sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) =>
+    db.inTransaction ? insertMessages(sessionId, runId, entries) : appendInTransaction(sessionId, runId, entries);
 
   const claimAll = db.transaction((eventIds: string[]) => eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1));
   const group = groupCommit(db);
