@@ -30,17 +30,18 @@ export function startApprovalSweeper(options: {
   everyMs?: number;
 }): ApprovalSweeper {
   const { store, queue, log } = options;
-  let recheck = new Map<string, Approval>(); // runs of the previous sweep, by run id
+  let recheck = new Map<string, Approval>(); // runs of earlier sweeps that still had a pending approval, by run id
   let running: Promise<Approval[]> | undefined;
 
   async function sweepOnce(now: Date): Promise<Approval[]> {
     const expired = await store.expireApprovals("", now);
     for (const approval of expired) await options.showDecision(approval).catch((error: unknown) => log.warn({ error: (error as Error).message }, "updating an expired approval's message failed"));
     const runs = new Map([...recheck, ...expired.map((approval) => [approval.runId, approval] as const)]);
-    recheck = new Map(expired.map((approval) => [approval.runId, approval]));
+    recheck = new Map();
     for (const [runId, approval] of runs) {
       const settled = (await store.approvalsOfRun(runId)).every((other) => other.status !== "pending");
-      if (settled && (await store.pausedRun(runId)) !== undefined) await queue.enqueue(resumeTurn(approval));
+      if (!settled) recheck.set(runId, approval); // still waiting for a click, or for one deciding right now
+      else if ((await store.pausedRun(runId)) !== undefined) await queue.enqueue(resumeTurn(approval));
     }
     if (expired.length > 0) log.info({ approvals: expired.length }, "expired approvals nobody decided in time");
     return expired;
