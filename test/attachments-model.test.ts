@@ -120,4 +120,9 @@ describe("attachments reach the model", () => {
     expect(content.length).toBeLessThan(13_000);
     expect(trace.run(result.runId)?.input).toContain(`its text inlined, cut to 12000 of ${long.length} characters`);
   });
+
+  it("refuses an unknown GLASSBOX_MODEL_IMAGES in one sentence", () => {
+    expect(() => loadConfig({ GLASSBOX_MODEL_IMAGES: "maybe" })).toThrow("GLASSBOX_MODEL_IMAGES is 'maybe'; set it to auto, on or off.");
+    expect(loadConfig({}).model.images).toBe("auto");
+  });
 });
