@@ -4,6 +4,8 @@
  * are estimates of what the server will bill (servers add their own framing), so memory logs the
  * drift it sees.
  */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { createMerge, rankTableOf, type RankFile, type RankTable } from "./token-ranks.js";
 import { textOf, type Message, type ToolSpec } from "./types.js";
 
@@ -53,7 +55,7 @@ function loadEncoding(name: EncodingName): Promise<Encoding> {
   let encoding = encodings.get(name);
   if (!encoding) {
     encoding = (async () => {
-      const file: RankFile = (name === "o200k_base" ? await import("js-tiktoken/ranks/o200k_base") : await import("js-tiktoken/ranks/cl100k_base")).default;
+      const file = await readRankFile(name);
       const loaded = { pieces: new RegExp(file.pat_str, "gu"), ranks: rankTableOf(file, RANK_FILE_CHANGED) };
       checkProbe(name, loaded);
       return loaded;
@@ -62,6 +64,24 @@ function loadEncoding(name: EncodingName): Promise<Encoding> {
     encoding.catch(() => encodings.delete(name));
   }
   return encoding;
+}
+
+/**
+ * js-tiktoken's rank file for the encoding, read as data rather than imported: an imported module
+ * keeps its 2 MB source and its 2 MB ranks string alive for the life of the process, and a heap's
+ * growth is paced by what stays alive. Read this way, both are garbage once the table is built.
+ */
+async function readRankFile(name: EncodingName): Promise<RankFile> {
+  const path = createRequire(import.meta.url).resolve(`js-tiktoken/ranks/${name}`);
+  const text = await readFile(path, "utf8");
+  try {
+    // The file is `module.exports = {...}`, the object in JSON.
+    const file = JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1)) as Partial<RankFile>;
+    if (typeof file.pat_str === "string" && typeof file.bpe_ranks === "string") return { pat_str: file.pat_str, bpe_ranks: file.bpe_ranks };
+  } catch {
+    // refused below
+  }
+  throw new Error(RANK_FILE_CHANGED);
 }
 
 /**
