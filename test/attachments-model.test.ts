@@ -30,13 +30,13 @@ describe("attachments reach the model", () => {
   });
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-  async function start(options: { rejectImages?: boolean; images?: string } = {}) {
+  async function start(options: { rejectImages?: boolean; images?: string; env?: Record<string, string> } = {}) {
     const model = await startScriptedModelServer({
       rejectImages: options.rejectImages,
       // A clock call first, so the run has two steps; then the answer.
       script: (request) => (request.messages.some((message) => message.role === "tool") ? { content: "A cat, and the launch is on Friday." } : { toolCalls: [{ name: "current_time", arguments: "{}" }] }),
     });
-    const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, `${open.length}-${Date.now()}.db`), ...(options.images ? { GLASSBOX_MODEL_IMAGES: options.images } : {}) };
+    const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, `${open.length}-${Date.now()}.db`), ...(options.images ? { GLASSBOX_MODEL_IMAGES: options.images } : {}), ...options.env };
     const agent = await createAgentConfig(loadConfig(env), quietLogger());
     open.push({ model, agent });
     return { model, agent, trace: createTraceReader(agent.store) };
@@ -124,5 +124,17 @@ describe("attachments reach the model", () => {
   it("refuses an unknown GLASSBOX_MODEL_IMAGES in one sentence", () => {
     expect(() => loadConfig({ GLASSBOX_MODEL_IMAGES: "maybe" })).toThrow("GLASSBOX_MODEL_IMAGES is 'maybe'; set it to auto, on or off.");
     expect(loadConfig({}).model.images).toBe("auto");
+  });
+
+  it("cuts the text of a request with an image to fit a small context budget, keeping the image", async () => {
+    const { model, agent } = await start({ env: { GLASSBOX_CONTEXT_TOKENS: "3000" } });
+    const long = Buffer.from("a line of a long log file\n".repeat(1_000));
+    await runAgent(agent, { sessionId: "web:e", userId: "ann", input: "Explain", attachments: [image, { name: "app.log", mimeType: "text/plain", size: long.length, data: long }] });
+    const sent = model.requests[0]!.body;
+    expect(hasImagePart(sent)).toBe(true);
+    // Half the budget is the request's: its text parts were cut, with the marker, to share what the image leaves.
+    const text = JSON.stringify(sent.messages);
+    expect(text).toContain("characters to fit the context]");
+    expect(text.length).toBeLessThan(12_000);
   });
 });

@@ -290,8 +290,12 @@ function noteLine(fact: Fact, userId: string): string {
 /** A request too large for the room is cut, with a marker saying so. */
 function fitMessage(message: Message, maxTokens: number, counter: TokenCounter): { message: Message; tokens: number } {
   const tokens = counter.message(message);
-  if (tokens <= maxTokens || message.role !== "user" || typeof message.content !== "string") return { message, tokens }; // attachments were cut to their share
-  const cut: Message = { role: "user", content: limitTokens(message.content, maxTokens, counter) };
+  if (tokens <= maxTokens || message.role !== "user") return { message, tokens };
+  // With attachments, the text parts share what the images leave; each is cut with its marker.
+  const texts = typeof message.content === "string" ? [] : message.content.filter((part) => part.type === "text");
+  const share = Math.max(0, Math.floor((maxTokens - tokens + texts.reduce((sum, part) => sum + counter.text(part.text), 0)) / Math.max(1, texts.length)));
+  const content = typeof message.content === "string" ? limitTokens(message.content, maxTokens, counter) : message.content.map((part) => (part.type === "text" ? { ...part, text: limitTokens(part.text, share, counter) } : part));
+  const cut: Message = { role: "user", content };
   return { message: cut, tokens: counter.message(cut) };
 }
 
