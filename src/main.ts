@@ -14,12 +14,9 @@ import { startWebServer } from "./adapters/web/web-server.js";
 import { openStore } from "./agent/store.js";
 import { configurationError } from "./agent/errors.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
-import { startIngressRole } from "./ingress/ingress-role.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
-import { storePortOptionsFromEnv, type PostgresPort } from "./store/index.js";
-import { queueOptionsFromEnv } from "./worker/queue-settings.js";
-import { startWorkerRole } from "./worker/worker-role.js";
+import type { PostgresPort } from "./store/index.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
@@ -66,6 +63,13 @@ async function start(): Promise<void> {
 /** GLASSBOX_ROLE with PostgreSQL: this process receives (ingress), runs turns (worker), or both (all). */
 async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<void> {
   const log = createLogger({ level: "info" });
+  // Loaded only for a role: `npm start` on SQLite never loads PostgreSQL or the queue.
+  const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] = await Promise.all([
+    import("./store/index.js"),
+    import("./worker/queue-settings.js"),
+    import("./worker/worker-role.js"),
+    import("./ingress/ingress-role.js"),
+  ]);
   const store = storePortOptionsFromEnv();
   if (!store.databaseUrl) {
     throw configurationError(`GLASSBOX_ROLE=${role} needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the turns between the processes; unset GLASSBOX_ROLE to run everything in one process on SQLite.`);
@@ -101,11 +105,14 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<vo
   }
 }
 
-/** What a long-running process tidies when it starts. */
+/** What a role's process tidies when it starts, as `npm start` does, on the shared store. */
 async function startupChores(store: PostgresPort, log: Logger): Promise<void> {
   // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
   await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
   await store.pruneCancelRequests(new Date(Date.now() - 86_400_000));
+  // Runs of a process that is gone are marked interrupted; the worker their turn goes to next takes them over.
+  const interrupted = await store.interruptOrphanedRuns();
+  if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
 }
 
 /**
