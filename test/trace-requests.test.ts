@@ -106,6 +106,18 @@ describe("a step's recorded request", () => {
     }
   });
 
+  it("stores a message rebuilt at every step once (a run without memory: the loop builds its system message anew each step)", async () => {
+    const { server, store, config, reader } = await setUp(50_000, (index) => (index < 5 ? { toolCalls: [call("lookup", { n: index })] } : { content: "Done." }));
+    const { memory: _memory, ...withoutMemory } = config;
+    const result = await runAgent({ ...withoutMemory, systemPrompt: "You look numbers up." }, { input: "Look up 0 to 4.", sessionId: "test:rebuilt", userId: "U1" });
+    expect(result.output).toBe("Done.");
+    const sent = stepRequests(server);
+    for (let step = 1; step <= 6; step++) expect(JSON.parse(JSON.stringify((reader.payload(result.runId, step) as RecordedRequest).messages))).toEqual(sent[step - 1]?.messages);
+    const bodies = store.db.prepare("SELECT body FROM step_messages WHERE run_id = ?").pluck().all(result.runId) as string[];
+    expect(bodies.filter((body) => body.includes("You look numbers up."))).toHaveLength(1);
+    expect(new Set(bodies).size).toBe(bodies.length);
+  });
+
   it("reads a step recorded before references existed from its whole stored payload", async () => {
     const { store, reader } = await setUp(50_000, () => ({ content: "unused" }));
     const messages = [{ role: "system", content: "old" }, { role: "user", content: "hi" }];

@@ -20,17 +20,22 @@ export interface RequestRefs {
 
 type Part = Message | ToolSpec[];
 
-/** What a run has stored so far: a part found by identity, else by its JSON (a rebuilt system message). */
+/**
+ * What a run has stored so far: a part found by identity, else by its JSON (a rebuilt system
+ * message), looked up by the JSON's hash and confirmed against the stored body, so a long run's
+ * messages are not kept in memory a second time as JSON.
+ */
 interface RunParts {
   next: number;
   byObject: WeakMap<object, number>;
-  byJson: Map<string, number>;
+  byHash: Map<number, number[]>;
 }
 
 export function createRequestLog(db: Database.Database) {
   const statements = {
     lastSeq: db.prepare("SELECT coalesce(max(seq), 0) FROM step_messages WHERE run_id = ?").pluck(),
     insert: db.prepare("INSERT INTO step_messages (run_id, seq, body) VALUES (?, ?, ?)"),
+    body: db.prepare("SELECT body FROM step_messages WHERE run_id = ? AND seq = ?").pluck(),
     bodies: db.prepare("SELECT seq, body FROM step_messages WHERE run_id = ?"),
     legacy: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
     refs: db.prepare("SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = ? AND step = ?"),
@@ -41,7 +46,7 @@ export function createRequestLog(db: Database.Database) {
     let parts = runs.get(runId);
     if (!parts) {
       // A resumed run (after an approval, or a restart) goes on numbering after what it stored.
-      parts = { next: (statements.lastSeq.get(runId) as number) + 1, byObject: new WeakMap(), byJson: new Map() };
+      parts = { next: (statements.lastSeq.get(runId) as number) + 1, byObject: new WeakMap(), byHash: new Map() };
       runs.set(runId, parts);
     }
     return parts;
@@ -52,11 +57,14 @@ export function createRequestLog(db: Database.Database) {
     const known = parts.byObject.get(part);
     if (known !== undefined) return known;
     const json = JSON.stringify(part);
-    let seq = parts.byJson.get(json);
+    const hash = hashOf(json);
+    const candidates = parts.byHash.get(hash);
+    let seq = candidates?.find((candidate) => statements.body.get(runId, candidate) === json);
     if (seq === undefined) {
       seq = parts.next++;
       statements.insert.run(runId, seq, json);
-      parts.byJson.set(json, seq);
+      if (candidates) candidates.push(seq);
+      else parts.byHash.set(hash, [seq]);
     }
     parts.byObject.set(part, seq);
     return seq;
@@ -91,6 +99,13 @@ export function createRequestLog(db: Database.Database) {
 }
 
 export type RequestLog = ReturnType<typeof createRequestLog>;
+
+/** FNV-1a over a string's UTF-16 code units. */
+function hashOf(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+  return hash >>> 0;
+}
 
 /** Steps recorded before migration 9 kept the whole message list, gzipped when large. */
 function legacyPayload(stored: string | Buffer | null | undefined): Message[] | undefined {
