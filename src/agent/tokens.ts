@@ -114,16 +114,18 @@ export const TOKENS_PER_CUT = { fewest: -1, most: 2 } as const;
 export function* boundedPieces(text: string, pattern: RegExp): Generator<string> {
   for (const match of text.matchAll(pattern)) {
     const piece = match[0];
-    if (piece.length <= MAX_PIECE_LENGTH) {
-      yield piece;
-      continue;
-    }
-    for (let start = 0; start < piece.length; ) {
-      let end = Math.min(start + MAX_PIECE_LENGTH, piece.length);
-      if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end--;
-      yield piece.slice(start, end);
-      start = end;
-    }
+    if (piece.length <= MAX_PIECE_LENGTH) yield piece;
+    else yield* chunksOf(piece);
+  }
+}
+
+/** A piece longer than MAX_PIECE_LENGTH in chunks that long, never ending between the halves of a surrogate pair. */
+function* chunksOf(piece: string): Generator<string> {
+  for (let start = 0; start < piece.length; ) {
+    let end = Math.min(start + MAX_PIECE_LENGTH, piece.length);
+    if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end--;
+    yield piece.slice(start, end);
+    start = end;
   }
 }
 
@@ -132,6 +134,9 @@ const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 const PIECE_CACHE_LIMIT = 200_000;
 // Chat text repeats its words, not its long pieces: caching only short ones bounds the cache's memory.
 const CACHED_PIECE_LENGTH = 32;
+const CACHED_TEXT_LENGTH = 64;
+// Bounded small: ids are short but never recur, and a long-lived bot's heap is paced by what it keeps.
+const TEXT_CACHE_LIMIT = 10_000;
 
 /**
  * Counts are exact for pieces up to MAX_PIECE_LENGTH and within TOKENS_PER_CUT per cut beyond: text
@@ -154,9 +159,26 @@ export async function createTokenCounter(encoding: EncodingName): Promise<TokenC
     }
     return count;
   };
+  // Short texts recur whole (roles, tool names, ids' shapes, small arguments): their counts are kept too.
+  const texts = new Map<string, number>();
   const text = (value: string) => {
+    if (!value) return 0;
+    const short = value.length <= CACHED_TEXT_LENGTH;
+    if (short) {
+      const known = texts.get(value);
+      if (known !== undefined) return known;
+    }
+    // boundedPieces, inlined: this runs for every message memory keeps.
     let count = 0;
-    if (value) for (const bounded of boundedPieces(value, pieces)) count += piece(bounded);
+    for (const match of value.matchAll(pieces)) {
+      const found = match[0];
+      if (found.length <= MAX_PIECE_LENGTH) count += piece(found);
+      else for (const chunk of chunksOf(found)) count += piece(chunk);
+    }
+    if (short) {
+      if (texts.size >= TEXT_CACHE_LIMIT) texts.clear();
+      texts.set(value, count);
+    }
     return count;
   };
   return {
