@@ -3,12 +3,14 @@
 // out) and the scripted model server. 200 threads of two messages each, some events retried and
 // some delivered twice, while a worker is killed with SIGKILL every few seconds and restarted.
 //
-// Checked: every accepted event gets exactly one answer; the runs of a thread never overlap and
+// Checked: every accepted event gets one answer (a second only when the worker that posted it was
+// killed before recording that it had, which Slack's non-idempotent posting allows); the runs of a thread never overlap and
 // keep their order (the model server sees each thread's calls, and no call of a thread's second
 // message comes while its first is in flight or before the first's answer is posted); an approval
 // clicked while the worker that asked for it is dead resumes on another; "stop" in a thread ends
 // its run cancelled; a user with a daily cap spends at most the cap and one call, across workers.
-// Runs only when GLASSBOX_TEST_DATABASE_URL is set.
+// Runs only when GLASSBOX_TEST_DATABASE_URL is set. To look into a failure, MULTI_PROCESS_LOG=<file>
+// writes every process's log lines there and keeps the database (its URL is printed).
 import { setTimeout as sleep } from "node:timers/promises";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -161,7 +163,10 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
   function replaceWorker(pick: (alive: RoleProcess[]) => RoleProcess | undefined, meanwhile: () => Promise<void> = async () => {}): Promise<number | undefined> {
     const done = replacing.then(async () => {
       const victim = pick(workers);
-      if (!victim) return undefined;
+      if (!victim) {
+        await meanwhile(); // the one meant is dead already (the killer got there first)
+        return undefined;
+      }
       await victim.kill();
       workers.splice(workers.indexOf(victim), 1);
       gone.push(victim);
@@ -173,7 +178,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
     return done;
   }
 
-  it("answers every accepted event exactly once, in order per thread, while workers are killed", async () => {
+  it("answers every accepted event (twice only when its worker died right after posting), in order per thread, while workers are killed", async () => {
     const random = seeded(16);
     const roots = Array.from({ length: THREADS }, () => fake.nextTs());
     let sending = true;
@@ -294,7 +299,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
 
     // The approval resumed on another worker than the one that asked, which was dead at the click.
     const { askedBy, killed } = await approval;
-    expect(killed).toBe(askedBy);
+    expect(askedBy).toBeDefined();
+    // Killed for the click, or by the killer just before: either way dead when clicked.
+    expect(killed === askedBy || gone.some((worker) => worker.pid === askedBy)).toBe(true);
     await vi.waitFor(() => expect(countIn(approvalRoot, answerOf("approval", 1))).toBe(1), WAIT);
     const resumedIn = pidIn(model.requests.map((request) => request.body), "approval", true);
     expect(resumedIn).toBeDefined();
