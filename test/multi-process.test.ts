@@ -4,9 +4,10 @@
 // some delivered twice, while a worker is killed with SIGKILL every few seconds and restarted.
 //
 // Checked: every accepted event gets one answer (a second only when the worker that posted it was
-// killed before recording that it had, which Slack's non-idempotent posting allows); the runs of a thread never overlap and
-// keep their order (the model server sees each thread's calls, and no call of a thread's second
-// message comes while its first is in flight or before the first's answer is posted); an approval
+// killed before recording that it had: Slack has no idempotent post); the runs of a thread never
+// overlap and keep their order (the model server sees each thread's calls, and no call of a
+// thread's second message comes while its first is in flight or before the first's answer is
+// posted); the capped user's threads run before the kills, see CAP; an approval
 // clicked while the worker that asked for it is dead resumes on another; "stop" in a thread ends
 // its run cancelled; a user with a daily cap spends at most the cap and one call, across workers.
 // Runs only when GLASSBOX_TEST_DATABASE_URL is set. To look into a failure, MULTI_PROCESS_LOG=<file>
