@@ -2,6 +2,10 @@
 // fake Slack: Discord through discord.js REST only (a worker opens no gateway connection) in a guild
 // channel and a DM, Slack threads through the Web API, HTTP API sessions nowhere; and an approval's
 // message updated once it is decided. Also the role settings read from the environment.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Installation } from "@slack/bolt";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { GlassboxError } from "../src/agent/errors.js";
@@ -9,10 +13,12 @@ import type { RunResult } from "../src/agent/loop.js";
 import { loadConfig } from "../src/config.js";
 import type { Approval } from "../src/store/port.js";
 import { startFakeDiscord, DEFAULT_GUILD, type FakeDiscord } from "../src/testing/fake-discord.js";
+import { openSlackInstallations } from "../src/adapters/slack/slack-oauth.js";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { queueOptionsFromEnv } from "../src/worker/queue-settings.js";
 import { openWorkerSurfaces, type WorkerSurfaces } from "../src/worker/surfaces.js";
 import { startWorkerRole } from "../src/worker/worker-role.js";
+import { CLIENT_ID, CLIENT_SECRET, newKey, STATE_SECRET, TEAM_A, TEAM_B } from "./slack-oauth-helpers.js";
 
 const log = pino({ level: "silent" });
 const GUILD_CHANNEL = DEFAULT_GUILD.channels[0]?.id as string;
@@ -91,6 +97,49 @@ describe("a worker's surfaces", () => {
     await web.finish(result("web:w1", "kept in the store"));
     expect(await web.askApproval(approval("web:w1"))).toBeUndefined();
     expect(slack.calls.length).toBe(before);
+  });
+});
+
+describe("a worker's Slack surfaces for an app installed in many workspaces", () => {
+  let directory: string | undefined;
+  let slack: FakeSlack | undefined;
+  let surfaces: WorkerSurfaces | undefined;
+  afterEach(async () => {
+    await surfaces?.close();
+    await slack?.close();
+    if (directory) rmSync(directory, { recursive: true, force: true });
+    surfaces = slack = directory = undefined;
+  });
+
+  it("posts in each workspace with that workspace's bot token, read from the installations", async () => {
+    directory = mkdtempSync(join(tmpdir(), "glassbox-worker-oauth-"));
+    slack = await startFakeSlack({ oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: [TEAM_A, TEAM_B] } });
+    const config = loadConfig({
+      SLACK_CLIENT_ID: CLIENT_ID,
+      SLACK_CLIENT_SECRET: CLIENT_SECRET,
+      SLACK_STATE_SECRET: STATE_SECRET,
+      GLASSBOX_ENCRYPTION_KEY: newKey(),
+      SLACK_SIGNING_SECRET: "secret",
+      SLACK_API_URL: slack.apiUrl,
+      GLASSBOX_DB: join(directory, "glassbox.db"),
+    });
+    // As ingress's OAuth flow stored them.
+    const installations = await openSlackInstallations(config.slack?.oauth as NonNullable<NonNullable<typeof config.slack>["oauth"]>);
+    for (const team of [TEAM_A, TEAM_B]) {
+      await installations.storeInstallation({ team: { id: team.teamId }, enterprise: undefined, isEnterpriseInstall: false, bot: { token: team.botToken, userId: team.botUserId, id: team.botId, scopes: ["chat:write"] } } as unknown as Installation);
+    }
+    await installations.close();
+
+    surfaces = await openWorkerSurfaces(config, log);
+    for (const team of [TEAM_A, TEAM_B]) {
+      const session = `slack:${team.teamId}:C1:1730000000.000100`;
+      await surfaces.openSurface(session, `${team.teamId}:U1`).finish(result(session, `the answer in ${team.teamId}`));
+    }
+    const posts = slack.callsTo("chat.postMessage").filter((call) => String(call.args.text).startsWith("the answer in"));
+    expect(posts.map((call) => [call.args.text, call.token])).toEqual([
+      [`the answer in ${TEAM_A.teamId}`, TEAM_A.botToken],
+      [`the answer in ${TEAM_B.teamId}`, TEAM_B.botToken],
+    ]);
   });
 });
 
