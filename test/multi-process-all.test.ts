@@ -1,6 +1,7 @@
 // GLASSBOX_ROLE=all: ingress and a worker in one process (the real src/main.ts) on PostgreSQL,
 // with the fake Slack and the scripted model server: a mention is answered in its thread, a click
-// on Approve resumes the paused run, and SIGTERM stops the process with exit code 0. Runs only when
+// on Approve resumes the paused run, and SIGTERM stops the process with exit code 0. And a worker
+// that the others declared dead exits with code 1, for its supervisor to restart it. Runs only when
 // GLASSBOX_TEST_DATABASE_URL is set.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,6 +34,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
     await fake?.close();
     await database?.drop();
     if (directory) rmSync(directory, { recursive: true, force: true });
+    database = fake = model = bot = directory = undefined;
   }, 30_000);
 
   it("receives, runs, pauses for approval, resumes on the click, and stops on SIGTERM", async () => {
@@ -71,4 +73,21 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
 
     expect(await bot.stop()).toBe(0);
   }, 90_000);
+
+  it("a worker that lost its lease exits with code 1", async () => {
+    directory = mkdtempSync(join(tmpdir(), "glassbox-lease-"));
+    database = await createTestDatabase(TEST_DATABASE_URL as string);
+    model = await startScriptedModelServer({ script: [] });
+    bot = await startRoleProcess("worker", {
+      GLASSBOX_DATABASE_URL: database.url,
+      GLASSBOX_DB: join(directory, "unused.db"),
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "sk-test-role-all",
+      GLASSBOX_QUEUE_TIMINGS: JSON.stringify({ heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 }),
+    });
+    // What the other workers do to one whose heartbeats stopped reaching them.
+    await database.pool.query("delete from graphile_worker.glassbox_workers");
+    expect(await bot.exited).toBe(1);
+    expect(bot.lines.some((line) => line.level === 60 && line.cause === "lease_lost")).toBe(true);
+  }, 60_000);
 });
