@@ -150,6 +150,22 @@ describe("OpenTelemetry export", () => {
     expect(bad?.attributes["error.type"]).toBe("tool_not_found");
   });
 
+  it("names an inline image by its type and size in captured messages instead of exporting its data", async () => {
+    const { receiver } = await setUp();
+    const exported = createOtelExport({ tracesUrl: `${receiver.url}/v1/traces`, captureContent: true, requestModel: "gpt-4o-mini" });
+    const data = Buffer.alloc(3_000, 7).toString("base64");
+    const messages = [{ role: "user" as const, content: [{ type: "text" as const, text: "What is in this picture?" }, { type: "image_url" as const, image_url: { url: `data:image/png;base64,${data}` } }] }];
+    exported.record({ type: "run_start", runId: "run_img", sessionId: "cli:img", userId: "U1", input: "What is in this picture?" });
+    exported.record({ type: "model_start", runId: "run_img", step: 1, messages, toolCount: 0, tools: [], toolChoice: "auto" });
+    exported.record({ type: "run_end", runId: "run_img", result: { runId: "run_img", sessionId: "cli:img", output: "", stopReason: "error", steps: 1, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, toolCalls: [] } });
+    await exported.shutdown();
+
+    const chat = receiver.spans.find((span) => span.name.startsWith("chat") && String(span.attributes["gen_ai.input.messages"]).includes("What is in this picture?"));
+    const sent = String(chat?.attributes["gen_ai.input.messages"]);
+    expect(sent).toContain("data:image/png (3000 bytes, not exported)");
+    expect(JSON.stringify(receiver.spans)).not.toContain(data.slice(0, 64));
+  });
+
   it("is off without an OTLP endpoint", () => {
     expect(otelExportFromEnv({})).toBeUndefined();
   });

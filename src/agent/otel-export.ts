@@ -98,7 +98,7 @@ function createRunSpans(tracer: Tracer, options: OtelExportOptions) {
           ...(model ? { "gen_ai.request.model": model } : {}),
           "glassbox.step": event.step,
           "glassbox.tools_offered": event.toolCount,
-          ...(content ? { "gen_ai.input.messages": JSON.stringify(event.messages) } : {}),
+          ...(content ? { "gen_ai.input.messages": JSON.stringify(event.messages, withoutImageData) } : {}),
         });
         models.set(`${event.runId}:${event.step}`, span);
         return;
@@ -195,4 +195,14 @@ export function withOtelExport<C extends { trace?: TraceRecorder }>(config: C, e
     },
   });
   return { ...config, trace };
+}
+
+/**
+ * An image sent inline (a data: URL) is named by its type and size, not exported: megabytes of
+ * base64 per span would swamp any collector, and the picture is in glassbox's own trace.
+ */
+function withoutImageData(key: string, value: unknown): unknown {
+  if (key !== "url" || typeof value !== "string" || !value.startsWith("data:")) return value;
+  const type = value.slice(5, value.indexOf(";") > 0 ? value.indexOf(";") : value.indexOf(","));
+  return `data:${type} (${Math.round((value.length - value.indexOf(",") - 1) * 0.75)} bytes, not exported)`;
 }
