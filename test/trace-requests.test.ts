@@ -7,7 +7,7 @@ import { createMemory } from "../src/agent/memory.js";
 import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
 import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
 import { rangesOf, seqsOf } from "../src/store/request-refs.js";
-import type { RecordedRequest } from "../src/store/sqlite-requests.js";
+import { createRequestLog, type RecordedRequest } from "../src/store/sqlite-requests.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { ApprovalGate, ToolDefinition } from "../src/tools/types.js";
 import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
@@ -116,6 +116,32 @@ describe("a step's recorded request", () => {
     const bodies = store.db.prepare("SELECT body FROM step_messages WHERE run_id = ?").pluck().all(result.runId) as string[];
     expect(bodies.filter((body) => body.includes("You look numbers up."))).toHaveLength(1);
     expect(new Set(bodies).size).toBe(bodies.length);
+  });
+
+  it("tells apart two rebuilt parts whose JSON hashes collide, and still finds each again by content", () => {
+    const fnv = (text: string) => {
+      let hash = 0x811c9dc5;
+      for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+      return hash >>> 0;
+    };
+    const message = (index: number) => ({ role: "user" as const, content: `note ${index}` });
+    const seen = new Map<number, number>();
+    let pair: [number, number] | undefined;
+    for (let index = 0; !pair; index++) {
+      const hash = fnv(JSON.stringify(message(index)));
+      const earlier = seen.get(hash);
+      if (earlier !== undefined) pair = [earlier, index];
+      else seen.set(hash, index);
+    }
+    const store = openTestStore();
+    store.startRun({ runId: "run_collide", sessionId: "test:collide", userId: "U1", input: "hi" });
+    const log = createRequestLog(store.db);
+    const [first, second] = pair;
+    expect(store.db.transaction(() => log.store("run_collide", [message(first)], undefined).requestRefs)()).toBe("1");
+    // New objects each time (as a rebuilt message is): found by content, the colliding one stored apart.
+    expect(store.db.transaction(() => log.store("run_collide", [message(first), message(second)], undefined).requestRefs)()).toBe("1-2");
+    expect(store.db.transaction(() => log.store("run_collide", [message(second), message(first)], undefined).requestRefs)()).toBe("2,1");
+    expect(store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = 'run_collide'").pluck().get()).toBe(2);
   });
 
   it("reads a step recorded before references existed from its whole stored payload", async () => {

@@ -28,7 +28,8 @@ type Part = Message | ToolSpec[];
 interface RunParts {
   next: number;
   byObject: WeakMap<object, number>;
-  byHash: Map<number, number[]>;
+  /** A part's number by its JSON's hash (several numbers only when hashes collide). */
+  byHash: Map<number, number | number[]>;
 }
 
 export function createRequestLog(db: Database.Database) {
@@ -58,13 +59,13 @@ export function createRequestLog(db: Database.Database) {
     if (known !== undefined) return known;
     const json = JSON.stringify(part);
     const hash = hashOf(json);
-    const candidates = parts.byHash.get(hash);
-    let seq = candidates?.find((candidate) => statements.body.get(runId, candidate) === json);
+    const hashed = parts.byHash.get(hash);
+    const candidates = hashed === undefined ? [] : typeof hashed === "number" ? [hashed] : hashed;
+    let seq = candidates.find((candidate) => statements.body.get(runId, candidate) === json);
     if (seq === undefined) {
       seq = parts.next++;
       statements.insert.run(runId, seq, json);
-      if (candidates) candidates.push(seq);
-      else parts.byHash.set(hash, [seq]);
+      parts.byHash.set(hash, hashed === undefined ? seq : [...candidates, seq]);
     }
     parts.byObject.set(part, seq);
     return seq;
