@@ -1,9 +1,40 @@
 // The store contract, gates: event claims (exactly once across handles), quota reservations (the
 // rule of the in-process guard, and never past a cap when reserved at once), cancel requests.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
+import type { StorePortOptions } from "../src/store/index.js";
 import { outcomeOf, pause, runRecord, type Contract } from "./store-contract-helpers.js";
 
-export function gatesContract({ open }: Contract): void {
+const CHILD = fileURLToPath(new URL("./fixtures/store-child.ts", import.meta.url));
+
+/** A process of its own that reserves room for a user's call and keeps it in flight, never settled, until it is killed. */
+async function reservingProcess(options: StorePortOptions, userId: string, tokens: number, cap: number, holdSeconds: number): Promise<{ kill(): Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", CHILD, JSON.stringify(options), "reserve-quota", userId, String(tokens), String(cap), String(holdSeconds)], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let text = "";
+  const said = (line: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => (text.includes(line) ? resolve() : undefined);
+      child.stdout.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+        check();
+      });
+      void exited.then(() => reject(new Error(`the reserving process ended saying: ${text.trim()}`)));
+      check();
+    });
+  await said("ready\n");
+  child.stdin.write("go\n");
+  await said("reserved\n");
+  return {
+    async kill() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+export function gatesContract({ open, database }: Contract): void {
   it("claim() is true once and false ever after, also from another handle; several ids are claimed together", async () => {
     const [first, second] = [await open(), await open()];
     expect(await first.claim("Ev123")).toBe(true);
@@ -54,6 +85,26 @@ export function gatesContract({ open }: Contract): void {
     expect(held).toMatchObject({ kind: "reserved" });
     expect(await reserve(200, "U3")).toEqual({ kind: "wait" });
     expect(await reserve(200, "U3", new Date(Date.now() + 2_000))).toMatchObject({ kind: "reserved" });
+  });
+
+  it("a reservation of another process holds room while that process lives and its hold lasts; once the process is gone (SIGKILL), none", async () => {
+    const store = await open();
+    const limits = { tokens: 1_000 };
+    const reserve = (now?: Date, tokens = 200) => store.reserveQuota({ userId: "U7", tokens, cost: 0, limits, ...(now ? { now } : {}) });
+    const other = await reservingProcess(database().options, "U7", 900, limits.tokens, 60);
+    try {
+      expect(await reserve()).toEqual({ kind: "wait" }); // its call may still answer and settle
+      const afterHold = await reserve(new Date(Date.now() + 61_000));
+      expect(afterHold).toMatchObject({ kind: "reserved" }); // alive, but its hold has ended
+      if (afterHold.kind === "reserved") await store.settleQuota(afterHold.reservationId);
+      expect(await reserve()).toEqual({ kind: "wait" });
+    } finally {
+      await other.kill();
+    }
+    // Killed mid-call: it will never settle, so its 900 tokens are not held; two calls of 500 fit.
+    expect(await reserve(undefined, 500)).toMatchObject({ kind: "reserved" });
+    expect(await reserve(undefined, 500)).toMatchObject({ kind: "reserved" });
+    expect(await reserve(undefined, 1)).toEqual({ kind: "wait" }); // this live process's two hold the rest
   });
 
   it("starts a user's day from what the stored runs spent today, and judges the cost cap in dollars (unknown once a call had no price)", async () => {

@@ -208,6 +208,21 @@ const MIGRATIONS = [
   ) WITHOUT ROWID;
   CREATE INDEX feedback_by_rating ON feedback(rating, created_at);
   `,
+  `
+  -- the process (instance) that holds each quota reservation: one of a process that is gone holds no
+  -- room. The table is the store port's (src/store/sqlite-extensions.ts), made here as it makes it
+  -- when this file does not have it yet.
+  CREATE TABLE IF NOT EXISTS quota_reservations (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    cost REAL NOT NULL,
+    expires_at TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS quota_reservations_by_user ON quota_reservations(user_id, day);
+  ALTER TABLE quota_reservations ADD COLUMN owner TEXT; -- null: made before owners were recorded
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -1,14 +1,16 @@
 /**
  * The gates on PostgreSQL: event claims (a primary key and ON CONFLICT DO NOTHING: of two claims at
  * once, the second waits for the first to commit and finds it), the quota ledger (the user's day row
- * locked FOR UPDATE while a reservation is judged, so processes cannot both take the last room), and
- * cancel requests (rows, and a NOTIFY that every process listening on the database hears).
+ * locked FOR UPDATE while a reservation is judged, so processes cannot both take the last room; a
+ * reservation is its process's, and holds nothing once that process is gone), and cancel requests
+ * (rows, and a NOTIFY that every process listening on the database hears).
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
+import { INSTANCE } from "../agent/store-owners.js";
 import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS } from "./quota-rules.js";
+import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
 const FORGET_EXPIRED_MS = 86_400_000;
@@ -86,17 +88,23 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
           await client.query("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [request.userId, day, stored.tokens, stored.cost]);
           ledger = (await lockDay()) as { tokens: number; cost: number | null };
         }
-        const { rows } = await client.query<{ tokens: number; cost: number; calls: number }>(
-          "SELECT coalesce(sum(tokens), 0) AS tokens, coalesce(sum(cost), 0) AS cost, count(*) AS calls FROM quota_reservations WHERE user_id = $1 AND day = $2 AND expires_at > $3",
+        // By process: usually none or one of them, each judged alive or gone as its instance says.
+        const holds = await client.query<HoldRow>(
+          `SELECT r.owner, i.id IS NOT NULL AS known, i.host, i.pid, i.heartbeat_at AS "heartbeatAt", sum(r.tokens) AS tokens, sum(r.cost) AS cost, count(*) AS calls
+           FROM quota_reservations r LEFT JOIN instances i ON i.id = r.owner WHERE r.user_id = $1 AND r.day = $2 AND r.expires_at > $3 GROUP BY r.owner, i.id`,
           [request.userId, day, now.toISOString()],
         );
-        const held = rows[0] as { tokens: number; cost: number; calls: number };
-        const verdict = admission({ ...ledger, reservedTokens: held.tokens, reservedCost: held.cost, inFlight: held.calls }, request.limits, request.tokens, request.cost);
+        const verdict = admission({ ...ledger, ...heldInFlight(holds.rows) }, request.limits, request.tokens, request.cost);
         if (verdict === "wait") return { kind: "wait" };
         if (verdict !== "reserve") return verdict;
         const reservationId = `quota_${randomUUID()}`;
         const expiresAt = new Date(now.getTime() + (request.holdSeconds ?? DEFAULT_HOLD_SECONDS) * 1000).toISOString();
-        await client.query("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at) VALUES ($1, $2, $3, $4, $5, $6)", [reservationId, request.userId, day, request.tokens, request.cost, expiresAt]);
+        // The owner's instance is recorded with its reservation (one statement): one that no instance vouches for counts as gone.
+        await client.query(
+          `WITH registered AS (INSERT INTO instances (id, host, pid, started_at) VALUES ($7, $8, $9, $10) ON CONFLICT (id) DO NOTHING)
+           INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [reservationId, request.userId, day, request.tokens, request.cost, expiresAt, INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt],
+        );
         return { kind: "reserved", reservationId };
       });
     },

@@ -198,6 +198,10 @@ const MIGRATIONS = [
   );
   CREATE INDEX feedback_by_time ON feedback(created_at);
   `,
+  `
+  -- the process (instance) that holds each quota reservation: one of a process that is gone holds no room
+  ALTER TABLE quota_reservations ADD COLUMN owner text; -- null: made before owners were recorded
+  `,
 ];
 
 /** The schema version a database has once migrated. */

@@ -5,6 +5,7 @@
  * call in flight; otherwise it waits for a call in flight to settle. A user overspends a cap by at
  * most one call's worth.
  */
+import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { QuotaLimits, QuotaReservation } from "./port-data.js";
 
 /** A user's day as a store keeps it: what settled calls spent, and what calls in flight reserved. */
@@ -22,7 +23,42 @@ export const dayOf = (now: Date): string => now.toISOString().slice(0, 10);
 
 export const dayStart = (day: string): Date => new Date(`${day}T00:00:00.000Z`);
 
+/** The hold of a reservation made without one (the spending guard always gives its own). */
 export const DEFAULT_HOLD_SECONDS = 600;
+
+/**
+ * A user's unexpired reservations of the day made by one process, as a store reads them beside
+ * that process's row in the instances table (left-joined: `known` is false without one).
+ */
+export interface HoldRow {
+  /** The instance that made them; null for reservations from before owners were recorded. */
+  owner: string | null;
+  known: boolean | number;
+  host: string | null;
+  pid: number | null;
+  heartbeatAt: string | null;
+  tokens: number;
+  cost: number;
+  calls: number;
+}
+
+/**
+ * What the calls in flight hold: the reservations of processes that may still settle them. A
+ * process that is gone (judged as interruptOrphanedRuns judges a run's owner: a stale heartbeat, a
+ * pid gone from this host, or no instance row at all) never will, so its reservations hold no room,
+ * however long their hold. Reservations without an owner are judged by their hold alone.
+ */
+export function heldInFlight(rows: HoldRow[], now = Date.now()): Pick<QuotaLedger, "reservedTokens" | "reservedCost" | "inFlight"> {
+  const held = { reservedTokens: 0, reservedCost: 0, inFlight: 0 };
+  for (const row of rows) {
+    const instance: InstanceRecord | undefined = row.known ? { host: row.host ?? "", pid: row.pid ?? 0, heartbeatAt: row.heartbeatAt } : undefined;
+    if (row.owner !== null && !ownerAlive(row.owner, instance, now)) continue;
+    held.reservedTokens += row.tokens;
+    held.reservedCost += row.cost;
+    held.inFlight += row.calls;
+  }
+  return held;
+}
 
 export function admission(ledger: QuotaLedger, limits: QuotaLimits, tokens: number, cost: number): "reserve" | "wait" | Extract<QuotaReservation, { kind: "at_cap" }> {
   const atCap = (cap: "tokens" | "cost") => ({ kind: "at_cap" as const, cap, spentTokens: ledger.tokens, spentCost: ledger.cost });

@@ -1,9 +1,9 @@
 /**
- * The SQLite store's gates: the quota ledger (a reservation per model call in flight, against the
- * user's day, in one IMMEDIATE transaction so processes sharing the file cannot both take the last
- * room), cancel requests (rows, plus a signal to the handles of this process on the same file), and
- * this process's heartbeat. Statements are prepared on first use: a read-only handle on a file
- * older than these tables never needs them.
+ * The SQLite store's gates: the quota ledger (a reservation per model call in flight, owned by its
+ * process, against the user's day, in one IMMEDIATE transaction so processes sharing the file cannot
+ * both take the last room), cancel requests (rows, plus a signal to the handles of this process on
+ * the same file), and this process's heartbeat. Statements are prepared on first use: a read-only
+ * handle on a file older than these tables never needs them.
  */
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
@@ -11,7 +11,7 @@ import type Database from "better-sqlite3";
 import { INSTANCE } from "../agent/store-owners.js";
 import type { TraceReader } from "../agent/trace.js";
 import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
-import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS } from "./quota-rules.js";
+import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Listeners of cancel requests, by database file: the handles of one process hear each other at once. */
 const cancelListeners = new Map<string, Set<(notice: CancelNotice) => void>>();
@@ -39,15 +39,20 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
       ledger = { tokens: stored.promptTokens + stored.completionTokens, cost: stored.cost };
       sql("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES (?, ?, ?, ?)").run(request.userId, day, ledger.tokens, ledger.cost);
     }
-    const held = sql(
-      "SELECT coalesce(sum(tokens), 0) AS tokens, coalesce(sum(cost), 0) AS cost, count(*) AS calls FROM quota_reservations WHERE user_id = ? AND day = ? AND expires_at > ?",
-    ).get(request.userId, day, now.toISOString()) as { tokens: number; cost: number; calls: number };
-    const verdict = admission({ ...ledger, reservedTokens: held.tokens, reservedCost: held.cost, inFlight: held.calls }, request.limits, request.tokens, request.cost);
+    // By process: usually none or one of them, each judged alive or gone as its instance says.
+    const holds = sql(
+      `SELECT r.owner, i.id IS NOT NULL AS known, i.host, i.pid, i.heartbeat_at AS heartbeatAt, sum(r.tokens) AS tokens, sum(r.cost) AS cost, count(*) AS calls
+       FROM quota_reservations r LEFT JOIN instances i ON i.id = r.owner WHERE r.user_id = ? AND r.day = ? AND r.expires_at > ? GROUP BY r.owner`,
+    ).all(request.userId, day, now.toISOString()) as HoldRow[];
+    const held = heldInFlight(holds);
+    const verdict = admission({ ...ledger, ...held }, request.limits, request.tokens, request.cost);
     if (verdict === "wait") return { kind: "wait" };
     if (verdict !== "reserve") return verdict;
     const reservationId = `quota_${randomUUID()}`;
     const expiresAt = new Date(now.getTime() + (request.holdSeconds ?? DEFAULT_HOLD_SECONDS) * 1000).toISOString();
-    sql("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at) VALUES (?, ?, ?, ?, ?, ?)").run(reservationId, request.userId, day, request.tokens, request.cost, expiresAt);
+    // The owner's instance is recorded with its reservation: one that no instance vouches for counts as gone.
+    sql("INSERT INTO instances (id, host, pid, started_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING").run(INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt);
+    sql("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)").run(reservationId, request.userId, day, request.tokens, request.cost, expiresAt, INSTANCE.id);
     return { kind: "reserved", reservationId };
   });
 
