@@ -4,8 +4,9 @@
  * viewer, HTTP API) on the same agent loop, remembered in SQLite between starts. Without a model
  * the playground still opens and says what to set. `glassbox chat` is the terminal chat.
  *
- * With PostgreSQL, GLASSBOX_ROLE splits the bot over processes: `ingress` receives and enqueues,
- * `worker` runs the turns, `all` does both in one process (see docs/running-at-scale.md).
+ * With PostgreSQL (GLASSBOX_DATABASE_URL), GLASSBOX_ROLE splits the bot over processes: `ingress`
+ * receives and enqueues (and serves the pages and the API's reads), `worker` runs the turns, `all`
+ * does both in one process, which is what the URL alone starts (see docs/running-at-scale.md).
  */
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
@@ -21,6 +22,8 @@ import type { PostgresPort } from "./store/index.js";
 async function start(): Promise<void> {
   const config = loadConfig();
   if (config.role) return startRole(config, config.role);
+  // The URL alone chooses PostgreSQL: everything in one process on it, never SQLite beside it.
+  if (process.env.GLASSBOX_DATABASE_URL?.trim()) return startRole(config, "all", { chosenByUrl: true });
   if (!config.slack && !config.discord) return startPlayground(config);
   const log = createLogger({ level: "info" });
   // With several workers, each builds its own agent; this thread only needs one for Discord.
@@ -61,7 +64,7 @@ async function start(): Promise<void> {
 }
 
 /** GLASSBOX_ROLE with PostgreSQL: this process receives (ingress), runs turns (worker), or both (all). */
-async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<void> {
+async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chosenByUrl?: boolean } = {}): Promise<void> {
   const log = createLogger({ level: "info" });
   // Loaded only for a role: `npm start` on SQLite never loads PostgreSQL or the queue.
   const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] = await Promise.all([
@@ -82,6 +85,7 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<vo
   };
   process.once("SIGINT", () => void shutdown(0));
   process.once("SIGTERM", () => void shutdown(0));
+  let pages: string | undefined;
   try {
     // The worker first: a missing model is said before any event is accepted.
     if (role === "worker" || role === "all") {
@@ -98,11 +102,23 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole): Promise<vo
       const ingress = await startIngressRole({ config, store, queue, log });
       stops.unshift(ingress.stop); // stop receiving before the worker stops
       if (role === "ingress") await startupChores(ingress.store, log);
+      pages = ingress.api.url;
     }
   } catch (error) {
     for (const stop of stops.splice(0)) await stop().catch(() => {});
     throw error;
   }
+  const what = how.chosenByUrl ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)" : role === "all" ? "ingress and a worker in one process (GLASSBOX_ROLE=all)" : `as ${role} (GLASSBOX_ROLE=${role})`;
+  const line = `glassbox on PostgreSQL at ${databaseLabel(store.databaseUrl, store.databaseSchema)}, ${what}${pages ? `: chat at ${pages}/ and the trace at ${pages}/trace` : ""}`;
+  log.info({ role, store: "postgresql", chat: pages && `${pages}/`, trace: pages && `${pages}/trace` }, line);
+  process.stdout.write(`${line} (Ctrl+C stops it)\n`);
+}
+
+/** Where the store is, without the password: "db:5432/glassbox", with its schema if one is set. */
+function databaseLabel(url: string, schema: string | undefined): string {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  const where = parsed ? `${parsed.host}${parsed.pathname}` : "the database GLASSBOX_DATABASE_URL names";
+  return schema ? `${where} (schema ${schema})` : where;
 }
 
 /** What a role's process tidies when it starts, as `npm start` does, on the shared store. */

@@ -1,9 +1,12 @@
 /**
- * HTTP API ingress (GLASSBOX_ROLE=ingress): the two writes of the API that start work, with no model
- * behind them. POST /api/runs accepts a message (its run recorded `accepted`, its message stored,
- * its turn enqueued, in one transaction) and answers 202 with the run's id; POST /api/approvals/:id
+ * HTTP API ingress (GLASSBOX_ROLE=ingress, and `all`), with no model behind it. The writes that
+ * start work: POST /api/runs accepts a message (its run recorded `accepted`, its message stored, its
+ * turn enqueued, in one transaction) and answers 202 with the run's id; POST /api/approvals/:id
  * decides a web approval, and the decision that readies its run enqueues the resume in the same
- * transaction. Everything else the API serves (reading runs, following them) is the web server's.
+ * transaction; POST /api/runs/:id/cancel records a cancel request, which reaches the run's worker.
+ * Given `trace`, it also serves the chat page and the trace viewer, and web-api.ts's routes that
+ * need only the store (reading runs, steps, sessions, usage, feedback), under the same rules as the
+ * web server; a page follows its runs by what the workers wrote (store-events.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,8 +15,11 @@ import type { TokenCounter } from "../agent/tokens.js";
 import type { Logger } from "../logger.js";
 import { approvalView } from "../adapters/web/event-hub.js";
 import { HttpError, readJsonObject, sendJson } from "../adapters/web/http.js";
-import { actingUser, credentialsOf, decodeSegment, matchingCredential, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
-import { isLoopback } from "../adapters/web/web-server.js";
+import { actingUser, credentialsOf, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
+import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "../adapters/web/web-api.js";
+import { callersOf, isLoopback, sendHttpError, servePage } from "../adapters/web/web-server.js";
+import type { StorePort } from "../store/port.js";
+import { followStoreEvents } from "./store-events.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
 export interface HttpIngressOptions<Transaction> {
@@ -29,13 +35,22 @@ export interface HttpIngressOptions<Transaction> {
   approvers?: string[];
   port: number;
   host: string;
+  /** What an empty chat suggests asking. */
+  hints?: string[];
+  /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
+  trace?: {
+    store: StorePort;
+    /** Which model the workers use, as the pages show it. */
+    modelLabel: string | null;
+    /** Whether that model has a known price. */
+    priced: boolean;
+  };
 }
 
 export interface HttpIngress {
   url: string;
   stop(): Promise<void>;
 }
-
 
 
 export async function startHttpIngress<Transaction>(options: HttpIngressOptions<Transaction>): Promise<HttpIngress> {
@@ -45,12 +60,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     throw configurationError(`The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`);
   }
 
-  function callerOf(request: IncomingMessage, url: URL): Caller {
-    if (credentials.length === 0) return {};
-    const matched = matchingCredential(request, url, credentials);
-    if (!matched) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
-    return matched.userId === undefined ? {} : { userId: matched.userId };
-  }
+  const callerOf = callersOf(credentials);
 
   async function startRun(request: IncomingMessage, response: ServerResponse, caller: Caller): Promise<void> {
     const body = await readJsonObject(request);
@@ -58,6 +68,8 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     const input = typeof body.input === "string" ? body.input.trim() : "";
     if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
     if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
+    // Files need the one-process web server, which reads them as it runs: say so rather than drop them.
+    if (Array.isArray(body.attachments) && body.attachments.length > 0) throw new HttpError(400, "This deployment takes files in Slack or Discord, not through the web API; send the message without them.");
     const userId = actingUser(caller, body.userId);
     const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: input };
@@ -80,21 +92,55 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
   }
 
+  /** Stops a web run wherever it runs (or, accepted, before it starts): the store tells its worker. */
+  async function cancel(request: IncomingMessage, response: ServerResponse, caller: Caller, runId: string, reads: StorePort): Promise<void> {
+    await readJsonObject(request);
+    const run = await readersOf(reads).readableRun(caller, runId);
+    if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`);
+    if (run.status !== "running" && run.status !== "accepted") throw new HttpError(409, notRunning(run.status));
+    const cancelled = await store.requestCancel({ sessionId: run.sessionId, runId });
+    if (cancelled.length === 0) throw new HttpError(409, "This run has already ended.");
+    sendJson(response, 202, { runId, cancelling: true });
+  }
+
+  const trace = options.trace;
+  const events = trace && followStoreEvents({ store: trace.store, log });
+  const routes: Route[] = [
+    ["POST", /^\/api\/runs$/, (request, response, _params, _url, caller) => startRun(request, response, caller)],
+    ["POST", /^\/api\/approvals\/([^/]+)$/, (request, response, [approvalId = ""], _url, caller) => decide(request, response, caller, approvalId)],
+  ];
+  if (trace && events) {
+    routes.push(["POST", /^\/api\/runs\/([^/]+)\/cancel$/, (request, response, [runId = ""], _url, caller) => cancel(request, response, caller, runId, trace.store)]);
+    routes.push(
+      ...storeRoutes({
+        hub: events.hub,
+        store: trace.store,
+        log,
+        modelLabel: trace.modelLabel,
+        toolNames: [], // the workers' tools: this process loads none
+        priced: trace.priced,
+        hints: options.hints ?? [],
+        tokenRequired: credentials.length > 0,
+        noReplay: "This process has no model (it only receives); replay the run with `glassbox replay` where the model is configured.",
+      }),
+    );
+  }
+  const api = routerOf(routes);
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://ingress");
     const path = url.pathname;
-    const approval = /^\/api\/approvals\/([^/]+)$/.exec(path);
-    if (path !== "/api/runs" && !approval) throw new HttpError(404, `There is no ${path} here: this process only accepts POST /api/runs and POST /api/approvals/<id>.`);
-    if (request.method !== "POST") throw new HttpError(405, `${path} takes POST.`);
-    const caller = callerOf(request, url);
-    if (approval) return decide(request, response, caller, decodeSegment(approval[1] ?? ""));
-    return startRun(request, response, caller);
+    if (!path.startsWith("/api/") && trace) return servePage(request, response, path);
+    // The caller is asked for once a route matches: an unknown path is a 404, a wrong method a 405, before any token.
+    if (await api(request, response, url, () => callerOf(request, url))) return;
+    if (!trace) throw new HttpError(404, `There is no ${path} here: this process only accepts POST /api/runs and POST /api/approvals/<id>.`);
+    throw new HttpError(404, `There is no ${path} in this API.`);
   }
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      if (error instanceof HttpError) return sendJson(response, error.status, { error: error.message, ...error.extra });
+      if (error instanceof HttpError) return sendHttpError(response, error);
       log.error({ error: (error as Error).message }, "API ingress: a request could not be accepted");
       sendJson(response, 500, { error: "The request could not be accepted; try again in a moment." });
     });
@@ -109,6 +155,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
     stop: () =>
       new Promise<void>((resolve) => {
+        events?.stop(); // ends the open event streams
         server.closeAllConnections();
         server.close(() => resolve());
       }),

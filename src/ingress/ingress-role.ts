@@ -1,9 +1,11 @@
 /**
  * GLASSBOX_ROLE=ingress: this process receives Slack (HTTP or Socket Mode), Discord (the gateway)
- * and the HTTP API's writes, and turns each into a stored, enqueued turn for the worker processes.
+ * and the HTTP API's writes, and turns each into a stored, enqueued turn for the worker processes;
+ * its HTTP server also serves the chat page, the trace viewer and the API's reads, from the store.
  * It opens no model client: nothing here needs OPENAI_API_KEY or OPENAI_BASE_URL. It needs
  * PostgreSQL, which carries the turns to the workers (an in-process queue would keep them here).
  */
+import { priceOf } from "../agent/cost.js";
 import { configurationError } from "../agent/errors.js";
 import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import type { GlassboxConfig } from "../config.js";
@@ -51,9 +53,10 @@ export async function startIngressRole(options: {
     if (slack) started.push(slack);
     const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
     if (discord) started.push(discord);
-    const api = await startHttpIngress({ ...common, ...config.web });
+    const trace = { store, modelLabel: modelLabelOf(config), priced: priceOf(config.model.model, config.prices) !== null };
+    const api = await startHttpIngress({ ...common, ...config.web, trace });
     started.push(api);
-    log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url }, "ingress: receiving; workers run the turns");
+    log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url, trace: `${api.url}/trace` }, "ingress: receiving; workers run the turns");
     return {
       store,
       slack,
@@ -69,4 +72,11 @@ export async function startIngressRole(options: {
     await store.close();
     throw error;
   }
+}
+
+/** The workers' model as the pages show it: "gpt-4o-mini", or "llama3.1 at localhost:11434". */
+function modelLabelOf(config: GlassboxConfig): string {
+  const { model, baseURL } = config.model;
+  if (!baseURL) return model;
+  return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : baseURL}`;
 }

@@ -21,8 +21,9 @@ import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-search.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
-export interface ApiContext {
-  conversations: Conversations;
+/** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
+export interface StoreApiContext {
+  /** Where the events of runs are followed (the agent's here; in ingress, what the store says). */
   hub: EventHub;
   /** Where runs are accepted and the trace is read (a SQLite `Store` goes in as sqlitePortOf(store)). */
   store: StorePort;
@@ -40,22 +41,26 @@ export interface ApiContext {
   tokenRequired: boolean;
   /** Re-runs a recorded run on the agent's model (or another one it can name); absent without a model. */
   replay?: (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
+  /** Why nothing can be replayed here, when `replay` is absent and `problem` does not say. */
+  noReplay?: string;
 }
 
+/** The whole API of a process that runs the agent. */
+export interface ApiContext extends StoreApiContext {
+  conversations: Conversations;
+}
+
+/** Answers an /api request; false when no route matches the path. The caller is resolved once a route matches. */
+export type ApiHandler = (request: IncomingMessage, response: ServerResponse, url: URL, caller: Caller | (() => Caller)) => Promise<boolean>;
 
 type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL, caller: Caller) => Promise<void> | void;
+export type Route = [method: string, path: RegExp, handler: Handler];
 
 /** Statuses of a run that may still change. */
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 
-export function createApi(context: ApiContext) {
-  const { conversations, hub, store, log } = context;
-
-  const runView = async (run: RunTrace) => {
-    const [approvals, feedback] = await Promise.all([store.approvalsOfRun(run.runId), store.feedbackOf(run.runId)]);
-    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
-  };
-  /** A user's token reads only the sessions its user started; anyone else reads all. */
+/** Who may read what: a user's token reads only the sessions its user started; anyone else reads all. */
+export function readersOf(store: StorePort) {
   const mayRead = async (caller: Caller, sessionId: string) => caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId;
   /** The run, when it exists and the caller may read it; otherwise a 404 that does not say which. */
   const readableRun = async (caller: Caller, runId: string) => {
@@ -63,20 +68,25 @@ export function createApi(context: ApiContext) {
     if (!run || !(await mayRead(caller, run.sessionId))) throw new HttpError(404, `There is no run ${runId}.`);
     return run;
   };
+  return { mayRead, readableRun };
+}
 
-  const routes: Array<[method: string, path: RegExp, handler: Handler]> = [
-    ["GET", /^\/api\/info$/, (_request, response, _params, _url, caller) => {
-      sendJson(response, 200, {
-        model: context.modelLabel,
-        priced: context.priced,
-        problem: context.problem ?? null,
-        hints: context.hints,
-        tools: context.toolNames,
-        tokenRequired: context.tokenRequired,
-        user: caller.userId ?? null,
-      });
-    }],
+/** The API of a process that runs the agent: its own runs, cancels and decisions, and the store's routes. */
+export function createApi(context: ApiContext): ApiHandler {
+  return routerOf([...agentRoutes(context), ...storeRoutes(context)]);
+}
 
+/** Starting, stopping and resuming runs on this process's agent. */
+function agentRoutes(context: ApiContext): Route[] {
+  const { conversations, hub, store, log } = context;
+  const { mayRead, readableRun } = readersOf(store);
+
+  /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
+  function endUnstarted(outcome: RunOutcome): void {
+    store.endUnstartedRun(outcome).catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed"));
+  }
+
+  return [
     ["POST", /^\/api\/runs$/, async (request, response, _params, _url, caller) => {
       // Room for a message's files (web-attachments.ts), which are bounded again one by one.
       const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
@@ -106,14 +116,6 @@ export function createApi(context: ApiContext) {
       sendJson(response, 202, { runId, session: sessionId, ...(problems.length ? { problems } : {}) }, { location: `/api/runs/${runId}` });
     }],
 
-    ["GET", /^\/api\/runs\/([^/]+)$/, async (_request, response, [runId = ""], _url, caller) => {
-      const run = await readableRun(caller, runId);
-      // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
-      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...(await runView(run)), ...pipelineView(await store.stagesOf(run.runId)) } : await runView(run));
-    }],
-
-    ["GET", /^\/api\/runs\/([^/]+)\/events$/, async (request, response, [runId = ""], _url, caller) => streamRun(request, response, await readableRun(caller, runId))],
-
     // A JSON body (even {}) is required, as for every write: a cross-site form cannot send one.
     ["POST", /^\/api\/runs\/([^/]+)\/cancel$/, async (request, response, [runId = ""], _url, caller) => {
       await readJsonObject(request);
@@ -125,11 +127,74 @@ export function createApi(context: ApiContext) {
       sendJson(response, 202, { runId, cancelling: true });
     }],
 
+    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
+      const body = await readJsonObject(request);
+      if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
+      const userId = actingUser(caller, body.userId);
+      // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
+      const sessionId = (await store.approval(approvalId))?.sessionId;
+      if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId))) throw new HttpError(404, `There is no web approval ${approvalId}.`);
+      const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
+      if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+      void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
+      sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
+    }],
+  ];
+}
+
+/**
+ * What needs only the store (and the hub, to follow runs): /api/info, reading runs, steps, requests,
+ * sessions and usage, following a run or a session, feedback, and a replay where there is a model.
+ */
+export function storeRoutes(context: StoreApiContext): Route[] {
+  const { hub, store, log } = context;
+  const { mayRead, readableRun } = readersOf(store);
+  const runView = async (run: RunTrace) => {
+    const [approvals, feedback] = await Promise.all([store.approvalsOfRun(run.runId), store.feedbackOf(run.runId)]);
+    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
+  };
+
+  function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
+    const { runId } = stored;
+    const stream = openEventStream(request, response);
+    const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
+    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
+    if (!watching) {
+      // Finished before this process saw it: its end, as the store has it.
+      stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
+      return stream.close();
+    }
+    for (const numbered of watching.replay) send(numbered);
+    if (watching.ended) return stream.close();
+    stream.onClose(watching.stop);
+  }
+
+  return [
+    ["GET", /^\/api\/info$/, (_request, response, _params, _url, caller) => {
+      sendJson(response, 200, {
+        model: context.modelLabel,
+        priced: context.priced,
+        problem: context.problem ?? null,
+        hints: context.hints,
+        tools: context.toolNames,
+        tokenRequired: context.tokenRequired,
+        user: caller.userId ?? null,
+      });
+    }],
+
+    ["GET", /^\/api\/runs\/([^/]+)$/, async (_request, response, [runId = ""], _url, caller) => {
+      const run = await readableRun(caller, runId);
+      // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
+      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...(await runView(run)), ...pipelineView(await store.stagesOf(run.runId)) } : await runView(run));
+    }],
+
+    ["GET", /^\/api\/runs\/([^/]+)\/events$/, async (request, response, [runId = ""], _url, caller) => streamRun(request, response, await readableRun(caller, runId))],
+
     // A replay spends the model's tokens: only for whoever may read the run, with bounded inputs.
     ["POST", /^\/api\/runs\/([^/]+)\/replay$/, async (request, response, [runId = ""], _url, caller) => {
       const body = await readJsonObject(request);
       await readableRun(caller, runId);
-      if (!context.replay) throw new HttpError(503, context.problem ?? "No model is configured, so nothing can be replayed.");
+      if (!context.replay) throw new HttpError(503, context.problem ?? context.noReplay ?? "No model is configured, so nothing can be replayed.");
       sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
     }],
 
@@ -160,19 +225,6 @@ export function createApi(context: ApiContext) {
       if (!stored) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
       const model = (await store.steps(runId)).find((one) => one.step === Number(step))?.model ?? null;
       sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, model) });
-    }],
-
-    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
-      const body = await readJsonObject(request);
-      if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
-      const userId = actingUser(caller, body.userId);
-      // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
-      const sessionId = (await store.approval(approvalId))?.sessionId;
-      if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId))) throw new HttpError(404, `There is no web approval ${approvalId}.`);
-      const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
-      if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
-      void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
-      sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
     }],
 
     ["GET", /^\/api\/sessions$/, async (_request, response, _params, url, caller) => {
@@ -221,47 +273,24 @@ export function createApi(context: ApiContext) {
       sendJson(response, 200, { byUser, byDay });
     }],
   ];
+}
 
-  /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
-  function endUnstarted(outcome: RunOutcome): void {
-    store.endUnstartedRun(outcome).catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed"));
-  }
-
-  function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
-    const { runId } = stored;
-    const stream = openEventStream(request, response);
-    const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
-    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
-    if (!watching) {
-      // Finished before this process saw it: its end, as the store has it.
-      stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
-      return stream.close();
-    }
-    for (const numbered of watching.replay) send(numbered);
-    if (watching.ended) return stream.close();
-    stream.onClose(watching.stop);
-  }
-
-  /** Answers an /api request; false when no route matches the path. */
-  return async function handle(request: IncomingMessage, response: ServerResponse, url: URL, caller: Caller): Promise<boolean> {
+/** One handler over routes: a path no route has is false (the server says 404); a method it lacks, 405. */
+export function routerOf(routes: Route[]): ApiHandler {
+  return async function handle(request, response, url, caller) {
     const matching = routes.filter(([, path]) => path.test(url.pathname));
     if (matching.length === 0) return false;
     const route = matching.find(([method]) => method === request.method);
-    if (!route) throw new HttpError(405, `${url.pathname} does not take ${request.method}; it takes ${matching.map(([method]) => method).join(", ")}.`);
+    if (!route) throw new HttpError(405, `${url.pathname} does not take ${request.method}; it takes ${[...new Set(matching.map(([method]) => method))].join(", ")}.`);
     const [, path, handler] = route;
     const params = (path.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
-    await handler(request, response, params, url, caller);
+    await handler(request, response, params, url, typeof caller === "function" ? caller() : caller);
     return true;
   };
 }
 
-
-
-
-
-
 /** Why a run cannot be stopped, in one sentence. */
-function notRunning(status: string): string {
+export function notRunning(status: string): string {
   if (status === "accepted") return "This run has not started yet: it waits for its turn; it can be stopped once it runs.";
   if (status === "awaiting_approval") return "This run is paused, waiting for a decision on its approval; deny it, or send a new message, to end it.";
   return `This run has already ended (${status.replaceAll("_", " ")}).`;

@@ -21,7 +21,7 @@ import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
 import { createEventHub } from "./event-hub.js";
 import { HttpError, sendJson } from "./http.js";
-import { credentialsOf, matchingCredential, type Caller } from "./api-rules.js";
+import { credentialsOf, matchingCredential, type Caller, type Credential } from "./api-rules.js";
 import { createApi } from "./web-api.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 import type { StorePort } from "../../store/port.js";
@@ -88,6 +88,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const port = storePortOf(store);
   const host = options.host ?? "127.0.0.1";
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
+  const callerOf = callersOf(credentials);
   if (!isLoopback(host) && credentials.length === 0) {
     throw configurationError(`GLASSBOX_WEB_HOST is ${host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`);
   }
@@ -125,25 +126,10 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     if (!(await api(request, response, url, callerOf(request, url)))) throw new HttpError(404, `There is no ${url.pathname} in this API.`);
   }
 
-  /** Who calls: the holder of a token, or (without any token configured) this machine, which acts for anyone. */
-  function callerOf(request: IncomingMessage, url: URL): Caller {
-    if (credentials.length > 0) {
-      const credential = matchingCredential(request, url, credentials);
-      if (!credential) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
-      return credential.userId === undefined ? {} : { userId: credential.userId };
-    }
-    // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
-    if (!isLoopbackHostHeader(request.headers.host)) throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
-    return {};
-  }
-
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      if (error instanceof HttpError) {
-        const headers: Record<string, string> = error.status === 401 ? { "www-authenticate": 'Bearer realm="glassbox"' } : {};
-        return sendJson(response, error.status, { error: error.message, ...error.extra }, headers);
-      }
+      if (error instanceof HttpError) return sendHttpError(response, error);
       log.error({ error: (error as Error).message, path: request.url }, "web: a request failed");
       sendJson(response, 500, { error: "Something went wrong inside glassbox; the server log says what." });
     });
@@ -178,7 +164,28 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   };
 }
 
-async function servePage(request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
+/** Who calls: the holder of a token, or (without any token configured) this machine, which acts for anyone. */
+export function callersOf(credentials: Credential[]): (request: IncomingMessage, url: URL) => Caller {
+  return (request, url) => {
+    if (credentials.length > 0) {
+      const credential = matchingCredential(request, url, credentials);
+      if (!credential) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
+      return credential.userId === undefined ? {} : { userId: credential.userId };
+    }
+    // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
+    if (!isLoopbackHostHeader(request.headers.host)) throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
+    return {};
+  };
+}
+
+/** An HttpError as its JSON answer; a 401 says which scheme to use. */
+export function sendHttpError(response: ServerResponse, error: HttpError): void {
+  const headers: Record<string, string> = error.status === 401 ? { "www-authenticate": 'Bearer realm="glassbox"' } : {};
+  sendJson(response, error.status, { error: error.message, ...error.extra }, headers);
+}
+
+/** The chat page, the trace viewer and their assets, with headers that keep them to this origin. */
+export async function servePage(request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
   const name = PAGES[pathname] ?? ASSET.exec(pathname)?.[1];
   if (!name) throw new HttpError(404, `There is no page ${pathname}; the chat is at / and the trace viewer at /trace.`);
   if (request.method !== "GET" && request.method !== "HEAD") throw new HttpError(405, `${pathname} only takes GET.`);
@@ -191,9 +198,6 @@ async function servePage(request: IncomingMessage, response: ServerResponse, pat
   response.writeHead(200, { "content-type": CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream", "content-length": body.length, ...PAGE_HEADERS });
   response.end(request.method === "HEAD" ? undefined : body);
 }
-
-
-
 
 export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);

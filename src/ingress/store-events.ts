@@ -1,0 +1,195 @@
+/**
+ * Live events of web sessions in a process that runs no agent (ingress, and `all`): the workers'
+ * runs, read back from the store about once a second while someone follows their session, and
+ * published to an event hub the way the web surface publishes an agent's own events (run_start,
+ * run_resumed, approval_requested, approval_decided, run_end). So the chat page and API clients
+ * follow a run through web-api.ts's event routes as they do in one process. What the store does not
+ * hold live is not sent: no streamed text nor tool activity; a run's answer comes whole at its end,
+ * and its steps are in the trace.
+ */
+import { HttpError } from "../adapters/web/http.js";
+import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
+import type { RunTrace } from "../agent/trace.js";
+import type { StopReason } from "../agent/run.js";
+import type { Logger } from "../logger.js";
+import type { StorePort } from "../store/port.js";
+
+export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun">;
+
+export interface StoreEventsOptions {
+  store: StoreEventsReader;
+  log: Logger;
+  /** How often a followed session is read (default 1 s). */
+  everyMs?: number;
+  /** Sessions followed at once; one more is refused with a 503 and its page tries again (default 1,000). */
+  maxSessions?: number;
+}
+
+export interface StoreEvents {
+  /** The hub to give the API: following a session or an unfinished run reads the store for it. */
+  hub: EventHub;
+  stop(): void;
+}
+
+const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
+/** A run found already ended when its session is first read is news only if it ended this recently (the page may have loaded it still running). */
+const RECENT_MS = 60_000;
+
+interface SeenRun {
+  status: string;
+  started: boolean;
+  /** Approval id -> status, once the run has paused. */
+  approvals: Map<string, string>;
+}
+
+interface Followed {
+  watchers: number;
+  /** A reading is under way (the first one, or the timer's): the next waits for the next beat. */
+  reading: boolean;
+  /** Undefined until the session's first reading. */
+  runs?: Map<string, SeenRun>;
+}
+
+export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
+  const { store, log } = options;
+  const maxSessions = options.maxSessions ?? 1_000;
+  const inner = createEventHub();
+  const followed = new Map<string, Followed>();
+  let reading = false;
+
+  const follow = (sessionId: string): (() => void) => {
+    let entry = followed.get(sessionId);
+    if (!entry) {
+      if (followed.size >= maxSessions) throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
+      entry = { watchers: 0, reading: false };
+      followed.set(sessionId, entry);
+      void readSession(sessionId, entry); // the first reading at once, not a second later
+    }
+    entry.watchers += 1;
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      const current = followed.get(sessionId);
+      if (current && --current.watchers === 0) followed.delete(sessionId);
+    };
+  };
+
+  async function readSession(sessionId: string, entry: Followed): Promise<void> {
+    if (entry.reading) return;
+    entry.reading = true;
+    try {
+      const runs = (await store.runsOfSession(sessionId)).filter((run) => run.parentRunId === null);
+      const first = entry.runs === undefined;
+      const seen = (entry.runs ??= new Map());
+      for (const run of runs) {
+        const before = seen.get(run.runId);
+        if (!before && first && !UNFINISHED.has(run.status) && !endedRecently(run)) {
+          seen.set(run.runId, { status: run.status, started: true, approvals: new Map() }); // history the page has loaded
+          continue;
+        }
+        const now = before ?? { status: "accepted", started: false, approvals: new Map<string, string>() };
+        if (!before) inner.accept(run.runId, sessionId);
+        seen.set(run.runId, now);
+        await publishChanges(sessionId, run, now);
+      }
+    } catch (error) {
+      log.warn({ error: (error as Error).message, sessionId }, "ingress: reading a followed session failed");
+    } finally {
+      entry.reading = false;
+    }
+  }
+
+  /** The events from what the run was (`seen`, updated here) to what it is. */
+  async function publishChanges(sessionId: string, run: RunTrace, seen: SeenRun): Promise<void> {
+    const was = seen.status;
+    // A paused run is read again for approvals decided one by one; anything else only when it changed.
+    if (run.status === was && seen.started && run.status !== "awaiting_approval") return;
+    const publish = (event: WebEvent) => inner.publish(sessionId, event);
+    if (run.status !== "accepted" && !seen.started) {
+      publish({ type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) });
+      seen.started = true;
+    } else if (run.status === "running" && was !== "running") {
+      publish({ type: "run_resumed", runId: run.runId, sessionId });
+    }
+    if (run.status === "awaiting_approval" || was === "awaiting_approval") {
+      for (const approval of await store.approvalsOfRun(run.runId)) {
+        const known = seen.approvals.get(approval.id);
+        if (known === approval.status) continue;
+        seen.approvals.set(approval.id, approval.status);
+        if (known === undefined) publish({ type: "approval_requested", runId: run.runId, approval: approvalView(approval) });
+        if (approval.status !== "pending") publish({ type: "approval_decided", runId: run.runId, approval: approvalView(approval) });
+      }
+    }
+    seen.status = run.status;
+    if (run.status === was || run.status === "running" || run.status === "accepted") return;
+    // A pipeline's stage that answered hands on to the next one: the pipeline's end comes under its last stage.
+    const handsOn = run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && (run.status === "final" || run.status === "max_steps");
+    if (handsOn) return;
+    publish({
+      type: "run_end",
+      runId: run.runId,
+      sessionId,
+      output: run.output ?? "",
+      stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
+      steps: run.steps,
+      usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens, totalTokens: run.promptTokens + run.completionTokens },
+    });
+    if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId) inner.end(run.pipelineRunId);
+  }
+
+  const timer = setInterval(() => {
+    if (reading) return; // a slow store: skip a beat rather than pile up readings
+    reading = true;
+    void (async () => {
+      for (const [sessionId, entry] of [...followed]) if (entry.runs) await readSession(sessionId, entry);
+    })().finally(() => (reading = false));
+  }, options.everyMs ?? 1_000);
+  timer.unref();
+
+  const hub: EventHub = {
+    ...inner,
+    watchSession(sessionId, afterId, watcher) {
+      const unfollow = follow(sessionId);
+      const watching = inner.watchSession(sessionId, afterId, watcher);
+      return {
+        replay: watching.replay,
+        stop() {
+          watching.stop();
+          unfollow();
+        },
+      };
+    },
+    watchRun(runId, watcher, sessionId) {
+      const watching = inner.watchRun(runId, watcher, sessionId);
+      // Only an unfinished run is given with its session; an ended one is answered from the store.
+      if (!watching || watching.ended || sessionId === undefined) return watching;
+      const unfollow = follow(sessionId);
+      return {
+        ...watching,
+        stop() {
+          watching.stop();
+          unfollow();
+        },
+      };
+    },
+  };
+
+  return {
+    hub,
+    stop() {
+      clearInterval(timer);
+      inner.closeAll();
+      followed.clear();
+    },
+  };
+}
+
+function endedRecently(run: RunTrace): boolean {
+  return run.endedAt !== null && Date.now() - Date.parse(run.endedAt) < RECENT_MS;
+}
+
+function pipelineOf(run: RunTrace): { pipeline?: { name: string; runId: string; stage: number; stages: number } } {
+  if (run.pipelineRunId === null || run.pipelineStage === null) return {};
+  return { pipeline: { name: run.pipelineName ?? "", runId: run.pipelineRunId, stage: run.pipelineStage, stages: run.pipelineStages ?? run.pipelineStage } };
+}
