@@ -155,7 +155,7 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
   const { tokens, cost } = config.dailyLimits;
-  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(port, config.dailyLimits, config.prices) : undefined;
+  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(port, config.dailyLimits, config.prices, { callTimeoutMs: config.model.timeoutMs }) : undefined;
   const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
   const model = capped(createModel(config, log));
   const window = contextWindowOf(config.model.model);

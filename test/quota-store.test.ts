@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createConversations } from "../src/agent/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
-import { COMPLETION_ALLOWANCE_TOKENS, createSpendingGuard } from "../src/agent/quota.js";
+import { COMPLETION_ALLOWANCE_TOKENS, createSpendingGuard, HOLD_MARGIN_MS } from "../src/agent/quota.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
@@ -72,6 +72,17 @@ for (const target of TARGETS) {
       const other = await guards[1]?.reserve("U2", CALL.promptTokens, "gpt-4o-mini");
       expect(other).toBeTypeOf("function");
       await other?.(CALL);
+    });
+
+    it("a guard's reservation never settled holds room for the model call's time limit and the margin, then no longer", async () => {
+      const store = await open();
+      const limits = { tokens: 1_500 };
+      const settle = await createSpendingGuard(store, limits, {}, { callTimeoutMs: 5_000 }).reserve("U1", 400, "gpt-4o-mini");
+      const hold = 5_000 + HOLD_MARGIN_MS;
+      const later = (ms: number) => store.reserveQuota({ userId: "U1", tokens: 400 + COMPLETION_ALLOWANCE_TOKENS, cost: 0, limits, now: new Date(Date.now() + ms) });
+      expect(await later(hold - 2_000)).toEqual({ kind: "wait" });
+      expect(await later(hold + 2_000)).toMatchObject({ kind: "reserved" });
+      await settle();
     });
 
     it("a call that does not fit beside the user's call in flight on the other handle waits until that one settles, and stops waiting when cancelled", async () => {

@@ -22,6 +22,14 @@ export interface DailyLimits {
  */
 export const COMPLETION_ALLOWANCE_TOKENS = 1_000;
 
+/**
+ * Beyond the call's time limit, how long its reservation holds: the SDK's limit runs until the
+ * answer begins, and a streamed answer within the completion allowance needs well under this more.
+ */
+export const HOLD_MARGIN_MS = 60_000;
+
+const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
 const dayStartOf = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
 
 /** The sentence for a user at a cap, saying when it resets (midnight UTC). */
@@ -54,6 +62,12 @@ export interface SpendingGuard {
 export type QuotaStore = Pick<StorePort, "reserveQuota" | "settleQuota">;
 
 export interface SpendingGuardOptions {
+  /**
+   * The model call's own time limit (GLASSBOX_MODEL_TIMEOUT_MS; default 60 s, the model client's).
+   * A reservation never settled (the store could not write the settle) holds for this plus
+   * HOLD_MARGIN_MS; one of a process that is gone holds nothing at all.
+   */
+  callTimeoutMs?: number;
   clock?: () => Date;
   /** The first wait before asking the store again while the user's other calls are in flight (doubling to maxPollMs). */
   pollMs?: number;
@@ -66,12 +80,14 @@ export interface SpendingGuardOptions {
  * flight and the caps are not reached yet; otherwise it waits for a call in flight to answer (woken
  * at once by one of this process, and asking the store again with a short backoff for the others),
  * and is refused once the spending itself reaches a cap. So a user overspends a cap by at most one
- * call's worth, however many processes there are.
+ * call's worth, however many processes there are. A call of a process that was killed mid-call
+ * holds no room once the store judges that process gone (see quota-rules' heldInFlight).
  */
 export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, prices: Record<string, Price> = {}, options: SpendingGuardOptions = {}): SpendingGuard {
   const clock = options.clock ?? (() => new Date());
   const firstPoll = options.pollMs ?? 20;
   const maxPoll = options.maxPollMs ?? 500;
+  const holdSeconds = Math.ceil(((options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + HOLD_MARGIN_MS) / 1000);
   // Calls of this process waiting per user: a settle here wakes them without waiting for a poll.
   const waiting = new Map<string, Set<() => void>>();
   const wake = (userId: string) => {
@@ -103,7 +119,7 @@ export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, pric
       for (let delay = firstPoll; ; delay = Math.min(delay * 2, maxPoll)) {
         if (signal?.aborted) throw new GlassboxError("cancelled", "The run was cancelled.");
         const now = clock();
-        const outcome = await store.reserveQuota({ userId, tokens, cost, limits, now });
+        const outcome = await store.reserveQuota({ userId, tokens, cost, limits, holdSeconds, now });
         if (outcome.kind === "at_cap") throw new GlassboxError("quota", capSentence(outcome.cap, limits, now));
         if (outcome.kind === "reserved") {
           let settled = false;
@@ -114,7 +130,7 @@ export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, pric
             try {
               await store.settleQuota(outcome.reservationId, spent);
             } catch {
-              // A store that cannot write now: the reservation holds its room until its hold ends (600 s).
+              // A store that cannot write now: the reservation holds its room until its hold ends (the call's time limit and the margin).
             } finally {
               wake(userId);
             }
