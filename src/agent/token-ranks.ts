@@ -35,12 +35,35 @@ for (const [index, char] of [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
  */
 export function rankTableOf(file: RankFile, malformed: string): RankTable {
   const text = file.bpe_ranks;
-  // Base64 is 4 characters for 3 bytes, so the text's length bounds the bytes and the token count.
-  const bytes = new Uint8Array(Math.ceil((text.length * 3) / 4));
-  let starts: Int32Array = new Int32Array(1024);
-  let ranks: Int32Array = new Int32Array(1024);
+  // Two passes over the text: the first sizes the arrays exactly, so loading leaves no garbage
+  // buffers behind (what a process allocates once it tends to keep as resident memory).
   let size = 0;
   let used = 0;
+  let ordered = true; // the usual case: token i has rank i, and no rank array is needed
+  tokensOf(text, malformed, (rank, start, end) => {
+    let length = end - start;
+    while (length > 0 && text.charCodeAt(start + length - 1) === 61) length--; // "=": padding
+    used += Math.floor((length * 6) / 8);
+    ordered &&= rank === size;
+    size++;
+  });
+  if (size === 0) throw new Error(malformed);
+  const bytes = new Uint8Array(used);
+  const starts = new Int32Array(size);
+  const ranks = ordered ? undefined : new Int32Array(size);
+  let token = 0;
+  let at = 0;
+  tokensOf(text, malformed, (rank, start, end) => {
+    starts[token] = at;
+    if (ranks) ranks[token] = rank;
+    token++;
+    at = decodeBase64(text, start, end, bytes, at, malformed);
+  });
+  return buildTable(bytes, starts, ranks, used);
+}
+
+/** Calls `each` with every token's rank and where its base64 is in the text, in order. */
+function tokensOf(text: string, malformed: string, each: (rank: number, start: number, end: number) => void): void {
   for (let lineStart = 0; lineStart < text.length; ) {
     let lineEnd = text.indexOf("\n", lineStart);
     if (lineEnd < 0) lineEnd = text.length;
@@ -53,27 +76,13 @@ export function rankTableOf(file: RankFile, malformed: string): RankTable {
       for (let at = firstEnd + 1; at < lineEnd; rank++) {
         let end = text.indexOf(" ", at);
         if (end < 0 || end > lineEnd) end = lineEnd;
-        if (size === starts.length) {
-          starts = grown(starts);
-          ranks = grown(ranks);
-        }
         if (rank >= RANK_LIMIT) throw new Error(malformed);
-        starts[size] = used;
-        ranks[size++] = rank;
-        used = decodeBase64(text, at, end, bytes, used, malformed);
+        each(rank, at, end);
         at = end + 1;
       }
     }
     lineStart = lineEnd + 1;
   }
-  if (size === 0) throw new Error(malformed);
-  return buildTable(bytes.slice(0, used), starts.slice(0, size), ranks.slice(0, size), used);
-}
-
-function grown(array: Int32Array): Int32Array {
-  const bigger = new Int32Array(array.length * 2);
-  bigger.set(array);
-  return bigger;
 }
 
 function decodeBase64(text: string, start: number, end: number, into: Uint8Array, at: number, malformed: string): number {
@@ -101,7 +110,7 @@ function hashOf(bytes: Uint8Array, start: number, end: number): number {
   return hash >>> 0;
 }
 
-function buildTable(tokenBytes: Uint8Array, starts: Int32Array, ranks: Int32Array, used: number): RankTable {
+function buildTable(tokenBytes: Uint8Array, starts: Int32Array, ranks: Int32Array | undefined, used: number): RankTable {
   const size = starts.length;
   const endOf = (token: number) => (token + 1 < size ? (starts[token + 1] as number) : used);
   // Open addressing with linear probing, at most half full; a slot holds a token's index, -1 when empty.
@@ -133,7 +142,7 @@ function buildTable(tokenBytes: Uint8Array, starts: Int32Array, ranks: Int32Arra
         if (endOf(token) - tokenStart !== length) continue;
         let at = 0;
         while (at < length && tokenBytes[tokenStart + at] === bytes[start + at]) at++;
-        if (at === length) return ranks[token] as number;
+        if (at === length) return ranks ? (ranks[token] as number) : token;
       }
     },
     window(bytes, at) {
