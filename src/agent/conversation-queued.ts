@@ -10,14 +10,20 @@
  * - a reset supersedes what waited, then resets the session.
  *
  * An answer counts as shown once `answered:<runId>` (a resume's: `answered:<runId>:<approvalId>`)
- * is claimed, right after the surface has posted it; a redelivery that finds the run ended and the
- * claim free claims it and posts the stored result. A run cut off because this worker lost its
- * lease is not shown as stopped: it is marked interrupted, and the worker that gets the turn next
- * takes it over.
+ * is claimed: the moment the surface says the outcome's message is posted (before anything after
+ * it), or else once the surface has finished; a redelivery that finds the run ended and the claim
+ * free claims it and posts the stored result. A run cut off because this worker lost its lease is
+ * not shown as stopped: it is marked interrupted, and the worker that gets the turn next takes it over.
+ *
+ * A message's files came as references (ingress never downloads): the run that starts (or takes
+ * over) the message fetches them through `receiveFiles`, again on every delivery; what could not be
+ * read is told to the person on the first delivery only, and to the model as a line.
  */
+import type { TurnFile } from "../ingress/turn-files.js";
 import type { TurnWork } from "../ingress/turns.js";
 import { newToolRunState } from "../tools/executor.js";
 import type { RunTrace, StorePort } from "../store/port.js";
+import { userMessageOf, type Attachment } from "./attachments.js";
 import type { TurnBodies } from "./conversation-turns.js";
 import type { ChatSurface } from "./conversations.js";
 import { resumeAgent, type AgentConfig, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "./loop.js";
@@ -36,36 +42,68 @@ export interface QueuedContext {
   leaseLost(): boolean;
 }
 
+/**
+ * Fetches a queued message's files with the credentials of the workspace it came from; says in the
+ * conversation, in one sentence, which could not be read when `tell`. Never throws for a file: one
+ * that cannot be read comes back as an UnreadFile.
+ */
+export type ReceiveFiles = (files: readonly TurnFile[], where: { sessionId: string; userId: string; tell: boolean }, signal: AbortSignal) => Promise<Attachment[]>;
+
 /** A run stopped because the turn was taken back, not because someone asked. */
 const cutOff = (result: RunResult, context: QueuedContext) => result.stopReason === "cancelled" && context.leaseLost();
 
-/** The surface of a queued turn: a run that was cut off is not shown as stopped. */
-function surfaceOf(surface: ChatSurface, context: QueuedContext): ChatSurface {
+/** A turn's claim that its answer was shown: made once, however many times it is asked for (a failed claim may be asked again). */
+type AnswerClaim = () => Promise<boolean>;
+
+/** The surface of a queued turn: a run that was cut off is not shown as stopped; the answer is claimed the moment it is posted. */
+function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerClaim): ChatSurface {
   return {
     onEvent: (event) => surface.onEvent(event),
-    finish: async (result) => (cutOff(result, context) ? undefined : surface.finish(result)),
+    finish: async (result) => (cutOff(result, context) ? undefined : surface.finish(result, claim)),
     askApproval: (approval) => surface.askApproval(approval),
     ...(surface.queued ? { queued: (runId?: string) => surface.queued?.(runId) } : {}),
   };
 }
 
-export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies) {
-  /** After a turn's run: its answer is claimed as posted; a cut-off run is handed back instead. */
-  async function answered(result: RunResult | undefined, runId: string, answerKey: string, context: QueuedContext): Promise<RunResult | undefined> {
+export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
+  const claimOf = (answerKey: string): AnswerClaim => {
+    let claimed: Promise<boolean> | undefined;
+    return () =>
+      (claimed ??= store.claim(answerKey).catch((error: unknown) => {
+        claimed = undefined;
+        throw error;
+      }));
+  };
+
+  /** The message's files, fetched on this delivery; undefined without any. */
+  async function filesOf(files: readonly TurnFile[] | undefined, trace: RunTrace, context: QueuedContext): Promise<Attachment[] | undefined> {
+    if (!files?.length) return undefined;
+    const unread = (problem: string) => files.map((file) => ({ name: file.name, mimeType: file.mimeType, size: file.size, problem }));
+    if (!receiveFiles) return unread("this process cannot fetch files");
+    try {
+      return await receiveFiles(files, { sessionId: trace.sessionId, userId: trace.userId, tell: context.delivery === 1 }, context.signal);
+    } catch (error) {
+      bodies.onError(error, "fetching a message's files");
+      return unread("the download failed");
+    }
+  }
+
+  /** After a turn's run: its answer is claimed as posted (if the surface did not say so already); a cut-off run is handed back instead. */
+  async function answered(result: RunResult | undefined, runId: string, claim: AnswerClaim, context: QueuedContext): Promise<RunResult | undefined> {
     if (!result) return undefined;
     if (cutOff(result, context) && result.runId === runId) {
       // A store out of reach leaves the run running, which the next worker takes over all the same.
       await store.record([{ kind: "end_run", outcome: { ...runOutcomeOf(result), status: "interrupted" } }]).catch(() => undefined);
       return undefined;
     }
-    await store.claim(answerKey);
+    await claim();
     return result;
   }
 
   /** Posts the answer of a run that ended without it being shown (its worker died after the end). */
-  async function showStored(trace: RunTrace, surface: ChatSurface, answerKey: string): Promise<RunResult | undefined> {
+  async function showStored(trace: RunTrace, surface: ChatSurface, claim: AnswerClaim): Promise<RunResult | undefined> {
     const stopReason = ENDED[trace.status];
-    if (!stopReason || !(await store.claim(answerKey))) return undefined; // superseded, or shown already
+    if (!stopReason || !(await claim())) return undefined; // superseded, or shown already
     const stored = stopReason === "awaiting_approval" ? await store.pausedRun(trace.runId) : undefined;
     const output = trace.output ?? "";
     const result: RunResult = {
@@ -98,9 +136,10 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
    * tokens and tool calls) and its messages, which memory reads from the session. A step that was
    * cut off mid-way is not replayed: calls without results are shown to the model as interrupted.
    */
-  async function takeOver(trace: RunTrace, context: QueuedContext, surface: ChatSurface): Promise<RunResult | undefined> {
+  async function takeOver(trace: RunTrace, context: QueuedContext, surface: ChatSurface, files?: readonly TurnFile[]): Promise<RunResult | undefined> {
     const { startedRuns } = await store.record([{ kind: "take_over_run", runId: trace.runId }]);
     if (!startedRuns.includes(trace.runId)) return undefined; // it ended, or another process took it first
+    const attachments = await filesOf(files, trace, context); // fetched again: nothing of the dead worker's is here
     const steps = await store.steps(trace.runId);
     const history = await store.sessionHistory(trace.sessionId);
     const ours = history.messages.filter((stored) => stored.runId === trace.runId && stored.message.role !== "user").map((stored) => stored.message);
@@ -109,7 +148,7 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
       sessionId: trace.sessionId,
       userId: trace.userId,
       history: [],
-      messages: [{ role: "user", content: trace.input } satisfies Message, ...ours],
+      messages: [userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message, ...ours],
       steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
       usage: steps.reduce((sum, step) => addUsage(sum, { promptTokens: step.promptTokens, completionTokens: step.completionTokens, totalTokens: step.promptTokens + step.completionTokens }), emptyUsage()),
       toolCalls: await toolCallsOf(trace.runId),
@@ -124,14 +163,14 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
   }
 
   /** What a run not accepted any more comes to: taken over when its process is gone, else its stored answer, once. */
-  async function goneOn(trace: RunTrace, context: QueuedContext, surface: ChatSurface, answerKey: string): Promise<RunResult | undefined> {
+  async function goneOn(trace: RunTrace, context: QueuedContext, surface: ChatSurface, claim: AnswerClaim, files?: readonly TurnFile[]): Promise<RunResult | undefined> {
     // `running` on a first delivery: another turn runs it (the queue keeps one at a time), so leave it.
     if (trace.status === "interrupted" || (trace.status === "running" && context.delivery > 1)) {
       if (trace.parentRunId) return undefined; // a specialist's run goes on with the run it works for
       context.track(trace.runId);
-      return answered(await takeOver(trace, context, surface), trace.runId, answerKey, context);
+      return answered(await takeOver(trace, context, surface, files), trace.runId, claim, context);
     }
-    return trace.status === "running" ? undefined : showStored(trace, surface, answerKey);
+    return trace.status === "running" ? undefined : showStored(trace, surface, claim);
   }
 
   async function message(work: Extract<TurnWork, { kind: "message" }>, context: QueuedContext): Promise<RunResult | undefined> {
@@ -141,30 +180,31 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
       return undefined;
     }
     context.track(work.runId);
-    const surface = surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context);
-    const answerKey = `answered:${work.runId}`;
-    if (trace.status !== "accepted") return goneOn(trace, context, surface, answerKey);
-    const task = { runId: work.runId, sessionId: trace.sessionId, userId: trace.userId, input: trace.input, inputStored: true };
-    return answered(await bodies.message(task, context.signal, surface), work.runId, answerKey, context);
+    const claim = claimOf(`answered:${work.runId}`);
+    const surface = surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context, claim);
+    if (trace.status !== "accepted") return goneOn(trace, context, surface, claim, work.files);
+    const attachments = await filesOf(work.files, trace, context);
+    const task = { runId: work.runId, sessionId: trace.sessionId, userId: trace.userId, input: trace.input, inputStored: true, ...(attachments ? { attachments } : {}) };
+    return answered(await bodies.message(task, context.signal, surface), work.runId, claim, context);
   }
 
   async function resume(work: Extract<TurnWork, { kind: "resume" }>, context: QueuedContext): Promise<RunResult | undefined> {
     const approval = await store.approval(work.approvalId);
     if (approval) await bodies.showDecision(approval);
-    const answerKey = `answered:${work.runId}:${work.approvalId}`;
+    const claim = claimOf(`answered:${work.runId}:${work.approvalId}`);
     context.track(work.runId);
     if ((await store.approvalsOfRun(work.runId)).some((other) => other.status === "pending")) return undefined; // paused again, for newer calls
     const chain = await bodies.pausedChain(work.runId);
     if (chain) {
       context.track(chain.root);
-      const surface = surfaceOf(bodies.openSurface(work.sessionId, chain.paused.userId), context);
-      return answered(await bodies.resume(chain, work.sessionId, context.signal, surface), chain.root, answerKey, context);
+      const surface = surfaceOf(bodies.openSurface(work.sessionId, chain.paused.userId), context, claim);
+      return answered(await bodies.resume(chain, work.sessionId, context.signal, surface), chain.root, claim, context);
     }
     // No longer waiting: resumed (perhaps by a worker that died since), or superseded.
     let trace = await store.run(work.runId);
     while (trace?.parentRunId) trace = await store.run(trace.parentRunId);
     if (!trace) return undefined;
-    return goneOn(trace, context, surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context), answerKey);
+    return goneOn(trace, context, surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context, claim), claim);
   }
 
   return {

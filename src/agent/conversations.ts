@@ -11,7 +11,7 @@ import type { TurnWork } from "../ingress/turns.js";
 import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
 import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
-import { createQueuedTurns } from "./conversation-queued.js";
+import { createQueuedTurns, type ReceiveFiles } from "./conversation-queued.js";
 import { createTurnBodies } from "./conversation-turns.js";
 import type { AgentEvent } from "./events.js";
 import type { AgentConfig, RunResult, Task } from "./loop.js";
@@ -31,8 +31,12 @@ export interface MessageTask extends Omit<Task, "history"> {
 export interface ChatSurface {
   /** Every event of the run, in order: progress and the streamed answer. */
   onEvent(event: AgentEvent): void;
-  /** Shows how the run ended (the answer, an error, "stopped"); resolves once it is posted. */
-  finish(result: RunResult): Promise<void>;
+  /**
+   * Shows how the run ended (the answer, an error, "stopped"); resolves once it is posted. A surface
+   * that can tells `posted` the moment the outcome's message is posted, before anything after it
+   * (a queued turn records then that the answer was shown; see conversation-queued.ts).
+   */
+  finish(result: RunResult, posted?: () => Promise<unknown>): Promise<void>;
   /** Posts Approve / Deny buttons for a waiting call; returns where, so the message can be updated. */
   askApproval(approval: Approval): Promise<string | undefined>;
   /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
@@ -62,6 +66,8 @@ export interface ConversationOptions {
   owns?: (sessionId: string) => boolean;
   /** How long a request waits for a run slot before its surface says it is queued (default QUEUED_NOTICE_MS). */
   queuedNoticeMs?: number;
+  /** A worker: fetches the files of a queued message (ingress passed only their references). */
+  receiveFiles?: ReceiveFiles;
 }
 
 /** A person's click on Approve or Deny; `origin` is where the platform says it came from (omitted only by trusted callers). */
@@ -130,7 +136,7 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
     ...(store.kind === "postgres" && !agent.cancelRequested ? { cancelRequested: (runId: string) => store.cancelRequested(runId) } : {}),
   };
   const bodies = createTurnBodies(chatAgent, store, options);
-  const queued = createQueuedTurns(chatAgent, store, bodies);
+  const queued = createQueuedTurns(chatAgent, store, bodies, options.receiveFiles);
 
   /** Runs `body` cancellable by stop(sessionId), and by stopRun(runId) for the runs it tracks. */
   async function tracked<T>(sessionId: string, outer: AbortSignal | undefined, body: (signal: AbortSignal, track: (runId: string) => void) => Promise<T>): Promise<T> {

@@ -3,7 +3,8 @@
  * turns each message to the bot into an accepted run and its turn (claim, run, message and turn in
  * one transaction), a click on Approve or Deny into a decision (the one that readies the run
  * enqueues its resume, in the decision's transaction), /stop into a cancel request, and /reset into
- * a turn of its own, in its place among the conversation's turns. It never calls the model.
+ * a turn of its own, in its place among the conversation's turns. It never calls the model, and
+ * never downloads a message's attachments: their references go in the turn, for the worker.
  *
  * The gateway has no acknowledgement: a replay after a resume carries the same message id, which
  * finds its claim. Events of one conversation are accepted one after another, in the order the
@@ -23,6 +24,7 @@ import { approvalOutcomeText, NO_PINGS } from "../adapters/discord/discord-surfa
 import { createSessionQueue } from "../agent/session-queue.js";
 import { askSomething } from "../adapters/example-requests.js";
 import type { Approval, StorePort } from "../store/port.js";
+import { storedTextOf, turnFilesOf } from "./turn-files.js";
 import { acceptMessage, acceptReset, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
 export interface DiscordIngressOptions<Transaction> {
@@ -69,13 +71,16 @@ export async function startDiscordIngress<Transaction>(options: DiscordIngressOp
   async function acceptFrom(message: Message, sessionId: string): Promise<void> {
     const eventIds = [discordMessageId(message.id)];
     const input = discordInputOf(message.content);
-    if (!input) {
+    // Discord's CDN links are signed: the worker fetches them with no token.
+    const refs = [...message.attachments.values()].map((file) => ({ name: file.name, url: file.url, size: file.size, mimeType: file.contentType || "application/octet-stream" }));
+    const files = turnFilesOf(refs, "discord");
+    if (!input && files.length === 0) {
       if (await store.claim(...eventIds)) await message.reply({ content: askSomething("Ask me something", options.hints), allowedMentions: NO_PINGS });
       return;
     }
     const run = { runId: newRunId(), sessionId, userId: message.author.id, input };
-    const entry = { role: "user" as const, content: input };
-    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) } });
+    const entry = { role: "user" as const, content: storedTextOf(input, files) };
+    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) }, files });
     if (outcome.kind !== "accepted") log.debug({ eventIds, sessionId }, "Discord ingress: already accepted, nothing added");
   }
 

@@ -3,7 +3,8 @@
  * in many through OAuth (the install pages are served here, the installations kept in the database),
  * that verifies each request (the signing secret over HTTP; Slack's own socket in Socket Mode), claims the event, stores its message, records its
  * run and enqueues its turn in one transaction, and only then acknowledges it. It never calls the
- * model: workers run the turns (see turns.ts for what each one asks).
+ * model: workers run the turns (see turns.ts for what each one asks). Files shared with a message
+ * are never downloaded here: their references go in the turn, and the worker fetches them.
  *
  * Over HTTP the acknowledgement waits for the commit (processBeforeResponse), so a delivery that
  * could not be accepted gets a 500 and Slack retries it; a retry of an accepted event, a second
@@ -23,11 +24,13 @@ import { refusalFor } from "../adapters/approval-replies.js";
 import { askSomething } from "../adapters/example-requests.js";
 import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
 import { slackClientOptions } from "../adapters/slack/slack-conversations.js";
+import { slackFileRefs } from "../adapters/slack/slack-files.js";
 import { assertInstallPortFree, forgetUninstalledWorkspaces, INSTALL_PATH, installationUserId, oauthAppOptions, openSlackInstallations, withoutSecrets } from "../adapters/slack/slack-oauth.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
 import { singleWorkspace } from "../adapters/slack/slack-workspace.js";
 import type { Approval } from "../store/port.js";
+import { storedTextOf, turnFilesOf } from "./turn-files.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
 export interface SlackIngressOptions<Transaction> {
@@ -110,7 +113,8 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       }
       return;
     }
-    if (isStopCommand(input) || !input) {
+    const files = turnFilesOf(slackFileRefs(message.files), "slack");
+    if (isStopCommand(input) || (!input && files.length === 0)) {
       if (!(await store.claim(...eventIds))) return;
       // "stop" reaches the worker running the session: a cancel request in the store (and a NOTIFY on PostgreSQL).
       if (input) reply((await store.requestCancel({ sessionId })).length > 0 ? "Stopping." : "Nothing is running here.");
@@ -118,15 +122,15 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       return;
     }
     const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: input };
-    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) } });
+    const entry = { role: "user" as const, content: storedTextOf(input, files) };
+    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) }, files });
     if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
     else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
   }
 
   app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
-      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false },
+      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, files: (event as { files?: unknown }).files },
       context,
       client,
     );
@@ -134,9 +138,9 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
 
   app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
-    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string };
+    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; files?: unknown };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
-    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true }, context, client);
+    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, files: fields.files }, context, client);
   });
 
   app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client, context }) => {

@@ -3,7 +3,8 @@
  * (the content is in the store, committed in the same transaction), so any worker can run it:
  *
  * - `message`: an accepted event. Its run is recorded `accepted`, its message stored in the
- *   session; the worker runs the run (RunRecord by `runId`) on the session's history.
+ *   session; the worker runs the run (RunRecord by `runId`) on the session's history. A message's
+ *   files travel as references (`files`, see turn-files.ts): the worker downloads them.
  * - `resume`: a click that settled the last pending approval of a paused run; the worker resumes
  *   the run (or the run it works for) with the stored decisions.
  * - `reset`: a new start asked for (Discord's /reset), in its place among the conversation's turns;
@@ -12,17 +13,18 @@
 import { randomUUID } from "node:crypto";
 import type { AcceptOutcome, DecisionOutcome, DecisionRequest, MessageEntry, RunRecord, StorePort } from "../store/port.js";
 import type { RunQueue, Turn } from "../queue/types.js";
+import { isTurnFile, type TurnFile } from "./turn-files.js";
 
 export type TurnWork =
-  | { kind: "message"; runId: string; sessionId: string; eventIds: string[] }
+  | { kind: "message"; runId: string; sessionId: string; eventIds: string[]; files?: TurnFile[] }
   | { kind: "resume"; runId: string; sessionId: string; approvalId: string }
   | { kind: "reset"; sessionId: string; eventIds: string[] };
 
 export const newRunId = (): string => `run_${randomUUID()}`;
 
 /** A message's turn: keyed by its first platform event id (the run's id when it has none). */
-export function messageTurn(run: RunRecord, eventIds: string[]): Turn {
-  const work: TurnWork = { kind: "message", runId: run.runId, sessionId: run.sessionId, eventIds };
+export function messageTurn(run: RunRecord, eventIds: string[], files: TurnFile[] = []): Turn {
+  const work: TurnWork = { kind: "message", runId: run.runId, sessionId: run.sessionId, eventIds, ...(files.length ? { files } : {}) };
   return { conversation: run.sessionId, key: eventIds[0] ?? run.runId, payload: work };
 }
 
@@ -43,7 +45,12 @@ export function workOf(turn: Turn): TurnWork {
   const work = turn.payload as Partial<TurnWork>;
   const ours = typeof work.sessionId === "string" && work.sessionId === turn.conversation;
   const ids = ours && "runId" in work && typeof work.runId === "string";
-  if (ids && work.kind === "message" && Array.isArray(work.eventIds)) return work as TurnWork;
+  if (ids && work.kind === "message" && Array.isArray(work.eventIds)) {
+    // A file reference that is not one ingress made is left out; the message still runs.
+    const files = "files" in work && Array.isArray(work.files) ? work.files.filter(isTurnFile) : [];
+    const { files: _given, ...message } = work as Extract<TurnWork, { kind: "message" }>;
+    return { ...message, ...(files.length ? { files } : {}) };
+  }
   if (ids && work.kind === "resume" && typeof work.approvalId === "string") return work as TurnWork;
   if (ours && work.kind === "reset" && Array.isArray(work.eventIds)) return work as TurnWork;
   throw new Error(`turn ${turn.key} is not a message, a resume or a reset of its conversation`);
@@ -60,10 +67,11 @@ export type IngressQueue<Transaction> = Pick<RunQueue<Transaction>, "enqueueIn">
 export function acceptMessage<Transaction>(
   store: IngressStore<Transaction>,
   queue: IngressQueue<Transaction>,
-  acceptance: { eventIds: string[]; run: RunRecord; message: MessageEntry; sessionOwner?: string },
+  acceptance: { eventIds: string[]; run: RunRecord; message: MessageEntry; sessionOwner?: string; files?: TurnFile[] },
 ): Promise<AcceptOutcome> {
-  const turn = messageTurn(acceptance.run, acceptance.eventIds);
-  return store.acceptEvent(acceptance, (transaction) => queue.enqueueIn(transaction, turn));
+  const { files, ...accepted } = acceptance;
+  const turn = messageTurn(acceptance.run, acceptance.eventIds, files);
+  return store.acceptEvent(accepted, (transaction) => queue.enqueueIn(transaction, turn));
 }
 
 /** Claims the event and enqueues the session's reset, in one transaction; false for a duplicate. */

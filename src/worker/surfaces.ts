@@ -2,24 +2,35 @@
  * Where a worker process shows the runs it runs, by session key: Slack threads through the Web API
  * (the team's own bot token when the app is installed in many workspaces), Discord channels through
  * discord.js REST (a worker holds no gateway connection: ingress has it), and HTTP API sessions
- * nowhere (the API reads the results from the store).
+ * nowhere (the API reads the results from the store). It also fetches the files a message's turn
+ * names (ingress passed their references only): Slack's with the workspace's bot token, sent only
+ * to Slack's hosts; Discord's signed CDN links with no token; bounded as the adapters fetch them.
  */
 import { webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { Client, Routes } from "discord.js";
+import { cleanName, type Attachment } from "../agent/attachments.js";
+import type { ReceiveFiles } from "../agent/conversation-queued.js";
 import type { ChatSurface } from "../agent/conversations.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { Downloaded } from "../adapters/attachment-download.js";
+import { fetchDiscordFiles } from "../adapters/discord/discord-files.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "../adapters/discord/discord-surface.js";
 import { placeOf, slackClientOptions, updateApprovalMessage } from "../adapters/slack/slack-conversations.js";
 import { createWorkspaceClients, openSlackInstallations, type SlackInstallations } from "../adapters/slack/slack-oauth.js";
+import { downloadSlackFiles } from "../adapters/slack/slack-files.js";
 import { openSlackSurface } from "../adapters/slack/slack-surface.js";
+import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
+import type { TurnFile } from "../ingress/turn-files.js";
 import type { Approval } from "../store/port.js";
 
 export interface WorkerSurfaces {
   openSurface(sessionId: string, userId: string): ChatSurface;
   /** Updates the buttons' message of an approval decided, expired or superseded here. */
   showDecision(approval: Approval): Promise<void>;
+  /** Fetches a queued message's files for its run; says in the conversation which could not be read. */
+  receiveFiles: ReceiveFiles;
   close(): Promise<void>;
 }
 
@@ -37,6 +48,16 @@ export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | 
     return NO_SURFACE;
   };
 
+  /** One message in the session's conversation (a thread, a channel), outside any run's surface. */
+  const say = async (sessionId: string, userId: string, text: string): Promise<void> => {
+    if (sessionId.startsWith("slack:") && slack) {
+      const { channel, threadTs } = placeOf(sessionId, userId);
+      await slack.clientOf(sessionId).chat.postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text: withoutBroadcasts(text) });
+    } else if (sessionId.startsWith("discord:") && discord) {
+      await discord.rest.post(Routes.channelMessages(discordChannelOf(sessionId)), { body: { content: text, allowed_mentions: { parse: [] } } });
+    }
+  };
+
   return {
     openSurface(sessionId, userId) {
       if (sessionId.startsWith("slack:")) return slack ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log) : nowhere("Slack");
@@ -47,6 +68,19 @@ export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | 
       if (approval.sessionId.startsWith("slack:") && slack) await updateApprovalMessage(slack.clientOf(approval.sessionId), approval);
       else if (approval.sessionId.startsWith("discord:") && discord) await updateDiscordApproval(discord, approval);
     },
+    async receiveFiles(files, { sessionId, userId, tell }, signal) {
+      const { attachments, problems } = await inOrder(files, async (fetchable) => {
+        if (sessionId.startsWith("slack:") && slack) {
+          const token = await slack.tokenOf(sessionId);
+          if (!token) return unreadAll(fetchable, "glassbox is no longer installed in this Slack workspace");
+          return downloadSlackFiles(fetchable, { token, apiUrl: config.slack?.apiUrl, signal });
+        }
+        if (sessionId.startsWith("discord:") && discord) return fetchDiscordFiles(fetchable.map((file) => ({ ...file, contentType: file.mimeType })), { signal });
+        return unreadAll(fetchable, "this worker has no settings for the platform it came from");
+      }, sessionId);
+      if (tell && problems.length > 0) await say(sessionId, userId, problems.join(" ")).catch((error: unknown) => log.warn({ error: (error as Error).message, sessionId }, "saying which files could not be read failed"));
+      return attachments;
+    },
     async close() {
       await slack?.installations?.close();
       await discord?.destroy();
@@ -54,16 +88,48 @@ export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | 
   };
 }
 
+interface SlackClients {
+  clientOf(sessionId: string): WebClient;
+  /** The bot token of the session's workspace (for its files); undefined once the app is uninstalled there. */
+  tokenOf(sessionId: string): Promise<string | undefined>;
+  installations?: SlackInstallations;
+}
+
 /** One workspace's client (SLACK_BOT_TOKEN), or one per workspace whose token is read from the installations. */
-async function slackClients(slack: NonNullable<GlassboxConfig["slack"]>, log: Logger): Promise<{ clientOf(sessionId: string): WebClient; installations?: SlackInstallations }> {
+async function slackClients(slack: NonNullable<GlassboxConfig["slack"]>, log: Logger): Promise<SlackClients> {
   const options = slackClientOptions(slack, log);
   if (!slack.oauth) {
     const client = new webApi.WebClient(slack.botToken, options);
-    return { clientOf: () => client };
+    return { clientOf: () => client, tokenOf: async () => slack.botToken };
   }
   const installations = await openSlackInstallations(slack.oauth);
   const clientFor = createWorkspaceClients(installations, options);
-  return { clientOf: (sessionId) => clientFor(placeOf(sessionId, "").teamId), installations };
+  const teamOf = (sessionId: string) => placeOf(sessionId, "").teamId;
+  return { clientOf: (sessionId) => clientFor(teamOf(sessionId)), tokenOf: (sessionId) => installations.botTokenForTeam(teamOf(sessionId)), installations };
+}
+
+const unread = (file: Pick<TurnFile, "name" | "mimeType" | "size">, problem: string): Attachment => ({ name: file.name, mimeType: file.mimeType, size: file.size, problem });
+const unreadAll = (files: readonly TurnFile[], problem: string): Downloaded => ({
+  attachments: files.map((file) => unread(file, problem)),
+  problems: files.map((file) => sentenceOf(file.name, problem)),
+});
+const sentenceOf = (name: string, problem: string) => `I could not read ${cleanName(name)}: ${problem}.`;
+
+/**
+ * The files in their order: those ingress could pass on and that came from the session's own
+ * platform fetched by `fetch` (one attachment back per file, in order), the others unread with the reason.
+ */
+async function inOrder(files: readonly TurnFile[], fetch: (fetchable: TurnFile[]) => Promise<Downloaded>, sessionId: string): Promise<Downloaded> {
+  const platform = sessionId.split(":")[0];
+  const fetchable = files.filter((file) => !file.problem && file.platform === platform);
+  const fetched = fetchable.length ? (await fetch(fetchable)).attachments : [];
+  const attachments = files.map((file) => {
+    if (file.problem) return unread(file, file.problem);
+    if (file.platform !== platform) return unread(file, "it came from another platform than this conversation");
+    return fetched.shift() ?? unread(file, "the download failed");
+  });
+  const problems = attachments.flatMap((file) => ("problem" in file ? [sentenceOf(file.name, file.problem)] : []));
+  return { attachments, problems };
 }
 
 /** discord.js with its REST half only: channels are fetched (and posted to) over REST, never the gateway. */

@@ -75,6 +75,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const conversations = createConversations(agent, store, {
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
+      receiveFiles: surfaces.receiveFiles,
       approvalTtlSeconds: config.approvalTtlSeconds,
       dailyLimits: config.dailyLimits,
       pipelines: agent.pipelines,

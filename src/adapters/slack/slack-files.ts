@@ -41,8 +41,20 @@ export function isSlackHost(url: URL, apiUrl?: string): boolean {
   return url.protocol === "https:" && SLACK_HOSTS.test(url.hostname);
 }
 
-export function fetchSlackFiles(files: unknown, options: { token: string; apiUrl?: string; limits?: Partial<AttachmentLimits>; signal?: AbortSignal }): Promise<Downloaded> {
-  return downloadFiles(slackFileRefs(files), {
+export function fetchSlackFiles(files: unknown, options: SlackDownloadOptions): Promise<Downloaded> {
+  return downloadSlackFiles(slackFileRefs(files), options);
+}
+
+export interface SlackDownloadOptions {
+  token: string;
+  apiUrl?: string;
+  limits?: Partial<AttachmentLimits>;
+  signal?: AbortSignal;
+}
+
+/** Files already read from an event (a worker gets them in its turn), fetched as fetchSlackFiles does. */
+export function downloadSlackFiles(refs: readonly FileRef[], options: SlackDownloadOptions): Promise<Downloaded> {
+  return downloadFiles(refs, {
     limits: options.limits,
     credential: { Authorization: `Bearer ${options.token}` },
     sendsCredentialTo: (url) => isSlackHost(url, options.apiUrl),

@@ -252,7 +252,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       });
     },
 
-    async finish(result: RunResult) {
+    async finish(result: RunResult, posted?: () => Promise<unknown>) {
       answered = true;
       clearTimeout(statusTimer);
       if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output, result.runId));
@@ -261,6 +261,8 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
         then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: withoutBroadcasts(result.output) }));
       }
+      // Said the moment the outcome is posted, before the clean-up below: a queued turn records then that it was shown.
+      if (posted) then(() => posted().catch((error: unknown) => log.warn({ error: (error as Error).message, runId: result.runId }, "recording that an answer was shown failed")));
       then(removePlaceholder);
       if (statusShown && result.stopReason !== "final") {
         then(() => client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: "" }));
