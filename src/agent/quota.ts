@@ -23,8 +23,9 @@ export interface DailyLimits {
 export const COMPLETION_ALLOWANCE_TOKENS = 1_000;
 
 /**
- * Beyond the call's time limit, how long its reservation holds: the SDK's limit runs until the
- * answer begins, and a streamed answer within the completion allowance needs well under this more.
+ * Beyond the call's time limit, how long its reservation holds. The SDK's limit runs only until the
+ * answer begins; a streamed answer within the completion allowance ends well inside this margin. A
+ * call that outlasts its hold (the SDK retrying it, say) no longer holds room for the rest of it.
  */
 export const HOLD_MARGIN_MS = 60_000;
 

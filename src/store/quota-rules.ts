@@ -3,7 +3,7 @@
  * their transaction (the rule of src/agent/quota.ts's in-process guard): refused once the day's
  * spending reaches a cap; admitted when the reservations fit, or when it would be the user's only
  * call in flight; otherwise it waits for a call in flight to settle. A user overspends a cap by at
- * most one call's worth.
+ * most one call's worth. Only the calls of processes still alive count as in flight.
  */
 import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { QuotaLimits, QuotaReservation } from "./port-data.js";
