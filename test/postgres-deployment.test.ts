@@ -150,7 +150,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     await chat.locator(".message.assistant .answer", { hasText: "done: wiped." }).waitFor(VISIBLE);
     await chat.locator(".approval .outcome", { hasText: "Approved by you" }).waitFor(VISIBLE);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
-    const session = await chat.evaluate(() => `web:${localStorage.getItem("glassbox.session") ?? ""}`);
+    const session = `web:${String(await chat.evaluate('localStorage.getItem("glassbox.session")'))}`;
 
     const trace = collectPageErrors(await (browser as Browser).newPage(DESKTOP), pageErrors);
     await trace.goto(`${chatUrl}trace#session=${encodeURIComponent(session)}`);

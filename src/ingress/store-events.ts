@@ -23,6 +23,11 @@ export interface StoreEventsOptions {
   everyMs?: number;
   /** Sessions followed at once; one more is refused with a 503 and its page tries again (default 1,000). */
   maxSessions?: number;
+  /**
+   * A run found already ended when its session is first read is sent only if it ended this recently
+   * (default 60 s): the page may have loaded it still running. Older ones are history it has.
+   */
+  recentMs?: number;
 }
 
 export interface StoreEvents {
@@ -32,8 +37,6 @@ export interface StoreEvents {
 }
 
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
-/** A run found already ended when its session is first read is news only if it ended this recently (the page may have loaded it still running). */
-const RECENT_MS = 60_000;
 
 interface SeenRun {
   status: string;
@@ -53,6 +56,7 @@ interface Followed {
 export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const { store, log } = options;
   const maxSessions = options.maxSessions ?? 1_000;
+  const recentMs = options.recentMs ?? 60_000;
   const inner = createEventHub();
   const followed = new Map<string, Followed>();
   let reading = false;
@@ -84,7 +88,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const seen = (entry.runs ??= new Map());
       for (const run of runs) {
         const before = seen.get(run.runId);
-        if (!before && first && !UNFINISHED.has(run.status) && !endedRecently(run)) {
+        if (!before && first && !UNFINISHED.has(run.status) && !endedWithin(run, recentMs)) {
           seen.set(run.runId, { status: run.status, started: true, approvals: new Map() }); // history the page has loaded
           continue;
         }
@@ -185,8 +189,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   };
 }
 
-function endedRecently(run: RunTrace): boolean {
-  return run.endedAt !== null && Date.now() - Date.parse(run.endedAt) < RECENT_MS;
+function endedWithin(run: RunTrace, milliseconds: number): boolean {
+  return run.endedAt !== null && Date.now() - Date.parse(run.endedAt) < milliseconds;
 }
 
 function pipelineOf(run: RunTrace): { pipeline?: { name: string; runId: string; stage: number; stages: number } } {

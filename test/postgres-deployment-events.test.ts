@@ -1,0 +1,132 @@
+// How a process without an agent (ingress) tells a followed web session what its workers did
+// (src/ingress/store-events.ts): the runs' writes go into the real store (SQLite always, PostgreSQL
+// when GLASSBOX_TEST_DATABASE_URL is set) as a worker makes them, and the hub's watchers hear the
+// events the web surface would have sent: a start, a pause with its approvals, a decision, the
+// resume, the end; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
+// closed; runs that ended before the page opened not sent again.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { WebEvent } from "../src/adapters/web/event-hub.js";
+import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events.js";
+import { createLogger } from "../src/logger.js";
+import { openStorePort, type AnyStorePort } from "../src/store/index.js";
+import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord, TARGETS, type TestDatabase } from "./store-contract-helpers.js";
+
+const WAIT = { timeout: 10_000, interval: 20 };
+const log = createLogger({ level: "silent" });
+
+for (const target of TARGETS) {
+  describe(`store events for pages in ingress: ${target.name}${postgresNote(target.kind)}`, () => {
+    let database: TestDatabase | undefined;
+    let store: AnyStorePort | undefined;
+    let events: StoreEvents | undefined;
+    afterEach(async () => {
+      events?.stop();
+      await store?.close();
+      await database?.drop();
+      database = store = events = undefined;
+    });
+
+    async function open(recentMs?: number): Promise<{ store: AnyStorePort; events: StoreEvents }> {
+      database = await target.fresh();
+      store = await openStorePort(database.options);
+      events = followStoreEvents({ store, log, everyMs: 25, ...(recentMs === undefined ? {} : { recentMs }) });
+      return { store, events };
+    }
+
+    function follow(hub: StoreEvents["hub"], sessionId: string) {
+      const heard: WebEvent[] = [];
+      const watching = hub.watchSession(sessionId, undefined, { event: (numbered) => heard.push(numbered.event), end: () => {} });
+      const said = (...types: string[]) => vi.waitFor(() => expect(heard.map((event) => event.type)).toEqual(types), WAIT);
+      return { heard, said, stop: watching.stop };
+    }
+
+    it("a run's start, pause, decision, resume and end, as the worker writes them", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:s1");
+      await store.record([{ kind: "start_run", run: runRecord("run_1", "web:s1", "web:ann", "wipe it") }]);
+      await page.said("run_start");
+      expect(page.heard[0]).toMatchObject({ runId: "run_1", sessionId: "web:s1", userId: "web:ann", input: "wipe it" });
+
+      const { approvals } = await store.record([
+        { kind: "end_run", outcome: outcomeOf("run_1", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_a", hash: "hash-call_a" }) }) },
+        { kind: "open_approvals", requests: [approvalRequest("run_1", "web:s1", "call_a", "web:ann")], ttlSeconds: 3_600 },
+      ]);
+      await page.said("run_start", "approval_requested", "run_end");
+      expect(page.heard[1]).toMatchObject({ approval: { id: approvals[0]?.id, status: "pending", requester: "web:ann" } });
+      expect(page.heard[2]).toMatchObject({ stopReason: "awaiting_approval" });
+
+      // Decided (by someone, anywhere) while the run still waits: said before the resume.
+      expect((await store.decideApproval({ approvalId: approvals[0]?.id as string, userId: "web:ann", approved: true, approvers: [] })).kind).toBe("decided");
+      await page.said("run_start", "approval_requested", "run_end", "approval_decided");
+      expect(page.heard[3]).toMatchObject({ approval: { status: "approved", decidedBy: "web:ann" } });
+
+      await store.record([{ kind: "resume_run", runId: "run_1" }]);
+      await page.said("run_start", "approval_requested", "run_end", "approval_decided", "run_resumed");
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_1", { status: "final", output: "Wiped.", steps: 2, promptTokens: 30, completionTokens: 5 }) }]);
+      await page.said("run_start", "approval_requested", "run_end", "approval_decided", "run_resumed", "run_end");
+      expect(page.heard[5]).toMatchObject({ runId: "run_1", stopReason: "final", output: "Wiped.", steps: 2, usage: { promptTokens: 30, completionTokens: 5, totalTokens: 35 } });
+      page.stop();
+    });
+
+    it("a pipeline's stages end as one answer, a sub-agent's run is not shown, and a run's own stream closes at its end", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:s2");
+      const pipeline = (stage: number) => ({ name: "triage", runId: "run_p1", stage, stages: 2 });
+      await store.record([{ kind: "start_run", run: { ...runRecord("run_p1", "web:s2", "web:ann", "triage this"), pipeline: pipeline(1) } }]);
+      await page.said("run_start");
+
+      let ended = false;
+      const stream = events.hub.watchRun("run_p1", { event: () => {}, end: () => (ended = true) }, "web:s2");
+      expect(stream).toBeDefined();
+      await store.record([
+        { kind: "start_run", run: { ...runRecord("run_sub", "web:s2", "web:ann", "look it up"), parent: { runId: "run_p1", toolCallId: "call_x" } } },
+        { kind: "end_run", outcome: outcomeOf("run_sub", { status: "final", output: "Found." }) },
+        { kind: "end_run", outcome: outcomeOf("run_p1", { status: "final", output: "Stage one." }) },
+        { kind: "start_run", run: { ...runRecord("run_p2", "web:s2", "web:ann", "Stage one."), pipeline: pipeline(2) } },
+      ]);
+      await page.said("run_start", "run_start");
+      expect(page.heard[1]).toMatchObject({ runId: "run_p2", pipeline: { name: "triage", runId: "run_p1", stage: 2, stages: 2 } });
+      expect(ended).toBe(false);
+
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_p2", { status: "final", output: "Dear customer." }) }]);
+      await page.said("run_start", "run_start", "run_end");
+      expect(page.heard[2]).toMatchObject({ runId: "run_p2", output: "Dear customer." });
+      await vi.waitFor(() => expect(ended).toBe(true), WAIT); // followed by the first stage's id, as POST /api/runs gave it
+      page.stop();
+    });
+
+    it("a page opened later hears of the unfinished run, and of one that ended a moment ago (it may have loaded it running)", async () => {
+      const { store, events } = await open(60_000);
+      await store.record([
+        { kind: "start_run", run: runRecord("run_old", "web:s3", "web:ann", "long ago") },
+        { kind: "end_run", outcome: outcomeOf("run_old", { status: "final", output: "Then." }) },
+        { kind: "start_run", run: runRecord("run_now", "web:s3", "web:ann", "now") },
+      ]);
+      // Ended just now: the page may have loaded it running, so it hears the end.
+      const page = follow(events.hub, "web:s3");
+      await page.said("run_start", "run_end", "run_start");
+      expect(page.heard.map((event) => event.runId)).toEqual(["run_old", "run_old", "run_now"]);
+      page.stop();
+    });
+
+    it("runs that ended before the page opened are history it loaded: only the unfinished one is sent", async () => {
+      const { store, events } = await open(0);
+      await store.record([
+        { kind: "start_run", run: runRecord("run_old", "web:s4", "web:ann", "long ago") },
+        { kind: "end_run", outcome: outcomeOf("run_old", { status: "final", output: "Then." }) },
+        { kind: "start_run", run: runRecord("run_now", "web:s4", "web:ann", "now") },
+      ]);
+      const page = follow(events.hub, "web:s4");
+      await page.said("run_start");
+      expect(page.heard[0]).toMatchObject({ runId: "run_now" });
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_now", { status: "cancelled", output: "Stopped." }) }]);
+      await page.said("run_start", "run_end");
+      expect(page.heard[1]).toMatchObject({ runId: "run_now", stopReason: "cancelled" });
+      page.stop();
+    });
+  });
+}
+
+function postgresNote(kind: string): string {
+  return kind === "sqlite" && TARGETS.length === 1 ? " (PostgreSQL not run: needs GLASSBOX_TEST_DATABASE_URL)" : "";
+}
