@@ -121,7 +121,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         priced: trace.priced,
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
-        noReplay: "This process has no model (it only receives); replay the run with `glassbox replay` where the model is configured.",
+        noReplay: "This server does not replay runs (its pages read the store; the model is the workers'); use glassbox replay <run-id> where the model is configured.",
       }),
     );
   }
