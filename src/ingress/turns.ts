@@ -1,10 +1,11 @@
 /**
- * The turns ingress enqueues, and the two transactions that enqueue them. A turn carries ids only
- * (the content is in the store, committed in the same transaction), so any worker can run it:
+ * The turns ingress enqueues, and the two transactions that enqueue them. A turn carries ids (the
+ * content is in the store, committed in the same transaction) and, for a message, its files'
+ * references, never their bytes or a token; so any worker can run it:
  *
  * - `message`: an accepted event. Its run is recorded `accepted`, its message stored in the
- *   session; the worker runs the run (RunRecord by `runId`) on the session's history. A message's
- *   files travel as references (`files`, see turn-files.ts): the worker downloads them.
+ *   session; the worker runs the run (RunRecord by `runId`) on the session's history, with the
+ *   files it downloads from `files` (see turn-files.ts).
  * - `resume`: a click that settled the last pending approval of a paused run; the worker resumes
  *   the run (or the run it works for) with the stored decisions.
  * - `reset`: a new start asked for (Discord's /reset), in its place among the conversation's turns;
