@@ -24,6 +24,14 @@ export function approvalsContract({ open }: Contract): void {
     expect(await store.decideApproval({ ...click, approved: false })).toMatchObject({ kind: "already_decided", approval: { status: "approved" } });
     expect(await store.decisionsOf("run_a")).toEqual({ call_a: { approved: true, by: "U9", argumentsHash: "hash-call_a" } });
 
+    // Buttons posted but their message not yet recorded (a fast click, or the poster died in between):
+    // a click from the approval's place counts and records its message; one from elsewhere does not.
+    const [unrecorded] = await pausedRun(store, "run_c", "slack:T1:C1:3.3", ["call_c"]);
+    const fromMessage = { approvalId: unrecorded?.id ?? "", userId: "U1", approved: true, approvers: [] };
+    expect(await store.decideApproval({ ...fromMessage, origin: { sessionPrefix: "slack:T2:", messageRef: "C1:4.4" } })).toEqual({ kind: "unknown" });
+    expect(await store.decideApproval({ ...fromMessage, origin: { sessionPrefix: "slack:T1:", messageRef: "C1:4.4" } })).toMatchObject({ kind: "decided", approval: { status: "approved", messageRef: "C1:4.4" } });
+    expect((await store.approval(unrecorded?.id ?? ""))?.messageRef).toBe("C1:4.4");
+
     // A call its run no longer waits for (the run went on) is stale.
     const [other] = await pausedRun(store, "run_b", "slack:T1:C1:1.1", ["call_b"]);
     await store.record([{ kind: "resume_run", runId: "run_b" }]);

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
-import { decisionsOf, judgeClick } from "../store/approval-rules.js";
+import { decisionsOf, judgeClick, messageOfDecision } from "../store/approval-rules.js";
 import type { Store } from "./store.js";
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
@@ -91,7 +91,7 @@ export function createApprovalBook(store: Store) {
     byId: db.prepare("SELECT * FROM approvals WHERE id = ?"),
     byCall: db.prepare("SELECT * FROM approvals WHERE run_id = ? AND tool_call_id = ?"),
     ofRun: db.prepare("SELECT * FROM approvals WHERE run_id = ? ORDER BY created_at, id"),
-    decide: db.prepare("UPDATE approvals SET status = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'"),
+    decide: db.prepare("UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, message_ref = COALESCE(message_ref, ?) WHERE id = ? AND status = 'pending'"),
     setMessage: db.prepare("UPDATE approvals SET message_ref = ? WHERE id = ?"),
     expired: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? AND session_id LIKE ? ORDER BY expires_at"),
     pendingOfSession: db.prepare("SELECT * FROM approvals WHERE status = 'pending' AND session_id = ?"),
@@ -144,7 +144,7 @@ export function createApprovalBook(store: Store) {
       const judged = judgeClick(found, { approvalId: id, userId, approved, approvers, origin, now }, found && store.pausedRun(found.runId));
       if (judged.kind !== "decide") return judged;
       const { approval } = judged;
-      if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), id).changes !== 1) {
+      if (statements.decide.run(approved ? "approved" : "denied", userId, now.toISOString(), messageOfDecision(approval, origin), id).changes !== 1) {
         return { kind: "already_decided", approval: this.get(id) ?? approval };
       }
       const decided = this.get(id) ?? approval;
@@ -154,7 +154,7 @@ export function createApprovalBook(store: Store) {
     /** Marks pending approvals past their time as expired (of the sessions `owns` accepts); returns them. */
     expire(sessionPrefix: string, now = new Date(), owns: (sessionId: string) => boolean = () => true): Approval[] {
       const due = all(statements.expired.all(now.toISOString(), `${sessionPrefix}%`)).filter((approval) => owns(approval.sessionId));
-      return due.filter((approval) => statements.decide.run("expired", "expired", now.toISOString(), approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "expired", decidedAt: now.toISOString() }));
+      return due.filter((approval) => statements.decide.run("expired", "expired", now.toISOString(), null, approval.id).changes === 1).map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "expired", decidedAt: now.toISOString() }));
     },
 
     /** The decisions of a run whose approvals are all settled, keyed by tool_call_id, as the executor takes them. */
@@ -172,7 +172,7 @@ export function createApprovalBook(store: Store) {
       if (this.pendingOfSession(sessionId).length === 0) return [];
       return db.transaction(() => {
         const at = now.toISOString();
-        const moot = this.pendingOfSession(sessionId).filter((approval) => statements.decide.run("expired", "superseded", at, approval.id).changes === 1);
+        const moot = this.pendingOfSession(sessionId).filter((approval) => statements.decide.run("expired", "superseded", at, null, approval.id).changes === 1);
         if (moot.length > 0) statements.endSuperseded.run(at, sessionId);
         return moot.map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded", decidedAt: at }));
       }).immediate();

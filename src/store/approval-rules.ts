@@ -13,7 +13,14 @@ export function postedAt(approval: Approval, origin: ClickOrigin): boolean {
   const prefix = origin.sessionPrefix;
   const inPlace = prefix.endsWith(":") ? approval.sessionId.startsWith(prefix) : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
   if (!inPlace) return false;
-  return origin.messageRef === undefined || approval.messageRef === origin.messageRef;
+  // Buttons are posted before their message is recorded: a click can come first (or the poster died
+  // in between). From the approval's own place it counts, and its message becomes the approval's.
+  return origin.messageRef === undefined || approval.messageRef === null || approval.messageRef === origin.messageRef;
+}
+
+/** The message a decided approval is recorded on: its own, or the click's when it had none yet. */
+export function messageOfDecision(approval: Approval, origin: ClickOrigin | undefined): string | null {
+  return approval.messageRef ?? origin?.messageRef ?? null;
 }
 
 /** Whether a paused run (its stored JSON) waits for exactly this call with exactly these arguments. */

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ApprovalRequest } from "../tools/types.js";
 import { toApproval, type ApprovalRow } from "../agent/approvals.js";
-import { decisionsOf, judgeClick } from "./approval-rules.js";
+import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 
@@ -19,8 +19,9 @@ const byId = async (db: Db, id: string, lock = "") => (await select(db, `id = $1
 const ofRun = (db: Db, runId: string) => select(db, 'run_id = $1 ORDER BY created_at, id COLLATE "C"', [runId]);
 const pendingOfSession = (db: Db, sessionId: string) => select(db, "status = 'pending' AND session_id = $1 ORDER BY id COLLATE \"C\"", [sessionId]);
 
-async function settle(db: Db, id: string, status: ApprovalStatus, by: string, at: string): Promise<boolean> {
-  return (await db.query("UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4 AND status = 'pending'", [status, by, at, id])).rowCount === 1;
+async function settle(db: Db, id: string, status: ApprovalStatus, by: string, at: string, messageRef: string | null = null): Promise<boolean> {
+  const sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, message_ref = COALESCE(message_ref, $5) WHERE id = $4 AND status = 'pending'";
+  return (await db.query(sql, [status, by, at, id, messageRef])).rowCount === 1;
 }
 
 /** One pending approval per request (idempotent: a call is asked once); inside the caller's transaction. */
@@ -69,7 +70,7 @@ export function createPostgresApprovals(pool: pg.Pool) {
         const judged = judgeClick(approval, request, paused);
         if (judged.kind !== "decide") return judged;
         const at = (request.now ?? new Date()).toISOString();
-        if (!(await settle(client, judged.approval.id, request.approved ? "approved" : "denied", request.userId, at))) {
+        if (!(await settle(client, judged.approval.id, request.approved ? "approved" : "denied", request.userId, at, messageOfDecision(judged.approval, request.origin)))) {
           return { kind: "already_decided", approval: (await byId(client, judged.approval.id)) ?? judged.approval };
         }
         const decided = (await byId(client, judged.approval.id)) ?? judged.approval;
