@@ -148,9 +148,14 @@ describe("commits", () => {
     const large = await runAgent(agent, { input: prose(3_000), sessionId: "web:large" });
     const reader = createTraceReader(h.store);
     const refsOf = (runId: string) => h.store.db.prepare("SELECT request_refs FROM steps WHERE run_id = ? AND step = 1").pluck().get(runId);
+    const rowOf = (sessionId: string) => h.store.db.prepare("SELECT id FROM messages WHERE session_id = ? AND role = 'user'").pluck().get(sessionId);
+    const partsOf = (runId: string) => h.store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = ?").pluck().get(runId);
     for (const [index, run] of [small, large].entries()) {
       const sent = h.server.requests[index]?.body.messages.map(toMessage);
-      expect(refsOf(run.runId)).toBe(`1-${sent?.length}`);
+      // The system prompt is a part of the run's own; the request points at its row in the messages table.
+      expect(sent).toHaveLength(2);
+      expect(refsOf(run.runId)).toBe(`1,m${rowOf(run.sessionId)}`);
+      expect(partsOf(run.runId)).toBe(1);
       expect((reader.payload(run.runId, 1) as { messages: unknown }).messages).toEqual(sent);
     }
     expect(reader.payload(small.runId, 2)).toBeUndefined();

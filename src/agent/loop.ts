@@ -163,7 +163,7 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
       ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
     });
   }
-  const results: Message[] = sorted.map((record) => ({ role: "tool", tool_call_id: record.id, content: record.content }));
+  const results: Message[] = sorted.map((record) => ({ role: "tool", content: record.content, tool_call_id: record.id }));
   addNotes(run, live, results, guardNotes(run, sorted));
 }
 

@@ -9,6 +9,7 @@ import type Database from "better-sqlite3";
 import { groupCommit, startCheckpointer } from "./store-commit.js";
 import { openDatabase } from "./store-file.js";
 import { INSTANCE, instanceRegistration, ownerChecker } from "./store-owners.js";
+import { knowReadRows } from "../store/sqlite-message-rows.js";
 import type { Message } from "./types.js";
 
 export { databaseExists } from "./store-file.js";
@@ -224,8 +225,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     },
     /** The current epoch's messages with an id above `afterId`, oldest first. */
     messagesAfter(sessionId: string, epoch: number, afterId: number): StoredMessage[] {
-      const rows = statements.messagesAfter.all(sessionId, epoch, afterId) as MessageRow[];
-      return rows.map(toStoredMessage);
+      const stored = (statements.messagesAfter.all(sessionId, epoch, afterId) as MessageRow[]).map(toStoredMessage);
+      knowReadRows(db, stored); // a step's recorded request can point at these rows (sqlite-requests)
+      return stored;
     },
     latestSummary(sessionId: string, epoch: number): Summary | undefined {
       const row = statements.latestSummary.get(sessionId, epoch) as { content: string; tokens: number; last_message_id: number } | undefined;

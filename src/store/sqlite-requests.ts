@@ -1,14 +1,18 @@
 /**
  * Each step's exact request, kept so the trace can show it, without storing the conversation again
- * on every step: a run's distinct messages (and tool lists) are stored once each, numbered within
- * the run, and a step keeps only the numbers it was sent, as ranges ("1-40,43"). A 50-step run stores
- * its messages once, not 50 growing copies of them.
+ * on every step. A message that is exactly a row of the messages table (memory stored it, or read
+ * it from there; sqlite-message-rows) is pointed at by its row id ("m12-40"); any other part (the
+ * system prompt, a request with remembered facts, the tool list) is stored once per run in
+ * step_messages, numbered within the run ("1-3"). A step keeps only these references, as ranges
+ * ("1,m12-40,2"). A 50-step run then writes nothing of its messages a second time.
  */
 import { gunzipSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { RecordedRequest } from "./port-data.js";
-import { rangesOf, seqsOf } from "./request-refs.js";
+import { toStoredMessage, type MessageRow } from "../agent/store-data.js";
+import { messageRowOf } from "./sqlite-message-rows.js";
+import { seqsOf } from "./request-refs.js";
 
 export type { RecordedRequest };
 
@@ -40,6 +44,7 @@ export function createRequestLog(db: Database.Database) {
     bodies: db.prepare("SELECT seq, body FROM step_messages WHERE run_id = ?"),
     legacy: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
     refs: db.prepare("SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = ? AND step = ?"),
+    rows: db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE id IN (SELECT value FROM json_each(?))"),
   };
   const runs = new Map<string, RunParts>();
 
@@ -75,8 +80,11 @@ export function createRequestLog(db: Database.Database) {
     /** Stores what is new in a step's request (call inside the step's transaction); the refs for its row. */
     store(runId: string, messages: Message[], tools: ToolSpec[] | undefined): RequestRefs {
       const parts = partsOf(runId);
-      const seqs = messages.map((message) => seqOf(runId, parts, message));
-      return { requestRefs: rangesOf(seqs), toolsRef: tools?.length ? seqOf(runId, parts, tools) : null };
+      const refs = messages.map((message): Ref => {
+        const row = messageRowOf(db, message);
+        return row !== undefined ? { row } : { seq: seqOf(runId, parts, message) };
+      });
+      return { requestRefs: refsText(refs), toolsRef: tools?.length ? seqOf(runId, parts, tools) : null };
     },
     /** The run has ended here: what it stored is on disk, and this process forgets it. */
     forget(runId: string): void {
@@ -87,10 +95,13 @@ export function createRequestLog(db: Database.Database) {
       const row = statements.refs.get(runId, step) as { request_refs: string | null; tools_ref: number | null; tool_choice: string | null; streamed: number | null } | undefined;
       if (!row) return undefined;
       if (row.request_refs === null) return legacyPayload(statements.legacy.get(runId, step) as string | Buffer | null | undefined);
+      const refs = refsOf(row.request_refs);
       const bodies = new Map((statements.bodies.all(runId) as Array<{ seq: number; body: string }>).map((entry) => [entry.seq, entry.body]));
       const part = (seq: number) => JSON.parse(bodies.get(seq) ?? "null") as unknown;
+      const wanted = refs.flatMap((ref) => ("row" in ref ? [ref.row] : []));
+      const rows = new Map(wanted.length === 0 ? [] : (statements.rows.all(JSON.stringify(wanted)) as MessageRow[]).map((entry) => [entry.id, toStoredMessage(entry).message]));
       return {
-        messages: seqsOf(row.request_refs).map((seq) => part(seq) as Message),
+        messages: refs.map((ref) => ("row" in ref ? (rows.get(ref.row) ?? null) : part(ref.seq)) as Message),
         ...(row.tools_ref !== null ? { tools: part(row.tools_ref) as ToolSpec[] } : {}),
         ...(row.tool_choice === "auto" || row.tool_choice === "none" ? { tool_choice: row.tool_choice } : {}),
         ...(row.streamed !== null ? { stream: row.streamed === 1 } : {}),
@@ -100,6 +111,32 @@ export function createRequestLog(db: Database.Database) {
 }
 
 export type RequestLog = ReturnType<typeof createRequestLog>;
+
+/** A message of a request: a row of the messages table, or a part of the run's step_messages. */
+type Ref = { row: number } | { seq: number };
+
+/** [part 1, part 2, row 12, row 13, row 14] as "1-2,m12-14". */
+function refsText(refs: Ref[]): string {
+  const ranges: string[] = [];
+  for (let index = 0; index < refs.length; ) {
+    const ref = refs[index] as Ref;
+    const isRow = "row" in ref;
+    const first = isRow ? ref.row : ref.seq;
+    let last = first;
+    for (let next = refs[index + 1]; next !== undefined && "row" in next === isRow && ("row" in next ? next.row : next.seq) === last + 1; next = refs[index + 1]) {
+      last++;
+      index++;
+    }
+    ranges.push(`${isRow ? "m" : ""}${first === last ? first : `${first}-${last}`}`);
+    index++;
+  }
+  return ranges.join(",");
+}
+
+/** The references of refsText (a step recorded before rows were referenced has only parts' numbers). */
+function refsOf(text: string): Ref[] {
+  return text === "" ? [] : text.split(",").flatMap((range) => (range.startsWith("m") ? seqsOf(range.slice(1)).map((row): Ref => ({ row })) : seqsOf(range).map((seq): Ref => ({ seq }))));
+}
 
 /** FNV-1a over a string's UTF-16 code units. */
 function hashOf(text: string): number {

@@ -9,6 +9,7 @@ import type { Store } from "../agent/store.js";
 import { INSTANCE, instanceRegistration } from "../agent/store-owners.js";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
 import type { AfterCommit } from "./port.js";
+import { knowMessageRows } from "./sqlite-message-rows.js";
 import type { SqliteSteps } from "./sqlite-steps.js";
 
 export function createSqliteWrites(store: Store, steps: SqliteSteps, book: ApprovalBook) {
@@ -82,7 +83,11 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
   return {
     async record(writes: RunWrite[]): Promise<RecordOutcome> {
       try {
-        return await store.atomically(() => apply(writes));
+        const outcome = await store.atomically(() => apply(writes));
+        // Committed: a later step's request may point at these rows instead of storing the messages again.
+        let index = 0;
+        for (const write of writes) if (write.kind === "messages") knowMessageRows(store.db, write.entries.map((entry) => entry.message), outcome.messageIds[index++] ?? []);
+        return outcome;
       } catch (error) {
         // Taken back: the request log must not think these runs' messages are stored.
         for (const write of writes) if (write.kind === "step") steps.forgetRun(write.step.runId);
