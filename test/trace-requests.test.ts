@@ -144,6 +144,33 @@ describe("a step's recorded request", () => {
     expect(store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = 'run_collide'").pluck().get()).toBe(2);
   });
 
+  it("points at the messages rows that give back exactly the message sent, stores any other message as a part, and reads both back exactly", async () => {
+    const store = openTestStore();
+    const port = sqlitePortOf(store);
+    store.startRun({ runId: "run_rows", sessionId: "test:rows", userId: "U1", input: "hi" });
+    const user = { role: "user" as const, content: "Look it up." };
+    const assistant = { role: "assistant" as const, content: null, tool_calls: [{ id: "call_1", type: "function" as const, function: { name: "lookup", arguments: '{"n":1}' } }] };
+    const result = { role: "tool" as const, content: '{"status":"success","data":1}', tool_call_id: "call_1" };
+    // Keys in another order than the row gives back: its JSON would differ, so it is stored as a part.
+    const reordered = { role: "tool" as const, tool_call_id: "call_2", content: "two" };
+    const entries = [user, assistant, result, reordered].map((message) => ({ message, tokens: 1 }));
+    const [ids] = (await port.record([{ kind: "messages", sessionId: "test:rows", runId: "run_rows", entries }])).messageIds as [number[]];
+    // A unit that was taken back leaves rows nobody may point at (their ids can be taken again).
+    store.db.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    const poisoned = { role: "user" as const, content: "poison: never stored" };
+    await expect(port.record([{ kind: "messages", sessionId: "test:rows", runId: "run_rows", entries: [{ message: user, tokens: 1 }, { message: poisoned, tokens: 1 }] }])).rejects.toThrow(/refused by the test/);
+    const system = { role: "system" as const, content: "You look numbers up." };
+    const log = createRequestLog(store.db);
+    const request = [system, user, assistant, result, reordered, poisoned];
+    const refs = store.db.transaction(() => log.store("run_rows", request, undefined).requestRefs)();
+    expect(refs).toBe(`1,m${ids[0]}-${ids[2]},2-3`);
+    store.db.prepare("INSERT INTO steps (run_id, step, context_messages, prompt_tokens, completion_tokens, latency_ms, request_refs, created_at) VALUES ('run_rows', 1, 6, 0, 0, 1, ?, '2026-01-01')").run(refs);
+    expect(JSON.stringify((createRequestLog(store.db).read("run_rows", 1) as RecordedRequest).messages)).toBe(JSON.stringify(request));
+    // Rows read back from the table are pointed at too (a resumed run, a later run's history).
+    const [stored] = store.messagesAfter("test:rows", 0, 0);
+    expect(store.db.transaction(() => log.store("run_rows", [system, stored?.message as typeof user], undefined).requestRefs)()).toBe(`1,m${ids[0]}`);
+  });
+
   it("reads a step recorded before references existed from its whole stored payload", async () => {
     const { store, reader } = await setUp(50_000, () => ({ content: "unused" }));
     const messages = [{ role: "system", content: "old" }, { role: "user", content: "hi" }];
