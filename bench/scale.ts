@@ -23,7 +23,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, type TestDatabase } from "../test/fixtures/queue-database.js";
-import { startRoleProcess, type RoleProcess } from "../test/fixtures/role-processes.js";
+import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../test/fixtures/role-processes.js";
 import { statsOf, type Benchmark, type BenchmarkReport, type Row, type Stats, type Target } from "./measure.js";
 
 const THREADS = Number(process.env.BENCH_SCALE_THREADS) || 500;
@@ -115,12 +115,7 @@ async function measure(setup: Setup): Promise<Measured> {
   try {
     const common = {
       GLASSBOX_DB: join(directory, "glassbox.db"),
-      SLACK_BOT_TOKEN: "xoxb-fake-bot-token",
-      SLACK_SIGNING_SECRET: SECRET,
-      SLACK_API_URL: fake.apiUrl,
-      PORT: "0",
-      GLASSBOX_HOST: "127.0.0.1",
-      GLASSBOX_WEB_PORT: "0",
+      ...fakeSlackEnvironment(fake.apiUrl, SECRET),
       LOG_LEVEL: "warn",
     };
     const withModel = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-bench-scale", LLM_MODEL: "gpt-4o-mini", GLASSBOX_BUILTIN_TOOLS: "calculator" };

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL, type TestDatabase } from "./fixtures/queue-database.js";
-import { startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
+import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
 
 const BOT = "U0FAKEBOT1";
 const SECRET = "role-all-signing-secret";
@@ -45,12 +45,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
     bot = await startRoleProcess("all", {
       GLASSBOX_DATABASE_URL: database.url,
       GLASSBOX_DB: join(directory, "unused.db"),
-      SLACK_BOT_TOKEN: "xoxb-fake-bot-token",
-      SLACK_SIGNING_SECRET: SECRET,
-      SLACK_API_URL: fake.apiUrl,
-      PORT: "0",
-      GLASSBOX_HOST: "127.0.0.1",
-      GLASSBOX_WEB_PORT: "0",
+      ...fakeSlackEnvironment(fake.apiUrl, SECRET),
       OPENAI_BASE_URL: model.url,
       OPENAI_API_KEY: "sk-test-role-all",
       LLM_MODEL: "gpt-4o-mini",

@@ -22,7 +22,7 @@ import { startScriptedModelServer, type ChatCompletionRequestBody, type Scripted
 import { seeded } from "../src/testing/seeded-random.js";
 import { openStorePort, type AnyStorePort } from "../src/store/index.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL, type TestDatabase } from "./fixtures/queue-database.js";
-import { startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
+import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
 
 const BOT = "U0FAKEBOT1";
 const TEAM = "T0FAKE0001";
@@ -104,12 +104,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`glassbox as 1 ingress and 3 worker p
       GLASSBOX_DATABASE_URL: database.url,
       GLASSBOX_QUEUE_TIMINGS: JSON.stringify(TIMINGS),
       GLASSBOX_DB: join(directory, "unused.db"),
-      SLACK_BOT_TOKEN: "xoxb-fake-bot-token",
-      SLACK_SIGNING_SECRET: SECRET,
-      SLACK_API_URL: fake.apiUrl,
-      PORT: "0",
-      GLASSBOX_HOST: "127.0.0.1",
-      GLASSBOX_WEB_PORT: "0",
+      ...fakeSlackEnvironment(fake.apiUrl, SECRET),
       GLASSBOX_USER_DAILY_TOKENS: String(CAP),
     };
   }
