@@ -71,6 +71,11 @@ export interface Store {
   interruptOrphanedRuns(): number;
   /** Changes whenever another connection commits; used to notice writes by another process. */
   dataVersion(): number;
+  /**
+   * Changes whenever another connection commits or this one resets a session: a cached history read
+   * through this connection is stale exactly then (StorePort.historyVersion). One statement, not two.
+   */
+  historyVersion(): string;
   close(): void;
 }
 
@@ -177,6 +182,8 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
 
   const claimAll = db.transaction((eventIds: string[]) => eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1));
   const group = groupCommit(db);
+  // Sessions reset through this connection (another connection's reset changes data_version).
+  let resets = 0;
 
   return {
     db,
@@ -240,7 +247,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     },
     /** A new start for the session: later runs see none of its earlier messages (which are kept). */
     resetSession(sessionId: string): boolean {
-      return statements.resetSession.run(now(), sessionId).changes > 0;
+      const reset = statements.resetSession.run(now(), sessionId).changes > 0;
+      if (reset) resets++;
+      return reset;
     },
     /** Runs and tokens of one session, across resets. */
     sessionUsage(sessionId: string): { runs: number; promptTokens: number; completionTokens: number } {
@@ -286,6 +295,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     /** Changes whenever another connection commits; used to notice writes by another process. */
     dataVersion(): number {
       return statements.dataVersion.get() as number;
+    },
+    historyVersion(): string {
+      return `${statements.dataVersion.get() as number}:${resets}`;
     },
     close(): void {
       group.flush(); // units still waiting for the turn's end commit first

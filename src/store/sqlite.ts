@@ -55,7 +55,7 @@ function portOver(store: Store): SqlitePort {
   const searchSessions = createSessionSearch(store);
   const foldsOf = createFoldReader(store);
   let closed = false;
-  const historyVersion = (sessionId: string) => `${store.dataVersion()}:${store.epoch(sessionId)}`;
+  const historyVersion = (_sessionId: string) => store.historyVersion();
   const readHistory = db.transaction((sessionId: string) => {
     const epoch = store.epoch(sessionId);
     const summary = store.latestSummary(sessionId, epoch);
