@@ -31,6 +31,14 @@ import { parse as parseQuery } from "node:querystring";
 import { WebSocketServer, type WebSocket } from "ws";
 import { allowedMentionsProblem, mentionedIds, pingsOf, type Pings } from "./platform-mentions.js";
 import { createFakeDiscordCdn, type FakeDiscordCdn, type FakeDiscordFileInput } from "./fake-discord-files.js";
+import {
+  API_VERSION, APP_FLAG_MESSAGE_CONTENT_LIMITED, Callback, ChannelType, Close, ComponentType,
+  DISCORD_EPOCH, Intent, InteractionType, MEMBER_PERMISSIONS, MessageFlag, MessageType, Op,
+  PRIVILEGED_INTENTS, RATE_LIMIT, arr, byId, error, formError, isThread, matchesPath, parseBody,
+  readBody, str, unauthorized, unknownChannel, unknownMessage, unknownWebhook, type Answer,
+  type ApiUser, type Channel, type Conn, type Dispatch, type Handler, type Interaction, type Json,
+  type Route, type RouteContext, type Session, type StoredFile, type StoredMessage,
+} from "./fake-discord-protocol.js";
 
 export interface FakeDiscordChannelInput {
   id: string;
@@ -148,91 +156,6 @@ export const DEFAULT_BOT_USER_ID = "1100000000000000001";
 export const DEFAULT_GUILD: FakeDiscordGuildInput = {
   id: "1100000000000000100", name: "Fake Guild", channels: [{ id: "1100000000000000101", name: "general", type: 0 }],
 };
-
-// ---- Protocol constants (Discord's documented numbers) ----------------------------------------
-const API_VERSION = "10";
-const DISCORD_EPOCH = 1_420_070_400_000n;
-const Op = { Dispatch: 0, Heartbeat: 1, Identify: 2, PresenceUpdate: 3, VoiceStateUpdate: 4, Resume: 6, RequestGuildMembers: 8,
-  InvalidSession: 9, Hello: 10, HeartbeatAck: 11 } as const;
-const Intent = { Guilds: 1 << 0, GuildMembers: 1 << 1, GuildPresences: 1 << 8, GuildMessages: 1 << 9, DirectMessages: 1 << 12,
-  MessageContent: 1 << 15 } as const;
-const PRIVILEGED_INTENTS = Intent.GuildMembers | Intent.GuildPresences | Intent.MessageContent;
-const Close = { UnknownOpcode: 4001, DecodeError: 4002, NotAuthenticated: 4003, AuthenticationFailed: 4004,
-  AlreadyAuthenticated: 4005, InvalidSeq: 4007, InvalidApiVersion: 4012, DisallowedIntents: 4014, Dropped: 4000 } as const;
-const ChannelType = { GuildText: 0, DM: 1, AnnouncementThread: 10, PublicThread: 11, PrivateThread: 12 } as const;
-const isThread = (type: number) => type === ChannelType.AnnouncementThread || type === ChannelType.PublicThread || type === ChannelType.PrivateThread;
-const InteractionType = { ApplicationCommand: 2, MessageComponent: 3, ModalSubmit: 5 } as const;
-const ComponentType = { ActionRow: 1, TextInput: 4, Label: 18 } as const;
-const Callback = { ChannelMessage: 4, DeferredChannelMessage: 5, DeferredUpdate: 6, UpdateMessage: 7, Autocomplete: 8, Modal: 9 } as const;
-const MessageFlag = { Ephemeral: 1 << 6, Loading: 1 << 7 } as const;
-const MessageType = { Default: 0, Reply: 19, ChatInputCommand: 20 } as const;
-// GATEWAY_MESSAGE_CONTENT_LIMITED: the app (under 100 servers) has the Message Content toggle on.
-const APP_FLAG_MESSAGE_CONTENT_LIMITED = 1 << 19;
-// View channel, send messages, embed links, attach files, read history, mention, reactions,
-// application commands, threads: what a normally invited bot holds.
-const MEMBER_PERMISSIONS = String((1n << 10n) | (1n << 11n) | (1n << 14n) | (1n << 15n) | (1n << 16n) | (1n << 6n) | (1n << 31n) | (1n << 35n) | (1n << 38n));
-// Discord's bucket reset is ~1 s away with plenty left; discord.js only waits when remaining hits 0.
-const RATE_LIMIT = 50;
-
-type Json = Record<string, unknown>;
-interface ApiUser { id: string; username: string; global_name: string | null; discriminator: string; avatar: null; bot?: boolean }
-interface Channel { id: string; type: number; name?: string; guildId?: string; parentId?: string; recipientId?: string; ownerId?: string; lastMessageId: string | null }
-interface StoredMessage {
-  id: string; channelId: string; guildId?: string; content: string; components: unknown[]; embeds: unknown[]; attachments: unknown[];
-  authorId: string; type: number; flags: number; ephemeral: boolean; timestamp: string; editedTimestamp: string | null;
-  mentionIds: string[]; reference?: { message_id: string; channel_id: string; guild_id?: string };
-  interaction?: { id: string; type: number; userId: string; name?: string }; webhookId?: string;
-}
-interface Interaction {
-  id: string; token: string; type: number; channelId: string; guildId?: string; userId: string; name?: string;
-  componentMessageId?: string; // the message whose button was clicked
-  callbackType?: number; // set once acknowledged: a second callback is refused, as by Discord
-  originalId?: string; // what "@original" means for this interaction's webhook
-  followUps: Set<string>;
-  modal?: { customId: string; title: string; components: unknown[] }; // what a type 9 callback showed
-}
-interface Dispatch { op: 0; t: string; s: number; d: unknown }
-interface Session { id: string; intents: number; seq: number; events: Dispatch[]; conn: Conn | null; ended: boolean }
-interface Conn { ws: WebSocket; session?: Session }
-interface Answer { status: number; body?: unknown }
-interface RouteContext { params: string[]; query: Record<string, string>; body: Json; files: StoredFile[] }
-interface StoredFile { name: string; size: number; contentType: string }
-type Handler = (ctx: RouteContext) => Answer;
-interface Route { method: string; pattern: RegExp; auth: boolean; bucket: string; handler: Handler }
-
-const error = (status: number, code: number, message: string, errors?: Json): Answer => ({ status, body: { message, code, ...(errors ? { errors } : {}) } });
-const unauthorized = (): Answer => error(401, 0, "401: Unauthorized");
-const unknownChannel = () => error(404, 10003, "Unknown Channel");
-const unknownMessage = () => error(404, 10008, "Unknown Message");
-const unknownWebhook = () => error(404, 10015, "Unknown Webhook");
-const formError = (field: string, code: string, message: string) =>
-  error(400, 50035, "Invalid Form Body", { [field]: { _errors: [{ code, message }] } });
-const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
-const arr = (v: unknown): unknown[] | undefined => (Array.isArray(v) ? v : undefined);
-const byId = (a: { id: string }, b: { id: string }) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0);
-const matchesPath = (path: string, pattern: RegExp | string) => (typeof pattern === "string" ? path === pattern : pattern.test(path));
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
-}
-
-/** JSON, or multipart with a `payload_json` part and files (what @discordjs/rest sends with attachments). */
-async function parseBody(raw: Buffer, contentType: string): Promise<{ body: unknown; files: StoredFile[] }> {
-  if (raw.length === 0) return { body: undefined, files: [] };
-  if (!contentType.startsWith("multipart/form-data")) return { body: JSON.parse(raw.toString("utf8")) as unknown, files: [] };
-  const form = await new Response(raw, { headers: { "content-type": contentType } }).formData();
-  let body: unknown;
-  const files: StoredFile[] = [];
-  for (const [key, value] of form.entries()) {
-    if (key === "payload_json" && typeof value === "string") body = JSON.parse(value) as unknown;
-    else if (typeof value !== "string") files.push({ name: value.name, size: value.size, contentType: value.type });
-  }
-  return { body, files };
-}
 
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
   const token = options.token ?? DEFAULT_TOKEN;
