@@ -36,7 +36,7 @@ import { pino } from "pino";
 import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../src/agent/loop.js";
 import type { AgentConfig } from "../src/agent/run.js";
-import { openStore } from "../src/agent/store.js";
+import { openSqlitePort } from "../src/store/sqlite.js";
 import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
@@ -401,12 +401,12 @@ async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger
     approvers: [],
   };
   if (config.workers > 1) {
-    const store = openStore(config.databasePath, { checkpointInBackground: true });
+    const store = openSqlitePort(config.databasePath, { longRunning: true });
     const adapter = await startSlackAdapter({ slack, store, log, approvalTtlSeconds: 3600, workers: { count: config.workers, config } });
-    return { slack: adapter, stop: async () => (await adapter.stop(), store.close()) };
+    return { slack: adapter, stop: async () => (await adapter.stop(), await store.close()) };
   }
   const agent = await createAgentConfig(config, log);
-  const adapter = await startSlackAdapter({ slack, agent, store: agent.store, log, approvalTtlSeconds: 3600 });
+  const adapter = await startSlackAdapter({ slack, agent, store: agent.port, log, approvalTtlSeconds: 3600 });
   return { slack: adapter, agent, stop: async () => (await adapter.stop(), await agent.close()) };
 }
 

@@ -59,7 +59,7 @@ async function startDemo(argv: string[]): Promise<void> {
     stops.push(() => agent.close());
     const web = await startWebServer({
       agent,
-      store: agent.store,
+      store: agent.port,
       log,
       ...config.web,
       approvalTtlSeconds: config.approvalTtlSeconds,

@@ -14,7 +14,9 @@ export { createBuiltinTools } from "./tools/builtin/index.js";
 export type * from "./tools/types.js";
 export { ToolPause } from "./tools/types.js";
 export { loadConfig, type GlassboxConfig } from "./config.js";
-// Memory, traces and conversations: the parts the chat adapters are built from.
+// Memory, traces and conversations: the parts the chat adapters are built from. Everything persists
+// through a store port (openStorePort; on a SQLite store already open, sqlitePortOf).
+/** @deprecated The synchronous SQLite store; open a store port instead (openStorePort, or sqlitePortOf over a store already open). */
 export { openStore, type Store } from "./agent/store.js";
 export { createMemory, createSqliteMemory, type Memory, type MemoryStore } from "./agent/memory.js";
 export { openStorePort, type AnyStorePort, type StorePort } from "./store/index.js";

@@ -12,12 +12,12 @@ import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
-import { openStore } from "./agent/store.js";
 import { configurationError } from "./agent/errors.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
 import type { PostgresPort } from "./store/index.js";
+import { openSqlitePort } from "./store/sqlite.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
@@ -30,12 +30,14 @@ async function start(): Promise<void> {
   const slackWorkers = config.slack && config.workers > 1 ? config.workers : 0;
   assertModelConfigured(config);
   const agent = !slackWorkers || config.discord ? await createAgentConfig(config, log) : undefined;
-  const store = agent?.store ?? openStore(config.databasePath, { checkpointInBackground: true });
+  // Claims, approvals and feedback go through the agent's store port; without an agent here (Slack's
+  // workers each build their own), through a port of this thread's own on the same file.
+  const store = agent?.port ?? openSqlitePort(config.databasePath, { longRunning: true });
 
   // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
-  store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
+  await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
   // Runs left `running` by a process that was killed would say so forever; they were interrupted.
-  const interrupted = store.interruptOrphanedRuns();
+  const interrupted = await store.interruptOrphanedRuns();
   if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
   const stops: Array<() => Promise<void>> = [];
   if (config.slack) {
@@ -56,7 +58,7 @@ async function start(): Promise<void> {
   const shutdown = async () => {
     for (const stop of stops) await stop();
     if (agent) await agent.close();
-    else store.close();
+    else await store.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown());
@@ -144,9 +146,9 @@ function stopAfterCrash(log: Logger, worker: number, exitCode: number): void {
 async function startPlayground(config: GlassboxConfig): Promise<void> {
   const log = createLogger({ level: "warn" });
   const problem = modelProblem(config);
-  const store = openStore(config.databasePath, { checkpointInBackground: true });
-  store.interruptOrphanedRuns();
-  const agent = problem ? undefined : await createAgentConfig(config, log, { store });
+  const store = openSqlitePort(config.databasePath, { longRunning: true });
+  await store.interruptOrphanedRuns();
+  const agent = problem ? undefined : await createAgentConfig(config, log, { port: store });
   const web = await startWebServer({
     agent,
     store,
@@ -164,8 +166,8 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
   if (problem) process.stdout.write(`${problem}\n`);
   const shutdown = async () => {
     await web.stop();
-    await agent?.mcp.close();
-    store.close();
+    await agent?.close(); // leaves the port it was given open
+    await store.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown());

@@ -5,7 +5,6 @@ import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
 import { createMemory } from "./agent/memory.js";
-import { openStore, type Store } from "./agent/store.js";
 import { createPipelines, createSpecialistTools, parseAgentsConfig, type AgentsConfig, type Pipelines, type SpecialistFactory } from "./agent/sub-agents.js";
 import { configurationError } from "./agent/errors.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
@@ -15,7 +14,7 @@ import { otelExportFromEnv, withOtelExport } from "./agent/otel-export.js";
 import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import type { FactStore, StorePort } from "./store/port.js";
-import { openSqlitePort, sqlitePortOf } from "./store/sqlite.js";
+import { openSqlitePort } from "./store/sqlite.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
@@ -110,8 +109,7 @@ export function createModel(config: GlassboxConfig, log: Logger): ChatModel {
 
 /** The main agent as the entry points use it: its configuration plus what they must manage. */
 export interface GlassboxAgent extends AgentConfig {
-  store: Store;
-  /** What everything of the agent reads and writes through: the SQLite store's port, or the one given. */
+  /** What everything of the agent reads and writes through: the SQLite file's port (GLASSBOX_DB), or the one given. */
   port: StorePort;
   mcp: McpServers;
   /** Where each tool came from (built-in, demo shop, module, MCP server, specialist). */
@@ -134,24 +132,25 @@ export interface AgentOptions {
   toolModules?: string[];
   approve?: ApprovalGate;
   maxSteps?: number;
-  store?: Store;
-  /** A store port already open (a worker's PostgreSQL): memory, the trace and quotas use it, no SQLite file is opened, and close() leaves it open. */
+  /**
+   * A store port already open (SQLite's or PostgreSQL's): everything of the agent goes through it, no
+   * file is opened, and close() leaves it open. Without it, the agent opens GLASSBOX_DB and closes it.
+   */
   port?: StorePort;
 }
 
-/** The agent over a store port it was given: there is no SQLite `Store`. */
-export type PortAgent = Omit<GlassboxAgent, "store"> & { store?: undefined };
+/** @deprecated Every agent now works over a store port: this is GlassboxAgent. */
+export type PortAgent = GlassboxAgent;
 
 /**
  * The agent with memory (messages committed as they come, context within the token budget) and traces,
  * on SQLite or on the store port given. `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.mcp.close()` on shutdown.
  */
-export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions & { port: StorePort }): Promise<PortAgent>;
-export async function createAgentConfig(config: GlassboxConfig, log: Logger, options?: AgentOptions): Promise<GlassboxAgent>;
-export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions = {}): Promise<GlassboxAgent | PortAgent> {
-  const store = options.port ? undefined : (options.store ?? openStore(config.databasePath, { checkpointInBackground: true }));
-  // Memory, the trace, quotas and memory's tools write through the store port (on SQLite, over this same connection).
-  const port = options.port ?? sqlitePortOf(store as Store);
+export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions = {}): Promise<GlassboxAgent> {
+  // Memory, the trace, quotas, memory's tools and the adapters write through the store port; one
+  // opened here is a long-running bot's (its WAL checkpointed from a thread of its own).
+  const owned = options.port ? undefined : openSqlitePort(config.databasePath, { longRunning: true });
+  const port = options.port ?? (owned as StorePort);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
   const { tokens, cost } = config.dailyLimits;
@@ -198,13 +197,12 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
   // With OTEL_EXPORTER_OTLP_ENDPOINT, every run (specialists' too: they share this recorder) is also exported.
   const otel = otelExportFromEnv(process.env, config.model.model);
   const trace = otel ? withOtelExport({ trace: learning }, otel).trace ?? learning : learning;
-  const agent: GlassboxAgent | PortAgent = {
+  const agent: GlassboxAgent = {
     model,
     tools,
     ...(selector.active ? { selectTools: selector.selectForRun } : {}),
     memory,
     trace,
-    store,
     port,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
@@ -222,7 +220,7 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
     async close() {
       await mcp.close();
       await otel?.shutdown(); // sends the spans still waiting
-      store?.close(); // a port given is closed by whoever opened it
+      await owned?.close(); // a port given is closed by whoever opened it
     },
   };
   return agent;

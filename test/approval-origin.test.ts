@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { createApprovalBook } from "../src/agent/approvals.js";
 import { openStore, type Store } from "../src/agent/store.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 import { loadConfig } from "../src/config.js";
 import type { BlockActionInput } from "../src/testing/fake-slack.js";
 import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
@@ -123,7 +124,7 @@ describe("Slack clicks", () => {
     const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_TOOLS: noticeTools() });
     const store = openStore(config.databasePath);
     const { log } = slack.memoryLogger();
-    const bot = await startSlackAdapter({ slack: slack.slackConfigFor(fake), store, log, approvalTtlSeconds: 3_600, workers: { count: 2, config } });
+    const bot = await startSlackAdapter({ slack: slack.slackConfigFor(fake), store: sqlitePortOf(store), log, approvalTtlSeconds: 3_600, workers: { count: 2, config } });
     stops.push(async () => {
       await bot.stop();
       store.close();

@@ -9,7 +9,7 @@ import type { Attachment } from "../src/agent/attachments.js";
 import { runAgent } from "../src/agent/loop.js";
 import { createTraceReader } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
-import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { hasImagePart, PNG, userContent, type Part } from "./attachment-helpers.js";
 import { quietLogger } from "./web-helpers.js";
@@ -21,7 +21,7 @@ const pdf: Attachment = { name: "report.pdf", mimeType: "application/pdf", size:
 
 describe("attachments reach the model", () => {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-attachments-"));
-  const open: Array<{ model: ScriptedModelServer; agent: GlassboxAgent }> = [];
+  const open: Array<{ model: ScriptedModelServer; agent: SqliteAgent }> = [];
   afterEach(async () => {
     for (const { model, agent } of open.splice(0)) {
       agent.store.close();
@@ -37,7 +37,7 @@ describe("attachments reach the model", () => {
       script: (request) => (request.messages.some((message) => message.role === "tool") ? { content: "A cat, and the launch is on Friday." } : { toolCalls: [{ name: "current_time", arguments: "{}" }] }),
     });
     const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, `${open.length}-${Date.now()}.db`), ...(options.images ? { GLASSBOX_MODEL_IMAGES: options.images } : {}), ...options.env };
-    const agent = await createAgentConfig(loadConfig(env), quietLogger());
+    const agent = await sqliteAgentConfig(loadConfig(env), quietLogger());
     open.push({ model, agent });
     return { model, agent, trace: createTraceReader(agent.store) };
   }

@@ -46,8 +46,8 @@ describe("bounded load", () => {
     const { agent } = await setUp({ GLASSBOX_MAX_CONCURRENT_RUNS: "2" });
     const log: string[] = [];
     // Two conversation services over one agent, as Slack and Discord share it in one process.
-    const slackLike = createConversations(agent, agent.store, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
-    const discordLike = createConversations(agent, agent.store, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
+    const slackLike = createConversations(agent, agent.port, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
+    const discordLike = createConversations(agent, agent.port, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
     let inProgress = 0;
     let most = 0;
     const track = (event: AgentEvent) => {
@@ -77,7 +77,7 @@ describe("bounded load", () => {
 
   it("a request stopped while it waits for a slot never starts and makes no model call", async () => {
     const { agent, model } = await setUp({ GLASSBOX_MAX_CONCURRENT_RUNS: "1" });
-    const conversations = createConversations(agent, agent.store);
+    const conversations = createConversations(agent, agent.port);
     const first = conversations.send({ sessionId: "web:a", userId: "U1", input: "first" });
     const waiting = conversations.send({ sessionId: "web:b", userId: "U2", input: "second" });
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -126,7 +126,7 @@ describe("Discord startup", () => {
 
   it("an invalid token stops startup with one sentence about DISCORD_TOKEN", async () => {
     const { fake, agent, log } = await setUp();
-    const failure = await startDiscordAdapter({ discord: { token: "not-the-token", apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({ discord: { token: "not-the-token", apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
@@ -138,7 +138,7 @@ describe("Discord startup", () => {
 
   it("an unreachable DISCORD_API_URL stops startup with one sentence naming it", async () => {
     const { agent, log } = await setUp();
-    const failure = await startDiscordAdapter({ discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({ discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
@@ -148,7 +148,7 @@ describe("Discord startup", () => {
 
   it("a missing Message Content intent stops startup with one sentence saying where to turn it on", async () => {
     const { fake, agent, log } = await setUp({ missingIntents: true });
-    const failure = await startDiscordAdapter({ discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({ discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );

@@ -11,7 +11,9 @@ import type { AgentConfig } from "../src/agent/loop.js";
 import type { Store } from "../src/agent/store.js";
 import { loadConfig, type DiscordConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
-import { createAgentConfig } from "../src/setup.js";
+import type { StorePort } from "../src/store/port.js";
+import { storePortOf } from "../src/adapters/trace-readings.js";
+import { sqliteAgentConfig } from "./sqlite-agent.js";
 import { startFakeDiscord, type FakeDiscord, type FakeDiscordMessage, type FakeDiscordOptions } from "../src/testing/fake-discord.js";
 import { startScriptedModelServer, type Script, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { memoryLogger, type LogLine } from "./slack-helpers.js";
@@ -76,7 +78,7 @@ export function tempPaths(): Paths {
 /** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
 export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
   const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
-  const agent = await createAgentConfig(config, log);
+  const agent = await sqliteAgentConfig(config, log);
   cleanups.stores.push(agent.store);
   return { agent, config };
 }
@@ -84,7 +86,8 @@ export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Lo
 export interface AdapterOptions {
   fake: FakeDiscord;
   agent: AgentConfig;
-  store: Store;
+  /** The port, or the SQLite store whose port the adapter is given. */
+  store: Store | StorePort;
   log: Logger;
   discord?: Partial<DiscordConfig>;
   approvalTtlSeconds?: number;
@@ -95,7 +98,7 @@ export async function startAdapter(options: AdapterOptions): Promise<DiscordAdap
   const adapter = await startDiscordAdapter({
     discord: { token: options.fake.token, apiUrl: options.fake.apiUrl, approvers: [], ...options.discord },
     agent: options.agent,
-    store: options.store,
+    store: storePortOf(options.store),
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });

@@ -459,7 +459,7 @@ describe("MCP tools in a run", () => {
     });
     const { pino } = await import("pino");
     const agent = await createAgentConfig(config, pino({ level: "silent" }));
-    cleanups.push(() => agent.store.close());
+    cleanups.push(() => agent.port.close());
     cleanups.push(() => agent.mcp.close());
 
     expect(agent.tools.names()).toEqual(expect.arrayContaining(["calculator", "fixture__echo", "fixture__delete_everything"]));

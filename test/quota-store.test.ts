@@ -31,7 +31,7 @@ for (const target of TARGETS) {
       const agent = await createAgentConfig(config, createLogger({ level: "silent" }), { port });
       try {
         expect(agent.port).toBe(port);
-        expect(agent.store).toBeUndefined();
+        expect("store" in agent).toBe(false); // the agent carries the port alone
         const conversations = createConversations(agent, agent.port, { dailyLimits: config.dailyLimits });
         expect(await conversations.send({ input: "first", sessionId: "web:p1", userId: "U1" })).toMatchObject({ stopReason: "final" });
         // The guard settled the call in this store: its ledger is at the cap for every handle.

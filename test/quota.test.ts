@@ -12,7 +12,7 @@ import { createTokenCounter } from "../src/agent/tokens.js";
 import { createTraceRecorder } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { createAgentConfig } from "../src/setup.js";
+import { sqliteAgentConfig } from "./sqlite-agent.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { startServer } from "./agent-helpers.js";
 import { cleanUpAfterEach, openTestStore, testModel } from "./memory-helpers.js";
@@ -74,7 +74,7 @@ describe("quotas hold under concurrency", () => {
     const call = { promptTokens: 150, completionTokens: 10 };
     const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
     const config = loadConfig({ OPENAI_BASE_URL: server.url, GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_USER_DAILY_TOKENS: "2000" });
-    const agent = await createAgentConfig(config, createLogger({ level: "silent" }));
+    const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     try {
       const conversations = createConversations(agent, agent.store, { dailyLimits: config.dailyLimits });
       const results = await Promise.all(Array.from({ length: 40 }, (_, index) => conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" })));

@@ -10,12 +10,12 @@ import { NOT_RECORDED, replayRun } from "../src/agent/replay.js";
 import { createTraceReader } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { closeServers, modelFor, startServer } from "./agent-helpers.js";
 import { orderStatus } from "./slack-helpers.js";
 
-let agent: GlassboxAgent | undefined;
+let agent: SqliteAgent | undefined;
 afterEach(async () => {
   await agent?.close();
   agent = undefined;
@@ -38,7 +38,7 @@ async function record() {
     },
   });
   const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: shopDb, GLASSBOX_DEMO: "true" });
-  agent = await createAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
+  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
   const result = await runAgent(agent, { input: "Cancel order 20240410003, I changed my mind.", sessionId: "cli:replay", userId: "U1" });
   expect(result.output).toBe("I could not cancel it: nobody approved.");
   return { agent, result, shopDb, recordedRequests: server.requests.map((request) => request.body) };

@@ -13,7 +13,9 @@ import type { AgentConfig } from "../src/agent/loop.js";
 import type { Store } from "../src/agent/store.js";
 import { loadConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
-import { createAgentConfig } from "../src/setup.js";
+import type { StorePort } from "../src/store/port.js";
+import { storePortOf } from "../src/adapters/trace-readings.js";
+import { sqliteAgentConfig } from "./sqlite-agent.js";
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from "../src/testing/fake-slack.js";
 import {
   startScriptedModelServer,
@@ -84,7 +86,7 @@ export function tempPaths(): Paths {
 /** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
 export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
   const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
-  const agent = await createAgentConfig(config, log);
+  const agent = await sqliteAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
@@ -95,11 +97,12 @@ export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> 
   return { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [], ...overrides };
 }
 
-export async function startAdapter(options: { fake: FakeSlack; agent: AgentConfig; store: Store; log: Logger; slack?: Partial<SlackConfig>; approvalTtlSeconds?: number }) {
+/** startSlackAdapter as main.ts calls it; `store` may be the SQLite store, whose port the adapter is given. */
+export async function startAdapter(options: { fake: FakeSlack; agent: AgentConfig; store: Store | StorePort; log: Logger; slack?: Partial<SlackConfig>; approvalTtlSeconds?: number }) {
   const slack = await startSlackAdapter({
     slack: slackConfigFor(options.fake, options.slack),
     agent: options.agent,
-    store: options.store,
+    store: storePortOf(options.store),
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });

@@ -135,8 +135,8 @@ export async function startInstalledBot(options: InstalledBotOptions = {}): Prom
   const mode: Partial<SlackConfig> = options.socket ? { signingSecret: undefined, appToken: "xapp-1-fake-app-token", port: await freePort() } : {};
   const settings: Partial<SlackConfig> = { botToken: undefined, oauth, ...mode, ...options.slack };
   const slack = options.workers
-    ? await startSlackAdapter({ slack: { ...slackConfigFor(fake), ...settings }, store: agent.store, log, approvalTtlSeconds: 3_600, workers: { count: options.workers, config } })
-    : await startAdapter({ fake, agent, store: agent.store, log, slack: settings });
+    ? await startSlackAdapter({ slack: { ...slackConfigFor(fake), ...settings }, store: agent.port, log, approvalTtlSeconds: 3_600, workers: { count: options.workers, config } })
+    : await startAdapter({ fake, agent, store: agent.port, log, slack: settings });
   // The redirect URL the app's settings page lists at Slack.
   fake.oauth?.setRedirectUrl(new URL("/slack/oauth_redirect", slack.installUrl).toString());
   return { fake, slack, oauth, lines, logText: text, dbPath: paths.db, rows: backend.rows, stop: () => slack.stop(), drop: backend.drop, store: agent.store, model };

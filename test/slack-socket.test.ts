@@ -123,7 +123,7 @@ describe("Slack configuration errors", () => {
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
     for (const mode of [{}, socketMode]) {
-      const start = startSlackAdapter({ slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }), agent, store: agent.store, log, approvalTtlSeconds: 3_600 });
+      const start = startSlackAdapter({ slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }), agent, store: agent.port, log, approvalTtlSeconds: 3_600 });
       await expect(start).rejects.toThrow(/SLACK_BOT_TOKEN/);
       await expect(start).rejects.toThrow(/invalid_auth/);
     }
@@ -137,7 +137,7 @@ describe("Slack configuration errors", () => {
     const model = await startModel();
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
-    const start = startSlackAdapter({ slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" }, agent, store: agent.store, log, approvalTtlSeconds: 3_600 });
+    const start = startSlackAdapter({ slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 });
     await expect(start).rejects.toThrow("I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.");
   });
 });

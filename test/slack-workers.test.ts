@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { shardOf } from "../src/adapters/conversation-workers.js";
 import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { openStore } from "../src/agent/store.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 import { loadConfig } from "../src/config.js";
 import type { FakeSlack } from "../src/testing/fake-slack.js";
 import type { ChatCompletionRequestBody, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -57,7 +58,7 @@ async function startWithWorkers(fake: FakeSlack, model: ScriptedModelServer, pat
   const store = openStore(config.databasePath);
   const { log, lines } = memoryLogger();
   const exits: number[] = [];
-  const slack = await startSlackAdapter({ slack: slackConfigFor(fake), store, log, approvalTtlSeconds: 3_600, workers: { count: 2, config, onExit: (worker) => exits.push(worker) } }).catch((error: unknown) => {
+  const slack = await startSlackAdapter({ slack: slackConfigFor(fake), store: sqlitePortOf(store), log, approvalTtlSeconds: 3_600, workers: { count: 2, config, onExit: (worker) => exits.push(worker) } }).catch((error: unknown) => {
     store.close();
     throw error;
   });

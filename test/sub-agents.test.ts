@@ -11,7 +11,7 @@ import { parseAgentsConfig } from "../src/agent/sub-agents.js";
 import { createTraceReader } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 import type { ApprovalRequest } from "../src/tools/types.js";
 import { closeServers, startServer } from "./agent-helpers.js";
@@ -29,7 +29,7 @@ const who = (body: ChatCompletionRequestBody) => String(body.messages[0]?.conten
 const toolNames = (body: ChatCompletionRequestBody) => (body.tools ?? []).map((tool) => (tool as { function: { name: string } }).function.name).sort();
 const lastTool = (body: ChatCompletionRequestBody) => String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
 
-let agent: GlassboxAgent | undefined;
+let agent: SqliteAgent | undefined;
 afterEach(async () => {
   await agent?.close();
   agent = undefined;
@@ -47,7 +47,7 @@ async function setUp(script: (body: ChatCompletionRequestBody) => object, approv
     GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true",
     GLASSBOX_AGENTS: join(directory, "agents.json"),
   });
-  agent = await createAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});
+  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});
   return { server, agent, config };
 }
 
@@ -168,7 +168,7 @@ describe("a specialist's approval in a chat", () => {
     agent = undefined;
 
     // A new process: a new agent and conversations over the same database; the person clicks now.
-    agent = await createAgentConfig(config, createLogger({ level: "silent" }));
+    agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     const after = createConversations(agent, agent.store, { openSurface: () => surface });
     const decided = await after.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
     expect(decided.kind).toBe("decided");
@@ -239,5 +239,5 @@ describe("agents configuration", () => {
 
 async function loadConfigAndAgents(path: string) {
   const config = loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", GLASSBOX_DB: join(mkdtempSync(join(tmpdir(), "glassbox-agents-")), "g.db"), GLASSBOX_AGENTS: path });
-  return createAgentConfig(config, createLogger({ level: "silent" }));
+  return sqliteAgentConfig(config, createLogger({ level: "silent" }));
 }

@@ -13,7 +13,7 @@ import { startWebServer, type WebServer } from "../src/adapters/web/web-server.j
 import { MAX_REASONING_CHARS } from "../src/agent/trace.js";
 import { textOf, type ChatModel } from "../src/agent/types.js";
 import { loadConfig } from "../src/config.js";
-import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { artifactsDir, getJson, postJson, quietLogger, WAIT } from "./web-helpers.js";
 
@@ -59,7 +59,7 @@ function glassboxCli(args: string[], databasePath: string): Promise<{ code: numb
 
 describe("a step's thinking and the model layer's notes in the trace", () => {
   let model: ScriptedModelServer;
-  let agent: GlassboxAgent;
+  let agent: SqliteAgent;
   let web: WebServer;
   const directory = mkdtempSync(join(tmpdir(), "glassbox-thinking-"));
   const databasePath = join(directory, "glassbox.db");
@@ -84,7 +84,7 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
       script: (request) => (request.messages.some((message) => message.role === "tool") ? { content: "6 × 7 is 42." } : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] }),
     });
     const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: databasePath });
-    agent = await createAgentConfig(config, quietLogger());
+    agent = await sqliteAgentConfig(config, quietLogger());
     web = await startWebServer({ agent: { ...agent, model: thinkingModel(agent.model) }, store: agent.store, log: quietLogger(), host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (thinking)" });
     thinkingRun = await startRun("thinking", "What is 6 times 7?");
     plainRun = await startRun("plain", `What is 6 times 7, ${PLAIN}?`);

@@ -9,10 +9,10 @@ import { runAgent } from "../src/agent/loop.js";
 import { createTraceReader } from "../src/agent/trace.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { createAgentConfig, type GlassboxAgent } from "../src/setup.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { closeServers, startServer } from "./agent-helpers.js";
 
-let agent: GlassboxAgent | undefined;
+let agent: SqliteAgent | undefined;
 afterEach(async () => {
   await agent?.close();
   agent = undefined;
@@ -36,7 +36,7 @@ it("records every call of a step, the refused and the shared ones too, in the or
           },
   });
   const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true" });
-  agent = await createAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
+  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
   const result = await runAgent(agent, { input: "Look it up and cancel the other.", sessionId: "cli:refused", userId: "U1" });
   expect(result.output).toBe("Done.");
 

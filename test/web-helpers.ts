@@ -15,7 +15,7 @@ import type { AgentConfig } from "../src/agent/run.js";
 import type { Store } from "../src/agent/store.js";
 import { loadConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
-import { createAgentConfig } from "../src/setup.js";
+import { sqliteAgentConfig } from "./sqlite-agent.js";
 import { startScriptedModelServer, type Script, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 
 /** A paid order of the demo shop: it can still be cancelled. */
@@ -87,11 +87,11 @@ export async function startPlayground(options: { script?: Script; server?: Parti
   cleanups.push(() => model.close());
   const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true", ...options.env });
   const log = quietLogger();
-  const agent = await createAgentConfig(config, log);
+  const agent = await sqliteAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
-  const web = await startWebServer({ agent, store: agent.store, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), pipelines: agent.pipelines, ...options.server });
+  const web = await startWebServer({ agent, store: agent.port, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), pipelines: agent.pipelines, ...options.server });
   cleanups.push(() => web.stop());
   return { url: web.url, web, model, agent, store: agent.store };
 }

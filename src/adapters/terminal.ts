@@ -169,7 +169,7 @@ export function createTerminalRenderer(view: TerminalView) {
  */
 export async function startTerminalChat(
   agent: AgentConfig,
-  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string; reset?: () => void; env?: NodeJS.ProcessEnv },
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string; reset?: () => unknown; env?: NodeJS.ProcessEnv },
 ): Promise<void> {
   const view = terminalView(io.output, io.output, io.env);
   const prompt = view.answerStyle.bold(view.answerStyle.cyan("> "));
@@ -193,7 +193,7 @@ export async function startTerminalChat(
     const input = line.trim();
     if (input === "/reset") {
       history = [];
-      io.reset?.();
+      await io.reset?.(); // before the next turn reads the conversation
       io.output.write("(new conversation)\n");
       continue;
     }

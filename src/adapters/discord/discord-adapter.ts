@@ -18,7 +18,6 @@ import {
   type ModalSubmitInteraction,
 } from "discord.js";
 import { rateInConversation } from "../../agent/feedback.js";
-import { storePortOf } from "../trace-readings.js";
 import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../agent/conversations.js";
@@ -26,9 +25,9 @@ import type { Price } from "../../agent/cost.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
-import type { Store } from "../../agent/store.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import type { StorePort } from "../../store/port.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
 import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "./discord-events.js";
@@ -55,7 +54,8 @@ export const SLASH_COMMANDS = [
 export async function startDiscordAdapter(options: {
   discord: DiscordConfig;
   agent: AgentConfig;
-  store: Store;
+  /** Where claims, approvals and feedback are kept: the agent's store port (SQLite or PostgreSQL). */
+  store: StorePort;
   log: Logger;
   approvalTtlSeconds: number;
   prices?: Record<string, Price>;
@@ -106,7 +106,7 @@ export async function startDiscordAdapter(options: {
     const direct = message.channel.isDMBased();
     if (!direct && !(client.user && message.mentions.users.has(client.user.id))) return;
     // Exactly once: a gateway replay after a resume finds the claim and does nothing.
-    if (!store.claim(discordMessageId(message.id))) return;
+    if (!(await store.claim(discordMessageId(message.id)))) return;
     const sessionId = discordSessionKey(message.channel, message.guildId);
     const input = discordInputOf(message.content);
     if (!input && message.attachments.size === 0) {
@@ -126,14 +126,11 @@ export async function startDiscordAdapter(options: {
     await (await ready).run;
   }
 
-  // Feedback is written through the store port, on SQLite or PostgreSQL.
-  const feedback = storePortOf(store);
-
   /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
   async function onFeedback(interaction: ButtonInteraction, rated: { rating: "up" | "down"; runId: string }): Promise<void> {
-    if (!(await feedback.claim(discordInteractionId(interaction.id)))) return;
+    if (!(await store.claim(discordInteractionId(interaction.id)))) return;
     const here = (sessionId: string) => sessionId.startsWith(discordClickOrigin(interaction).sessionPrefix) && channelOf(sessionId) === interaction.channelId;
-    if ((await rateInConversation(feedback, { ...rated, userId: interaction.user.id, source: "discord" }, here)) === "not_here") {
+    if ((await rateInConversation(store, { ...rated, userId: interaction.user.id, source: "discord" }, here)) === "not_here") {
       await interaction.reply({ content: "I can't rate that answer from here; rate it in the conversation where I gave it.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
       return;
     }
@@ -144,8 +141,8 @@ export async function startDiscordAdapter(options: {
   /** The reason a 👎 asked for: it only ever completes the submitter's own 👎 of that run. */
   async function onReason(interaction: ModalSubmitInteraction): Promise<void> {
     const runId = reasonModalRun(interaction.customId);
-    if (!runId || !(await feedback.claim(discordInteractionId(interaction.id)))) return;
-    const noted = await feedback.explainFeedback(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
+    if (!runId || !(await store.claim(discordInteractionId(interaction.id)))) return;
+    const noted = await store.explainFeedback(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
     await interaction.reply({ content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
 
@@ -153,7 +150,7 @@ export async function startDiscordAdapter(options: {
     const rated = feedbackButton(interaction.customId);
     if (rated) return onFeedback(interaction, rated);
     const button = approvalButton(interaction.customId);
-    if (!button || !store.claim(discordInteractionId(interaction.id))) return;
+    if (!button || !(await store.claim(discordInteractionId(interaction.id)))) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
     const outcome = await conversations.decide({ ...button, userId: interaction.user.id, origin: discordClickOrigin(interaction) });
     const refusal = refusalFor(outcome, discord.approvers.length > 0);
@@ -161,7 +158,7 @@ export async function startDiscordAdapter(options: {
   }
 
   async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
-    if (!store.claim(discordInteractionId(interaction.id))) return;
+    if (!(await store.claim(discordInteractionId(interaction.id)))) return;
     if (!interaction.channel) {
       await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
       return;
@@ -174,7 +171,7 @@ export async function startDiscordAdapter(options: {
       await interaction.reply({ content: conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.", allowedMentions: NO_PINGS });
     } else if (interaction.commandName === "usage") {
       await interaction.reply({
-        content: sessionUsageText(store.sessionUsage(sessionId), { name: options.agent.model.name, prices: options.prices }),
+        content: sessionUsageText(await store.sessionUsage(sessionId), { name: options.agent.model.name, prices: options.prices }),
         flags: MessageFlags.Ephemeral,
         allowedMentions: NO_PINGS,
       });

@@ -16,15 +16,14 @@ import type { ConversationService } from "../../agent/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
-import type { Store } from "../../agent/store.js";
 import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import type { StorePort } from "../../store/port.js";
 import { askSomething, examplePrompts, type ExamplePrompt } from "../example-requests.js";
 import type { ToolSource } from "../../tools/tool-sources.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { rateInConversation } from "../../agent/feedback.js";
-import { storePortOf } from "../trace-readings.js";
 import { FEEDBACK_ACTIONS, feedbackValueOf, REASON_BLOCK, REASON_INPUT, REASON_VIEW, reasonModal } from "./feedback-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
@@ -75,7 +74,8 @@ export type SlackRuns =
 export async function startSlackAdapter(
   options: {
     slack: SlackConfig;
-    store: Store;
+    /** Where claims, approvals and feedback are kept: the agent's store port (SQLite or PostgreSQL). */
+    store: StorePort;
     log: Logger;
     approvalTtlSeconds: number;
     /** What an empty mention suggests asking, from the tools the bot has (exampleRequests). */
@@ -128,14 +128,14 @@ export async function startSlackAdapter(
     // Exactly once: the event id and the message ts are claimed (committed with the turn's other
     // units) before any work starts, so a retry, a redelivery or a second socket connection finds
     // the claim and does nothing.
-    if (!(await store.atomically(() => store.claim(...slackEventIds(message))))) return;
+    if (!(await store.claim(...slackEventIds(message)))) return;
 
     const threadTs = threadOf(message);
     const sessionId = slackSessionKey(message);
     const reply = (text: string) => client.chat.postMessage({ channel: message.channel, ...(threadTs ? { thread_ts: threadTs } : {}), text });
 
     if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
-      if (store.claim(`slack:notice:${message.channel}`)) {
+      if (await store.claim(`slack:notice:${message.channel}`)) {
         await reply(`I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`);
       }
       return;
@@ -153,8 +153,15 @@ export async function startSlackAdapter(
     // waiting go out first (a burst of mentions is acknowledged before any of their work).
     const userId = userOf(message.context, message.user);
     // A DM thread is an agent (or assistant) thread: its first message names it.
-    if (message.isDirect && threadTs && store.claim(`slack:title:${message.channel}:${threadTs}`)) {
-      void titleThread(client, { channel: message.channel, threadTs }, input).catch((error: unknown) => log.warn({ error: (error as Error).message }, "Slack: setting the thread title failed"));
+    // Not awaited: the title is a side line, and the message is passed on below in this same turn, in order.
+    if (message.isDirect && threadTs) {
+      const title = { channel: message.channel, threadTs };
+      void store
+        .claim(`slack:title:${message.channel}:${threadTs}`)
+        .then(async (first) => {
+          if (first) await titleThread(client, title, input);
+        })
+        .catch((error: unknown) => log.warn({ error: (error as Error).message }, "Slack: setting the thread title failed"));
     }
     const viewed = message.isDirect ? viewedBy(message) : [];
     setImmediate(() => {
@@ -209,16 +216,14 @@ export async function startSlackAdapter(
 
   // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
   // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.
-  // Written through the store port, on SQLite or PostgreSQL.
-  const feedback = storePortOf(store);
   app.action<BlockAction>(FEEDBACK_ACTIONS, async ({ ack, action, body, client, context }) => {
     await ack();
     const rated = "value" in action ? feedbackValueOf(action.value) : undefined;
-    if (!rated || !(await feedback.claim(`slack:interaction:${body.trigger_id}`))) return;
+    if (!rated || !(await store.claim(`slack:interaction:${body.trigger_id}`))) return;
     // Only from the conversation the answer is in: whoever can see it there can rate it.
     const channel = body.channel?.id;
     const here = (sessionId: string) => sessionId.startsWith(clickOrigin(body).sessionPrefix) && sessionId.split(":")[2] === channel;
-    if ((await rateInConversation(feedback, { ...rated, userId: userOf(context, body.user.id), source: "slack" }, here)) === "not_here") {
+    if ((await rateInConversation(store, { ...rated, userId: userOf(context, body.user.id), source: "slack" }, here)) === "not_here") {
       if (channel) await client.chat.postEphemeral({ channel, user: body.user.id, text: "I can't rate that answer from here; rate it in the conversation where I gave it." });
       return;
     }
@@ -227,9 +232,9 @@ export async function startSlackAdapter(
   // The reason a 👎 asked for: only ever completes the submitter's own 👎 of that run.
   app.view(REASON_VIEW, async ({ ack, view, body, context }) => {
     await ack();
-    if (!(await feedback.claim(`slack:view:${view.id}`))) return;
+    if (!(await store.claim(`slack:view:${view.id}`))) return;
     const reason = view.state.values[REASON_BLOCK]?.[REASON_INPUT]?.value;
-    await feedback.explainFeedback(view.private_metadata, userOf(context, body.user.id), reason);
+    await store.explainFeedback(view.private_metadata, userOf(context, body.user.id), reason);
   });
 
   app.error(async (error) => {
@@ -278,7 +283,6 @@ async function startConversations(options: Parameters<typeof startSlackAdapter>[
     return { ...conversations, close: () => conversations.idle() };
   }
   const { count, config, onExit } = options.workers;
-  const approvals = storePortOf(store);
   const data: Omit<SlackWorkerData, keyof ShardData> = { config, slack, approvalTtlSeconds };
   return startConversationWorkers({
     // The worker's module sits beside this one: .ts from source, .js once built.
@@ -286,7 +290,7 @@ async function startConversations(options: Parameters<typeof startSlackAdapter>[
     count,
     data,
     log,
-    sessionOfApproval: async (approvalId) => (await approvals.approval(approvalId))?.sessionId,
+    sessionOfApproval: async (approvalId) => (await store.approval(approvalId))?.sessionId,
     onExit,
   });
 }

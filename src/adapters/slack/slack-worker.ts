@@ -28,7 +28,7 @@ try {
     client,
     clientFor: installations && createWorkspaceClients(installations, slackClientOptions(slack, log)),
     agent,
-    store: agent.store,
+    store: agent.port,
     slack,
     log,
     approvalTtlSeconds,
