@@ -14,7 +14,8 @@ import { otelExportFromEnv, withOtelExport } from "./agent/otel-export.js";
 import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import type { FactStore, StorePort } from "./store/port.js";
-import { openSqlitePort } from "./store/sqlite.js";
+import { openSqlitePort, sqlitePortOf } from "./store/sqlite.js";
+import type { Store } from "./agent/store.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
@@ -137,19 +138,18 @@ export interface AgentOptions {
    * file is opened, and close() leaves it open. Without it, the agent opens GLASSBOX_DB and closes it.
    */
   port?: StorePort;
+  /** @deprecated A SQLite store already open, used through its port and closed with the agent; give `port: sqlitePortOf(store)` instead. */
+  store?: Store;
 }
-
-/** @deprecated Every agent now works over a store port: this is GlassboxAgent. */
-export type PortAgent = GlassboxAgent;
 
 /**
  * The agent with memory (messages committed as they come, context within the token budget) and traces,
- * on SQLite or on the store port given. `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.mcp.close()` on shutdown.
+ * on SQLite or on the store port given. `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.close()` on shutdown.
  */
 export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions = {}): Promise<GlassboxAgent> {
   // Memory, the trace, quotas, memory's tools and the adapters write through the store port; one
   // opened here is a long-running bot's (its WAL checkpointed from a thread of its own).
-  const owned = options.port ? undefined : openSqlitePort(config.databasePath, { longRunning: true });
+  const owned = options.port ? undefined : options.store ? sqlitePortOf(options.store) : openSqlitePort(config.databasePath, { longRunning: true });
   const port = options.port ?? (owned as StorePort);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
