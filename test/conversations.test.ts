@@ -176,6 +176,35 @@ describe("createConversations", () => {
     expect(conversations.busy("web:s")).toBe(false);
   });
 
+  it("a run that pauses opens its approval in the pause's own commit, before the surface is asked to show it", async () => {
+    const server = await startServer({ script: () => ({ toolCalls: [{ id: "call_wipe", name: "wipe_cache", arguments: "{}" }] }) });
+    const store = openTestStore();
+    const port = sqlitePortOf(store);
+    const model = testModel(server);
+    const wipe = { name: "wipe_cache", description: "Wipes the cache.", dangerous: true, parameters: { type: "object", properties: {} }, handler: () => "wiped" };
+    const agent: AgentConfig = { model, tools: createToolRegistry([wipe]), memory: createMemory({ store: port, model, counter, budgetTokens: 12_000 }) };
+    // What the store holds the moment the run's end is announced: its unit has committed, and nothing after it has run.
+    let atEnd: Promise<unknown[]> | undefined;
+    const surface = {
+      onEvent: (event: { type: string; runId: string }) => {
+        if (event.type === "run_end") atEnd = port.approvalsOfRun(event.runId);
+      },
+      finish: async () => {},
+      askApproval: async () => "C1:9.9",
+    };
+    const conversations = createConversations(agent, port, { openSurface: () => surface, approvalTtlSeconds: 600 });
+    const result = await conversations.send({ input: "clean the cache", sessionId: "slack:T1:C1:5.5", userId: "U1" });
+    expect(result.stopReason).toBe("awaiting_approval");
+    // A crash right after the pause's commit would leave an approval someone can still click (it was none).
+    expect(await atEnd).toEqual([expect.objectContaining({ runId: result.runId, toolCallId: "call_wipe", status: "pending", messageRef: null })]);
+    const [approval] = await port.approvalsOfRun(result.runId);
+    expect(approval).toMatchObject({ messageRef: "C1:9.9", status: "pending" });
+    // Pending for the conversation's approval time (600 s here, not the default 3,600 s).
+    const left = Date.parse(approval?.expiresAt ?? "") - Date.now();
+    expect(left).toBeGreaterThan(500_000);
+    expect(left).toBeLessThanOrEqual(600_000);
+  });
+
   it("a run that fails does not block the session", async () => {
     const { conversations } = await setUp((_, index) => (index === 0 ? { error: { status: 500, message: "model is down" } } : { content: "back again" }));
     const [failed, next] = await Promise.all([

@@ -133,6 +133,7 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
   const chatAgent: AgentConfig = {
     ...agent,
     approve: agent.approve ?? (async () => "pending"),
+    approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
     ...(store.kind === "postgres" && !agent.cancelRequested ? { cancelRequested: (runId: string) => store.cancelRequested(runId) } : {}),
   };
   const bodies = createTurnBodies(chatAgent, store, options);

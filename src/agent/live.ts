@@ -2,8 +2,10 @@
  * A run's live side: every event goes to memory and the trace as it happens and then to the
  * listener, and their writes are committed in units, one `record` on the store port each. Events
  * emitted within a unit are announced once it has committed, so a listener never hears of a record
- * that a failed unit took back.
+ * that a failed unit took back. A run that pauses opens the approvals it waits for in that same unit
+ * (with approvalTtlSeconds), so a crash right after the pause still leaves them to be clicked.
  */
+import { approvalsAwaited } from "../tools/executor.js";
 import type { AgentEvent } from "./events.js";
 import type { Memory } from "./memory.js";
 import { createRunUnit, type PendingUnit, type RunWriter } from "./run-unit.js";
@@ -24,6 +26,7 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConf
   const { memory, trace } = config;
   const store: RunWriter | undefined = memory?.store ?? trace?.store;
   if (memory && trace && memory.store !== trace.store) throw new Error("memory and the trace must write to the same store");
+  const ttlSeconds = config.approvalTtlSeconds;
   const listener = task.onEvent;
   const announce = (event: AgentEvent) => {
     try {
@@ -41,6 +44,8 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConf
       const unit = unitNow();
       memory?.record(event, unit);
       trace?.record(event, unit);
+      const paused = event.type === "run_end" ? event.result.paused : undefined;
+      if (paused && ttlSeconds !== undefined) unit.add({ kind: "open_approvals", requests: approvalsAwaited(paused.pending), ttlSeconds });
     }
     if (current) current.events.push(event);
     else announce(event);

@@ -18,6 +18,12 @@ export interface AgentConfig {
   maxSteps?: number;
   /** Decides dangerous calls; without one they are all denied. */
   approve?: ApprovalGate;
+  /**
+   * With a store: a run that pauses opens the approvals it waits for in the pause's own commit,
+   * pending this many seconds (chat conversations set it), so no crash leaves a paused run that
+   * nobody can approve.
+   */
+  approvalTtlSeconds?: number;
   toolTimeoutMs?: number;
   maxResultChars?: number;
   toolConcurrency?: number;
