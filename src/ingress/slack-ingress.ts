@@ -14,7 +14,7 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, type BlockAction, type Context } from "@slack/bolt";
+import type { App, BlockAction, Context } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { createSessionQueue } from "../agent/session-queue.js";
 import type { TokenCounter } from "../agent/tokens.js";
@@ -23,12 +23,11 @@ import type { Logger } from "../logger.js";
 import { refusalFor } from "../adapters/approval-replies.js";
 import { askSomething } from "../adapters/example-requests.js";
 import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
-import { slackClientOptions } from "../adapters/slack/slack-conversations.js";
 import { slackFileRefs } from "../adapters/slack/slack-files.js";
-import { assertInstallPortFree, forgetUninstalledWorkspaces, INSTALL_PATH, installationUserId, oauthAppOptions, openSlackInstallations, withoutSecrets } from "../adapters/slack/slack-oauth.js";
+import { assertInstallPortFree, INSTALL_PATH } from "../adapters/slack/slack-oauth.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
-import { singleWorkspace } from "../adapters/slack/slack-workspace.js";
+import { openSlackApp } from "../adapters/slack/slack-app.js";
 import type { Approval } from "../store/port.js";
 import { storedTextOf, turnFilesOf } from "./turn-files.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
@@ -58,31 +57,9 @@ type Reply = (text: string) => void;
 
 export async function startSlackIngress<Transaction>(options: SlackIngressOptions<Transaction>): Promise<SlackIngress> {
   const { store, queue, slack, log, counter } = options;
-  const { logger, ...clientOptions } = slackClientOptions(slack, log);
   // Many workspaces: each event is authorized from the installation store (in the database), and
-  // this process serves the install pages too.
-  const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
-  let app: App;
-  let botOfToken = ""; // one workspace: its bot user, from auth.test
-  try {
-    const authorization = slack.oauth && installations ? oauthAppOptions(slack, slack.oauth, installations, log) : await singleWorkspace(slack, { ...clientOptions, logger });
-    botOfToken = authorization.botUserId ?? "";
-    app = new App({
-      ...authorization,
-      logger: slack.oauth ? withoutSecrets(logger, slack.oauth) : logger,
-      logLevel: clientOptions.logLevel,
-      clientOptions,
-      ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string, processBeforeResponse: true }),
-    });
-    if (installations) forgetUninstalledWorkspaces(app, installations, log);
-  } catch (error) {
-    await installations?.close();
-    throw error;
-  }
-  /** The bot's own user in the event's workspace (installed in many, it is a user of its own in each). */
-  const botOf = (context: Context) => (installations ? (context.botUserId ?? "") : botOfToken);
-  /** Who sent it, as quotas, memory and approvals count people: `<team>:<user>` when installed in many workspaces. */
-  const userOf = (context: Context, user: string) => (installations ? installationUserId(context, user) : user);
+  // this process serves the install pages too. HTTP mode acknowledges once the event is accepted.
+  const { app, installations, botOf, userOf } = await openSlackApp(slack, log, { processBeforeResponse: true });
 
   const inOrder = createSessionQueue();
 

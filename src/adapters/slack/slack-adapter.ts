@@ -6,11 +6,11 @@
  * Slack's agent experience (slack-agent-view.ts) adds suggested prompts, thread titles and what
  * the person is viewing, which reaches the model as a marked note (slack-viewing.ts).
  */
-import { singleWorkspace } from "./slack-workspace.js";
+import { openSlackApp } from "./slack-app.js";
 import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "./slack-events.js";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, type BlockAction, type Context } from "@slack/bolt";
+import type { App, BlockAction, Context } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { ConversationService } from "../../agent/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
@@ -26,17 +26,8 @@ import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { rateInConversation } from "../../agent/feedback.js";
 import { FEEDBACK_ACTIONS, feedbackValueOf, REASON_BLOCK, REASON_INPUT, REASON_VIEW, reasonModal } from "./feedback-blocks.js";
 import { refusalFor } from "../approval-replies.js";
-import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
-import {
-  assertInstallPortFree,
-  createWorkspaceClients,
-  forgetUninstalledWorkspaces,
-  installationUserId,
-  INSTALL_PATH,
-  oauthAppOptions,
-  openSlackInstallations,
-  withoutSecrets,
-} from "./slack-oauth.js";
+import { createSlackConversations } from "./slack-conversations.js";
+import { assertInstallPortFree, createWorkspaceClients, INSTALL_PATH } from "./slack-oauth.js";
 import { channelNames, createAgentSessions, listenForAgentView, titleThread } from "./slack-agent-view.js";
 import { withoutBroadcasts } from "./slack-text.js";
 import { fetchSlackFiles, slackFileRefs } from "./slack-files.js";
@@ -85,31 +76,16 @@ export async function startSlackAdapter(
   } & SlackRuns,
 ): Promise<SlackAdapter> {
   const { slack, store, log } = options;
-  const { logger, ...clientOptions } = slackClientOptions(slack, log);
   // Many workspaces: each event is authorized from the installation store, runs post with their workspace's token.
-  const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
-  let app: App;
-  let botOfToken = ""; // one workspace: its bot user, from auth.test
+  const { app, installations, clientOptions, botOf, userOf } = await openSlackApp(slack, log);
   let conversations: Awaited<ReturnType<typeof startConversations>>;
   try {
-    const authorization = slack.oauth && installations ? oauthAppOptions(slack, slack.oauth, installations, log) : await singleWorkspace(slack, { ...clientOptions, logger });
-    botOfToken = authorization.botUserId ?? "";
-    app = new App({
-      ...authorization,
-      logger: slack.oauth ? withoutSecrets(logger, slack.oauth) : logger,
-      logLevel: clientOptions.logLevel,
-      clientOptions,
-      ...(slack.appToken ? { appToken: slack.appToken, socketMode: true } : { signingSecret: slack.signingSecret as string }),
-    });
-    if (installations) forgetUninstalledWorkspaces(app, installations, log);
-    const clientFor = installations ? createWorkspaceClients(installations, { ...clientOptions, logger }) : undefined;
+    const clientFor = installations ? createWorkspaceClients(installations, clientOptions) : undefined;
     conversations = await startConversations(options, app.client, clientFor);
   } catch (error) {
     await installations?.close();
     throw error;
   }
-  /** Who sent it, as quotas, memory and approvals count people: `<team>:<user>` when installed in many workspaces. */
-  const userOf = (context: Context, user: string) => (installations ? installationUserId(context, user) : user);
   const viewing = createViewingMemory();
   const nameOf = channelNames();
   const notesOf = new Map<string, Promise<void>>(); // a session's last message still being readied, to keep their order
@@ -123,7 +99,7 @@ export async function startSlackAdapter(
 
   async function onMessage(message: IncomingMessage, client: WebClient): Promise<void> {
     // Installed in many workspaces, the bot is a user of its own in each.
-    const botUserId = installations ? (message.context.botUserId ?? "") : botOfToken;
+    const botUserId = botOf(message.context);
     if (!isQuestion(message, botUserId)) return;
     // Exactly once: the event id and the message ts are claimed (committed with the turn's other
     // units) before any work starts, so a retry, a redelivery or a second socket connection finds
