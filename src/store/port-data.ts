@@ -5,6 +5,7 @@
  */
 import type { Approval, ClickOrigin } from "../agent/approvals.js";
 import type { RunOutcome, RunRecord } from "../agent/store.js";
+import type { StepTrace } from "../agent/trace.js";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { ApprovalRequest, ToolCallRecord } from "../tools/types.js";
 
@@ -20,21 +21,13 @@ export interface MessageEntry {
   tokens: number;
 }
 
-/** One step of a run's trace, as the trace recorder has shaped it (reasoning cut, notes bounded, cost priced). */
-export interface StepRecord {
+/**
+ * One step of a run's trace, as the trace recorder has shaped it (reasoning cut, notes bounded, cost
+ * priced): what the trace reads back, less its tool calls and notes (written after the step, as
+ * their own writes), plus the run and the request it sent.
+ */
+export type StepRecord = Omit<StepTrace, "toolCalls" | "notes"> & {
   runId: string;
-  step: number;
-  model: string | null;
-  contextMessages: number;
-  contextTokens: number | null;
-  content: string | null;
-  reasoning: string | null;
-  reasoningCutChars: number;
-  modelNotes: string[];
-  promptTokens: number;
-  completionTokens: number;
-  latencyMs: number;
-  cost: number | null;
   /** The exact messages the step sent to the model (the store keeps each distinct one once per run). */
   request: Message[];
   /** The tools it was offered, and its tool_choice, where known. */
@@ -42,8 +35,7 @@ export interface StepRecord {
   toolChoice?: "auto" | "none";
   /** Whether the request asked for a streamed reply (absent: the model did not say). */
   streamed?: boolean;
-  at: string;
-}
+};
 
 /** A step's request as it was sent (steps recorded before requests were kept by reference: its messages alone). */
 export interface RecordedRequest {
