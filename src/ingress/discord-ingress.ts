@@ -17,9 +17,8 @@ import type { TokenCounter } from "../agent/tokens.js";
 import type { DiscordConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { refusalFor } from "../adapters/approval-replies.js";
-import { SLASH_COMMANDS } from "../adapters/discord/discord-adapter.js";
 import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "../adapters/discord/discord-events.js";
-import { loginToDiscord } from "../adapters/discord/discord-login.js";
+import { loginWithCommands } from "../adapters/discord/discord-login.js";
 import { approvalOutcomeText, NO_PINGS } from "../adapters/discord/discord-surface.js";
 import { createSessionQueue } from "../agent/session-queue.js";
 import { askSomething } from "../adapters/example-requests.js";
@@ -124,10 +123,7 @@ export async function startDiscordIngress<Transaction>(options: DiscordIngressOp
     }
   }
 
-  await loginToDiscord(client, discord.token, discord.apiUrl);
-  const ready = client as Client<true>;
-  if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
-  else await ready.application.commands.set(SLASH_COMMANDS);
+  const ready = await loginWithCommands(client, discord);
   return {
     client: ready,
     async stop() {

@@ -11,7 +11,6 @@ import {
   OAuth2Scopes,
   Partials,
   PermissionFlagsBits,
-  SlashCommandBuilder,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type Message,
@@ -32,7 +31,7 @@ import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
 import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "./discord-events.js";
 import { fetchDiscordFiles } from "./discord-files.js";
-import { loginToDiscord } from "./discord-login.js";
+import { loginWithCommands } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
 
 export interface DiscordAdapter {
@@ -43,13 +42,6 @@ export interface DiscordAdapter {
 }
 
 const EXPIRY_SWEEP_MS = 30_000;
-// Close codes of the gateway that a person must fix (Discord's documented codes).
-
-export const SLASH_COMMANDS = [
-  new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
-  new SlashCommandBuilder().setName("stop").setDescription("Cancel what the bot is doing here"),
-  new SlashCommandBuilder().setName("usage").setDescription("Tokens and cost of the conversation here"),
-].map((command) => command.toJSON());
 
 export async function startDiscordAdapter(options: {
   discord: DiscordConfig;
@@ -178,11 +170,7 @@ export async function startDiscordAdapter(options: {
     }
   }
 
-  await loginToDiscord(client, discord.token, discord.apiUrl);
-  const ready = client as Client<true>;
-  // A server's commands appear at once; global ones can take a while to reach every client.
-  if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
-  else await ready.application.commands.set(SLASH_COMMANDS);
+  const ready = await loginWithCommands(client, discord);
   // discord.js would build the link on DISCORD_API_URL; people open it on discord.com whatever the REST base.
   const invite = new URL(
     ready.generateInvite({

@@ -1,6 +1,13 @@
-/** Logging a discord.js client in, for the adapter and the ingress role alike. */
-import { Events, type Client } from "discord.js";
+/** Logging a discord.js client in and registering the slash commands, for the adapter and the ingress role alike. */
+import { Events, SlashCommandBuilder, type Client } from "discord.js";
 import { configurationError } from "../../agent/errors.js";
+import type { DiscordConfig } from "../../config.js";
+
+export const SLASH_COMMANDS = [
+  new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
+  new SlashCommandBuilder().setName("stop").setDescription("Cancel what the bot is doing here"),
+  new SlashCommandBuilder().setName("usage").setDescription("Tokens and cost of the conversation here"),
+].map((command) => command.toJSON());
 
 // Gateway close codes (discord.com/developers/docs/topics/opcodes-and-status-codes).
 const AUTHENTICATION_FAILED = 4004;
@@ -36,4 +43,13 @@ export async function loginToDiscord(client: Client, token: string, apiUrl = "ht
     client.off(Events.ShardDisconnect, onDisconnect);
   }
   await ready;
+}
+
+/** Logs in, then registers the slash commands: on DISCORD_GUILD_ID's server (at once) or globally (which can take a while to reach every client). */
+export async function loginWithCommands(client: Client, discord: Pick<DiscordConfig, "token" | "apiUrl" | "guildId">): Promise<Client<true>> {
+  await loginToDiscord(client, discord.token, discord.apiUrl);
+  const ready = client as Client<true>;
+  if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);
+  else await ready.application.commands.set(SLASH_COMMANDS);
+  return ready;
 }
