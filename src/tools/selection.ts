@@ -11,11 +11,13 @@
  */
 import { isPlainObject } from "./args.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
-import { createRanker, parameterText, terms } from "./tool-ranking.js";
+import { createRanker, parameterText } from "./tool-ranking.js";
+import { terms } from "./tool-words.js";
 import type { AnyTool, ToolSpec } from "./types.js";
 import type { UsageLearning } from "./usage-learning.js";
 
-export { editDistance, formatsOf, stem, terms } from "./tool-ranking.js";
+export { editDistance, formatsOf } from "./tool-ranking.js";
+export { stem, terms } from "./tool-words.js";
 
 export const LIST_TOOLS = "list_tools";
 

@@ -18,7 +18,7 @@
  * Deterministic: the same examples in the same order give the same scores.
  */
 import { irregularBase, relationWeight, wordNet, type Lexicon } from "./lexicon.js";
-import { terms } from "./selection.js";
+import { terms } from "./tool-words.js";
 import { expandShorthand } from "./shorthand.js";
 
 /** One past run: what was asked and the tools used for it. */
