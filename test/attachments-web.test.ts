@@ -72,6 +72,23 @@ describe("files uploaded in the playground", () => {
     expect(userContent(playground.model.requests[before]!.body)).toBe("Can you read this?");
   });
 
+  it("a message the server refuses (too long) keeps its chosen files, to send again once it is shorter", async () => {
+    const page = await open();
+    await page.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
+    await page.locator("#files").setInputFiles([{ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("Ship on Friday.") }]);
+    await page.getByLabel("Message").fill("x".repeat(25_000));
+    await page.getByLabel("Message").press("Enter");
+    await page.locator("#send-error", { hasText: "limit is 20000" }).waitFor(VISIBLE);
+    expect(await page.locator("#attachments li").allTextContents()).toEqual(["notes.txt (15 B)×"]);
+
+    const before = requestsBefore();
+    await page.getByLabel("Message").fill("Read my notes.");
+    await page.getByLabel("Message").press("Enter");
+    await expect.poll(() => playground.model.requests.length, WAIT).toBeGreaterThan(before);
+    expect(JSON.stringify(userContent(playground.model.requests[before]!.body))).toContain("Ship on Friday.");
+    await expect.poll(() => page.locator("#attachments li").count(), WAIT).toBe(0);
+  });
+
   it("over the API: a message of files alone runs; a file over the limit is refused from its length and told to the model and the caller", async () => {
     const before = requestsBefore();
     const big = Buffer.alloc(8 * 1024 * 1024 + 3).toString("base64");

@@ -39,11 +39,9 @@ export function createAttachments(input, list) {
     get count() {
       return chosen.length;
     },
-    /** The chosen files as POST /api/runs takes them, and one sentence for each that cannot go; clears the list. */
+    /** The chosen files as POST /api/runs takes them, and one sentence for each that cannot go; the list stays until clear(). */
     async take() {
       const files = chosen;
-      chosen = [];
-      render();
       const attachments = [];
       const problems = [];
       let left = MAX_MESSAGE_BYTES;
@@ -57,6 +55,11 @@ export function createAttachments(input, list) {
         }
       }
       return { attachments, problems, names: files.map((file) => `${file.name} (${formatBytes(file.size)})`) };
+    },
+    /** Once the message is sent: a message refused (too long, the server away) keeps its files to send again. */
+    clear() {
+      chosen = [];
+      render();
     },
   };
 }

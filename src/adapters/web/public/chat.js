@@ -172,6 +172,7 @@ async function send() {
     const { attachments, problems, names } = await attached.take();
     const sent = await api("/api/runs", { method: "POST", body: { session, input, userId, ...(attachments.length ? { attachments } : {}) } });
     const { runId } = sent;
+    attached.clear();
     // What was typed, even when the run's start came first with less ("/pipeline name" taken off), and the files' names.
     viewOf(runId).userText.textContent = [input, ...names.map((name) => `Attached: ${name}`)].filter(Boolean).join("\n");
     const said = [...problems, ...(sent.problems ?? [])];
