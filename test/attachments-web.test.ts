@@ -78,7 +78,7 @@ describe("files uploaded in the playground", () => {
     await page.locator("#files").setInputFiles([{ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("Ship on Friday.") }]);
     await page.getByLabel("Message").fill("x".repeat(25_000));
     await page.getByLabel("Message").press("Enter");
-    await page.locator("#send-error", { hasText: "limit is 20000" }).waitFor(VISIBLE);
+    await page.locator("#send-error", { hasText: "over the limit of 20,000; shorten it, or send it in parts." }).waitFor(VISIBLE);
     expect(await page.locator("#attachments li").allTextContents()).toEqual(["notes.txt (15 B)×"]);
 
     const before = requestsBefore();

@@ -15,7 +15,7 @@ import type { TokenCounter } from "../agent/tokens.js";
 import type { Logger } from "../logger.js";
 import { approvalView } from "../adapters/web/event-hub.js";
 import { HttpError, readJsonObject, sendJson } from "../adapters/web/http.js";
-import { actingUser, credentialsOf, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
+import { actingUser, credentialsOf, inputOf, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
 import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "../adapters/web/web-api.js";
 import { callersOf, isLoopback, sendHttpError, servePage } from "../adapters/web/web-server.js";
 import type { StorePort } from "../store/port.js";
@@ -65,9 +65,8 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   async function startRun(request: IncomingMessage, response: ServerResponse, caller: Caller): Promise<void> {
     const body = await readJsonObject(request);
     const sessionId = webSession(body.session);
-    const input = typeof body.input === "string" ? body.input.trim() : "";
+    const input = inputOf(body.input);
     if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-    if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
     // Files need the one-process web server, which reads them as it runs: say so rather than drop them.
     if (Array.isArray(body.attachments) && body.attachments.length > 0) throw new HttpError(400, "This deployment takes files in Slack or Discord, not through the web API; send the message without them.");
     const userId = actingUser(caller, body.userId);

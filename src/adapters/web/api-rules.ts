@@ -12,6 +12,15 @@ import { HttpError } from "./http.js";
 const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
 export const MAX_INPUT_CHARS = 20_000;
 
+/** A message's text, trimmed, within MAX_INPUT_CHARS; a longer one is refused in one sentence that says what to do. */
+export function inputOf(value: unknown): string {
+  const input = typeof value === "string" ? value.trim() : "";
+  if (input.length > MAX_INPUT_CHARS) {
+    throw new HttpError(400, `The message is ${input.length.toLocaleString("en-US")} characters long, over the limit of ${MAX_INPUT_CHARS.toLocaleString("en-US")}; shorten it, or send it in parts.`);
+  }
+  return input;
+}
+
 /** Who calls, as its credential says. */
 export interface Caller {
   /** Set for a user's token (GLASSBOX_API_USERS): the one user it acts as, whose sessions alone it reads. */

@@ -13,7 +13,7 @@ import type { RunTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
-import { actingUser, decodeSegment, MAX_INPUT_CHARS, refusalOf, webSession, type Caller } from "./api-rules.js";
+import { actingUser, decodeSegment, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
 import { inputWithAttachments } from "../../agent/attachments.js";
@@ -92,10 +92,9 @@ function agentRoutes(context: ApiContext): Route[] {
       const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
       if (context.problem) throw new HttpError(503, context.problem);
       const sessionId = webSession(body.session);
-      const input = typeof body.input === "string" ? body.input.trim() : "";
+      const input = inputOf(body.input);
       const { attachments, problems } = uploadedAttachments(body.attachments);
       if (!input && attachments.length === 0) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-      if (input.length > MAX_INPUT_CHARS) throw new HttpError(400, `The input is ${input.length} characters long; the limit is ${MAX_INPUT_CHARS}.`);
       const userId = actingUser(caller, body.userId);
       // Accepted means stored: the run's row is committed before the 202, so a caller never holds
       // an id the store has not heard of (after a crash, a run never started reads as interrupted).
