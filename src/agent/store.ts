@@ -112,6 +112,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     ),
     epochOf: db.prepare("SELECT epoch FROM sessions WHERE id = ?").pluck(),
     resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
+    touchRunSession: db.prepare("UPDATE sessions SET updated_at = ? WHERE id = (SELECT session_id FROM runs WHERE id = ?)"),
     // Idempotent: memory and the trace both start a run they see, whichever is configured.
     insertRun: db.prepare(
       "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -167,7 +168,8 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
 
   const insertMessages = (sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
     const at = now();
-    const epoch = statements.upsertSession.pluck().get(sessionId, at, at) as number;
+    // A run's session was touched when the run started (and is again when it ends): its messages only read the epoch.
+    const epoch = ((runId === null ? undefined : statements.epochOf.get(sessionId)) ?? statements.upsertSession.pluck().get(sessionId, at, at)) as number;
     return entries.map(({ message, tokens }) => {
       const toolCalls = message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null;
       const toolCallId = message.role === "tool" ? message.tool_call_id : null;
@@ -210,6 +212,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     },
     endRun(outcome: RunOutcome): void {
       statements.endRun.run({ ...outcome, endedAt: now() });
+      statements.touchRunSession.run(now(), outcome.runId);
     },
     endUnstartedRun(outcome: RunOutcome): boolean {
       return statements.endUnstartedRun.run({ ...outcome, endedAt: now() }).changes > 0;
