@@ -12,7 +12,8 @@
  * An answer counts as shown once `answered:<runId>` (a resume's: `answered:<runId>:<approvalId>`)
  * is claimed: the moment the surface says the outcome's message is posted (before anything after
  * it), or else once the surface has finished; a redelivery that finds the run ended and the claim
- * free claims it and posts the stored result. A run cut off because this worker lost its lease is
+ * free claims it and posts the stored result, unless the surface finds that answer in the
+ * conversation already (a worker killed between posting it and claiming it; shownAlready). A run cut off because this worker lost its lease is
  * not shown as stopped: it is marked interrupted, and the worker that gets the turn next takes it over.
  *
  * A message's files came as references (ingress never downloads): the run that starts (or takes
@@ -62,8 +63,12 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
     finish: async (result) => (cutOff(result, context) ? undefined : surface.finish(result, claim)),
     askApproval: (approval) => surface.askApproval(approval),
     ...(surface.queued ? { queued: (runId?: string) => surface.queued?.(runId) } : {}),
+    ...(surface.shownAlready ? { shownAlready: surface.shownAlready.bind(surface) } : {}),
   };
 }
+
+/** Outcomes whose message carries the run's feedback buttons, by which a surface can find it posted. */
+const RATED: ReadonlySet<StopReason> = new Set(["final", "max_steps"]);
 
 export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
   const claimOf = (answerKey: string): AnswerClaim => {
@@ -100,10 +105,28 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
     return result;
   }
 
-  /** Posts the answer of a run that ended without it being shown (its worker died after the end). */
+  /**
+   * Whether a rated answer is in the conversation already: its worker died after posting it, before
+   * claiming it. A conversation that cannot be read is said once here, and the answer posted again.
+   */
+  async function postedBefore(trace: RunTrace, stopReason: StopReason, surface: ChatSurface): Promise<boolean> {
+    if (!RATED.has(stopReason) || !surface.shownAlready) return false; // Stopped., errors: posting again is harmless
+    try {
+      return await surface.shownAlready(trace.runId, new Date(trace.startedAt));
+    } catch (error) {
+      bodies.onError(error, "looking for an answer already posted (it is posted, perhaps again)");
+      return false;
+    }
+  }
+
+  /**
+   * Posts the answer of a run that ended without it being shown (its worker died after the end), unless
+   * the conversation shows it already (its worker died between posting it and claiming it).
+   */
   async function showStored(trace: RunTrace, surface: ChatSurface, claim: AnswerClaim): Promise<RunResult | undefined> {
     const stopReason = ENDED[trace.status];
     if (!stopReason || !(await claim())) return undefined; // superseded, or shown already
+    if (await postedBefore(trace, stopReason, surface)) return undefined;
     const stored = stopReason === "awaiting_approval" ? await store.pausedRun(trace.runId) : undefined;
     const output = trace.output ?? "";
     const result: RunResult = {

@@ -41,6 +41,13 @@ export interface ChatSurface {
   askApproval(approval: Approval): Promise<string | undefined>;
   /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
   queued?(runId?: string): void;
+  /**
+   * Whether the conversation already shows run `runId`'s rated answer (the message carrying its
+   * feedback buttons), looking at what was posted since `since` (the run's start). Asked only before a
+   * redelivered turn posts a stored answer, which a worker that died may have posted already; rejects
+   * when the conversation cannot be read (the caller then posts).
+   */
+  shownAlready?(runId: string, since: Date): Promise<boolean>;
 }
 
 export interface ConversationOptions {

@@ -14,7 +14,8 @@
 //    events Slack sends an agent app (fake-slack-assistant.ts); `assistant` reads what they set.
 //
 // The fake also keeps each channel's messages (posts, updates, stream appends, deletes), so a test
-// can read what a person would see via `messages(channel, threadTs)`, and records every call with
+// can read what a person would see via `messages(channel, threadTs)` (and the bot through
+// conversations.replies / conversations.history, paged with cursors as Slack does), and records every call with
 // the broadcasts its text would carry (`<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^ID>`).
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -116,6 +117,8 @@ export interface FakeSlack {
   /** Sends Slack's `disconnect` message (the client should reconnect through apps.connections.open). */
   disconnectSocket(connection?: number, reason?: string): void;
   nextTs(): string;
+  /** Stores a message a person wrote, with no event sent (for tests that drive a worker, which receives none); returns its ts. */
+  addUserMessage(channel: string, message: { user: string; text: string; threadTs?: string }): string;
   close(): Promise<void>;
 }
 
@@ -123,6 +126,15 @@ type Args = Record<string, unknown>;
 type Reply = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 const fail = (error: string): Reply => ({ ok: false, error });
+
+/** Slack's missing_scope says which scope the call needed: for reading a conversation, by its kind (C public, G private or group DM, D DM). */
+function refusalOf(method: string, error: string, args: Args): Reply {
+  if (error !== "missing_scope") return fail(error);
+  const channel = str(args.channel) ?? "";
+  const reading = method === "conversations.replies" || method === "conversations.history";
+  const needed = reading ? (channel.startsWith("D") ? "im:history" : channel.startsWith("G") ? "groups:history" : "channels:history") : undefined;
+  return { ...fail(error), ...(needed ? { needed } : {}), provided: "app_mentions:read,chat:write,im:history" };
+}
 
 /** Compares Slack timestamps exactly ("1730000000.000100"); parseFloat would lose the micro part. */
 function compareTs(a: string, b: string): number {
@@ -299,6 +311,25 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return { ok: true, channel: { id, name: isIm ? undefined : `channel-${id.toLowerCase()}`, is_channel: id.startsWith("C"),
         is_im: isIm, is_private: !id.startsWith("C"), is_member: true, ...(isIm ? { user: "U0FAKEUSER" } : {}) } };
     },
+    "conversations.replies": (a) => {
+      const channel = str(a.channel);
+      const ts = str(a.ts);
+      if (!channel || !channels.has(channel)) return fail("channel_not_found");
+      if (!ts) return fail("invalid_arguments");
+      const thread = channelMessages(channel).filter((m) => m.ts === ts || m.thread_ts === ts).sort((x, y) => compareTs(x.ts, y.ts));
+      if (thread.length === 0) return fail("thread_not_found");
+      // The parent leads the first page; later pages (a cursor) hold replies only, as in Slack.
+      const parent = thread.find((m) => m.ts === ts);
+      const replies = thread.filter((m) => m !== parent && inRange(m.ts, a));
+      return page(replies, a, (list, first) => (first && parent ? [parent, ...list] : list));
+    },
+    "conversations.history": (a) => {
+      const channel = str(a.channel);
+      if (!channel || !channels.has(channel)) return fail("channel_not_found");
+      // Top-level messages only (a thread's parent, not its replies), newest first.
+      const list = channelMessages(channel).filter((m) => (!m.thread_ts || m.thread_ts === m.ts) && inRange(m.ts, a)).sort((x, y) => compareTs(y.ts, x.ts));
+      return page(list, a, (items) => items);
+    },
     "users.info": (a) => {
       const id = str(a.user);
       if (!id) return fail("user_not_found");
@@ -312,6 +343,38 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return { ok: true, url: `${origin.replace("http", "ws")}/link/?ticket=${ticket}&app_id=${appId}` };
     },
   };
+
+  /** `oldest` and `latest` bound a listing, both exclusive unless `inclusive` (Slack's timestamps, compared exactly). */
+  function inRange(ts: string, a: Args): boolean {
+    const inclusive = a.inclusive === true || a.inclusive === "true" || a.inclusive === "1";
+    const oldest = str(a.oldest);
+    const latest = str(a.latest);
+    if (oldest && (inclusive ? compareTs(ts, oldest) < 0 : compareTs(ts, oldest) <= 0)) return false;
+    if (latest && (inclusive ? compareTs(ts, latest) > 0 : compareTs(ts, latest) >= 0)) return false;
+    return true;
+  }
+
+  /**
+   * One page of a listing (`limit`, default 100, at most 1,000) from `cursor`, an opaque string as in
+   * Slack: each message as Slack lists it, has_more, and response_metadata.next_cursor ("" on the last page).
+   */
+  function page(list: FakeMessage[], a: Args, shape: (items: FakeMessage[], first: boolean) => FakeMessage[]): Reply {
+    const cursor = str(a.cursor);
+    const start = cursor ? Number(/^next:(\d+)$/.exec(Buffer.from(cursor, "base64").toString("utf8"))?.[1] ?? Number.NaN) : 0;
+    if (!Number.isInteger(start)) return fail("invalid_cursor");
+    const limit = Math.min(Math.max(Number(a.limit ?? 100) || 100, 1), 1000);
+    const items = list.slice(start, start + limit);
+    const more = start + limit < list.length;
+    return { ok: true, messages: shape(items, start === 0).map(listedMessage),
+      has_more: more, response_metadata: { next_cursor: more ? Buffer.from(`next:${start + limit}`).toString("base64") : "" } };
+  }
+
+  /** A stored message as a listing shows it: reactions as Slack describes them (the bot's own, here). */
+  function listedMessage(m: FakeMessage): Reply {
+    const { reactions, ...fields } = structuredClone(m);
+    return { type: "message", ...fields, ...(m.bot_id ? { app_id: appId, team: teamId } : {}),
+      ...(reactions?.length ? { reactions: reactions.map((name) => ({ name, users: [botUserId], count: 1 })) } : {}) };
+  }
 
   function appendToStream(a: Args, stop: boolean): Reply {
     const channel = str(a.channel) ?? "";
@@ -355,7 +418,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const installedToken = method !== "apps.connections.open" && oauth?.workspaceOf(token) !== undefined;
     if (token !== wanted && !installedToken) return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
     const refusal = refused.get(method);
-    sendJson(res, refusal ? fail(refusal) : handler(args, token));
+    sendJson(res, refusal ? refusalOf(method, refusal, args) : handler(args, token));
   }
 
   // A response_url accepts JSON like Bolt's respond(); replace/delete act on the original message.
@@ -583,6 +646,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       sockets[connection]?.send(JSON.stringify({ type: "disconnect", reason, debug_info: { host: "applink-fake" } }));
     },
     nextTs,
+    addUserMessage(channel, { user, text, threadTs }) {
+      const ts = nextTs();
+      channelMessages(channel).push({ ts, text, user, ...(threadTs ? { thread_ts: threadTs } : {}) });
+      return ts;
+    },
     async close() {
       for (const waiter of [...waiters]) waiter.reject(new Error("fake-slack: closed"));
       for (const finishAck of [...pendingAcks.values()]) finishAck(false);

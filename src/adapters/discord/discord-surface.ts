@@ -3,7 +3,7 @@
  * progress message edited with tool activity, then the answer in messages of at most 2,000
  * characters. Approvals are a message with Approve / Deny buttons.
  */
-import { ActionRowBuilder, ButtonBuilder, ButtonStyle, type Client, type Message, type MessageMentionOptions, type SendableChannels } from "discord.js";
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle, makeURLSearchParams, Routes, SnowflakeUtil, type APIMessage, type Client, type Message, type MessageMentionOptions, type SendableChannels } from "discord.js";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
@@ -11,12 +11,15 @@ import type { RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
-import { feedbackRow } from "./discord-feedback.js";
+import { feedbackId, feedbackRow } from "./discord-feedback.js";
 
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 // Discord shows "typing" for about 10 seconds; renew it a little before.
 const TYPING_RENEW_MS = 8_000;
 const ARGUMENTS_LIMIT = 1_500; // with the question around it, within a message's 2,000 characters
+/** How far before a run's start its answer is looked for (clocks differ), and how many pages of 100 messages at most. */
+const LOOKBACK_MS = 300_000;
+const LOOKUP_PAGES = 3;
 
 /**
  * What the bot's messages may ping: nobody. The text comes from the model (answers, tool calls),
@@ -127,7 +130,34 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
       });
       return `${posted.channelId}:${posted.id}`;
     },
+
+    shownAlready: (runId, since) => answerPosted(client, channelId, runId, since),
   };
+}
+
+/**
+ * Whether the channel holds a message with run `runId`'s feedback buttons, posted since `since`: its
+ * messages after that moment, over REST (a worker has no gateway), oldest pages first. Discord answers
+ * a channel whose history the bot may not read (no Read Message History) with no messages.
+ */
+async function answerPosted(client: Client, channelId: string, runId: string, since: Date): Promise<boolean> {
+  const wanted = feedbackId("up", runId);
+  let after = SnowflakeUtil.generate({ timestamp: Math.max(Number(SnowflakeUtil.epoch), since.getTime() - LOOKBACK_MS) }).toString();
+  for (let page = 0; page < LOOKUP_PAGES; page++) {
+    const messages = (await client.rest.get(Routes.channelMessages(channelId), { query: makeURLSearchParams({ after, limit: 100 }) })) as APIMessage[];
+    if (messages.some((message) => holdsButton(message.components ?? [], wanted))) return true;
+    if (messages.length < 100) return false;
+    after = messages.reduce((newest, message) => (BigInt(message.id) > BigInt(newest) ? message.id : newest), after);
+  }
+  return false;
+}
+
+/** Components (action rows and what they hold, at any depth) with a button whose custom_id is `customId`. */
+function holdsButton(components: readonly unknown[], customId: string): boolean {
+  return components.some((component) => {
+    const { custom_id: id, components: inner } = component as { custom_id?: unknown; components?: unknown };
+    return id === customId || (Array.isArray(inner) && holdsButton(inner, customId));
+  });
 }
 
 /** The approval message once decided: the question stays, the buttons go, the outcome is added. */

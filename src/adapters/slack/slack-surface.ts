@@ -16,7 +16,7 @@ import type { Logger } from "../../logger.js";
 import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 import { approvalQuestion } from "./approval-blocks.js";
-import { feedbackButtons, plainFeedbackButtons } from "./feedback-blocks.js";
+import { feedbackButtons, feedbackValueOf, plainFeedbackButtons } from "./feedback-blocks.js";
 import { createMarkdownGuard, mrkdwnText, statusText, withoutBroadcasts } from "./slack-text.js";
 
 /** Where a run talks: a channel, and the thread (absent for a top-level DM conversation). */
@@ -50,6 +50,10 @@ const SECTION_LIMIT = 3_000;
  */
 const plainFeedbackClients = new WeakSet<WebClient>();
 const refusedBlocks = (error: unknown) => (error as { data?: { error?: string } }).data?.error === "invalid_blocks";
+
+/** How far before a run's start its answer is looked for (clocks differ), and how many pages of the conversation at most. */
+const LOOKBACK_SECONDS = 300;
+const LOOKUP_PAGES = 3;
 
 export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
@@ -275,7 +279,44 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       const posted = await client.chat.postMessage({ channel: place.channel, ...thread, ...approvalQuestion(approval) });
       return posted.ts ? `${place.channel}:${posted.ts}` : undefined;
     },
+
+    shownAlready: (runId, since) => answerPosted(client, place, runId, since),
   };
+}
+
+/**
+ * Whether the thread (a top-level DM: the channel) holds a message with run `runId`'s feedback
+ * buttons, posted since `since`. Reading a channel's thread needs channels:history (groups:history,
+ * mpim:history for private channels and group DMs; im:history for DMs): without it Slack says
+ * missing_scope, and this rejects with a sentence naming the scope.
+ */
+async function answerPosted(client: WebClient, place: SlackPlace, runId: string, since: Date): Promise<boolean> {
+  const oldest = String(Math.max(0, Math.floor(since.getTime() / 1000) - LOOKBACK_SECONDS));
+  let cursor: string | undefined;
+  try {
+    for (let page = 0; page < LOOKUP_PAGES; page++) {
+      const query = { channel: place.channel, oldest, limit: 200, ...(cursor ? { cursor } : {}) };
+      const found = place.threadTs ? await client.conversations.replies({ ...query, ts: place.threadTs }) : await client.conversations.history(query);
+      if ((found.messages ?? []).some((message) => carriesFeedbackOf(message.blocks, runId))) return true;
+      cursor = found.response_metadata?.next_cursor || undefined;
+      if (!cursor) return false;
+    }
+    return false;
+  } catch (error) {
+    const data = (error as { data?: { error?: string; needed?: string } }).data;
+    if (data?.error !== "missing_scope") throw error;
+    throw new Error(`reading a Slack conversation needs the ${data.needed ?? "channels:history"} scope: add it to the app and reinstall it`, { cause: error });
+  }
+}
+
+/** A message's blocks hold a feedback button (Slack's element or a plain one) whose value names run `runId`. */
+function carriesFeedbackOf(blocks: unknown, runId: string): boolean {
+  for (const block of Array.isArray(blocks) ? (blocks as Array<{ elements?: unknown }>) : []) {
+    for (const element of Array.isArray(block.elements) ? (block.elements as Array<{ value?: unknown; positive_button?: { value?: unknown } }>) : []) {
+      if (feedbackValueOf(element.value ?? element.positive_button?.value)?.runId === runId) return true;
+    }
+  }
+  return false;
 }
 
 /** One line with nothing markdown or Slack would read (no markup, list marker, link or entity). */
