@@ -91,10 +91,9 @@ describe("commits", () => {
     const result = await h.run("How many orders are there?");
     expect(result).toMatchObject({ stopReason: "final", output: "There are 3 orders.", steps: 2 });
 
-    // Each model call saw everything before it already committed; a safe tool's step (the reply that
-    // called it and its result) commits as one, once the tool is done.
+    // Each model call and the tool saw everything before it already committed.
     expect(seenByModel).toEqual([["user"], ["user", "assistant", "tool"]]);
-    expect(seenByTool).toEqual([["user"]]);
+    expect(seenByTool).toEqual([["user", "assistant"]]);
 
     const rows = rowsOf(h.store, "web:s1");
     expect(rows.map((row) => [row.role, row.run_id])).toEqual([
@@ -117,7 +116,7 @@ describe("commits", () => {
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
   });
 
-  it("announces each message once it is committed, as another connection sees it, but a reply held while its tools run", async () => {
+  it("announces each message only once it is committed, as another connection sees it", async () => {
     const path = databasePath();
     const observer = openTestStore(path);
     const h = await setUp({
@@ -136,54 +135,10 @@ describe("commits", () => {
     expect(result.stopReason).toBe("final");
     expect(announced).toEqual([
       { role: "user", visible: ["user"] },
-      { role: "assistant", visible: ["user"] }, // announced as its tools start; committed with their results
+      { role: "assistant", visible: ["user", "assistant"] },
       { role: "tool", visible: ["user", "assistant", "tool"] },
       { role: "assistant", visible: ["user", "assistant", "tool", "assistant"] },
     ]);
-  });
-
-  it("commits a reply before its tools run when one of its calls is dangerous, so the call is on record first", async () => {
-    const path = databasePath();
-    const observer = openTestStore(path);
-    const seenByTool: string[][] = [];
-    const transfer: AnyTool = {
-      name: "transfer",
-      description: "Moves money.",
-      parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
-      dangerous: true,
-      handler: () => (seenByTool.push(rowsOf(observer, "web:s1").map((row) => row.role)), { moved: true }),
-    };
-    const h = await setUp({ path, tools: [transfer], script: (body, index) => (index === 0 ? { toolCalls: [call("transfer", { amount: 5 }, "call_transfer")] } : { content: "Moved." }) });
-    const result = await runAgent({ ...h.agent, approve: async (request) => ({ approved: true, by: "U1", argumentsHash: request.argumentsHash }) }, { input: "Move 5.", sessionId: "web:s1" });
-    expect(result.output).toBe("Moved.");
-    expect(seenByTool).toEqual([["user", "assistant"]]);
-  });
-
-  it("commits a held reply on its own when its tools take longer than HOLD_MS, so a slow step reaches the trace while it runs", async () => {
-    const path = databasePath();
-    const observer = openTestStore(path);
-    let seenWhileRunning: string[] = [];
-    const slow: AnyTool = {
-      name: "crawl",
-      description: "Reads a site, slowly.",
-      parameters: { type: "object", properties: {} },
-      handler: async () => {
-        // Waits, while the tool still runs, for the reply that called it to reach the file.
-        for (let tries = 0; tries < 500 && !seenWhileRunning.includes("assistant"); tries++) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          seenWhileRunning = rowsOf(observer, "web:s1").map((row) => row.role);
-        }
-        return { pages: 2 };
-      },
-    };
-    const h = await setUp({ path, tools: [slow], script: (body, index) => (index === 0 ? { toolCalls: [call("crawl", {}, "call_crawl")] } : { content: "Two pages." }) });
-    const result = await runAgent({ ...h.agent, trace: createTraceRecorder(sqlitePortOf(h.store)) }, { input: "Crawl it.", sessionId: "web:s1" });
-    expect(result.output).toBe("Two pages.");
-    expect(seenWhileRunning).toEqual(["user", "assistant"]);
-    expect(rowsOf(h.store, "web:s1").map((row) => row.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    // The step committed before its tool ended still gets the call's record, with the result.
-    const steps = createTraceReader(observer).steps(result.runId);
-    expect(steps.map((step) => step.toolCalls.map((record) => [record.id, record.envelope.status]))).toEqual([[["call_crawl", "success"]], []]);
   });
 
   it("keeps each step's exact request, small or large, by reference to messages stored once, read back whole", async () => {

@@ -76,13 +76,10 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     const reply = await callModel(config, run, live, "auto");
     if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
     const { content, toolCalls } = reply.response;
-    // A reply with calls is held to commit with their results, one commit a step; one with a dangerous call commits before it can run.
-    const hold = toolCalls.length > 0 && !toolCalls.some((call) => config.tools.get(call.function.name)?.definition.dangerous);
     const answered = await live.atomically(
       () =>
         endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
         (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
-      { hold },
     );
     if (answered) return answered;
 

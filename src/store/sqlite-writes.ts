@@ -7,7 +7,6 @@
 import type { ApprovalBook } from "../agent/approvals.js";
 import type { Store } from "../agent/store.js";
 import { INSTANCE, instanceRegistration } from "../agent/store-owners.js";
-import type { ToolCallRecord } from "../tools/types.js";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
 import type { AfterCommit } from "./port.js";
 import { knowMessageRows } from "./sqlite-message-rows.js";
@@ -29,13 +28,7 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
   };
   function apply(writes: RunWrite[]): RecordOutcome {
     const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
-    // Each row is written once a unit: a step's tool calls go into its insert when both are here,
-    // and a run's messages written one after another are one batch (their session touched once).
-    const callsOfStep = new Map<string, ToolCallRecord[]>();
-    const stepsHere = new Set(writes.flatMap((write) => (write.kind === "step" ? [`${write.step.runId}:${write.step.step}`] : [])));
-    for (const write of writes) if (write.kind === "tool_calls" && stepsHere.has(`${write.runId}:${write.step}`)) callsOfStep.set(`${write.runId}:${write.step}`, [...(callsOfStep.get(`${write.runId}:${write.step}`) ?? []), ...write.records]);
-    for (let index = 0; index < writes.length; index++) {
-      const write = writes[index] as RunWrite;
+    for (const write of writes) {
       switch (write.kind) {
         case "start_run":
           if (store.startRun(write.run)) outcome.startedRuns.push(write.run.runId);
@@ -46,22 +39,14 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
         case "take_over_run":
           if (takeOverRun(write.runId)) outcome.startedRuns.push(write.runId);
           break;
-        case "messages": {
-          const batch = [write];
-          for (let next = writes[index + 1]; next?.kind === "messages" && next.sessionId === write.sessionId && next.runId === write.runId; next = writes[index + 1]) {
-            batch.push(next);
-            index++;
-          }
-          const ids = store.appendMessages(write.sessionId, write.runId, batch.length === 1 ? write.entries : batch.flatMap((each) => each.entries));
-          let from = 0;
-          for (const each of batch) outcome.messageIds.push(ids.slice(from, (from += each.entries.length)));
+        case "messages":
+          outcome.messageIds.push(store.appendMessages(write.sessionId, write.runId, write.entries));
           break;
-        }
         case "step":
-          steps.appendStep(write.step, callsOfStep.get(`${write.step.runId}:${write.step.step}`));
+          steps.appendStep(write.step);
           break;
         case "tool_calls":
-          if (!callsOfStep.has(`${write.runId}:${write.step}`)) steps.addToolCalls(write.runId, write.step, write.records);
+          steps.addToolCalls(write.runId, write.step, write.records);
           break;
         case "note":
           steps.addNote(write.runId, write.step, write.text);
