@@ -223,6 +223,21 @@ describe("messages", () => {
 });
 
 describe("sessions and runs", () => {
+  it("leaves a session's row alone while its run appends messages (one page less a commit), and touches it when the run ends", async () => {
+    const store = openTestStore();
+    const touched = () => store.db.prepare("SELECT updated_at FROM sessions WHERE id = 'web:t'").pluck().get() as string;
+    store.startRun({ runId: "run_t1", sessionId: "web:t", userId: "U1", input: "one" });
+    const started = touched();
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a later millisecond, so a touch would show
+    store.appendMessages("web:t", "run_t1", entries([{ role: "user", content: "one" }, { role: "assistant", content: "1" }]));
+    expect(touched()).toBe(started);
+    store.endRun({ runId: "run_t1", status: "final", output: "1", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+    expect(Date.parse(touched())).toBeGreaterThan(Date.parse(started));
+    // Messages of no run (nothing started the session) still create and touch it.
+    store.appendMessages("web:loose", null, entries([{ role: "user", content: "hi" }]));
+    expect(store.db.prepare("SELECT count(*) FROM sessions WHERE id = 'web:loose'").pluck().get()).toBe(1);
+  });
+
   it("listSessions counts messages, billed tokens and runs, most recent activity first", () => {
     const store = openTestStore();
     store.startRun({ runId: "run_a1", sessionId: "web:a", userId: "U1", input: "one" });
