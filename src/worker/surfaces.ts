@@ -2,9 +2,11 @@
  * Where a worker process shows the runs it runs, by session key: Slack threads through the Web API
  * (the team's own bot token when the app is installed in many workspaces), Discord channels through
  * discord.js REST (a worker holds no gateway connection: ingress has it), and HTTP API sessions
- * nowhere (the API reads the results from the store). It also fetches the files a message's turn
- * names (ingress passed their references only): Slack's with the workspace's bot token, sent only
- * to Slack's hosts; Discord's signed CDN links with no token; bounded as the adapters fetch them.
+ * nowhere (the API reads the results from the store). Before a redelivered turn posts a stored answer,
+ * the Slack and Discord surfaces read their conversation back (shownAlready): the worker that died
+ * may have posted it already. It also fetches the files a message's turn names (ingress passed
+ * their references only): Slack's with the workspace's bot token, sent only to Slack's hosts;
+ * Discord's signed CDN links with no token; bounded as the adapters fetch them.
  */
 import { webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
