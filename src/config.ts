@@ -136,7 +136,7 @@ export interface SlackOAuthConfig {
 }
 
 /** What glassbox uses (see slack-app-manifest.yaml). */
-export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "assistant:write", "channels:read", "files:read"];
+export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "channels:history", "groups:history", "mpim:history", "assistant:write", "channels:read", "files:read"];
 
 function imageModeOf(value: string | undefined): ImageMode {
   const mode = nonEmpty(value) ?? "auto";

@@ -278,7 +278,7 @@ describe("Slack OAuth settings and the encryption key", () => {
     expect(loadConfig({ ...oauthEnv, GLASSBOX_ENCRYPTION_KEY: hex }).slack?.oauth?.encryptionKey).toBe(hex);
     const slack = loadConfig({ ...oauthEnv, GLASSBOX_ENCRYPTION_KEY: newKey() }).slack;
     expect(slack?.botToken).toBeUndefined();
-    expect(slack?.oauth).toMatchObject({ clientId: "1.2", scopes: ["app_mentions:read", "chat:write", "im:history", "assistant:write", "channels:read", "files:read"] });
+    expect(slack?.oauth).toMatchObject({ clientId: "1.2", scopes: ["app_mentions:read", "chat:write", "im:history", "channels:history", "groups:history", "mpim:history", "assistant:write", "channels:read", "files:read"] });
   });
 
   it("names what is missing, and refuses a bot token beside the OAuth settings", () => {
