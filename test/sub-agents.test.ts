@@ -212,6 +212,21 @@ describe("pipelines", () => {
     expect(unknown.output).toBe("There is no pipeline 'nope'; the pipelines are: triage.");
   });
 
+  it("gives the person's files to the first stage, with their request; later stages read its answer", async () => {
+    const { server, agent } = await setUp((body) => {
+      const request = JSON.stringify(body.messages.find((message) => message.role === "user")?.content ?? "");
+      return who(body) === "RESEARCHER" ? { content: request.includes("order 77 shipped late") ? "the file says order 77 shipped late" : "no file" } : { content: "reply" };
+    });
+    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    const data = new TextEncoder().encode("order 77 shipped late\n");
+    const result = await conversations.send({ input: "/pipeline triage what does the log say?", sessionId: "web:pf", userId: "U1", attachments: [{ name: "log.txt", mimeType: "text/plain", size: data.length, data }] });
+    expect(result.stopReason).toBe("final");
+    const [research, writing] = server.requests.map((request) => request.body);
+    expect(JSON.stringify(research?.messages)).toContain("order 77 shipped late");
+    expect(JSON.stringify(writing?.messages)).not.toContain("log.txt"); // only the first stage's answer
+    expect(JSON.stringify(writing?.messages)).toContain("the file says order 77 shipped late");
+  });
+
   it("regression: a pipeline given a run id (an accepted HTTP API run) runs its first stage under it and each later stage as a run of its own", async () => {
     const { agent } = await setUp((body) => ({ content: who(body) === "RESEARCHER" ? "facts" : "reply" }));
     const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });

@@ -151,16 +151,18 @@ export async function runPipeline(
   stages: AgentDefinition[],
   factory: SpecialistFactory,
   input: string,
-  task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent" | "runId">,
+  task: PipelineTask,
 ): Promise<{ output: string; stages: Array<{ agent: string; result: RunResult }> }> {
   const done: Array<{ agent: string; result: RunResult }> = [];
   let text = input;
   // The first stage is the run the caller named (an HTTP API run accepted under that id); each later
-  // stage is a run of its own, linked to the first, so the trace and the API show them as one.
-  const { runId = `run_${randomUUID()}`, ...shared } = task;
+  // stage is a run of its own, linked to the first, so the trace and the API show them as one. The
+  // person's files go with their request, to the first stage; later stages read its answer.
+  const { runId = `run_${randomUUID()}`, attachments, ...shared } = task;
   for (const [index, stage] of stages.entries()) {
     const pipeline = { name, runId, stage: index + 1, stages: stages.length };
-    const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...(index === 0 ? { runId } : {}), pipeline, input: text });
+    const first = index === 0 ? { runId, ...(attachments?.length ? { attachments } : {}) } : {};
+    const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...first, pipeline, input: text });
     done.push({ agent: stage.name, result });
     if (result.stopReason !== "final" && result.stopReason !== "max_steps") {
       return { output: `The pipeline stopped at '${stage.name}' (${result.stopReason}): ${result.output}`, stages: done };
@@ -175,10 +177,13 @@ function withoutSpecialists(tools: ToolRegistry): ToolRegistry {
   return tools.subset(tools.names().filter((name) => !name.startsWith("agent_")));
 }
 
+/** What a pipeline's run is given beside its input; the attachments go to its first stage. */
+export type PipelineTask = Pick<Task, "sessionId" | "userId" | "signal" | "onEvent" | "runId" | "attachments">;
+
 export interface Pipelines {
   names(): string[];
   /** Undefined when there is no pipeline of that name. */
-  run(name: string, input: string, task: Pick<Task, "sessionId" | "userId" | "signal" | "onEvent" | "runId">): Promise<Awaited<ReturnType<typeof runPipeline>> | undefined>;
+  run(name: string, input: string, task: PipelineTask): Promise<Awaited<ReturnType<typeof runPipeline>> | undefined>;
 }
 
 export function createPipelines(config: AgentsConfig, factory: () => SpecialistFactory): Pipelines {
