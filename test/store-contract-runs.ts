@@ -83,6 +83,15 @@ export function runsContract({ open, database }: Contract): void {
     expect(answered.messageIds[0]?.[0]).toBeGreaterThan(replied.messageIds[0]?.[0] ?? Infinity);
     expect((await store.messagesAfter(run.sessionId, 0, 0)).map((stored) => stored.message.role)).toEqual(["assistant", "tool"]);
     expect((await store.steps(run.runId)).map((step) => step.toolCalls.map((call) => call.id))).toEqual([["call_1"]]);
+    // A step written again with calls and a note: the second write is ignored, the calls and the note join the step.
+    await store.record([
+      { kind: "step", step: stepOf("run_order", 1, { content: "a second write of a step is ignored" }) },
+      { kind: "tool_calls", runId: run.runId, step: 1, records: [toolCall("call_2", "check")] },
+      { kind: "note", runId: run.runId, step: 1, text: "Answer with what you have." },
+    ]);
+    expect((await store.steps(run.runId)).map((step) => ({ content: step.content, calls: step.toolCalls.map((call) => call.id), notes: step.notes }))).toEqual([
+      { content: stepOf("run_order", 1).content, calls: ["call_1", "call_2"], notes: ["Answer with what you have."] },
+    ]);
 
     // The first fails (its approval names a run that does not exist): the one made after it fails too, writing nothing.
     const failing = store.record([{ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [userMessage("first")] }, { kind: "open_approvals", requests: [approvalRequest("run_missing", run.sessionId, "call_9")], ttlSeconds: 60 }]);

@@ -53,6 +53,7 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
           steps.addNote(write.runId, write.step, write.text);
           break;
         case "end_run":
+          steps.writeStaged(); // with what the request log knows of the run, which it then forgets
           store.endRun(write.outcome);
           steps.forgetRun(write.outcome.runId);
           break;
@@ -91,7 +92,13 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
     const parts = [writes];
     const done = store.atomically(() => {
       if (runId !== undefined) waiting.delete(runId);
-      return parts.map(apply);
+      try {
+        const outcomes = parts.map(apply);
+        steps.writeStaged();
+        return outcomes;
+      } finally {
+        steps.dropStaged(); // written, or taken back with the unit
+      }
     });
     if (runId === undefined) return { done, part: 0 };
     const unit = { parts, done };
