@@ -1,7 +1,6 @@
 // Session memory through runAgent, end to end: the real openai SDK against the scripted model server,
 // a real SQLite file, the real o200k_base counter. Assertions read the requests the server received
 // and the rows in the database — what the model saw and what was kept.
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
@@ -62,18 +61,6 @@ async function setUp(options: { script: Script; budgetTokens?: number; tools?: A
   };
 }
 
-/** The transactions committed in a WAL file since it last started over: its frames that end a commit (a non-zero page count) with the file's current salts. */
-function commitsInWal(path: string): number {
-  const wal = readFileSync(`${path}-wal`);
-  const pageSize = wal.readUInt32BE(8);
-  let commits = 0;
-  for (let offset = 32; offset + 24 + pageSize <= wal.length; offset += 24 + pageSize) {
-    if (wal.readUInt32BE(offset + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(offset + 12) !== wal.readUInt32BE(20)) break;
-    if (wal.readUInt32BE(offset + 4) !== 0) commits++;
-  }
-  return commits;
-}
-
 type Row = { id: number; run_id: string | null; role: string; content: string | null; tool_calls: string | null; tool_call_id: string | null; tokens: number };
 const rowsOf = (store: Store, sessionId: string) =>
   store.db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE session_id = ? ORDER BY id").all(sessionId) as Row[];
@@ -92,17 +79,7 @@ describe("commits", () => {
     const seenByModel: string[][] = [];
     const lookup = recordingTool("lookup", () => ({ rows: 3 }));
     const seenByTool: string[][] = [];
-    const seen = () => void seenByTool.push(rowsOf(observer, "web:s1").map((row) => row.role));
-    // A safe tool starts while its reply commits: the reply is stored by the end of that turn.
-    const tool: AnyTool = {
-      ...lookup.tool,
-      handler: async (args, context) => {
-        seen();
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        seen();
-        return lookup.tool.handler(args, context);
-      },
-    };
+    const tool: AnyTool = { ...lookup.tool, handler: (args, context) => (seenByTool.push(rowsOf(observer, "web:s1").map((row) => row.role)), lookup.tool.handler(args, context)) };
     const h = await setUp({
       path,
       tools: [tool],
@@ -114,9 +91,9 @@ describe("commits", () => {
     const result = await h.run("How many orders are there?");
     expect(result).toMatchObject({ stopReason: "final", output: "There are 3 orders.", steps: 2 });
 
-    // Each model call saw everything before it already committed; the tool, its reply once the turn it started in was over.
+    // Each model call and the tool saw everything before it already committed.
     expect(seenByModel).toEqual([["user"], ["user", "assistant", "tool"]]);
-    expect(seenByTool).toEqual([["user"], ["user", "assistant"]]);
+    expect(seenByTool).toEqual([["user", "assistant"]]);
 
     const rows = rowsOf(h.store, "web:s1");
     expect(rows.map((row) => [row.role, row.run_id])).toEqual([
@@ -139,36 +116,6 @@ describe("commits", () => {
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
   });
 
-  it("commits a reply with the results of the safe calls done within its turn, in one transaction; a dangerous call starts only once its reply is stored", async () => {
-    const path = databasePath();
-    const observer = openTestStore(path);
-    const seenBy: Record<string, string[]> = {};
-    const seeing = (name: string, extra: Partial<AnyTool> = {}): AnyTool => ({
-      ...recordingTool(name).tool,
-      ...extra,
-      handler: () => ((seenBy[name] = rowsOf(observer, `web:${name}`).map((row) => row.role)), { ok: true }),
-    });
-    const h = await setUp({
-      path,
-      tools: [seeing("lookup"), seeing("deploy", { dangerous: true })],
-      script: (body) => {
-        const name = body.messages.some((message) => message.role === "user" && message.content === "deploy") ? "deploy" : "lookup";
-        return body.messages.some((message) => message.role === "tool") ? { content: "Done." } : { toolCalls: [call(name, {}, `call_${name}`)] };
-      },
-    });
-    const commits = () => commitsInWal(path);
-    const before = commits();
-    expect(await h.run("look it up", { sessionId: "web:lookup" })).toMatchObject({ stopReason: "final", steps: 2 });
-    expect(seenBy.lookup).toEqual(["user"]);
-    // The run's start, the reply with its tool's result, the answer with the run's end: three transactions.
-    expect(commits() - before).toBe(3);
-
-    const agent: AgentConfig = { ...h.agent, approve: async (request) => ({ approved: true, by: "U1", argumentsHash: request.argumentsHash }) };
-    expect(await runAgent(agent, { input: "deploy", sessionId: "web:deploy", userId: "U1" })).toMatchObject({ stopReason: "final", steps: 2 });
-    expect(seenBy.deploy).toEqual(["user", "assistant"]);
-    expect(rowsOf(h.store, "web:deploy").map((row) => row.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-  });
-
   it("announces each message only once it is committed, as another connection sees it", async () => {
     const path = databasePath();
     const observer = openTestStore(path);
@@ -178,22 +125,17 @@ describe("commits", () => {
       script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "There are 3 orders." }),
     });
     const announced: Array<{ role: string; visible: string[] }> = [];
-    const kinds: string[] = [];
     const result = await runAgent(h.agent, {
       input: "How many orders are there?",
       sessionId: "web:s1",
       onEvent: (event) => {
-        if (event.type !== "model_delta") kinds.push(event.type);
         if (event.type === "message") announced.push({ role: event.message.role, visible: rowsOf(observer, "web:s1").map((row) => row.role) });
       },
     });
-    // The tool ran while its reply was committing; its events are still heard after the reply's.
-    expect(kinds).toEqual(["run_start", "message", "model_start", "model_end", "message", "tool_start", "tool_end", "message", "model_start", "model_end", "message", "run_end"]);
     expect(result.stopReason).toBe("final");
-    // The reply and its tool's result (done within the reply's turn) commit together, then both are announced.
     expect(announced).toEqual([
       { role: "user", visible: ["user"] },
-      { role: "assistant", visible: ["user", "assistant", "tool"] },
+      { role: "assistant", visible: ["user", "assistant"] },
       { role: "tool", visible: ["user", "assistant", "tool"] },
       { role: "assistant", visible: ["user", "assistant", "tool", "assistant"] },
     ]);
@@ -236,27 +178,6 @@ describe("commits", () => {
     expect(h.store.db.prepare("SELECT step FROM steps WHERE run_id = ? ORDER BY step").pluck().all(result.runId)).toEqual([1]);
     expect(h.store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(result.runId)).toBe("error");
     expect(h.store.db.inTransaction).toBe(false);
-  });
-
-  it.each([
-    { tool: "fast", answersIn: 0 },
-    { tool: "slow", answersIn: 20 },
-  ])("stores no tool result when the reply that asked for it cannot be committed, though the ($tool) safe tool started meanwhile", async ({ answersIn }) => {
-    const lookup = recordingTool("lookup", async () => {
-      if (answersIn) await new Promise((resolve) => setTimeout(resolve, answersIn));
-      return { rows: 3 };
-    });
-    const h = await setUp({ tools: [lookup.tool], script: () => ({ content: "poison: this reply cannot be stored", toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] }) });
-    const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(sqlitePortOf(h.store)) };
-    h.store.db.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
-
-    const result = await runAgent(agent, { input: "How many orders are there?", sessionId: "web:s1", userId: "U1" });
-    expect(result).toMatchObject({ stopReason: "error", error: { code: "internal" } });
-    expect(result.output).toContain("refused by the test");
-    expect(lookup.calls).toHaveLength(1);
-    expect(rowsOf(h.store, "web:s1").map((row) => row.role)).toEqual(["user"]);
-    expect(h.store.db.prepare("SELECT count(*) FROM steps WHERE run_id = ?").pluck().get(result.runId)).toBe(0);
-    expect(h.store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(result.runId)).toBe("error");
   });
 
   it("shows a second run in the same session exactly the first run's messages, once each (regression: the first commit cached them twice)", async () => {

@@ -70,40 +70,6 @@ export function runsContract({ open, database }: Contract): void {
     for (let index = 0; index < 20; index++) expect(await first.messagesAfter(`slack:T1:C1:${index}`, 0, 0)).toHaveLength(1);
   });
 
-  it("applies a run's records in the order they were made, also when a later one is made before the earlier has committed; one made after a record that fails writes nothing", async () => {
-    const store = await open();
-    const run = runRecord("run_order", "web:order");
-    await store.record([{ kind: "start_run", run }]);
-    const assistant: Message = { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "check", arguments: "{}" } }] };
-    const result: Message = { role: "tool", content: '{"status":"success","data":{"ok":true}}', tool_call_id: "call_1" };
-    // A step's reply and its tool's result, the second made before the first has committed.
-    const reply = store.record([{ kind: "step", step: stepOf("run_order", 1) }, { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: assistant, tokens: 9 }] }]);
-    const results = store.record([{ kind: "tool_calls", runId: run.runId, step: 1, records: [toolCall("call_1", "check")] }, { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: result, tokens: 7 }] }]);
-    const [replied, answered] = await Promise.all([reply, results]);
-    expect(answered.messageIds[0]?.[0]).toBeGreaterThan(replied.messageIds[0]?.[0] ?? Infinity);
-    expect((await store.messagesAfter(run.sessionId, 0, 0)).map((stored) => stored.message.role)).toEqual(["assistant", "tool"]);
-    expect((await store.steps(run.runId)).map((step) => step.toolCalls.map((call) => call.id))).toEqual([["call_1"]]);
-    // A step written again with calls and a note: the second write is ignored, the calls and the note join the step.
-    await store.record([
-      { kind: "step", step: stepOf("run_order", 1, { content: "a second write of a step is ignored" }) },
-      { kind: "tool_calls", runId: run.runId, step: 1, records: [toolCall("call_2", "check")] },
-      { kind: "note", runId: run.runId, step: 1, text: "Answer with what you have." },
-    ]);
-    expect((await store.steps(run.runId)).map((step) => ({ content: step.content, calls: step.toolCalls.map((call) => call.id), notes: step.notes }))).toEqual([
-      { content: stepOf("run_order", 1).content, calls: ["call_1", "call_2"], notes: ["Answer with what you have."] },
-    ]);
-
-    // The first fails (its approval names a run that does not exist): the one made after it fails too, writing nothing.
-    const failing = store.record([{ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [userMessage("first")] }, { kind: "open_approvals", requests: [approvalRequest("run_missing", run.sessionId, "call_9")], ttlSeconds: 60 }]);
-    const after = store.record([{ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [userMessage("second")] }]);
-    const settled = await Promise.allSettled([failing, after]);
-    expect(settled.map((outcome) => outcome.status)).toEqual(["rejected", "rejected"]);
-    expect((await store.messagesAfter(run.sessionId, 0, 0)).map((stored) => stored.message.role)).toEqual(["assistant", "tool"]);
-    // Later records of the run are not held by the failure.
-    await store.record([{ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [userMessage("third")] }]);
-    expect((await store.messagesAfter(run.sessionId, 0, 0)).map((stored) => stored.message.content)).toEqual([null, result.content, "third"]);
-  });
-
   it("reads a run's writes back as its trace: steps with their tool calls and notes, the exact request, price, totals, sub-agents", async () => {
     const store = await open();
     const system: Message = { role: "system", content: "You are glassbox." };

@@ -76,12 +76,11 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     const reply = await callModel(config, run, live, "auto");
     if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
     const { content, toolCalls } = reply.response;
-    const step = () =>
-      endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
-      (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined);
-    // Safe calls start while the reply commits (by the end of this turn, with their results if they
-    // are done by then); a dangerous call waits for it, so its approval always finds the reply stored.
-    const answered = toolCalls.length > 0 && !toolCalls.some((call) => config.tools.get(call.function.name)?.definition.dangerous) ? live.ahead(step) : await live.atomically(step);
+    const answered = await live.atomically(
+      () =>
+        endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
+        (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
+    );
     if (answered) return answered;
 
     const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
@@ -227,9 +226,7 @@ function addNotes(run: RunState, live: Live, results: Message[], notes: string[]
 /** The one place a run can fail for a reason outside the model and the tools (a store that cannot write). */
 async function survive(run: RunState, live: Live, body: () => Promise<RunResult>): Promise<RunResult> {
   try {
-    const result = await body();
-    await live.landed(); // a run is over once all it recorded has committed
-    return result;
+    return await body();
   } catch (error) {
     const message = `The run stopped because of an internal error (${error instanceof Error ? error.message : String(error)}); please try again.`;
     const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: message, stopReason: "error", steps: run.steps, usage: run.usage, toolCalls: run.toolCalls, error: { code: "internal", message } };

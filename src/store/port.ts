@@ -105,11 +105,7 @@ export interface RunStore<Transaction> {
    * after-commit hook, called once the acceptance has committed.
    */
   acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: Transaction) => Promise<void>): Promise<AcceptOutcome>;
-  /**
-   * Applies a run's writes in order, in one transaction: all of them or none (the promise rejects).
-   * A record made while an earlier one of the same run is still committing is applied after it, and
-   * only if that one committed (src/store/record-order.ts).
-   */
+  /** Applies a run's writes in order, in one transaction: all of them or none (the promise rejects). */
   record(writes: RunWrite[]): Promise<RecordOutcome>;
   /** Ends an accepted run that never started (refused, or failed before it began); false when it had started. */
   endUnstartedRun(outcome: RunOutcome): Promise<boolean>;

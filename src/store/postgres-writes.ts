@@ -9,7 +9,6 @@ import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./
 import { inTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
 import { claimIn } from "./postgres-gates.js";
-import { inRunOrder } from "./record-order.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
 import { acceptRun, endRun, resumeRun, sessionOwnerIn, startRun, takeOverRun } from "./postgres-runs.js";
 import type { PostgresSteps } from "./postgres-steps.js";
@@ -58,8 +57,7 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
   }
 
   return {
-    // One run's records in order: on a pool, a later transaction could otherwise commit first.
-    record: inRunOrder(async (writes: RunWrite[]): Promise<RecordOutcome> => {
+    async record(writes: RunWrite[]): Promise<RecordOutcome> {
       let sessions: SessionWrite[] = [];
       try {
         const outcome = await inTransaction(pool, (client) => apply(client, writes, (sessions = [])));
@@ -71,7 +69,7 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
         for (const write of writes) if (write.kind === "step") steps.forgetRun(write.step.runId);
         throw error;
       }
-    }),
+    },
 
     async acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: pg.PoolClient) => Promise<void>): Promise<AcceptOutcome> {
       const { run, message, sessionOwner } = acceptance;

@@ -1,7 +1,7 @@
 /**
  * The SQLite store's transactional writes: a run's writes, and an event's acceptance, each one unit
  * of the store's group commit (src/agent/store-commit.ts): the units of one event-loop turn commit
- * together, each whole or not at all; a run's records of one turn are one unit. Made of the store's own operations, the approval book's and
+ * together, each whole or not at all. Made of the store's own operations, the approval book's and
  * the trace writes (sqlite-steps).
  */
 import type { ApprovalBook } from "../agent/approvals.js";
@@ -10,7 +10,6 @@ import { INSTANCE, instanceRegistration } from "../agent/store-owners.js";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
 import type { AfterCommit } from "./port.js";
 import { knowMessageRows } from "./sqlite-message-rows.js";
-import { runOfWrites } from "./record-order.js";
 import type { SqliteSteps } from "./sqlite-steps.js";
 
 export function createSqliteWrites(store: Store, steps: SqliteSteps, book: ApprovalBook) {
@@ -53,7 +52,6 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
           steps.addNote(write.runId, write.step, write.text);
           break;
         case "end_run":
-          steps.writeStaged(); // with what the request log knows of the run, which it then forgets
           store.endRun(write.outcome);
           steps.forgetRun(write.outcome.runId);
           break;
@@ -82,39 +80,10 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
     return { kind: "accepted", messageId: messageId ?? null };
   }
 
-  // A run's records still waiting for the end of the turn: a later one of the same run joins the same
-  // unit, after them (a step's reply and the results of tools done within its turn commit together).
-  const waiting = new Map<string, { parts: RunWrite[][]; done: Promise<RecordOutcome[]> }>();
-  const unitFor = (writes: RunWrite[]): { done: Promise<RecordOutcome[]>; part: number } => {
-    const runId = runOfWrites(writes);
-    const open = runId === undefined ? undefined : waiting.get(runId);
-    if (open) return { done: open.done, part: open.parts.push(writes) - 1 };
-    const parts = [writes];
-    const done = store.atomically(() => {
-      if (runId !== undefined) waiting.delete(runId);
-      try {
-        const outcomes = parts.map(apply);
-        steps.writeStaged();
-        return outcomes;
-      } finally {
-        steps.dropStaged(); // written, or taken back with the unit
-      }
-    });
-    if (runId === undefined) return { done, part: 0 };
-    const unit = { parts, done };
-    waiting.set(runId, unit);
-    const forget = () => {
-      if (waiting.get(runId) === unit) waiting.delete(runId); // a transaction that never began
-    };
-    done.then(forget, forget);
-    return { done, part: 0 };
-  };
-
   return {
     async record(writes: RunWrite[]): Promise<RecordOutcome> {
       try {
-        const { done, part } = unitFor(writes);
-        const outcome = (await done)[part] as RecordOutcome;
+        const outcome = await store.atomically(() => apply(writes));
         // Committed: a later step's request may point at these rows instead of storing the messages again.
         let index = 0;
         for (const write of writes) if (write.kind === "messages") knowMessageRows(store.db, write.entries.map((entry) => entry.message), outcome.messageIds[index++] ?? []);

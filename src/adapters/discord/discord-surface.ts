@@ -58,13 +58,10 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
 
   const activity: string[] = [];
   let progress: Message | undefined;
-  let shown: string | undefined;
   const showActivity = async () => {
     const content = activity.join("\n");
-    if (content === shown) return; // a tool that ended before its start was shown: the post already says so
     if (progress) await progress.edit({ content, allowedMentions: NO_PINGS });
     else progress = await (await target()).send({ content, allowedMentions: NO_PINGS });
-    shown = content;
   };
 
   let queued: Message | undefined; // the "queued" note while the request waits for a run slot
