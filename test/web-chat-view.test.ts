@@ -54,6 +54,15 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
       })()`),
     );
 
+  it("on a phone, a conversation shorter than the window leaves the page where it is: the header whole at the top", async () => {
+    const page = await open(PHONE);
+    const header = async () => (await page.evaluate(`(() => { const box = document.querySelector("header.top").getBoundingClientRect(); return { top: box.top, scrolled: document.scrollingElement.scrollTop, taller: document.scrollingElement.scrollHeight - innerHeight }; })()`)) as { top: number; scrolled: number; taller: number };
+    expect(await header()).toEqual({ top: 0, scrolled: 0, taller: 0 });
+    await ask(page, `What is the status of order ${ORDERS[0]}?`);
+    await page.locator(".message.assistant .run-footer").waitFor(VISIBLE);
+    expect(await header()).toEqual({ top: 0, scrolled: 0, taller: 0 });
+  });
+
   it("keeps the newest answer, then the approval card, in view after several exchanges on a phone", async () => {
     const page = await open(PHONE);
     for (const [index, order] of ORDERS.entries()) {
