@@ -28,7 +28,7 @@ describe("files attached on Discord", () => {
     expect(h.fake.cdn.downloads).toHaveLength(2);
     expect(h.fake.cdn.downloads.every((download) => download.authorization === undefined)).toBe(true);
     const [run] = createTraceReader(h.agent.store).runsOfSession(`discord:${GUILD}:${CHANNEL}`);
-    expect(run?.input).toContain("Attached: pixel.png (image/png, 70 B) — sent as an image");
+    expect(run?.input).toContain("Attached: pixel.png (image/png, 70 B) — offered as an image");
     expect(run?.input).toContain("Attached: sales.csv (text/csv; charset=utf-8, 19 B) — its text inlined");
   });
 

@@ -32,7 +32,7 @@ describe("files shared in Slack", () => {
     // The trace says what was attached and how the model got it.
     await harness.slack.conversations.idle();
     const [run] = createTraceReader(harness.agent.store).runsOfSession(`slack:T0FAKE0001:${CHANNEL}:${ts}`);
-    expect(run?.input).toContain("Attached: cat.png (image/png, 70 B) — sent as an image");
+    expect(run?.input).toContain("Attached: cat.png (image/png, 70 B) — offered as an image");
     expect(run?.input).toContain("Attached: notes.md (text/plain, 22 B) — its text inlined");
   });
 

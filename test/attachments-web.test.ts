@@ -52,7 +52,7 @@ describe("files uploaded in the playground", () => {
     const session = `web:${String(await page.evaluate('localStorage.getItem("glassbox.session")'))}`;
     const trace = await open(`trace#session=${encodeURIComponent(session)}`);
     await trace.locator(".run-attachments li").first().waitFor(VISIBLE);
-    expect(await trace.locator(".run-attachments li").allTextContents()).toEqual(["Attached: cat.png (image/png, 70 B) — sent as an image", "Attached: notes.txt (text/plain, 15 B) — its text inlined"]);
+    expect(await trace.locator(".run-attachments li").allTextContents()).toEqual(["Attached: cat.png (image/png, 70 B) — offered as an image", "Attached: notes.txt (text/plain, 15 B) — its text inlined"]);
     await trace.locator("summary", { hasText: "Exactly what was sent" }).first().click();
     await trace.locator(".image-part figcaption", { hasText: "image part: image/png, 70 bytes" }).waitFor(VISIBLE);
     expect(await trace.locator(".image-part img").first().evaluate((image) => (image as unknown as { naturalWidth: number }).naturalWidth)).toBe(1);

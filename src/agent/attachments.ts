@@ -128,7 +128,7 @@ export function inputWithAttachments(task: { input: string; attachments?: readon
 }
 
 function givenInWords(file: ShapedFile): string {
-  if (file.givenAs === "image") return "sent as an image";
+  if (file.givenAs === "image") return "offered as an image"; // a model that refuses images gets a line instead, as its step's notes say
   if (file.givenAs === "text") return "its text inlined";
   if (file.givenAs === "text_cut") return `its text inlined, cut to ${file.cut?.kept} of ${file.cut?.of} characters`;
   if (file.givenAs === "named") return "named only (name, type and size)";
