@@ -504,6 +504,29 @@ describe("what later runs see", () => {
     expect(JSON.stringify(h.server.requests[1]?.body.messages)).not.toContain("PELICAN");
   });
 
+  it("a run keeps its own context whole when another process resets the session mid-run; the next run starts fresh", async () => {
+    // The history is checked against the store when a run starts, not at every step: a conversation
+    // has one run at a time, and the run's own writes keep memory's copy current.
+    const path = databasePath();
+    const other = openTestStore(path);
+    const lookup = recordingTool("lookup", () => (other.resetSession("web:s1"), { rows: 3 }));
+    const h = await setUp({
+      path,
+      tools: [lookup.tool],
+      script: [{ toolCalls: [call("lookup", { q: "PELICAN orders" }, "call_lookup")] }, { content: "There are 3 PELICAN orders." }, { content: "Fresh start." }],
+    });
+    const crossing = await h.run("How many orders does PELICAN have?");
+    expect(crossing).toMatchObject({ stopReason: "final", steps: 2 });
+    const second = loopRequests(h.server)[1]?.body.messages.map(toMessage) ?? [];
+    expect(second.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(textOf(second[1])).toContain("How many orders does PELICAN have?");
+
+    await h.run("What were we talking about?");
+    const next = loopRequests(h.server)[2]?.body.messages ?? [];
+    expect(JSON.stringify(next)).not.toContain("How many orders does PELICAN have?");
+    expect(textOf(next.at(-1))).toBe("What were we talking about?");
+  });
+
   it("answers a tool call that never got its result (a crash) with a synthesized error, so the protocol holds", async () => {
     const path = databasePath();
     const h = await setUp({ path, script: [{ content: "First answer." }, { content: "Second answer." }, { content: "Third answer." }] });

@@ -87,9 +87,19 @@ export function createMemory(options: MemoryOptions): Memory {
   let systemCount: { message: Message; tokens: number } | undefined;
   const requests = new Map<string, { message: Message; tokens: number; withNotes?: Message }>();
 
-  /** The session's unsummarised messages, from the cache unless another handle wrote or the session was reset meanwhile. */
-  async function sessionOf(sessionId: string): Promise<SessionCache> {
+  // Runs whose cached history was checked against the store since they started (or resumed).
+  const checkedRuns = new Set<string>();
+
+  /**
+   * The run's session: its unsummarised messages, from the cache unless another handle wrote or the
+   * session was reset meanwhile. Checked once a run: a conversation has one run at a time (its queue's
+   * guarantee), and this run's own writes update the cache, so its later steps read no version.
+   */
+  async function sessionOf(run: RunState): Promise<SessionCache> {
+    const { sessionId } = run;
     const cached = sessions.get(sessionId);
+    if (cached && checkedRuns.has(run.runId)) return cached;
+    checkedRuns.add(run.runId);
     if (cached && cached.version === (await store.historyVersion(sessionId))) return cached;
     const fresh: SessionCache = await store.sessionHistory(sessionId);
     sessions.delete(sessionId);
@@ -172,7 +182,7 @@ export function createMemory(options: MemoryOptions): Memory {
 
   return {
     async context(run, { systemPrompt, tools }) {
-      const session = await sessionOf(run.sessionId);
+      const session = await sessionOf(run);
       const request = requestOf(run);
       const notes = await notesFor(run, textOf(request.message.content));
       // Remembered facts ride with the request, never in a system message: they are what users said.
@@ -249,6 +259,7 @@ export function createMemory(options: MemoryOptions): Memory {
         const { result } = event;
         unit.add({ kind: "end_run", outcome: runOutcomeOf(result) });
         notesByRun.delete(result.runId);
+        checkedRuns.delete(result.runId);
         estimates.delete(result.runId);
         requests.delete(result.runId);
       }
