@@ -9,7 +9,7 @@ import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
 import type { ImageMode, ToolMode } from "./agent/llm/index.js";
 import type { InstallationDatabase } from "./store/installations.js";
-import { parseMcpServers, type McpServerConfig } from "./tools/mcp.js";
+import { parseMcpServers, type McpServerConfig } from "./tools/mcp-config.js";
 
 export interface GlassboxConfig {
   model: {

@@ -17,7 +17,8 @@ import { loadConfig } from "../src/config.js";
 import { createAgentConfig } from "../src/setup.js";
 import { startScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { executeToolCalls, newToolRunState, type ExecutorOptions } from "../src/tools/executor.js";
-import { connectMcpServers, parseMcpServers, type McpConnectOptions, type McpLogger, type McpServerConfig, type McpServers, type McpServerStatus } from "../src/tools/mcp.js";
+import { connectMcpServers, type McpConnectOptions, type McpLogger, type McpServers, type McpServerStatus } from "../src/tools/mcp.js";
+import { parseMcpServers, type McpServerConfig } from "../src/tools/mcp-config.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { AnyTool, ApprovalRequest, ToolCallRecord } from "../src/tools/types.js";
 

@@ -10,106 +10,13 @@
  *   `execution_error` saying so, and once it is back the same names work again.
  * - `status()` tells the state of every server; `close()` ends them all.
  */
-import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { CallToolResult, ContentBlock, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import { Ajv } from "ajv";
-import addFormatsModule from "ajv-formats";
-import { isPlainObject } from "./args.js";
-import type { AnyTool, JsonSchema } from "./types.js";
-
-// ajv-formats ships CommonJS with a default export that NodeNext sees one level down.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
-
-// ---- configuration -------------------------------------------------------------------------
-
-interface McpServerCommon {
-  /** MCP tool names that need a person's approval even without `destructiveHint`. */
-  dangerous?: string[];
-  /** Per-call time limit of this server's tools, in ms (default: the executor's). */
-  timeoutMs?: number;
-}
-
-/** A server run as a child process, spoken to over stdin/stdout. */
-export interface McpStdioServerConfig extends McpServerCommon {
-  command: string;
-  args?: string[];
-  /** Added to a minimal inherited environment (HOME, PATH, SHELL, TERM, USER, LOGNAME): glassbox's own secrets are not passed on. */
-  env?: Record<string, string>;
-  cwd?: string;
-}
-
-/** A server reached over Streamable HTTP. */
-export interface McpHttpServerConfig extends McpServerCommon {
-  url: string;
-  headers?: Record<string, string>;
-}
-
-export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
-
-const SERVER_NAME = /^[a-zA-Z0-9_-]{1,32}$/;
-const SETTINGS = "command, args, env, cwd (stdio) or url, headers (Streamable HTTP), and dangerous, timeoutMs";
-
-/**
- * Reads GLASSBOX_MCP_SERVERS: a JSON object of servers by name, e.g.
- * `{"files": {"command": "node", "args": ["server.js"], "dangerous": ["delete_file"]}, "search": {"url": "http://127.0.0.1:9000/mcp"}}`.
- * Throws an Error of one sentence naming the server and what is wrong.
- */
-export function parseMcpServers(json: string | undefined): Record<string, McpServerConfig> {
-  if (!json?.trim()) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch (error) {
-    throw new Error(`GLASSBOX_MCP_SERVERS is not valid JSON (${(error as Error).message}); give an object of servers by name.`);
-  }
-  if (!isPlainObject(parsed)) throw new Error(`GLASSBOX_MCP_SERVERS must be a JSON object of servers by name, like {"files": {"command": "node", "args": ["server.js"]}}.`);
-  const servers: Record<string, McpServerConfig> = {};
-  for (const [name, value] of Object.entries(parsed)) servers[name] = parseServer(name, value);
-  return servers;
-}
-
-function parseServer(name: string, value: unknown): McpServerConfig {
-  const problem = (what: string) => new Error(`GLASSBOX_MCP_SERVERS: the server '${name}' ${what}.`);
-  if (!SERVER_NAME.test(name)) throw problem("has a name that is not 1-32 letters, digits, '_' or '-'");
-  if (!isPlainObject(value)) throw problem(`must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
-  const unknown = Object.keys(value).find((key) => !["command", "args", "env", "cwd", "url", "headers", "dangerous", "timeoutMs"].includes(key));
-  if (unknown) throw problem(`has an unknown setting '${unknown}'; the settings are ${SETTINGS}`);
-  const isStringList = (list: unknown) => Array.isArray(list) && list.every((item) => typeof item === "string");
-  const isStringMap = (map: unknown) => isPlainObject(map) && Object.values(map).every((item) => typeof item === "string");
-  if (value.dangerous !== undefined && !isStringList(value.dangerous)) throw problem(`has "dangerous" that is not a list of tool names`);
-  if (value.timeoutMs !== undefined && !(typeof value.timeoutMs === "number" && Number.isFinite(value.timeoutMs) && value.timeoutMs > 0)) {
-    throw problem(`has "timeoutMs" that is not a positive number of milliseconds`);
-  }
-  const common = {
-    ...(value.dangerous !== undefined ? { dangerous: value.dangerous as string[] } : {}),
-    ...(value.timeoutMs !== undefined ? { timeoutMs: value.timeoutMs as number } : {}),
-  };
-
-  if ((value.command === undefined) === (value.url === undefined)) throw problem(`needs exactly one of "command" (stdio) or "url" (Streamable HTTP)`);
-  if (value.url !== undefined) {
-    if (typeof value.url !== "string" || !URL.canParse(value.url) || !/^https?:$/.test(new URL(value.url).protocol)) throw problem(`has "url" that is not an http(s) URL`);
-    if (value.headers !== undefined && !isStringMap(value.headers)) throw problem(`has "headers" that is not an object of strings`);
-    const stray = ["args", "env", "cwd"].find((key) => value[key] !== undefined);
-    if (stray) throw problem(`has "${stray}", which only a stdio server (with "command") takes`);
-    return { url: value.url, ...(value.headers !== undefined ? { headers: value.headers as Record<string, string> } : {}), ...common };
-  }
-  if (typeof value.command !== "string" || value.command.trim() === "") throw problem(`has "command" that is not a non-empty string`);
-  if (value.args !== undefined && !isStringList(value.args)) throw problem(`has "args" that is not a list of strings`);
-  if (value.env !== undefined && !isStringMap(value.env)) throw problem(`has "env" that is not an object of strings`);
-  if (value.cwd !== undefined && typeof value.cwd !== "string") throw problem(`has "cwd" that is not a string`);
-  if (value.headers !== undefined) throw problem(`has "headers", which only an HTTP server (with "url") takes`);
-  return {
-    command: value.command,
-    ...(value.args !== undefined ? { args: value.args as string[] } : {}),
-    ...(value.env !== undefined ? { env: value.env as Record<string, string> } : {}),
-    ...(value.cwd !== undefined ? { cwd: value.cwd } : {}),
-    ...common,
-  };
-}
-
-// ---- connecting ----------------------------------------------------------------------------
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { McpServerConfig } from "./mcp-config.js";
+import { createSchemaChecker } from "./mcp-schemas.js";
+import { resultData, toolsOf, type McpToolSource } from "./mcp-tools.js";
+import type { AnyTool } from "./types.js";
 
 /** The part of a logger this module uses (pino's Logger fits). */
 export interface McpLogger {
@@ -200,15 +107,8 @@ async function loadSdk() {
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
 /** One server: its client while connected, the tools it offers, and reconnection with backoff. */
-interface Connection {
-  name: string;
-  config: McpServerConfig;
-  /** The tools the server offered when last asked, by MCP name. */
-  offered(): Map<string, McpTool>;
-  /** MCP names that became glassbox tools (set once, at startup). */
-  registered: Map<string, string>;
+interface Connection extends McpToolSource {
   start(): Promise<void>;
-  call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   status(): McpServerStatus;
   close(): Promise<void>;
 }
@@ -411,142 +311,6 @@ async function listAllTools(client: Client, timeout: number): Promise<Map<string
     if (cursor !== undefined) seen.add(cursor);
   } while (cursor !== undefined);
   return tools;
-}
-
-/** What the model reads: structured content if any, else the content as text. An error result throws. */
-function resultData(result: Pick<CallToolResult, "content" | "structuredContent" | "isError">, server: string, tool: string): unknown {
-  const text = (result.content ?? []).map(describeContent).join("\n");
-  if (result.isError) throw new Error(text.trim() || `The MCP tool '${tool}' on server '${server}' failed without saying why.`);
-  return result.structuredContent ?? text;
-}
-
-function describeContent(block: ContentBlock): string {
-  switch (block.type) {
-    case "text":
-      return block.text;
-    case "image":
-    case "audio":
-      return `[${block.type}: ${block.mimeType}]`;
-    case "resource_link":
-      return `[resource link: ${block.uri}${block.name ? ` (${block.name})` : ""}]`;
-    case "resource":
-      return "text" in block.resource ? block.resource.text : `[resource: ${block.resource.uri}${block.resource.mimeType ? ` (${block.resource.mimeType})` : ""}]`;
-    default:
-      return `[${(block as { type: string }).type}]`;
-  }
-}
-
-// ---- turning MCP tools into glassbox tools -------------------------------------------------
-
-function toolsOf(connection: Connection, schemas: SchemaChecker, taken: Set<string>, log: McpLogger): AnyTool[] {
-  const { name: server, config } = connection;
-  const dangerousNames = new Set(config.dangerous ?? []);
-  const tools: AnyTool[] = [];
-  for (const tool of connection.offered().values()) {
-    const fields = { server, tool: tool.name };
-    if (tool.execution?.taskSupport === "required") {
-      log.warn(fields, `MCP tool '${tool.name}' of server '${server}' is left out: it only runs as a task, which glassbox does not support`);
-      continue;
-    }
-    const checked = schemas.normalise(tool.inputSchema);
-    if ("error" in checked) {
-      log.warn({ ...fields, error: checked.error }, `MCP tool '${tool.name}' of server '${server}' is left out: its input schema does not compile (${checked.error})`);
-      continue;
-    }
-    if (checked.dropped.length > 0) log.info({ ...fields, dropped: checked.dropped }, `MCP tool '${tool.name}' of server '${server}': schema keywords ajv cannot check were dropped`);
-    const name = uniqueName(`${server}__${tool.name}`, taken);
-    const annotations = tool.annotations ?? {};
-    const destructive = annotations.destructiveHint === true && annotations.readOnlyHint !== true;
-    const description = tool.description?.trim() || tool.title || tool.annotations?.title || tool.name;
-    tools.push({
-      name,
-      description: `${server}: ${description}`,
-      parameters: checked.schema,
-      dangerous: destructive || dangerousNames.has(tool.name),
-      ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {}),
-      handler: (args: Record<string, unknown>, context) => connection.call(tool.name, args, context.signal),
-    });
-    connection.registered.set(tool.name, name);
-  }
-  for (const listed of dangerousNames) {
-    if (connection.offered().size > 0 && !connection.offered().has(listed)) {
-      log.warn({ server, tool: listed }, `MCP server '${server}' has no tool '${listed}' (listed in "dangerous"); check the name`);
-    }
-  }
-  return tools;
-}
-
-/** `server__tool` within ^[a-zA-Z0-9_-]{1,64}$; a name cut short or already taken gets a short hash of the original. */
-function uniqueName(wanted: string, taken: Set<string>): string {
-  let name = wanted.replace(/[^a-zA-Z0-9_-]/g, "_");
-  if (name.length > 64 || taken.has(name)) {
-    const hash = createHash("sha256").update(wanted).digest("hex").slice(0, 8);
-    name = `${name.slice(0, 64 - 9)}_${hash}`;
-  }
-  taken.add(name);
-  return name;
-}
-
-// ---- schemas -------------------------------------------------------------------------------
-
-interface SchemaChecker {
-  /** A copy the registry can compile, with what was dropped; or why it cannot be used. */
-  normalise(schema: unknown): { schema: JsonSchema; dropped: string[] } | { error: string };
-}
-
-/** Keywords whose values are subschemas: by name, as a list, or one schema. */
-const SCHEMA_MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
-const SCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
-const SCHEMA_VALUES = ["items", "additionalItems", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"];
-
-/**
- * MCP schemas follow any JSON Schema draft and may carry keywords and formats the registry's strict
- * ajv rejects. Dropped: "$schema" (the registry validates with its own draft), keywords ajv does not
- * know and formats it has no check for — ajv would not check any of them anyway, and the server still
- * does. Anything else that fails to compile (a bad pattern, strict-mode errors) leaves the tool out.
- */
-function createSchemaChecker(): SchemaChecker {
-  // The registry's options (src/tools/registry.ts), so what compiles here registers there.
-  const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
-  addFormats(ajv);
-  const known = (keyword: string) => keyword === "$id" || ajv.RULES.keywords[keyword] === true;
-
-  const clean = (schema: unknown, path: string, dropped: string[]): void => {
-    if (!isPlainObject(schema)) return;
-    for (const keyword of Object.keys(schema)) {
-      const value = schema[keyword];
-      if (keyword === "$schema" || !known(keyword)) {
-        if (keyword !== "$schema") dropped.push(`${path}/${keyword}`);
-        delete schema[keyword];
-      } else if (keyword === "format" && typeof value === "string" && !(value in ajv.formats)) {
-        dropped.push(`${path}/format "${value}"`);
-        delete schema[keyword];
-      } else if (SCHEMA_MAPS.includes(keyword) && isPlainObject(value)) {
-        for (const [key, child] of Object.entries(value)) clean(child, `${path}/${keyword}/${key}`, dropped);
-      } else if ((SCHEMA_LISTS.includes(keyword) || SCHEMA_VALUES.includes(keyword)) && Array.isArray(value)) {
-        value.forEach((child, index) => clean(child, `${path}/${keyword}/${index}`, dropped));
-      } else if (SCHEMA_VALUES.includes(keyword)) {
-        clean(value, `${path}/${keyword}`, dropped);
-      }
-    }
-  };
-
-  return {
-    normalise(input) {
-      if (!isPlainObject(input)) return { error: "it is not an object" };
-      const schema = structuredClone(input);
-      schema.type ??= "object";
-      if (schema.type !== "object") return { error: `its type is ${JSON.stringify(schema.type)}, not "object"` };
-      const dropped: string[] = [];
-      clean(schema, "#", dropped);
-      try {
-        ajv.compile(schema);
-      } catch (error) {
-        return { error: errorMessage(error) };
-      }
-      return { schema, dropped };
-    },
-  };
 }
 
 function errorMessage(error: unknown): string {
