@@ -2,17 +2,31 @@
 // (src/ingress/store-events.ts): the runs' writes go into the real store (SQLite always, PostgreSQL
 // when GLASSBOX_TEST_DATABASE_URL is set) as a worker makes them, and the hub's watchers hear the
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
-// resume, the end; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
+// resume, the end; a running run's steps (model calls, tool results, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
 // closed; runs that ended before the page opened not sent again.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
 import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events.js";
 import { createLogger } from "../src/logger.js";
 import { openStorePort, type AnyStorePort } from "../src/store/index.js";
-import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord, TARGETS, type TestDatabase } from "./store-contract-helpers.js";
+import type { ToolCallRecord } from "../src/tools/types.js";
+import { approvalRequest, outcomeOf, pause, pausedWaitingFor, runRecord, stepOf, TARGETS, type TestDatabase } from "./store-contract-helpers.js";
 
 const WAIT = { timeout: 10_000, interval: 20 };
 const log = createLogger({ level: "silent" });
+
+const toolCall = (id: string, name: string): ToolCallRecord => ({
+  id,
+  name,
+  rawArguments: '{"q":"orders"}',
+  arguments: { q: "orders" },
+  repairs: [],
+  envelope: { status: "success", data: { rows: 3 } },
+  content: '{"status":"success","data":{"rows":3}}',
+  truncatedChars: 0,
+  durationMs: 7,
+  dangerous: false,
+});
 
 for (const target of TARGETS) {
   describe(`store events for pages in ingress: ${target.name}${postgresNote(target.kind)}`, () => {
@@ -92,6 +106,37 @@ for (const target of TARGETS) {
       await page.said("run_start", "run_start", "run_end");
       expect(page.heard[2]).toMatchObject({ runId: "run_p2", output: "Dear customer." });
       await vi.waitFor(() => expect(ended).toBe(true), WAIT); // followed by the first stage's id, as POST /api/runs gave it
+      page.stop();
+    });
+
+    it("a running run's steps as the worker stores them: each model call, each tool result once it has ended, the guards' notes, each once and before the end", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:s5");
+      await store.record([{ kind: "start_run", run: runRecord("run_steps", "web:s5", "web:ann", "look it up") }]);
+      await page.said("run_start");
+      // The reply commits before its tool runs: the step is shown, its call not yet.
+      await store.record([{ kind: "step", step: stepOf("run_steps", 1, { content: null, promptTokens: 120, completionTokens: 9, latencyMs: 40.4, reasoning: "Look it up first." }) }]);
+      await page.said("run_start", "model_end");
+      expect(page.heard[1]).toMatchObject({ type: "model_end", runId: "run_steps", step: 1, promptTokens: 120, completionTokens: 9, latencyMs: 40, reasoning: "Look it up first." });
+
+      await store.record([
+        { kind: "tool_calls", runId: "run_steps", step: 1, records: [toolCall("call_1", "lookup")] },
+        { kind: "note", runId: "run_steps", step: 1, text: "'lookup' returned exactly the same result as its previous call." },
+      ]);
+      await page.said("run_start", "model_end", "tool_end", "note");
+      expect(page.heard[2]).toMatchObject({ type: "tool_end", step: 1, record: { id: "call_1", name: "lookup", envelope: { status: "success", data: { rows: 3 } }, durationMs: 7 } });
+      expect(page.heard[2]).not.toHaveProperty("record.content"); // what the model read stays in the trace
+      expect(page.heard[3]).toMatchObject({ type: "note", step: 1, text: expect.stringContaining("exactly the same result") });
+
+      // The last step and the end land in one commit: the step comes first.
+      await store.record([
+        { kind: "step", step: stepOf("run_steps", 2, { content: "There are 3." }) },
+        { kind: "end_run", outcome: outcomeOf("run_steps", { status: "final", output: "There are 3.", steps: 2 }) },
+      ]);
+      await page.said("run_start", "model_end", "tool_end", "note", "model_end", "run_end");
+      expect(page.heard[4]).toMatchObject({ type: "model_end", step: 2 });
+      await pause(100); // several beats: nothing is sent twice
+      expect(page.heard).toHaveLength(6);
       page.stop();
     });
 

@@ -4,7 +4,7 @@
 // the GET routes, each user's token reading only that user's sessions, and a run stopped through
 // the API ends cancelled on its worker. Then GLASSBOX_ROLE=ingress
 // beside one worker process: in headless Chromium the chat page sends a message through ingress,
-// shows the approval the worker asked for, approves it, shows the answer, and the trace viewer
+// shows the approval the worker asked for, approves it, shows the worker's tool call and the answer, and the trace viewer
 // shows the run the worker ran. Runs only when GLASSBOX_TEST_DATABASE_URL is set.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -77,7 +77,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     const alice = { authorization: `Bearer ${ALICE}` };
     const bob = { authorization: `Bearer ${BOB}` };
 
-    // Followed live: the stream opened before the run hears it start and end, from what the worker stored.
+    // Followed live: the stream opened before the run hears it start, its steps and its end, from what the worker stored.
     let accepted: { status: number; body: Record<string, unknown> } | undefined;
     const live = await readEvents(`${base}/api/sessions/web:maths/events`, {
       headers: alice,
@@ -87,8 +87,10 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     });
     expect(accepted?.status).toBe(202);
     const runId = accepted?.body.runId as string;
-    expect(typesOf(live.events)).toEqual(["run_start", "run_end"]);
-    expect(live.events[1]?.event).toMatchObject({ runId, stopReason: "final", output: "It is 42.", steps: 2 });
+    // Each step as the worker stored it: the model's call for the calculator, its result, the answering call, then the end.
+    expect(typesOf(live.events)).toEqual(["run_start", "model_end", "tool_end", "model_end", "run_end"]);
+    expect(live.events[2]?.event).toMatchObject({ runId, step: 1, record: { name: "calculator", envelope: { status: "success" } } });
+    expect(live.events[4]?.event).toMatchObject({ runId, stopReason: "final", output: "It is 42.", steps: 2 });
 
     const run = await getJson<Record<string, unknown>>(`${base}/api/runs/${runId}`, alice);
     expect(run).toMatchObject({ status: 200, body: { runId, status: "final", done: true, output: "It is 42.", userId: "web:alice", sessionId: "web:maths" } });
@@ -149,6 +151,10 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     await approve.click();
     await chat.locator(".message.assistant .answer", { hasText: "done: wiped." }).waitFor(VISIBLE);
     await chat.locator(".approval .outcome", { hasText: "Approved by you" }).waitFor(VISIBLE);
+    // The worker's tool call, read back from its stored step: shown in the activity, after the approval, before the answer.
+    const activity = chat.locator(".message.assistant .activity");
+    await activity.locator(".tool.ok", { hasText: "wipe_cache" }).waitFor(VISIBLE);
+    expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual(["approval-item", "tool ok"]);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
     const session = `web:${String(await chat.evaluate('localStorage.getItem("glassbox.session")'))}`;
 

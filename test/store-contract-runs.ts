@@ -107,6 +107,8 @@ export function runsContract({ open, database }: Contract): void {
     expect(steps[0]).toMatchObject({ content: null, reasoning: "Let me look.", modelNotes: ["a tool call was read from text"], notes: ["'check' returned the same result.", "Answer with what you have."], promptTokens: 100, completionTokens: 10, latencyMs: 12.5, contextMessages: 1, contextTokens: 10 });
     expect(steps[0]?.toolCalls).toEqual([toolCall("call_1", "check"), toolCall("call_2", "lookup", "error")]);
     expect(steps[1]).toMatchObject({ content: "answer 2", toolCalls: [], notes: [] });
+    expect(await store.steps("run_t", 2)).toEqual([steps[1]]); // from a step on (a page following the run reads what is new)
+    expect(await store.steps("run_t", 3)).toEqual([]);
     expect(await store.payload("run_t", 1)).toEqual({ messages: [system, question], tools, tool_choice: "auto", stream: true });
     expect(await store.payload("run_t", 2)).toEqual({ messages: [system, question, assistant], tool_choice: "none" });
     expect(await store.payload("run_t", 3)).toBeUndefined();

@@ -253,7 +253,7 @@ export function createTraceReader(store: Store) {
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
-    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? ORDER BY step"),
+    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step"),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
   const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
@@ -272,8 +272,8 @@ export function createTraceReader(store: Store) {
     childrenOf: (runId: string) => statements.children.all(runId) as RunTrace[],
     /** A pipeline's stages so far, in order, by its first stage's run. */
     stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId) as RunTrace[],
-    steps(runId: string): StepTrace[] {
-      return (statements.steps.all(runId) as StepRow[]).map((row) => ({
+    steps(runId: string, fromStep = 1): StepTrace[] {
+      return (statements.steps.all(runId, fromStep) as StepRow[]).map((row) => ({
         step: row.step,
         model: row.model,
         contextMessages: row.context_messages,

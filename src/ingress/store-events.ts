@@ -2,19 +2,21 @@
  * Live events of web sessions in a process that runs no agent (ingress, and `all`): the workers'
  * runs, read back from the store about once a second while someone follows their session, and
  * published to an event hub the way the web surface publishes an agent's own events (run_start,
- * run_resumed, approval_requested, approval_decided, run_end). So the chat page and API clients
- * follow a run through web-api.ts's event routes as they do in one process. What the store does not
- * hold live is not sent: no streamed text nor tool activity; a run's answer comes whole at its end,
- * and its steps are in the trace.
+ * run_resumed, each step's model call, tool results and notes, approval_requested, approval_decided,
+ * run_end). So the chat page and API clients follow a run through web-api.ts's event routes as they
+ * do in one process, each step about a second after its worker stored it. What the store does not
+ * hold is not sent: no streamed text (a run's answer comes whole at its end), and a tool call shows
+ * once it has ended (its start is not stored apart).
  */
 import { HttpError } from "../adapters/web/http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
-import type { RunTrace } from "../agent/trace.js";
+import { LIVE_REASONING_CHARS } from "../adapters/web/web-surface.js";
+import { cutReasoning, type RunTrace, type StepTrace } from "../agent/trace.js";
 import type { StopReason } from "../agent/run.js";
 import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
 
-export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun">;
+export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun" | "steps">;
 
 export interface StoreEventsOptions {
   store: StoreEventsReader;
@@ -43,6 +45,8 @@ interface SeenRun {
   started: boolean;
   /** Approval id -> status, once the run has paused. */
   approvals: Map<string, string>;
+  /** What was sent of each stored step: its tool calls' ids and how many notes. */
+  steps: Map<number, { calls: Set<string>; notes: number }>;
 }
 
 interface Followed {
@@ -89,10 +93,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       for (const run of runs) {
         const before = seen.get(run.runId);
         if (!before && first && !UNFINISHED.has(run.status) && !endedWithin(run, recentMs)) {
-          seen.set(run.runId, { status: run.status, started: true, approvals: new Map() }); // history the page has loaded
+          seen.set(run.runId, { status: run.status, started: true, approvals: new Map(), steps: new Map() }); // history the page has loaded
           continue;
         }
-        const now = before ?? { status: "accepted", started: false, approvals: new Map<string, string>() };
+        const now = before ?? { status: "accepted", started: false, approvals: new Map<string, string>(), steps: new Map() };
         if (!before) inner.accept(run.runId, sessionId);
         seen.set(run.runId, now);
         await publishChanges(sessionId, run, now);
@@ -107,14 +111,20 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   /** The events from what the run was (`seen`, updated here) to what it is. */
   async function publishChanges(sessionId: string, run: RunTrace, seen: SeenRun): Promise<void> {
     const was = seen.status;
-    // A paused run is read again for approvals decided one by one; anything else only when it changed.
-    if (run.status === was && seen.started && run.status !== "awaiting_approval") return;
+    // A running run is read again for its new steps, a paused one for approvals decided one by one; anything else only when it changed.
+    if (run.status === was && seen.started && run.status !== "running" && run.status !== "awaiting_approval") return;
     const publish = (event: WebEvent) => inner.publish(sessionId, event);
     if (run.status !== "accepted" && !seen.started) {
       publish({ type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) });
       seen.started = true;
     } else if (run.status === "running" && was !== "running") {
       publish({ type: "run_resumed", runId: run.runId, sessionId });
+    }
+    // The steps it stored since the last reading (a running run's, and those up to a pause or the end).
+    if (run.status === "running" || run.status !== was) {
+      // From the latest step sent: its tool results may have landed since.
+      const from = Math.max(1, ...seen.steps.keys());
+      for (const step of await store.steps(run.runId, from)) publishStep(publish, run.runId, step, seen);
     }
     if (run.status === "awaiting_approval" || was === "awaiting_approval") {
       for (const approval of await store.approvalsOfRun(run.runId)) {
@@ -140,6 +150,32 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens, totalTokens: run.promptTokens + run.completionTokens },
     });
     if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId) inner.end(run.pipelineRunId);
+  }
+
+  /** A stored step as the web surface would have shown it live: the model call, then each tool result and note, each once. */
+  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun): void {
+    let sent = seen.steps.get(step.step);
+    if (!sent) {
+      sent = { calls: new Set(), notes: 0 };
+      seen.steps.set(step.step, sent);
+      const reasoning = cutReasoning(step.reasoning ?? undefined, LIVE_REASONING_CHARS);
+      publish({
+        type: "model_end",
+        runId,
+        step: step.step,
+        promptTokens: step.promptTokens,
+        completionTokens: step.completionTokens,
+        latencyMs: Math.round(step.latencyMs),
+        ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars + step.reasoningCutChars } : {}),
+      });
+    }
+    for (const { content: _modelText, ...record } of step.toolCalls) {
+      if (sent.calls.has(record.id)) continue;
+      sent.calls.add(record.id);
+      publish({ type: "tool_end", runId, step: step.step, record });
+    }
+    for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
+    sent.notes = step.notes.length;
   }
 
   const timer = setInterval(() => {

@@ -173,7 +173,8 @@ export interface TraceReadings {
   childrenOf(runId: string): Promise<RunTrace[]>;
   /** A pipeline's stages so far, in order, by its first stage's run. */
   stagesOf(pipelineRunId: string): Promise<RunTrace[]>;
-  steps(runId: string): Promise<StepTrace[]>;
+  /** A run's steps in order, from step `fromStep` on (default: all of them). */
+  steps(runId: string, fromStep?: number): Promise<StepTrace[]>;
   /** The exact request a step sent to the model (older steps: its messages alone). */
   payload(runId: string, step: number): Promise<RecordedRequest | Message[] | undefined>;
   totalsByRun(): Promise<UsageTotal[]>;

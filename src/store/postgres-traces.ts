@@ -58,11 +58,11 @@ export function createPostgresTraces(pool: pg.Pool) {
     async stagesOf(pipelineRunId: string): Promise<RunTrace[]> {
       return (await pool.query<RunTrace>(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = $1 ORDER BY pipeline_stage`, [pipelineRunId])).rows;
     },
-    async steps(runId: string): Promise<StepTrace[]> {
+    async steps(runId: string, fromStep = 1): Promise<StepTrace[]> {
       const { rows } = await pool.query<StepRow>(
         `SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes,
-           prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = $1 ORDER BY step`,
-        [runId],
+           prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = $1 AND step >= $2 ORDER BY step`,
+        [runId, fromStep],
       );
       return rows.map((row) => ({
         step: row.step,

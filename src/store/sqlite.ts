@@ -124,7 +124,7 @@ function portOver(store: Store): SqlitePort {
     runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),
     childrenOf: async (runId) => reader.childrenOf(runId),
     stagesOf: async (pipelineRunId) => reader.stagesOf(pipelineRunId),
-    steps: async (runId) => reader.steps(runId),
+    steps: async (runId, fromStep) => reader.steps(runId, fromStep),
     payload: async (runId, step) => reader.payload(runId, step),
     totalsByRun: async () => reader.totalsByRun(),
     totalsBySession: async () => reader.totalsBySession(),

@@ -13,7 +13,7 @@ import { approvalView, type EventHub, type WebEvent } from "./event-hub.js";
 /** Where the page shows an approval: the session's stream, not a message to update later. */
 const WEB_MESSAGE_REF = "web";
 /** The thinking a live event carries: the hub keeps events of hundreds of runs in memory; the trace keeps more. */
-const LIVE_REASONING_CHARS = 16 * 1024;
+export const LIVE_REASONING_CHARS = 16 * 1024;
 
 export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
   /** The turn's first run: a pipeline's later stages are runs of their own, and its end comes under the last one's id. */
