@@ -11,6 +11,7 @@
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { exampleRequests } from "./adapters/example-requests.js";
+import type { ReplayOnModel } from "./adapters/web/web-replay.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import { configurationError } from "./agent/errors.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
@@ -90,8 +91,10 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
   let pages: string | undefined;
   try {
     // The worker first: a missing model is said before any event is accepted.
+    let replay: ReplayOnModel | undefined;
     if (role === "worker" || role === "all") {
       const worker = await startWorkerRole({ config, store, queue, log, concurrency: config.workerConcurrency });
+      replay = worker.replay; // the trace viewer's replays, when ingress runs here too
       stops.push(worker.stop);
       await startupChores(worker.store, log);
       void worker.stopped.then((cause) => {
@@ -101,7 +104,7 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
       });
     }
     if (role === "ingress" || role === "all") {
-      const ingress = await startIngressRole({ config, store, queue, log });
+      const ingress = await startIngressRole({ config, store, queue, log, ...(replay ? { replay } : {}) });
       stops.unshift(ingress.stop); // stop receiving before the worker stops
       if (role === "ingress") await startupChores(ingress.store, log);
       pages = ingress.api.url;

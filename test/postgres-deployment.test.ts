@@ -1,7 +1,8 @@
 // A PostgreSQL deployment, whole: the real src/main.ts with GLASSBOX_DATABASE_URL alone (no
 // GLASSBOX_ROLE) runs everything in one process on PostgreSQL, in a schema of its own, never on the
 // SQLite file; an HTTP API run is answered by the scripted model and its trace is read back from
-// the GET routes, each user's token reading only that user's sessions, and a run stopped through
+// the GET routes, each user's token reading only that user's sessions, it is replayed on the same
+// process's model, and a run stopped through
 // the API ends cancelled on its worker. Then GLASSBOX_ROLE=ingress
 // beside one worker process: in headless Chromium the chat page sends a message through ingress,
 // shows the approval the worker asked for, approves it, shows the worker's tool call and the answer, and the trace viewer
@@ -105,6 +106,13 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     const page = await fetch(`${base}/trace`);
     expect([page.status, await page.text()]).toEqual([200, expect.stringContaining("<title>")]);
 
+    // Everything runs here, the model too: the trace viewer's replay re-runs the run on it (its tools answered from the recording).
+    const before = model.requests.length;
+    const replayed = await postJson(`${base}/api/runs/${runId}/replay`, {}, alice);
+    expect(replayed).toMatchObject({ status: 200, body: { runId, original: { output: "It is 42." }, replay: { output: "It is 42." }, sameToolCalls: true, sameAnswer: true, notRecorded: 0 } });
+    expect(model.requests.length).toBe(before + 2);
+    expect((await postJson(`${base}/api/runs/${runId}/replay`, {}, bob)).status).toBe(404);
+
     // Bob's token reads none of Alice's; no token reads nothing.
     expect((await getJson(`${base}/api/runs/${runId}`, bob)).status).toBe(404);
     expect((await getJson(`${base}/api/runs/${runId}/steps`, bob)).status).toBe(404);
@@ -156,6 +164,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     await activity.locator(".tool.ok", { hasText: "wipe_cache" }).waitFor(VISIBLE);
     expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual(["approval-item", "tool ok"]);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
+    const ran = await chat.locator(".message.assistant").first().getAttribute("data-run-id");
+    const refused = await postJson(`${chatUrl}api/runs/${String(ran)}/replay`, {}); // nor does it replay
+    expect(refused).toMatchObject({ status: 503, body: { error: expect.stringContaining("does not replay runs") } });
     const session = `web:${String(await chat.evaluate('localStorage.getItem("glassbox.session")'))}`;
 
     const trace = collectPageErrors(await (browser as Browser).newPage(DESKTOP), pageErrors);

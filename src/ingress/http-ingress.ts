@@ -20,6 +20,7 @@ import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "../ada
 import { callersOf, isLoopback, sendHttpError, servePage } from "../adapters/web/web-server.js";
 import type { StorePort } from "../store/port.js";
 import { followStoreEvents } from "./store-events.js";
+import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
 
 export interface HttpIngressOptions<Transaction> {
@@ -37,6 +38,8 @@ export interface HttpIngressOptions<Transaction> {
   host: string;
   /** What an empty chat suggests asking. */
   hints?: string[];
+  /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
+  replay?: ReplayOnModel;
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
   trace?: {
     store: StorePort;
@@ -120,7 +123,9 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         priced: trace.priced,
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
-        noReplay: "This server does not replay runs (its pages read the store; the model is the workers'); use glassbox replay <run-id> where the model is configured.",
+        ...(options.replay
+          ? { replay: options.replay }
+          : { noReplay: "This server does not replay runs (its pages read the store; the model is the workers'); use glassbox replay <run-id> where the model is configured." }),
       }),
     );
   }

@@ -15,6 +15,7 @@ import { openStorePort, type PostgresPort, type StorePortOptions } from "../stor
 import { startDiscordIngress, type DiscordIngress } from "./discord-ingress.js";
 import { startHttpIngress, type HttpIngress } from "./http-ingress.js";
 import { startSlackIngress, type SlackIngress } from "./slack-ingress.js";
+import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 
 export interface IngressRole {
   /** The PostgreSQL store this process accepts into (its own handle). */
@@ -35,6 +36,8 @@ export async function startIngressRole(options: {
   log: Logger;
   /** What an empty mention suggests asking. */
   hints?: string[];
+  /** Replays for the trace viewer, when this process runs a worker too (`all`). */
+  replay?: ReplayOnModel;
 }): Promise<IngressRole> {
   const { config, log } = options;
   const databaseUrl = options.store.databaseUrl;
@@ -54,7 +57,7 @@ export async function startIngressRole(options: {
     const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
     if (discord) started.push(discord);
     const trace = { store, modelLabel: modelLabelOf(config), priced: priceOf(config.model.model, config.prices) !== null };
-    const api = await startHttpIngress({ ...common, ...config.web, trace });
+    const api = await startHttpIngress({ ...common, ...config.web, trace, ...(options.replay ? { replay: options.replay } : {}) });
     started.push(api);
     log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url, trace: `${api.url}/trace` }, "ingress: receiving; workers run the turns");
     return {

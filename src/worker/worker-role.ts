@@ -21,6 +21,7 @@ import { openStorePort, type PostgresPort, type StorePortOptions } from "../stor
 import { startApprovalSweeper, type ApprovalSweeper } from "./approval-sweeper.js";
 import type { RoleQueueOptions } from "./queue-settings.js";
 import { openWorkerSurfaces } from "./surfaces.js";
+import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 
 /** How long a stop waits for the running turns to settle; what is still running then is taken over by another worker. */
 export const STOP_GRACE_MS = 25_000;
@@ -35,6 +36,8 @@ export interface WorkerRole {
    * stopped by itself, and then the process should exit non-zero so that a supervisor restarts it.
    */
   stopped: Promise<StopCause>;
+  /** Replays a stored run on this worker's model (the trace viewer's, when ingress runs here too). */
+  replay: ReplayOnModel;
   /** Takes no more turns, lets the running ones settle (at most `stopGraceMs`), then closes. */
   stop(): Promise<void>;
 }
@@ -123,7 +126,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       if (cause !== "stopped") await closeAll();
       return cause;
     });
-    return { store, worker, sweeper, stopped, stop };
+    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store) };
   } catch (error) {
     await closeAll();
     throw error;

@@ -14,7 +14,6 @@ import { priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
-import { replayRun } from "../../agent/replay.js";
 import type { Store } from "../../agent/store.js";
 import type { ChatModel } from "../../agent/types.js";
 import type { Logger } from "../../logger.js";
@@ -23,9 +22,10 @@ import { createEventHub } from "./event-hub.js";
 import { HttpError, sendJson } from "./http.js";
 import { credentialsOf, matchingCredential, type Caller, type Credential } from "./api-rules.js";
 import { createApi } from "./web-api.js";
+import { replayOn } from "./web-replay.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 import type { StorePort } from "../../store/port.js";
-import { recordedRunOf, storePortOf } from "../trace-readings.js";
+import { storePortOf } from "../trace-readings.js";
 
 export interface WebServerOptions {
   /** The agent; absent only when no model is configured, and then `problem` says what to set. */
@@ -223,14 +223,5 @@ function unconfiguredAgent(problem: string): AgentConfig {
       },
     },
     tools: createToolRegistry([]),
-  };
-}
-
-/** Replays on the agent's model, or on another named one when the server can make it. */
-function replayOn(model: ChatModel, store: StorePort, modelNamed: ((name: string) => ChatModel) | undefined) {
-  return async (runId: string, options: { model?: string; systemPrompt?: string }) => {
-    if (options.model && options.model !== model.name && !modelNamed) throw new HttpError(400, `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`);
-    const chosen = options.model && options.model !== model.name && modelNamed ? modelNamed(options.model) : model;
-    return replayRun(await recordedRunOf(store, runId), runId, { model: chosen, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
   };
 }
