@@ -28,6 +28,7 @@ import { userMessageOf, type Attachment } from "./attachments.js";
 import type { TurnBodies } from "./conversation-turns.js";
 import type { ChatSurface } from "./conversations.js";
 import { resumeAgent, type AgentConfig, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "./loop.js";
+import { answeredBy } from "./run.js";
 import { runOutcomeOf } from "./store.js";
 import { addUsage, emptyUsage, type Message } from "./types.js";
 
@@ -68,7 +69,6 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
 }
 
 /** Outcomes whose message carries the run's feedback buttons, by which a surface can find it posted. */
-const RATED: ReadonlySet<StopReason> = new Set(["final", "max_steps"]);
 
 export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
   const claimOf = (answerKey: string): AnswerClaim => {
@@ -110,7 +110,7 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
    * claiming it. A conversation that cannot be read is said once here, and the answer posted again.
    */
   async function postedBefore(trace: RunTrace, stopReason: StopReason, surface: ChatSurface): Promise<boolean> {
-    if (!RATED.has(stopReason) || !surface.shownAlready) return false; // Stopped., errors: posting again is harmless
+    if (!answeredBy(stopReason) || !surface.shownAlready) return false; // Stopped., errors: posting again is harmless
     try {
       return await surface.shownAlready(trace.runId, new Date(trace.startedAt));
     } catch (error) {

@@ -81,6 +81,11 @@ export interface PipelineStage {
 
 export type StopReason = "final" | "max_steps" | "awaiting_approval" | "cancelled" | "error";
 
+/** Whether a run ended with an answer for the person (a final one, or a stage conclusion at the step limit): what can be rated. */
+export function answeredBy(stopReason: string): boolean {
+  return stopReason === "final" || stopReason === "max_steps";
+}
+
 export interface ToolCallSummary {
   name: string;
   arguments: unknown;

@@ -1,5 +1,6 @@
 /** `glassbox pipeline <name> "<input>"`: the stages of a GLASSBOX_AGENTS pipeline, one after another. */
 import { CLI_USER_ID, createTerminalRenderer, terminalView } from "../adapters/terminal.js";
+import { answeredBy } from "../agent/run.js";
 import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
@@ -30,7 +31,7 @@ export default async function pipeline({ positionals, options }: CommandInput): 
       createTerminalRenderer(terminalView(process.stdout, process.stderr)).finish({ output: ran.output, stopReason: "final" });
       sessionNote(progress, sessionId);
     }
-    return stages.every((stage) => stage.stopReason === "final" || stage.stopReason === "max_steps") ? 0 : 1;
+    return stages.every((stage) => answeredBy(stage.stopReason)) ? 0 : 1;
   } finally {
     approvals.close();
     await agent.close();

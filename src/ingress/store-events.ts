@@ -12,7 +12,7 @@ import { HttpError } from "../adapters/web/http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
 import { LIVE_REASONING_CHARS } from "../adapters/web/web-surface.js";
 import { cutReasoning, type RunTrace, type StepTrace } from "../agent/trace.js";
-import type { StopReason } from "../agent/run.js";
+import { answeredBy, type StopReason } from "../agent/run.js";
 import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
 
@@ -138,7 +138,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     seen.status = run.status;
     if (run.status === was || run.status === "running" || run.status === "accepted") return;
     // A pipeline's stage that answered hands on to the next one: the pipeline's end comes under its last stage.
-    const handsOn = run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && (run.status === "final" || run.status === "max_steps");
+    const handsOn = run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
     if (handsOn) return;
     publish({
       type: "run_end",

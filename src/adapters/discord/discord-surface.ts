@@ -7,7 +7,7 @@ import { ActionRowBuilder, ButtonBuilder, ButtonStyle, makeURLSearchParams, Rout
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
-import type { RunResult } from "../../agent/run.js";
+import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
@@ -96,7 +96,7 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
     async finish(result: RunResult) {
       clearInterval(typing);
       const text =
-        result.stopReason === "final" || result.stopReason === "max_steps"
+        answeredBy(result.stopReason)
           ? result.output || "(no answer)"
           : result.stopReason === "cancelled"
             ? "Stopped."
@@ -106,7 +106,7 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
       if (text) {
         const parts = splitMessage(text, DISCORD_MESSAGE_LIMIT);
         // An answer's last message carries 👍 / 👎 for its run.
-        const rated = result.stopReason === "final" || result.stopReason === "max_steps";
+        const rated = answeredBy(result.stopReason);
         for (const [index, part] of parts.entries()) {
           const components = rated && index === parts.length - 1 ? [feedbackRow(result.runId)] : [];
           then(async () => (await target()).send({ content: part, components, allowedMentions: NO_PINGS }));

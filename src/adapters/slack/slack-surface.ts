@@ -11,7 +11,7 @@ import slackifyMarkdown from "slackify-markdown";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
-import type { RunResult } from "../../agent/run.js";
+import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
@@ -259,7 +259,7 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     async finish(result: RunResult, posted?: () => Promise<unknown>) {
       answered = true;
       clearTimeout(statusTimer);
-      if (result.stopReason === "final" || result.stopReason === "max_steps") then(() => postAnswer(result.output, result.runId));
+      if (answeredBy(result.stopReason)) then(() => postAnswer(result.output, result.runId));
       else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") {
         log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
