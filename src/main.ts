@@ -91,10 +91,11 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
   let pages: string | undefined;
   try {
     // The worker first: a missing model is said before any event is accepted.
-    let replay: ReplayOnModel | undefined;
+    // What ingress in this process borrows from a worker beside it: its model for replays, its tools' examples.
+    let fromWorker: { replay: ReplayOnModel; hints: string[]; toolNames: string[] } | undefined;
     if (role === "worker" || role === "all") {
       const worker = await startWorkerRole({ config, store, queue, log, concurrency: config.workerConcurrency });
-      replay = worker.replay; // the trace viewer's replays, when ingress runs here too
+      fromWorker = { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames };
       stops.push(worker.stop);
       await startupChores(worker.store, log);
       void worker.stopped.then((cause) => {
@@ -104,7 +105,7 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
       });
     }
     if (role === "ingress" || role === "all") {
-      const ingress = await startIngressRole({ config, store, queue, log, ...(replay ? { replay } : {}) });
+      const ingress = await startIngressRole({ config, store, queue, log, ...fromWorker });
       stops.unshift(ingress.stop); // stop receiving before the worker stops
       if (role === "ingress") await startupChores(ingress.store, log);
       pages = ingress.api.url;

@@ -106,6 +106,11 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     const page = await fetch(`${base}/trace`);
     expect([page.status, await page.text()]).toEqual([200, expect.stringContaining("<title>")]);
 
+    // The pages name the tools of the worker in this process, and suggest what they can do.
+    const info = await getJson<{ tools: string[]; hints: string[] }>(`${base}/api/info`, alice);
+    expect(info.body.tools).toContain("calculator");
+    expect(info.body.hints.length).toBeGreaterThan(0);
+
     // Everything runs here, the model too: the trace viewer's replay re-runs the run on it (its tools answered from the recording).
     const before = model.requests.length;
     const replayed = await postJson(`${base}/api/runs/${runId}/replay`, {}, alice);
@@ -165,6 +170,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual(["approval-item", "tool ok"]);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
     const ran = await chat.locator(".message.assistant").first().getAttribute("data-run-id");
+    expect((await getJson(`${chatUrl}api/info`)).body).toMatchObject({ tools: [], hints: [] }); // the workers' tools are not loaded here
     const refused = await postJson(`${chatUrl}api/runs/${String(ran)}/replay`, {}); // nor does it replay
     expect(refused).toMatchObject({ status: 503, body: { error: expect.stringContaining("does not replay runs") } });
     const session = `web:${String(await chat.evaluate('localStorage.getItem("glassbox.session")'))}`;

@@ -40,6 +40,8 @@ export interface HttpIngressOptions<Transaction> {
   hints?: string[];
   /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
   replay?: ReplayOnModel;
+  /** The tools the pages name: a worker's in the same process; none in ingress alone, which loads none. */
+  toolNames?: string[];
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
   trace?: {
     store: StorePort;
@@ -119,7 +121,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         store: trace.store,
         log,
         modelLabel: trace.modelLabel,
-        toolNames: [], // the workers' tools: this process loads none
+        toolNames: options.toolNames ?? [],
         priced: trace.priced,
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,

@@ -36,8 +36,9 @@ export async function startIngressRole(options: {
   log: Logger;
   /** What an empty mention suggests asking. */
   hints?: string[];
-  /** Replays for the trace viewer, when this process runs a worker too (`all`). */
+  /** Replays for the trace viewer and the tools' names for the pages, when this process runs a worker too (`all`). */
   replay?: ReplayOnModel;
+  toolNames?: string[];
 }): Promise<IngressRole> {
   const { config, log } = options;
   const databaseUrl = options.store.databaseUrl;
@@ -57,7 +58,7 @@ export async function startIngressRole(options: {
     const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
     if (discord) started.push(discord);
     const trace = { store, modelLabel: modelLabelOf(config), priced: priceOf(config.model.model, config.prices) !== null };
-    const api = await startHttpIngress({ ...common, ...config.web, trace, ...(options.replay ? { replay: options.replay } : {}) });
+    const api = await startHttpIngress({ ...common, ...config.web, trace, replay: options.replay, toolNames: options.toolNames });
     started.push(api);
     log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url, trace: `${api.url}/trace` }, "ingress: receiving; workers run the turns");
     return {

@@ -22,6 +22,7 @@ import { startApprovalSweeper, type ApprovalSweeper } from "./approval-sweeper.j
 import type { RoleQueueOptions } from "./queue-settings.js";
 import { openWorkerSurfaces } from "./surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
+import { exampleRequests } from "../adapters/example-requests.js";
 
 /** How long a stop waits for the running turns to settle; what is still running then is taken over by another worker. */
 export const STOP_GRACE_MS = 25_000;
@@ -38,6 +39,9 @@ export interface WorkerRole {
   stopped: Promise<StopCause>;
   /** Replays a stored run on this worker's model (the trace viewer's, when ingress runs here too). */
   replay: ReplayOnModel;
+  /** What to suggest asking, from this worker's tools, and their names (for ingress in the same process). */
+  hints: string[];
+  toolNames: string[];
   /** Takes no more turns, lets the running ones settle (at most `stopGraceMs`), then closes. */
   stop(): Promise<void>;
 }
@@ -126,7 +130,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       if (cause !== "stopped") await closeAll();
       return cause;
     });
-    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store) };
+    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store), hints: exampleRequests(agent.toolSources), toolNames: agent.tools.names() };
   } catch (error) {
     await closeAll();
     throw error;
