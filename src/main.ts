@@ -90,9 +90,9 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
   process.once("SIGTERM", () => void shutdown(0));
   let pages: string | undefined;
   try {
-    // The worker first: a missing model is said before any event is accepted.
     // What ingress in this process borrows from a worker beside it: its model for replays, its tools' examples.
     let fromWorker: { replay: ReplayOnModel; hints: string[]; toolNames: string[] } | undefined;
+    // The worker first: a missing model is said before any event is accepted.
     if (role === "worker" || role === "all") {
       const worker = await startWorkerRole({ config, store, queue, log, concurrency: config.workerConcurrency });
       fromWorker = { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames };
