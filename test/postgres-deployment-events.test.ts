@@ -2,7 +2,7 @@
 // (src/ingress/store-events.ts): the runs' writes go into the real store (SQLite always, PostgreSQL
 // when GLASSBOX_TEST_DATABASE_URL is set) as a worker makes them, and the hub's watchers hear the
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
-// resume, the end; a running run's steps (model calls, tool results, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
+// resume, the end; a running run's steps (model calls, tool calls running and ended, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
 // closed; runs that ended before the page opened not sent again.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
@@ -114,29 +114,45 @@ for (const target of TARGETS) {
       const page = follow(events.hub, "web:s5");
       await store.record([{ kind: "start_run", run: runRecord("run_steps", "web:s5", "web:ann", "look it up") }]);
       await page.said("run_start");
-      // The reply commits before its tool runs: the step is shown, its call not yet.
-      await store.record([{ kind: "step", step: stepOf("run_steps", 1, { content: null, promptTokens: 120, completionTokens: 9, latencyMs: 40.4, reasoning: "Look it up first." }) }]);
-      await page.said("run_start", "model_end");
+      // The reply commits before its tool runs: the step is shown, and its call as running.
+      const asked = [{ id: "call_1", name: "lookup", arguments: '{"q":"orders"}' }];
+      await store.record([{ kind: "step", step: stepOf("run_steps", 1, { content: null, promptTokens: 120, completionTokens: 9, latencyMs: 40.4, reasoning: "Look it up first.", requestedCalls: asked }) }]);
+      await page.said("run_start", "model_end", "tool_start");
       expect(page.heard[1]).toMatchObject({ type: "model_end", runId: "run_steps", step: 1, promptTokens: 120, completionTokens: 9, latencyMs: 40, reasoning: "Look it up first." });
+      expect(page.heard[2]).toEqual({ type: "tool_start", runId: "run_steps", step: 1, toolCallId: "call_1", name: "lookup", arguments: { q: "orders" } });
 
       await store.record([
         { kind: "tool_calls", runId: "run_steps", step: 1, records: [toolCall("call_1", "lookup")] },
         { kind: "note", runId: "run_steps", step: 1, text: "'lookup' returned exactly the same result as its previous call." },
       ]);
-      await page.said("run_start", "model_end", "tool_end", "note");
-      expect(page.heard[2]).toMatchObject({ type: "tool_end", step: 1, record: { id: "call_1", name: "lookup", envelope: { status: "success", data: { rows: 3 } }, durationMs: 7 } });
-      expect(page.heard[2]).not.toHaveProperty("record.content"); // what the model read stays in the trace
-      expect(page.heard[3]).toMatchObject({ type: "note", step: 1, text: expect.stringContaining("exactly the same result") });
+      await page.said("run_start", "model_end", "tool_start", "tool_end", "note");
+      expect(page.heard[3]).toMatchObject({ type: "tool_end", step: 1, record: { id: "call_1", name: "lookup", envelope: { status: "success", data: { rows: 3 } }, durationMs: 7 } });
+      expect(page.heard[3]).not.toHaveProperty("record.content"); // what the model read stays in the trace
+      expect(page.heard[4]).toMatchObject({ type: "note", step: 1, text: expect.stringContaining("exactly the same result") });
 
-      // The last step and the end land in one commit: the step comes first.
+      // A call that waits for an approval is not running: the pause shows its card, not a running call.
       await store.record([
-        { kind: "step", step: stepOf("run_steps", 2, { content: "There are 3." }) },
-        { kind: "end_run", outcome: outcomeOf("run_steps", { status: "final", output: "There are 3.", steps: 2 }) },
+        { kind: "step", step: stepOf("run_steps", 2, { content: null, requestedCalls: [{ id: "call_2", name: "post_notice", arguments: "{}" }] }) },
+        { kind: "end_run", outcome: outcomeOf("run_steps", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_2", hash: "hash-call_2" }) }) },
+        { kind: "open_approvals", requests: [approvalRequest("run_steps", "web:s5", "call_2", "web:ann")], ttlSeconds: 3_600 },
       ]);
-      await page.said("run_start", "model_end", "tool_end", "note", "model_end", "run_end");
-      expect(page.heard[4]).toMatchObject({ type: "model_end", step: 2 });
+      await page.said("run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end");
+
+      // Approved: the run resumes and the call runs.
+      await store.record([{ kind: "resume_run", runId: "run_steps" }]);
+      await page.said("run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end", "run_resumed", "tool_start");
+      expect(page.heard[9]).toMatchObject({ type: "tool_start", step: 2, toolCallId: "call_2", name: "post_notice" });
+      // Its result, the last step and the end land in one commit: the step comes before the end.
+      await store.record([
+        { kind: "tool_calls", runId: "run_steps", step: 2, records: [toolCall("call_2", "post_notice")] },
+        { kind: "step", step: stepOf("run_steps", 3, { content: "There are 3." }) },
+        { kind: "end_run", outcome: outcomeOf("run_steps", { status: "final", output: "There are 3.", steps: 3 }) },
+      ]);
+      const all = ["run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end", "run_resumed", "tool_start", "tool_end", "model_end", "run_end"];
+      await page.said(...all);
+      expect(page.heard[11]).toMatchObject({ type: "model_end", step: 3 });
       await pause(100); // several beats: nothing is sent twice
-      expect(page.heard).toHaveLength(6);
+      expect(page.heard).toHaveLength(all.length);
       page.stop();
     });
 

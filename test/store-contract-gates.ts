@@ -111,7 +111,7 @@ export function gatesContract({ open, database }: Contract): void {
     const store = await open();
     await store.record([
       { kind: "start_run", run: runRecord("run_spent", "web:q", "U1") },
-      { kind: "step", step: { runId: "run_spent", step: 1, model: "gpt-4o-mini", contextMessages: 1, contextTokens: 1, content: "ok", reasoning: null, reasoningCutChars: 0, modelNotes: [], promptTokens: 800, completionTokens: 100, latencyMs: 1, cost: 0.05, request: [], at: new Date().toISOString() } },
+      { kind: "step", step: { runId: "run_spent", step: 1, model: "gpt-4o-mini", contextMessages: 1, contextTokens: 1, content: "ok", reasoning: null, reasoningCutChars: 0, modelNotes: [], requestedCalls: [], promptTokens: 800, completionTokens: 100, latencyMs: 1, cost: 0.05, request: [], at: new Date().toISOString() } },
       { kind: "end_run", outcome: outcomeOf("run_spent", { promptTokens: 800, completionTokens: 100 }) },
       { kind: "price_run", runId: "run_spent" },
     ]);

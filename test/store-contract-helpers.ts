@@ -144,6 +144,7 @@ export const stepOf = (runId: string, step: number, overrides: Partial<StepRecor
   reasoning: null,
   reasoningCutChars: 0,
   modelNotes: [],
+  requestedCalls: [],
   promptTokens: 100,
   completionTokens: 10,
   latencyMs: 12.5,

@@ -81,7 +81,7 @@ export function runsContract({ open, database }: Contract): void {
     await store.record([
       { kind: "start_run", run },
       { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: question, tokens: 4 }] },
-      { kind: "step", step: stepOf("run_t", 1, { content: null, request: [system, question], tools, toolChoice: "auto", streamed: true, reasoning: "Let me look.", modelNotes: ["a tool call was read from text"] }) },
+      { kind: "step", step: stepOf("run_t", 1, { content: null, request: [system, question], tools, toolChoice: "auto", streamed: true, reasoning: "Let me look.", modelNotes: ["a tool call was read from text"], requestedCalls: [{ id: "call_1", name: "check", arguments: '{"what":"disk"}' }, { id: "call_2", name: "lookup", arguments: "{}" }] }) },
       { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: assistant, tokens: 9 }] },
     ]);
     await store.record([
@@ -106,7 +106,8 @@ export function runsContract({ open, database }: Contract): void {
     expect(steps.map((step) => step.step)).toEqual([1, 2]);
     expect(steps[0]).toMatchObject({ content: null, reasoning: "Let me look.", modelNotes: ["a tool call was read from text"], notes: ["'check' returned the same result.", "Answer with what you have."], promptTokens: 100, completionTokens: 10, latencyMs: 12.5, contextMessages: 1, contextTokens: 10 });
     expect(steps[0]?.toolCalls).toEqual([toolCall("call_1", "check"), toolCall("call_2", "lookup", "error")]);
-    expect(steps[1]).toMatchObject({ content: "answer 2", toolCalls: [], notes: [] });
+    expect(steps[0]?.requestedCalls).toEqual([{ id: "call_1", name: "check", arguments: '{"what":"disk"}' }, { id: "call_2", name: "lookup", arguments: "{}" }]);
+    expect(steps[1]).toMatchObject({ content: "answer 2", requestedCalls: [], toolCalls: [], notes: [] });
     expect(await store.steps("run_t", 2)).toEqual([steps[1]]); // from a step on (a page following the run reads what is new)
     expect(await store.steps("run_t", 3)).toEqual([]);
     expect(await store.payload("run_t", 1)).toEqual({ messages: [system, question], tools, tool_choice: "auto", stream: true });

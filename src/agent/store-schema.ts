@@ -223,6 +223,11 @@ const MIGRATIONS = [
   CREATE INDEX IF NOT EXISTS quota_reservations_by_user ON quota_reservations(user_id, day);
   ALTER TABLE quota_reservations ADD COLUMN owner TEXT; -- null: made before owners were recorded
   `,
+  `
+  -- the calls a step's model asked for (id, name, arguments text; a JSON list, null for none), stored
+  -- with its reply: a page following the run from another process shows a call while it runs
+  ALTER TABLE steps ADD COLUMN requested_calls TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

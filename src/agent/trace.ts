@@ -25,6 +25,13 @@ export interface TraceLog {
   warn(fields: object, message: string): void;
 }
 
+/** A tool call as the model asked for it: its id, the tool's name, the arguments text. */
+export interface RequestedCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
 export interface StepTrace {
   step: number;
   model: string | null;
@@ -37,6 +44,9 @@ export interface StepTrace {
   reasoningCutChars: number;
   /** What the model layer did to make the reply usable (a tool call recovered from text, a refused option dropped). */
   modelNotes: string[];
+  /** The calls the model asked for, as it sent them, stored with its reply (before any of them ran). */
+  requestedCalls: RequestedCall[];
+  /** The calls that ended, as they ended. */
   toolCalls: ToolCallRecord[];
   /** The guards' notes to the model (repeats, unchanged results, the step limit). */
   notes: string[];
@@ -89,6 +99,7 @@ interface StepRow {
   reasoning: string | null;
   reasoning_cut_chars: number;
   model_notes: string | null;
+  requested_calls: string | null;
   tool_calls: string | null;
   notes: string | null;
   prompt_tokens: number;
@@ -204,6 +215,7 @@ function stepRecordOf(
     reasoning: reasoning?.text ?? null,
     reasoningCutChars: reasoning?.cutChars ?? 0,
     modelNotes: boundedNotes(event.response.notes),
+    requestedCalls: event.response.toolCalls.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
     latencyMs: event.latencyMs,
@@ -253,7 +265,7 @@ export function createTraceReader(store: Store) {
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
-    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step"),
+    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step"),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
   const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
@@ -282,6 +294,7 @@ export function createTraceReader(store: Store) {
         reasoning: row.reasoning,
         reasoningCutChars: row.reasoning_cut_chars,
         modelNotes: JSON.parse(row.model_notes ?? "[]") as string[],
+        requestedCalls: JSON.parse(row.requested_calls ?? "[]") as RequestedCall[],
         toolCalls: JSON.parse(row.tool_calls ?? "[]") as ToolCallRecord[],
         notes: JSON.parse(row.notes ?? "[]") as string[],
         promptTokens: row.prompt_tokens,

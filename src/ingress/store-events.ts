@@ -2,11 +2,11 @@
  * Live events of web sessions in a process that runs no agent (ingress, and `all`): the workers'
  * runs, read back from the store about once a second while someone follows their session, and
  * published to an event hub the way the web surface publishes an agent's own events (run_start,
- * run_resumed, each step's model call, tool results and notes, approval_requested, approval_decided,
- * run_end). So the chat page and API clients follow a run through web-api.ts's event routes as they
- * do in one process, each step about a second after its worker stored it. What the store does not
- * hold is not sent: no streamed text (a run's answer comes whole at its end), and a tool call shows
- * once it has ended (its start is not stored apart).
+ * run_resumed, each step's model call, its tool calls as they run and end, its notes,
+ * approval_requested, approval_decided, run_end). So the chat page and API clients follow a run
+ * through web-api.ts's event routes as they do in one process, each part about a second after its
+ * worker stored it. What the store does not hold is not sent: no streamed text (a run's answer comes
+ * whole at its end).
  */
 import { HttpError } from "../adapters/web/http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
@@ -45,8 +45,14 @@ interface SeenRun {
   started: boolean;
   /** Approval id -> status, once the run has paused. */
   approvals: Map<string, string>;
-  /** What was sent of each stored step: its tool calls' ids and how many notes. */
-  steps: Map<number, { calls: Set<string>; notes: number }>;
+  /** What was sent of each stored step: the ids of its calls shown running and ended, and how many notes. */
+  steps: Map<number, SentStep>;
+}
+
+interface SentStep {
+  started: Set<string>;
+  ended: Set<string>;
+  notes: number;
 }
 
 interface Followed {
@@ -124,7 +130,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status === "running" || run.status !== was) {
       // From the latest step sent: its tool results may have landed since.
       const from = Math.max(1, ...seen.steps.keys());
-      for (const step of await store.steps(run.runId, from)) publishStep(publish, run.runId, step, seen);
+      for (const step of await store.steps(run.runId, from)) publishStep(publish, run, step, seen);
     }
     if (run.status === "awaiting_approval" || was === "awaiting_approval") {
       for (const approval of await store.approvalsOfRun(run.runId)) {
@@ -152,11 +158,16 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId) inner.end(run.pipelineRunId);
   }
 
-  /** A stored step as the web surface would have shown it live: the model call, then each tool result and note, each once. */
-  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun): void {
+  /**
+   * A stored step as the web surface would have shown it live, each part once: the model call, each
+   * call it asked for while it runs (a running run's calls not yet ended; one waiting for an approval
+   * is not running), each ended call, the notes.
+   */
+  function publishStep(publish: (event: WebEvent) => void, run: RunTrace, step: StepTrace, seen: SeenRun): void {
+    const { runId } = run;
     let sent = seen.steps.get(step.step);
     if (!sent) {
-      sent = { calls: new Set(), notes: 0 };
+      sent = { started: new Set(), ended: new Set(), notes: 0 };
       seen.steps.set(step.step, sent);
       const reasoning = cutReasoning(step.reasoning ?? undefined, LIVE_REASONING_CHARS);
       publish({
@@ -169,9 +180,15 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
         ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars + step.reasoningCutChars } : {}),
       });
     }
+    const ended = new Set(step.toolCalls.map((record) => record.id));
+    for (const call of run.status === "running" ? step.requestedCalls : []) {
+      if (ended.has(call.id) || sent.started.has(call.id)) continue;
+      sent.started.add(call.id);
+      publish({ type: "tool_start", runId, step: step.step, toolCallId: call.id, name: call.name, arguments: argumentsOf(call.arguments) });
+    }
     for (const { content: _modelText, ...record } of step.toolCalls) {
-      if (sent.calls.has(record.id)) continue;
-      sent.calls.add(record.id);
+      if (sent.ended.has(record.id)) continue;
+      sent.ended.add(record.id);
       publish({ type: "tool_end", runId, step: step.step, record });
     }
     for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
@@ -223,6 +240,16 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       followed.clear();
     },
   };
+}
+
+/** A call's arguments as the page shows them: the object the model sent, or none when its text is not one. */
+function argumentsOf(text: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function endedWithin(run: RunTrace, milliseconds: number): boolean {

@@ -12,7 +12,7 @@ import type { ApprovalRequest, ToolCallRecord } from "../tools/types.js";
 export type { Approval, ApprovalStatus, ClickOrigin, DecisionOutcome } from "../agent/approvals.js";
 export type { ApprovalDecision, ApprovalRequest, ToolCallRecord } from "../tools/types.js";
 export type { Fact, RunOutcome, RunRecord, SessionInfo, StoredMessage, Summary, SummaryCall } from "../agent/store.js";
-export type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+export type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
 export type { UsageExample } from "../tools/usage-learning.js";
 
 /** A message to store, with its token count (computed once, by the caller's counter). */

@@ -202,6 +202,11 @@ const MIGRATIONS = [
   -- the process (instance) that holds each quota reservation: one of a process that is gone holds no room
   ALTER TABLE quota_reservations ADD COLUMN owner text; -- null: made before owners were recorded
   `,
+  `
+  -- the calls a step's model asked for (id, name, arguments text), stored with its reply: a page
+  -- following the run shows a call while it runs
+  ALTER TABLE steps ADD COLUMN requested_calls jsonb;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

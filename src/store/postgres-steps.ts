@@ -67,8 +67,8 @@ export function createPostgresSteps() {
       const { requestRefs, toolsRef } = await storeRequest(db, step.runId, step.request, step.tools);
       await db.query(
         `INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
-           prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+           prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at, requested_calls)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19::jsonb)
          ON CONFLICT (run_id, step) DO NOTHING`,
         [
           step.runId,
@@ -89,6 +89,7 @@ export function createPostgresSteps() {
           step.toolChoice ?? null,
           step.streamed ?? null,
           step.at,
+          step.requestedCalls.length > 0 ? JSON.stringify(step.requestedCalls) : null,
         ],
       );
     },

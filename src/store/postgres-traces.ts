@@ -7,7 +7,7 @@ import type pg from "pg";
 import type { Message, ToolSpec } from "../agent/types.js";
 import { seqsOf } from "./request-refs.js";
 import type { ToolCallRecord } from "../tools/types.js";
-import type { RecordedRequest, RunTrace, StepTrace, UsageTotal } from "./port-data.js";
+import type { RecordedRequest, RequestedCall, RunTrace, StepTrace, UsageTotal } from "./port-data.js";
 
 const RUN_COLUMNS = `id AS "runId", session_id AS "sessionId", user_id AS "userId", input, status, output, model, steps,
   prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", cost, started_at AS "startedAt", ended_at AS "endedAt",
@@ -23,6 +23,7 @@ interface StepRow {
   reasoning: string | null;
   reasoning_cut_chars: number;
   model_notes: string[];
+  requested_calls: RequestedCall[] | null;
   tool_calls: ToolCallRecord[];
   notes: string[];
   prompt_tokens: number;
@@ -60,7 +61,7 @@ export function createPostgresTraces(pool: pg.Pool) {
     },
     async steps(runId: string, fromStep = 1): Promise<StepTrace[]> {
       const { rows } = await pool.query<StepRow>(
-        `SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes,
+        `SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes,
            prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = $1 AND step >= $2 ORDER BY step`,
         [runId, fromStep],
       );
@@ -73,6 +74,7 @@ export function createPostgresTraces(pool: pg.Pool) {
         reasoning: row.reasoning,
         reasoningCutChars: row.reasoning_cut_chars,
         modelNotes: row.model_notes,
+        requestedCalls: row.requested_calls ?? [],
         toolCalls: row.tool_calls,
         notes: row.notes,
         promptTokens: row.prompt_tokens,

@@ -10,8 +10,8 @@ import type { StepRecord } from "./port-data.js";
 
 export function createSqliteSteps(db: Database.Database) {
   const statements = {
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @streamed, @at)
+    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
+      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, @requestedCalls, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @streamed, @at)
       ON CONFLICT (run_id, step) DO NOTHING`),
     // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
     addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
@@ -27,9 +27,10 @@ export function createSqliteSteps(db: Database.Database) {
 
   return {
     appendStep(step: StepRecord): void {
-      const { request, tools, toolChoice, streamed, modelNotes, ...columns } = step;
+      const { request, tools, toolChoice, streamed, modelNotes, requestedCalls, ...columns } = step;
       const kept = requests.store(step.runId, request, tools);
-      statements.insertStep.run({ ...columns, modelNotes: JSON.stringify(modelNotes), ...kept, toolChoice: toolChoice ?? null, streamed: streamed === undefined ? null : Number(streamed) });
+      const calls = requestedCalls.length > 0 ? JSON.stringify(requestedCalls) : null;
+      statements.insertStep.run({ ...columns, modelNotes: JSON.stringify(modelNotes), requestedCalls: calls, ...kept, toolChoice: toolChoice ?? null, streamed: streamed === undefined ? null : Number(streamed) });
     },
     /** What the request log holds in memory for a run: forgotten when it ends, or when its writes were taken back. */
     forgetRun(runId: string): void {
