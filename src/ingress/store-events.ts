@@ -10,8 +10,8 @@
  */
 import { HttpError } from "../adapters/web/http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
-import { LIVE_REASONING_CHARS } from "../adapters/web/web-surface.js";
-import { cutReasoning, type RunTrace, type StepTrace } from "../agent/trace.js";
+import { modelEndView, toolEndView } from "../adapters/web/web-surface.js";
+import type { RunTrace, StepTrace } from "../agent/trace.js";
 import { answeredBy, type StopReason } from "../agent/run.js";
 import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
@@ -169,16 +169,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (!sent) {
       sent = { started: new Set(), ended: new Set(), notes: 0 };
       seen.steps.set(step.step, sent);
-      const reasoning = cutReasoning(step.reasoning ?? undefined, LIVE_REASONING_CHARS);
-      publish({
-        type: "model_end",
-        runId,
-        step: step.step,
-        promptTokens: step.promptTokens,
-        completionTokens: step.completionTokens,
-        latencyMs: Math.round(step.latencyMs),
-        ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars + step.reasoningCutChars } : {}),
-      });
+      publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
     }
     const ended = new Set(step.toolCalls.map((record) => record.id));
     for (const call of run.status === "running" ? step.requestedCalls : []) {
@@ -186,10 +177,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       sent.started.add(call.id);
       publish({ type: "tool_start", runId, step: step.step, toolCallId: call.id, name: call.name, arguments: argumentsOf(call.arguments) });
     }
-    for (const { content: _modelText, ...record } of step.toolCalls) {
+    for (const record of step.toolCalls) {
       if (sent.ended.has(record.id)) continue;
       sent.ended.add(record.id);
-      publish({ type: "tool_end", runId, step: step.step, record });
+      publish(toolEndView(runId, step.step, record));
     }
     for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
     sent.notes = step.notes.length;

@@ -8,12 +8,14 @@ import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import type { RunResult } from "../../agent/run.js";
 import { cutReasoning } from "../../agent/trace.js";
+import type { Usage } from "../../agent/types.js";
+import type { ToolCallRecord } from "../../tools/types.js";
 import { approvalView, type EventHub, type WebEvent } from "./event-hub.js";
 
 /** Where the page shows an approval: the session's stream, not a message to update later. */
 const WEB_MESSAGE_REF = "web";
 /** The thinking a live event carries: the hub keeps events of hundreds of runs in memory; the trace keeps more. */
-export const LIVE_REASONING_CHARS = 16 * 1024;
+const LIVE_REASONING_CHARS = 16 * 1024;
 
 export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
   /** The turn's first run: a pipeline's later stages are runs of their own, and its end comes under the last one's id. */
@@ -60,6 +62,28 @@ export function showWebDecision(hub: EventHub) {
   };
 }
 
+/**
+ * A model call as a page shows it: its tokens, its time, and its thinking cut to what a page keeps
+ * (`cutBefore`: characters of it already cut, as a stored step's are).
+ */
+export function modelEndView(runId: string, step: number, usage: Pick<Usage, "promptTokens" | "completionTokens">, latencyMs: number, thinking: string | undefined, cutBefore = 0): WebEvent {
+  const reasoning = cutReasoning(thinking, LIVE_REASONING_CHARS);
+  return {
+    type: "model_end",
+    runId,
+    step,
+    promptTokens: usage.promptTokens,
+    completionTokens: usage.completionTokens,
+    latencyMs: Math.round(latencyMs),
+    ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars + cutBefore } : {}),
+  };
+}
+
+/** An ended call as a page shows it: without the text the model read, which stays in the trace. */
+export function toolEndView(runId: string, step: number, { content: _modelText, ...record }: ToolCallRecord): WebEvent {
+  return { type: "tool_end", runId, step, record };
+}
+
 /** The events a page renders, as plain JSON; the full request and the stored messages stay in the trace. */
 function webEventOf(event: AgentEvent): WebEvent | undefined {
   switch (event.type) {
@@ -71,24 +95,12 @@ function webEventOf(event: AgentEvent): WebEvent | undefined {
       return { type: "model_start", runId: event.runId, step: event.step };
     case "model_delta":
       return { type: "model_delta", runId: event.runId, step: event.step, text: event.text };
-    case "model_end": {
-      const reasoning = cutReasoning(event.response.reasoning, LIVE_REASONING_CHARS);
-      return {
-        type: "model_end",
-        runId: event.runId,
-        step: event.step,
-        promptTokens: event.response.usage.promptTokens,
-        completionTokens: event.response.usage.completionTokens,
-        latencyMs: Math.round(event.latencyMs),
-        ...(reasoning ? { reasoning: reasoning.text, reasoningCutChars: reasoning.cutChars } : {}),
-      };
-    }
+    case "model_end":
+      return modelEndView(event.runId, event.step, event.response.usage, event.latencyMs, event.response.reasoning);
     case "tool_start":
       return { type: "tool_start", runId: event.runId, step: event.step, toolCallId: event.toolCallId, name: event.name, arguments: event.arguments };
-    case "tool_end": {
-      const { content: _modelText, ...record } = event.record;
-      return { type: "tool_end", runId: event.runId, step: event.step, record };
-    }
+    case "tool_end":
+      return toolEndView(event.runId, event.step, event.record);
     case "note":
       return { type: "note", runId: event.runId, step: event.step, text: event.text };
     default:
