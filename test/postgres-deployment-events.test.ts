@@ -3,7 +3,8 @@
 // when GLASSBOX_TEST_DATABASE_URL is set) as a worker makes them, and the hub's watchers hear the
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
 // resume, the end; a running run's steps (model calls, tool calls running and ended, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
-// closed; runs that ended before the page opened not sent again.
+// closed; runs that ended before the page opened not sent again; the answer text workers pass on
+// (publishText) as it streams, in order with the stored steps, and none that came late.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
 import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events.js";
@@ -153,6 +154,45 @@ for (const target of TARGETS) {
       expect(page.heard[11]).toMatchObject({ type: "model_end", step: 3 });
       await pause(100); // several beats: nothing is sent twice
       expect(page.heard).toHaveLength(all.length);
+      page.stop();
+    });
+
+    it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an ended step or run", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:s6");
+      const text = (runId: string, step: number, piece: string) => store.publishText({ sessionId: "web:s6", runId, step, text: piece });
+      // Text that comes before the page knows the run: the run is read at once, its stored step sent, then the text.
+      await store.record([
+        { kind: "start_run", run: runRecord("run_text", "web:s6", "web:ann", "look it up") },
+        { kind: "step", step: stepOf("run_text", 1, { content: null, requestedCalls: [] }) },
+      ]);
+      const streamed = () => page.heard.flatMap((event) => (event.type === "model_delta" ? [event.text] : [])).join("");
+      await text("run_text", 2, "Three ");
+      await text("run_text", 2, "rows ");
+      await vi.waitFor(() => expect(streamed()).toBe("Three rows "), WAIT);
+      // (the second piece may come with the first or after it, as the reading falls)
+      expect(page.heard.map((event) => event.type).join()).toMatch(/^run_start,model_end,model_start,model_delta(,model_delta)?$/);
+      expect(page.heard[2]).toEqual({ type: "model_start", runId: "run_text", step: 2 });
+      expect(page.heard[3]).toMatchObject({ type: "model_delta", runId: "run_text", step: 2 });
+      // Read as running: each piece as it comes.
+      const before = page.heard.length;
+      await text("run_text", 2, "came back.");
+      await vi.waitFor(() => expect(page.heard.length).toBe(before + 1), WAIT);
+      expect(page.heard[before]).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: "came back." });
+      // The step stored: sent as ended, and text of it that comes after is late.
+      await store.record([{ kind: "step", step: stepOf("run_text", 2, { content: "Three rows came back.", requestedCalls: [] }) }]);
+      await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "model_end", step: 2 }), WAIT);
+      await text("run_text", 2, " (late)");
+      // Another session's text, and text for a run nobody here follows, reach nobody.
+      await store.publishText({ sessionId: "web:elsewhere", runId: "run_other", step: 1, text: "not yours" });
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_text", { status: "final", output: "Three rows came back.", steps: 2 }) }]);
+      await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "run_end", output: "Three rows came back." }), WAIT);
+      const ended = page.heard.length;
+      await text("run_text", 3, "after the end");
+      // A few beats later nothing more came: the late pieces were dropped.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(page.heard.length).toBe(ended);
+      expect(streamed()).toBe("Three rows came back.");
       page.stop();
     });
 

@@ -31,7 +31,17 @@ function reply(body: ChatCompletionRequestBody): ScriptedReply {
   if (asked.includes("forever")) return { hang: true };
   if (last?.role === "user") return asked.includes("cache") ? { toolCalls: [{ name: "wipe_cache", arguments: "{}" }] } : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] };
   if (asked.includes("cache")) return { content: `done: ${lastText(body).includes("wiped") ? "wiped" : "not wiped"}.` };
-  return { content: `It is ${/"result":(\d+)/.exec(lastText(body))?.[1] ?? "unknown"}.` };
+  const answer = `It is ${/"result":(\d+)/.exec(lastText(body))?.[1] ?? "unknown"}.`;
+  return body.stream ? slowStream(["It is ", answer.slice("It is ".length)]) : { content: answer };
+}
+
+/** An answer streamed as a server sends it, its pieces well apart: a page following from another process sees them come. */
+function slowStream(pieces: string[]): ScriptedReply {
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-slow", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
+  const usage = `data: ${JSON.stringify({ id: "chatcmpl-slow", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [], usage: { prompt_tokens: 20, completion_tokens: 4, total_tokens: 24 } })}\n\n`;
+  const body = [chunk({ role: "assistant", content: "" }), ...pieces.map((content) => chunk({ content })), chunk({}, "stop") + usage + "data: [DONE]\n\n"];
+  return { raw: { body, contentType: "text/event-stream", partGapMs: 400 } };
 }
 
 describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DATABASE})`, () => {
@@ -90,11 +100,15 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     const runId = accepted?.body.runId as string;
     // Each step as the worker stored it: the model's call for the calculator, its result, the answering
     // call, then the end. The calculator's start shows only if a reading fell in the millisecond it ran.
-    const shown = live.events.filter((event) => event.event.type !== "tool_start");
+    // The answer's text streams between the calculator's result and the answering call's end, as the worker's model writes it.
+    const shown = live.events.filter((event) => !["tool_start", "model_start", "model_delta"].includes(event.event.type));
     expect(typesOf(shown)).toEqual(["run_start", "model_end", "tool_end", "model_end", "run_end"]);
-    expect(typesOf(live.events).join()).toMatch(/^run_start,model_end,(tool_start,)?tool_end,model_end,run_end$/);
+    expect(typesOf(live.events).join()).toMatch(/^run_start,model_end,(tool_start,)?tool_end,model_start,(model_delta,)+model_end,run_end$/);
     expect(shown[2]?.event).toMatchObject({ runId, step: 1, record: { name: "calculator", envelope: { status: "success" } } });
     expect(shown[4]?.event).toMatchObject({ runId, stopReason: "final", output: "It is 42.", steps: 2 });
+    const streamed = live.events.flatMap(({ event }) => (event.type === "model_delta" ? [event] : []));
+    expect(streamed.map((event) => event.text).join("")).toBe("It is 42.");
+    expect(streamed.every((event) => event.runId === runId && event.step === 2)).toBe(true);
 
     const run = await getJson<Record<string, unknown>>(`${base}/api/runs/${runId}`, alice);
     expect(run).toMatchObject({ status: 200, body: { runId, status: "final", done: true, output: "It is 42.", userId: "web:alice", sessionId: "web:maths" } });

@@ -160,4 +160,23 @@ export function gatesContract({ open, database }: Contract): void {
     expect(await store.pruneCancelRequests(new Date(Date.now() + 1_000))).toBe(5);
     expect(await other.cancelRequested("run_running")).toBe(false);
   });
+
+  it("answer text published is heard, in order, by the watchers on other handles, cancel watchers apart, and by none once they stop; none of it is stored", async () => {
+    const [store, other] = [await open(), await open()];
+    const heard: unknown[] = [];
+    const cancels: unknown[] = [];
+    const stop = await other.watchText((notice) => heard.push(notice));
+    const stopCancels = await other.watchCancels((notice) => cancels.push(notice));
+    const pieces = ["It ", "is ", "42 — “quoted”, 👋🏽.\n"];
+    for (const text of pieces) await store.publishText({ sessionId: "web:s1", runId: "run_1", step: 2, text });
+    await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(3);
+    expect(heard).toEqual(pieces.map((text) => ({ sessionId: "web:s1", runId: "run_1", step: 2, text })));
+    expect(cancels).toEqual([]);
+    await stop();
+    await store.publishText({ sessionId: "web:s1", runId: "run_1", step: 2, text: "unheard" });
+    await pause(200);
+    expect(heard).toHaveLength(3);
+    await stopCancels();
+    expect(await other.run("run_1")).toBeUndefined();
+  });
 }

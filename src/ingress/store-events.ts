@@ -5,8 +5,9 @@
  * run_resumed, each step's model call, its tool calls as they run and end, its notes,
  * approval_requested, approval_decided, run_end). So the chat page and API clients follow a run
  * through web-api.ts's event routes as they do in one process, each part about a second after its
- * worker stored it. What the store does not hold is not sent: no streamed text (a run's answer comes
- * whole at its end).
+ * worker stored it. The answer's text streams as it is written: workers pass it on through the store
+ * (StorePort.watchText; worker/text-relay.ts), never stored, so a piece missed is missed until the
+ * whole answer comes with the run's end.
  */
 import { HttpError } from "../adapters/web/http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
@@ -15,8 +16,9 @@ import type { RunTrace, StepTrace } from "../agent/trace.js";
 import { answeredBy, type StopReason } from "../agent/run.js";
 import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
+import type { TextNotice } from "../store/port-data.js";
 
-export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun" | "steps">;
+export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun" | "steps" | "watchText">;
 
 export interface StoreEventsOptions {
   store: StoreEventsReader;
@@ -39,6 +41,9 @@ export interface StoreEvents {
 }
 
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
+/** Streamed text kept for a run not yet read as running (read again at once), and for how many such runs. */
+const EARLY_TEXT_CHARS = 16 * 1024;
+const EARLY_TEXT_RUNS = 1_000;
 
 interface SeenRun {
   status: string;
@@ -47,6 +52,8 @@ interface SeenRun {
   approvals: Map<string, string>;
   /** What was sent of each stored step: the ids of its calls shown running and ended, and how many notes. */
   steps: Map<number, SentStep>;
+  /** The step whose streamed text is being shown. */
+  textStep?: number;
 }
 
 interface SentStep {
@@ -70,6 +77,46 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const inner = createEventHub();
   const followed = new Map<string, Followed>();
   let reading = false;
+  // Text that came before its run was read as running (started, or resumed) with the steps before it; `text` undefined once it grew past EARLY_TEXT_CHARS.
+  const earlyText = new Map<string, { sessionId: string; step: number; text: string | undefined }>();
+  const watchingText = store.watchText(heardText).catch((error: unknown) => {
+    log.warn({ error: (error as Error).message }, "ingress: cannot hear the workers' streamed answer text; pages get each answer when its run ends");
+    return async () => {};
+  });
+
+  function heardText(notice: TextNotice): void {
+    const entry = followed.get(notice.sessionId);
+    if (!entry) return;
+    const seen = entry.runs?.get(notice.runId);
+    // Shown at once when the steps before it were sent (each is stored before the next model call); else after a reading sends them.
+    const inOrder = notice.step === 1 || seen?.steps.has(notice.step - 1) === true;
+    if (seen?.started && seen.status === "running" && inOrder) return showText(notice.sessionId, notice.runId, seen, notice.step, notice.text);
+    if (seen?.started && !UNFINISHED.has(seen.status)) return; // ended: the text is stale
+    const early = earlyText.get(notice.runId) ?? (earlyText.size < EARLY_TEXT_RUNS ? { sessionId: notice.sessionId, step: notice.step, text: "" } : undefined);
+    if (!early) return;
+    if (early.step !== notice.step) Object.assign(early, { step: notice.step, text: "" });
+    early.text = early.text !== undefined && early.text.length + notice.text.length <= EARLY_TEXT_CHARS ? early.text + notice.text : undefined;
+    earlyText.set(notice.runId, early);
+    void readSession(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
+  }
+
+  /** The text that came before the run was read as running, shown once it is. */
+  function showEarlyText(sessionId: string, runId: string, seen: SeenRun): void {
+    const early = earlyText.get(runId);
+    earlyText.delete(runId);
+    if (early?.text) showText(sessionId, runId, seen, early.step, early.text);
+  }
+
+  /**
+   * A piece of a step's answer, after a model_start when it is a new step's (the page then starts its
+   * answer afresh); none once the step's model call was sent as ended (the text came late).
+   */
+  function showText(sessionId: string, runId: string, seen: SeenRun, step: number, text: string): void {
+    if (seen.steps.has(step)) return;
+    if (seen.textStep !== step) inner.publish(sessionId, { type: "model_start", runId, step });
+    seen.textStep = step;
+    inner.publish(sessionId, { type: "model_delta", runId, step, text });
+  }
 
   const follow = (sessionId: string): (() => void) => {
     let entry = followed.get(sessionId);
@@ -85,7 +132,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       if (stopped) return;
       stopped = true;
       const current = followed.get(sessionId);
-      if (current && --current.watchers === 0) followed.delete(sessionId);
+      if (current && --current.watchers === 0) {
+        followed.delete(sessionId);
+        for (const [runId, early] of earlyText) if (early.sessionId === sessionId) earlyText.delete(runId);
+      }
     };
   };
 
@@ -132,6 +182,9 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const from = Math.max(1, ...seen.steps.keys());
       for (const step of await store.steps(run.runId, from)) publishStep(publish, run, step, seen);
     }
+    // Text that came before the run was read as running follows the steps stored before it.
+    if (run.status === "running") showEarlyText(sessionId, run.runId, seen);
+    else if (!UNFINISHED.has(run.status)) earlyText.delete(run.runId);
     if (run.status === "awaiting_approval" || was === "awaiting_approval") {
       for (const approval of await store.approvalsOfRun(run.runId)) {
         const known = seen.approvals.get(approval.id);
@@ -227,8 +280,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     hub,
     stop() {
       clearInterval(timer);
+      void watchingText.then((unwatch) => unwatch());
       inner.closeAll();
       followed.clear();
+      earlyText.clear();
     },
   };
 }

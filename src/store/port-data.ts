@@ -159,6 +159,17 @@ export interface CancelNotice {
   runIds: string[];
 }
 
+/**
+ * A piece of a run's answer as the model streams it, for pages that follow the session from another
+ * process. Never stored: one missed is simply missed (the whole answer comes with the run's end).
+ */
+export interface TextNotice {
+  sessionId: string;
+  runId: string;
+  step: number;
+  text: string;
+}
+
 export type SessionStatusFilter = "error" | "awaiting_approval";
 
 /** The trace viewer's session filters (see adapters/web/session-search.ts, which parses them from a query). */

@@ -30,6 +30,7 @@ import type {
   StoredMessage,
   Summary,
   SummaryCall,
+  TextNotice,
   UsageExample,
   UsageTotal,
 } from "./port-data.js";
@@ -163,6 +164,10 @@ export interface GateStore {
   /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
   watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;
   pruneCancelRequests(olderThan: Date): Promise<number>;
+  /** Tells every process watching this database's text (watchText) a piece of a streaming answer; nothing is stored. */
+  publishText(notice: TextNotice): Promise<void>;
+  /** Calls `listener` for every piece of answer text published on this database from now on; resolves with the way to stop. */
+  watchText(listener: (notice: TextNotice) => void): Promise<() => Promise<void>>;
 }
 
 /** What the trace viewer, the HTTP API and the command line read. */

@@ -2,13 +2,14 @@
  * The gates on PostgreSQL: event claims (a primary key and ON CONFLICT DO NOTHING: of two claims at
  * once, the second waits for the first to commit and finds it), the quota ledger (the user's day row
  * locked FOR UPDATE while a reservation is judged, so processes cannot both take the last room; a
- * reservation is its process's, and holds nothing once that process is gone), and cancel requests
- * (rows, and a NOTIFY that every process listening on the database hears).
+ * reservation is its process's, and holds nothing once that process is gone), cancel requests
+ * (rows, and a NOTIFY that every process listening on the database hears), and streaming answer
+ * text (a NOTIFY alone, on a channel of its own, heard on the same listening connection).
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { INSTANCE } from "../agent/store-owners.js";
-import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
+import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
@@ -16,6 +17,15 @@ import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type Ho
 const FORGET_EXPIRED_MS = 86_400_000;
 /** A notice names at most this many runs (NOTIFY carries under 8,000 bytes); the rows name them all. */
 const NOTICE_RUNS = 100;
+
+/** A notice's payload; undefined for none, or for one that is not JSON (not glassbox's: it would throw in the connection's handler). */
+function parsed(payload: string | undefined): unknown {
+  try {
+    return payload ? (JSON.parse(payload) as unknown) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Claims all the ids in one statement; true when none was claimed before. */
 export async function claimIn(db: Db, eventIds: string[]): Promise<boolean> {
@@ -35,30 +45,40 @@ async function spentSince(db: Db, userId: string, since: Date): Promise<{ tokens
   return !row || row.runs === 0 ? { tokens: 0, cost: 0 } : { tokens: row.tokens, cost: row.cost };
 }
 
-export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Client>, channel: string) {
-  const listeners = new Set<(notice: CancelNotice) => void>();
+/** The NOTIFY channels of one store (a schema has its own). */
+export interface NoticeChannels {
+  cancel: string;
+  text: string;
+}
+
+export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Client>, channels: NoticeChannels) {
+  const cancelListeners = new Set<(notice: CancelNotice) => void>();
+  const textListeners = new Set<(notice: TextNotice) => void>();
+  const listenerCount = () => cancelListeners.size + textListeners.size;
   let connection: Promise<pg.Client> | undefined;
   let closed = false;
 
-  /** The listening connection, opened for the first watcher; reopened if it breaks while someone watches. */
+  /** The listening connection (both channels), opened for the first watcher; reopened if it breaks while someone watches. */
   function connectListener(): Promise<pg.Client> {
     if (connection) return connection;
     const opening: Promise<pg.Client> = (async () => {
       const client = await listen();
       client.on("notification", (message) => {
-        if (message.channel !== channel || !message.payload) return;
-        const notice = JSON.parse(message.payload) as CancelNotice;
-        for (const listener of listeners) listener(notice);
+        const notice = parsed(message.payload);
+        if (notice === undefined) return;
+        if (message.channel === channels.cancel) for (const listener of cancelListeners) listener(notice as CancelNotice);
+        else if (message.channel === channels.text) for (const listener of textListeners) listener(notice as TextNotice);
       });
       const reopen = () => {
         if (connection !== opening) return;
         connection = undefined;
-        // A notice missed meanwhile is found by cancelRequested, which runs check between steps.
-        if (!closed && listeners.size > 0) setTimeout(() => void connectListener().catch(() => {}), 1_000).unref();
+        // A cancel missed meanwhile is found by cancelRequested, which runs check between steps; missed text comes whole at the run's end.
+        if (!closed && listenerCount() > 0) setTimeout(() => void connectListener().catch(() => {}), 1_000).unref();
       };
       client.on("error", reopen);
       client.on("end", reopen);
-      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      await client.query(`LISTEN ${client.escapeIdentifier(channels.cancel)}`);
+      await client.query(`LISTEN ${client.escapeIdentifier(channels.text)}`);
       return client;
     })();
     connection = opening;
@@ -66,6 +86,24 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       if (connection === opening) connection = undefined;
     });
     return opening;
+  }
+
+  /** Adds a listener, opening the listening connection if it is the first; the way back closes it after the last. */
+  async function watch<T>(listeners: Set<(notice: T) => void>, listener: (notice: T) => void): Promise<() => Promise<void>> {
+    listeners.add(listener);
+    try {
+      await connectListener();
+    } catch (error) {
+      listeners.delete(listener);
+      throw error;
+    }
+    return async () => {
+      listeners.delete(listener);
+      if (listenerCount() > 0 || !connection) return;
+      const client = connection;
+      connection = undefined;
+      await (await client).end().catch(() => {});
+    };
   }
 
   return {
@@ -131,35 +169,25 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
         await client.query("INSERT INTO cancel_requests (run_id, session_id, requested_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS run(id)", [runIds, target.sessionId, new Date().toISOString()]);
         // Delivered when this transaction commits, to every connection listening on the channel.
         const notice: CancelNotice = { sessionId: target.sessionId, runIds: runIds.slice(0, NOTICE_RUNS) };
-        await client.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(notice)]);
+        await client.query("SELECT pg_notify($1, $2)", [channels.cancel, JSON.stringify(notice)]);
         return runIds;
       });
     },
     async cancelRequested(runId: string): Promise<boolean> {
       return (await pool.query("SELECT 1 FROM cancel_requests WHERE run_id = $1 LIMIT 1", [runId])).rows.length > 0;
     },
-    async watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>> {
-      listeners.add(listener);
-      try {
-        await connectListener();
-      } catch (error) {
-        listeners.delete(listener);
-        throw error;
-      }
-      return async () => {
-        listeners.delete(listener);
-        if (listeners.size > 0 || !connection) return;
-        const client = connection;
-        connection = undefined;
-        await (await client).end().catch(() => {});
-      };
+    watchCancels: (listener: (notice: CancelNotice) => void) => watch(cancelListeners, listener),
+    async publishText(notice: TextNotice): Promise<void> {
+      await pool.query("SELECT pg_notify($1, $2)", [channels.text, JSON.stringify(notice)]);
     },
+    watchText: (listener: (notice: TextNotice) => void) => watch(textListeners, listener),
     async pruneCancelRequests(olderThan: Date): Promise<number> {
       return (await pool.query("DELETE FROM cancel_requests WHERE requested_at < $1", [olderThan.toISOString()])).rowCount ?? 0;
     },
     async close(): Promise<void> {
       closed = true;
-      listeners.clear();
+      cancelListeners.clear();
+      textListeners.clear();
       const client = connection;
       connection = undefined;
       if (client) await (await client.catch(() => undefined))?.end().catch(() => {});

@@ -29,11 +29,11 @@ export interface PostgresPortOptions extends PostgresConnection {
 /** Its transactions are `pg` clients inside BEGIN: the run queue adds its job on the same client. */
 export type PostgresPort = StorePort<pg.PoolClient> & { kind: "postgres" };
 
-/** The channel cancel requests are announced on: one per schema, so deployments sharing a database do not hear each other. */
-function cancelChannel(schema: string | undefined): string {
-  if (!schema) return "glassbox_cancel";
-  const name = `glassbox_cancel_${schema}`;
-  return name.length <= 63 ? name : `glassbox_cancel_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+/** A channel notices are announced on ("cancel", "text"): one per schema, so deployments sharing a database do not hear each other. */
+function channelOf(kind: string, schema: string | undefined): string {
+  if (!schema) return `glassbox_${kind}`;
+  const name = `glassbox_${kind}_${schema}`;
+  return name.length <= 63 ? name : `glassbox_${kind}_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
 }
 
 /** Opens the database and brings its schema up to date; one sentence (a configuration error) when it cannot. */
@@ -60,7 +60,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     await client.connect();
     return client;
   };
-  const gates = createPostgresGates(pool, listen, cancelChannel(options.schema));
+  const gates = createPostgresGates(pool, listen, { cancel: channelOf("cancel", options.schema), text: channelOf("text", options.schema) });
   let beating: NodeJS.Timeout | undefined;
   let closed = false;
   if (options.longRunning) {
@@ -90,6 +90,8 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     cancelRequested: gates.cancelRequested,
     watchCancels: gates.watchCancels,
     pruneCancelRequests: gates.pruneCancelRequests,
+    publishText: gates.publishText,
+    watchText: gates.watchText,
     ...traces,
     ...sessions,
     async close() {

@@ -2,7 +2,8 @@
  * The SQLite store's gates: the quota ledger (a reservation per model call in flight, owned by its
  * process, against the user's day, in one IMMEDIATE transaction so processes sharing the file cannot
  * both take the last room), cancel requests (rows, plus a signal to the handles of this process on
- * the same file), and this process's heartbeat. Statements are prepared on first use: a read-only
+ * the same file), streaming answer text (a signal alone: one process runs its runs and shows them),
+ * and this process's heartbeat. Statements are prepared on first use: a read-only
  * handle on a file older than these tables never needs them.
  */
 import { randomUUID } from "node:crypto";
@@ -10,11 +11,22 @@ import { resolve } from "node:path";
 import type Database from "better-sqlite3";
 import { INSTANCE } from "../agent/store-owners.js";
 import type { TraceReader } from "../agent/trace.js";
-import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent } from "./port-data.js";
+import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice } from "./port-data.js";
 import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
-/** Listeners of cancel requests, by database file: the handles of one process hear each other at once. */
+/** Listeners of cancel requests and of answer text, by database file: the handles of one process hear each other at once. */
 const cancelListeners = new Map<string, Set<(notice: CancelNotice) => void>>();
+const textListeners = new Map<string, Set<(notice: TextNotice) => void>>();
+
+/** Adds a listener of one file's notices; returns the way to remove it. */
+function listenOn<T>(byFile: Map<string, Set<(notice: T) => void>>, fileKey: string, listener: (notice: T) => void): () => void {
+  const listeners = byFile.get(fileKey) ?? new Set();
+  byFile.set(fileKey, listeners.add(listener));
+  return () => {
+    listeners.delete(listener);
+    if (listeners.size === 0) byFile.delete(fileKey);
+  };
+}
 
 /** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
 const FORGET_EXPIRED_MS = 86_400_000;
@@ -83,14 +95,11 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
       return runIds;
     },
     cancelRequested: (runId: string) => sql("SELECT 1 FROM cancel_requests WHERE run_id = ? LIMIT 1").get(runId) !== undefined,
-    watchCancels(listener: (notice: CancelNotice) => void): () => void {
-      const listeners = cancelListeners.get(fileKey) ?? new Set();
-      cancelListeners.set(fileKey, listeners.add(listener));
-      return () => {
-        listeners.delete(listener);
-        if (listeners.size === 0) cancelListeners.delete(fileKey);
-      };
+    watchCancels: (listener: (notice: CancelNotice) => void) => listenOn(cancelListeners, fileKey, listener),
+    publishText(notice: TextNotice): void {
+      for (const listener of textListeners.get(fileKey) ?? []) queueMicrotask(() => listener(notice));
     },
+    watchText: (listener: (notice: TextNotice) => void) => listenOn(textListeners, fileKey, listener),
     pruneCancelRequests: (olderThan: Date) => sql("DELETE FROM cancel_requests WHERE requested_at < ?").run(olderThan.toISOString()).changes,
     heartbeat(): void {
       sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at").run(

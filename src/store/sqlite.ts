@@ -113,6 +113,11 @@ function portOver(store: Store): SqlitePort {
       return async () => stop();
     },
     pruneCancelRequests: async (olderThan) => gates.pruneCancelRequests(olderThan),
+    publishText: async (notice) => gates.publishText(notice),
+    watchText: async (listener) => {
+      const stop = gates.watchText(listener);
+      return async () => stop();
+    },
     // feedback
     recordFeedback: (input) => store.atomically(() => feedback.record(input)),
     explainFeedback: (runId, userId, reason) => store.atomically(() => feedback.explain(runId, userId, reason)),

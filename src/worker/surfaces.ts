@@ -1,8 +1,9 @@
 /**
  * Where a worker process shows the runs it runs, by session key: Slack threads through the Web API
  * (the team's own bot token when the app is installed in many workspaces), Discord channels through
- * discord.js REST (a worker holds no gateway connection: ingress has it), and HTTP API sessions
- * nowhere (the API reads the results from the store). Before a redelivered turn posts a stored answer,
+ * discord.js REST (a worker holds no gateway connection: ingress has it), and web sessions (the chat
+ * page, the HTTP API) by their streamed answer text alone (text-relay.ts; ingress reads the rest from
+ * the store). Before a redelivered turn posts a stored answer,
  * the Slack and Discord surfaces read their conversation back (shownAlready): the worker that died
  * may have posted it already. It also fetches the files a message's turn names (ingress passed
  * their references only): Slack's with the workspace's bot token, sent only to Slack's hosts;
@@ -26,6 +27,8 @@ import { openSlackSurface } from "../adapters/slack/slack-surface.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
 import type { TurnFile } from "../ingress/turn-files.js";
 import type { Approval } from "../store/port.js";
+import type { TextNotice } from "../store/port-data.js";
+import { createTextRelay } from "./text-relay.js";
 
 export interface WorkerSurfaces {
   openSurface(sessionId: string, userId: string): ChatSurface;
@@ -39,7 +42,11 @@ export interface WorkerSurfaces {
 /** What a session of a platform this worker is not configured for shows: nothing (its run is still stored). */
 const NO_SURFACE: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
 
-export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | "discord">, log: Logger): Promise<WorkerSurfaces> {
+/** Where a web session's streamed answer text goes (the store's publishText). */
+export type PublishText = (notice: TextNotice) => Promise<void>;
+
+export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | "discord">, log: Logger, publishText?: PublishText): Promise<WorkerSurfaces> {
+  const webSurface = publishText ? createTextRelay({ publish: publishText, log }) : undefined;
   const slack = config.slack ? await slackClients(config.slack, log) : undefined;
   const discord = config.discord ? restOnlyDiscordClient(config.discord) : undefined;
   const unconfigured = new Set<string>();
@@ -64,6 +71,7 @@ export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | 
     openSurface(sessionId, userId) {
       if (sessionId.startsWith("slack:")) return slack ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log) : nowhere("Slack");
       if (sessionId.startsWith("discord:")) return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log) : nowhere("Discord");
+      if (sessionId.startsWith("web:") && webSurface) return webSurface(sessionId);
       return NO_SURFACE;
     },
     async showDecision(approval) {

@@ -77,7 +77,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     closing.push(() => queue.close());
     const agent = await createAgentConfig(config, log, { port: store });
     closing.push(() => agent.close());
-    const surfaces = await openWorkerSurfaces(config, log);
+    const surfaces = await openWorkerSurfaces(config, log, store.publishText);
     closing.push(() => surfaces.close());
     const conversations = createConversations(agent, store, {
       openSurface: surfaces.openSurface,
