@@ -4,7 +4,7 @@
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
 // resume, the end; a running run's steps (model calls, tool calls running and ended, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
 // closed; runs that ended before the page opened not sent again; the answer text workers pass on
-// (publishText) as it streams, in order with the stored steps, and none that came late.
+// (publishText) as it streams, in order with the stored steps, and none for an older step or an ended run.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
 import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events.js";
@@ -157,7 +157,7 @@ for (const target of TARGETS) {
       page.stop();
     });
 
-    it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an ended step or run", async () => {
+    it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an older step or an ended run", async () => {
       const { store, events } = await open();
       const page = follow(events.hub, "web:s6");
       const text = (runId: string, step: number, piece: string) => store.publishText({ sessionId: "web:s6", runId, step, text: piece });
@@ -179,20 +179,23 @@ for (const target of TARGETS) {
       await text("run_text", 2, "came back.");
       await vi.waitFor(() => expect(page.heard.length).toBe(before + 1), WAIT);
       expect(page.heard[before]).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: "came back." });
-      // The step stored: sent as ended, and text of it that comes after is late.
-      await store.record([{ kind: "step", step: stepOf("run_text", 2, { content: "Three rows came back.", requestedCalls: [] }) }]);
+      // The step stored and sent as ended: its text may still come (a worker sends a held-back answer with its step).
+      await store.record([{ kind: "step", step: stepOf("run_text", 2, { content: "Three rows came back. Done.", requestedCalls: [] }) }]);
       await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "model_end", step: 2 }), WAIT);
-      await text("run_text", 2, " (late)");
+      await text("run_text", 2, " Done.");
+      await vi.waitFor(() => expect(page.heard.at(-1)).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: " Done." }), WAIT);
+      // Text of a step older than the one shown is stale.
+      await text("run_text", 1, "(late)");
       // Another session's text, and text for a run nobody here follows, reach nobody.
       await store.publishText({ sessionId: "web:elsewhere", runId: "run_other", step: 1, text: "not yours" });
-      await store.record([{ kind: "end_run", outcome: outcomeOf("run_text", { status: "final", output: "Three rows came back.", steps: 2 }) }]);
-      await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "run_end", output: "Three rows came back." }), WAIT);
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_text", { status: "final", output: "Three rows came back. Done.", steps: 2 }) }]);
+      await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "run_end", output: "Three rows came back. Done." }), WAIT);
       const ended = page.heard.length;
       await text("run_text", 3, "after the end");
       // A few beats later nothing more came: the late pieces were dropped.
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(page.heard.length).toBe(ended);
-      expect(streamed()).toBe("Three rows came back.");
+      expect(streamed()).toBe("Three rows came back. Done.");
       page.stop();
     });
 

@@ -19,13 +19,22 @@ const modelEnd = (step: number): AgentEvent => ({
 });
 
 describe("the text relay of a worker's web sessions", () => {
-  it("gathers a step's pieces into one notice, sent at the step's end at the latest, and starts a new one for the next step", async () => {
+  it("gathers a step's pieces into one notice, sent at the step's end at the latest, one after another, and starts a new one for the next step", async () => {
     const sent: TextNotice[] = [];
-    const surface = createTextRelay({ publish: async (notice) => void sent.push(notice), log, everyMs: 60_000 })("web:s1");
+    let sending = 0;
+    // A publish that takes a moment: the next waits for it (two at once could arrive in either order).
+    const publish = async (notice: TextNotice) => {
+      expect(sending).toBe(0);
+      sending++;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      sent.push(notice);
+      sending--;
+    };
+    const surface = createTextRelay({ publish, log, everyMs: 60_000 })("web:s1");
     for (const piece of ["It ", "is ", "42."]) surface.onEvent(delta(2, piece));
     expect(sent).toEqual([]); // gathered, not one a token
     surface.onEvent(modelEnd(2));
-    expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 2, text: "It is 42." }]);
+    await vi.waitFor(() => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 2, text: "It is 42." }]));
     surface.onEvent(delta(3, "More"));
     surface.onEvent(delta(4, "Next"));
     await surface.finish({} as RunResult);

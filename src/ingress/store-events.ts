@@ -109,10 +109,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
 
   /**
    * A piece of a step's answer, after a model_start when it is a new step's (the page then starts its
-   * answer afresh); none once the step's model call was sent as ended (the text came late).
+   * answer afresh). Text may come after its step was sent as ended (a worker holds back the first
+   * answer it cannot yet tell from thinking, then sends it with the step); none for a step older than
+   * one already shown or sent.
    */
   function showText(sessionId: string, runId: string, seen: SeenRun, step: number, text: string): void {
-    if (seen.steps.has(step)) return;
+    if ((seen.textStep ?? 0) > step || seen.steps.has(step + 1)) return;
     if (seen.textStep !== step) inner.publish(sessionId, { type: "model_start", runId, step });
     seen.textStep = step;
     inner.publish(sessionId, { type: "model_delta", runId, step, text });

@@ -25,8 +25,8 @@ export interface TextRelayOptions {
 export function createTextRelay(options: TextRelayOptions): (sessionId: string) => ChatSurface {
   const everyMs = options.everyMs ?? DEFAULT_EVERY_MS;
   let warned = false;
-  const send = (notice: TextNotice) =>
-    void options.publish(notice).catch((error: unknown) => {
+  const publish = (notice: TextNotice) =>
+    options.publish(notice).catch((error: unknown) => {
       // Losing streamed text costs only the live view: the answer comes whole with the run's end.
       if (!warned) options.log.warn({ error: (error as Error).message }, "worker: passing on streamed answer text failed; pages get the answer when the run ends");
       warned = true;
@@ -35,6 +35,9 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
   return (sessionId) => {
     let pending: { runId: string; step: number; text: string } | undefined;
     let timer: NodeJS.Timeout | undefined;
+    // One at a time: two notices sent at once (on two connections) could arrive in either order.
+    let sending: Promise<void> = Promise.resolve();
+    const send = (notice: TextNotice) => void (sending = sending.then(() => publish(notice)));
     const flush = () => {
       clearTimeout(timer);
       timer = undefined;
@@ -50,7 +53,10 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
           timer ??= setTimeout(flush, everyMs);
         } else if (event.type === "model_end" || event.type === "run_end") flush();
       },
-      finish: async () => flush(),
+      finish: async () => {
+        flush();
+        await sending;
+      },
       askApproval: async () => undefined,
     };
   };
