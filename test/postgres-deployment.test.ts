@@ -200,7 +200,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual(["approval-item", "tool ok"]);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
     const ran = await chat.locator(".message.assistant").first().getAttribute("data-run-id");
-    expect((await getJson(`${chatUrl}api/info`)).body).toMatchObject({ tools: [], hints: [] }); // the workers' tools are not loaded here
+    // Ingress loads no tools: it names the live worker's, as the worker recorded them, and suggests what they can do.
+    await vi.waitFor(async () => expect((await getJson<{ tools: string[]; hints: string[] }>(`${chatUrl}api/info`)).body.tools).toContain("wipe_cache"), WAIT);
+    expect((await getJson<{ hints: string[] }>(`${chatUrl}api/info`)).body.hints.length).toBeGreaterThan(0);
     const refused = await postJson(`${chatUrl}api/runs/${String(ran)}/replay`, {}); // nor does it replay
     expect(refused).toMatchObject({ status: 503, body: { error: expect.stringContaining("does not replay runs") } });
     const session = `web:${String(await chat.evaluate('localStorage.getItem("glassbox.session")'))}`;

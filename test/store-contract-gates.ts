@@ -179,4 +179,13 @@ export function gatesContract({ open, database }: Contract): void {
     await stopCancels();
     expect(await other.run("run_1")).toBeUndefined();
   });
+
+  it("a worker's offer (its tools' names, requests to suggest) is read on another handle while its process lives; a new offer replaces it", async () => {
+    const [store, other] = [await open(), await open()];
+    expect(await other.toolsOffered()).toEqual({ tools: [], hints: [] });
+    await store.offerTools({ tools: ["search_orders", "calculator"], hints: ["What is 17% of 240?"] });
+    expect(await other.toolsOffered()).toEqual({ tools: ["calculator", "search_orders"], hints: ["What is 17% of 240?"] });
+    await store.offerTools({ tools: ["calculator"], hints: [] });
+    expect(await other.toolsOffered()).toEqual({ tools: ["calculator"], hints: [] });
+  });
 }

@@ -228,6 +228,10 @@ const MIGRATIONS = [
   -- with its reply: a page following the run from another process shows a call while it runs
   ALTER TABLE steps ADD COLUMN requested_calls TEXT;
   `,
+  `
+  -- what a worker can do (its tools' names, requests to suggest: JSON), for processes that load no tools
+  ALTER TABLE instances ADD COLUMN offer TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

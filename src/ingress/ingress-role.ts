@@ -52,13 +52,15 @@ export async function startIngressRole(options: {
     started.push({ stop: () => queue.close() });
     // Messages are stored with their token count in the model's encoding; counting needs no model call.
     const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
-    const common = { store, queue, log, counter, hints: options.hints };
+    const offered = await followOffers(store, options, log);
+    started.push(offered);
+    const common = { store, queue, log, counter, hints: offered.hints };
     const slack = config.slack ? await startSlackIngress({ ...common, slack: config.slack }) : undefined;
     if (slack) started.push(slack);
     const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
     if (discord) started.push(discord);
     const trace = { store, modelLabel: modelLabelOf(config), priced: priceOf(config.model.model, config.prices) !== null };
-    const api = await startHttpIngress({ ...common, ...config.web, trace, replay: options.replay, toolNames: options.toolNames });
+    const api = await startHttpIngress({ ...common, ...config.web, trace, replay: options.replay, toolNames: offered.tools });
     started.push(api);
     log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url, trace: `${api.url}/trace` }, "ingress: receiving; workers run the turns");
     return {
@@ -83,4 +85,30 @@ function modelLabelOf(config: GlassboxConfig): string {
   const { model, baseURL } = config.model;
   if (!baseURL) return model;
   return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : baseURL}`;
+}
+
+/** How often ingress alone reads what the live workers offer. */
+const OFFERS_EVERY_MS = 5_000;
+
+/**
+ * The tools' names and the suggestions the pages and an empty mention show: the worker's in the same
+ * process (`all`), or else those the live workers recorded (StorePort.toolsOffered), read at start and
+ * every OFFERS_EVERY_MS into the same two arrays, which the parts read at each use.
+ */
+async function followOffers(store: PostgresPort, given: { hints?: string[]; toolNames?: string[] }, log: Logger): Promise<{ tools: string[]; hints: string[]; stop(): Promise<void> }> {
+  if (given.hints || given.toolNames) return { tools: given.toolNames ?? [], hints: given.hints ?? [], stop: async () => {} };
+  const offered = { tools: [] as string[], hints: [] as string[] };
+  const read = async () => {
+    try {
+      const { tools, hints } = await store.toolsOffered();
+      offered.tools.splice(0, offered.tools.length, ...tools);
+      offered.hints.splice(0, offered.hints.length, ...hints);
+    } catch (error) {
+      log.warn({ error: (error as Error).message }, "ingress: reading what the workers offer failed; the pages keep what they showed");
+    }
+  };
+  await read();
+  const timer = setInterval(() => void read(), OFFERS_EVERY_MS);
+  timer.unref();
+  return { ...offered, stop: async () => clearInterval(timer) };
 }

@@ -159,6 +159,12 @@ export interface CancelNotice {
   runIds: string[];
 }
 
+/** What a worker can do: its tools' names, and requests they can carry out (to suggest asking). */
+export interface WorkerOffer {
+  tools: string[];
+  hints: string[];
+}
+
 /**
  * A piece of a run's answer as the model streams it, for pages that follow the session from another
  * process. Never stored: one missed is simply missed (the whole answer comes with the run's end).

@@ -33,6 +33,7 @@ import type {
   TextNotice,
   UsageExample,
   UsageTotal,
+  WorkerOffer,
 } from "./port-data.js";
 import type { Message } from "../agent/types.js";
 import type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
@@ -164,6 +165,10 @@ export interface GateStore {
   /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
   watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;
   pruneCancelRequests(olderThan: Date): Promise<number>;
+  /** Records what this process's worker can do, with its instance, for ingress processes to show while it lives. */
+  offerTools(offer: WorkerOffer): Promise<void>;
+  /** What the live workers on this database can do, all of them together (none: nothing). */
+  toolsOffered(): Promise<WorkerOffer>;
   /** Tells every process watching this database's text (watchText) a piece of a streaming answer; nothing is stored. */
   publishText(notice: TextNotice): Promise<void>;
   /** Calls `listener` for every piece of answer text published on this database from now on; resolves with the way to stop. */

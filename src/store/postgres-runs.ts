@@ -6,7 +6,8 @@
 import type pg from "pg";
 import { INSTANCE } from "../agent/store-owners.js";
 import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
-import type { RunOutcome, RunRecord } from "./port-data.js";
+import type { RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
+import { mergeOffers, offerOf } from "./worker-offers.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 import { touchSession } from "./postgres-messages.js";
 
@@ -116,6 +117,17 @@ export function createPostgresRuns(pool: pg.Pool) {
         if (gone.length > 0) await client.query("DELETE FROM instances WHERE id = ANY($1)", [gone]); // nothing of theirs runs any more
         return interrupted;
       });
+    },
+    async offerTools(offer: WorkerOffer): Promise<void> {
+      await pool.query(
+        "INSERT INTO instances (id, host, pid, started_at, heartbeat_at, offer) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET offer = excluded.offer, heartbeat_at = excluded.heartbeat_at",
+        [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt, new Date().toISOString(), JSON.stringify(offer)],
+      );
+    },
+    async toolsOffered(): Promise<WorkerOffer> {
+      const { rows } = await pool.query<InstanceRecord & { id: string; offer: unknown }>('SELECT id, host, pid, heartbeat_at AS "heartbeatAt", offer FROM instances WHERE offer IS NOT NULL');
+      const now = Date.now();
+      return mergeOffers(rows.filter((row) => ownerAlive(row.id, row, now)).map((row) => offerOf(row.offer)));
     },
     async heartbeat(): Promise<void> {
       await pool.query(

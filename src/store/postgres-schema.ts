@@ -207,6 +207,10 @@ const MIGRATIONS = [
   -- following the run shows a call while it runs
   ALTER TABLE steps ADD COLUMN requested_calls jsonb;
   `,
+  `
+  -- what a worker can do (its tools' names, requests to suggest), for ingress processes, which load no tools
+  ALTER TABLE instances ADD COLUMN offer jsonb;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

@@ -81,6 +81,8 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     pausedRun: runs.pausedRun,
     interruptOrphanedRuns: runs.interruptOrphanedRuns,
     heartbeat: runs.heartbeat,
+    offerTools: runs.offerTools,
+    toolsOffered: runs.toolsOffered,
     ...approvals,
     claim: (...eventIds) => gates.claim(eventIds),
     pruneClaims: gates.pruneClaims,

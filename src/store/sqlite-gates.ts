@@ -9,9 +9,10 @@
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import type Database from "better-sqlite3";
-import { INSTANCE } from "../agent/store-owners.js";
+import { INSTANCE, ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { TraceReader } from "../agent/trace.js";
-import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice } from "./port-data.js";
+import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice, WorkerOffer } from "./port-data.js";
+import { mergeOffers, offerOf } from "./worker-offers.js";
 import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Listeners of cancel requests and of answer text, by database file: the handles of one process hear each other at once. */
@@ -101,6 +102,21 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
     },
     watchText: (listener: (notice: TextNotice) => void) => listenOn(textListeners, fileKey, listener),
     pruneCancelRequests: (olderThan: Date) => sql("DELETE FROM cancel_requests WHERE requested_at < ?").run(olderThan.toISOString()).changes,
+    offerTools(offer: WorkerOffer): void {
+      sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at, offer) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET offer = excluded.offer, heartbeat_at = excluded.heartbeat_at").run(
+        INSTANCE.id,
+        INSTANCE.host,
+        INSTANCE.pid,
+        INSTANCE.startedAt,
+        new Date().toISOString(),
+        JSON.stringify(offer),
+      );
+    },
+    toolsOffered(): WorkerOffer {
+      const rows = sql('SELECT id, host, pid, heartbeat_at AS heartbeatAt, offer FROM instances WHERE offer IS NOT NULL').all() as Array<InstanceRecord & { id: string; offer: string }>;
+      const now = Date.now();
+      return mergeOffers(rows.filter((row) => ownerAlive(row.id, row, now)).map((row) => offerOf(row.offer)));
+    },
     heartbeat(): void {
       sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at").run(
         INSTANCE.id,

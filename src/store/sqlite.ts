@@ -86,6 +86,8 @@ function portOver(store: Store): SqlitePort {
     pausedRun: async (runId) => store.pausedRun(runId),
     interruptOrphanedRuns: async () => store.interruptOrphanedRuns(),
     heartbeat: async () => gates.heartbeat(),
+    offerTools: async (offer) => gates.offerTools(offer),
+    toolsOffered: async () => gates.toolsOffered(),
     // approvals
     openApprovals: async (requests, ttlSeconds, now) => book.open(requests, ttlSeconds, now),
     approval: async (id) => book.get(id),

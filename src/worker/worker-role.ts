@@ -111,6 +111,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       onError: (error, turn) => log.error({ key: turn.key, conversation: turn.conversation, error: (error as Error)?.message }, "worker: a turn failed on every attempt and was given up"),
     });
     log.info({ worker: worker.id, concurrency: options.concurrency }, "worker: running turns from the queue");
+    const hints = exampleRequests(agent.toolSources);
+    const toolNames = agent.tools.names();
+    // What ingress processes (which load no tools) name and suggest while this worker lives.
+    await store.offerTools({ tools: toolNames, hints }).catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: recording its tools for ingress failed; ingress pages name none"));
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
@@ -130,7 +134,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       if (cause !== "stopped") await closeAll();
       return cause;
     });
-    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store), hints: exampleRequests(agent.toolSources), toolNames: agent.tools.names() };
+    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store), hints, toolNames };
   } catch (error) {
     await closeAll();
     throw error;
