@@ -68,8 +68,6 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
   };
 }
 
-/** Outcomes whose message carries the run's feedback buttons, by which a surface can find it posted. */
-
 export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
   const claimOf = (answerKey: string): AnswerClaim => {
     let claimed: Promise<boolean> | undefined;

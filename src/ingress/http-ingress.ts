@@ -40,7 +40,7 @@ export interface HttpIngressOptions<Transaction> {
   hints?: string[];
   /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
   replay?: ReplayOnModel;
-  /** The tools the pages name: a worker's in the same process; none in ingress alone, which loads none. */
+  /** The tools the pages name: a worker's in the same process, or those the live workers recorded (this process loads none). */
   toolNames?: string[];
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
   trace?: {

@@ -7,7 +7,7 @@ import type pg from "pg";
 import { INSTANCE } from "../agent/store-owners.js";
 import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
-import { mergeOffers, offerOf } from "./worker-offers.js";
+import { liveOffer } from "./worker-offers.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 import { touchSession } from "./postgres-messages.js";
 
@@ -126,8 +126,7 @@ export function createPostgresRuns(pool: pg.Pool) {
     },
     async toolsOffered(): Promise<WorkerOffer> {
       const { rows } = await pool.query<InstanceRecord & { id: string; offer: unknown }>('SELECT id, host, pid, heartbeat_at AS "heartbeatAt", offer FROM instances WHERE offer IS NOT NULL');
-      const now = Date.now();
-      return mergeOffers(rows.filter((row) => ownerAlive(row.id, row, now)).map((row) => offerOf(row.offer)));
+      return liveOffer(rows);
     },
     async heartbeat(): Promise<void> {
       await pool.query(

@@ -9,10 +9,10 @@
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import type Database from "better-sqlite3";
-import { INSTANCE, ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
+import { INSTANCE, type InstanceRecord } from "../agent/store-owners.js";
 import type { TraceReader } from "../agent/trace.js";
 import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice, WorkerOffer } from "./port-data.js";
-import { mergeOffers, offerOf } from "./worker-offers.js";
+import { liveOffer } from "./worker-offers.js";
 import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Listeners of cancel requests and of answer text, by database file: the handles of one process hear each other at once. */
@@ -113,9 +113,7 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
       );
     },
     toolsOffered(): WorkerOffer {
-      const rows = sql('SELECT id, host, pid, heartbeat_at AS heartbeatAt, offer FROM instances WHERE offer IS NOT NULL').all() as Array<InstanceRecord & { id: string; offer: string }>;
-      const now = Date.now();
-      return mergeOffers(rows.filter((row) => ownerAlive(row.id, row, now)).map((row) => offerOf(row.offer)));
+      return liveOffer(sql("SELECT id, host, pid, heartbeat_at AS heartbeatAt, offer FROM instances WHERE offer IS NOT NULL").all() as Array<InstanceRecord & { id: string; offer: string }>);
     },
     heartbeat(): void {
       sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at").run(

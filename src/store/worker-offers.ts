@@ -3,6 +3,7 @@
  * requests they suggest (StorePort.offerTools) with its instance; ingress, which loads no tools,
  * reads those of the live workers together (toolsOffered) for the pages and for an empty mention.
  */
+import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
 import type { WorkerOffer } from "./port-data.js";
 
 /** Most suggestions kept from all the workers together (a page shows a few). */
@@ -13,6 +14,11 @@ export function mergeOffers(offers: WorkerOffer[]): WorkerOffer {
   const tools = [...new Set(offers.flatMap((offer) => offer.tools))].sort();
   const hints = [...new Set(offers.flatMap((offer) => offer.hints))].slice(0, MAX_HINTS);
   return { tools, hints };
+}
+
+/** The offers of the instances still alive (the owners' rule), as one; each store reads the rows its own way. */
+export function liveOffer(instances: ReadonlyArray<InstanceRecord & { id: string; offer: unknown }>, now = Date.now()): WorkerOffer {
+  return mergeOffers(instances.filter((instance) => ownerAlive(instance.id, instance, now)).map((instance) => offerOf(instance.offer)));
 }
 
 /** An offer as stored (JSON text on SQLite, jsonb on PostgreSQL); anything not shaped like one offers nothing. */
