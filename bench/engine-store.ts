@@ -9,7 +9,7 @@
  *    loop without memory and trace, run in the same rounds, to tell the transport's, the loop's and
  *    the store's shares apart. Measured warm, as a bot runs: many warm-up rounds, and no forced
  *    collection between runs (a full collection before each run, as this bench once made, leaves
- *    every variant about 2.5x slower per step for the run after it, which a bot never sees). Each
+ *    every variant two to three times slower per step for the run after it, which a bot never sees). Each
  *    sample is a block of runs of one variant, so the garbage a block makes is mostly collected
  *    within it; the ratio is the median of each round's own ratio, so the machine's speed, which
  *    drifts on a shared host, cancels out within a round.
