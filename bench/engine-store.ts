@@ -9,10 +9,10 @@
  *    loop without memory and trace, run in the same rounds, to tell the transport's, the loop's and
  *    the store's shares apart. Measured warm, as a bot runs: many warm-up rounds, and no forced
  *    collection between runs (a full collection before each run, as this bench once made, leaves
- *    every variant two to three times slower per step for the run after it, which a bot never sees). Each
- *    sample is a block of runs of one variant, so the garbage a block makes is mostly collected
- *    within it; the ratio is the median of each round's own ratio, so the machine's speed, which
- *    drifts on a shared host, cancels out within a round.
+ *    every variant two to three times slower per step for the run after it, which a bot never
+ *    sees). Each sample is a block of runs of one variant, so the garbage a block makes is mostly
+ *    collected within it; the ratio is the median of each round's own ratio, so the machine's
+ *    speed, which drifts on a shared host, cancels out within a round.
  * 2. Memory: 200 such runs at once, each in its own conversation, in a fresh child process (the
  *    scripted server stays in this one), its peak RSS sampled every 20 ms; and the bytes the trace
  *    stored for the 200 runs' step requests.
@@ -162,13 +162,14 @@ async function measureCpu(url: string, directory: string, clear: () => void) {
   const naive = statsOf(samples.naive);
   const loop = statsOf(samples.loop);
   const sameTransport = statsOf(samples.sameTransport);
-  const ratio = statsOf(ratios).median;
+  const roundRatios = statsOf(ratios);
+  const ratio = roundRatios.median;
   const rows: Row[] = [
     { label: "glassbox with memory + trace, CPU per step", value: glassbox, unit: "ms" },
     { label: "  the same loop without memory and trace", value: loop, unit: "ms" },
     { label: "naive loop (agent-core's: the SDK's default fetch), CPU per step", value: naive, unit: "ms" },
     { label: "  the naive loop over glassbox's transport", value: sameTransport, unit: "ms" },
-    { label: "glassbox / naive (CPU per step), each round's", value: statsOf(ratios), unit: "x" },
+    { label: "glassbox / naive (CPU per step), each round's", value: roundRatios, unit: "x" },
     { label: "  loop without memory and trace / naive", value: loop.median / naive.median, unit: "x" },
     { label: "glassbox / naive over glassbox's transport", value: glassbox.median / sameTransport.median, unit: "x" },
   ];
