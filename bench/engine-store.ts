@@ -1,10 +1,12 @@
 /**
  * The engine with its store: the loop as a bot runs it, with SQLite memory and the trace recorder,
  * against the textbook loop (naive-loop.ts), both over the real openai SDK and the scripted server.
+ * Both halves run compiled by tsc in child processes, as `npm start` runs dist/: under tsx the
+ * engine's code carries the transpiler's helpers, and its loader thread holds about 33 MB.
  *
  * 1. CPU per step: 50-step runs (49 calls to a no-op tool, then an answer), glassbox (memory +
  *    trace on a SQLite file) and the naive loop alternating in rounds, the process's CPU time per
- *    step (the scripted server runs in this process for both, as in agent-core). The naive loop is
+ *    step (the scripted server runs in that process for both, as in agent-core). The naive loop is
  *    agent-core's (the SDK as it comes); the same loop over glassbox's own transport, and glassbox's
  *    loop without memory and trace, run in the same rounds, to tell the transport's, the loop's and
  *    the store's shares apart. Measured warm, as a bot runs: many warm-up rounds, and no forced
@@ -12,13 +14,19 @@
  *    every variant two to three times slower per step for the run after it, which a bot never
  *    sees). Each sample is a block of runs of one variant, so the garbage a block makes is mostly
  *    collected within it; the ratio is the median of each round's own ratio, so the machine's
- *    speed, which drifts on a shared host, cancels out within a round.
+ *    speed, which drifts on a shared host, cancels out within a round. The store checkpoints its WAL
+ *    in its own commits (every 1,000 pages), not from the thread a bot runs it with (longRunning):
+ *    that thread's CPU would land in whichever variant is running when it wakes, and so made
+ *    glassbox look about 8% cheaper per step; charged back to glassbox, it cost what in-commit
+ *    checkpoints cost.
  * 2. Memory: 200 such runs at once, each in its own conversation, in a fresh child process (the
- *    scripted server stays in this one), its peak RSS sampled every 20 ms; and the bytes the trace
- *    stored for the 200 runs' step requests.
+ *    scripted server in this one), its store opened as a bot's, with the checkpoint thread (about
+ *    9 MB), its peak RSS sampled every 20 ms; and the bytes the trace stored for the 200 runs' step
+ *    requests.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,10 +70,6 @@ const noopTool: ToolDefinition = { name: "noop", description: "Does nothing and 
  * The model of every run: the next `i` after the last tool result it was sent, an answer after 49.
  * Stateless, so any number of runs can share the server.
  */
-export function noopScriptForProbe(body: ChatCompletionRequestBody): ScriptedReply {
-  return noopScript(body);
-}
-
 function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
   const results = body.messages.filter((message) => message.role === "tool");
   const last = results.at(-1);
@@ -77,7 +81,7 @@ function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
 }
 
 /** A bot's engine: memory and trace on one SQLite file. */
-export async function engineWithStore(store: Store, model: ChatModel) {
+async function engineWithStore(store: Store, model: ChatModel) {
   const counter = await createTokenCounter(encodingForModel(MODEL));
   const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
   const trace = createTraceRecorder(sqlitePortOf(store), { estimateTokens: memory.estimate });
@@ -89,13 +93,15 @@ const benchmark: Benchmark = {
   name: "engine-store",
   title: "the engine with its SQLite store: CPU per step against the naive loop, memory of 200 concurrent runs",
   async run() {
+    const program = compileBench();
+    const cpu = await runChild<Measured>(program, ["--cpu"]);
     const server = await startScriptedModelServer({ script: (body) => noopScript(body) });
     const directory = mkdtempSync(join(tmpdir(), "glassbox-bench-engine-"));
     try {
-      const cpu = await measureCpu(server.url, directory, () => (server.requests.length = 0));
-      const memory = await measureConcurrentRuns(server.url, directory, () => (server.requests.length = 0));
+      const memory = await measureConcurrentRuns(program, server.url, directory, () => (server.requests.length = 0));
       return {
         notes: [
+          `both halves run compiled by tsc, as npm start runs dist/, each in a child process of its own`,
           `CPU: ${WARMUP_ROUNDS} warm-up + ${MEASURED_ROUNDS} measured rounds of ${BLOCK_RUNS} ${STEPS}-step runs each way, alternating the order, no forced collection; process CPU time (user + system) per step; the ratio is the median of the rounds' own`,
           `memory: ${CONCURRENT_ROUNDS} rounds of ${CONCURRENT_RUNS} runs of ${STEPS} steps at once, each in a fresh child process, RSS sampled every 20 ms`,
         ],
@@ -111,7 +117,26 @@ const benchmark: Benchmark = {
 };
 export default benchmark;
 
-async function measureCpu(url: string, directory: string, clear: () => void) {
+interface Measured {
+  rows: Row[];
+  targets: Target[];
+  data: unknown;
+}
+
+/** The CPU half, in the compiled child: the scripted server in the same process, as in agent-core. */
+async function cpuMain(): Promise<void> {
+  const server = await startScriptedModelServer({ script: (body) => noopScript(body) });
+  const directory = mkdtempSync(join(tmpdir(), "glassbox-bench-engine-cpu-"));
+  try {
+    const measured: Measured = await measureCpu(server.url, directory, () => (server.requests.length = 0));
+    process.stdout.write(`${JSON.stringify(measured)}\n`);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+    await server.close();
+  }
+}
+
+async function measureCpu(url: string, directory: string, clear: () => void): Promise<Measured> {
   const store = openStore(join(directory, "cpu.db"));
   const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
   const run = await engineWithStore(store, model);
@@ -187,13 +212,13 @@ interface ChildReport {
   databaseBytes: number;
 }
 
-async function measureConcurrentRuns(url: string, directory: string, clear: () => void) {
+async function measureConcurrentRuns(program: string, url: string, directory: string, clear: () => void): Promise<Measured> {
   const reports: ChildReport[] = [];
   for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
     const database = join(directory, `concurrent-${round}.db`);
     const timer = setInterval(clear, 1000);
     try {
-      reports.push(await runChild(url, database));
+      reports.push(await runChild<ChildReport>(program, ["--concurrent", url, database]));
     } finally {
       clearInterval(timer);
       clear();
@@ -215,22 +240,38 @@ async function measureConcurrentRuns(url: string, directory: string, clear: () =
   return { rows, targets, data: { reports } };
 }
 
-function runChild(url: string, database: string): Promise<ChildReport> {
+/**
+ * This file and what it imports, compiled as tsconfig.build.json compiles dist/ (without type
+ * checks: `npm test` makes them), into node_modules/.cache, where the project's packages resolve.
+ */
+function compileBench(): string {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const outDir = join(root, "node_modules", ".cache", "glassbox-bench");
+  mkdirSync(outDir, { recursive: true });
+  const config = join(outDir, "tsconfig.json");
+  const compilerOptions = { rootDir: root, outDir, declaration: false, sourceMap: false, noCheck: true, types: [] };
+  writeFileSync(config, JSON.stringify({ extends: join(root, "tsconfig.build.json"), compilerOptions, include: [], files: [fileURLToPath(import.meta.url)] }));
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", config], { cwd: root, stdio: "pipe" });
+  return join(outDir, "bench", "engine-store.js");
+}
+
+/** Runs the compiled program in one of its modes; its report is the last line it prints. */
+function runChild<T>(program: string, args: string[]): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--child", url, database], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [program, ...args], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"] });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.on("error", reject);
     child.on("exit", (code) => {
-      if (code !== 0) return reject(new Error(`the concurrent-runs child exited with ${code}: ${output}`));
-      resolve(JSON.parse(output.trim().split("\n").at(-1) ?? "{}") as ChildReport);
+      if (code !== 0) return reject(new Error(`the benchmark's child (${args[0]}) exited with ${code}: ${output}`));
+      resolve(JSON.parse(output.trim().split("\n").at(-1) ?? "{}") as T);
     });
   });
 }
 
 /** The child: 200 runs at once on a fresh store, its own RSS sampled throughout. */
 async function childMain(url: string, database: string): Promise<void> {
-  const store = openStore(database);
+  const store = openStore(database, { checkpointInBackground: true });
   const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
   const run = await engineWithStore(store, model);
   collectGarbage();
@@ -255,7 +296,8 @@ function payloadBytesOf(store: Store): number {
   return store.db.prepare(`SELECT coalesce(sum(length(payload)), 0)${tables} FROM steps`).pluck().get() as number;
 }
 
-if (process.argv[2] === "--child") {
+if (process.argv[2] === "--cpu") await cpuMain();
+if (process.argv[2] === "--concurrent") {
   const [, , , url, database] = process.argv;
   await childMain(url as string, database as string);
 }
