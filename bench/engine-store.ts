@@ -51,8 +51,9 @@ const MODEL = "gpt-4o-mini";
 const BUDGET = 12_000; // GLASSBOX_CONTEXT_TOKENS' default
 // The JIT takes a hundred-odd runs of each variant to settle (per-step CPU still falls by half after 20).
 const WARMUP_ROUNDS = 30;
-// Many short rounds: this runs on a shared, noisy machine, and a median of few rounds swings by 0.2x.
-const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS) || 15;
+// Many short rounds: this runs on a shared, noisy machine, where the median of 15 rounds still swung
+// by 0.2x from one run to the next (of 40: about 0.1x).
+const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS) || 40;
 /** Runs of one variant per sample. */
 const BLOCK_RUNS = 3;
 const CONCURRENT_ROUNDS = 5;
