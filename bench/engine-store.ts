@@ -270,8 +270,8 @@ function runChild<T>(program: string, args: string[]): Promise<T> {
   });
 }
 
-/** The child: 200 runs at once on a fresh store, its own RSS sampled throughout. */
-async function childMain(url: string, database: string): Promise<void> {
+/** The memory half, in a fresh compiled child: 200 runs at once on a fresh store, its own RSS sampled throughout. */
+async function concurrentMain(url: string, database: string): Promise<void> {
   const store = openStore(database, { checkpointInBackground: true });
   const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
   const run = await engineWithStore(store, model);
@@ -300,6 +300,6 @@ function payloadBytesOf(store: Store): number {
 if (process.argv[2] === "--cpu") await cpuMain();
 if (process.argv[2] === "--concurrent") {
   const [, , , url, database] = process.argv;
-  await childMain(url as string, database as string);
+  await concurrentMain(url as string, database as string);
 }
 
