@@ -157,6 +157,43 @@ for (const target of TARGETS) {
       page.stop();
     });
 
+    it("a call stored with its run's pause is never shown running, even when the pause commits between the reading of the run and of its steps", async () => {
+      database = await target.fresh();
+      const real = await openStorePort(database.options);
+      store = real;
+      // The real store; once armed, a worker's commit lands right after the run was read as running,
+      // before its steps are read (two queries of one reading, as any other process's commit can).
+      let between: (() => Promise<unknown>) | undefined;
+      const reader = {
+        run: (runId: string) => real.run(runId),
+        steps: (runId: string, fromStep?: number) => real.steps(runId, fromStep),
+        approvalsOfRun: (runId: string) => real.approvalsOfRun(runId),
+        watchText: (listener: Parameters<typeof real.watchText>[0]) => real.watchText(listener),
+        async runsOfSession(sessionId: string) {
+          const runs = await real.runsOfSession(sessionId);
+          const write = between;
+          between = undefined;
+          await write?.();
+          return runs;
+        },
+      };
+      events = followStoreEvents({ store: reader, log, everyMs: 25 });
+      const page = follow(events.hub, "web:s7");
+      await real.record([{ kind: "start_run", run: runRecord("run_skew", "web:s7", "web:ann", "post it") }]);
+      await page.said("run_start");
+      between = () =>
+        real.record([
+          { kind: "step", step: stepOf("run_skew", 1, { content: null, requestedCalls: [{ id: "call_9", name: "post_notice", arguments: "{}" }] }) },
+          { kind: "end_run", outcome: outcomeOf("run_skew", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_9", hash: "hash-call_9" }) }) },
+          { kind: "open_approvals", requests: [approvalRequest("run_skew", "web:s7", "call_9", "web:ann")], ttlSeconds: 3_600 },
+        ]);
+      await page.said("run_start", "model_end", "approval_requested", "run_end");
+      expect(between).toBeUndefined(); // the commit did land between the two reads
+      await pause(100); // several beats: no call shown running afterwards either
+      expect(page.heard.map((event) => event.type)).toEqual(["run_start", "model_end", "approval_requested", "run_end"]);
+      page.stop();
+    });
+
     it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an older step or an ended run", async () => {
       const { store, events } = await open();
       const page = follow(events.hub, "web:s6");

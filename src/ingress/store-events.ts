@@ -18,7 +18,7 @@ import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
 import type { TextNotice } from "../store/port-data.js";
 
-export type StoreEventsReader = Pick<StorePort, "runsOfSession" | "approvalsOfRun" | "steps" | "watchText">;
+export type StoreEventsReader = Pick<StorePort, "run" | "runsOfSession" | "approvalsOfRun" | "steps" | "watchText">;
 
 export interface StoreEventsOptions {
   store: StoreEventsReader;
@@ -182,7 +182,11 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status === "running" || run.status !== was) {
       // From the latest step sent: its tool results may have landed since.
       const from = Math.max(1, ...seen.steps.keys());
-      for (const step of await store.steps(run.runId, from)) publishStep(publish, run, step, seen);
+      const steps = await store.steps(run.runId, from);
+      // The run was read before its steps: a step stored with the run's pause or end may have come
+      // in between, so its calls are shown running only if the run still runs after they were read.
+      const running = run.status === "running" && (!steps.some((step) => callsToStart(step, seen).length > 0) || (await store.run(run.runId))?.status === "running");
+      for (const step of steps) publishStep(publish, run.runId, step, seen, running);
     }
     // Text that came before the run was read as running follows the steps stored before it.
     if (run.status === "running") showEarlyText(sessionId, run.runId, seen);
@@ -218,17 +222,15 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
    * call it asked for while it runs (a running run's calls not yet ended; one waiting for an approval
    * is not running), each ended call, the notes.
    */
-  function publishStep(publish: (event: WebEvent) => void, run: RunTrace, step: StepTrace, seen: SeenRun): void {
-    const { runId } = run;
+  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun, running: boolean): void {
+    const toStart = callsToStart(step, seen);
     let sent = seen.steps.get(step.step);
     if (!sent) {
       sent = { started: new Set(), ended: new Set(), notes: 0 };
       seen.steps.set(step.step, sent);
       publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
     }
-    const ended = new Set(step.toolCalls.map((record) => record.id));
-    for (const call of run.status === "running" ? step.requestedCalls : []) {
-      if (ended.has(call.id) || sent.started.has(call.id)) continue;
+    for (const call of running ? toStart : []) {
       sent.started.add(call.id);
       publish({ type: "tool_start", runId, step: step.step, toolCallId: call.id, name: call.name, arguments: argumentsOf(call.arguments) });
     }
@@ -288,6 +290,13 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       earlyText.clear();
     },
   };
+}
+
+/** The calls a step asked for that have neither ended nor been shown running. */
+function callsToStart(step: StepTrace, seen: SeenRun): StepTrace["requestedCalls"] {
+  const sent = seen.steps.get(step.step);
+  const ended = new Set(step.toolCalls.map((record) => record.id));
+  return step.requestedCalls.filter((call) => !ended.has(call.id) && sent?.started.has(call.id) !== true);
 }
 
 /** A call's arguments as the page shows them: the object the model sent, or none when its text is not one. */
