@@ -185,7 +185,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const steps = await store.steps(run.runId, from);
       // The run was read before its steps: a step stored with the run's pause or end may have come
       // in between, so its calls are shown running only if the run still runs after they were read.
-      const running = run.status === "running" && (!steps.some((step) => callsToStart(step, seen).length > 0) || (await store.run(run.runId))?.status === "running");
+      const callsToShow = steps.some((step) => callsToStart(step, seen).length > 0);
+      const running = run.status === "running" && (!callsToShow || (await store.run(run.runId))?.status === "running");
       for (const step of steps) publishStep(publish, run.runId, step, seen, running);
     }
     // Text that came before the run was read as running follows the steps stored before it.
