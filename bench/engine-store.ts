@@ -42,7 +42,7 @@ import { undiciFetch } from "../src/undici-fetch.js";
 import { createToolRegistry, type ToolRegistry } from "../src/tools/registry.js";
 import type { ToolDefinition } from "../src/tools/types.js";
 import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedReply } from "../src/testing/scripted-model-server.js";
-import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Target } from "./measure.js";
+import { collectGarbage, sig3, statsOf, type Benchmark, type BenchmarkReport, type Row, type Target } from "./measure.js";
 import { runNaiveLoop, type NaiveTool } from "./naive-loop.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 
@@ -118,11 +118,8 @@ const benchmark: Benchmark = {
 };
 export default benchmark;
 
-interface Measured {
-  rows: Row[];
-  targets: Target[];
-  data: unknown;
-}
+/** What each half measures: a report's rows, targets and data (the notes are the parent's). */
+type Measured = Omit<BenchmarkReport, "notes">;
 
 /** The CPU half, in the compiled child: the scripted server in the same process, as in agent-core. */
 async function cpuMain(): Promise<void> {

@@ -185,9 +185,9 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const steps = await store.steps(run.runId, from);
       // The run was read before its steps: a step stored with the run's pause or end may have come
       // in between, so its calls are shown running only if the run still runs after they were read.
-      const callsToShow = steps.some((step) => callsToStart(step, seen).length > 0);
-      const running = run.status === "running" && (!callsToShow || (await store.run(run.runId))?.status === "running");
-      for (const step of steps) publishStep(publish, run.runId, step, seen, running);
+      const toStart = steps.map((step) => callsToStart(step, seen));
+      const running = run.status === "running" && (toStart.every((calls) => calls.length === 0) || (await store.run(run.runId))?.status === "running");
+      steps.forEach((step, index) => publishStep(publish, run.runId, step, seen, running ? (toStart[index] ?? []) : []));
     }
     // Text that came before the run was read as running follows the steps stored before it.
     if (run.status === "running") showEarlyText(sessionId, run.runId, seen);
@@ -219,19 +219,18 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   }
 
   /**
-   * A stored step as the web surface would have shown it live, each part once: the model call, each
-   * call it asked for while it runs (a running run's calls not yet ended; one waiting for an approval
-   * is not running), each ended call, the notes.
+   * A stored step as the web surface would have shown it live, each part once: the model call, the
+   * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
+   * run is not running, as a call waiting for an approval is not), each ended call, the notes.
    */
-  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun, running: boolean): void {
-    const toStart = callsToStart(step, seen);
+  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun, toStart: StepTrace["requestedCalls"]): void {
     let sent = seen.steps.get(step.step);
     if (!sent) {
       sent = { started: new Set(), ended: new Set(), notes: 0 };
       seen.steps.set(step.step, sent);
       publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
     }
-    for (const call of running ? toStart : []) {
+    for (const call of toStart) {
       sent.started.add(call.id);
       publish({ type: "tool_start", runId, step: step.step, toolCallId: call.id, name: call.name, arguments: argumentsOf(call.arguments) });
     }
