@@ -1,6 +1,6 @@
 // The fake Discord's protocol: Discord's documented numbers (opcodes, intents, close codes, channel,
-// interaction, component and message types), the shapes it keeps, its error answers, and reading a
-// request's body (JSON, or multipart with payload_json as @discordjs/rest sends files).
+// interaction, component and message types), the shapes it keeps, its routes and answers, and reading
+// a request's body (JSON, or multipart with payload_json as @discordjs/rest sends files).
 import type { IncomingMessage } from "node:http";
 import type { WebSocket } from "ws";
 
@@ -55,6 +55,11 @@ export interface StoredFile { name: string; size: number; contentType: string }
 export type Handler = (ctx: RouteContext) => Answer;
 export interface Route { method: string; pattern: RegExp; auth: boolean; bucket: string; handler: Handler }
 
+/** A route of the REST API: `:id` matches a snowflake, `:token` any one segment (a token, an emoji, "@original"). */
+export const route = (method: string, path: string, handler: Handler, auth = true): Route =>
+  ({ method, pattern: new RegExp(`^${path.replaceAll(":id", "(\\d+)").replaceAll(":token", "([^/]+)")}$`), auth, bucket: `${method} ${path}`, handler });
+export const ok = (body: unknown): Answer => ({ status: 200, body });
+export const noContent = (): Answer => ({ status: 204 });
 export const error = (status: number, code: number, message: string, errors?: Json): Answer => ({ status, body: { message, code, ...(errors ? { errors } : {}) } });
 export const unauthorized = (): Answer => error(401, 0, "401: Unauthorized");
 export const unknownChannel = () => error(404, 10003, "Unknown Channel");
