@@ -5,10 +5,12 @@
  * Per response: plan every call (parse, repair, validate, guard) in order; run the runnable ones in
  * parallel (bounded), a call waiting for the calls of the tools it `dependsOn`; dangerous calls ask
  * the approval gate first. Identical calls run once. Records come back in the order of the calls.
+ * Running one call (its time limit, cancel and record) is run-call.ts.
  */
 import { createHash } from "node:crypto";
 import { canonicalJson, parseToolArguments } from "./args.js";
-import { CANCELLED, callHandler, createSemaphore, envelopeFor, errorEnvelope, errorText, renderForModel, settleOrCancel, withTimeout, type Outcome } from "./call-outcome.js";
+import { CANCELLED, createSemaphore, errorText, settleOrCancel } from "./call-outcome.js";
+import { errorRecord, runCall } from "./run-call.js";
 import type { RegisteredTool, ToolRegistry } from "./registry.js";
 import {
   ToolPause,
@@ -20,7 +22,6 @@ import {
   type ToolContext,
   type ToolErrorType,
   type ToolEvent,
-  type TokenUsage,
 } from "./types.js";
 
 export interface ExecutorOptions {
@@ -75,8 +76,6 @@ export interface ToolStepOutcome {
   pending: PendingToolCall[];
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_MAX_RESULT_CHARS = 4_000;
 const DEFAULT_CONCURRENCY = 4;
 const MAX_TIMEOUTS_PER_TOOL = 2;
 const MAX_IDENTICAL_CALLS = 2;
@@ -269,7 +268,7 @@ async function schedule(
       if (scope.signal?.aborted) {
         return { record: { ...errorRecord(unit.call, "execution_error", CANCELLED, options), arguments: unit.arguments, repairs: unit.repairs, ...(approval ? { approval } : {}) } };
       }
-      const ran = await runWithTimeout(unit, invoke, options, scope, approval);
+      const ran = await runCall(unit, invoke, options, scope, approval);
       if (ran instanceof ToolPause) return { pending: { ...toPending(unit), nested: { requests: ran.requests, state: ran.state } } };
       return { record: ran };
     } finally {
@@ -316,88 +315,4 @@ function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, resul
     return record ? [{ ...record, rawArguments: call.function.arguments }] : [];
   });
   return { records, pending };
-}
-
-// ---- running one call ----------------------------------------------------------------------
-
-/** The timeout races the handler: the run moves on even if a handler ignores its signal. */
-async function runWithTimeout(unit: Unit, invoke: Invoke, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord | ToolPause> {
-  const { tool, call } = unit;
-  const name = tool.definition.name;
-  const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-  // The call's own signal is made on first use: most handlers never look at it.
-  let controller: AbortController | undefined;
-  let signal: AbortSignal | undefined;
-  let ended = false;
-  let usage: TokenUsage | undefined;
-  const context: ToolContext = {
-    sessionId: scope.sessionId,
-    userId: scope.userId,
-    runId: scope.runId,
-    toolCallId: call.id,
-    approve: options.approve,
-    reportUsage(spent: TokenUsage) {
-      usage = {
-        promptTokens: (usage?.promptTokens ?? 0) + spent.promptTokens,
-        completionTokens: (usage?.completionTokens ?? 0) + spent.completionTokens,
-        totalTokens: (usage?.totalTokens ?? 0) + spent.totalTokens,
-      };
-    },
-    get signal(): AbortSignal {
-      if (!signal) {
-        controller = new AbortController();
-        if (ended) controller.abort();
-        signal = scope.signal ? AbortSignal.any([scope.signal, controller.signal]) : controller.signal;
-      }
-      return signal;
-    },
-  };
-  scope.emit?.({ type: "tool_start", runId: scope.runId, toolCallId: call.id, name, arguments: unit.arguments });
-
-  const started = performance.now();
-  const handled = callHandler(() => invoke(unit, context));
-  const outcome = await settleOrCancel(withTimeout(handled, timeoutMs), scope.signal, (): Outcome => ({ kind: "cancelled" }));
-  if (outcome.kind === "timeout" || outcome.kind === "cancelled") {
-    ended = true;
-    controller?.abort();
-  }
-  if (outcome.kind === "returned" && outcome.data instanceof ToolPause) return outcome.data;
-  const durationMs = performance.now() - started;
-
-  const dangerous = tool.definition.dangerous === true;
-  const envelope = envelopeFor(outcome, name, timeoutMs, dangerous);
-  if (outcome.kind === "timeout") {
-    scope.state.timeouts[name] = (scope.state.timeouts[name] ?? 0) + 1;
-    if (dangerous) scope.state.unknownOutcome.push(unit.key);
-  }
-  const record: ToolCallRecord = {
-    id: call.id,
-    name,
-    rawArguments: call.function.arguments,
-    arguments: unit.arguments,
-    repairs: unit.repairs,
-    envelope,
-    ...renderForModel(envelope, options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS),
-    durationMs,
-    dangerous,
-    ...(approval ? { approval } : {}),
-    ...(usage ? { usage } : {}),
-  };
-  scope.emit?.({ type: "tool_end", runId: scope.runId, record });
-  return record;
-}
-
-function errorRecord(call: ToolCall, type: ToolErrorType, message: string, options: ExecutorOptions): ToolCallRecord {
-  const envelope = errorEnvelope(type, message);
-  const dangerous = options.registry.get(call.function.name)?.definition.dangerous === true;
-  return {
-    id: call.id,
-    name: call.function.name,
-    rawArguments: call.function.arguments,
-    repairs: [],
-    envelope,
-    ...renderForModel(envelope, options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS),
-    durationMs: 0,
-    dangerous,
-  };
 }
