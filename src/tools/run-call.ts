@@ -20,6 +20,7 @@ export interface CallToRun {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_RESULT_CHARS = 4_000;
+
 /** The timeout races the handler: the run moves on even if a handler ignores its signal. */
 export async function runCall<U extends CallToRun>(unit: U, invoke: (unit: U, context: ToolContext) => unknown, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord | ToolPause> {
   const { tool, call } = unit;
