@@ -10,8 +10,8 @@
 import { createHash } from "node:crypto";
 import { canonicalJson, parseToolArguments } from "./args.js";
 import { CANCELLED, createSemaphore, errorText, settleOrCancel } from "./call-outcome.js";
-import { errorRecord, runCall } from "./run-call.js";
-import type { RegisteredTool, ToolRegistry } from "./registry.js";
+import { errorRecord, runCall, type CallToRun } from "./run-call.js";
+import type { ToolRegistry } from "./registry.js";
 import {
   ToolPause,
   type ApprovalDecision,
@@ -160,10 +160,7 @@ export function argumentsHash(args: Record<string, unknown>): string {
 // ---- planning: everything that can be decided before a call runs ----------------------------
 
 /** A call that passed planning and will run (or wait for a decision). */
-interface Unit extends PendingToolCall {
-  tool: RegisteredTool;
-  key: string;
-}
+interface Unit extends PendingToolCall, CallToRun {}
 
 type Plan = { unit: Unit } | { record: ToolCallRecord } | { duplicateOf: Unit | ToolCallRecord };
 
