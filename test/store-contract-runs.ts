@@ -135,6 +135,23 @@ export function runsContract({ open, database }: Contract): void {
     expect((await store.totalsByUser("U7"))[0]).toMatchObject({ runs: 2, cost: null });
   });
 
+  it("keeps a step's calls in the order they ended when they are written in several writes (before a pause, after its resume)", async () => {
+    const store = await open();
+    await store.record([
+      { kind: "start_run", run: runRecord("run_split", "web:split") },
+      { kind: "step", step: stepOf("run_split", 1, { content: null }) },
+    ]);
+    // The call that needed no approval ended before the pause; the approved ones after the resume.
+    await store.record([
+      { kind: "tool_calls", runId: "run_split", step: 1, records: [toolCall("call_1", "lookup")] },
+      { kind: "end_run", outcome: outcomeOf("run_split", { status: "awaiting_approval", output: "Waiting" }) },
+    ]);
+    await store.record([{ kind: "resume_run", runId: "run_split" }]);
+    await store.record([{ kind: "tool_calls", runId: "run_split", step: 1, records: [toolCall("call_2", "post_notice"), toolCall("call_3", "post_notice", "error")] }]);
+    await store.record([{ kind: "tool_calls", runId: "run_split", step: 1, records: [] }]);
+    expect((await store.steps("run_split"))[0]?.toolCalls).toEqual([toolCall("call_1", "lookup"), toolCall("call_2", "post_notice"), toolCall("call_3", "post_notice", "error")]);
+  });
+
   it("keeps a pipeline's stages as runs of their own, found in order by the first stage's run", async () => {
     const store = await open();
     const stage = (stage: number) => ({ name: "triage", runId: "run_stage1", stage, stages: 2 });

@@ -10,10 +10,13 @@ import type { StepRecord } from "./port-data.js";
 
 export function createSqliteSteps(db: Database.Database) {
   const statements = {
+    // Positional: the step's fields go straight to their columns, with no object built for the binding.
     insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
-      VALUES (@runId, @step, @model, @contextMessages, @contextTokens, @content, @reasoning, @reasoningCutChars, @modelNotes, @requestedCalls, '[]', '[]', @promptTokens, @completionTokens, @latencyMs, @cost, @requestRefs, @toolsRef, @toolChoice, @streamed, @at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', '[]', ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (run_id, step) DO NOTHING`),
-    // Appended in SQLite (json_insert at the end of the array): no read, parse and rewrite in JavaScript.
+    // A step's calls usually arrive together, before any other: its list is then written as it is;
+    // else appended in SQLite (json_insert at the end of the array), with no read in JavaScript.
+    setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ? AND tool_calls = '[]'"),
     addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
     addNote: db.prepare("UPDATE steps SET notes = json_insert(notes, '$[#]', ?) WHERE run_id = ? AND step = ?"),
     // The cost of a run is its steps', its sub-agents' runs' and its folds' summarising calls' (unknown if any of them is).
@@ -27,16 +30,20 @@ export function createSqliteSteps(db: Database.Database) {
 
   return {
     appendStep(step: StepRecord): void {
-      const { request, tools, toolChoice, streamed, modelNotes, requestedCalls, ...columns } = step;
-      const kept = requests.store(step.runId, request, tools);
-      const calls = requestedCalls.length > 0 ? JSON.stringify(requestedCalls) : null;
-      statements.insertStep.run({ ...columns, modelNotes: JSON.stringify(modelNotes), requestedCalls: calls, ...kept, toolChoice: toolChoice ?? null, streamed: streamed === undefined ? null : Number(streamed) });
+      const kept = requests.store(step.runId, step.request, step.tools);
+      const calls = step.requestedCalls.length > 0 ? JSON.stringify(step.requestedCalls) : null;
+      const streamed = step.streamed === undefined ? null : Number(step.streamed);
+      statements.insertStep.run(
+        step.runId, step.step, step.model, step.contextMessages, step.contextTokens, step.content, step.reasoning, step.reasoningCutChars, JSON.stringify(step.modelNotes), calls,
+        step.promptTokens, step.completionTokens, step.latencyMs, step.cost, kept.requestRefs, kept.toolsRef, step.toolChoice ?? null, streamed, step.at,
+      );
     },
     /** What the request log holds in memory for a run: forgotten when it ends, or when its writes were taken back. */
     forgetRun(runId: string): void {
       requests.forget(runId);
     },
     addToolCalls(runId: string, step: number, records: ToolCallRecord[]): void {
+      if (records.length === 0 || statements.setToolCalls.run(JSON.stringify(records), runId, step).changes === 1) return;
       for (const record of records) statements.addToolCall.run(JSON.stringify(record), runId, step);
     },
     addNote(runId: string, step: number, text: string): void {
