@@ -14,7 +14,8 @@
  *    every variant two to three times slower per step for the run after it, which a bot never
  *    sees). Each sample is a block of runs of one variant, so the garbage a block makes is mostly
  *    collected within it; the ratio is the median of each round's own ratio, so the machine's
- *    speed, which drifts on a shared host, cancels out within a round. The store checkpoints its WAL
+ *    speed, which drifts on a shared host, cancels out within a round, taken over the rounds of
+ *    CPU_PROCESSES processes run one after another. The store checkpoints its WAL
  *    in its own commits (every 1,000 pages), not from the thread a bot runs it with (longRunning):
  *    that thread's CPU would land in whichever variant is running when it wakes, and so made
  *    glassbox look about 8% cheaper per step; charged back to glassbox, it cost what in-commit
