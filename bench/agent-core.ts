@@ -16,7 +16,11 @@ import type { AgentEvent } from "../src/agent/events.js";
 import type { ChatModel } from "../src/agent/types.js";
 import { createToolRegistry, type ToolRegistry } from "../src/tools/registry.js";
 import type { ToolDefinition } from "../src/tools/types.js";
-import { startScriptedModelServer, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { collectGarbage, statsOf, sig3, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 import { runNaiveLoop, type NaiveTool } from "./naive-loop.js";
 
@@ -61,14 +65,27 @@ export default benchmark;
 
 // ---- 1. engine overhead per step -------------------------------------------------------------
 
-const noopParameters = { type: "object", properties: { i: { type: "integer" } }, required: ["i"], additionalProperties: false };
+const noopParameters = {
+  type: "object",
+  properties: { i: { type: "integer" } },
+  required: ["i"],
+  additionalProperties: false,
+};
 // A different result every call, so the unchanged-result guard has nothing to say.
 const noopHandler = (args: Record<string, unknown>) => ({ i: args.i, ok: true });
-const noopTool: ToolDefinition = { name: "noop", description: "Does nothing and returns its argument.", parameters: noopParameters, handler: noopHandler };
+const noopTool: ToolDefinition = {
+  name: "noop",
+  description: "Does nothing and returns its argument.",
+  parameters: noopParameters,
+  handler: noopHandler,
+};
 
 /** 49 calls with a different `i` each (so the repeat guard never fires), then the answer. */
 function overheadScript(): ScriptedReply[] {
-  const calls = Array.from({ length: STEPS - 1 }, (_, i): ScriptedReply => ({ toolCalls: [{ name: "noop", arguments: JSON.stringify({ i }) }] }));
+  const calls = Array.from(
+    { length: STEPS - 1 },
+    (_, i): ScriptedReply => ({ toolCalls: [{ name: "noop", arguments: JSON.stringify({ i }) }] }),
+  );
   return [...calls, { content: FINAL_ANSWER }];
 }
 
@@ -81,7 +98,9 @@ async function measureOverhead(server: ScriptedModelServer) {
   const textbookClient = new OpenAI(clientOptions);
   const sameTransportClient = new OpenAI({ ...clientOptions, fetch: undiciFetch });
   const tools = createToolRegistry([noopTool]);
-  const naiveTools: Record<string, NaiveTool> = { noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler } };
+  const naiveTools: Record<string, NaiveTool> = {
+    noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler },
+  };
 
   type Sample = { perStepMs: number; outsideModelPerStepMs: number };
   const runGlassbox = (model: ChatModel) => async (): Promise<Sample> => {
@@ -91,17 +110,34 @@ async function measureOverhead(server: ScriptedModelServer) {
   };
   const runNaive = (client: OpenAI) => async (): Promise<Sample> => {
     const started = performance.now();
-    const result = await runNaiveLoop({ client, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools }, INPUT);
+    const result = await runNaiveLoop(
+      { client, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools },
+      INPUT,
+    );
     const wallMs = performance.now() - started;
-    if (result.steps !== STEPS || result.output !== FINAL_ANSWER) throw new Error(`the naive loop ran ${result.steps} steps and answered '${result.output}'`);
+    if (result.steps !== STEPS || result.output !== FINAL_ANSWER)
+      throw new Error(`the naive loop ran ${result.steps} steps and answered '${result.output}'`);
     return { perStepMs: wallMs / result.steps, outsideModelPerStepMs: (wallMs - result.modelMs) / result.steps };
   };
-  const variants = { glassbox: runGlassbox(glassbox), naive: runNaive(textbookClient), naiveSameTransport: runNaive(sameTransportClient), streaming: runGlassbox(glassboxStreaming) };
+  const variants = {
+    glassbox: runGlassbox(glassbox),
+    naive: runNaive(textbookClient),
+    naiveSameTransport: runNaive(sameTransportClient),
+    streaming: runGlassbox(glassboxStreaming),
+  };
 
   // ABAB: glassbox and the naive loops take turns going first; streaming is an extra, always last.
-  const samples = { glassbox: [] as Sample[], naive: [] as Sample[], naiveSameTransport: [] as Sample[], streaming: [] as Sample[] };
+  const samples = {
+    glassbox: [] as Sample[],
+    naive: [] as Sample[],
+    naiveSameTransport: [] as Sample[],
+    streaming: [] as Sample[],
+  };
   for (let round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
-    const order = round % 2 === 0 ? (["glassbox", "naive", "naiveSameTransport", "streaming"] as const) : (["naiveSameTransport", "naive", "glassbox", "streaming"] as const);
+    const order =
+      round % 2 === 0
+        ? (["glassbox", "naive", "naiveSameTransport", "streaming"] as const)
+        : (["naiveSameTransport", "naive", "glassbox", "streaming"] as const);
     for (const variant of order) {
       server.setScript(overheadScript());
       collectGarbage();
@@ -129,7 +165,11 @@ async function measureOverhead(server: ScriptedModelServer) {
     { label: "naive loop per step (glassbox's transport)", value: sameTransportPerStep, unit: "ms" },
     { label: "glassbox per step (streaming)", value: streamingPerStep, unit: "ms" },
     { label: "glassbox / naive", value: ratio, unit: "x" },
-    { label: "transport: naive over glassbox's / over default fetch", value: sameTransportPerStep.median / naivePerStep.median, unit: "x" },
+    {
+      label: "transport: naive over glassbox's / over default fetch",
+      value: sameTransportPerStep.median / naivePerStep.median,
+      unit: "x",
+    },
     { label: "engine overhead per step (glassbox - naive, same transport)", value: overhead, unit: "ms" },
     { label: "glassbox outside the model call, per step", value: glassboxOutside, unit: "ms" },
     { label: "naive outside the model call, per step", value: naiveOutside, unit: "ms" },
@@ -172,7 +212,10 @@ async function timedGlassboxRun(model: ChatModel, tools: ToolRegistry) {
     if (event.type === "note") notes.push(event.text);
   };
   const started = performance.now();
-  const result = await runAgent({ model, tools, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT }, { input: INPUT, onEvent });
+  const result = await runAgent(
+    { model, tools, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT },
+    { input: INPUT, onEvent },
+  );
   const wallMs = performance.now() - started;
   if (notes.length > 0) throw new Error(`a guard fired during the overhead run: ${notes[0]}`);
   return { result, wallMs, modelMs };
@@ -180,7 +223,13 @@ async function timedGlassboxRun(model: ChatModel, tools: ToolRegistry) {
 
 function checkGlassboxRun(result: RunResult): void {
   const failed = result.toolCalls.filter((call) => call.status !== "success");
-  if (result.stopReason !== "final" || result.steps !== STEPS || result.output !== FINAL_ANSWER || failed.length > 0 || result.toolCalls.length !== STEPS - 1) {
+  if (
+    result.stopReason !== "final" ||
+    result.steps !== STEPS ||
+    result.output !== FINAL_ANSWER ||
+    failed.length > 0 ||
+    result.toolCalls.length !== STEPS - 1
+  ) {
     throw new Error(`the glassbox run did not go as scripted: ${JSON.stringify({ ...result, toolCalls: failed })}`);
   }
 }
@@ -202,7 +251,9 @@ async function measureParallelTools(server: ScriptedModelServer) {
   const tools = createToolRegistry([sleepTool]);
   // Different arguments per call: identical calls of one response would run only once.
   const script = (): ScriptedReply[] => [
-    { toolCalls: Array.from({ length: PARALLEL_CALLS }, (_, i) => ({ name: "slow", arguments: JSON.stringify({ i }) })) },
+    {
+      toolCalls: Array.from({ length: PARALLEL_CALLS }, (_, i) => ({ name: "slow", arguments: JSON.stringify({ i }) })),
+    },
     { content: "All three waited." },
   ];
 
@@ -212,16 +263,27 @@ async function measureParallelTools(server: ScriptedModelServer) {
     server.setScript(script());
     collectGarbage();
     const times: Array<{ type: AgentEvent["type"]; step?: number; at: number }> = [];
-    const onEvent = (event: AgentEvent) => times.push({ type: event.type, step: "step" in event ? event.step : undefined, at: performance.now() });
+    const onEvent = (event: AgentEvent) =>
+      times.push({ type: event.type, step: "step" in event ? event.step : undefined, at: performance.now() });
     const result = await runAgent({ model, tools }, { input: "Wait three times at once.", onEvent });
     server.requests.length = 0;
-    if (result.stopReason !== "final" || result.toolCalls.filter((call) => call.status === "success").length !== PARALLEL_CALLS) {
+    if (
+      result.stopReason !== "final" ||
+      result.toolCalls.filter((call) => call.status === "success").length !== PARALLEL_CALLS
+    ) {
       throw new Error(`the parallel-tools run did not go as scripted: ${JSON.stringify(result)}`);
     }
-    const first = (type: AgentEvent["type"], step?: number) => times.find((time) => time.type === type && (step === undefined || time.step === step))?.at;
+    const first = (type: AgentEvent["type"], step?: number) =>
+      times.find((time) => time.type === type && (step === undefined || time.step === step))?.at;
     const last = (type: AgentEvent["type"]) => times.findLast((time) => time.type === type)?.at;
-    const [toolStart, toolEnd, stepStart, nextStep] = [first("tool_start"), last("tool_end"), first("model_start", 1), first("model_start", 2)];
-    if (toolStart === undefined || toolEnd === undefined || stepStart === undefined || nextStep === undefined) throw new Error("events of the parallel step are missing");
+    const [toolStart, toolEnd, stepStart, nextStep] = [
+      first("tool_start"),
+      last("tool_end"),
+      first("model_start", 1),
+      first("model_start", 2),
+    ];
+    if (toolStart === undefined || toolEnd === undefined || stepStart === undefined || nextStep === undefined)
+      throw new Error("events of the parallel step are missing");
     if (round === 0) continue; // warm-up
     toolPhase.push(toolEnd - toolStart);
     wholeStep.push(nextStep - stepStart);
@@ -234,7 +296,11 @@ async function measureParallelTools(server: ScriptedModelServer) {
     { label: `tool phase, ${PARALLEL_CALLS} parallel ${TOOL_MS} ms calls`, value: phase, unit: "ms" },
     { label: "whole step (model call to next model call)", value: step, unit: "ms" },
     { label: `tool phase / ${TOOL_MS} ms (one call)`, value: phase.median / TOOL_MS, unit: "x" },
-    { label: `tool phase / ${PARALLEL_CALLS * TOOL_MS} ms (sequential)`, value: phase.median / (PARALLEL_CALLS * TOOL_MS), unit: "x" },
+    {
+      label: `tool phase / ${PARALLEL_CALLS * TOOL_MS} ms (sequential)`,
+      value: phase.median / (PARALLEL_CALLS * TOOL_MS),
+      unit: "x",
+    },
   ];
   const targets: Target[] = [
     {
@@ -243,6 +309,12 @@ async function measureParallelTools(server: ScriptedModelServer) {
       detail: `${sig3(phase.median)} ms (${sig3(phase.median / TOOL_MS)} x; limit ${sig3(limit)} ms)`,
     },
   ];
-  const data = { calls: PARALLEL_CALLS, toolMs: TOOL_MS, measuredRounds: MEASURED_ROUNDS, toolPhaseMs: phase, wholeStepMs: step } satisfies Record<string, number | Stats>;
+  const data = {
+    calls: PARALLEL_CALLS,
+    toolMs: TOOL_MS,
+    measuredRounds: MEASURED_ROUNDS,
+    toolPhaseMs: phase,
+    wholeStepMs: step,
+  } satisfies Record<string, number | Stats>;
   return { rows, targets, data };
 }

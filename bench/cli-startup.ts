@@ -33,7 +33,10 @@ interface Measured {
   args: string[];
 }
 
-const BASELINE: Measured = { label: "node: import('openai') alone (baseline)", args: ["--input-type=module", "-e", "await import('openai')"] };
+const BASELINE: Measured = {
+  label: "node: import('openai') alone (baseline)",
+  args: ["--input-type=module", "-e", "await import('openai')"],
+};
 const COMMANDS: Measured[] = [
   { label: "node -e 0 (Node itself)", args: ["-e", "0"] },
   BASELINE,
@@ -77,7 +80,11 @@ const benchmark: Benchmark = {
     const ratio = (label: string) => (stats.get(label) as Stats).median / baseline;
     const rows: Row[] = [
       ...COMMANDS.map((command) => ({ label: command.label, value: stats.get(command.label) as Stats, unit: "ms" })),
-      ...COMMANDS.filter((command) => command.args[0] === CLI).map((command) => ({ label: `${command.label} / baseline`, value: ratio(command.label), unit: "x" })),
+      ...COMMANDS.filter((command) => command.args[0] === CLI).map((command) => ({
+        label: `${command.label} / baseline`,
+        value: ratio(command.label),
+        unit: "x",
+      })),
     ];
     const helpRatio = ratio("glassbox --help");
     const toolsRatio = ratio("glassbox tools");
@@ -103,8 +110,14 @@ const benchmark: Benchmark = {
       data: {
         rounds: MEASURED_ROUNDS,
         baselineMs: baseline,
-        commands: COMMANDS.map((command) => ({ label: command.label, args: command.args.map((arg) => (arg === CLI ? "dist/cli.js" : arg)), ...(stats.get(command.label) as Stats) })),
-        ratios: Object.fromEntries(COMMANDS.filter((command) => command.args[0] === CLI).map((command) => [command.label, ratio(command.label)])),
+        commands: COMMANDS.map((command) => ({
+          label: command.label,
+          args: command.args.map((arg) => (arg === CLI ? "dist/cli.js" : arg)),
+          ...(stats.get(command.label) as Stats),
+        })),
+        ratios: Object.fromEntries(
+          COMMANDS.filter((command) => command.args[0] === CLI).map((command) => [command.label, ratio(command.label)]),
+        ),
       },
     };
   },
@@ -119,7 +132,8 @@ function buildDist(): { errors: boolean } {
     execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "pipe" });
     return { errors: false };
   } catch (error) {
-    if (!existsSync(CLI)) throw new Error(`tsc did not build dist/cli.js: ${String((error as { stdout?: Buffer }).stdout ?? error)}`);
+    if (!existsSync(CLI))
+      throw new Error(`tsc did not build dist/cli.js: ${String((error as { stdout?: Buffer }).stdout ?? error)}`);
     return { errors: true };
   }
 }

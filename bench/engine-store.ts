@@ -42,8 +42,20 @@ import type { ChatModel } from "../src/agent/types.js";
 import { undiciFetch } from "../src/undici-fetch.js";
 import { createToolRegistry, type ToolRegistry } from "../src/tools/registry.js";
 import type { ToolDefinition } from "../src/tools/types.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedReply } from "../src/testing/scripted-model-server.js";
-import { collectGarbage, sig3, statsOf, type Benchmark, type BenchmarkReport, type Row, type Target } from "./measure.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
+import {
+  collectGarbage,
+  sig3,
+  statsOf,
+  type Benchmark,
+  type BenchmarkReport,
+  type Row,
+  type Target,
+} from "./measure.js";
 import { runNaiveLoop, type NaiveTool } from "./naive-loop.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 
@@ -68,9 +80,19 @@ const TARGET_PEAK_RSS_MB = 300;
 const INPUT = "Call noop until you are done.";
 const FINAL_ANSWER = "Done: noop was called 49 times.";
 
-const noopParameters = { type: "object", properties: { i: { type: "integer" } }, required: ["i"], additionalProperties: false };
+const noopParameters = {
+  type: "object",
+  properties: { i: { type: "integer" } },
+  required: ["i"],
+  additionalProperties: false,
+};
 const noopHandler = (args: Record<string, unknown>) => ({ i: args.i, ok: true });
-const noopTool: ToolDefinition = { name: "noop", description: "Does nothing and returns its argument.", parameters: noopParameters, handler: noopHandler };
+const noopTool: ToolDefinition = {
+  name: "noop",
+  description: "Does nothing and returns its argument.",
+  parameters: noopParameters,
+  handler: noopHandler,
+};
 
 /**
  * The model of every run: the next `i` after the last tool result it was sent, an answer after 49.
@@ -83,7 +105,9 @@ function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
   const result = last ? (JSON.parse(String(last.content)) as { i?: number; data?: { i?: number } }) : {};
   const done = result.data?.i ?? result.i ?? -1;
   const next = done + 1;
-  return next >= STEPS - 1 ? { content: FINAL_ANSWER } : { toolCalls: [{ name: "noop", arguments: JSON.stringify({ i: next }) }] };
+  return next >= STEPS - 1
+    ? { content: FINAL_ANSWER }
+    : { toolCalls: [{ name: "noop", arguments: JSON.stringify({ i: next }) }] };
 }
 
 /** A bot's engine: memory and trace on one SQLite file. */
@@ -92,7 +116,11 @@ async function engineWithStore(store: Store, model: ChatModel) {
   const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
   const trace = createTraceRecorder(sqlitePortOf(store), { estimateTokens: memory.estimate });
   const tools: ToolRegistry = createToolRegistry([noopTool]);
-  return (sessionId: string) => runAgent({ model, tools, memory, trace, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT }, { input: INPUT, sessionId, userId: "U_BENCH" });
+  return (sessionId: string) =>
+    runAgent(
+      { model, tools, memory, trace, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT },
+      { input: INPUT, sessionId, userId: "U_BENCH" },
+    );
 }
 
 const benchmark: Benchmark = {
@@ -161,30 +189,52 @@ async function measureCpu(url: string, directory: string, clear: () => void): Pr
   const clientOptions = { baseURL: url, apiKey: "not-needed", timeout: 60_000, maxRetries: 3 };
   const textbookClient = new OpenAI(clientOptions);
   const client = new OpenAI({ ...clientOptions, fetch: undiciFetch });
-  const naiveTools: Record<string, NaiveTool> = { noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler } };
+  const naiveTools: Record<string, NaiveTool> = {
+    noop: { description: noopTool.description, parameters: noopParameters, handler: noopHandler },
+  };
   let session = 0;
   const variants = {
     glassbox: async () => {
       const result = await run(`bench:cpu:${++session}`);
-      if (result.steps !== STEPS || result.output !== FINAL_ANSWER) throw new Error(`the glassbox run went ${result.steps} steps: ${result.output}`);
+      if (result.steps !== STEPS || result.output !== FINAL_ANSWER)
+        throw new Error(`the glassbox run went ${result.steps} steps: ${result.output}`);
     },
     loop: async () => {
-      const result = await runAgent({ model, tools: loopTools, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT }, { input: INPUT, sessionId: `bench:loop:${++session}`, userId: "U_BENCH" });
-      if (result.steps !== STEPS || result.output !== FINAL_ANSWER) throw new Error(`the loop without a store went ${result.steps} steps: ${result.output}`);
+      const result = await runAgent(
+        { model, tools: loopTools, maxSteps: STEPS + 10, systemPrompt: DEFAULT_SYSTEM_PROMPT },
+        { input: INPUT, sessionId: `bench:loop:${++session}`, userId: "U_BENCH" },
+      );
+      if (result.steps !== STEPS || result.output !== FINAL_ANSWER)
+        throw new Error(`the loop without a store went ${result.steps} steps: ${result.output}`);
     },
     naive: async () => {
-      const result = await runNaiveLoop({ client: textbookClient, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools }, INPUT);
+      const result = await runNaiveLoop(
+        { client: textbookClient, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools },
+        INPUT,
+      );
       if (result.steps !== STEPS) throw new Error(`the naive loop went ${result.steps} steps`);
     },
     sameTransport: async () => {
-      const result = await runNaiveLoop({ client, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools }, INPUT);
-      if (result.steps !== STEPS) throw new Error(`the naive loop over glassbox's transport went ${result.steps} steps`);
+      const result = await runNaiveLoop(
+        { client, model: MODEL, systemPrompt: DEFAULT_SYSTEM_PROMPT, tools: naiveTools },
+        INPUT,
+      );
+      if (result.steps !== STEPS)
+        throw new Error(`the naive loop over glassbox's transport went ${result.steps} steps`);
     },
   };
-  const samples = { glassbox: [] as number[], loop: [] as number[], naive: [] as number[], sameTransport: [] as number[] };
+  const samples = {
+    glassbox: [] as number[],
+    loop: [] as number[],
+    naive: [] as number[],
+    sameTransport: [] as number[],
+  };
   const ratios: number[] = [];
   for (let round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
-    const order = round % 2 === 0 ? (["glassbox", "loop", "naive", "sameTransport"] as const) : (["sameTransport", "naive", "loop", "glassbox"] as const);
+    const order =
+      round % 2 === 0
+        ? (["glassbox", "loop", "naive", "sameTransport"] as const)
+        : (["sameTransport", "naive", "loop", "glassbox"] as const);
     for (const variant of order) {
       const before = process.cpuUsage();
       for (let run = 0; run < BLOCK_RUNS; run++) {
@@ -215,14 +265,35 @@ function cpuReport(runs: CpuSamples[]): Measured {
     { label: "  the same loop without memory and trace", value: loop, unit: "ms" },
     { label: "naive loop (agent-core's: the SDK's default fetch), CPU per step", value: naive, unit: "ms" },
     { label: "  the naive loop over glassbox's transport", value: sameTransport, unit: "ms" },
-    { label: `glassbox / naive (CPU per step), each round's (${roundRatios.runs.length} rounds)`, value: roundRatios, unit: "x" },
+    {
+      label: `glassbox / naive (CPU per step), each round's (${roundRatios.runs.length} rounds)`,
+      value: roundRatios,
+      unit: "x",
+    },
     { label: "  each process's median", value: statsOf(perProcess), unit: "x" },
     { label: "  loop without memory and trace / naive", value: loop.median / naive.median, unit: "x" },
     { label: "glassbox / naive over glassbox's transport", value: glassbox.median / sameTransport.median, unit: "x" },
   ];
   const processes = perProcess.map((median) => sig3(median)).join(", ");
-  const targets: Target[] = [{ label: `CPU per step <= ${TARGET_CPU_RATIO} x the naive loop's`, pass: ratio <= TARGET_CPU_RATIO, detail: `${sig3(glassbox.median)} vs ${sig3(naive.median)} ms, ${sig3(ratio)} x (the processes' medians: ${processes})` }];
-  return { rows, targets, data: { glassboxCpuPerStepMs: glassbox, loopCpuPerStepMs: loop, naiveCpuPerStepMs: naive, naiveSameTransportCpuPerStepMs: sameTransport, ratio, perProcess } };
+  const targets: Target[] = [
+    {
+      label: `CPU per step <= ${TARGET_CPU_RATIO} x the naive loop's`,
+      pass: ratio <= TARGET_CPU_RATIO,
+      detail: `${sig3(glassbox.median)} vs ${sig3(naive.median)} ms, ${sig3(ratio)} x (the processes' medians: ${processes})`,
+    },
+  ];
+  return {
+    rows,
+    targets,
+    data: {
+      glassboxCpuPerStepMs: glassbox,
+      loopCpuPerStepMs: loop,
+      naiveCpuPerStepMs: naive,
+      naiveSameTransportCpuPerStepMs: sameTransport,
+      ratio,
+      perProcess,
+    },
+  };
 }
 
 interface ChildReport {
@@ -235,7 +306,12 @@ interface ChildReport {
   databaseBytes: number;
 }
 
-async function measureConcurrentRuns(program: string, url: string, directory: string, clear: () => void): Promise<Measured> {
+async function measureConcurrentRuns(
+  program: string,
+  url: string,
+  directory: string,
+  clear: () => void,
+): Promise<Measured> {
   const reports: ChildReport[] = [];
   for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
     const database = join(directory, `concurrent-${round}.db`);
@@ -258,7 +334,11 @@ async function measureConcurrentRuns(program: string, url: string, directory: st
     { label: "wall time of the 200 runs", value: statsOf(reports.map((report) => report.wallMs)), unit: "ms" },
   ];
   const targets: Target[] = [
-    { label: `peak RSS <= ${TARGET_PEAK_RSS_MB} MB for ${CONCURRENT_RUNS} concurrent runs`, pass: peak.median <= TARGET_PEAK_RSS_MB && failed === 0, detail: `${sig3(peak.median)} MB (median of ${reports.length}); ${failed} runs failed` },
+    {
+      label: `peak RSS <= ${TARGET_PEAK_RSS_MB} MB for ${CONCURRENT_RUNS} concurrent runs`,
+      pass: peak.median <= TARGET_PEAK_RSS_MB && failed === 0,
+      detail: `${sig3(peak.median)} MB (median of ${reports.length}); ${failed} runs failed`,
+    },
   ];
   return { rows, targets, data: { reports } };
 }
@@ -273,15 +353,29 @@ function compileBench(): string {
   mkdirSync(outDir, { recursive: true });
   const config = join(outDir, "tsconfig.json");
   const compilerOptions = { rootDir: root, outDir, declaration: false, sourceMap: false, noCheck: true, types: [] };
-  writeFileSync(config, JSON.stringify({ extends: join(root, "tsconfig.build.json"), compilerOptions, include: [], files: [fileURLToPath(import.meta.url)] }));
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", config], { cwd: root, stdio: "pipe" });
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: join(root, "tsconfig.build.json"),
+      compilerOptions,
+      include: [],
+      files: [fileURLToPath(import.meta.url)],
+    }),
+  );
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", config], {
+    cwd: root,
+    stdio: "pipe",
+  });
   return join(outDir, "bench", "engine-store.js");
 }
 
 /** Runs the compiled program in one of its modes; its report is the last line it prints. */
 function runChild<T>(program: string, args: string[]): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [program, ...args], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [program, ...args], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.on("error", reject);
@@ -302,20 +396,35 @@ async function concurrentMain(url: string, database: string): Promise<void> {
   let peakRss = baselineRss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
   const started = performance.now();
-  const results = await Promise.all(Array.from({ length: CONCURRENT_RUNS }, (_, index) => run(`bench:concurrent:${index}`)));
+  const results = await Promise.all(
+    Array.from({ length: CONCURRENT_RUNS }, (_, index) => run(`bench:concurrent:${index}`)),
+  );
   const wallMs = performance.now() - started;
   clearInterval(sampler);
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
   const failed = results.filter((result) => result.steps !== STEPS || result.output !== FINAL_ANSWER).length;
   const payloadBytes = payloadBytesOf(store);
   store.close();
-  const report: ChildReport = { peakRssMb: peakRss / 1024 / 1024, baselineRssMb: baselineRss / 1024 / 1024, wallMs, runs: results.length, failed, payloadBytes, databaseBytes: statSync(database).size };
+  const report: ChildReport = {
+    peakRssMb: peakRss / 1024 / 1024,
+    baselineRssMb: baselineRss / 1024 / 1024,
+    wallMs,
+    runs: results.length,
+    failed,
+    payloadBytes,
+    databaseBytes: statSync(database).size,
+  };
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 
 /** What the trace keeps to show each step's exact request. */
 function payloadBytesOf(store: Store): number {
-  const tables = store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'step_messages'").pluck().get() ? " + (SELECT coalesce(sum(length(body)), 0) FROM step_messages)" : "";
+  const tables = store.db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'step_messages'")
+    .pluck()
+    .get()
+    ? " + (SELECT coalesce(sum(length(body)), 0) FROM step_messages)"
+    : "";
   return store.db.prepare(`SELECT coalesce(sum(length(payload)), 0)${tables} FROM steps`).pluck().get() as number;
 }
 
@@ -324,4 +433,3 @@ if (process.argv[2] === "--concurrent") {
   const [, , , url, database] = process.argv;
   await concurrentMain(url as string, database as string);
 }
-

@@ -47,7 +47,10 @@ export function statsOf(runs: number[]): Stats {
   if (runs.length === 0) throw new Error("statsOf needs at least one run");
   const sorted = [...runs].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[middle] as number)
+      : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
   return { median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number, runs };
 }
 
@@ -73,7 +76,17 @@ export function formatReport(title: string, report: BenchmarkReport): string {
   );
   const widths = header.map((_, column) => Math.max(...[header, ...cells].map((line) => (line[column] ?? "").length)));
   const line = (values: string[]) =>
-    "  " + values.map((value, column) => (column === 0 || column === 4 ? value.padEnd(widths[column] ?? 0) : value.padStart(widths[column] ?? 0))).join("  ").trimEnd();
-  const targets = report.targets.map((target) => `  ${target.pass ? "PASS" : "FAIL"}  ${target.label}: ${target.detail}`);
-  return [title, ...report.notes.map((note) => `  (${note})`), line(header), ...cells.map(line), "", ...targets].join("\n");
+    "  " +
+    values
+      .map((value, column) =>
+        column === 0 || column === 4 ? value.padEnd(widths[column] ?? 0) : value.padStart(widths[column] ?? 0),
+      )
+      .join("  ")
+      .trimEnd();
+  const targets = report.targets.map(
+    (target) => `  ${target.pass ? "PASS" : "FAIL"}  ${target.label}: ${target.detail}`,
+  );
+  return [title, ...report.notes.map((note) => `  (${note})`), line(header), ...cells.map(line), "", ...targets].join(
+    "\n",
+  );
 }

@@ -26,7 +26,12 @@ import { emptyUsage, type ChatModel, type Message, type ToolSpec } from "../src/
 import { newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { ToolCall, ToolDefinition } from "../src/tools/types.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 import { seeded } from "../src/testing/seeded-random.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
@@ -110,7 +115,9 @@ function sentence(random: () => number, topic: readonly string[]): string {
   const words: string[] = [];
   for (let i = 0; i < length; i++) {
     const roll = random();
-    words.push(roll < 0.42 ? pick(random, FUNCTION_WORDS) : roll < 0.62 ? pick(random, topic) : pick(random, CONTENT_WORDS));
+    words.push(
+      roll < 0.42 ? pick(random, FUNCTION_WORDS) : roll < 0.62 ? pick(random, topic) : pick(random, CONTENT_WORDS),
+    );
   }
   const text = words.join(" ");
   return `${text[0]?.toUpperCase() ?? ""}${text.slice(1)}${random() < 0.15 ? "?" : "."}`;
@@ -177,22 +184,40 @@ function conversationScript(turns: Turn[], current: { turn: number }) {
     const turn = turns[current.turn - 1] as Turn;
     const last = body.messages.at(-1);
     if (last?.role === "user") {
-      const lookup = { id: `call_${turn.index}_lookup`, name: "lookup", arguments: JSON.stringify({ query: turn.query }) };
-      const remember = { id: `call_${turn.index}_remember`, name: "remember", arguments: JSON.stringify({ fact: FACT }) };
+      const lookup = {
+        id: `call_${turn.index}_lookup`,
+        name: "lookup",
+        arguments: JSON.stringify({ query: turn.query }),
+      };
+      const remember = {
+        id: `call_${turn.index}_remember`,
+        name: "remember",
+        arguments: JSON.stringify({ fact: FACT }),
+      };
       return { toolCalls: turn.index === 1 ? [remember, lookup] : [lookup] };
     }
     if (turn.index === TURNS) {
       const seen = body.messages.some((message) => textOf(message).includes(ACCOUNT));
-      return { content: seen ? `Your account number is ${ACCOUNT}.` : "I do not know your account number; could you tell me again?" };
+      return {
+        content: seen
+          ? `Your account number is ${ACCOUNT}.`
+          : "I do not know your account number; could you tell me again?",
+      };
     }
     return { content: turn.answer };
   };
 }
 
-const isSummaryRequest = (body: ChatCompletionRequestBody) => body.messages[0]?.role === "system" && body.messages[0].content === SUMMARY_PROMPT;
+const isSummaryRequest = (body: ChatCompletionRequestBody) =>
+  body.messages[0]?.role === "system" && body.messages[0].content === SUMMARY_PROMPT;
 
 function textOf(message: ChatCompletionRequestBody["messages"][number]): string {
-  const content = typeof message.content === "string" ? message.content : Array.isArray(message.content) ? message.content.map((part) => part.text ?? "").join("") : "";
+  const content =
+    typeof message.content === "string"
+      ? message.content
+      : Array.isArray(message.content)
+        ? message.content.map((part) => part.text ?? "").join("")
+        : "";
   return message.tool_calls ? `${content}${JSON.stringify(message.tool_calls)}` : content;
 }
 
@@ -218,13 +243,19 @@ function summarise(body: ChatCompletionRequestBody): string {
   return lines.join("\n");
 }
 
-const lookupParameters = { type: "object", properties: { query: { type: "string", minLength: 1 } }, required: ["query"], additionalProperties: false };
+const lookupParameters = {
+  type: "object",
+  properties: { query: { type: "string", minLength: 1 } },
+  required: ["query"],
+  additionalProperties: false,
+};
 
 function lookupTool(turns: Turn[]): ToolDefinition {
   const byQuery = new Map(turns.map((turn) => [turn.query, turn.lookup]));
   return {
     name: "lookup",
-    description: "Searches the team's knowledge base (orders, tickets, documents) and returns the best matching snippets.",
+    description:
+      "Searches the team's knowledge base (orders, tickets, documents) and returns the best matching snippets.",
     parameters: lookupParameters,
     handler: (args) => byQuery.get(String(args.query)) ?? { query: args.query, results: [] },
   };
@@ -243,7 +274,9 @@ function requestCounter(counter: TokenCounter) {
       const key = JSON.stringify(message);
       return cached(key, () => counter.message(message as Message));
     });
-    const tools = body.tools?.length ? cached(JSON.stringify(body.tools), () => counter.tools(body.tools as ToolSpec[])) : 0;
+    const tools = body.tools?.length
+      ? cached(JSON.stringify(body.tools), () => counter.tools(body.tools as ToolSpec[]))
+      : 0;
     return promptTokens(messages) + tools;
   };
 }
@@ -275,14 +308,25 @@ interface ConversationRun {
   lastAnswer: string;
 }
 
-async function runConversation(server: ScriptedModelServer, counter: TokenCounter, turns: Turn[], store: Store, withMemory: boolean): Promise<ConversationRun> {
+async function runConversation(
+  server: ScriptedModelServer,
+  counter: TokenCounter,
+  turns: Turn[],
+  store: Store,
+  withMemory: boolean,
+): Promise<ConversationRun> {
   const current = { turn: 0 };
   server.setScript(conversationScript(turns, current));
   server.requests.length = 0;
   const reported = { promptTokens: 0 };
-  const model = usageCounting(createOpenAIModel({ model: MODEL, baseURL: server.url, apiKey: "not-needed", stream: false }), reported);
+  const model = usageCounting(
+    createOpenAIModel({ model: MODEL, baseURL: server.url, apiKey: "not-needed", stream: false }),
+    reported,
+  );
   const tools = createToolRegistry([lookupTool(turns), ...createMemoryTools(sqlitePortOf(store))]);
-  const memory = withMemory ? createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET }) : undefined;
+  const memory = withMemory
+    ? createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET })
+    : undefined;
   const count = requestCounter(counter);
   const history: Message[] = [];
   const requests: RequestRecord[] = [];
@@ -320,13 +364,26 @@ async function runConversation(server: ScriptedModelServer, counter: TokenCounte
     server.requests.length = 0;
     countingMs += performance.now() - counting;
   }
-  return { requests, reportedPromptTokens: reported.promptTokens, wallMs: performance.now() - started - countingMs, lastTurnRequest, lastAnswer };
+  return {
+    requests,
+    reportedPromptTokens: reported.promptTokens,
+    wallMs: performance.now() - started - countingMs,
+    lastTurnRequest,
+    lastAnswer,
+  };
 }
 
 function checkTurn(result: RunResult, turn: Turn, withMemory: boolean): void {
   const calls = turn.index === 1 ? 2 : 1;
-  const ok = result.stopReason === "final" && result.steps === 2 && result.toolCalls.length === calls && result.toolCalls.every((call) => call.status === "success");
-  if (!ok) throw new Error(`turn ${turn.index} (${withMemory ? "memory" : "naive"}) did not go as scripted: ${JSON.stringify({ ...result, usage: undefined })}`);
+  const ok =
+    result.stopReason === "final" &&
+    result.steps === 2 &&
+    result.toolCalls.length === calls &&
+    result.toolCalls.every((call) => call.status === "success");
+  if (!ok)
+    throw new Error(
+      `turn ${turn.index} (${withMemory ? "memory" : "naive"}) did not go as scripted: ${JSON.stringify({ ...result, usage: undefined })}`,
+    );
 }
 
 async function measureConversation(server: ScriptedModelServer, counter: TokenCounter, directory: string) {
@@ -340,7 +397,10 @@ async function measureConversation(server: ScriptedModelServer, counter: TokenCo
   try {
     withMemory = await runConversation(server, counter, turns, store, true);
     naive = await runConversation(server, counter, turns, naiveStore, false);
-    storedMessages = store.db.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(SESSION) as number;
+    storedMessages = store.db
+      .prepare("SELECT count(*) FROM messages WHERE session_id = ?")
+      .pluck()
+      .get(SESSION) as number;
     factsStored = store.db.prepare("SELECT count(*) FROM facts WHERE user_id = ?").pluck().get(USER) as number;
   } finally {
     store.close();
@@ -366,17 +426,32 @@ async function measureConversation(server: ScriptedModelServer, counter: TokenCo
   const summarySection = /## Earlier in this conversation \(summary\)\n([\s\S]*?)(?:\n\n## |$)/.exec(system)?.[1] ?? "";
   const request = lastRequest?.messages.findLast((message) => message.role === "user");
   const requestText = request ? textOf(request) : "";
-  const notesSection = requestText.includes(NOTES_START) ? requestText.slice(requestText.indexOf(NOTES_START), requestText.indexOf(NOTES_END)) : "";
+  const notesSection = requestText.includes(NOTES_START)
+    ? requestText.slice(requestText.indexOf(NOTES_START), requestText.indexOf(NOTES_END))
+    : "";
   const inSummary = summarySection.includes(ACCOUNT);
   const inFacts = notesSection.includes(ACCOUNT);
-  const inMessages = (lastRequest?.messages.slice(1) ?? []).filter((message) => message !== request).some((message) => textOf(message).includes(ACCOUNT));
-  const where = [inSummary && "the summary", inFacts && "the injected facts", inMessages && "the recent messages"].filter(Boolean).join(" and ") || "nowhere";
+  const inMessages = (lastRequest?.messages.slice(1) ?? [])
+    .filter((message) => message !== request)
+    .some((message) => textOf(message).includes(ACCOUNT));
+  const where =
+    [inSummary && "the summary", inFacts && "the injected facts", inMessages && "the recent messages"]
+      .filter(Boolean)
+      .join(" and ") || "nowhere";
   const present = inSummary || inFacts || inMessages;
 
   const rows: Row[] = [
-    { label: `conversation: largest prompt, memory (any of ${withMemory.requests.length} requests)`, value: largest, unit: "tokens" },
+    {
+      label: `conversation: largest prompt, memory (any of ${withMemory.requests.length} requests)`,
+      value: largest,
+      unit: "tokens",
+    },
     { label: "  headroom under the budget", value: BUDGET - largest, unit: "tokens" },
-    { label: `  largest of the ${summaryRequests.length} summary requests`, value: max(summaryRequests), unit: "tokens" },
+    {
+      label: `  largest of the ${summaryRequests.length} summary requests`,
+      value: max(summaryRequests),
+      unit: "tokens",
+    },
     { label: "  total prompt tokens, memory (summary calls included)", value: memoryTotal, unit: "tokens" },
     { label: "  total prompt tokens, naive full history", value: naiveTotal, unit: "tokens" },
     { label: "  memory / naive (counted)", value: share * 100, unit: "%" },
@@ -453,7 +528,10 @@ function toolCallsOf(random: () => number, count: number, topic: readonly string
   return Array.from({ length: count }, () => ({
     id: `call_${++callCounter}`,
     type: "function" as const,
-    function: { name: pick(random, ["lookup", "search_orders", "get_ticket", "calendar"]), arguments: JSON.stringify({ query: topic.slice(0, 3).join(" ") }) },
+    function: {
+      name: pick(random, ["lookup", "search_orders", "get_ticket", "calendar"]),
+      arguments: JSON.stringify({ query: topic.slice(0, 3).join(" ") }),
+    },
   }));
 }
 
@@ -485,7 +563,10 @@ function toolStep(random: () => number, calls: number, topic: readonly string[])
   const toolCalls = toolCallsOf(random, calls, topic);
   // Tool results vary a lot: mostly short, sometimes a full page.
   const size = () => (random() < 0.7 ? 200 + Math.floor(random() * 1_000) : 1_500 + Math.floor(random() * 2_400));
-  return [{ role: "assistant", content: null, tool_calls: toolCalls }, ...toolCalls.map((call) => toolMessage(random, call, size(), topic))];
+  return [
+    { role: "assistant", content: null, tool_calls: toolCalls },
+    ...toolCalls.map((call) => toolMessage(random, call, size(), topic)),
+  ];
 }
 
 function runState(runId: string, sessionId: string, messages: Message[]): RunState {
@@ -511,16 +592,26 @@ async function inUnit(memory: Memory, body: (unit: RunUnit) => void): Promise<vo
 }
 
 async function endRun(memory: Memory, run: RunState): Promise<void> {
-  const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: "", stopReason: "final", steps: run.steps, usage: run.usage, toolCalls: [] };
+  const result: RunResult = {
+    runId: run.runId,
+    sessionId: run.sessionId,
+    output: "",
+    stopReason: "final",
+    steps: run.steps,
+    usage: run.usage,
+    toolCalls: [],
+  };
   await inUnit(memory, (unit) => memory.record({ type: "run_end", runId: run.runId, result }, unit));
 }
 
 // ---- 2. context assembly with 1,000 stored messages --------------------------------------------
 
-const assemblyTools: ToolSpec[] = ["lookup", "search_orders", "get_ticket", "calendar", "remember", "forget"].map((name) => ({
-  type: "function",
-  function: { name, description: `The ${name.replace("_", " ")} tool of the team.`, parameters: lookupParameters },
-}));
+const assemblyTools: ToolSpec[] = ["lookup", "search_orders", "get_ticket", "calendar", "remember", "forget"].map(
+  (name) => ({
+    type: "function",
+    function: { name, description: `The ${name.replace("_", " ")} tool of the team.`, parameters: lookupParameters },
+  }),
+);
 
 /**
  * Fills a session the way runs do: each run commits its messages and asks for the context before
@@ -535,7 +626,12 @@ async function fillSession(memory: Memory, sessionId: string): Promise<{ current
   let runs = 0;
   const open = async (messages: Message[]) => {
     const run = runState(`run_fill_${++runs}`, sessionId, []);
-    await inUnit(memory, (unit) => memory.record({ type: "run_start", runId: run.runId, sessionId, userId: USER, input: String(messages[0]?.content) }, unit));
+    await inUnit(memory, (unit) =>
+      memory.record(
+        { type: "run_start", runId: run.runId, sessionId, userId: USER, input: String(messages[0]?.content) },
+        unit,
+      ),
+    );
     return run;
   };
   const commit = async (run: RunState, messages: Message[]) => {
@@ -550,11 +646,16 @@ async function fillSession(memory: Memory, sessionId: string): Promise<{ current
   };
   // The open run: its request and two tool steps so far (6 messages).
   const topic = topicOf(random);
-  const currentMessages: Message[] = [{ role: "user", content: prose(random, 30, 60, topic) }, ...toolStep(random, 1, topic), ...toolStep(random, 2, topic)];
+  const currentMessages: Message[] = [
+    { role: "user", content: prose(random, 30, 60, topic) },
+    ...toolStep(random, 1, topic),
+    ...toolStep(random, 2, topic),
+  ];
   while (committed < STORED_MESSAGES - currentMessages.length) {
     const left = STORED_MESSAGES - currentMessages.length - committed;
     // Turns of 2 to 8 messages; the last one is cut to end exactly on the count.
-    const messages = left <= 8 ? lastTurn(random, left) : turnMessages(random, random() < 0.15 ? 0 : random() < 0.75 ? 1 : 2);
+    const messages =
+      left <= 8 ? lastTurn(random, left) : turnMessages(random, random() < 0.15 ? 0 : random() < 0.75 ? 1 : 2);
     const run = await open(messages);
     await commit(run, messages.slice(0, 1));
     for (let index = 1; index < messages.length; ) {
@@ -581,19 +682,39 @@ async function fillSession(memory: Memory, sessionId: string): Promise<{ current
 async function measureContextAssembly(server: ScriptedModelServer, counter: TokenCounter, directory: string) {
   const path = join(directory, "assembly.db");
   const sessionId = "slack:T1:C2:1700000000.000200";
-  server.setScript((body) => (isSummaryRequest(body) ? { content: summarise(body) } : { error: { status: 500, message: "only summaries in this part" } }));
+  server.setScript((body) =>
+    isSummaryRequest(body)
+      ? { content: summarise(body) }
+      : { error: { status: 500, message: "only summaries in this part" } },
+  );
   server.requests.length = 0;
   const model = createOpenAIModel({ model: MODEL, baseURL: server.url, apiKey: "not-needed", stream: false });
 
   // Fill, as runs would have.
   let store = openStore(path);
-  for (const fact of [FACT, "Prefers answers in short bullet points.", "Works in the logistics team, north region."]) store.addFact(USER, "user", fact);
-  const filled = await fillSession(createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET }), sessionId);
+  for (const fact of [FACT, "Prefers answers in short bullet points.", "Works in the logistics team, north region."])
+    store.addFact(USER, "user", fact);
+  const filled = await fillSession(
+    createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET }),
+    sessionId,
+  );
   const fillFolds = server.requests.filter((request) => isSummaryRequest(request.body)).length;
-  const stored = store.db.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(sessionId) as number;
-  const summaries = store.db.prepare("SELECT count(*) FROM summaries WHERE session_id = ?").pluck().get(sessionId) as number;
-  const lastSummary = store.db.prepare("SELECT last_message_id FROM summaries WHERE session_id = ? ORDER BY id DESC LIMIT 1").pluck().get(sessionId) as number | undefined;
-  const unsummarised = store.db.prepare("SELECT count(*) FROM messages WHERE session_id = ? AND id > ?").pluck().get(sessionId, lastSummary ?? 0) as number;
+  const stored = store.db
+    .prepare("SELECT count(*) FROM messages WHERE session_id = ?")
+    .pluck()
+    .get(sessionId) as number;
+  const summaries = store.db
+    .prepare("SELECT count(*) FROM summaries WHERE session_id = ?")
+    .pluck()
+    .get(sessionId) as number;
+  const lastSummary = store.db
+    .prepare("SELECT last_message_id FROM summaries WHERE session_id = ? ORDER BY id DESC LIMIT 1")
+    .pluck()
+    .get(sessionId) as number | undefined;
+  const unsummarised = store.db
+    .prepare("SELECT count(*) FROM messages WHERE session_id = ? AND id > ?")
+    .pluck()
+    .get(sessionId, lastSummary ?? 0) as number;
   store.close();
   if (stored !== STORED_MESSAGES) throw new Error(`the session has ${stored} stored messages, not ${STORED_MESSAGES}`);
   server.requests.length = 0;
@@ -642,7 +763,12 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   Object.assign(timed.spent, { ms: 0, calls: 0, tokens: 0 });
   started = performance.now();
   for (let i = 0; i < WARM_CALLS; i++) await diagnostic.context(diagnosticRun, request);
-  const warmSplit = { totalMs: (performance.now() - started) / WARM_CALLS, counterMs: timed.spent.ms / WARM_CALLS, counterCalls: timed.spent.calls / WARM_CALLS, tokens: timed.spent.tokens / WARM_CALLS };
+  const warmSplit = {
+    totalMs: (performance.now() - started) / WARM_CALLS,
+    counterMs: timed.spent.ms / WARM_CALLS,
+    counterCalls: timed.spent.calls / WARM_CALLS,
+    tokens: timed.spent.tokens / WARM_CALLS,
+  };
   store.close();
   const foldsWhileMeasuring = server.requests.filter((request) => isSummaryRequest(request.body)).length;
   server.requests.length = 0;
@@ -655,10 +781,22 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
     { label: "  opening the store (openStore + createMemory)", value: statsOf(openMs), unit: "ms" },
     { label: `  assembled context: ${contextMessages} messages`, value: contextTokens, unit: "tokens" },
     // From one extra pass with a self-timing counter: shares, since one pass is noisier than the rounds above.
-    { label: "  diagnostic pass, warm: share inside the token counter", value: (100 * warmSplit.counterMs) / warmSplit.totalMs, unit: "%" },
+    {
+      label: "  diagnostic pass, warm: share inside the token counter",
+      value: (100 * warmSplit.counterMs) / warmSplit.totalMs,
+      unit: "%",
+    },
     { label: "  diagnostic pass, warm: tokens counted per call", value: warmSplit.tokens, unit: "tokens" },
-    { label: "  diagnostic pass, warm: time outside the token counter", value: warmSplit.totalMs - warmSplit.counterMs, unit: "ms" },
-    { label: "  diagnostic pass, cold: share inside the token counter", value: (100 * coldSplit.counterMs) / coldSplit.totalMs, unit: "%" },
+    {
+      label: "  diagnostic pass, warm: time outside the token counter",
+      value: warmSplit.totalMs - warmSplit.counterMs,
+      unit: "ms",
+    },
+    {
+      label: "  diagnostic pass, cold: share inside the token counter",
+      value: (100 * coldSplit.counterMs) / coldSplit.totalMs,
+      unit: "%",
+    },
   ];
   const targets: Target[] = [
     {
@@ -700,7 +838,12 @@ function timedCounter(counter: TokenCounter) {
       spent.tokens += tokens;
       return tokens;
     };
-  const wrapped: TokenCounter = { encoding: counter.encoding, text: timed(counter.text), message: timed(counter.message), tools: timed(counter.tools) };
+  const wrapped: TokenCounter = {
+    encoding: counter.encoding,
+    text: timed(counter.text),
+    message: timed(counter.message),
+    tools: timed(counter.tools),
+  };
   return { counter: wrapped, spent };
 }
 
@@ -715,7 +858,14 @@ function appendMessages(count: number, seed: number): Message[] {
     if (roll < 0.35) return { role: "user", content: prose(random, 30, 90, topic) };
     if (roll < 0.5) return { role: "assistant", content: null, tool_calls: toolCallsOf(random, 1, topic) };
     if (roll < 0.7) return { role: "assistant", content: prose(random, 30, 90, topic) };
-    return { role: "tool", tool_call_id: `call_${++callCounter}`, content: JSON.stringify({ status: "success", data: lookupResult(random, "q", 150 + Math.floor(random() * 350), topic) }) };
+    return {
+      role: "tool",
+      tool_call_id: `call_${++callCounter}`,
+      content: JSON.stringify({
+        status: "success",
+        data: lookupResult(random, "q", 150 + Math.floor(random() * 350), topic),
+      }),
+    };
   });
 }
 
@@ -734,7 +884,11 @@ async function measureAppend(counter: TokenCounter, directory: string) {
   let files = 0;
 
   /** Messages per second for one variant over `list`, in a fresh DB file. */
-  async function timeVariant(variant: AppendVariant, list: Message[], listEntries: Array<{ message: Message; tokens: number }>): Promise<number> {
+  async function timeVariant(
+    variant: AppendVariant,
+    list: Message[],
+    listEntries: Array<{ message: Message; tokens: number }>,
+  ): Promise<number> {
     collectGarbage();
     if (variant === "count") {
       const started = performance.now();
@@ -753,11 +907,17 @@ async function measureAppend(counter: TokenCounter, directory: string) {
       const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
       const run = runState(runId, sessionId, []);
       const started = performance.now();
-      if (variant === "commit") for (const message of list) await inUnit(memory, (unit) => memory.commit(run, [message], unit));
+      if (variant === "commit")
+        for (const message of list) await inUnit(memory, (unit) => memory.commit(run, [message], unit));
       else if (variant === "append") for (const entry of listEntries) store.appendMessages(sessionId, runId, [entry]);
-      else for (let i = 0; i < listEntries.length; i += BATCH) store.appendMessages(sessionId, runId, listEntries.slice(i, i + BATCH));
+      else
+        for (let i = 0; i < listEntries.length; i += BATCH)
+          store.appendMessages(sessionId, runId, listEntries.slice(i, i + BATCH));
       const ms = performance.now() - started;
-      const stored = store.db.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(sessionId) as number;
+      const stored = store.db
+        .prepare("SELECT count(*) FROM messages WHERE session_id = ?")
+        .pluck()
+        .get(sessionId) as number;
       if (stored !== list.length) throw new Error(`${variant}: ${stored} of ${list.length} messages stored`);
       return (list.length * 1000) / ms;
     } finally {
@@ -787,7 +947,11 @@ async function measureAppend(counter: TokenCounter, directory: string) {
     { label: `  store.appendMessages, ${BATCH} per transaction`, value: batched, unit: "msgs/s" },
     { label: "  token counting alone (counter.message)", value: count, unit: "msgs/s" },
     { label: "  per message: memory.commit", value: usPer(commit.median), unit: "µs" },
-    { label: "  per message: counting alone / store append alone", value: usPer(count.median), unit: `µs / ${sig3(usPer(append.median))} µs` },
+    {
+      label: "  per message: counting alone / store append alone",
+      value: usPer(count.median),
+      unit: `µs / ${sig3(usPer(append.median))} µs`,
+    },
   ];
   const targets: Target[] = [
     {

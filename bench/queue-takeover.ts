@@ -30,11 +30,15 @@ const benchmark: Benchmark = {
     const workers: WorkerProcess[] = [];
     const takeoversMs: number[] = [];
     try {
-      workers.push(await startWorkerProcess(database.url, 1, DEFAULT_LIVENESS), await startWorkerProcess(database.url, 1, DEFAULT_LIVENESS));
+      workers.push(
+        await startWorkerProcess(database.url, 1, DEFAULT_LIVENESS),
+        await startWorkerProcess(database.url, 1, DEFAULT_LIVENESS),
+      );
       for (let round = 1; round <= KILLS; round++) {
         const key = `round-${round}`;
         await queue.enqueue({ conversation: `thread-${round}`, key, payload: { gate: key } });
-        const started = (worker: WorkerProcess) => worker.line((line) => line.type === "start" && line.key === key).then(() => worker);
+        const started = (worker: WorkerProcess) =>
+          worker.line((line) => line.type === "start" && line.key === key).then(() => worker);
         const victim = await Promise.race(workers.map(started));
         const survivor = workers.find((worker) => worker !== victim) as WorkerProcess;
         // Killed anywhere in its heartbeat period: the takeover time depends on where.
@@ -42,7 +46,9 @@ const benchmark: Benchmark = {
         const killedAt = performance.now();
         await victim.kill();
         await openGate(database.pool, key);
-        const rerun: WorkerLine = await survivor.line((line) => line.type === "start" && line.key === key && (line.delivery ?? 0) > 1);
+        const rerun: WorkerLine = await survivor.line(
+          (line) => line.type === "start" && line.key === key && (line.delivery ?? 0) > 1,
+        );
         takeoversMs.push(rerun.at - killedAt);
         workers.splice(workers.indexOf(victim), 1, await startWorkerProcess(database.url, 1, DEFAULT_LIVENESS));
       }
@@ -80,9 +86,17 @@ export default benchmark;
 /** Without a database the figure cannot be taken: said plainly, and the target is not met. */
 function notMeasured(): BenchmarkReport {
   return {
-    notes: ["not measured: set GLASSBOX_TEST_DATABASE_URL (or GLASSBOX_BENCH_DATABASE_URL) to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/test"],
+    notes: [
+      "not measured: set GLASSBOX_TEST_DATABASE_URL (or GLASSBOX_BENCH_DATABASE_URL) to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/test",
+    ],
     rows: [],
-    targets: [{ label: `a killed worker's conversation is taken over within ${PROMISED_MS / 1000} s`, pass: false, detail: "not measured (no database)" }],
+    targets: [
+      {
+        label: `a killed worker's conversation is taken over within ${PROMISED_MS / 1000} s`,
+        pass: false,
+        detail: "not measured (no database)",
+      },
+    ],
     data: { measured: false },
   };
 }

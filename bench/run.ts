@@ -9,16 +9,37 @@ import type { Benchmark } from "./measure.js";
 import { formatReport } from "./measure.js";
 
 // Add a benchmark by adding its file here; each exports a Benchmark as default.
-const BENCHMARKS = ["./agent-core.js", "./cli-startup.js", "./engine-store.js", "./memory.js", "./queue-takeover.js", "./scale.js", "./slack.js", "./tool-selection.js", "./token-counting.js"];
+const BENCHMARKS = [
+  "./agent-core.js",
+  "./cli-startup.js",
+  "./engine-store.js",
+  "./memory.js",
+  "./queue-takeover.js",
+  "./scale.js",
+  "./slack.js",
+  "./tool-selection.js",
+  "./token-counting.js",
+];
 // `npm run bench -- slack memory` runs only the benchmarks named.
 const chosen = process.argv.slice(2);
-const selected = chosen.length === 0 ? BENCHMARKS : BENCHMARKS.filter((file) => chosen.some((name) => file === `./${name}.js`));
-if (selected.length < chosen.length) throw new Error(`unknown benchmark name in: ${chosen.join(" ")}; the names are ${BENCHMARKS.map((file) => file.slice(2, -3)).join(", ")}`);
+const selected =
+  chosen.length === 0 ? BENCHMARKS : BENCHMARKS.filter((file) => chosen.some((name) => file === `./${name}.js`));
+if (selected.length < chosen.length)
+  throw new Error(
+    `unknown benchmark name in: ${chosen.join(" ")}; the names are ${BENCHMARKS.map((file) => file.slice(2, -3)).join(", ")}`,
+  );
 
 const resultsDirectory = new URL("./results/", import.meta.url);
-const machine = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, loadAverage: loadavg()[0] ?? 0 };
+const machine = {
+  node: process.version,
+  cpu: cpus()[0]?.model ?? "unknown",
+  cores: cpus().length,
+  loadAverage: loadavg()[0] ?? 0,
+};
 // The load average says how busy the machine was: figures from a busy machine are noisier.
-console.log(`glassbox bench — node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, load average ${machine.loadAverage.toFixed(2)}\n`);
+console.log(
+  `glassbox bench — node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, load average ${machine.loadAverage.toFixed(2)}\n`,
+);
 
 let failedTargets = 0;
 let broken = 0;
@@ -31,11 +52,19 @@ for (const file of selected) {
     console.log(`${formatReport(`${benchmark.name}: ${benchmark.title} (${seconds.toFixed(1)} s)`, report)}\n`);
     failedTargets += report.targets.filter((target) => !target.pass).length;
     await mkdir(resultsDirectory, { recursive: true });
-    const json = { benchmark: benchmark.name, at: new Date().toISOString(), machine, targets: report.targets, ...report.data };
+    const json = {
+      benchmark: benchmark.name,
+      at: new Date().toISOString(),
+      machine,
+      targets: report.targets,
+      ...report.data,
+    };
     await writeFile(new URL(`${benchmark.name}.json`, resultsDirectory), `${JSON.stringify(json, null, 2)}\n`);
   } catch (error) {
     broken++;
-    console.error(`${benchmark.name}: BROKEN — ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    console.error(
+      `${benchmark.name}: BROKEN — ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
   }
 }
 

@@ -21,7 +21,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, type TestDatabase } from "../test/fixtures/queue-database.js";
 import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../test/fixtures/role-processes.js";
 import { statsOf, type Benchmark, type BenchmarkReport, type Row, type Stats, type Target } from "./measure.js";
@@ -70,7 +75,10 @@ const benchmark: Benchmark = {
     const measured: Measured[] = [];
     for (const setup of SETUPS) {
       if (setup.workers > 0 && !DATABASE_URL) {
-        measured.push({ label: setup.label, note: "not measured: set GLASSBOX_TEST_DATABASE_URL (or GLASSBOX_BENCH_DATABASE_URL) to a PostgreSQL server" });
+        measured.push({
+          label: setup.label,
+          note: "not measured: set GLASSBOX_TEST_DATABASE_URL (or GLASSBOX_BENCH_DATABASE_URL) to a PostgreSQL server",
+        });
         continue;
       }
       measured.push(await measure(setup));
@@ -79,11 +87,19 @@ const benchmark: Benchmark = {
     const targets: Target[] = [];
     for (const result of measured) {
       if (!result.wallMs || !result.stopMs) {
-        targets.push({ label: `${result.label}: "stop" takes effect within ${STOP_TARGET_MS / 1000} s`, pass: false, detail: result.note ?? "not measured" });
+        targets.push({
+          label: `${result.label}: "stop" takes effect within ${STOP_TARGET_MS / 1000} s`,
+          pass: false,
+          detail: result.note ?? "not measured",
+        });
         continue;
       }
       rows.push({ label: `${result.label}: ${THREADS} threads, wall`, value: result.wallMs, unit: "ms" });
-      rows.push({ label: `${result.label}: wall / ideal ${IDEAL_MS} ms`, value: result.wallMs.median / IDEAL_MS, unit: "x" });
+      rows.push({
+        label: `${result.label}: wall / ideal ${IDEAL_MS} ms`,
+        value: result.wallMs.median / IDEAL_MS,
+        unit: "x",
+      });
       rows.push({ label: `${result.label}: "stop" until "Stopped."`, value: result.stopMs, unit: "ms" });
       targets.push({
         label: `${result.label}: "stop" takes effect within ${STOP_TARGET_MS / 1000} s`,
@@ -110,7 +126,8 @@ async function measure(setup: Setup): Promise<Measured> {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-scale-"));
   const fake = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT, teamId: TEAM });
   const model = await startScriptedModelServer({ script: (body) => reply(body) });
-  const database: TestDatabase | undefined = setup.workers > 0 ? await createTestDatabase(DATABASE_URL as string) : undefined;
+  const database: TestDatabase | undefined =
+    setup.workers > 0 ? await createTestDatabase(DATABASE_URL as string) : undefined;
   const processes: RoleProcess[] = [];
   try {
     const common = {
@@ -118,7 +135,12 @@ async function measure(setup: Setup): Promise<Measured> {
       ...fakeSlackEnvironment(fake.apiUrl, SECRET),
       LOG_LEVEL: "warn",
     };
-    const withModel = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-bench-scale", LLM_MODEL: "gpt-4o-mini", GLASSBOX_BUILTIN_TOOLS: "calculator" };
+    const withModel = {
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "sk-bench-scale",
+      LLM_MODEL: "gpt-4o-mini",
+      GLASSBOX_BUILTIN_TOOLS: "calculator",
+    };
     let eventsUrl: string;
     if (!database) {
       const bot = await startRoleProcess("none", { ...common, ...withModel, LOG_LEVEL: "info" });
@@ -128,7 +150,14 @@ async function measure(setup: Setup): Promise<Measured> {
       const shared = { ...common, GLASSBOX_DATABASE_URL: database.url };
       // Workers first: they migrate the store and the queue.
       for (let index = 0; index < setup.workers; index++) {
-        processes.push(await startRoleProcess("worker", { ...shared, ...withModel, GLASSBOX_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: "info" }));
+        processes.push(
+          await startRoleProcess("worker", {
+            ...shared,
+            ...withModel,
+            GLASSBOX_WORKER_CONCURRENCY: String(CONCURRENCY),
+            LOG_LEVEL: "info",
+          }),
+        );
       }
       const ingress = await startRoleProcess("ingress", { ...shared, LOG_LEVEL: "info" });
       processes.push(ingress);
@@ -137,7 +166,8 @@ async function measure(setup: Setup): Promise<Measured> {
     const answers = createAnswerWatch(fake);
     await threadsAtOnce(fake, eventsUrl, answers, "w", WARMUP_THREADS);
     const walls: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) walls.push(await threadsAtOnce(fake, eventsUrl, answers, `r${round}b`, THREADS));
+    for (let round = 0; round < ROUNDS; round++)
+      walls.push(await threadsAtOnce(fake, eventsUrl, answers, `r${round}b`, THREADS));
     const stops: number[] = [];
     for (let round = 0; round < STOPS; round++) stops.push(await stopOnce(fake, model, eventsUrl, round));
     return { label: setup.label, wallMs: statsOf(walls), stopMs: statsOf(stops) };
@@ -156,7 +186,8 @@ function reply(body: ChatCompletionRequestBody): ScriptedReply {
   const text = typeof lastUser?.content === "string" ? lastUser.content : "";
   if (text.includes("slow")) return { hang: true };
   const name = /question (\w+)/.exec(text)?.[1] ?? "unknown";
-  if (body.messages.at(-1)?.role !== "tool") return { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }], delayMs: MODEL_LATENCY_MS };
+  if (body.messages.at(-1)?.role !== "tool")
+    return { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }], delayMs: MODEL_LATENCY_MS };
   return { content: `answer to ${name}.`, delayMs: MODEL_LATENCY_MS };
 }
 
@@ -177,39 +208,69 @@ function createAnswerWatch(fake: FakeSlack) {
 }
 
 async function mention(fake: FakeSlack, eventsUrl: string, text: string, ts: string, threadTs?: string): Promise<void> {
-  const event = { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> ${text}`, ts, ...(threadTs ? { thread_ts: threadTs } : {}) };
+  const event = {
+    type: "app_mention",
+    user: "U1",
+    channel: CHANNEL,
+    text: `<@${BOT}> ${text}`,
+    ts,
+    ...(threadTs ? { thread_ts: threadTs } : {}),
+  };
   const sent = await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET });
   if (sent.status !== 200) throw new Error(`an event was answered with HTTP ${sent.status}: ${sent.body}`);
 }
 
 /** Sends `count` new threads as fast as they are acknowledged; resolves with the wall time until every one is answered. */
-async function threadsAtOnce(fake: FakeSlack, eventsUrl: string, answers: ReturnType<typeof createAnswerWatch>, prefix: string, count: number): Promise<number> {
+async function threadsAtOnce(
+  fake: FakeSlack,
+  eventsUrl: string,
+  answers: ReturnType<typeof createAnswerWatch>,
+  prefix: string,
+  count: number,
+): Promise<number> {
   const names = Array.from({ length: count }, (_, index) => `${prefix}${index}`);
   const started = Date.now();
   let next = 0;
   await Promise.all(
     Array.from({ length: SEND_IN_FLIGHT }, async () => {
-      for (let index = next++; index < count; index = next++) await mention(fake, eventsUrl, `question ${names[index]}`, fake.nextTs());
+      for (let index = next++; index < count; index = next++)
+        await mention(fake, eventsUrl, `question ${names[index]}`, fake.nextTs());
     }),
   );
   const deadline = Date.now() + 300_000;
   for (;;) {
     const landed = answers.update();
-    if (names.every((name) => landed.has(name))) return Math.max(...names.map((name) => landed.get(name) as number)) - started;
-    if (Date.now() > deadline) throw new Error(`${names.filter((name) => !landed.has(name)).length} of ${count} threads were not answered within 300 s`);
+    if (names.every((name) => landed.has(name)))
+      return Math.max(...names.map((name) => landed.get(name) as number)) - started;
+    if (Date.now() > deadline)
+      throw new Error(
+        `${names.filter((name) => !landed.has(name)).length} of ${count} threads were not answered within 300 s`,
+      );
     await sleep(20);
   }
 }
 
 /** One "stop": timed from sending it until "Stopped." reaches the thread. */
-async function stopOnce(fake: FakeSlack, model: ScriptedModelServer, eventsUrl: string, round: number): Promise<number> {
+async function stopOnce(
+  fake: FakeSlack,
+  model: ScriptedModelServer,
+  eventsUrl: string,
+  round: number,
+): Promise<number> {
   const root = fake.nextTs();
   const before = model.requests.length;
   await mention(fake, eventsUrl, `question slow${round}`, root);
-  while (!model.requests.slice(before).some((request) => JSON.stringify(request.body.messages).includes(`slow${round}`))) await sleep(10);
+  while (
+    !model.requests.slice(before).some((request) => JSON.stringify(request.body.messages).includes(`slow${round}`))
+  )
+    await sleep(10);
   const since = fake.calls.length;
   const sent = Date.now();
   await mention(fake, eventsUrl, "stop", fake.nextTs(), root);
-  const stopped = await fake.waitForCall("chat.postMessage", (call) => call.args.thread_ts === root && call.args.text === "Stopped.", { since, timeoutMs: 60_000 });
+  const stopped = await fake.waitForCall(
+    "chat.postMessage",
+    (call) => call.args.thread_ts === root && call.args.text === "Stopped.",
+    { since, timeoutMs: 60_000 },
+  );
   return stopped.at - sent;
 }

@@ -44,7 +44,12 @@ import { describeTime } from "../src/tools/builtin/current-time.js";
 import type { ToolSpec } from "../src/tools/types.js";
 import { undiciFetch } from "../src/undici-fetch.js";
 import { startFakeSlack, type FakeSlack, type RecordedCall } from "../src/testing/fake-slack.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 
 const BOT_TOKEN = "xoxb-fake-bot-token";
@@ -98,7 +103,8 @@ const benchmark: Benchmark = {
     try {
       for (const placement of PLACEMENTS) {
         if (PARTS.includes("ack")) a.push({ placement, ...(await measureAcks(placement, directory, log.logger)) });
-        if (PARTS.includes("threads")) t.push({ placement, ...(await measureThreads(placement, directory, log.logger)) });
+        if (PARTS.includes("threads"))
+          t.push({ placement, ...(await measureThreads(placement, directory, log.logger)) });
       }
     } finally {
       rmSync(directory, { recursive: true, force: true });
@@ -114,7 +120,9 @@ const benchmark: Benchmark = {
         `threads: ${THREADS} mentions at once, ${STEPS_PER_RUN} steps each (current_time, then the answer), ${MODEL_LATENCY_MS} ms model latency per request; ${WARMUP_ROUNDS} warm-up + ${MEASURED_ROUNDS} measured rounds per bot, the three bots taking turns going first, no forced GC between rounds; an answer has landed when the fake received the call completing it; times from the first send, ms clock`,
         `threads target: judged with the harness in its own thread (Slack and the model elsewhere, as in use); on the shared loop the harness's own work shares the bot's thread, so that figure is reported beside the bare loop's, not judged`,
         `bare loop: Bolt + WebClient + openai SDK making the same Slack calls and streamed model requests (same tools) per mention, and nothing else; main thread busy = event-loop utilization x wall time over a round (includes waiting for a core on a busy machine); main thread CPU = its user + system time (Linux)`,
-        ...(warnings.length > 0 ? [`the bot logged ${warnings.length} warning(s) or error(s), first: ${warnings.slice(0, 3).join(" | ")}`] : []),
+        ...(warnings.length > 0
+          ? [`the bot logged ${warnings.length} warning(s) or error(s), first: ${warnings.slice(0, 3).join(" | ")}`]
+          : []),
       ],
       rows: [...a, ...t].flatMap((part) => part.rows),
       targets: [...a, ...t].flatMap((part) => (part.target ? [part.target] : [])),
@@ -190,7 +198,9 @@ class Harness implements HarnessApi {
   static async start(script: ScriptName): Promise<Harness> {
     const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET });
     const model = await startScriptedModelServer(
-      script === "hello" ? { script: () => ({ content: HELLO }) } : { script: threadScript, latencyMs: MODEL_LATENCY_MS },
+      script === "hello"
+        ? { script: () => ({ content: HELLO }) }
+        : { script: threadScript, latencyMs: MODEL_LATENCY_MS },
     );
     return new Harness(fake, model);
   }
@@ -212,7 +222,11 @@ class Harness implements HarnessApi {
     const calls = this.fake.calls;
     for (; this.cursor < calls.length; this.cursor++) {
       const call = calls[this.cursor] as RecordedCall;
-      if (call.method === "chat.stopStream" || ((call.method === "chat.postMessage" || call.method === "chat.update") && call.args.text === HELLO)) this.answers++;
+      if (
+        call.method === "chat.stopStream" ||
+        ((call.method === "chat.postMessage" || call.method === "chat.update") && call.args.text === HELLO)
+      )
+        this.answers++;
     }
     return this.answers;
   }
@@ -233,7 +247,12 @@ class Harness implements HarnessApi {
   }
 
   private async sendMention(block: AckBlock): Promise<number> {
-    const event = { type: "app_mention", user: "U1", channel: block.channel, text: `<@${BOT_USER}> hello ${++this.counter}` };
+    const event = {
+      type: "app_mention",
+      user: "U1",
+      channel: block.channel,
+      text: `<@${BOT_USER}> hello ${++this.counter}`,
+    };
     const started = performance.now();
     if (block.url) {
       const sent = await this.fake.sendEvent(block.url, event);
@@ -262,7 +281,13 @@ class Harness implements HarnessApi {
     const started = performance.now();
     const acks = await Promise.all(
       threads.map((thread) =>
-        this.fake.sendEvent(url, { type: "app_mention", user: "U1", channel: CHANNEL, ts: thread.ts, text: `<@${BOT_USER}> what time is it? (thread ${thread.n})` }),
+        this.fake.sendEvent(url, {
+          type: "app_mention",
+          user: "U1",
+          channel: CHANNEL,
+          ts: thread.ts,
+          text: `<@${BOT_USER}> what time is it? (thread ${thread.n})`,
+        }),
       ),
     );
     const acksMs = performance.now() - started;
@@ -358,7 +383,8 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === HARNESS_
   });
 }
 
-const startHarness = (placement: Placement, script: ScriptName) => (placement === "shared" ? sharedHarness(script) : workerHarness(script));
+const startHarness = (placement: Placement, script: ScriptName) =>
+  placement === "shared" ? sharedHarness(script) : workerHarness(script);
 
 // ---- the bot's side ----------------------------------------------------------------------------
 
@@ -377,7 +403,8 @@ function configFor(modelUrl: string, directory: string, env: Record<string, stri
     OPENAI_BASE_URL: modelUrl,
     LLM_MODEL: "gpt-4o-mini",
     GLASSBOX_DB: join(directory, `glassbox-${databases}.db`),
-    GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`), GLASSBOX_DEMO: "true",
+    GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`),
+    GLASSBOX_DEMO: "true",
     ...env,
   });
 }
@@ -402,7 +429,13 @@ async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger
   };
   if (config.workers > 1) {
     const store = openSqlitePort(config.databasePath, { longRunning: true });
-    const adapter = await startSlackAdapter({ slack, store, log, approvalTtlSeconds: 3600, workers: { count: config.workers, config } });
+    const adapter = await startSlackAdapter({
+      slack,
+      store,
+      log,
+      approvalTtlSeconds: 3600,
+      workers: { count: config.workers, config },
+    });
     return { slack: adapter, stop: async () => (await adapter.stop(), await store.close()) };
   }
   const agent = await createAgentConfig(config, log);
@@ -485,7 +518,13 @@ const TRANSPORTS: Transport[] = ["http", "socket"];
 const MODES: Mode[] = ["sequential", "burst"];
 const VARIANTS: Variant[] = ["glassbox", "bare"];
 
-interface AckFigures { median: number; p99: number; min: number; max: number; events: number }
+interface AckFigures {
+  median: number;
+  p99: number;
+  min: number;
+  max: number;
+  events: number;
+}
 
 async function measureAcks(placement: Placement, directory: string, log: Logger) {
   const harness = await startHarness(placement, "hello");
@@ -497,63 +536,74 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
   try {
     const { apiUrl, modelUrl } = await harness.urls();
     const config = configFor(modelUrl, directory);
-    {
-      for (const transport of TRANSPORTS) {
-        const socket = transport === "socket";
-        // The fake numbers socket connections as they open: glassbox is 0, the bare app 1.
-        const glassbox = await startGlassbox(apiUrl, config, log, socket);
-        if (socket) await harness.waitForSockets(1);
-        const bare = await startBareBolt(apiUrl, log, socket);
-        if (socket) await harness.waitForSockets(2);
-        const block = (variant: Variant, mode: Mode, events: number) => {
-          const target = variant === "glassbox" ? (socket ? { connection: 0 } : { url: glassbox.slack.eventsUrl as string }) : socket ? { connection: 1 } : { url: bare.eventsUrl };
-          const burst = mode === "burst" ? BURST : 1;
-          return harness.ackBlock({
-            ...target,
-            channel: variant === "glassbox" ? CHANNEL : BARE_CHANNEL,
-            events,
-            burst,
-            runs: variant === "glassbox",
-            unansweredAtMost: mode === "burst" ? BURST : MAX_IN_FLIGHT - 1,
-          });
-        };
-        // Every run answered and the bot idle before the next block, so no block pays for another's runs.
-        const settle = async () => {
-          await harness.allAnswered();
-          await glassbox.slack.conversations.idle();
-        };
-        try {
-          for (const mode of MODES) {
-            for (const variant of VARIANTS) {
-              await block(variant, mode, ACK_WARMUP_EVENTS);
-              await settle();
-            }
+    for (const transport of TRANSPORTS) {
+      const socket = transport === "socket";
+      // The fake numbers socket connections as they open: glassbox is 0, the bare app 1.
+      const glassbox = await startGlassbox(apiUrl, config, log, socket);
+      if (socket) await harness.waitForSockets(1);
+      const bare = await startBareBolt(apiUrl, log, socket);
+      if (socket) await harness.waitForSockets(2);
+      const block = (variant: Variant, mode: Mode, events: number) => {
+        const target =
+          variant === "glassbox"
+            ? socket
+              ? { connection: 0 }
+              : { url: glassbox.slack.eventsUrl as string }
+            : socket
+              ? { connection: 1 }
+              : { url: bare.eventsUrl };
+        const burst = mode === "burst" ? BURST : 1;
+        return harness.ackBlock({
+          ...target,
+          channel: variant === "glassbox" ? CHANNEL : BARE_CHANNEL,
+          events,
+          burst,
+          runs: variant === "glassbox",
+          unansweredAtMost: mode === "burst" ? BURST : MAX_IN_FLIGHT - 1,
+        });
+      };
+      // Every run answered and the bot idle before the next block, so no block pays for another's runs.
+      const settle = async () => {
+        await harness.allAnswered();
+        await glassbox.slack.conversations.idle();
+      };
+      try {
+        for (const mode of MODES) {
+          for (const variant of VARIANTS) {
+            await block(variant, mode, ACK_WARMUP_EVENTS);
+            await settle();
           }
-          for (let round = 0; round < ACK_EVENTS / ACK_BLOCK; round++) {
-            const order: Variant[] = round % 2 === 0 ? ["glassbox", "bare"] : ["bare", "glassbox"];
-            for (const mode of MODES) {
-              for (const variant of order) {
-                collectGarbage();
-                const cpu = mainThreadCpuMs();
-                const result = await block(variant, mode, ACK_BLOCK);
-                await settle();
-                if (cpu !== undefined) cpuPerMention.set(`${variant}/${transport}`, [...(cpuPerMention.get(`${variant}/${transport}`) ?? []), ((mainThreadCpuMs() as number) - cpu) / ACK_BLOCK]);
-                const key = `${variant}/${transport}/${mode}`;
-                samples.set(key, [...(samples.get(key) ?? []), ...result.times]);
-                unanswered.push(...result.unanswered);
-              }
-            }
-          }
-          const counts = await harness.allAnswered();
-          checks[transport] = counts;
-          if (counts.answers !== counts.runs || counts.modelRequests !== counts.runs) {
-            throw new Error(`${transport}: ${counts.runs} mentions to glassbox, ${counts.answers} answers, ${counts.modelRequests} model requests`);
-          }
-        } finally {
-          await bare.app.stop();
-          await glassbox.stop();
-          if (socket) await harness.waitForSocketsClosed();
         }
+        for (let round = 0; round < ACK_EVENTS / ACK_BLOCK; round++) {
+          const order: Variant[] = round % 2 === 0 ? ["glassbox", "bare"] : ["bare", "glassbox"];
+          for (const mode of MODES) {
+            for (const variant of order) {
+              collectGarbage();
+              const cpu = mainThreadCpuMs();
+              const result = await block(variant, mode, ACK_BLOCK);
+              await settle();
+              if (cpu !== undefined)
+                cpuPerMention.set(`${variant}/${transport}`, [
+                  ...(cpuPerMention.get(`${variant}/${transport}`) ?? []),
+                  ((mainThreadCpuMs() as number) - cpu) / ACK_BLOCK,
+                ]);
+              const key = `${variant}/${transport}/${mode}`;
+              samples.set(key, [...(samples.get(key) ?? []), ...result.times]);
+              unanswered.push(...result.unanswered);
+            }
+          }
+        }
+        const counts = await harness.allAnswered();
+        checks[transport] = counts;
+        if (counts.answers !== counts.runs || counts.modelRequests !== counts.runs) {
+          throw new Error(
+            `${transport}: ${counts.runs} mentions to glassbox, ${counts.answers} answers, ${counts.modelRequests} model requests`,
+          );
+        }
+      } finally {
+        await bare.app.stop();
+        await glassbox.stop();
+        if (socket) await harness.waitForSocketsClosed();
       }
     }
   } finally {
@@ -563,16 +613,28 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
   const figures: Record<string, AckFigures> = {};
   for (const [key, times] of samples) {
     const stats = statsOf(times);
-    figures[key] = { median: stats.median, p99: percentile(times, 99), min: stats.min, max: stats.max, events: times.length };
+    figures[key] = {
+      median: stats.median,
+      p99: percentile(times, 99),
+      min: stats.min,
+      max: stats.max,
+      events: times.length,
+    };
   }
-  const get = (variant: Variant, transport: Transport, mode: Mode) => figures[`${variant}/${transport}/${mode}`] as AckFigures;
-  const stats = (variant: Variant, transport: Transport, mode: Mode): Stats => statsOf(samples.get(`${variant}/${transport}/${mode}`) as number[]);
+  const get = (variant: Variant, transport: Transport, mode: Mode) =>
+    figures[`${variant}/${transport}/${mode}`] as AckFigures;
+  const stats = (variant: Variant, transport: Transport, mode: Mode): Stats =>
+    statsOf(samples.get(`${variant}/${transport}/${mode}`) as number[]);
 
   const rows: Row[] = [];
   for (const transport of TRANSPORTS) {
     for (const mode of MODES) {
       const how = `${transport === "http" ? "HTTP" : "Socket Mode"}, ${mode === "sequential" ? "one at a time" : `bursts of ${BURST}`}`;
-      rows.push({ label: `ack ${how} [${PLACED[placement]}]: glassbox`, value: stats("glassbox", transport, mode), unit: "ms" });
+      rows.push({
+        label: `ack ${how} [${PLACED[placement]}]: glassbox`,
+        value: stats("glassbox", transport, mode),
+        unit: "ms",
+      });
       rows.push({ label: "  glassbox p99", value: get("glassbox", transport, mode).p99, unit: "ms" });
       rows.push({ label: "  bare Bolt", value: stats("bare", transport, mode), unit: "ms" });
       rows.push({ label: "  bare Bolt p99", value: get("bare", transport, mode).p99, unit: "ms" });
@@ -582,7 +644,12 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
     for (const variant of VARIANTS) {
       const cpu = cpuPerMention.get(`${variant}/${transport}`);
       const what = variant === "glassbox" ? "glassbox (ack + its run)" : "bare Bolt (ack)";
-      if (cpu) rows.push({ label: `  main thread CPU a mention, ${transport === "http" ? "HTTP" : "Socket Mode"}: ${what}${placement === "shared" ? " + harness" : ""}`, value: statsOf(cpu), unit: "ms" });
+      if (cpu)
+        rows.push({
+          label: `  main thread CPU a mention, ${transport === "http" ? "HTTP" : "Socket Mode"}: ${what}${placement === "shared" ? " + harness" : ""}`,
+          value: statsOf(cpu),
+          unit: "ms",
+        });
     }
   }
   const waiting = statsOf(unanswered);
@@ -604,7 +671,9 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
     maxInFlight: MAX_IN_FLIGHT,
     latencyMs: figures,
     unansweredRunsAtSend: { median: waiting.median, min: waiting.min, max: waiting.max },
-    mainThreadCpuPerMentionMs: Object.fromEntries([...cpuPerMention].map(([key, values]) => [key, statsOf(values).median])),
+    mainThreadCpuPerMentionMs: Object.fromEntries(
+      [...cpuPerMention].map(([key, values]) => [key, statsOf(values).median]),
+    ),
     checks,
   };
   return { rows, target, data };
@@ -619,7 +688,9 @@ const answerFor = (n: number) => `Thread ${n}${ANSWER_TAIL}`;
 /** Step 1 calls current_time; once the tool's result is in the request, step 2 answers. */
 function threadScript(request: ChatCompletionRequestBody): ScriptedReply {
   const users = request.messages.filter((message) => message.role === "user");
-  const n = THREAD_MARK.exec(users.map((message) => (typeof message.content === "string" ? message.content : "")).join("\n"))?.[1];
+  const n = THREAD_MARK.exec(
+    users.map((message) => (typeof message.content === "string" ? message.content : "")).join("\n"),
+  )?.[1];
   if (n === undefined) return { error: { status: 400, message: "benchmark: no thread number in the request" } };
   if (request.messages.some((message) => message.role === "tool")) return { content: answerFor(Number(n)) };
   return { toolCalls: [{ name: "current_time", arguments: JSON.stringify({ timezone: "UTC" }) }] };
@@ -641,22 +712,39 @@ interface Bot {
   stop(): Promise<void>;
 }
 
-const botOf = (glassbox: Glassbox): Bot => ({ eventsUrl: glassbox.slack.eventsUrl as string, idle: () => glassbox.slack.conversations.idle(), stop: glassbox.stop });
+const botOf = (glassbox: Glassbox): Bot => ({
+  eventsUrl: glassbox.slack.eventsUrl as string,
+  idle: () => glassbox.slack.conversations.idle(),
+  stop: glassbox.stop,
+});
 
 async function measureThreads(placement: Placement, directory: string, log: Logger) {
   const harness = await startHarness(placement, "threads");
-  const rounds: Record<ThreadVariant, ThreadRound[]> = { glassbox: [], "glassbox, other placement": [], "bare loop": [] };
+  const rounds: Record<ThreadVariant, ThreadRound[]> = {
+    glassbox: [],
+    "glassbox, other placement": [],
+    "bare loop": [],
+  };
   const defaults = configFor("", directory);
   const otherWorkers = defaults.workers > 1 ? 1 : 2;
   const placed = (workers: number) => (workers > 1 ? `${workers} worker threads` : "1 thread");
   const named = (variant: ThreadVariant) =>
-    variant === "glassbox" ? `glassbox as npm start (${placed(defaults.workers)})` : variant === "bare loop" ? variant : `glassbox, ${placed(otherWorkers)}`;
+    variant === "glassbox"
+      ? `glassbox as npm start (${placed(defaults.workers)})`
+      : variant === "bare loop"
+        ? variant
+        : `glassbox, ${placed(otherWorkers)}`;
   try {
     const { apiUrl, modelUrl } = await harness.urls();
     const bots: Partial<Record<ThreadVariant, Bot>> = {};
     try {
       const glassbox = await startGlassbox(apiUrl, configFor(modelUrl, directory), log, false);
-      const other = await startGlassbox(apiUrl, configFor(modelUrl, directory, { GLASSBOX_WORKERS: String(otherWorkers) }), log, false);
+      const other = await startGlassbox(
+        apiUrl,
+        configFor(modelUrl, directory, { GLASSBOX_WORKERS: String(otherWorkers) }),
+        log,
+        false,
+      );
       bots.glassbox = botOf(glassbox);
       bots["glassbox, other placement"] = botOf(other);
       const tools = (glassbox.agent ?? other.agent) as AgentConfig;
@@ -666,7 +754,9 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
       // a hundred such deopts a round), and recompiling it cost each round 150-200 ms of CPU that a
       // bot meeting a burst does not pay.
       for (let round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
-        const order = THREAD_VARIANTS.map((_, index) => THREAD_VARIANTS[(index + round) % THREAD_VARIANTS.length] as ThreadVariant);
+        const order = THREAD_VARIANTS.map(
+          (_, index) => THREAD_VARIANTS[(index + round) % THREAD_VARIANTS.length] as ThreadVariant,
+        );
         for (const variant of order) {
           const bot = bots[variant] as Bot;
           const busy = performance.eventLoopUtilization();
@@ -678,7 +768,14 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
           const cpuMs = cpu === undefined ? undefined : (mainThreadCpuMs() as number) - cpu;
           const processCpu = allCpu === undefined ? undefined : (processCpuMs() as number) - allCpu;
           const timings = await harness.checkThreads();
-          if (round >= WARMUP_ROUNDS) rounds[variant].push({ ...timings, acksMs, busyMs, ...(cpuMs === undefined ? {} : { cpuMs }), ...(processCpu === undefined ? {} : { processCpuMs: processCpu }) });
+          if (round >= WARMUP_ROUNDS)
+            rounds[variant].push({
+              ...timings,
+              acksMs,
+              busyMs,
+              ...(cpuMs === undefined ? {} : { cpuMs }),
+              ...(processCpu === undefined ? {} : { processCpuMs: processCpu }),
+            });
         }
       }
     } finally {
@@ -688,8 +785,11 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     await harness.close();
   }
 
-  const of = (variant: ThreadVariant, pick: (round: ThreadRound) => number): Stats => statsOf(rounds[variant].map(pick));
-  const withCpu = THREAD_VARIANTS.flatMap((variant) => rounds[variant]).every((round) => round.cpuMs !== undefined && round.processCpuMs !== undefined);
+  const of = (variant: ThreadVariant, pick: (round: ThreadRound) => number): Stats =>
+    statsOf(rounds[variant].map(pick));
+  const withCpu = THREAD_VARIANTS.flatMap((variant) => rounds[variant]).every(
+    (round) => round.cpuMs !== undefined && round.processCpuMs !== undefined,
+  );
   const wall = of("glassbox", (round) => round.wallMs);
   const ratio = wall.median / IDEAL_MS;
   const calls = of("glassbox", (round) => round.webApiCalls);
@@ -697,24 +797,60 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
   const harnessToo = placement === "shared" ? " + harness" : "";
   const rows: Row[] = [
     ...THREAD_VARIANTS.flatMap((variant, index): Row[] => [
-      { label: `${index === 0 ? `${THREADS} threads at once [${where}]: ` : "  "}${named(variant)}, all answered`, value: of(variant, (round) => round.wallMs), unit: "ms" },
-      { label: `  ${named(variant)} / ideal ${IDEAL_MS} ms`, value: of(variant, (round) => round.wallMs).median / IDEAL_MS, unit: "x" },
+      {
+        label: `${index === 0 ? `${THREADS} threads at once [${where}]: ` : "  "}${named(variant)}, all answered`,
+        value: of(variant, (round) => round.wallMs),
+        unit: "ms",
+      },
+      {
+        label: `  ${named(variant)} / ideal ${IDEAL_MS} ms`,
+        value: of(variant, (round) => round.wallMs).median / IDEAL_MS,
+        unit: "x",
+      },
     ]),
     ...THREAD_VARIANTS.flatMap((variant): Row[] => [
-      { label: `  main thread busy, ${named(variant)}${harnessToo}`, value: of(variant, (round) => round.busyMs), unit: "ms" },
+      {
+        label: `  main thread busy, ${named(variant)}${harnessToo}`,
+        value: of(variant, (round) => round.busyMs),
+        unit: "ms",
+      },
       ...(withCpu
         ? [
-            { label: `  main thread CPU, ${named(variant)}${harnessToo}`, value: of(variant, (round) => round.cpuMs as number), unit: "ms" },
-            { label: `  process CPU (every thread, harness too), ${named(variant)}`, value: of(variant, (round) => round.processCpuMs as number), unit: "ms" },
+            {
+              label: `  main thread CPU, ${named(variant)}${harnessToo}`,
+              value: of(variant, (round) => round.cpuMs as number),
+              unit: "ms",
+            },
+            {
+              label: `  process CPU (every thread, harness too), ${named(variant)}`,
+              value: of(variant, (round) => round.processCpuMs as number),
+              unit: "ms",
+            },
           ]
         : []),
     ]),
     { label: `  glassbox: all ${THREADS} acks back`, value: of("glassbox", (round) => round.acksMs), unit: "ms" },
-    { label: "  glassbox: step-1 model requests in, last", value: of("glassbox", (round) => round.lastStep1Ms), unit: "ms" },
-    { label: "  glassbox: step-2 model requests in, first", value: of("glassbox", (round) => round.firstStep2Ms), unit: "ms" },
-    { label: "  glassbox: step-2 model requests in, last", value: of("glassbox", (round) => round.lastStep2Ms), unit: "ms" },
+    {
+      label: "  glassbox: step-1 model requests in, last",
+      value: of("glassbox", (round) => round.lastStep1Ms),
+      unit: "ms",
+    },
+    {
+      label: "  glassbox: step-2 model requests in, first",
+      value: of("glassbox", (round) => round.firstStep2Ms),
+      unit: "ms",
+    },
+    {
+      label: "  glassbox: step-2 model requests in, last",
+      value: of("glassbox", (round) => round.lastStep2Ms),
+      unit: "ms",
+    },
     { label: "  glassbox: answers landed, first", value: of("glassbox", (round) => round.firstLandedMs), unit: "ms" },
-    { label: "  glassbox: answers landed, median thread", value: of("glassbox", (round) => round.medianLandedMs), unit: "ms" },
+    {
+      label: "  glassbox: answers landed, median thread",
+      value: of("glassbox", (round) => round.medianLandedMs),
+      unit: "ms",
+    },
     { label: "  glassbox: Web API calls to the fake", value: calls, unit: "calls" },
   ];
   const byMethod = (rounds.glassbox[rounds.glassbox.length - 1] as ThreadTimings).callsByMethod;
@@ -722,18 +858,23 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
   // The target is the bot's: with Slack and the model elsewhere (the harness in its own thread).
   // On the shared loop the harness's own work sits on the bot's thread too, so that figure is shown
   // (with the bare loop's beside it), not judged.
-  const target: Target | undefined = placement === "shared" ? undefined : {
-    label: `${THREADS} threads at once <= ${TARGET_THREADS_RATIO} x ideal ${IDEAL_MS} ms [${where}]`,
-    pass: ratio <= TARGET_THREADS_RATIO,
-    detail:
-      `${sig3(wall.median)} ms, ${sig3(ratio)} x as npm start runs it, on ${placed(defaults.workers)} (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; ` +
-      `on ${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.wallMs)} ms; bare loop ${medianOf("bare loop", (round) => round.wallMs)} ms)` +
-      (withCpu
-        ? `; process CPU ${medianOf("glassbox", (round) => round.processCpuMs as number)} ms a round (${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.processCpuMs as number)}, bare loop ${medianOf("bare loop", (round) => round.processCpuMs as number)})`
-        : "") +
-      `; every thread answered once, ${THREADS * STEPS_PER_RUN} agent requests a round; ` +
-      `${sig3(calls.median)} Web API calls a round (${Object.entries(byMethod).map(([method, count]) => `${method} ${count}`).join(", ")})`,
-  };
+  const target: Target | undefined =
+    placement === "shared"
+      ? undefined
+      : {
+          label: `${THREADS} threads at once <= ${TARGET_THREADS_RATIO} x ideal ${IDEAL_MS} ms [${where}]`,
+          pass: ratio <= TARGET_THREADS_RATIO,
+          detail:
+            `${sig3(wall.median)} ms, ${sig3(ratio)} x as npm start runs it, on ${placed(defaults.workers)} (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; ` +
+            `on ${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.wallMs)} ms; bare loop ${medianOf("bare loop", (round) => round.wallMs)} ms)` +
+            (withCpu
+              ? `; process CPU ${medianOf("glassbox", (round) => round.processCpuMs as number)} ms a round (${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.processCpuMs as number)}, bare loop ${medianOf("bare loop", (round) => round.processCpuMs as number)})`
+              : "") +
+            `; every thread answered once, ${THREADS * STEPS_PER_RUN} agent requests a round; ` +
+            `${sig3(calls.median)} Web API calls a round (${Object.entries(byMethod)
+              .map(([method, count]) => `${method} ${count}`)
+              .join(", ")})`,
+        };
   const data = {
     threads: THREADS,
     modelLatencyMs: MODEL_LATENCY_MS,
@@ -757,8 +898,20 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
  */
 async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[], log: Logger): Promise<Bot> {
   // glassbox's transport for both, so the comparison is of everything else.
-  const app = new App({ token: BOT_TOKEN, signingSecret: SIGNING_SECRET, logger: boltLogger(log, "bare loop"), logLevel: LogLevel.WARN, clientOptions: { slackApiUrl: apiUrl, fetch: undiciFetch } });
-  const openai = new OpenAI({ baseURL: modelUrl, apiKey: "not-needed", timeout: 60_000, maxRetries: 3, fetch: undiciFetch });
+  const app = new App({
+    token: BOT_TOKEN,
+    signingSecret: SIGNING_SECRET,
+    logger: boltLogger(log, "bare loop"),
+    logLevel: LogLevel.WARN,
+    clientOptions: { slackApiUrl: apiUrl, fetch: undiciFetch },
+  });
+  const openai = new OpenAI({
+    baseURL: modelUrl,
+    apiKey: "not-needed",
+    timeout: 60_000,
+    maxRetries: 3,
+    fetch: undiciFetch,
+  });
   const running = new Set<Promise<void>>();
 
   async function answer(client: WebClient, channel: string, threadTs: string, text: string): Promise<void> {
@@ -768,7 +921,13 @@ async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[]
       { role: "user", content: text.replace(`<@${BOT_USER}>`, "").trim() },
     ];
     for (let step = 0; step < 8; step++) {
-      const stream = await openai.chat.completions.create({ model: "gpt-4o-mini", messages, tools: tools as ChatCompletionTool[], stream: true, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({
+        model: "gpt-4o-mini",
+        messages,
+        tools: tools as ChatCompletionTool[],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let content = "";
       const calls: Array<{ id: string; name: string; arguments: string }> = [];
       for await (const chunk of stream) {
@@ -786,7 +945,15 @@ async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[]
         await client.chat.postMessage({ channel, thread_ts: threadTs, text: content });
         return;
       }
-      messages.push({ role: "assistant", content: content || null, tool_calls: calls.map((call) => ({ id: call.id, type: "function" as const, function: { name: call.name, arguments: call.arguments } })) });
+      messages.push({
+        role: "assistant",
+        content: content || null,
+        tool_calls: calls.map((call) => ({
+          id: call.id,
+          type: "function" as const,
+          function: { name: call.name, arguments: call.arguments },
+        })),
+      });
       // The status would name a call only if the run were still going a second after "is thinking…".
       for (const call of calls) {
         const args = JSON.parse(call.arguments) as { timezone?: string };
@@ -820,15 +987,23 @@ async function startBareLoop(apiUrl: string, modelUrl: string, tools: ToolSpec[]
  * Every thread shows exactly one answer, its own, and the model saw exactly one step-1 and one
  * step-2 agent request per thread. Returns the round's timings from when the first mention was sent.
  */
-function checkRound(fake: FakeSlack, model: ScriptedModelServer, threads: Array<{ n: number; ts: string }>, since: number, startedAt: number): Omit<ThreadTimings, "acksMs"> {
+function checkRound(
+  fake: FakeSlack,
+  model: ScriptedModelServer,
+  threads: Array<{ n: number; ts: string }>,
+  since: number,
+  startedAt: number,
+): Omit<ThreadTimings, "acksMs"> {
   const requests = model.requests;
-  if (requests.length !== threads.length * STEPS_PER_RUN) throw new Error(`the model saw ${requests.length} requests, not ${threads.length * STEPS_PER_RUN}`);
+  if (requests.length !== threads.length * STEPS_PER_RUN)
+    throw new Error(`the model saw ${requests.length} requests, not ${threads.length * STEPS_PER_RUN}`);
   const step1: number[] = [];
   const step2: number[] = [];
   const perThread = new Map<number, number>();
   for (const request of requests) {
     const body = request.body;
-    if (!Array.isArray(body.tools) || body.tools.length === 0 || body.messages[0]?.role !== "system") throw new Error("a model request was not an agent step");
+    if (!Array.isArray(body.tools) || body.tools.length === 0 || body.messages[0]?.role !== "system")
+      throw new Error("a model request was not an agent step");
     const n = Number(THREAD_MARK.exec(JSON.stringify(body.messages.filter((message) => message.role === "user")))?.[1]);
     perThread.set(n, (perThread.get(n) ?? 0) + 1);
     const results = body.messages.filter((message) => message.role === "tool");
@@ -837,11 +1012,13 @@ function checkRound(fake: FakeSlack, model: ScriptedModelServer, threads: Array<
       continue;
     }
     const envelope = JSON.parse(String(results[0]?.content)) as { status?: string };
-    if (results.length !== 1 || envelope.status !== "success") throw new Error(`thread ${n}: step 2 carried ${results.length} tool results, the first ${envelope.status}`);
+    if (results.length !== 1 || envelope.status !== "success")
+      throw new Error(`thread ${n}: step 2 carried ${results.length} tool results, the first ${envelope.status}`);
     step2.push(request.at - startedAt);
   }
   for (const thread of threads) {
-    if (perThread.get(thread.n) !== STEPS_PER_RUN) throw new Error(`thread ${thread.n}: the model saw ${perThread.get(thread.n) ?? 0} requests for it`);
+    if (perThread.get(thread.n) !== STEPS_PER_RUN)
+      throw new Error(`thread ${thread.n}: the model saw ${perThread.get(thread.n) ?? 0} requests for it`);
   }
 
   const calls = fake.calls.slice(since);
@@ -850,7 +1027,9 @@ function checkRound(fake: FakeSlack, model: ScriptedModelServer, threads: Array<
     const mine = fake.messages(CHANNEL, thread.ts).filter((message) => message.user === BOT_USER);
     const answers = mine.filter((message) => message.text?.includes(ANSWER_TAIL));
     if (answers.length !== 1 || answers[0]?.text !== answerFor(thread.n)) {
-      throw new Error(`thread ${thread.n}: ${answers.length} answers; the bot's messages there: ${JSON.stringify(mine.map((message) => message.text))}`);
+      throw new Error(
+        `thread ${thread.n}: ${answers.length} answers; the bot's messages there: ${JSON.stringify(mine.map((message) => message.text))}`,
+      );
     }
     const answerTs = (answers[0] as { ts: string }).ts;
     // The answer landed with the last call that wrote to its message.
@@ -875,7 +1054,9 @@ function checkRound(fake: FakeSlack, model: ScriptedModelServer, threads: Array<
 }
 
 function writesTo(call: RecordedCall, answerTs: string, threadTs: string, answer: string): boolean {
-  if (call.method === "chat.appendStream" || call.method === "chat.stopStream" || call.method === "chat.update") return call.args.ts === answerTs;
-  if (call.method === "chat.postMessage" || call.method === "chat.startStream") return call.args.thread_ts === threadTs && JSON.stringify(call.args).includes(answer);
+  if (call.method === "chat.appendStream" || call.method === "chat.stopStream" || call.method === "chat.update")
+    return call.args.ts === answerTs;
+  if (call.method === "chat.postMessage" || call.method === "chat.startStream")
+    return call.args.thread_ts === threadTs && JSON.stringify(call.args).includes(answer);
   return false;
 }

@@ -14,7 +14,13 @@
 import { Tiktoken } from "js-tiktoken/lite";
 import cl100kRanks from "js-tiktoken/ranks/cl100k_base";
 import o200kRanks from "js-tiktoken/ranks/o200k_base";
-import { boundedPieces, createTokenCounter, MAX_PIECE_LENGTH, TOKENS_PER_CUT, type EncodingName } from "../src/agent/tokens.js";
+import {
+  boundedPieces,
+  createTokenCounter,
+  MAX_PIECE_LENGTH,
+  TOKENS_PER_CUT,
+  type EncodingName,
+} from "../src/agent/tokens.js";
 import { collectGarbage, sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 import { seeded } from "../src/testing/seeded-random.js";
 
@@ -36,7 +42,8 @@ const ENCODINGS = [
 
 // ---- inputs ------------------------------------------------------------------------------------
 
-const codePoints = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
+const codePoints = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
 /** Random picks from `alphabet` up to `length` code units (a last pick that would split a pair is left off). */
 function randomText(alphabet: readonly string[], length: number): string {
   const random = seeded(length);
@@ -50,7 +57,9 @@ function randomText(alphabet: readonly string[], length: number): string {
 const repeated = (unit: string, length: number) => unit.repeat(Math.floor(length / unit.length));
 
 const LETTERS = codePoints(0x61, 0x7a);
-const COMMON_HANZI = [..."的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴"];
+const COMMON_HANZI = [
+  ..."的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴",
+];
 const WORDS =
   "the a of to in and is it that for on with as was at by this be are from or have an they which you one we all there can when your their said if do will each about how up out them then she many some so these would other into has more her two like him see time could no make than first been its who now people my made over did down only way find use may water long little very after words called just where most know get through back much before go good new write our used me man too any day same right look think also around another came come work three word must because does part even place well such here take why help put different away again off went old number great tell men say small every found still between name should home big give air line set own under read last never us left end along while might next sound below saw something thought both few those always looked show large often together asked house world going want school important until form food keep children feet land side without boy once animal life enough took sometimes four head above kind began almost live page got earth need far hand high year mother light parts country father let night following picture being study second eyes soon times story boys since white days ever paper hard near sentence better best across during today others however sure means knew try told young miles sun ways thing whole hear example heard several change answer room sea against top turned learn point city play toward five using himself usually".split(
     " ",
@@ -60,7 +69,10 @@ function englishProse(length: number): string {
   const random = seeded(7);
   let text = "";
   while (text.length < length) {
-    const words = Array.from({ length: 6 + Math.floor(random() * 14) }, () => WORDS[Math.floor(random() * WORDS.length)] ?? "the");
+    const words = Array.from(
+      { length: 6 + Math.floor(random() * 14) },
+      () => WORDS[Math.floor(random() * WORDS.length)] ?? "the",
+    );
     const sentence = words.join(" ");
     text += `${sentence[0]?.toUpperCase() ?? ""}${sentence.slice(1)}${random() < 0.2 ? "?" : random() < 0.1 ? "!" : "."} ${random() < 0.15 ? "\n\n" : ""}`;
   }
@@ -71,7 +83,8 @@ function chineseProse(length: number): string {
   const random = seeded(11);
   let text = "";
   while (text.length < length) {
-    for (let i = 4 + Math.floor(random() * 20); i > 0; i--) text += COMMON_HANZI[Math.floor(random() * COMMON_HANZI.length)] ?? "的";
+    for (let i = 4 + Math.floor(random() * 20); i > 0; i--)
+      text += COMMON_HANZI[Math.floor(random() * COMMON_HANZI.length)] ?? "的";
     text += random() < 0.6 ? "，" : random() < 0.8 ? "。" : random() < 0.5 ? "？" : "！\n";
   }
   return text.slice(0, length);
@@ -92,7 +105,10 @@ const INPUTS: Input[] = [
   { name: "random letters", make: (length) => randomText(LETTERS, length) },
   { name: "random mixed-case letters", make: (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a)], length) },
   { name: "camelCase run", make: (length) => repeated("camelCaseRun", length) },
-  { name: "base64", make: (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a), ...codePoints(0x30, 0x39), "+", "/"], length) },
+  {
+    name: "base64",
+    make: (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a), ...codePoints(0x30, 0x39), "+", "/"], length),
+  },
   { name: "hex", make: (length) => randomText([...codePoints(0x30, 0x39), ...codePoints(0x61, 0x66)], length) },
   { name: "digits", make: (length) => randomText(codePoints(0x30, 0x39), length) },
   { name: "random CJK", make: (length) => randomText(codePoints(0x4e00, 0x9fff), length), multibyte: true },
@@ -100,11 +116,23 @@ const INPUTS: Input[] = [
   { name: "random emoji", make: (length) => randomText(codePoints(0x1f300, 0x1faff), length), multibyte: true },
   { name: "ZWJ family emoji", make: (length) => repeated("👩‍👩‍👧‍👦", length), multibyte: true },
   { name: "one repeated punctuation mark", make: (length) => repeated("!", length) },
-  { name: "random punctuation", make: (length) => randomText([..."!@#$%^&*()-_=+[]{};:,.<>?|~/\\\"`"], length) },
+  { name: "random punctuation", make: (length) => randomText([...'!@#$%^&*()-_=+[]{};:,.<>?|~/\\"`'], length) },
   { name: "apostrophes and contractions", make: (length) => repeated("'ll's'", length) },
   { name: "spaces", make: (length) => repeated(" ", length) },
-  { name: "mixed whitespace", make: (length) => randomText([" ", "\t", "\n", "\u00a0", "\u3000"], length), multibyte: true },
-  { name: "Devanagari with marks", make: (length) => randomText(codePoints(0x915, 0x939).flatMap((letter) => [letter, `${letter}\u093e`, `${letter}\u094d`]), length), multibyte: true },
+  {
+    name: "mixed whitespace",
+    make: (length) => randomText([" ", "\t", "\n", "\u00a0", "\u3000"], length),
+    multibyte: true,
+  },
+  {
+    name: "Devanagari with marks",
+    make: (length) =>
+      randomText(
+        codePoints(0x915, 0x939).flatMap((letter) => [letter, `${letter}\u093e`, `${letter}\u094d`]),
+        length,
+      ),
+    multibyte: true,
+  },
   { name: "Thai", make: (length) => randomText(codePoints(0xe01, 0xe2e), length), multibyte: true },
   { name: "combining marks on a letter", make: (length) => repeated("e\u0301\u0302", length), multibyte: true },
 ];
@@ -134,12 +162,18 @@ const benchmark: Benchmark = {
     const timings: Timing[] = [];
     for (const input of INPUTS) {
       const text = input.make(LENGTH);
-      for (const { name } of ENCODINGS) timings.push({ input: input.name, encoding: name, ...(await timeCounting(name, text)) });
+      for (const { name } of ENCODINGS)
+        timings.push({ input: input.name, encoding: name, ...(await timeCounting(name, text)) });
     }
 
     // js-tiktoken's own encoders only now: two more rank tables in the heap make every collection
     // during the timings above slower (up to 2-3x on short pieces), which a deployment does not pay.
-    const references = new Map(ENCODINGS.map(({ name, ranks }) => [name, { tiktoken: new Tiktoken(ranks), pattern: new RegExp(ranks.pat_str, "gu") }]));
+    const references = new Map(
+      ENCODINGS.map(({ name, ranks }) => [
+        name,
+        { tiktoken: new Tiktoken(ranks), pattern: new RegExp(ranks.pat_str, "gu") },
+      ]),
+    );
     const accuracy: Accuracy[] = [];
     for (const input of INPUTS.filter((candidate) => !candidate.baseline)) {
       const length = input.multibyte ? ACCURACY_LENGTH_MULTIBYTE : ACCURACY_LENGTH_ONE_BYTE;
@@ -150,7 +184,14 @@ const benchmark: Benchmark = {
         const cuts = [...boundedPieces(text, reference.pattern)].length - [...text.matchAll(reference.pattern)].length;
         if (cuts === 0) continue; // no piece that long: counted exactly, nothing to measure
         const counter = await createTokenCounter(name);
-        accuracy.push({ input: input.name, encoding: name, length, cuts, counted: counter.text(text), exact: reference.tiktoken.encode(text, [], []).length });
+        accuracy.push({
+          input: input.name,
+          encoding: name,
+          length,
+          cuts,
+          counted: counter.text(text),
+          exact: reference.tiktoken.encode(text, [], []).length,
+        });
       }
     }
 
@@ -160,7 +201,12 @@ const benchmark: Benchmark = {
         ENCODINGS.map(async ({ name }) => {
           const text = input.make(LENGTH);
           const counted = (await createTokenCounter(name)).text(text);
-          return { input: input.name, encoding: name, counted, exact: references.get(name)?.tiktoken.encode(text, [], []).length };
+          return {
+            input: input.name,
+            encoding: name,
+            counted,
+            exact: references.get(name)?.tiktoken.encode(text, [], []).length,
+          };
         }),
       ),
     );
@@ -197,7 +243,12 @@ async function timeCounting(encoding: EncodingName, text: string): Promise<{ ms:
   return { ms: statsOf(runs), tokens };
 }
 
-function report(timings: Timing[], accuracy: Accuracy[], ordinary: Array<{ input: string; encoding: EncodingName; counted: number; exact: number | undefined }>, old: { oldMs: number; newMs: number }) {
+function report(
+  timings: Timing[],
+  accuracy: Accuracy[],
+  ordinary: Array<{ input: string; encoding: EncodingName; counted: number; exact: number | undefined }>,
+  old: { oldMs: number; newMs: number },
+) {
   const short = (encoding: EncodingName) => encoding.replace("_base", "");
   // Per class, the slower of the two encodings.
   const slowest = INPUTS.map((input) => {
@@ -206,17 +257,37 @@ function report(timings: Timing[], accuracy: Accuracy[], ordinary: Array<{ input
   });
   const worst = slowest.reduce((slower, timing) => (timing.ms.median > slower.ms.median ? timing : slower));
   const drifts = accuracy.map((entry) => ({ ...entry, perCut: (entry.counted - entry.exact) / entry.cuts }));
-  const withinBound = drifts.every((entry) => entry.counted - entry.exact >= TOKENS_PER_CUT.fewest * entry.cuts && entry.counted - entry.exact <= TOKENS_PER_CUT.most * entry.cuts);
-  const largestDrift = drifts.reduce((largest, entry) => (Math.abs(entry.perCut) > Math.abs(largest.perCut) ? entry : largest));
+  const withinBound = drifts.every(
+    (entry) =>
+      entry.counted - entry.exact >= TOKENS_PER_CUT.fewest * entry.cuts &&
+      entry.counted - entry.exact <= TOKENS_PER_CUT.most * entry.cuts,
+  );
+  const largestDrift = drifts.reduce((largest, entry) =>
+    Math.abs(entry.perCut) > Math.abs(largest.perCut) ? entry : largest,
+  );
   const largestShare = Math.max(...drifts.map((entry) => Math.abs(entry.counted - entry.exact) / entry.exact));
   const ordinaryExact = ordinary.every((entry) => entry.counted === entry.exact);
 
   const rows: Row[] = [
     { label: `worst case: ${worst.input} (${short(worst.encoding)})`, value: worst.ms, unit: "ms" },
-    ...slowest.map((timing): Row => ({ label: `  ${timing.input} (${short(timing.encoding)}, ${timing.tokens} tokens)`, value: timing.ms, unit: "ms" })),
-    { label: `count - exact, largest per cut: ${largestDrift.input} (${short(largestDrift.encoding)}, ${largestDrift.cuts} cuts in ${largestDrift.length})`, value: largestDrift.perCut, unit: "tokens" },
+    ...slowest.map(
+      (timing): Row => ({
+        label: `  ${timing.input} (${short(timing.encoding)}, ${timing.tokens} tokens)`,
+        value: timing.ms,
+        unit: "ms",
+      }),
+    ),
+    {
+      label: `count - exact, largest per cut: ${largestDrift.input} (${short(largestDrift.encoding)}, ${largestDrift.cuts} cuts in ${largestDrift.length})`,
+      value: largestDrift.perCut,
+      unit: "tokens",
+    },
     { label: "count - exact, largest share of the exact count (any class)", value: largestShare * 100, unit: "%" },
-    { label: `old: js-tiktoken encode(), ${OLD_BASELINE_LENGTH.toLocaleString("en")} random letters (1 run)`, value: old.oldMs, unit: "ms" },
+    {
+      label: `old: js-tiktoken encode(), ${OLD_BASELINE_LENGTH.toLocaleString("en")} random letters (1 run)`,
+      value: old.oldMs,
+      unit: "ms",
+    },
     { label: "  the counter on the same text (1 run)", value: old.newMs, unit: "ms" },
     { label: "  old / new", value: old.oldMs / old.newMs, unit: "x" },
   ];
@@ -229,12 +300,19 @@ function report(timings: Timing[], accuracy: Accuracy[], ordinary: Array<{ input
     {
       label: `counts within ${TOKENS_PER_CUT.fewest}..+${TOKENS_PER_CUT.most} tokens per cut of the exact count`,
       pass: withinBound,
-      detail: drifts.map((entry) => `${entry.input} ${short(entry.encoding)} ${entry.counted - entry.exact >= 0 ? "+" : ""}${entry.counted - entry.exact}/${entry.cuts}`).join(", "),
+      detail: drifts
+        .map(
+          (entry) =>
+            `${entry.input} ${short(entry.encoding)} ${entry.counted - entry.exact >= 0 ? "+" : ""}${entry.counted - entry.exact}/${entry.cuts}`,
+        )
+        .join(", "),
     },
     {
       label: "ordinary text counts exactly as js-tiktoken",
       pass: ordinaryExact,
-      detail: ordinary.map((entry) => `${entry.input} ${short(entry.encoding)} ${entry.counted} vs ${entry.exact}`).join(", "),
+      detail: ordinary
+        .map((entry) => `${entry.input} ${short(entry.encoding)} ${entry.counted} vs ${entry.exact}`)
+        .join(", "),
     },
   ];
   return {
@@ -244,6 +322,15 @@ function report(timings: Timing[], accuracy: Accuracy[], ordinary: Array<{ input
     ],
     rows,
     targets,
-    data: { length: LENGTH, maxPieceLength: MAX_PIECE_LENGTH, tokensPerCut: TOKENS_PER_CUT, measuredRounds: MEASURED_ROUNDS, timings, accuracy, ordinary, oldBaseline: { length: OLD_BASELINE_LENGTH, ...old } },
+    data: {
+      length: LENGTH,
+      maxPieceLength: MAX_PIECE_LENGTH,
+      tokensPerCut: TOKENS_PER_CUT,
+      measuredRounds: MEASURED_ROUNDS,
+      timings,
+      accuracy,
+      ordinary,
+      oldBaseline: { length: OLD_BASELINE_LENGTH, ...old },
+    },
   };
 }

@@ -58,7 +58,13 @@ const benchmark: Benchmark = {
     const plain = createToolSelector(registry, { limit: LIMIT, maxLimit: MAX_LIMIT, closeScore: CLOSE_SCORE });
     const firstBuild = performance.now() - buildStarted;
     const allTokens = counter.tools(registry.specs());
-    const selector = createToolSelector(registry, { limit: LIMIT, maxLimit: MAX_LIMIT, closeScore: CLOSE_SCORE, coUseShare: CO_USE_SHARE, usage: learnedFrom(selectionTasks) });
+    const selector = createToolSelector(registry, {
+      limit: LIMIT,
+      maxLimit: MAX_LIMIT,
+      closeScore: CLOSE_SCORE,
+      coUseShare: CO_USE_SHARE,
+      usage: learnedFrom(selectionTasks),
+    });
 
     // learning off: the ranker alone
     const development = evaluate(plain, counter, selectionTasks);
@@ -76,7 +82,10 @@ const benchmark: Benchmark = {
     const heldOutPlainRecall = recallOf(heldOutPlain);
 
     const limits = OTHER_LIMITS.map((limit) => {
-      const results = evaluate(createToolSelector(registry, { limit, maxLimit: limit }), counter, [...selectionTasks, ...heldOutTasks]);
+      const results = evaluate(createToolSelector(registry, { limit, maxLimit: limit }), counter, [
+        ...selectionTasks,
+        ...heldOutTasks,
+      ]);
       return { limit, recall: recallOf(results), medianTokens: statsOf(results.map((result) => result.tokens)).median };
     });
     const timing = measureTime(selector);
@@ -89,23 +98,51 @@ const benchmark: Benchmark = {
 
     const rows: Row[] = [
       { label: `tool schemas per call, all ${tools60.length} tools`, value: allTokens, unit: "tokens" },
-      { label: `tool schemas per call, selected with learning (limit ${LIMIT}-${MAX_LIMIT}, list_tools included)`, value: tokens, unit: "tokens" },
+      {
+        label: `tool schemas per call, selected with learning (limit ${LIMIT}-${MAX_LIMIT}, list_tools included)`,
+        value: tokens,
+        unit: "tokens",
+      },
       { label: "  mean", value: meanTokens, unit: "tokens" },
       { label: "  selected / all (median)", value: (100 * tokens.median) / allTokens, unit: "%" },
       { label: "  of which list_tools (its description names every tool)", value: listToolsTokens, unit: "tokens" },
       { label: "tools sent per call", value: sentCounts, unit: "tools" },
-      { label: `recall, development set, learning off (${development.length} requests, ${needed(development)} needed tools)`, value: 100 * developmentRecall, unit: "%" },
-      { label: `recall, development set, learning on (${FOLDS}-fold cross-validated: trained on the other folds' labels)`, value: 100 * developmentLearnedRecall, unit: "%" },
+      {
+        label: `recall, development set, learning off (${development.length} requests, ${needed(development)} needed tools)`,
+        value: 100 * developmentRecall,
+        unit: "%",
+      },
+      {
+        label: `recall, development set, learning on (${FOLDS}-fold cross-validated: trained on the other folds' labels)`,
+        value: 100 * developmentLearnedRecall,
+        unit: "%",
+      },
       { label: "  requests with every needed tool sent", value: 100 * complete(developmentLearned), unit: "%" },
-      { label: `recall, held-out set, learning on (trained on the development set's labels; ${heldOut.length} requests, ${needed(heldOut)} needed tools)`, value: 100 * heldOutRecall, unit: "%" },
+      {
+        label: `recall, held-out set, learning on (trained on the development set's labels; ${heldOut.length} requests, ${needed(heldOut)} needed tools)`,
+        value: 100 * heldOutRecall,
+        unit: "%",
+      },
       { label: "  requests with every needed tool sent", value: 100 * complete(heldOut), unit: "%" },
       { label: "recall, held-out set, learning off", value: 100 * heldOutPlainRecall, unit: "%" },
-      { label: "recall, all requests, learning on (development cross-validated)", value: 100 * recallOf(everything), unit: "%" },
+      {
+        label: "recall, all requests, learning on (development cross-validated)",
+        value: 100 * recallOf(everything),
+        unit: "%",
+      },
       ...limits.flatMap(({ limit, recall, medianTokens }): Row[] => [
         { label: `  at a fixed limit of ${limit}, learning off: recall, all requests`, value: 100 * recall, unit: "%" },
-        { label: `  at a fixed limit of ${limit}: tool schemas per call (median)`, value: medianTokens, unit: "tokens" },
+        {
+          label: `  at a fixed limit of ${limit}: tool schemas per call (median)`,
+          value: medianTokens,
+          unit: "tokens",
+        },
       ]),
-      { label: `select() per call with learning (${selectionTasks.length} past runs; request of one message)`, value: timing.short, unit: "µs" },
+      {
+        label: `select() per call with learning (${selectionTasks.length} past runs; request of one message)`,
+        value: timing.short,
+        unit: "µs",
+      },
       { label: "select() per call (request + 4 longer messages)", value: timing.long, unit: "µs" },
       { label: "createToolSelector (index + registry with list_tools)", value: build, unit: "ms" },
       { label: `learning ${selectionTasks.length} past runs`, value: learnTime, unit: "ms" },
@@ -153,7 +190,13 @@ const benchmark: Benchmark = {
         selectedTokens: tokens,
         selectedTokensMean: meanTokens,
         toolsSent: sentCounts,
-        recall: { development: developmentRecall, developmentCrossValidated: developmentLearnedRecall, heldOut: heldOutRecall, heldOutLearningOff: heldOutPlainRecall, all: recallOf(everything) },
+        recall: {
+          development: developmentRecall,
+          developmentCrossValidated: developmentLearnedRecall,
+          heldOut: heldOutRecall,
+          heldOutLearningOff: heldOutPlainRecall,
+          all: recallOf(everything),
+        },
         trainedOn: `development set labels (${selectionTasks.length} requests)`,
         limits,
         selectMicroseconds: timing,
@@ -172,7 +215,13 @@ function evaluate(selector: ToolSelector, counter: TokenCounter, tasks: Selectio
   return tasks.map(({ request, needs }) => {
     const specs = selector.selectForRun({ messages: [{ role: "user", content: request }], toolCalls: [] });
     const sent = specs.map((spec) => spec.function.name);
-    return { request, needs, sent, missing: needs.filter((name) => !sent.includes(name)), tokens: counter.tools(specs) };
+    return {
+      request,
+      needs,
+      sent,
+      missing: needs.filter((name) => !sent.includes(name)),
+      tokens: counter.tools(specs),
+    };
   });
 }
 
@@ -184,42 +233,71 @@ function learnedFrom(tasks: SelectionTask[]): UsageLearning {
 }
 
 /** Each fold scored with learning from the other folds only, in the tasks' order. */
-function crossValidate(registry: ReturnType<typeof createToolRegistry>, counter: TokenCounter, tasks: SelectionTask[]): TaskResult[] {
+function crossValidate(
+  registry: ReturnType<typeof createToolRegistry>,
+  counter: TokenCounter,
+  tasks: SelectionTask[],
+): TaskResult[] {
   const results: TaskResult[] = [];
   for (let fold = 0; fold < FOLDS; fold++) {
     const usage = learnedFrom(tasks.filter((_, index) => index % FOLDS !== fold));
-    const selector = createToolSelector(registry, { limit: LIMIT, maxLimit: MAX_LIMIT, closeScore: CLOSE_SCORE, coUseShare: CO_USE_SHARE, usage });
-    results.push(...evaluate(selector, counter, tasks.filter((_, index) => index % FOLDS === fold)));
+    const selector = createToolSelector(registry, {
+      limit: LIMIT,
+      maxLimit: MAX_LIMIT,
+      closeScore: CLOSE_SCORE,
+      coUseShare: CO_USE_SHARE,
+      usage,
+    });
+    results.push(
+      ...evaluate(
+        selector,
+        counter,
+        tasks.filter((_, index) => index % FOLDS === fold),
+      ),
+    );
   }
   return results;
 }
 
 const needed = (results: TaskResult[]) => results.reduce((sum, result) => sum + result.needs.length, 0);
-const found = (results: TaskResult[]) => needed(results) - results.reduce((sum, result) => sum + result.missing.length, 0);
+const found = (results: TaskResult[]) =>
+  needed(results) - results.reduce((sum, result) => sum + result.missing.length, 0);
 const recallOf = (results: TaskResult[]) => found(results) / needed(results);
-const complete = (results: TaskResult[]) => results.filter((result) => result.missing.length === 0).length / results.length;
+const complete = (results: TaskResult[]) =>
+  results.filter((result) => result.missing.length === 0).length / results.length;
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 const percent = (share: number) => `${sig3(100 * share)}%`;
 
 function missesOf(results: TaskResult[]): string {
   const misses = results.filter((result) => result.missing.length > 0);
-  return misses.length === 0 ? "none" : misses.map((result) => `"${result.request}" -> ${result.missing.join(", ")}`).join("; ");
+  return misses.length === 0
+    ? "none"
+    : misses.map((result) => `"${result.request}" -> ${result.missing.join(", ")}`).join("; ");
 }
 
 /** Microseconds per select() call, for one-message requests and for a run five messages in. */
 function measureTime(selector: ToolSelector) {
   const tasks = [...selectionTasks, ...heldOutTasks];
-  const short: SelectionRun[] = tasks.map((task) => ({ messages: [{ role: "user", content: task.request }], toolCalls: [] }));
+  const short: SelectionRun[] = tasks.map((task) => ({
+    messages: [{ role: "user", content: task.request }],
+    toolCalls: [],
+  }));
   // A run some steps in: the request, then four messages of about 60 words, two tools used.
   const long: SelectionRun[] = tasks.map((task, index) => ({
     messages: [
       { role: "user", content: task.request },
       ...[1, 2, 3, 4].map((offset) => ({
         role: offset % 2 === 0 ? "user" : "assistant",
-        content: Array.from({ length: 4 }, (_, i) => tasks[(index + offset * 4 + i) % tasks.length]?.request ?? "").join(" "),
+        content: Array.from(
+          { length: 4 },
+          (_, i) => tasks[(index + offset * 4 + i) % tasks.length]?.request ?? "",
+        ).join(" "),
       })),
     ],
-    toolCalls: [{ name: "get_order_status", arguments: { order_id: "20240315001" } }, { name: "list_tools", arguments: { query: "refund a payment" } }],
+    toolCalls: [
+      { name: "get_order_status", arguments: { order_id: "20240315001" } },
+      { name: "list_tools", arguments: { query: "refund a payment" } },
+    ],
   }));
   const perCall = (runs: SelectionRun[]) => {
     const rounds: number[] = [];
@@ -250,7 +328,13 @@ function measureBuild() {
 async function listingSize(selector: ToolSelector): Promise<number> {
   const tool = selector.tools.get(LIST_TOOLS)?.definition;
   if (!tool) throw new Error("the selector registered no list_tools");
-  const context = { signal: new AbortController().signal, sessionId: "bench", userId: "bench", runId: "bench", toolCallId: "bench" };
+  const context = {
+    signal: new AbortController().signal,
+    sessionId: "bench",
+    userId: "bench",
+    runId: "bench",
+    toolCallId: "bench",
+  };
   const data = await tool.handler({}, context);
   return renderForModel({ status: "success", data }, Number.POSITIVE_INFINITY).content.length;
 }

@@ -58,9 +58,16 @@ export async function main(argv: string[]): Promise<number> {
 export function reportFailure(error: unknown, json: boolean): number {
   const code = (error as { code?: unknown } | undefined)?.code;
   const usage = error instanceof UsageError || (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS_"));
-  const message = code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? unknownOption(error as Error) : error instanceof Error ? error.message : String(error);
+  const message =
+    code === "ERR_PARSE_ARGS_UNKNOWN_OPTION"
+      ? unknownOption(error as Error)
+      : error instanceof Error
+        ? error.message
+        : String(error);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ error: { code: usage ? "usage" : typeof code === "string" ? code : "internal", message } })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ error: { code: usage ? "usage" : typeof code === "string" ? code : "internal", message } })}\n`,
+    );
     return 2;
   }
   process.stderr.write(`glassbox: ${message}\n`);

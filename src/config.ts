@@ -136,7 +136,17 @@ export interface SlackOAuthConfig {
 }
 
 /** What glassbox uses (see slack-app-manifest.yaml). */
-export const DEFAULT_SLACK_SCOPES = ["app_mentions:read", "chat:write", "im:history", "channels:history", "groups:history", "mpim:history", "assistant:write", "channels:read", "files:read"];
+export const DEFAULT_SLACK_SCOPES = [
+  "app_mentions:read",
+  "chat:write",
+  "im:history",
+  "channels:history",
+  "groups:history",
+  "mpim:history",
+  "assistant:write",
+  "channels:read",
+  "files:read",
+];
 
 function imageModeOf(value: string | undefined): ImageMode {
   const mode = nonEmpty(value) ?? "auto";
@@ -196,8 +206,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
 
 function roleOf(value: string | undefined): GlassboxRole | undefined {
   const role = nonEmpty(value)?.toLowerCase();
-  if (role === undefined || (GLASSBOX_ROLES as readonly string[]).includes(role)) return role as GlassboxRole | undefined;
-  throw configurationError(`GLASSBOX_ROLE is '${value}'; set it to ingress, worker or all (with GLASSBOX_DATABASE_URL), or leave it unset to run everything in one process.`);
+  if (role === undefined || (GLASSBOX_ROLES as readonly string[]).includes(role))
+    return role as GlassboxRole | undefined;
+  throw configurationError(
+    `GLASSBOX_ROLE is '${value}'; set it to ingress, worker or all (with GLASSBOX_DATABASE_URL), or leave it unset to run everything in one process.`,
+  );
 }
 
 const MAX_DEFAULT_WORKERS = 4;
@@ -214,7 +227,9 @@ function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
   if (names.length === 1 && names[0]?.toLowerCase() === "none") return [];
   const unknown = names.filter((name) => !(BUILTIN_TOOL_NAMES as readonly string[]).includes(name));
   if (unknown.length > 0) {
-    throw configurationError(`GLASSBOX_BUILTIN_TOOLS names '${unknown.join("', '")}'; list some of ${BUILTIN_TOOL_NAMES.join(", ")} (comma-separated), or none.`);
+    throw configurationError(
+      `GLASSBOX_BUILTIN_TOOLS names '${unknown.join("', '")}'; list some of ${BUILTIN_TOOL_NAMES.join(", ")} (comma-separated), or none.`,
+    );
   }
   return [...new Set(names)] as BuiltinToolName[];
 }
@@ -232,14 +247,19 @@ function apiUsersOf(json: string | undefined): Record<string, string> {
   try {
     parsed = JSON.parse(json as string);
   } catch {
-    throw configurationError('GLASSBOX_API_USERS is not valid JSON; set it to an object of bearer tokens and user ids, {"<token>": "<user id>"}.');
+    throw configurationError(
+      'GLASSBOX_API_USERS is not valid JSON; set it to an object of bearer tokens and user ids, {"<token>": "<user id>"}.',
+    );
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw configurationError('GLASSBOX_API_USERS must be a JSON object of bearer tokens and user ids, {"<token>": "<user id>"}.');
+    throw configurationError(
+      'GLASSBOX_API_USERS must be a JSON object of bearer tokens and user ids, {"<token>": "<user id>"}.',
+    );
   }
   const users: Record<string, string> = {};
   for (const [token, user] of Object.entries(parsed)) {
-    if (typeof user !== "string" || !user.trim() || !token.trim()) throw configurationError("GLASSBOX_API_USERS: every entry must map a non-empty token to a non-empty user id.");
+    if (typeof user !== "string" || !user.trim() || !token.trim())
+      throw configurationError("GLASSBOX_API_USERS: every entry must map a non-empty token to a non-empty user id.");
     users[token] = user.trim();
   }
   return users;
@@ -247,15 +267,18 @@ function apiUsersOf(json: string | undefined): Record<string, string> {
 
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = positiveNumber(env, name, fallback);
-  if (!Number.isInteger(value)) throw configurationError(`${name} is '${env[name]}'; set it to a whole number above 0.`);
+  if (!Number.isInteger(value))
+    throw configurationError(`${name} is '${env[name]}'; set it to a whole number above 0.`);
   return value;
 }
 
 function workersOf(env: NodeJS.ProcessEnv): number {
   const text = nonEmpty(env.GLASSBOX_WORKERS);
-  if (text === undefined || text === "auto") return Math.max(1, Math.min(availableParallelism() - 1, MAX_DEFAULT_WORKERS));
+  if (text === undefined || text === "auto")
+    return Math.max(1, Math.min(availableParallelism() - 1, MAX_DEFAULT_WORKERS));
   const count = Number(text);
-  if (!Number.isInteger(count) || count < 1 || count > 64) throw configurationError(`GLASSBOX_WORKERS is '${text}'; set it to a number of threads from 1 to 64, or auto.`);
+  if (!Number.isInteger(count) || count < 1 || count > 64)
+    throw configurationError(`GLASSBOX_WORKERS is '${text}'; set it to a number of threads from 1 to 64, or auto.`);
   return count;
 }
 
@@ -270,14 +293,23 @@ function mcpServersOf(json: string | undefined): Record<string, McpServerConfig>
 function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
   const token = nonEmpty(env.DISCORD_TOKEN);
   if (!token) return undefined;
-  return { token, apiUrl: nonEmpty(env.DISCORD_API_URL), guildId: nonEmpty(env.DISCORD_GUILD_ID), approvers: list(env.DISCORD_APPROVERS) };
+  return {
+    token,
+    apiUrl: nonEmpty(env.DISCORD_API_URL),
+    guildId: nonEmpty(env.DISCORD_GUILD_ID),
+    approvers: list(env.DISCORD_APPROVERS),
+  };
 }
 
 function pricesOf(json: string | undefined): Record<string, Price> {
   try {
     return parsePrices(json);
   } catch (error) {
-    throw configurationError(error instanceof SyntaxError ? `GLASSBOX_PRICES is not valid JSON (${error.message}); see the README for its shape.` : (error as Error).message);
+    throw configurationError(
+      error instanceof SyntaxError
+        ? `GLASSBOX_PRICES is not valid JSON (${error.message}); see the README for its shape.`
+        : (error as Error).message,
+    );
   }
 }
 
@@ -287,13 +319,20 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
   const signingSecret = nonEmpty(env.SLACK_SIGNING_SECRET);
   const oauth = slackOAuthConfig(env, botToken);
   if (!botToken && !oauth) {
-    if (appToken || signingSecret) throw configurationError("SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not; set SLACK_BOT_TOKEN (xoxb-...) too, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET to install the app in many workspaces.");
+    if (appToken || signingSecret)
+      throw configurationError(
+        "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not; set SLACK_BOT_TOKEN (xoxb-...) too, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET to install the app in many workspaces.",
+      );
     return undefined;
   }
-  if (botToken && !botToken.startsWith("xoxb-")) throw configurationError("SLACK_BOT_TOKEN must be the bot token, starting with xoxb-.");
-  if (appToken && !appToken.startsWith("xapp-")) throw configurationError("SLACK_APP_TOKEN must be an app-level token, starting with xapp-.");
+  if (botToken && !botToken.startsWith("xoxb-"))
+    throw configurationError("SLACK_BOT_TOKEN must be the bot token, starting with xoxb-.");
+  if (appToken && !appToken.startsWith("xapp-"))
+    throw configurationError("SLACK_APP_TOKEN must be an app-level token, starting with xapp-.");
   if (!appToken && !signingSecret) {
-    throw configurationError(`${botToken ? "SLACK_BOT_TOKEN" : "SLACK_CLIENT_ID"} is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is; set one of them.`);
+    throw configurationError(
+      `${botToken ? "SLACK_BOT_TOKEN" : "SLACK_CLIENT_ID"} is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is; set one of them.`,
+    );
   }
   return {
     ...(botToken ? { botToken } : { oauth }),
@@ -313,10 +352,21 @@ function slackOAuthConfig(env: NodeJS.ProcessEnv, botToken: string | undefined):
   const clientSecret = nonEmpty(env.SLACK_CLIENT_SECRET);
   const stateSecret = nonEmpty(env.SLACK_STATE_SECRET);
   if (!clientId && !clientSecret && !stateSecret) return undefined;
-  if (botToken) throw configurationError("SLACK_BOT_TOKEN is for one workspace and SLACK_CLIENT_ID for installing in many; set one of them, not both.");
-  const missing = [["SLACK_CLIENT_ID", clientId], ["SLACK_CLIENT_SECRET", clientSecret], ["SLACK_STATE_SECRET", stateSecret]].filter(([, value]) => !value).map(([name]) => name);
+  if (botToken)
+    throw configurationError(
+      "SLACK_BOT_TOKEN is for one workspace and SLACK_CLIENT_ID for installing in many; set one of them, not both.",
+    );
+  const missing = [
+    ["SLACK_CLIENT_ID", clientId],
+    ["SLACK_CLIENT_SECRET", clientSecret],
+    ["SLACK_STATE_SECRET", stateSecret],
+  ]
+    .filter(([, value]) => !value)
+    .map(([name]) => name);
   if (missing.length > 0) {
-    throw configurationError(`Installing in many workspaces needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET (both from your app's Basic Information page) and SLACK_STATE_SECRET (any long random text, e.g. \`openssl rand -hex 32\`); ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set.`);
+    throw configurationError(
+      `Installing in many workspaces needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET (both from your app's Basic Information page) and SLACK_STATE_SECRET (any long random text, e.g. \`openssl rand -hex 32\`); ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set.`,
+    );
   }
   const encryptionKey = env.GLASSBOX_ENCRYPTION_KEY?.trim() ?? "";
   parseEncryptionKey(encryptionKey); // a missing or malformed key stops the start here, in one sentence
@@ -328,18 +378,27 @@ function slackOAuthConfig(env: NodeJS.ProcessEnv, botToken: string | undefined):
     scopes: scopes.length > 0 ? scopes : DEFAULT_SLACK_SCOPES,
     encryptionKey,
     authorizeUrl: nonEmpty(env.SLACK_AUTHORIZE_URL),
-    database: { databaseUrl: nonEmpty(env.GLASSBOX_DATABASE_URL), databaseSchema: nonEmpty(env.GLASSBOX_DATABASE_SCHEMA), databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db" },
+    database: {
+      databaseUrl: nonEmpty(env.GLASSBOX_DATABASE_URL),
+      databaseSchema: nonEmpty(env.GLASSBOX_DATABASE_SCHEMA),
+      databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
+    },
   };
 }
 
 function list(value: string | undefined): string[] {
-  return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
+  return (value ?? "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
 }
 
 /** A model needs a key, or a base URL for a local server that needs none. */
 export function assertModelConfigured(config: GlassboxConfig): void {
   if (!config.model.apiKey && !config.model.baseURL) {
-    throw configurationError("No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.");
+    throw configurationError(
+      "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.",
+    );
   }
 }
 
@@ -361,7 +420,8 @@ function portOf(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   const text = nonEmpty(env[name]);
   if (text === undefined) return fallback;
   const port = Number(text);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw configurationError(`${name} is '${text}'; set it to a port number (1-65535, or 0 for any free port).`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw configurationError(`${name} is '${text}'; set it to a port number (1-65535, or 0 for any free port).`);
   return port;
 }
 
@@ -369,6 +429,7 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number):
   const text = nonEmpty(env[name]);
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw configurationError(`${name} is '${text}'; set it to a positive number.`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw configurationError(`${name} is '${text}'; set it to a positive number.`);
   return value;
 }

@@ -39,10 +39,16 @@ async function startDemo(argv: string[]): Promise<void> {
   // Undone last to first, on a failed start as on Ctrl+C: nothing keeps running, no folder stays.
   const stops: Stop[] = [() => (data.temporary ? rmSync(data.temporary, { recursive: true, force: true }) : undefined)];
   const stopAll = async () => {
-    for (const stop of stops.splice(0).reverse()) await Promise.resolve().then(stop).catch(() => undefined);
+    for (const stop of stops.splice(0).reverse())
+      await Promise.resolve()
+        .then(stop)
+        .catch(() => undefined);
   };
   try {
-    const model = await startScriptedModelServer({ script: (request) => demoReply(request), latencyMs: DEMO_LATENCY_MS });
+    const model = await startScriptedModelServer({
+      script: (request) => demoReply(request),
+      latencyMs: DEMO_LATENCY_MS,
+    });
     stops.push(() => model.close());
     const tools = [...list(process.env.GLASSBOX_TOOLS), ...options.tools];
     const env = {
@@ -53,7 +59,12 @@ async function startDemo(argv: string[]): Promise<void> {
       GLASSBOX_SHOP_DB: data.shop,
       ...(tools.length ? { GLASSBOX_TOOLS: tools.map(absoluteIfPath).join(",") } : {}),
     };
-    const config = loadConfig({ ...process.env, ...env, OPENAI_API_KEY: "demo", GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500" });
+    const config = loadConfig({
+      ...process.env,
+      ...env,
+      OPENAI_API_KEY: "demo",
+      GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500",
+    });
     const log = createLogger({ level: "warn" });
     const agent = await createAgentConfig(config, log);
     stops.push(() => agent.close());
@@ -83,7 +94,10 @@ async function startDemo(argv: string[]): Promise<void> {
 
 function readOptions(argv: string[]): { db?: string; tools: string[] } {
   try {
-    const { values } = parseArgs({ args: argv, options: { db: { type: "string" }, tools: { type: "string", multiple: true, default: [] } } });
+    const { values } = parseArgs({
+      args: argv,
+      options: { db: { type: "string" }, tools: { type: "string", multiple: true, default: [] } },
+    });
     return { db: nonEmpty(values.db), tools: values.tools };
   } catch (error) {
     // node:util's own text is two sentences about positional arguments; say what the demo takes.
@@ -96,15 +110,26 @@ function placeData(keep: string | undefined): DemoData {
   const shopFile = nonEmpty(process.env.GLASSBOX_SHOP_DB);
   if (keep) {
     const database = resolve(keep);
-    return { database, shop: shopFile ? resolve(shopFile) : join(dirname(database), `${basename(database).replace(/\.db$/, "")}-shop.db`) };
+    return {
+      database,
+      shop: shopFile
+        ? resolve(shopFile)
+        : join(dirname(database), `${basename(database).replace(/\.db$/, "")}-shop.db`),
+    };
   }
   const temporary = mkdtempSync(join(tmpdir(), "glassbox-demo-"));
-  return { database: join(temporary, "glassbox.db"), shop: shopFile ? resolve(shopFile) : join(temporary, "shop.db"), temporary };
+  return {
+    database: join(temporary, "glassbox.db"),
+    shop: shopFile ? resolve(shopFile) : join(temporary, "shop.db"),
+    temporary,
+  };
 }
 
 /** What the demo prints: the pages, the model's address and how the command line uses it, where the data is. */
 function introduction(webUrl: string, modelUrl: string, env: Record<string, string>, data: DemoData): string {
-  const exports = Object.entries(env).map(([name, value]) => `${name}=${shellQuoted(value)}`).join(" ");
+  const exports = Object.entries(env)
+    .map(([name, value]) => `${name}=${shellQuoted(value)}`)
+    .join(" ");
   const kept = data.temporary
     ? `Conversations are kept in ${data.database} until the demo stops; --db FILE or GLASSBOX_DB keeps them.`
     : `Conversations are kept in ${data.database}; glassbox sessions and glassbox trace read them with GLASSBOX_DB set to it.`;
@@ -120,7 +145,8 @@ function introduction(webUrl: string, modelUrl: string, env: Record<string, stri
 
 /** A tool module given as a path, made absolute so the command line finds it from anywhere. */
 function absoluteIfPath(specifier: string): string {
-  const path = /^\.{1,2}[/\\]/.test(specifier) || (specifier.includes("/") && !specifier.startsWith("@")) || existsSync(specifier);
+  const path =
+    /^\.{1,2}[/\\]/.test(specifier) || (specifier.includes("/") && !specifier.startsWith("@")) || existsSync(specifier);
   return path ? resolve(specifier) : specifier;
 }
 
@@ -129,7 +155,10 @@ function shellQuoted(value: string): string {
 }
 
 function list(value: string | undefined): string[] {
-  return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
+  return (value ?? "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

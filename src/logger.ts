@@ -7,10 +7,20 @@ import { pino, type DestinationStream, type Logger } from "pino";
 
 export type { Logger };
 
-export const REDACTED_FIELDS = ["apiKey", "token", "authorization", "password", "secret", "signingSecret", "botToken", "appToken"];
+export const REDACTED_FIELDS = [
+  "apiKey",
+  "token",
+  "authorization",
+  "password",
+  "secret",
+  "signingSecret",
+  "botToken",
+  "appToken",
+];
 
 // OpenAI keys, Slack tokens and Bearer headers, wherever they sit in a log line's text.
-const SECRET_PATTERN = /\b(sk-[A-Za-z0-9_-]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|Bearer\s+[A-Za-z0-9._~+/=-]{8,})/g;
+const SECRET_PATTERN =
+  /\b(sk-[A-Za-z0-9_-]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|Bearer\s+[A-Za-z0-9._~+/=-]{8,})/g;
 
 export function redactSecrets(text: string): string {
   return text.replace(SECRET_PATTERN, "[redacted]");
@@ -27,13 +37,23 @@ export function createLogger(options: { level?: string; destination?: Destinatio
       hooks: {
         // Messages are free text (error messages may quote a request): scrub tokens from them too.
         logMethod(args, method) {
-          method.apply(this, args.map((arg) => (typeof arg === "string" ? redactSecrets(arg) : arg)) as Parameters<typeof method>);
+          method.apply(
+            this,
+            args.map((arg) => (typeof arg === "string" ? redactSecrets(arg) : arg)) as Parameters<typeof method>,
+          );
         },
       },
       formatters: {
         log: (object) => JSON.parse(redactSecrets(JSON.stringify(object))) as Record<string, unknown>,
       },
-      ...(pretty ? { transport: { target: "pino-pretty", options: { destination: 2, colorize: true, translateTime: "HH:MM:ss" } } } : {}),
+      ...(pretty
+        ? {
+            transport: {
+              target: "pino-pretty",
+              options: { destination: 2, colorize: true, translateTime: "HH:MM:ss" },
+            },
+          }
+        : {}),
     },
     pretty ? undefined : (options.destination ?? pino.destination(2)),
   );

@@ -46,12 +46,36 @@ async function start(): Promise<void> {
       slackWorkers || !agent
         ? { workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
         : { agent, dailyLimits: config.dailyLimits, pipelines: agent.pipelines };
-    const slack = await startSlackAdapter({ slack: config.slack, store, log, approvalTtlSeconds: config.approvalTtlSeconds, hints: agent && exampleRequests(agent.toolSources), ...runs });
+    const slack = await startSlackAdapter({
+      slack: config.slack,
+      store,
+      log,
+      approvalTtlSeconds: config.approvalTtlSeconds,
+      hints: agent && exampleRequests(agent.toolSources),
+      ...runs,
+    });
     stops.push(slack.stop);
-    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl, workers: slackWorkers || undefined }, "Slack connected");
+    log.info(
+      {
+        mode: config.slack.appToken ? "socket" : "http",
+        eventsUrl: slack.eventsUrl,
+        workers: slackWorkers || undefined,
+      },
+      "Slack connected",
+    );
   }
   if (config.discord && agent) {
-    const discord = await startDiscordAdapter({ discord: config.discord, agent, store, log, approvalTtlSeconds: config.approvalTtlSeconds, prices: config.prices, dailyLimits: config.dailyLimits, pipelines: agent.pipelines, hints: exampleRequests(agent.toolSources) });
+    const discord = await startDiscordAdapter({
+      discord: config.discord,
+      agent,
+      store,
+      log,
+      approvalTtlSeconds: config.approvalTtlSeconds,
+      prices: config.prices,
+      dailyLimits: config.dailyLimits,
+      pipelines: agent.pipelines,
+      hints: exampleRequests(agent.toolSources),
+    });
     stops.push(discord.stop);
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
@@ -67,23 +91,31 @@ async function start(): Promise<void> {
 }
 
 /** GLASSBOX_ROLE with PostgreSQL: this process receives (ingress), runs turns (worker), or both (all). */
-async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chosenByUrl?: boolean } = {}): Promise<void> {
+async function startRole(
+  config: GlassboxConfig,
+  role: GlassboxRole,
+  how: { chosenByUrl?: boolean } = {},
+): Promise<void> {
   const log = createLogger({ level: "info" });
   // Loaded only for a role: `npm start` on SQLite never loads PostgreSQL or the queue.
-  const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] = await Promise.all([
-    import("./store/index.js"),
-    import("./worker/queue-settings.js"),
-    import("./worker/worker-role.js"),
-    import("./ingress/ingress-role.js"),
-  ]);
+  const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] =
+    await Promise.all([
+      import("./store/index.js"),
+      import("./worker/queue-settings.js"),
+      import("./worker/worker-role.js"),
+      import("./ingress/ingress-role.js"),
+    ]);
   const store = storePortOptionsFromEnv();
   if (!store.databaseUrl) {
-    throw configurationError(`GLASSBOX_ROLE=${role} needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the turns between the processes; unset GLASSBOX_ROLE to run everything in one process on SQLite.`);
+    throw configurationError(
+      `GLASSBOX_ROLE=${role} needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the turns between the processes; unset GLASSBOX_ROLE to run everything in one process on SQLite.`,
+    );
   }
   const queue = queueOptionsFromEnv();
   const stops: Array<() => Promise<void>> = [];
   const shutdown = async (code: number) => {
-    for (const stop of stops.splice(0)) await stop().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
+    for (const stop of stops.splice(0))
+      await stop().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
     process.exit(code);
   };
   process.once("SIGINT", () => void shutdown(0));
@@ -100,7 +132,10 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
       await startupChores(worker.store, log);
       void worker.stopped.then((cause) => {
         if (cause === "stopped") return;
-        log.fatal({ cause }, "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it");
+        log.fatal(
+          { cause },
+          "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it",
+        );
         void shutdown(1);
       });
     }
@@ -114,7 +149,11 @@ async function startRole(config: GlassboxConfig, role: GlassboxRole, how: { chos
     for (const stop of stops.splice(0)) await stop().catch(() => {});
     throw error;
   }
-  const what = how.chosenByUrl ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)" : role === "all" ? "ingress and a worker in one process (GLASSBOX_ROLE=all)" : `as ${role} (GLASSBOX_ROLE=${role})`;
+  const what = how.chosenByUrl
+    ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)"
+    : role === "all"
+      ? "ingress and a worker in one process (GLASSBOX_ROLE=all)"
+      : `as ${role} (GLASSBOX_ROLE=${role})`;
   const line = `glassbox on PostgreSQL at ${databaseLabel(store.databaseUrl, store.databaseSchema)}, ${what}${pages ? `: chat at ${pages}/ and the trace at ${pages}/trace` : ""}`;
   log.info({ role, store: "postgresql", chat: pages && `${pages}/`, trace: pages && `${pages}/trace` }, line);
   process.stdout.write(`${line} (Ctrl+C stops it)\n`);

@@ -5,7 +5,14 @@ import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
 import { createMemory } from "./agent/memory.js";
-import { createPipelines, createSpecialistTools, parseAgentsConfig, type AgentsConfig, type Pipelines, type SpecialistFactory } from "./agent/sub-agents.js";
+import {
+  createPipelines,
+  createSpecialistTools,
+  parseAgentsConfig,
+  type AgentsConfig,
+  type Pipelines,
+  type SpecialistFactory,
+} from "./agent/sub-agents.js";
 import { configurationError } from "./agent/errors.js";
 import { contextWindowOf, createTokenCounter, encodingForModel } from "./agent/tokens.js";
 import { createRunSlots } from "./agent/run-slots.js";
@@ -23,7 +30,13 @@ import { loadToolModules } from "./tools/load-modules.js";
 import { connectMcpServers, type McpServers } from "./tools/mcp.js";
 import { createToolRegistry, ToolDefinitionError, type ToolRegistry } from "./tools/registry.js";
 import { createToolSelector } from "./tools/selection.js";
-import { assembleTools, describeSource, type AssembledTools, type ToolGroup, type ToolSource } from "./tools/tool-sources.js";
+import {
+  assembleTools,
+  describeSource,
+  type AssembledTools,
+  type ToolGroup,
+  type ToolSource,
+} from "./tools/tool-sources.js";
 import { createUsageLearning } from "./tools/usage-learning.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
@@ -39,18 +52,38 @@ export interface DeploymentTools extends AssembledTools {
  */
 export async function loadTools(
   config: GlassboxConfig,
-  options: { toolModules?: string[]; facts?: Pick<FactStore, "addFact" | "forgetFact">; mcpTools?: AnyTool[]; specialists?: (toolNames: string[]) => AnyTool[] } = {},
+  options: {
+    toolModules?: string[];
+    facts?: Pick<FactStore, "addFact" | "forgetFact">;
+    mcpTools?: AnyTool[];
+    specialists?: (toolNames: string[]) => AnyTool[];
+  } = {},
 ): Promise<DeploymentTools> {
   const builtins = config.builtinTools.filter((name) => name !== "memory");
   const groups: ToolGroup[] = [
-    { source: { kind: "builtin" }, tools: [...createBuiltinTools({ include: builtins }), ...(options.facts && config.builtinTools.includes("memory") ? createMemoryTools(options.facts) : [])] },
-    ...(config.demo ? [{ source: { kind: "demo" } as const, tools: createDemoShopTools({ shopDatabasePath: config.shopDatabasePath }) }] : []),
+    {
+      source: { kind: "builtin" },
+      tools: [
+        ...createBuiltinTools({ include: builtins }),
+        ...(options.facts && config.builtinTools.includes("memory") ? createMemoryTools(options.facts) : []),
+      ],
+    },
+    ...(config.demo
+      ? [
+          {
+            source: { kind: "demo" } as const,
+            tools: createDemoShopTools({ shopDatabasePath: config.shopDatabasePath }),
+          },
+        ]
+      : []),
     ...(await loadToolModules([...config.toolModules, ...(options.toolModules ?? [])])),
     ...mcpGroups(config, options.mcpTools ?? []),
   ];
   const base = assembleTools(groups);
   const specialists = options.specialists?.([...base.sources.keys()]) ?? [];
-  const assembled = specialists.length ? assembleTools([...groups, { source: { kind: "specialist" }, tools: specialists }]) : base;
+  const assembled = specialists.length
+    ? assembleTools([...groups, { source: { kind: "specialist" }, tools: specialists }])
+    : base;
   return { ...assembled, registry: registryOf(assembled) };
 }
 
@@ -62,13 +95,19 @@ function registryOf(assembled: AssembledTools): ToolRegistry {
     const name = error instanceof ToolDefinitionError ? error.toolName : undefined;
     const source = name === undefined ? undefined : assembled.sources.get(name);
     if (!source || source.kind === "builtin" || source.kind === "demo") throw error;
-    throw new ToolDefinitionError((error as Error).message.replace(`Tool '${name}'`, `Tool '${name}' (${describeSource(source)})`), name);
+    throw new ToolDefinitionError(
+      (error as Error).message.replace(`Tool '${name}'`, `Tool '${name}' (${describeSource(source)})`),
+      name,
+    );
   }
 }
 
 /** MCP tools are named `<server>__<tool>`: each group is one server's. */
 function mcpGroups(config: GlassboxConfig, tools: AnyTool[]): ToolGroup[] {
-  return Object.keys(config.mcpServers).map((server) => ({ source: { kind: "mcp", server }, tools: tools.filter((tool) => tool.name.startsWith(`${server}__`)) }));
+  return Object.keys(config.mcpServers).map((server) => ({
+    source: { kind: "mcp", server },
+    tools: tools.filter((tool) => tool.name.startsWith(`${server}__`)),
+  }));
 }
 
 /** What `glassbox tools` lists: every tool the agent would have, and where each comes from. Runs nothing. */
@@ -84,7 +123,9 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
       modelNamed: () => createModel(config, log),
     };
     const specialists = (toolNames: string[]) =>
-      config.agentsFile ? createSpecialistTools(parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames).agents, () => notRun) : [];
+      config.agentsFile
+        ? createSpecialistTools(parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames).agents, () => notRun)
+        : [];
     const loaded = await loadTools(config, { toolModules, facts: store, mcpTools: mcp.tools, specialists });
     return loaded.registry.list().map(({ definition }) => {
       const source = loaded.sources.get(definition.name);
@@ -125,7 +166,9 @@ function readAgentsFile(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (error) {
-    throw configurationError(`GLASSBOX_AGENTS names ${path}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); point it at your agents JSON file.`);
+    throw configurationError(
+      `GLASSBOX_AGENTS names ${path}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); point it at your agents JSON file.`,
+    );
   }
 }
 
@@ -146,15 +189,26 @@ export interface AgentOptions {
  * The agent with memory (messages committed as they come, context within the token budget) and traces,
  * on SQLite or on the store port given. `mcp` holds the connections to GLASSBOX_MCP_SERVERS: call `agent.close()` on shutdown.
  */
-export async function createAgentConfig(config: GlassboxConfig, log: Logger, options: AgentOptions = {}): Promise<GlassboxAgent> {
+export async function createAgentConfig(
+  config: GlassboxConfig,
+  log: Logger,
+  options: AgentOptions = {},
+): Promise<GlassboxAgent> {
   // Memory, the trace, quotas, memory's tools and the adapters write through the store port; one
   // opened here is a long-running bot's (its WAL checkpointed from a thread of its own).
-  const owned = options.port ? undefined : options.store ? sqlitePortOf(options.store) : openSqlitePort(config.databasePath, { longRunning: true });
+  const owned = options.port
+    ? undefined
+    : options.store
+      ? sqlitePortOf(options.store)
+      : openSqlitePort(config.databasePath, { longRunning: true });
   const port = options.port ?? (owned as StorePort);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
   const { tokens, cost } = config.dailyLimits;
-  const guard = tokens !== undefined || cost !== undefined ? createSpendingGuard(port, config.dailyLimits, config.prices, { callTimeoutMs: config.model.timeoutMs }) : undefined;
+  const guard =
+    tokens !== undefined || cost !== undefined
+      ? createSpendingGuard(port, config.dailyLimits, config.prices, { callTimeoutMs: config.model.timeoutMs })
+      : undefined;
   const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
   const model = capped(createModel(config, log));
   const window = contextWindowOf(config.model.model);
@@ -172,7 +226,8 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
     get base() {
       return agent;
     },
-    modelNamed: (name) => capped(createOpenAIModel({ ...config.model, model: name, warn: (message) => log.warn(message) })),
+    modelNamed: (name) =>
+      capped(createOpenAIModel({ ...config.model, model: name, warn: (message) => log.warn(message) })),
   };
   // Specialist agents (GLASSBOX_AGENTS) join as tools of the main agent, which supervises them.
   let agents: AgentsConfig = { agents: [], pipelines: {} };
@@ -180,11 +235,17 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
     if (config.agentsFile) agents = parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames);
     return createSpecialistTools(agents.agents, () => specialists);
   };
-  const loaded = await loadTools(config, { toolModules: options.toolModules, facts: port, mcpTools: mcp.tools, specialists: specialistTools }).catch(async (error: unknown) => {
+  const loaded = await loadTools(config, {
+    toolModules: options.toolModules,
+    facts: port,
+    mcpTools: mcp.tools,
+    specialists: specialistTools,
+  }).catch(async (error: unknown) => {
     await mcp.close();
     throw error;
   });
-  for (const { name, by } of loaded.replaced) log.info({ tool: name, source: describeSource(by) }, "a configured tool replaces the built-in of the same name");
+  for (const { name, by } of loaded.replaced)
+    log.info({ tool: name, source: describeSource(by) }, "a configured tool replaces the built-in of the same name");
   const allTools = loaded.registry;
   // Past GLASSBOX_TOOL_SELECTION_THRESHOLD tools, each call is sent only the relevant ones (and list_tools).
   // It also learns which tools past runs used for which words: the latest runs now, each new one as it ends.
@@ -196,7 +257,7 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
   const learning: typeof recorder = selector.active ? learnFromRunEnds(recorder, port, usage) : recorder;
   // With OTEL_EXPORTER_OTLP_ENDPOINT, every run (specialists' too: they share this recorder) is also exported.
   const otel = otelExportFromEnv(process.env, config.model.model);
-  const trace = otel ? withOtelExport({ trace: learning }, otel).trace ?? learning : learning;
+  const trace = otel ? (withOtelExport({ trace: learning }, otel).trace ?? learning) : learning;
   const agent: GlassboxAgent = {
     model,
     tools,
@@ -210,7 +271,9 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,
     // One set of slots for every adapter of this thread; a worker thread holds its share of them.
-    runSlots: createRunSlots(isMainThread ? config.maxConcurrentRuns : Math.max(1, Math.floor(config.maxConcurrentRuns / config.workers))),
+    runSlots: createRunSlots(
+      isMainThread ? config.maxConcurrentRuns : Math.max(1, Math.floor(config.maxConcurrentRuns / config.workers)),
+    ),
     mcp,
     toolSources: loaded.sources,
     agents,
@@ -227,14 +290,24 @@ export async function createAgentConfig(config: GlassboxConfig, log: Logger, opt
 }
 
 /** Tool selection learns from each run as it ends, once the run's records have committed. */
-function learnFromRunEnds(recorder: ReturnType<typeof createTraceRecorder>, port: StorePort, usage: ReturnType<typeof createUsageLearning>): typeof recorder {
+function learnFromRunEnds(
+  recorder: ReturnType<typeof createTraceRecorder>,
+  port: StorePort,
+  usage: ReturnType<typeof createUsageLearning>,
+): typeof recorder {
   return {
     ...recorder,
     record(event, unit) {
       recorder.record(event, unit);
       if (event.type !== "run_end") return;
       // Learning only sharpens selection: a run must not fail over it.
-      unit.afterCommit(() => void port.runUsage(event.runId).then((example) => example && usage.learn(example), () => undefined));
+      unit.afterCommit(
+        () =>
+          void port.runUsage(event.runId).then(
+            (example) => example && usage.learn(example),
+            () => undefined,
+          ),
+      );
     },
   };
 }

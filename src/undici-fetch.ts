@@ -39,12 +39,20 @@ export async function undiciFetch(input: string | URL | Request, init: RequestIn
     return new Response(null, { status, headers });
   }
   const streamed = headers.get("content-type")?.includes("text/event-stream") ?? false;
-  const body = streamed ? (Readable.toWeb(response.body) as ReadableStream<Uint8Array>) : new Uint8Array(await response.body.arrayBuffer());
+  const body = streamed
+    ? (Readable.toWeb(response.body) as ReadableStream<Uint8Array>)
+    : new Uint8Array(await response.body.arrayBuffer());
   return new Response(body, { status, headers });
 }
 
 function isSimpleBody(body: unknown): body is SimpleBody {
-  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
+  return (
+    body === undefined ||
+    body === null ||
+    typeof body === "string" ||
+    body instanceof Uint8Array ||
+    body instanceof ArrayBuffer
+  );
 }
 
 function headerRecord(headers: RequestInit["headers"]): Record<string, string> {

@@ -24,7 +24,13 @@ export async function closeServers(): Promise<void> {
 }
 
 export function modelFor(server: ScriptedModelServer, options: Partial<OpenAIModelOptions> = {}) {
-  return createOpenAIModel({ baseURL: server.url, model: "scripted-model", apiKey: "test-key", warn: () => {}, ...options });
+  return createOpenAIModel({
+    baseURL: server.url,
+    model: "scripted-model",
+    apiKey: "test-key",
+    warn: () => {},
+    ...options,
+  });
 }
 
 export function recordEvents() {

@@ -22,7 +22,8 @@ import {
 afterEach(closeServers);
 
 const envelopeOf = (content: string | undefined): ToolEnvelope => JSON.parse(content ?? "null") as ToolEnvelope;
-const toolMessages = <M extends { role: string }>(messages: M[]) => messages.filter((message) => message.role === "tool");
+const toolMessages = <M extends { role: string }>(messages: M[]) =>
+  messages.filter((message) => message.role === "tool");
 const kinds = (events: AgentEvent[]) => events.map((event) => event.type).filter((type) => type !== "model_delta");
 
 describe.each([
@@ -31,9 +32,14 @@ describe.each([
 ])("runAgent ($mode)", ({ stream }) => {
   it("answers a plain question in one step, summing the server's usage", async () => {
     const answer = "The answer is forty-two, as it always was.";
-    const server = await startServer({ script: [{ content: answer, usage: { promptTokens: 11, completionTokens: 9 } }] });
+    const server = await startServer({
+      script: [{ content: answer, usage: { promptTokens: 11, completionTokens: 9 } }],
+    });
     const { events, onEvent } = recordEvents();
-    const result = await runAgent({ model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) }, { input: "What is the answer?", onEvent });
+    const result = await runAgent(
+      { model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) },
+      { input: "What is the answer?", onEvent },
+    );
 
     expect(result).toMatchObject({ output: answer, stopReason: "final", steps: 1, toolCalls: [] });
     expect(result.usage).toEqual({ promptTokens: 11, completionTokens: 9, totalTokens: 20 });
@@ -55,21 +61,31 @@ describe.each([
   it("runs a tool, shows the model its envelope under the matching tool_call_id, then answers", async () => {
     const server = await startServer({
       script: [
-        { toolCalls: [call("calculator", { expression: "2+2" }, "call_add")], usage: { promptTokens: 30, completionTokens: 8 } },
+        {
+          toolCalls: [call("calculator", { expression: "2+2" }, "call_add")],
+          usage: { promptTokens: 30, completionTokens: 8 },
+        },
         { content: "2 + 2 is 4.", usage: { promptTokens: 50, completionTokens: 6 } },
       ],
     });
     const { events, onEvent } = recordEvents();
-    const result = await runAgent({ model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) }, { input: "2+2?", onEvent });
+    const result = await runAgent(
+      { model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) },
+      { input: "2+2?", onEvent },
+    );
 
     expect(result).toMatchObject({ output: "2 + 2 is 4.", stopReason: "final", steps: 2 });
     expect(result.usage).toEqual({ promptTokens: 80, completionTokens: 14, totalTokens: 94 });
     expect(result.toolCalls).toEqual([{ name: "calculator", arguments: { expression: "2+2" }, status: "success" }]);
-    expect(server.requests[0]?.body.tools).toEqual([expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "calculator" }) })]);
+    expect(server.requests[0]?.body.tools).toEqual([
+      expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "calculator" }) }),
+    ]);
 
     const second = sentMessages(server, 1);
     expect(second.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool"]);
-    expect(second[2]?.tool_calls).toEqual([{ id: "call_add", type: "function", function: { name: "calculator", arguments: '{"expression":"2+2"}' } }]);
+    expect(second[2]?.tool_calls).toEqual([
+      { id: "call_add", type: "function", function: { name: "calculator", arguments: '{"expression":"2+2"}' } },
+    ]);
     expect(second[3]?.tool_call_id).toBe("call_add");
     expect(envelopeOf(textOf(second[3]))).toEqual({ status: "success", data: { expression: "2+2", result: 4 } });
 
@@ -105,7 +121,13 @@ describe.each([
     });
     const server = await startServer({
       script: [
-        { toolCalls: [call("slow_lookup", { q: 1 }, "call_slow"), call("fast_lookup", { q: 2 }, "call_fast"), call("fast_lookup", { q: 3 }, "call_fast_2")] },
+        {
+          toolCalls: [
+            call("slow_lookup", { q: 1 }, "call_slow"),
+            call("fast_lookup", { q: 2 }, "call_fast"),
+            call("fast_lookup", { q: 3 }, "call_fast_2"),
+          ],
+        },
         { content: "Both done." },
       ],
     });
@@ -120,8 +142,16 @@ describe.each([
     expect(finishedOrder.at(-1)).toBe("call_slow"); // the first call really finished last
     const second = sentMessages(server, 1);
     expect(second.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool", "tool", "tool"]);
-    expect((second[2]?.tool_calls as Array<{ id: string }>).map((toolCall) => toolCall.id)).toEqual(["call_slow", "call_fast", "call_fast_2"]);
-    expect(toolMessages(second).map((message) => message.tool_call_id)).toEqual(["call_slow", "call_fast", "call_fast_2"]);
+    expect((second[2]?.tool_calls as Array<{ id: string }>).map((toolCall) => toolCall.id)).toEqual([
+      "call_slow",
+      "call_fast",
+      "call_fast_2",
+    ]);
+    expect(toolMessages(second).map((message) => message.tool_call_id)).toEqual([
+      "call_slow",
+      "call_fast",
+      "call_fast_2",
+    ]);
     expect(toolMessages(second).map((message) => envelopeOf(textOf(message)))).toEqual([
       { status: "success", data: "slow result" },
       { status: "success", data: "fast result" },
@@ -133,7 +163,10 @@ describe.each([
   it("is cancelled while the model request hangs", async () => {
     const server = await startServer({ script: [{ hang: true }] });
     const controller = new AbortController();
-    const running = runAgent({ model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) }, { input: "hi", signal: controller.signal });
+    const running = runAgent(
+      { model: modelFor(server, { stream }), tools: createToolRegistry([calculator]) },
+      { input: "hi", signal: controller.signal },
+    );
     await expect.poll(() => server.requests.length).toBe(1);
     controller.abort();
     const result = await running;
@@ -144,11 +177,13 @@ describe.each([
 
   it("is cancelled while a tool hangs, and the tool's signal is aborted", async () => {
     const started = deferred();
-    const hanging = recordingTool("wait_forever", (_args, context) => {
+    const hanging = recordingTool("wait_forever", (_args, _context) => {
       started.resolve();
       return new Promise(() => {}); // ignores its signal on purpose: the loop must not wait for it
     });
-    const server = await startServer({ script: [{ toolCalls: [call("wait_forever", {})] }, { content: "never asked" }] });
+    const server = await startServer({
+      script: [{ toolCalls: [call("wait_forever", {})] }, { content: "never asked" }],
+    });
     const controller = new AbortController();
     const running = runAgent(
       { model: modelFor(server, { stream }), tools: createToolRegistry([hanging.tool]), toolTimeoutMs: 20_000 },
@@ -171,7 +206,10 @@ describe("runAgent: context", () => {
       { role: "user" as const, content: "Can you refund A-1?" },
       { role: "assistant" as const, content: "Refund requested." },
     ];
-    await runAgent({ model: modelFor(server), tools: createToolRegistry([calculator]), systemPrompt: "Be brief." }, { input: "What did I ask?", history });
+    await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([calculator]), systemPrompt: "Be brief." },
+      { input: "What did I ask?", history },
+    );
     expect(sentMessages(server, 0)).toEqual([
       { role: "system", content: "Be brief." },
       { role: "user", content: "Can you refund A-1?" },
@@ -192,20 +230,38 @@ describe("runAgent: tool calls the model gets wrong", () => {
       },
     });
     // Single quotes, a trailing comma and no closing brace: three repairs for jsonrepair.
-    const server = await startServer({ script: [{ toolCalls: [call("lookup_order", "{'order_id': 'A-17', 'include_items': true,")] }, { content: "Shipped." }] });
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([lookup.tool]) }, { input: "where is A-17?" });
+    const server = await startServer({
+      script: [
+        { toolCalls: [call("lookup_order", "{'order_id': 'A-17', 'include_items': true,")] },
+        { content: "Shipped." },
+      ],
+    });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([lookup.tool]) },
+      { input: "where is A-17?" },
+    );
 
     expect(server.requests[0]?.stream).toBe(true);
     expect(lookup.calls.map((recorded) => recorded.args)).toEqual([{ order_id: "A-17", include_items: true }]);
-    expect(result.toolCalls).toEqual([{ name: "lookup_order", arguments: { order_id: "A-17", include_items: true }, status: "success" }]);
+    expect(result.toolCalls).toEqual([
+      { name: "lookup_order", arguments: { order_id: "A-17", include_items: true }, status: "success" },
+    ]);
     const toolMessage = sentMessages(server, 1).at(-1);
     expect(envelopeOf(textOf(toolMessage))).toEqual({ status: "success", data: { order: "A-17", status: "shipped" } });
     expect(result.output).toBe("Shipped.");
   });
 
   it("tells the model about an unknown tool and carries on to an answer", async () => {
-    const server = await startServer({ script: [{ toolCalls: [call("calculater", { expression: "1+1" }, "call_typo")] }, { content: "Sorry, 1 + 1 is 2." }] });
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([calculator]) }, { input: "1+1" });
+    const server = await startServer({
+      script: [
+        { toolCalls: [call("calculater", { expression: "1+1" }, "call_typo")] },
+        { content: "Sorry, 1 + 1 is 2." },
+      ],
+    });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([calculator]) },
+      { input: "1+1" },
+    );
 
     const toolMessage = sentMessages(server, 1).at(-1);
     expect(toolMessage?.tool_call_id).toBe("call_typo");
@@ -213,7 +269,11 @@ describe("runAgent: tool calls the model gets wrong", () => {
     expect(envelope.status === "error" && envelope.error.type).toBe("tool_not_found");
     expect(textOf(toolMessage)).toContain("calculator");
     expect(result).toMatchObject({ stopReason: "final", output: "Sorry, 1 + 1 is 2.", steps: 2 });
-    expect(result.toolCalls[0]).toMatchObject({ name: "calculater", status: "error", error: { type: "tool_not_found" } });
+    expect(result.toolCalls[0]).toMatchObject({
+      name: "calculater",
+      status: "error",
+      error: { type: "tool_not_found" },
+    });
   });
 });
 
@@ -221,14 +281,24 @@ describe("runAgent: guards", () => {
   it("refuses an identical call the third time with repeated_call and a note to change strategy", async () => {
     const counter = recordingTool("count_rows", () => ({ rows: 12 }));
     const server = await startServer({
-      script: (_request, index) => (index < 3 ? { toolCalls: [call("count_rows", { table: "orders" }, `call_${index}`)] } : { content: "There are 12 rows." }),
+      script: (_request, index) =>
+        index < 3
+          ? { toolCalls: [call("count_rows", { table: "orders" }, `call_${index}`)] }
+          : { content: "There are 12 rows." },
     });
     const { events, onEvent } = recordEvents();
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([counter.tool]) }, { input: "count", onEvent });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([counter.tool]) },
+      { input: "count", onEvent },
+    );
 
     expect(counter.calls).toHaveLength(2); // the third identical call never reached the handler
     expect(result).toMatchObject({ stopReason: "final", output: "There are 12 rows.", steps: 4 });
-    expect(result.toolCalls.map((summary) => summary.error?.type ?? summary.status)).toEqual(["success", "success", "repeated_call"]);
+    expect(result.toolCalls.map((summary) => summary.error?.type ?? summary.status)).toEqual([
+      "success",
+      "success",
+      "repeated_call",
+    ]);
 
     const fourth = sentMessages(server, 3);
     const lastTool = toolMessages(fourth).at(-1);
@@ -245,12 +315,22 @@ describe("runAgent: guards", () => {
   it("notes that a tool returning the same result twice in a row brings no new information", async () => {
     const status = recordingTool("ticket_status", () => ({ status: "pending" }));
     const server = await startServer({
-      script: [{ toolCalls: [call("ticket_status", { ticket: "T-1" })] }, { toolCalls: [call("ticket_status", { ticket: "T-2" })] }, { content: "Both are pending." }],
+      script: [
+        { toolCalls: [call("ticket_status", { ticket: "T-1" })] },
+        { toolCalls: [call("ticket_status", { ticket: "T-2" })] },
+        { content: "Both are pending." },
+      ],
     });
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([status.tool]) }, { input: "status?" });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([status.tool]) },
+      { input: "status?" },
+    );
 
     expect(result.stopReason).toBe("final");
-    const noteIn = (index: number) => sentMessages(server, index).filter((message) => message.role === "system" && /no new information/i.test(textOf(message)));
+    const noteIn = (index: number) =>
+      sentMessages(server, index).filter(
+        (message) => message.role === "system" && /no new information/i.test(textOf(message)),
+      );
     expect(noteIn(1)).toHaveLength(0);
     expect(noteIn(2)).toHaveLength(1);
     expect(sentMessages(server, 2).at(-1)?.role).toBe("system"); // the note follows the tool message
@@ -261,27 +341,44 @@ describe("runAgent: guards", () => {
     // A model that calls a tool whenever it may.
     const server = await startServer({
       script: (request, index) =>
-        request.tool_choice === "none" ? { content: "Stage conclusion: searched three times; nothing conclusive yet." } : { toolCalls: [call("search", { query: `q${index}` })] },
+        request.tool_choice === "none"
+          ? { content: "Stage conclusion: searched three times; nothing conclusive yet." }
+          : { toolCalls: [call("search", { query: `q${index}` })] },
     });
     const { events, onEvent } = recordEvents();
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([calls.tool]), maxSteps: 3 }, { input: "research", onEvent });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([calls.tool]), maxSteps: 3 },
+      { input: "research", onEvent },
+    );
 
     expect(calls.calls).toHaveLength(3);
     expect(server.requests).toHaveLength(4);
-    expect(server.requests.slice(0, 3).map((request) => request.body.tool_choice)).toEqual([undefined, undefined, undefined]);
+    expect(server.requests.slice(0, 3).map((request) => request.body.tool_choice)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(server.requests[3]?.body.tool_choice).toBe("none");
     const last = sentMessages(server, 3).at(-1);
     expect(last?.role).toBe("system");
     expect(textOf(last)).toMatch(/all 3 steps/);
-    expect(result).toMatchObject({ stopReason: "max_steps", output: "Stage conclusion: searched three times; nothing conclusive yet." });
+    expect(result).toMatchObject({
+      stopReason: "max_steps",
+      output: "Stage conclusion: searched three times; nothing conclusive yet.",
+    });
     expect(result.steps).toBe(4); // model calls made, the conclusion included
     expect(events.at(-1)?.type).toBe("run_end");
   });
 
   it("still ends with max_steps when the model ignores tool_choice none", async () => {
     const calls = recordingTool("search");
-    const server = await startServer({ script: (_request, index) => ({ toolCalls: [call("search", { query: `q${index}` })] }) });
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([calls.tool]), maxSteps: 2 }, { input: "research" });
+    const server = await startServer({
+      script: (_request, index) => ({ toolCalls: [call("search", { query: `q${index}` })] }),
+    });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([calls.tool]), maxSteps: 2 },
+      { input: "research" },
+    );
     expect(result.stopReason).toBe("max_steps");
     expect(result.output).toMatch(/stopped after 2 steps/);
     expect(calls.calls).toHaveLength(2); // the tool calls of the conclusion were not run
@@ -297,8 +394,16 @@ describe("runAgent / resumeAgent: approvals", () => {
 
   it("denies a dangerous call when no approver is configured, without running it", async () => {
     const refund = recordingTool("refund_order", () => "refunded", { dangerous: true, parameters: refundSchema });
-    const server = await startServer({ script: [{ toolCalls: [call("refund_order", { order_id: "A-1", amount: 5 })] }, { content: "I could not refund it." }] });
-    const result = await runAgent({ model: modelFor(server), tools: createToolRegistry([refund.tool]) }, { input: "refund A-1" });
+    const server = await startServer({
+      script: [
+        { toolCalls: [call("refund_order", { order_id: "A-1", amount: 5 })] },
+        { content: "I could not refund it." },
+      ],
+    });
+    const result = await runAgent(
+      { model: modelFor(server), tools: createToolRegistry([refund.tool]) },
+      { input: "refund A-1" },
+    );
 
     expect(refund.calls).toHaveLength(0);
     const envelope = envelopeOf(textOf(sentMessages(server, 1).at(-1)));
@@ -308,25 +413,46 @@ describe("runAgent / resumeAgent: approvals", () => {
 
   it("runs a dangerous call at once when the gate approves it, after an approval_requested event", async () => {
     const refund = recordingTool("refund_order", () => "refunded", { dangerous: true, parameters: refundSchema });
-    const server = await startServer({ script: [{ toolCalls: [call("refund_order", { order_id: "A-1", amount: 5 }, "call_refund")] }, { content: "Refunded." }] });
+    const server = await startServer({
+      script: [
+        { toolCalls: [call("refund_order", { order_id: "A-1", amount: 5 }, "call_refund")] },
+        { content: "Refunded." },
+      ],
+    });
     const { events, onEvent } = recordEvents();
     const result = await runAgent(
-      { model: modelFor(server), tools: createToolRegistry([refund.tool]), approve: async (request) => ({ approved: true, by: "policy", argumentsHash: request.argumentsHash }) },
+      {
+        model: modelFor(server),
+        tools: createToolRegistry([refund.tool]),
+        approve: async (request) => ({ approved: true, by: "policy", argumentsHash: request.argumentsHash }),
+      },
       { input: "refund A-1", onEvent },
     );
 
     expect(result).toMatchObject({ stopReason: "final", output: "Refunded." });
     expect(refund.calls).toHaveLength(1);
-    expect(kinds(events).filter((type) => type.startsWith("tool_") || type === "approval_requested")).toEqual(["approval_requested", "tool_start", "tool_end"]);
+    expect(kinds(events).filter((type) => type.startsWith("tool_") || type === "approval_requested")).toEqual([
+      "approval_requested",
+      "tool_start",
+      "tool_end",
+    ]);
   });
 
   async function pausedRun() {
-    const refund = recordingTool("refund_order", (args) => ({ refunded: args.amount }), { dangerous: true, parameters: refundSchema });
+    const refund = recordingTool("refund_order", (args) => ({ refunded: args.amount }), {
+      dangerous: true,
+      parameters: refundSchema,
+    });
     const lookup = recordingTool("lookup_order", (args) => ({ order: args.order_id, total: 40 }));
     const server = await startServer({
       script: [
         // The dangerous call comes first, so the results must be put back in the model's order.
-        { toolCalls: [call("refund_order", { order_id: "A-1", amount: 40 }, "call_refund"), call("lookup_order", { order_id: "A-1" }, "call_lookup")] },
+        {
+          toolCalls: [
+            call("refund_order", { order_id: "A-1", amount: 40 }, "call_refund"),
+            call("lookup_order", { order_id: "A-1" }, "call_lookup"),
+          ],
+        },
         { content: "Refunded 40 for order A-1." },
       ],
     });
@@ -351,8 +477,18 @@ describe("runAgent / resumeAgent: approvals", () => {
     expect(result.output).toContain("refund_order");
     expect(lookup.calls).toHaveLength(1);
     expect(refund.calls).toHaveLength(0);
-    expect(asked).toEqual([expect.objectContaining({ toolCallId: "call_refund", toolName: "refund_order", arguments: { order_id: "A-1", amount: 40 }, sessionId: "s1", userId: "U1" })]);
-    expect(events.some((event) => event.type === "approval_requested" && event.request.toolCallId === "call_refund")).toBe(true);
+    expect(asked).toEqual([
+      expect.objectContaining({
+        toolCallId: "call_refund",
+        toolName: "refund_order",
+        arguments: { order_id: "A-1", amount: 40 },
+        sessionId: "s1",
+        userId: "U1",
+      }),
+    ]);
+    expect(
+      events.some((event) => event.type === "approval_requested" && event.request.toolCallId === "call_refund"),
+    ).toBe(true);
     expect(server.requests).toHaveLength(1);
 
     const paused = result.paused;
@@ -367,9 +503,19 @@ describe("runAgent / resumeAgent: approvals", () => {
     const stored = JSON.parse(JSON.stringify(result.paused)) as PausedRun;
     const argumentsHash = stored.pending[0]?.approval?.argumentsHash ?? "";
     const { events, onEvent } = recordEvents();
-    const resumed = await resumeAgent(config, stored, { call_refund: { approved: true, by: "U1", argumentsHash } }, { onEvent });
+    const resumed = await resumeAgent(
+      config,
+      stored,
+      { call_refund: { approved: true, by: "U1", argumentsHash } },
+      { onEvent },
+    );
 
-    expect(resumed).toMatchObject({ stopReason: "final", output: "Refunded 40 for order A-1.", runId: result.runId, sessionId: "s1" });
+    expect(resumed).toMatchObject({
+      stopReason: "final",
+      output: "Refunded 40 for order A-1.",
+      runId: result.runId,
+      sessionId: "s1",
+    });
     expect(refund.calls.map((recorded) => recorded.args)).toEqual([{ order_id: "A-1", amount: 40 }]);
     expect(lookup.calls).toHaveLength(1); // the safe call was not run again
     expect(server.requests).toHaveLength(2);
@@ -387,10 +533,18 @@ describe("runAgent / resumeAgent: approvals", () => {
   });
 
   it("waits for each dangerous call's own decision, pausing again until all are decided", async () => {
-    const refund = recordingTool("refund_order", (args) => ({ refunded: args.order_id }), { dangerous: true, parameters: refundSchema });
+    const refund = recordingTool("refund_order", (args) => ({ refunded: args.order_id }), {
+      dangerous: true,
+      parameters: refundSchema,
+    });
     const server = await startServer({
       script: [
-        { toolCalls: [call("refund_order", { order_id: "A-1", amount: 1 }, "call_1"), call("refund_order", { order_id: "A-2", amount: 2 }, "call_2")] },
+        {
+          toolCalls: [
+            call("refund_order", { order_id: "A-1", amount: 1 }, "call_1"),
+            call("refund_order", { order_id: "A-2", amount: 2 }, "call_2"),
+          ],
+        },
         { content: "A-1 refunded, A-2 refused." },
       ],
     });
@@ -408,13 +562,17 @@ describe("runAgent / resumeAgent: approvals", () => {
     const hashOf = (id: string) => asked.find((request) => request.toolCallId === id)?.argumentsHash ?? "";
 
     const roundTrip = (paused: PausedRun | undefined) => JSON.parse(JSON.stringify(paused)) as PausedRun;
-    const second = await resumeAgent(config, roundTrip(first.paused), { call_1: { approved: true, by: "U1", argumentsHash: hashOf("call_1") } });
+    const second = await resumeAgent(config, roundTrip(first.paused), {
+      call_1: { approved: true, by: "U1", argumentsHash: hashOf("call_1") },
+    });
     expect(second.stopReason).toBe("awaiting_approval");
     expect(second.paused?.pending.map((pending) => pending.call.id)).toEqual(["call_2"]);
     expect(refund.calls.map((recorded) => recorded.args.order_id)).toEqual(["A-1"]);
     expect(server.requests).toHaveLength(1);
 
-    const third = await resumeAgent(config, roundTrip(second.paused), { call_2: { approved: false, by: "U1", argumentsHash: hashOf("call_2") } });
+    const third = await resumeAgent(config, roundTrip(second.paused), {
+      call_2: { approved: false, by: "U1", argumentsHash: hashOf("call_2") },
+    });
     expect(third).toMatchObject({ stopReason: "final", output: "A-1 refunded, A-2 refused." });
     expect(refund.calls).toHaveLength(1);
     const tools = toolMessages(sentMessages(server, 1));
@@ -428,7 +586,9 @@ describe("runAgent / resumeAgent: approvals", () => {
     server.setScript([{ content: "The refund was not approved." }]);
     const stored = JSON.parse(JSON.stringify(result.paused)) as PausedRun;
     const argumentsHash = stored.pending[0]?.approval?.argumentsHash ?? "";
-    const resumed = await resumeAgent(config, stored, { call_refund: { approved: false, by: "U2", reason: "too large", argumentsHash } });
+    const resumed = await resumeAgent(config, stored, {
+      call_refund: { approved: false, by: "U2", reason: "too large", argumentsHash },
+    });
 
     expect(refund.calls).toHaveLength(0);
     expect(resumed).toMatchObject({ stopReason: "final", output: "The refund was not approved." });
@@ -442,11 +602,17 @@ describe("runAgent / resumeAgent: approvals", () => {
 
 describe("runAgent: cancellation at the edges of a model call", () => {
   it("is cancelled, not final, when the signal is aborted while the answer is streaming", async () => {
-    const server = await startServer({ script: [{ content: "A long answer that is still streaming when the person presses stop." }] });
+    const server = await startServer({
+      script: [{ content: "A long answer that is still streaming when the person presses stop." }],
+    });
     const controller = new AbortController();
     const result = await runAgent(
       { model: modelFor(server), tools: createToolRegistry([calculator]) },
-      { input: "talk", signal: controller.signal, onEvent: (event) => event.type === "model_delta" && controller.abort() },
+      {
+        input: "talk",
+        signal: controller.signal,
+        onEvent: (event) => event.type === "model_delta" && controller.abort(),
+      },
     );
     expect(result.stopReason).toBe("cancelled");
   });
@@ -457,7 +623,11 @@ describe("runAgent: cancellation at the edges of a model call", () => {
     const controller = new AbortController();
     const result = await runAgent(
       { model: modelFor(server, { stream: false }), tools: createToolRegistry([refund.tool]) },
-      { input: "refund", signal: controller.signal, onEvent: (event) => event.type === "model_end" && controller.abort() },
+      {
+        input: "refund",
+        signal: controller.signal,
+        onEvent: (event) => event.type === "model_end" && controller.abort(),
+      },
     );
     expect(result.stopReason).toBe("cancelled");
     expect(refund.calls).toHaveLength(0);
@@ -468,7 +638,9 @@ describe("runAgent: listeners", () => {
   it("keeps running when an event listener throws", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     try {
-      const server = await startServer({ script: [{ toolCalls: [call("calculator", { expression: "6*7" })] }, { content: "42" }] });
+      const server = await startServer({
+        script: [{ toolCalls: [call("calculator", { expression: "6*7" })] }, { content: "42" }],
+      });
       const result = await runAgent(
         { model: modelFor(server), tools: createToolRegistry([calculator]) },
         {

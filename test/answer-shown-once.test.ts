@@ -47,7 +47,8 @@ function recordingLogger(): { log: Logger; lines: Array<Record<string, unknown>>
   const lines: Array<Record<string, unknown>> = [];
   const destination = new Writable({
     write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of String(chunk).split("\n").filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
@@ -64,17 +65,33 @@ for (const target of TARGETS) {
       const store = await contract.open();
       const model = testModel(server);
       const memory = createMemory({ store, model, counter, budgetTokens: 12_000 });
-      const agent: AgentConfig = { model, tools: createToolRegistry([]), memory, trace: createTraceRecorder(store, { estimateTokens: memory.estimate }), approve: async () => "pending" };
+      const agent: AgentConfig = {
+        model,
+        tools: createToolRegistry([]),
+        memory,
+        trace: createTraceRecorder(store, { estimateTokens: memory.estimate }),
+        approve: async () => "pending",
+      };
       const errors: Array<{ error: unknown; context: string }> = [];
-      const conversations = createConversations(agent, store, { openSurface, onError: (error, context) => void errors.push({ error, context }) });
+      const conversations = createConversations(agent, store, {
+        openSurface,
+        onError: (error, context) => void errors.push({ error, context }),
+      });
       return { server, store, agent, conversations, errors };
     }
 
     /** What ingress does with a message: its run accepted and its message stored; the turn it enqueues. */
-    async function accept(store: AnyStorePort, sessionId: string, eventId: string): Promise<Extract<TurnWork, { kind: "message" }>> {
+    async function accept(
+      store: AnyStorePort,
+      sessionId: string,
+      eventId: string,
+    ): Promise<Extract<TurnWork, { kind: "message" }>> {
       const input = "What is six times seven?";
       const run = runRecord(`run_${eventId}`, sessionId, USER, input);
-      const message = { message: { role: "user", content: input } as Message, tokens: counter.message({ role: "user", content: input }) };
+      const message = {
+        message: { role: "user", content: input } as Message,
+        tokens: counter.message({ role: "user", content: input }),
+      };
       expect(await store.acceptEvent({ eventIds: [eventId], run, message })).toMatchObject({ kind: "accepted" });
       return workOf(messageTurn(run, [eventId])) as Extract<TurnWork, { kind: "message" }>;
     }
@@ -83,9 +100,21 @@ for (const target of TARGETS) {
      * The first delivery's worker: it ran the turn to its end (committed) and died before posting, or,
      * with `post`, right after showing the run on that surface, before claiming. `cancelled`: the run was stopped.
      */
-    async function diedAfterTheRun(agent: AgentConfig, work: Extract<TurnWork, { kind: "message" }>, post?: ChatSurface, options: { cancelled?: boolean } = {}): Promise<RunResult> {
+    async function diedAfterTheRun(
+      agent: AgentConfig,
+      work: Extract<TurnWork, { kind: "message" }>,
+      post?: ChatSurface,
+      options: { cancelled?: boolean } = {},
+    ): Promise<RunResult> {
       const signal = options.cancelled ? AbortSignal.abort() : new AbortController().signal;
-      const task = { runId: work.runId, sessionId: work.sessionId, userId: USER, input: "What is six times seven?", inputStored: true, signal };
+      const task = {
+        runId: work.runId,
+        sessionId: work.sessionId,
+        userId: USER,
+        input: "What is six times seven?",
+        inputStored: true,
+        signal,
+      };
       const result = await runAgent(agent, { ...task, ...(post ? { onEvent: (event) => post.onEvent(event) } : {}) });
       expect(result.stopReason).toBe(options.cancelled ? "cancelled" : "final");
       await post?.finish(result); // no `posted`: the claim was never made
@@ -103,18 +132,23 @@ for (const target of TARGETS) {
       let sessionId: string;
 
       async function slackSetUp(options: { refuseReading?: boolean; answer?: string } = {}) {
-        fake = await startFakeSlack({ teamId: TEAM, ...(options.refuseReading ? { refuse: ["conversations.replies"] } : {}) });
+        fake = await startFakeSlack({
+          teamId: TEAM,
+          ...(options.refuseReading ? { refuse: ["conversations.replies"] } : {}),
+        });
         opened.push(fake);
         client = new webApi.WebClient("xoxb-fake-bot-token", { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } });
         root = fake.addUserMessage(channel, { user: USER, text: "<@U0FAKEBOT1> what is six times seven?" });
         sessionId = `slack:${TEAM}:${channel}:${root}`;
         const { log } = recordingLogger();
-        const openSurface = (session: string, userId: string) => openSlackSurface(client, placeOf(session, userId), log);
+        const openSurface = (session: string, userId: string) =>
+          openSlackSurface(client, placeOf(session, userId), log);
         const set = await setUp(openSurface, options.answer);
         conversations = set.conversations;
         return { ...set, openSurface, surface: () => openSurface(sessionId, USER) };
       }
-      const answers = () => fake.messages(channel, root).filter((message) => message.bot_id && (message.text ?? "").includes(ANSWER));
+      const answers = () =>
+        fake.messages(channel, root).filter((message) => message.bot_id && (message.text ?? "").includes(ANSWER));
 
       it("a redelivered turn whose answer its dead worker posted finds it in the thread: nothing is posted again, the claim is taken", async () => {
         const { store, agent, surface, errors } = await slackSetUp();
@@ -126,7 +160,9 @@ for (const target of TARGETS) {
         expect(await conversations.runQueued(work, again)).toBeUndefined();
         expect(answers()).toHaveLength(1);
         expect(fake.callsTo("chat.postMessage")).toHaveLength(postsBefore);
-        expect(fake.callsTo("conversations.replies").map((call) => call.args)).toEqual([expect.objectContaining({ channel, ts: root })]);
+        expect(fake.callsTo("conversations.replies").map((call) => call.args)).toEqual([
+          expect.objectContaining({ channel, ts: root }),
+        ]);
         expect(await claimFree(store, work.runId)).toBe(false);
         expect(errors).toEqual([]);
 
@@ -151,7 +187,8 @@ for (const target of TARGETS) {
       });
 
       it("a streamed answer (its buttons set when the stream stopped) is found as well", async () => {
-        const long = `${ANSWER} ${"It follows from multiplying six by seven, which gives forty-two. ".repeat(12)}`.trim();
+        const long =
+          `${ANSWER} ${"It follows from multiplying six by seven, which gives forty-two. ".repeat(12)}`.trim();
         const { store, agent, surface } = await slackSetUp({ answer: long });
         const work = await accept(store, sessionId, "EvS5");
         await diedAfterTheRun(agent, work, surface());
@@ -196,12 +233,15 @@ for (const target of TARGETS) {
         fake.addUserMessage(dm, { user: USER, text: "what is six times seven?" });
         const work = await accept(store, dmSession, "EvS4");
         await diedAfterTheRun(agent, work, openSurface(dmSession, USER));
-        const inDm = () => fake.messages(dm).filter((message) => message.bot_id && (message.text ?? "").includes(ANSWER));
+        const inDm = () =>
+          fake.messages(dm).filter((message) => message.bot_id && (message.text ?? "").includes(ANSWER));
         expect(inDm()).toHaveLength(1);
 
         await conversations.runQueued(work, again);
         expect(inDm()).toHaveLength(1);
-        expect(fake.callsTo("conversations.history").map((call) => call.args)).toEqual([expect.objectContaining({ channel: dm })]);
+        expect(fake.callsTo("conversations.history").map((call) => call.args)).toEqual([
+          expect.objectContaining({ channel: dm }),
+        ]);
         expect(await claimFree(store, work.runId)).toBe(false);
       });
     });
@@ -226,12 +266,21 @@ for (const target of TARGETS) {
         conversations = set.conversations;
         return { ...set, surface: openSurface };
       }
-      const answers = () => fake.messages(channel).filter((message) => message.author.id === fake.botUserId && message.content.includes(ANSWER));
+      const answers = () =>
+        fake
+          .messages(channel)
+          .filter((message) => message.author.id === fake.botUserId && message.content.includes(ANSWER));
       const listings = () => fake.requestsTo("GET", `/channels/${channel}/messages`);
 
       it("a redelivered turn whose answer its dead worker posted finds it among the channel's messages: nothing is posted again, the claim is taken", async () => {
         const { store, agent, surface, errors } = await discordSetUp();
-        await fake.sendMessage({ channelId: channel, guildId: guild, authorId: "1100000000000000201", content: "<@bot> what is six times seven?", mentionsBot: true });
+        await fake.sendMessage({
+          channelId: channel,
+          guildId: guild,
+          authorId: "1100000000000000201",
+          content: "<@bot> what is six times seven?",
+          mentionsBot: true,
+        });
         const work = await accept(store, sessionId, "EvD1");
         await diedAfterTheRun(agent, work, surface());
         expect(answers()).toHaveLength(1);

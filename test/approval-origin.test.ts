@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 const NOT_WAITING = "This request is no longer waiting for a decision.";
-const script = (): ScriptedReply[] => [{ toolCalls: [{ name: "post_notice", arguments: JSON.stringify({ text: "lunch is here" }), id: "call_notice" }] }, { content: "Posted the notice." }];
+const script = (): ScriptedReply[] => [
+  { toolCalls: [{ name: "post_notice", arguments: JSON.stringify({ text: "lunch is here" }), id: "call_notice" }] },
+  { content: "Posted the notice." },
+];
 
 /** A dangerous tool of the test's own: no demo shop needed. */
 function noticeTools(): string {
@@ -47,24 +50,58 @@ describe("Slack and Discord sharing one store", () => {
     const slackBot = await slack.startAdapter({ fake: slackFake, agent, store: agent.store, log });
     const discordFake = await discord.startFake();
     // A Discord approver may decide any Discord approval: the refusal cannot come from who clicks.
-    const discordBot = await discord.startAdapter({ fake: discordFake, agent, store: agent.store, log, discord: { approvers: [discord.APPROVER] } });
+    const discordBot = await discord.startAdapter({
+      fake: discordFake,
+      agent,
+      store: agent.store,
+      log,
+      discord: { approvers: [discord.APPROVER] },
+    });
 
     const ts = slackFake.nextTs();
-    await slackFake.sendEvent(slackBot.eventsUrl as string, { type: "app_mention", user: "U1", channel: slack.CHANNEL, text: `<@${slack.BOT}> post the notice`, ts });
+    await slackFake.sendEvent(slackBot.eventsUrl as string, {
+      type: "app_mention",
+      user: "U1",
+      channel: slack.CHANNEL,
+      text: `<@${slack.BOT}> post the notice`,
+      ts,
+    });
     const approval = await slack.waitForApproval(slackFake, slack.CHANNEL, ts);
     await slackBot.conversations.idle();
 
     // The forged click: a button on any Discord message, its custom_id naming the Slack approval.
-    const carrier = await discordFake.sendMessage({ channelId: discord.CHANNEL, guildId: discord.GUILD, authorId: discord.APPROVER, content: "nothing to see" });
-    const clicked = await discordFake.clickButton({ channelId: discord.CHANNEL, guildId: discord.GUILD, userId: discord.APPROVER, messageId: carrier.id, customId: `glassbox:approve:${approval.id}` });
-    await discordFake.waitForRequest("POST", /^\/webhooks\//, (request) => request.path.includes(clicked.token), discord.REQUEST_WAIT);
+    const carrier = await discordFake.sendMessage({
+      channelId: discord.CHANNEL,
+      guildId: discord.GUILD,
+      authorId: discord.APPROVER,
+      content: "nothing to see",
+    });
+    const clicked = await discordFake.clickButton({
+      channelId: discord.CHANNEL,
+      guildId: discord.GUILD,
+      userId: discord.APPROVER,
+      messageId: carrier.id,
+      customId: `glassbox:approve:${approval.id}`,
+    });
+    await discordFake.waitForRequest(
+      "POST",
+      /^\/webhooks\//,
+      (request) => request.path.includes(clicked.token),
+      discord.REQUEST_WAIT,
+    );
     expect(discord.interactionReplies(discordFake, clicked.interactionId).at(-1)?.content).toBe(NOT_WAITING);
     await discordBot.conversations.idle();
     expect(statusOf(agent.store, approval.id)).toBe("pending");
     expect(slack.buttonsOf(slack.messageAt(slackFake, slack.CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
     expect(model.requests).toHaveLength(1);
 
-    await slackFake.sendBlockAction(slackBot.eventsUrl as string, { userId: "U1", channel: slack.CHANNEL, messageTs: approval.ts, actionId: slack.APPROVE, value: approval.id });
+    await slackFake.sendBlockAction(slackBot.eventsUrl as string, {
+      userId: "U1",
+      channel: slack.CHANNEL,
+      messageTs: approval.ts,
+      actionId: slack.APPROVE,
+      value: approval.id,
+    });
     await slack.waitForBotMessage(slackFake, slack.CHANNEL, ts, "Posted the notice.");
     await slackBot.conversations.idle();
     expect(createApprovalBook(agent.store).get(approval.id)).toMatchObject({ status: "approved", decidedBy: "U1" });
@@ -80,7 +117,14 @@ describe("Slack clicks", () => {
     const approval = await slack.waitForApproval(h.fake, slack.CHANNEL, ts);
     await h.slack.conversations.idle();
     const clickOn = (from: Partial<BlockActionInput> = {}) =>
-      h.fake.sendBlockAction(h.slack.eventsUrl as string, { userId: "U1", channel: slack.CHANNEL, messageTs: approval.ts, actionId: slack.APPROVE, value: approval.id, ...from });
+      h.fake.sendBlockAction(h.slack.eventsUrl as string, {
+        userId: "U1",
+        channel: slack.CHANNEL,
+        messageTs: approval.ts,
+        actionId: slack.APPROVE,
+        value: approval.id,
+        ...from,
+      });
     return { h, ts, approval, clickOn };
   }
 
@@ -121,18 +165,43 @@ describe("Slack clicks", () => {
     const fake = await slack.startSlack();
     const model = await slack.startModel(script());
     const paths = slack.tempPaths();
-    const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_TOOLS: noticeTools() });
+    const config = loadConfig({
+      OPENAI_BASE_URL: model.url,
+      LLM_MODEL: "gpt-4o-mini",
+      GLASSBOX_DB: paths.db,
+      GLASSBOX_SHOP_DB: paths.shopDb,
+      GLASSBOX_TOOLS: noticeTools(),
+    });
     const store = openStore(config.databasePath);
     const { log } = slack.memoryLogger();
-    const bot = await startSlackAdapter({ slack: slack.slackConfigFor(fake), store: sqlitePortOf(store), log, approvalTtlSeconds: 3_600, workers: { count: 2, config } });
+    const bot = await startSlackAdapter({
+      slack: slack.slackConfigFor(fake),
+      store: sqlitePortOf(store),
+      log,
+      approvalTtlSeconds: 3_600,
+      workers: { count: 2, config },
+    });
     stops.push(async () => {
       await bot.stop();
       store.close();
     });
     const ts = fake.nextTs();
-    await fake.sendEvent(bot.eventsUrl as string, { type: "app_mention", user: "U1", channel: slack.CHANNEL, text: `<@${slack.BOT}> post the notice`, ts });
+    await fake.sendEvent(bot.eventsUrl as string, {
+      type: "app_mention",
+      user: "U1",
+      channel: slack.CHANNEL,
+      text: `<@${slack.BOT}> post the notice`,
+      ts,
+    });
     const approval = await slack.waitForApproval(fake, slack.CHANNEL, ts);
-    const click = (messageTs: string) => fake.sendBlockAction(bot.eventsUrl as string, { userId: "U1", channel: slack.CHANNEL, messageTs, actionId: slack.APPROVE, value: approval.id });
+    const click = (messageTs: string) =>
+      fake.sendBlockAction(bot.eventsUrl as string, {
+        userId: "U1",
+        channel: slack.CHANNEL,
+        messageTs,
+        actionId: slack.APPROVE,
+        value: approval.id,
+      });
 
     await click(ts);
     const note = await fake.waitForCall("chat.postEphemeral", undefined, slack.CALL_WAIT);
@@ -152,9 +221,19 @@ describe("Discord clicks", () => {
     const approval = await discord.waitForApproval(h.fake, discord.THREAD);
     await h.discord.conversations.idle();
 
-    const elsewhere = await h.fake.sendMessage({ channelId: discord.OTHER_CHANNEL, guildId: discord.GUILD, authorId: discord.USER, content: "over here" });
+    const elsewhere = await h.fake.sendMessage({
+      channelId: discord.OTHER_CHANNEL,
+      guildId: discord.GUILD,
+      authorId: discord.USER,
+      content: "over here",
+    });
     // By another bot, so the DM starts no run of its own.
-    const inDm = await h.fake.sendMessage({ channelId: discord.DM, authorId: "1300000000000000399", bot: true, content: "in private" });
+    const inDm = await h.fake.sendMessage({
+      channelId: discord.DM,
+      authorId: "1300000000000000399",
+      bot: true,
+      content: "in private",
+    });
     const forged = [
       { channelId: discord.THREAD, guildId: discord.GUILD, messageId: asked.id }, // the same thread, another message
       { channelId: discord.OTHER_CHANNEL, guildId: discord.GUILD, messageId: elsewhere.id }, // another channel of the guild
@@ -162,7 +241,12 @@ describe("Discord clicks", () => {
     ];
     for (const place of forged) {
       const clicked = await h.fake.clickButton({ ...place, userId: discord.USER, customId: approval.approve });
-      await h.fake.waitForRequest("POST", /^\/webhooks\//, (request) => request.path.includes(clicked.token), discord.REQUEST_WAIT);
+      await h.fake.waitForRequest(
+        "POST",
+        /^\/webhooks\//,
+        (request) => request.path.includes(clicked.token),
+        discord.REQUEST_WAIT,
+      );
       expect(discord.interactionReplies(h.fake, clicked.interactionId).at(-1)?.content).toBe(NOT_WAITING);
     }
     await h.discord.conversations.idle();

@@ -2,11 +2,18 @@
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 
 /** A 1x1 PNG (70 bytes). */
-export const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+export const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);
 
 export type Part = { type: string; text?: string; image_url?: { url: string } };
 
 /** The first user message's content as the server got it: a string, or parts. */
-export const userContent = (body: ChatCompletionRequestBody) => body.messages.find((message) => message.role === "user")?.content as string | Part[];
+export const userContent = (body: ChatCompletionRequestBody) =>
+  body.messages.find((message) => message.role === "user")?.content as string | Part[];
 
-export const hasImagePart = (body: ChatCompletionRequestBody) => body.messages.some((message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"));
+export const hasImagePart = (body: ChatCompletionRequestBody) =>
+  body.messages.some(
+    (message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"),
+  );

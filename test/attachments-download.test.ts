@@ -11,10 +11,16 @@ describe("downloading attached files, bounded", () => {
   const seen: Array<{ path: string; authorization?: string }> = [];
   beforeAll(async () => {
     server = createServer((req, res) => {
-      seen.push({ path: req.url ?? "", ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+      seen.push({
+        path: req.url ?? "",
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      });
       if (req.url === "/hang") return; // never answers
       if (req.url === "/missing") return void res.writeHead(404).end();
-      if (req.url === "/elsewhere") return void res.writeHead(302, { location: `http://localhost:${(server.address() as AddressInfo).port}/file` }).end();
+      if (req.url === "/elsewhere")
+        return void res
+          .writeHead(302, { location: `http://localhost:${(server.address() as AddressInfo).port}/file` })
+          .end();
       res.writeHead(200, { "content-type": "text/plain" }).end("x".repeat(1_000));
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -24,7 +30,12 @@ describe("downloading attached files, bounded", () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  const file = (path: string, size = 1_000): FileRef => ({ name: path.slice(1) || "file", mimeType: "text/plain", size, url: `${base}${path}` });
+  const file = (path: string, size = 1_000): FileRef => ({
+    name: path.slice(1) || "file",
+    mimeType: "text/plain",
+    size,
+    url: `${base}${path}`,
+  });
 
   it("gives up on a download that takes longer than its limit, in one sentence", async () => {
     const { attachments, problems } = await downloadFiles([file("/hang")], { limits: { downloadTimeoutMs: 300 } });
@@ -33,7 +44,9 @@ describe("downloading attached files, bounded", () => {
   });
 
   it("reads at most the count of files, and no more bytes than the message may carry", async () => {
-    const { attachments, problems } = await downloadFiles([file("/a"), file("/b"), file("/c")], { limits: { maxFiles: 2, maxMessageBytes: 1_500 } });
+    const { attachments, problems } = await downloadFiles([file("/a"), file("/b"), file("/c")], {
+      limits: { maxFiles: 2, maxMessageBytes: 1_500 },
+    });
     expect(attachments.map((item) => ("data" in item ? "read" : item.problem))).toEqual([
       "read",
       "the files of one message may come to 1.5 KB together, and this one would pass that",
@@ -49,7 +62,10 @@ describe("downloading attached files, bounded", () => {
 
   it("sends a credential to the hosts allowed, and follows a redirect to another host without it", async () => {
     seen.length = 0;
-    const { attachments } = await downloadFiles([file("/elsewhere")], { credential: { Authorization: "Bearer secret" }, sendsCredentialTo: (url) => url.hostname === "127.0.0.1" });
+    const { attachments } = await downloadFiles([file("/elsewhere")], {
+      credential: { Authorization: "Bearer secret" },
+      sendsCredentialTo: (url) => url.hostname === "127.0.0.1",
+    });
     expect("data" in attachments[0]!).toBe(true);
     expect(seen).toEqual([{ path: "/elsewhere", authorization: "Bearer secret" }, { path: "/file" }]);
   });

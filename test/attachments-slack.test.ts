@@ -1,10 +1,19 @@
 // Files shared in Slack reach the model: the real Bolt app against the fake Slack, which serves
 // files at url_private_download only to the bot token and can hand a download to another host.
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { createTraceReader } from "../src/agent/trace.js";
 import { fetchSlackFiles } from "../src/adapters/slack/slack-files.js";
 import { PNG, userContent, type Part } from "./attachment-helpers.js";
-import { BOT, BOT_TOKEN, botTexts, CHANNEL, cleanUp, startHarness, startSlack, waitForBotMessage } from "./slack-helpers.js";
+import {
+  BOT,
+  BOT_TOKEN,
+  botTexts,
+  CHANNEL,
+  cleanUp,
+  startHarness,
+  startSlack,
+  waitForBotMessage,
+} from "./slack-helpers.js";
 
 afterEach(cleanUp);
 
@@ -13,7 +22,11 @@ describe("files shared in Slack", () => {
     const harness = await startHarness({ script: [{ content: "A tiny image and your notes." }] });
     const { fake, model } = harness;
     const image = fake.files.add({ name: "cat.png", mimetype: "image/png", data: PNG, redirect: true });
-    const notes = fake.files.add({ name: "notes.md", mimetype: "text/plain", data: Buffer.from("# Plan\nShip on Friday.") });
+    const notes = fake.files.add({
+      name: "notes.md",
+      mimetype: "text/plain",
+      data: Buffer.from("# Plan\nShip on Friday."),
+    });
     const { ts } = await harness.mention(`<@${BOT}> what are these?`, { extra: { files: [image, notes] } });
     await waitForBotMessage(fake, CHANNEL, ts, "A tiny image and your notes.");
 
@@ -39,20 +52,35 @@ describe("files shared in Slack", () => {
   it("says in one sentence that a file is too large (declared, or found while reading), and still answers the rest", async () => {
     const harness = await startHarness({ script: [{ content: "Here is what I can say." }] });
     const { fake, model } = harness;
-    const huge = fake.files.add({ name: "video.mp4", mimetype: "video/mp4", data: Buffer.from("x"), size: 50 * 1024 * 1024 });
+    const huge = fake.files.add({
+      name: "video.mp4",
+      mimetype: "video/mp4",
+      data: Buffer.from("x"),
+      size: 50 * 1024 * 1024,
+    });
     // Declared small, served without a length: only reading finds it is over the limit.
-    const lying = fake.files.add({ name: "dump.txt", mimetype: "text/plain", data: Buffer.alloc(9 * 1024 * 1024, 0x61), size: 1_000, chunked: true });
+    const lying = fake.files.add({
+      name: "dump.txt",
+      mimetype: "text/plain",
+      data: Buffer.alloc(9 * 1024 * 1024, 0x61),
+      size: 1_000,
+      chunked: true,
+    });
     const { ts } = await harness.dm("summarise these", { extra: { subtype: "file_share", files: [huge, lying] } });
     await waitForBotMessage(fake, "D1", undefined, "Here is what I can say.");
 
     const said = botTexts(fake, "D1").join("\n");
     expect(said).toContain("I could not read video.mp4: it is 50 MB, over the 8.0 MB limit for one file.");
-    expect(said).toContain("I could not read dump.txt: it turned out larger than the 8.0 MB limit for one file (the download was stopped there).");
+    expect(said).toContain(
+      "I could not read dump.txt: it turned out larger than the 8.0 MB limit for one file (the download was stopped there).",
+    );
     // The declared size refused the first before any request; the second was cut off while reading.
     expect(fake.files.downloads.filter((download) => download.path.includes("video.mp4"))).toHaveLength(0);
     const content = userContent(model.requests[0]!.body) as string;
     expect(content).toContain("summarise these");
-    expect(content).toContain("[Attached file video.mp4 (video/mp4, 50 MB) could not be read: it is 50 MB, over the 8.0 MB limit for one file.]");
+    expect(content).toContain(
+      "[Attached file video.mp4 (video/mp4, 50 MB) could not be read: it is 50 MB, over the 8.0 MB limit for one file.]",
+    );
     expect(content).not.toContain("aaaa");
     expect(ts).toBeTruthy();
   });
@@ -61,7 +89,9 @@ describe("files shared in Slack", () => {
     const fake = await startSlack();
     const file = fake.files.add({ name: "cat.png", mimetype: "image/png", data: PNG });
     const fetched = await fetchSlackFiles([file], { token: "xoxb-not-this-workspace", apiUrl: fake.apiUrl });
-    expect(fetched.problems).toEqual(["I could not read cat.png: Slack sent its sign-in page instead of the file (the app needs the files:read scope; reinstall it after adding the scope)."]);
+    expect(fetched.problems).toEqual([
+      "I could not read cat.png: Slack sent its sign-in page instead of the file (the app needs the files:read scope; reinstall it after adding the scope).",
+    ]);
     expect(fetched.attachments[0]).not.toHaveProperty("data");
   });
 

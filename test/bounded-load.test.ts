@@ -25,9 +25,19 @@ afterEach(async () => {
 
 async function setUp(env: Record<string, string>): Promise<{ agent: GlassboxAgent; model: ScriptedModelServer }> {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-load-"));
-  const model = await startScriptedModelServer({ script: (request) => ({ content: `answer to ${String(request.messages.at(-1)?.content).slice(-12)}` }), latencyMs: 120 });
-  const agent = await createAgentConfig(loadConfig({ OPENAI_BASE_URL: model.url, GLASSBOX_DB: join(directory, "glassbox.db"), ...env }), createLogger({ level: "silent" }));
-  cleanups.push(() => rmSync(directory, { recursive: true, force: true }), () => model.close(), () => agent.close());
+  const model = await startScriptedModelServer({
+    script: (request) => ({ content: `answer to ${String(request.messages.at(-1)?.content).slice(-12)}` }),
+    latencyMs: 120,
+  });
+  const agent = await createAgentConfig(
+    loadConfig({ OPENAI_BASE_URL: model.url, GLASSBOX_DB: join(directory, "glassbox.db"), ...env }),
+    createLogger({ level: "silent" }),
+  );
+  cleanups.push(
+    () => rmSync(directory, { recursive: true, force: true }),
+    () => model.close(),
+    () => agent.close(),
+  );
   return { agent, model };
 }
 
@@ -46,8 +56,14 @@ describe("bounded load", () => {
     const { agent } = await setUp({ GLASSBOX_MAX_CONCURRENT_RUNS: "2" });
     const log: string[] = [];
     // Two conversation services over one agent, as Slack and Discord share it in one process.
-    const slackLike = createConversations(agent, agent.port, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
-    const discordLike = createConversations(agent, agent.port, { openSurface: (sessionId) => recordingSurface(log, sessionId), queuedNoticeMs: 60 });
+    const slackLike = createConversations(agent, agent.port, {
+      openSurface: (sessionId) => recordingSurface(log, sessionId),
+      queuedNoticeMs: 60,
+    });
+    const discordLike = createConversations(agent, agent.port, {
+      openSurface: (sessionId) => recordingSurface(log, sessionId),
+      queuedNoticeMs: 60,
+    });
     let inProgress = 0;
     let most = 0;
     const track = (event: AgentEvent) => {
@@ -89,7 +105,9 @@ describe("bounded load", () => {
 
   it("the default bound is 100 and GLASSBOX_MAX_CONCURRENT_RUNS must be a whole number above 0", () => {
     expect(loadConfig({}).maxConcurrentRuns).toBe(100);
-    expect(() => loadConfig({ GLASSBOX_MAX_CONCURRENT_RUNS: "2.5" })).toThrow("GLASSBOX_MAX_CONCURRENT_RUNS is '2.5'; set it to a whole number above 0.");
+    expect(() => loadConfig({ GLASSBOX_MAX_CONCURRENT_RUNS: "2.5" })).toThrow(
+      "GLASSBOX_MAX_CONCURRENT_RUNS is '2.5'; set it to a whole number above 0.",
+    );
   });
 });
 
@@ -101,7 +119,9 @@ describe("bounded load in the chats", () => {
 
   // The first answer takes longer than QUEUED_NOTICE_MS, so the second request waits past it.
   const slowThenFast = (request: { messages: Array<{ role: string; content?: unknown }> }) =>
-    String(request.messages.at(-1)?.content).includes("first") ? { content: "first answer", delayMs: QUEUED_NOTICE_MS + 500 } : { content: "second answer" };
+    String(request.messages.at(-1)?.content).includes("first")
+      ? { content: "first answer", delayMs: QUEUED_NOTICE_MS + 500 }
+      : { content: "second answer" };
 
   it("on Slack, a mention that waits for a slot says it is queued, and the note goes once it starts", async () => {
     const h = await slack.startHarness({ script: slowThenFast, env: { GLASSBOX_MAX_CONCURRENT_RUNS: "1" } });
@@ -119,7 +139,9 @@ describe("bounded load in the chats", () => {
     await h.mention("first");
     await h.dm("second");
     await discord.waitForBotMessage(h.fake, discord.DM, "second answer");
-    expect(h.fake.messageWrites.filter((write) => write.content === DISCORD_QUEUED_TEXT).map((write) => write.channelId)).toEqual([discord.DM]);
+    expect(
+      h.fake.messageWrites.filter((write) => write.content === DISCORD_QUEUED_TEXT).map((write) => write.channelId),
+    ).toEqual([discord.DM]);
     expect(discord.botTexts(h.fake, discord.DM)).not.toContain(DISCORD_QUEUED_TEXT);
   });
 });

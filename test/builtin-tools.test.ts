@@ -86,18 +86,18 @@ describe("calculator", () => {
   });
 
   it("rejects an expression longer than 500 characters", () => {
-    expect(evaluateExpression("1+".repeat(249) + "1")).toBe(250); // 499 characters
-    expect(() => evaluateExpression("1+".repeat(300) + "1")).toThrow(
+    expect(evaluateExpression(`${"1+".repeat(249)}1`)).toBe(250); // 499 characters
+    expect(() => evaluateExpression(`${"1+".repeat(300)}1`)).toThrow(
       "Expression is too long (601 characters; the limit is 500)",
     );
   });
 
   it("allows 100 levels of parentheses and rejects 101", () => {
-    const nested = (depth: number) => "(".repeat(depth) + "1" + ")".repeat(depth);
+    const nested = (depth: number) => `${"(".repeat(depth)}1${")".repeat(depth)}`;
     expect(evaluateExpression(nested(100))).toBe(1);
     expect(() => evaluateExpression(nested(101))).toThrow("nested too deeply");
-    expect(evaluateExpression("abs(" + nested(99) + ")")).toBe(1);
-    expect(() => evaluateExpression("abs(" + nested(100) + ")")).toThrow("nested too deeply");
+    expect(evaluateExpression(`abs(${nested(99)})`)).toBe(1);
+    expect(() => evaluateExpression(`abs(${nested(100)})`)).toThrow("nested too deeply");
   });
 
   it.each([
@@ -131,7 +131,11 @@ describe("calculator", () => {
     async function runCalculator(expression: string) {
       const registry = createToolRegistry([calculator]);
       const scope = { runId: "r", sessionId: "s", userId: "u", state: newToolRunState() };
-      const call = { id: "call_1", type: "function" as const, function: { name: "calculator", arguments: JSON.stringify({ expression }) } };
+      const call = {
+        id: "call_1",
+        type: "function" as const,
+        function: { name: "calculator", arguments: JSON.stringify({ expression }) },
+      };
       const { records } = await executeToolCalls([call], { registry }, scope);
       const record = records[0];
       if (record === undefined) throw new Error("no record");
@@ -153,21 +157,38 @@ describe("calculator", () => {
       const record = await runCalculator(expression);
       expect(record.envelope).toEqual({
         status: "error",
-        error: { type: "execution_error", message: expect.stringContaining(`${subject} is not a finite number: it is too large to represent (beyond ±1.8e308)`) },
+        error: {
+          type: "execution_error",
+          message: expect.stringContaining(
+            `${subject} is not a finite number: it is too large to represent (beyond ±1.8e308)`,
+          ),
+        },
       });
       expect(record.content).not.toContain("null");
     });
 
-    it.each([["sqrt(-1)", "sqrt"], ["ln(-2)", "ln"], ["log(-0.5) + 1", "log"]])("%j is not a real number", async (expression, name) => {
+    it.each([
+      ["sqrt(-1)", "sqrt"],
+      ["ln(-2)", "ln"],
+      ["log(-0.5) + 1", "log"],
+    ])("%j is not a real number", async (expression, name) => {
       const record = await runCalculator(expression);
       expect(record.envelope).toEqual({
         status: "error",
-        error: { type: "execution_error", message: expect.stringContaining(`The result of '${name}' is not a finite number: it is undefined in real numbers (NaN)`) },
+        error: {
+          type: "execution_error",
+          message: expect.stringContaining(
+            `The result of '${name}' is not a finite number: it is undefined in real numbers (NaN)`,
+          ),
+        },
       });
     });
 
     it("still rejects 0/0 as a division by zero", async () => {
-      expect((await runCalculator("0/0")).envelope).toEqual({ status: "error", error: { type: "execution_error", message: "Division by zero" } });
+      expect((await runCalculator("0/0")).envelope).toEqual({
+        status: "error",
+        error: { type: "execution_error", message: "Division by zero" },
+      });
     });
 
     it("keeps results that fit: the largest double, tiny numbers, and round with many digits", async () => {
@@ -214,14 +235,19 @@ describe("current_time", () => {
 
   it("crosses the date line and handles midnight and half-hour offsets", async () => {
     const clock = fixed("2026-01-15T23:30:00Z");
-    const auckland = (await clock.handler({ timezone: "Pacific/Auckland" }, context())) as { iso: string; local: string };
+    const auckland = (await clock.handler({ timezone: "Pacific/Auckland" }, context())) as {
+      iso: string;
+      local: string;
+    };
     expect(auckland.iso).toBe("2026-01-16T12:30:00+13:00");
     expect(auckland.local).toBe("Friday, 16 January 2026, 12:30:00");
     const kolkata = (await clock.handler({ timezone: "Asia/Kolkata" }, context())) as { iso: string };
     expect(kolkata.iso).toBe("2026-01-16T05:00:00+05:30");
     const stJohns = (await clock.handler({ timezone: "America/St_Johns" }, context())) as { iso: string };
     expect(stJohns.iso).toBe("2026-01-15T20:00:00-03:30");
-    const midnight = (await fixed("2026-01-15T05:00:00Z").handler({ timezone: "America/New_York" }, context())) as { iso: string };
+    const midnight = (await fixed("2026-01-15T05:00:00Z").handler({ timezone: "America/New_York" }, context())) as {
+      iso: string;
+    };
     expect(midnight.iso).toBe("2026-01-15T00:00:00-05:00");
   });
 
@@ -287,7 +313,10 @@ describe("shop", () => {
 
   it("seeds totals that match the items", () => {
     const db = openDatabase();
-    const orders = db.prepare("SELECT items, total_cents FROM orders").all() as { items: string; total_cents: number }[];
+    const orders = db.prepare("SELECT items, total_cents FROM orders").all() as {
+      items: string;
+      total_cents: number;
+    }[];
     for (const order of orders) {
       const items = JSON.parse(order.items) as { quantity: number; unit_price_cents: number }[];
       expect(items.reduce((sum, item) => sum + item.quantity * item.unit_price_cents, 0)).toBe(order.total_cents);
@@ -310,7 +339,9 @@ describe("shop", () => {
         { name: "Desk mouse pad", quantity: 1, unitPrice: "$14.99" },
       ],
     });
-    await expect(tool(tools, "get_order_status").handler({ order_id: " #20240410003" }, context())).resolves.toMatchObject({
+    await expect(
+      tool(tools, "get_order_status").handler({ order_id: " #20240410003" }, context()),
+    ).resolves.toMatchObject({
       status: "paid",
       canBeCancelled: true,
     });
@@ -341,7 +372,9 @@ describe("shop", () => {
     open.pop();
 
     const reopened = createShopTools(openDatabase(path));
-    await expect(tool(reopened, "get_order_status").handler({ order_id: "20240410003" }, context())).resolves.toMatchObject({
+    await expect(
+      tool(reopened, "get_order_status").handler({ order_id: "20240410003" }, context()),
+    ).resolves.toMatchObject({
       status: "cancelled",
       cancelReason: "Found it cheaper",
       updatedAt: "2026-02-03T04:05:06.000Z",
@@ -364,9 +397,9 @@ describe("shop", () => {
     const db = openDatabase();
     const before = db.prepare("SELECT * FROM orders WHERE id = ?").get(orderId);
     const tools = createShopTools(db);
-    await expect(tool(tools, "cancel_order").handler({ order_id: orderId, reason: "Too slow" }, context())).rejects.toThrow(
-      message,
-    );
+    await expect(
+      tool(tools, "cancel_order").handler({ order_id: orderId, reason: "Too slow" }, context()),
+    ).rejects.toThrow(message);
     expect(db.prepare("SELECT * FROM orders WHERE id = ?").get(orderId)).toEqual(before);
   });
 

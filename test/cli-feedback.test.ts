@@ -9,7 +9,10 @@ import { useCli } from "./cli-helpers.js";
 const { server, glassbox, dataDir } = useCli();
 
 /** Rates a recorded run as the platforms do, through the store's own file. */
-function rate(runId: string, ratings: Array<{ userId: string; rating: "up" | "down"; reason?: string; source: "slack" | "discord" | "web" }>) {
+function rate(
+  runId: string,
+  ratings: Array<{ userId: string; rating: "up" | "down"; reason?: string; source: "slack" | "discord" | "web" }>,
+) {
   const store = openStore(join(dataDir, "glassbox.db"));
   try {
     const book = createFeedbackBook(store);
@@ -22,8 +25,12 @@ function rate(runId: string, ratings: Array<{ userId: string; rating: "up" | "do
 describe("glassbox trace and usage with feedback", () => {
   it("trace shows who rated the run, how and why; usage counts the 👍 and 👎", async () => {
     server().setScript([{ content: "There are 12 apples." }, { content: "Hello." }]);
-    const first = JSON.parse((await glassbox(["run", "How many apples?", "--session", "rated", "--json"])).stdout) as { runId: string };
-    const second = JSON.parse((await glassbox(["run", "Hi", "--session", "rated-too", "--json"])).stdout) as { runId: string };
+    const first = JSON.parse((await glassbox(["run", "How many apples?", "--session", "rated", "--json"])).stdout) as {
+      runId: string;
+    };
+    const second = JSON.parse((await glassbox(["run", "Hi", "--session", "rated-too", "--json"])).stdout) as {
+      runId: string;
+    };
     rate(first.runId, [
       { userId: "U1", rating: "up", source: "slack" },
       { userId: "U2", rating: "down", reason: "It counted the pears too", source: "slack" },
@@ -35,8 +42,13 @@ describe("glassbox trace and usage with feedback", () => {
     expect(traced.stdout).toContain("  feedback: 1 👍, 1 👎");
     expect(traced.stdout).toMatch(/ {4}👍 U1 \(slack, \d{4}-\d{2}-\d{2}T/);
     expect(traced.stdout).toContain("👎 U2: It counted the pears too (slack,");
-    const json = JSON.parse((await glassbox(["trace", first.runId, "--json"])).stdout) as Array<{ feedback: Array<{ userId: string; rating: string }> }>;
-    expect(json[0]?.feedback.map((one) => [one.userId, one.rating])).toEqual([["U1", "up"], ["U2", "down"]]);
+    const json = JSON.parse((await glassbox(["trace", first.runId, "--json"])).stdout) as Array<{
+      feedback: Array<{ userId: string; rating: string }>;
+    }>;
+    expect(json[0]?.feedback.map((one) => [one.userId, one.rating])).toEqual([
+      ["U1", "up"],
+      ["U2", "down"],
+    ]);
 
     const usage = await glassbox(["usage"]);
     expect(usage.stdout).toContain("Feedback: 1 👍 · 2 👎");

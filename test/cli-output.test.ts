@@ -30,14 +30,19 @@ describe("glassbox run, piped", () => {
     expect(stdout.trim()).toBe("fine without it");
     const lines = stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^glassbox: warning: MCP server 'broken' could not be reached at startup \(.+\); its tools are left out until glassbox restarts$/);
+    expect(lines[0]).toMatch(
+      /^glassbox: warning: MCP server 'broken' could not be reached at startup \(.+\); its tools are left out until glassbox restarts$/,
+    );
     const listed = await glassbox(["tools", "--json"], { GLASSBOX_MCP_SERVERS: mcp });
     expect(listed.stderr).toMatch(/^glassbox: warning: MCP server 'broken' could not be reached/);
     expect(() => JSON.parse(listed.stdout)).not.toThrow();
   });
 
   it("a failed tool call is shown once, by the command, not again as a log line", async () => {
-    server.setScript([{ toolCalls: [{ name: "calculator", arguments: '{"expression":"1/"}' }] }, { content: "That did not work." }]);
+    server.setScript([
+      { toolCalls: [{ name: "calculator", arguments: '{"expression":"1/"}' }] },
+      { content: "That did not work." },
+    ]);
     const { stderr } = await glassbox(["run", "1/?"]);
     expect(stderr).toContain("calculator execution_error");
     expect(stderr).not.toContain("warning");
@@ -58,29 +63,38 @@ describe("glassbox run, piped", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.split("\n")[0]).toBe("glassbox: There is no option --colour; the options are below.");
   });
-
 });
 
 describe("glassbox tools", () => {
   it("lists the specialists of GLASSBOX_AGENTS, which run gives the model too", async () => {
     const agents = join(dataDir, "agents.json");
-    writeFileSync(agents, JSON.stringify({ agents: { researcher: { description: "Finds facts.", systemPrompt: "You research." } } }));
+    writeFileSync(
+      agents,
+      JSON.stringify({ agents: { researcher: { description: "Finds facts.", systemPrompt: "You research." } } }),
+    );
     const { stdout } = await glassbox(["tools", "--json"], { GLASSBOX_AGENTS: agents });
     const listed = JSON.parse(stdout) as Array<{ name: string; from: string }>;
     expect(listed.at(-1)).toMatchObject({ name: "agent_researcher", from: "specialist" });
     server.setScript([{ content: "ok" }]);
     await glassbox(["run", "hello", "--json"], { GLASSBOX_AGENTS: agents });
-    const offered = (server.requests.at(-1)?.body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+    const offered = (server.requests.at(-1)?.body.tools as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
     expect(listed.map((tool) => tool.name)).toEqual(offered);
   });
 
   it("regression: past the selection threshold it lists list_tools too, as every call is sent it", async () => {
     const env = { GLASSBOX_TOOL_SELECTION_THRESHOLD: "3" };
-    const listed = JSON.parse((await glassbox(["tools", "--json"], env)).stdout) as Array<{ name: string; from: string }>;
+    const listed = JSON.parse((await glassbox(["tools", "--json"], env)).stdout) as Array<{
+      name: string;
+      from: string;
+    }>;
     expect(listed.at(-1)).toMatchObject({ name: "list_tools", from: "tool selection" });
     server.setScript([{ content: "ok" }]);
     await glassbox(["run", "what time is it?", "--json"], env);
-    const offered = (server.requests.at(-1)?.body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+    const offered = (server.requests.at(-1)?.body.tools as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
     expect(offered).toContain("list_tools");
     for (const name of offered) expect(listed.map((tool) => tool.name)).toContain(name);
     const { stdout } = await glassbox(["tools"], env);
@@ -94,12 +108,14 @@ describe("glassbox tools", () => {
     expect(stdout).toMatch(/^ {2}takes expression: string$/m);
     expect(stdout).not.toContain("\u001b");
   });
-
 });
 
 describe("glassbox sessions and usage", () => {
   it("regression: sessions and usage are tables whose columns line up, numbers with separators, no '1 runs'", async () => {
-    const env = { GLASSBOX_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-tables-")), "glassbox.db"), LLM_MODEL: "gpt-4o-mini" };
+    const env = {
+      GLASSBOX_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-tables-")), "glassbox.db"),
+      LLM_MODEL: "gpt-4o-mini",
+    };
     server.setScript([
       { content: "a", usage: { promptTokens: 1_234, completionTokens: 5 } },
       { content: "b", usage: { promptTokens: 20, completionTokens: 2 } },
@@ -139,13 +155,15 @@ describe("glassbox sessions and usage", () => {
     expect(chat.code).toBe(0);
     expect(chat.stdout).toContain("from chat");
     expect(chat.stdout).toContain("(session cli:by-chat)");
-    const listed = JSON.parse((await glassbox(["sessions", "--json"], env)).stdout) as Array<{ id: string; startedBy: string }>;
+    const listed = JSON.parse((await glassbox(["sessions", "--json"], env)).stdout) as Array<{
+      id: string;
+      startedBy: string;
+    }>;
     expect(listed.map(({ id, startedBy }) => [id, startedBy]).sort()).toEqual([
       ["cli:by-chat", "cli"],
       ["cli:by-run", "cli"],
     ]);
   });
-
 });
 
 /** Each header's column holds its cells: their right (or left) edges are where the header's are. */
@@ -166,4 +184,3 @@ function expectAligned(lines: string[], headers: string[], edge: "left" | "right
     }
   }
 }
-

@@ -12,10 +12,14 @@ const { server, glassbox, dataDir } = useCli();
 const sawTool = (body: ChatCompletionRequestBody) => body.messages.some((message) => message.role === "tool");
 
 /** A model that looks an order up, then answers with what it read. */
-const lookUp = (orderId: string, prefix = "Status") => (body: ChatCompletionRequestBody) =>
-  sawTool(body)
-    ? { content: `${prefix}: ${JSON.parse(String(body.messages.findLast((message) => message.role === "tool")?.content)).data?.status ?? "unknown"}` }
-    : { toolCalls: [{ name: "get_order_status", arguments: JSON.stringify({ order_id: orderId }) }] };
+const lookUp =
+  (orderId: string, prefix = "Status") =>
+  (body: ChatCompletionRequestBody) =>
+    sawTool(body)
+      ? {
+          content: `${prefix}: ${JSON.parse(String(body.messages.findLast((message) => message.role === "tool")?.content)).data?.status ?? "unknown"}`,
+        }
+      : { toolCalls: [{ name: "get_order_status", arguments: JSON.stringify({ order_id: orderId }) }] };
 
 async function recordRun(): Promise<string> {
   server().setScript(lookUp("20240315001"));
@@ -43,7 +47,12 @@ describe("glassbox replay", () => {
     server().setScript(lookUp("20240410003"));
     const json = await glassbox(["replay", runId, "--system-prompt", prompt, "--json"]);
     expect(json.code).toBe(0);
-    const comparison = JSON.parse(json.stdout) as { sameToolCalls: boolean; divergesAtCall: number; notRecorded: number; replay: { toolCalls: Array<{ recorded: boolean }> } };
+    const comparison = JSON.parse(json.stdout) as {
+      sameToolCalls: boolean;
+      divergesAtCall: number;
+      notRecorded: number;
+      replay: { toolCalls: Array<{ recorded: boolean }> };
+    };
     expect(comparison).toMatchObject({ sameToolCalls: false, divergesAtCall: 1, notRecorded: 1 });
     expect(comparison.replay.toolCalls[0]?.recorded).toBe(false);
     expect(server().requests.at(-2)?.body.messages[0]).toEqual({ role: "system", content: "You answer in one word." });
@@ -82,7 +91,9 @@ describe("glassbox replay", () => {
     expect((JSON.parse(down.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).toEqual([bad]);
     const up = await glassbox(["eval", "--feedback", "up", "--json"]);
     expect((JSON.parse(up.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).toContain(good);
-    expect((JSON.parse(up.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).not.toContain(bad);
+    expect((JSON.parse(up.stdout) as { runs: Array<{ runId: string }> }).runs.map((run) => run.runId)).not.toContain(
+      bad,
+    );
     const wrong = await glassbox(["eval", "--feedback", "sideways"]);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr.split("\n")[0]).toBe("glassbox: --feedback takes down, up or all.");
@@ -91,7 +102,9 @@ describe("glassbox replay", () => {
   it("says in one sentence what is wrong: no run named, an unknown run, an unreadable prompt file", async () => {
     const none = await glassbox(["replay"]);
     expect(none.code).toBe(2);
-    expect(none.stderr.split("\n")[0]).toBe("glassbox: Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).");
+    expect(none.stderr.split("\n")[0]).toBe(
+      "glassbox: Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).",
+    );
     await recordRun();
     const unknown = await glassbox(["replay", "run_nope"]);
     expect(unknown.code).not.toBe(0);

@@ -28,21 +28,34 @@ const SGR = /\u001b\[[0-9;]*m/;
  * What stays on the screen once the status line is gone: its drawings (each ends erasing the line)
  * taken out, and readline's cursor moves.
  */
-const screen = (shown: string) => shown.replace(/\r[^\r\n]*?\u001b\[K/g, "").replace(/\u001b\[\d*[GJ]/g, "").replace(/\r+\n/g, "\n");
+const screen = (shown: string) =>
+  shown
+    .replace(/\r[^\r\n]*?\u001b\[K/g, "")
+    .replace(/\u001b\[\d*[GJ]/g, "")
+    .replace(/\r+\n/g, "\n");
 
 /** What the terminal showed (the pty's CR LF read as LF) and the exit code. `typed` is typed in. */
-function inTerminal(args: string[], env: Record<string, string> = {}, typed = "", typeAfter?: string): Promise<{ code: number; shown: string }> {
+function inTerminal(
+  args: string[],
+  env: Record<string, string> = {},
+  typed = "",
+  typeAfter?: string,
+): Promise<{ code: number; shown: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn("python3", [TERMINAL, ...(typeAfter ? ["--type-after", typeAfter] : []), process.execPath, "--import", TSX, CLI, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        TERM: "xterm-256color",
-        OPENAI_BASE_URL: server.url,
-        LLM_MODEL: "scripted-model",
-        GLASSBOX_DB: join(dataDir, "glassbox.db"),
-        ...env,
+    const child = spawn(
+      "python3",
+      [TERMINAL, ...(typeAfter ? ["--type-after", typeAfter] : []), process.execPath, "--import", TSX, CLI, ...args],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          TERM: "xterm-256color",
+          OPENAI_BASE_URL: server.url,
+          LLM_MODEL: "scripted-model",
+          GLASSBOX_DB: join(dataDir, "glassbox.db"),
+          ...env,
+        },
       },
-    });
+    );
     let shown = "";
     child.stdout.on("data", (chunk: Buffer) => (shown += chunk.toString()));
     child.on("error", reject);
@@ -53,12 +66,17 @@ function inTerminal(args: string[], env: Record<string, string> = {}, typed = ""
 
 describe("glassbox run on a terminal", () => {
   it("shows a status line while the model works, tool activity in colour, and the Markdown answer rendered", async () => {
-    server.setScript([{ toolCalls: [{ name: "calculator", arguments: '{"expression":"6*2"}' }], delayMs: 300 }, { content: MARKDOWN, delayMs: 300 }]);
+    server.setScript([
+      { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*2"}' }], delayMs: 300 },
+      { content: MARKDOWN, delayMs: 300 },
+    ]);
     const { code, shown } = await inTerminal(["run", "how many apples?"]);
     expect(code).toBe(0);
     expect(shown).toContain("\r\u001b[36m⠋\u001b[39m \u001b[2mthinking…");
     expect(shown).toContain("running calculator…");
-    expect(screen(shown)).toContain("\u001b[2m· calling calculator(expression: 6*2)\u001b[22m\n  calculator \u001b[32mok\u001b[39m");
+    expect(screen(shown)).toContain(
+      "\u001b[2m· calling calculator(expression: 6*2)\u001b[22m\n  calculator \u001b[32mok\u001b[39m",
+    );
     // The answer: a heading, bold, code and a list, with no Markdown marks left.
     expect(screen(shown)).toContain(" ms)\u001b[22m\n\u001b[1m\u001b[4mApples\u001b[24m\u001b[22m\n\n");
     expect(shown).toContain("There are \u001b[1m12\u001b[22m apples and \u001b[36m3\u001b[39m pears:");
@@ -66,16 +84,23 @@ describe("glassbox run on a terminal", () => {
     expect(shown).not.toContain("**");
     expect(shown).not.toContain("# Apples");
     // After it: the session, how to continue it, and how to see its steps.
-    expect(shown).toMatch(/\u001b\[2mcontinue this conversation: --session [0-9a-f-]{36}\u001b\[22m\n\u001b\[2msee its steps: glassbox trace run_[0-9a-f-]{36}\u001b\[22m\n/);
+    expect(shown).toMatch(
+      /\u001b\[2mcontinue this conversation: --session [0-9a-f-]{36}\u001b\[22m\n\u001b\[2msee its steps: glassbox trace run_[0-9a-f-]{36}\u001b\[22m\n/,
+    );
     // They name this run and its session.
     const session = /--session ([0-9a-f-]{36})/.exec(shown)?.[1];
     const runId = /glassbox trace (run_[0-9a-f-]{36})/.exec(shown)?.[1] ?? "";
-    const traced = JSON.parse((await inTerminal(["trace", runId, "--json"])).shown) as Array<{ run: { sessionId: string; input: string } }>;
+    const traced = JSON.parse((await inTerminal(["trace", runId, "--json"])).shown) as Array<{
+      run: { sessionId: string; input: string };
+    }>;
     expect(traced[0]?.run).toMatchObject({ sessionId: `cli:${session}`, input: "how many apples?" });
   });
 
   it("regression: NO_COLOR keeps every colour and style code out, and the Markdown still reads as text", async () => {
-    server.setScript([{ toolCalls: [{ name: "calculator", arguments: '{"expression":"6*2"}' }], delayMs: 300 }, { content: MARKDOWN }]);
+    server.setScript([
+      { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*2"}' }], delayMs: 300 },
+      { content: MARKDOWN },
+    ]);
     const { code, shown } = await inTerminal(["run", "how many apples?"], { NO_COLOR: "1" });
     expect(code).toBe(0);
     expect(shown).not.toMatch(SGR);
@@ -98,13 +123,22 @@ describe("glassbox run on a terminal", () => {
     server.setScript([{ content: MARKDOWN, delayMs: 200 }]);
     const { code, shown } = await inTerminal(["run", "apples?", "--json"]);
     expect(code).toBe(0);
-    expect(JSON.parse(shown)).toMatchObject({ output: MARKDOWN, stopReason: "final", sessionId: expect.stringMatching(/^cli:/) });
+    expect(JSON.parse(shown)).toMatchObject({
+      output: MARKDOWN,
+      stopReason: "final",
+      sessionId: expect.stringMatching(/^cli:/),
+    });
   });
 });
 
 describe("approvals at the terminal", () => {
-  const shop = () => ({ GLASSBOX_DEMO: "true", GLASSBOX_SHOP_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-terminal-shop-")), "shop.db") });
-  const CANCEL = { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}' }] };
+  const shop = () => ({
+    GLASSBOX_DEMO: "true",
+    GLASSBOX_SHOP_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-terminal-shop-")), "shop.db"),
+  });
+  const CANCEL = {
+    toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}' }],
+  };
 
   it("asks before a dangerous call, with no status line over the question; y runs it", async () => {
     server.setScript([CANCEL, { content: "Cancelled." }]);

@@ -44,7 +44,10 @@ function recordingSurface() {
   return { surface, finished, asked };
 }
 
-const entry = (content: string) => ({ message: { role: "user", content } as Message, tokens: counter.message({ role: "user", content }) });
+const entry = (content: string) => ({
+  message: { role: "user", content } as Message,
+  tokens: counter.message({ role: "user", content }),
+});
 
 for (const target of TARGETS) {
   describe(`runQueued on ${target.name}`, () => {
@@ -71,31 +74,60 @@ for (const target of TARGETS) {
         memory,
         trace: createTraceRecorder(store, { estimateTokens: memory.estimate }),
         // SQLite's conversations leave this to their own stop(); the loop's check is the same.
-        ...(options.cancelFromStore && store.kind === "sqlite" ? { cancelRequested: (runId: string) => store.cancelRequested(runId) } : {}),
+        ...(options.cancelFromStore && store.kind === "sqlite"
+          ? { cancelRequested: (runId: string) => store.cancelRequested(runId) }
+          : {}),
       };
       const shown = recordingSurface();
       const decisions: Approval[] = [];
-      const conversations = createConversations(agent, store, { openSurface: () => shown.surface, showDecision: async (approval) => void decisions.push(approval) });
-      return { server, store, agent, conversations, shown, decisions, notice, lookup: { ...lookup, started, release: slow.resolve } };
+      const conversations = createConversations(agent, store, {
+        openSurface: () => shown.surface,
+        showDecision: async (approval) => void decisions.push(approval),
+      });
+      return {
+        server,
+        store,
+        agent,
+        conversations,
+        shown,
+        decisions,
+        notice,
+        lookup: { ...lookup, started, release: slow.resolve },
+      };
     }
 
     /** What ingress does with a message: its run accepted, its message stored; the turn it enqueues. */
-    async function accept(store: AnyStorePort, sessionId: string, input: string, eventId: string): Promise<Extract<TurnWork, { kind: "message" }>> {
+    async function accept(
+      store: AnyStorePort,
+      sessionId: string,
+      input: string,
+      eventId: string,
+    ): Promise<Extract<TurnWork, { kind: "message" }>> {
       const run = runRecord(`run_${eventId}`, sessionId, USER, input);
-      expect(await store.acceptEvent({ eventIds: [eventId], run, message: entry(input) })).toMatchObject({ kind: "accepted" });
+      expect(await store.acceptEvent({ eventIds: [eventId], run, message: entry(input) })).toMatchObject({
+        kind: "accepted",
+      });
       return workOf(messageTurn(run, [eventId])) as Extract<TurnWork, { kind: "message" }>;
     }
 
-    const userMessages = async (store: AnyStorePort, sessionId: string) => (await store.sessionHistory(sessionId)).messages.filter((stored) => stored.message.role === "user");
+    const userMessages = async (store: AnyStorePort, sessionId: string) =>
+      (await store.sessionHistory(sessionId)).messages.filter((stored) => stored.message.role === "user");
 
     it("runs an accepted message on the message ingress stored (stored once, answered once); delivered again, it does nothing", async () => {
       const { server, store, conversations, shown } = await setUp(() => ({ content: "Hello from the worker." }));
       const work = await accept(store, "web:q1", "Say hello", "Ev1");
       const result = await conversations.runQueued(work, first);
       expect(result).toMatchObject({ runId: work.runId, stopReason: "final", output: "Hello from the worker." });
-      expect(server.requests.map((request) => request.body.messages.filter((message) => message.role === "user").map((message) => textOf(message)))).toEqual([["Say hello"]]);
+      expect(
+        server.requests.map((request) =>
+          request.body.messages.filter((message) => message.role === "user").map((message) => textOf(message)),
+        ),
+      ).toEqual([["Say hello"]]);
       expect((await userMessages(store, "web:q1")).map((stored) => stored.runId)).toEqual([work.runId]);
-      expect((await store.sessionHistory("web:q1")).messages.map((stored) => stored.message.role)).toEqual(["user", "assistant"]);
+      expect((await store.sessionHistory("web:q1")).messages.map((stored) => stored.message.role)).toEqual([
+        "user",
+        "assistant",
+      ]);
       expect(await store.run(work.runId)).toMatchObject({ status: "final", steps: 1 });
       expect(shown.finished.map((finished) => finished.output)).toEqual(["Hello from the worker."]);
       expect(await store.claim(`answered:${work.runId}`)).toBe(false); // claimed once the answer was posted
@@ -109,7 +141,10 @@ for (const target of TARGETS) {
       const { server, store, agent, conversations, shown } = await setUp(() => ({ content: "The stored answer." }));
       const work = await accept(store, "web:q2", "Answer me", "Ev2");
       // The worker that ran it died after the run's end was committed, before the answer was posted.
-      await runAgent({ ...agent, approve: async () => "pending" }, { runId: work.runId, sessionId: work.sessionId, userId: USER, input: "Answer me", inputStored: true });
+      await runAgent(
+        { ...agent, approve: async () => "pending" },
+        { runId: work.runId, sessionId: work.sessionId, userId: USER, input: "Answer me", inputStored: true },
+      );
       expect(server.requests).toHaveLength(1);
       const result = await conversations.runQueued(work, again);
       expect(result).toMatchObject({ runId: work.runId, stopReason: "final", output: "The stored answer.", steps: 1 });
@@ -124,12 +159,27 @@ for (const target of TARGETS) {
       const { server, store, conversations, shown } = await setUp(() => ({ content: "You have 3 rows." }));
       const work = await accept(store, "web:q3", "Look up my rows", "Ev3");
       // The dead worker: it started the run, made step 1 (a lookup) and stored its call and result, then was killed.
-      expect(await inProcesses(contract.database().options, 1, ["start-runs", work.sessionId, work.runId])).toEqual(["started"]);
-      const assistant: Message = { role: "assistant", content: null, tool_calls: [{ id: "call_lookup", type: "function", function: { name: "lookup", arguments: "{}" } }] };
-      const result: Message = { role: "tool", tool_call_id: "call_lookup", content: '{"status":"success","data":{"rows":3}}' };
+      expect(await inProcesses(contract.database().options, 1, ["start-runs", work.sessionId, work.runId])).toEqual([
+        "started",
+      ]);
+      const assistant: Message = {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_lookup", type: "function", function: { name: "lookup", arguments: "{}" } }],
+      };
+      const result: Message = {
+        role: "tool",
+        tool_call_id: "call_lookup",
+        content: '{"status":"success","data":{"rows":3}}',
+      };
       await store.record([
         { kind: "step", step: stepOf(work.runId, 1, { content: null, promptTokens: 50, completionTokens: 5 }) },
-        { kind: "messages", sessionId: work.sessionId, runId: work.runId, entries: [assistant, result].map((message) => ({ message, tokens: counter.message(message) })) },
+        {
+          kind: "messages",
+          sessionId: work.sessionId,
+          runId: work.runId,
+          entries: [assistant, result].map((message) => ({ message, tokens: counter.message(message) })),
+        },
       ]);
       expect((await store.run(work.runId))?.status).toBe("running");
 
@@ -150,7 +200,9 @@ for (const target of TARGETS) {
 
     it("resumes a paused run after a click decided through another handle; the decision is shown first; a second delivery does nothing", async () => {
       const { server, store, conversations, shown, decisions, notice } = await setUp((body) =>
-        body.messages.at(-1)?.role === "tool" ? { content: "Posted the notice." } : { toolCalls: [call("post_notice", { text: "lunch" }, "call_notice")] },
+        body.messages.at(-1)?.role === "tool"
+          ? { content: "Posted the notice." }
+          : { toolCalls: [call("post_notice", { text: "lunch" }, "call_notice")] },
       );
       const work = await accept(store, "slack:T1:C1:1.1", "Post a notice about lunch", "Ev4");
       const paused = await conversations.runQueued(work, first);
@@ -177,7 +229,9 @@ for (const target of TARGETS) {
 
     it("a reset turn supersedes what waited, and the next message starts afresh", async () => {
       const { server, store, conversations, shown, decisions } = await setUp((body) =>
-        textOf(body.messages.at(-1)).startsWith("Post") ? { toolCalls: [call("post_notice", { text: "PELICAN" }, "call_p")] } : { content: "A fresh start." },
+        textOf(body.messages.at(-1)).startsWith("Post")
+          ? { toolCalls: [call("post_notice", { text: "PELICAN" }, "call_p")] }
+          : { content: "A fresh start." },
       );
       const work = await accept(store, "discord:dm:D1", "Post PELICAN to the channel", "Ev5");
       expect(await conversations.runQueued(work, first)).toMatchObject({ stopReason: "awaiting_approval" });
@@ -214,23 +268,46 @@ for (const target of TARGETS) {
       const server = await startServer({
         script: (body) => {
           const input = textOf(body.messages.at(-1));
-          return String(body.messages[0]?.content).includes("RESEARCHER") ? { content: `facts about <${input}>` } : { content: `reply based on [${input}]` };
+          return String(body.messages[0]?.content).includes("RESEARCHER")
+            ? { content: `facts about <${input}>` }
+            : { content: `reply based on [${input}]` };
         },
       });
       const directory = mkdtempSync(join(tmpdir(), "glassbox-queued-pipeline-"));
-      const agents = { agents: { researcher: { description: "Looks up.", systemPrompt: "You are the RESEARCHER." }, writer: { description: "Writes.", systemPrompt: "You are the WRITER." } }, pipelines: { triage: ["researcher", "writer"] } };
+      const agents = {
+        agents: {
+          researcher: { description: "Looks up.", systemPrompt: "You are the RESEARCHER." },
+          writer: { description: "Writes.", systemPrompt: "You are the WRITER." },
+        },
+        pipelines: { triage: ["researcher", "writer"] },
+      };
       writeFileSync(join(directory, "agents.json"), JSON.stringify(agents));
       const store = await contract.open();
-      const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "unused.db"), GLASSBOX_AGENTS: join(directory, "agents.json") });
+      const config = loadConfig({
+        OPENAI_BASE_URL: server.url,
+        LLM_MODEL: "gpt-4o-mini",
+        GLASSBOX_DB: join(directory, "unused.db"),
+        GLASSBOX_AGENTS: join(directory, "agents.json"),
+      });
       const agent = await createAgentConfig(config, createLogger({ level: "silent" }), { port: store });
       try {
         const shown = recordingSurface();
-        const conversations = createConversations(agent, agent.port, { pipelines: agent.pipelines, openSurface: () => shown.surface });
+        const conversations = createConversations(agent, agent.port, {
+          pipelines: agent.pipelines,
+          openSurface: () => shown.surface,
+        });
         const work = await accept(store, "web:pipe", "/pipeline triage order 42 is late", "Ev10");
-        expect(await conversations.runQueued(work, first)).toMatchObject({ output: "reply based on [facts about <order 42 is late>]" });
+        expect(await conversations.runQueued(work, first)).toMatchObject({
+          output: "reply based on [facts about <order 42 is late>]",
+        });
         const runs = await store.runsOfSession("web:pipe");
-        expect(runs.map((run) => [run.runId === work.runId, run.status, run.pipelineStage])).toEqual([[true, "final", 1], [false, "final", 2]]);
-        expect(shown.finished.map((finished) => finished.output)).toEqual(["reply based on [facts about <order 42 is late>]"]);
+        expect(runs.map((run) => [run.runId === work.runId, run.status, run.pipelineStage])).toEqual([
+          [true, "final", 1],
+          [false, "final", 2],
+        ]);
+        expect(shown.finished.map((finished) => finished.output)).toEqual([
+          "reply based on [facts about <order 42 is late>]",
+        ]);
         expect(await conversations.runQueued(work, again)).toBeUndefined();
         expect(server.requests).toHaveLength(2);
       } finally {
@@ -254,14 +331,20 @@ for (const target of TARGETS) {
       expect(await running).toBeUndefined();
       expect((await store.run(work.runId))?.status).toBe("interrupted");
       expect(shown.finished).toEqual([]);
-      expect(await conversations.runQueued(work, again)).toMatchObject({ stopReason: "final", output: "Answered on the next worker." });
+      expect(await conversations.runQueued(work, again)).toMatchObject({
+        stopReason: "final",
+        output: "Answered on the next worker.",
+      });
       expect(shown.finished.map((finished) => finished.output)).toEqual(["Answered on the next worker."]);
       expect(server.requests).toHaveLength(2);
       expect(await userMessages(store, work.sessionId)).toHaveLength(1);
     });
 
     it("a cancel asked through another handle stops the run before its next model call, with no notice heard", async () => {
-      const { server, store, conversations, lookup } = await setUp(() => ({ toolCalls: [call("lookup", {}, "call_slow")] }), { cancelFromStore: true });
+      const { server, store, conversations, lookup } = await setUp(
+        () => ({ toolCalls: [call("lookup", {}, "call_slow")] }),
+        { cancelFromStore: true },
+      );
       const work = await accept(store, "web:q9", "Look it up", "Ev9");
       const running = conversations.runQueued(work, first);
       await lookup.started.promise;

@@ -85,11 +85,16 @@ describe("createConversations", () => {
     const server = await startServer({ script });
     const store = openTestStore();
     const model = testModel(server);
-    const agent: AgentConfig = { model, tools: createToolRegistry([]), memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }) };
+    const agent: AgentConfig = {
+      model,
+      tools: createToolRegistry([]),
+      memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
+    };
     return { server, store, conversations: createConversations(agent, store) };
   }
 
-  const rolesAndTexts = (messages: Array<{ role: string; content?: unknown }>) => messages.map((message) => `${message.role}: ${textOf(message as never)}`);
+  const rolesAndTexts = (messages: Array<{ role: string; content?: unknown }>) =>
+    messages.map((message) => `${message.role}: ${textOf(message as never)}`);
 
   it("answers two messages sent at once to one session one after the other, never interleaved", async () => {
     const { server, store, conversations } = await setUp((_, index) => ({ content: `answer ${index + 1}` }));
@@ -99,9 +104,21 @@ describe("createConversations", () => {
     ]);
     expect([first.output, second.output]).toEqual(["answer 1", "answer 2"]);
     // The second run started after the first had answered: its first request holds that answer.
-    expect(rolesAndTexts(server.requests[1]?.body.messages.slice(1) ?? [])).toEqual(["user: question 1", "assistant: answer 1", "user: question 2"]);
-    const rows = store.db.prepare("SELECT role, content FROM messages ORDER BY id").all() as Array<{ role: string; content: string }>;
-    expect(rows.map((row) => `${row.role}: ${row.content}`)).toEqual(["user: question 1", "assistant: answer 1", "user: question 2", "assistant: answer 2"]);
+    expect(rolesAndTexts(server.requests[1]?.body.messages.slice(1) ?? [])).toEqual([
+      "user: question 1",
+      "assistant: answer 1",
+      "user: question 2",
+    ]);
+    const rows = store.db.prepare("SELECT role, content FROM messages ORDER BY id").all() as Array<{
+      role: string;
+      content: string;
+    }>;
+    expect(rows.map((row) => `${row.role}: ${row.content}`)).toEqual([
+      "user: question 1",
+      "assistant: answer 1",
+      "user: question 2",
+      "assistant: answer 2",
+    ]);
   });
 
   it("runs different sessions concurrently", { timeout: 10_000 }, async () => {
@@ -117,7 +134,9 @@ describe("createConversations", () => {
       conversations.send({ input: "in channel two", sessionId: "slack:T1:C2:2.2", userId: "U1" }),
     ]);
     expect(results.map((result) => result.output)).toEqual(["together", "together"]);
-    expect(server.requests.map((request) => textOf(request.body.messages.at(-1)))).toEqual(expect.arrayContaining(["in channel one", "in channel two"]));
+    expect(server.requests.map((request) => textOf(request.body.messages.at(-1)))).toEqual(
+      expect.arrayContaining(["in channel one", "in channel two"]),
+    );
   });
 
   it("stop() cancels the running run; the message queued behind it still runs", async () => {
@@ -177,12 +196,24 @@ describe("createConversations", () => {
   });
 
   it("a run that pauses opens its approval in the pause's own commit, before the surface is asked to show it", async () => {
-    const server = await startServer({ script: () => ({ toolCalls: [{ id: "call_wipe", name: "wipe_cache", arguments: "{}" }] }) });
+    const server = await startServer({
+      script: () => ({ toolCalls: [{ id: "call_wipe", name: "wipe_cache", arguments: "{}" }] }),
+    });
     const store = openTestStore();
     const port = sqlitePortOf(store);
     const model = testModel(server);
-    const wipe = { name: "wipe_cache", description: "Wipes the cache.", dangerous: true, parameters: { type: "object", properties: {} }, handler: () => "wiped" };
-    const agent: AgentConfig = { model, tools: createToolRegistry([wipe]), memory: createMemory({ store: port, model, counter, budgetTokens: 12_000 }) };
+    const wipe = {
+      name: "wipe_cache",
+      description: "Wipes the cache.",
+      dangerous: true,
+      parameters: { type: "object", properties: {} },
+      handler: () => "wiped",
+    };
+    const agent: AgentConfig = {
+      model,
+      tools: createToolRegistry([wipe]),
+      memory: createMemory({ store: port, model, counter, budgetTokens: 12_000 }),
+    };
     // What the store holds the moment the run's end is announced: its unit has committed, and nothing after it has run.
     let atEnd: Promise<unknown[]> | undefined;
     const surface = {
@@ -196,7 +227,9 @@ describe("createConversations", () => {
     const result = await conversations.send({ input: "clean the cache", sessionId: "slack:T1:C1:5.5", userId: "U1" });
     expect(result.stopReason).toBe("awaiting_approval");
     // A crash right after the pause's commit would leave an approval someone can still click (it was none).
-    expect(await atEnd).toEqual([expect.objectContaining({ runId: result.runId, toolCallId: "call_wipe", status: "pending", messageRef: null })]);
+    expect(await atEnd).toEqual([
+      expect.objectContaining({ runId: result.runId, toolCallId: "call_wipe", status: "pending", messageRef: null }),
+    ]);
     const [approval] = await port.approvalsOfRun(result.runId);
     expect(approval).toMatchObject({ messageRef: "C1:9.9", status: "pending" });
     // Pending for the conversation's approval time (600 s here, not the default 3,600 s).
@@ -206,7 +239,9 @@ describe("createConversations", () => {
   });
 
   it("a run that fails does not block the session", async () => {
-    const { conversations } = await setUp((_, index) => (index === 0 ? { error: { status: 500, message: "model is down" } } : { content: "back again" }));
+    const { conversations } = await setUp((_, index) =>
+      index === 0 ? { error: { status: 500, message: "model is down" } } : { content: "back again" },
+    );
     const [failed, next] = await Promise.all([
       conversations.send({ input: "first", sessionId: "web:s", userId: "U1" }),
       conversations.send({ input: "second", sessionId: "web:s", userId: "U1" }),

@@ -45,7 +45,10 @@ describe("logs", () => {
 
   it("redacts secret fields at any depth", () => {
     const { lines, log } = capture();
-    log.info({ apiKey: "sk-live-1234567890", config: { botToken: "xoxb-1-2-3", nested: { token: "abc" } } }, "configured");
+    log.info(
+      { apiKey: "sk-live-1234567890", config: { botToken: "xoxb-1-2-3", nested: { token: "abc" } } },
+      "configured",
+    );
     const entry = JSON.parse(lines[0] ?? "{}");
     expect(entry.apiKey).toBe("[redacted]");
     expect(entry.config.botToken).toBe("[redacted]");
@@ -55,7 +58,10 @@ describe("logs", () => {
 
   it("scrubs tokens that appear inside messages and error text", () => {
     const { lines, log } = capture();
-    log.warn({ error: "401 for Authorization: Bearer sk-proj-abcdefghijkl" }, "request failed with key sk-proj-abcdefghijkl and xapp-1-A0-123456789");
+    log.warn(
+      { error: "401 for Authorization: Bearer sk-proj-abcdefghijkl" },
+      "request failed with key sk-proj-abcdefghijkl and xapp-1-A0-123456789",
+    );
     const text = lines.join("");
     expect(text).not.toMatch(/sk-proj-abcdefghijkl|xapp-1-A0-123456789/);
     expect(text).toContain("[redacted]");

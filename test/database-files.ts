@@ -10,13 +10,17 @@ const PAGE_BYTES = 4096;
 /** A real database with some hundred messages, then garbage written over the middle of its pages. */
 export function writeDamagedDatabase(path: string): void {
   const store = openStore(path);
-  for (let index = 0; index < 200; index++) store.appendMessages("cli:damaged", null, [{ message: { role: "user", content: `message ${index} ${"x".repeat(200)}` }, tokens: 10 }]);
+  for (let index = 0; index < 200; index++)
+    store.appendMessages("cli:damaged", null, [
+      { message: { role: "user", content: `message ${index} ${"x".repeat(200)}` }, tokens: 10 },
+    ]);
   store.close(); // the last connection to close copies the WAL into the file
   const pages = statSync(path).size / PAGE_BYTES;
   const file = openSync(path, "r+");
   try {
     // Page 1 (the header and schema) stays readable: opening works, reading the data does not.
-    for (let page = 2; page < pages - 1; page += 2) writeSync(file, Buffer.alloc(512, 0x5a), 0, 512, page * PAGE_BYTES + 64);
+    for (let page = 2; page < pages - 1; page += 2)
+      writeSync(file, Buffer.alloc(512, 0x5a), 0, 512, page * PAGE_BYTES + 64);
   } finally {
     closeSync(file);
   }

@@ -59,7 +59,10 @@ function freshTmp(): string {
 const demoFolders = (tmp: string) => readdirSync(tmp).filter((name) => name.startsWith("glassbox-demo-"));
 
 async function startDemo(args: string[], env: Record<string, string>): Promise<Demo> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/demo.ts", ...args], { env: environment(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "src/demo.ts", ...args], {
+    env: environment(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   running.add(child);
   let stdout = "";
   let stderr = "";
@@ -71,13 +74,19 @@ async function startDemo(args: string[], env: Record<string, string>): Promise<D
   const webUrl = /chat at (\S+) /.exec(stdout)?.[1] ?? "";
   const modelUrl = /The scripted model answers at (\S+)\. /.exec(stdout)?.[1] ?? "";
   const exportLine = /^ {2}export (.+)$/m.exec(stdout)?.[1] ?? "";
-  const cliEnv = Object.fromEntries(exportLine.split(" ").map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]));
+  const cliEnv = Object.fromEntries(
+    exportLine.split(" ").map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+  );
   return { child, webUrl, modelUrl, cliEnv, stdout: () => stdout, exited };
 }
 
 /** Starts a run through the demo's HTTP API and waits for its end. */
 async function runThroughApi(demo: Demo, session: string, input: string): Promise<{ status: string; output: string }> {
-  const started = await fetch(`${demo.webUrl}api/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session, input, userId: "visitor" }) });
+  const started = await fetch(`${demo.webUrl}api/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ session, input, userId: "visitor" }),
+  });
   expect(started.status).toBe(202);
   const { runId } = (await started.json()) as { runId: string };
   let run = { status: "", output: "", done: false };
@@ -90,10 +99,16 @@ async function runThroughApi(demo: Demo, session: string, input: string): Promis
   return run;
 }
 
-function glassbox(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function glassbox(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { env: environment(env) }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", ...args],
+      { env: environment(env) },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -113,15 +128,22 @@ describe("npm run demo, when it cannot start", () => {
     const { server, port } = await listenOnSomePort();
     const tmp = freshTmp();
     try {
-      const outcome = await new Promise<{ code: number | null; stderr: string; signal: NodeJS.Signals | null }>((resolve) => {
-        // The time limit only keeps a hanging demo from hanging the suite; it is not what is tested.
-        const child = execFile(process.execPath, ["--import", "tsx", "src/demo.ts"], { env: environment({ TMPDIR: tmp, GLASSBOX_WEB_PORT: String(port) }), timeout: 25_000 }, (error, _stdout, stderr) =>
-          resolve({ code: child.exitCode, signal: error?.signal ?? null, stderr }),
-        );
-      });
+      const outcome = await new Promise<{ code: number | null; stderr: string; signal: NodeJS.Signals | null }>(
+        (resolve) => {
+          // The time limit only keeps a hanging demo from hanging the suite; it is not what is tested.
+          const child = execFile(
+            process.execPath,
+            ["--import", "tsx", "src/demo.ts"],
+            { env: environment({ TMPDIR: tmp, GLASSBOX_WEB_PORT: String(port) }), timeout: 25_000 },
+            (error, _stdout, stderr) => resolve({ code: child.exitCode, signal: error?.signal ?? null, stderr }),
+          );
+        },
+      );
       expect(outcome.signal).toBeNull();
       expect(outcome.code).toBe(1);
-      expect(outcome.stderr.trim()).toBe(`glassbox demo: Port ${port} on 127.0.0.1 is in use; set GLASSBOX_WEB_PORT to another port.`);
+      expect(outcome.stderr.trim()).toBe(
+        `glassbox demo: Port ${port} on 127.0.0.1 is in use; set GLASSBOX_WEB_PORT to another port.`,
+      );
       expect(demoFolders(tmp)).toEqual([]);
     } finally {
       server.close();
@@ -131,12 +153,17 @@ describe("npm run demo, when it cannot start", () => {
   it("a tools module that does not load stops it the same way, with the module's sentence", async () => {
     const tmp = freshTmp();
     const outcome = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ["--import", "tsx", "src/demo.ts", "--tools", join(folder, "missing.mjs")], { env: environment({ TMPDIR: tmp }), timeout: 25_000 }, (_error, _stdout, stderr) =>
-        resolve({ code: child.exitCode, stderr }),
+      const child = execFile(
+        process.execPath,
+        ["--import", "tsx", "src/demo.ts", "--tools", join(folder, "missing.mjs")],
+        { env: environment({ TMPDIR: tmp }), timeout: 25_000 },
+        (_error, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
       );
     });
     expect(outcome.code).toBe(1);
-    expect(outcome.stderr).toContain(`glassbox demo: Could not load the tool module '${join(folder, "missing.mjs")}': there is no file`);
+    expect(outcome.stderr).toContain(
+      `glassbox demo: Could not load the tool module '${join(folder, "missing.mjs")}': there is no file`,
+    );
     expect(demoFolders(tmp)).toEqual([]);
   });
 });
@@ -148,7 +175,10 @@ describe("npm run demo, with the person's own tools", () => {
     const tmp = freshTmp();
     const demo = await startDemo([], { TMPDIR: tmp, GLASSBOX_TOOLS: tools });
     const run = await runThroughApi(demo, "own", "check_stock apple");
-    expect(run).toMatchObject({ status: "final", output: 'check_stock answered: {"fruit":"apple","units":41,"counted":"by my own tool"}' });
+    expect(run).toMatchObject({
+      status: "final",
+      output: 'check_stock answered: {"fruit":"apple","units":41,"counted":"by my own tool"}',
+    });
     const hello = await runThroughApi(demo, "hello", "hello");
     expect(hello.output).toContain("Name one of your tools (check_stock, restock)");
   });
@@ -159,15 +189,25 @@ describe("npm run demo, with the person's own tools", () => {
     const tmp = freshTmp();
     const demo = await startDemo(["--tools", tools], { TMPDIR: tmp });
     expect(demo.modelUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
-    expect(demo.cliEnv).toMatchObject({ OPENAI_BASE_URL: demo.modelUrl, LLM_MODEL: "scripted-model", GLASSBOX_DEMO: "true", GLASSBOX_TOOLS: tools });
+    expect(demo.cliEnv).toMatchObject({
+      OPENAI_BASE_URL: demo.modelUrl,
+      LLM_MODEL: "scripted-model",
+      GLASSBOX_DEMO: "true",
+      GLASSBOX_TOOLS: tools,
+    });
     const database = demo.cliEnv.GLASSBOX_DB ?? "";
     expect(database.startsWith(join(tmp, "glassbox-demo-"))).toBe(true);
 
     const cli = await glassbox(["run", "restock pear 5", "--approve", "yes", "--json"], demo.cliEnv);
     expect(cli.code).toBe(0);
-    expect(JSON.parse(cli.stdout)).toMatchObject({ stopReason: "final", toolCalls: [{ name: "restock", arguments: { fruit: "pear", units: 5 }, status: "success" }] });
+    expect(JSON.parse(cli.stdout)).toMatchObject({
+      stopReason: "final",
+      toolCalls: [{ name: "restock", arguments: { fruit: "pear", units: 5 }, status: "success" }],
+    });
     // The shop's tools too, over the demo's own shop file.
-    const shop = JSON.parse((await glassbox(["run", "What is the status of order 20240410003?", "--json"], demo.cliEnv)).stdout) as { toolCalls: unknown[] };
+    const shop = JSON.parse(
+      (await glassbox(["run", "What is the status of order 20240410003?", "--json"], demo.cliEnv)).stdout,
+    ) as { toolCalls: unknown[] };
     expect(shop.toolCalls).toMatchObject([{ name: "get_order_status", status: "success" }]);
 
     demo.child.kill("SIGTERM");
@@ -211,12 +251,20 @@ describe("npm run demo --db", () => {
 describe("the demo's scripted model", () => {
   const request = (input: string, tools: string[]): ChatCompletionRequestBody => ({
     model: "scripted-model",
-    messages: [{ role: "system", content: "You are glassbox." }, { role: "user", content: input }],
-    tools: tools.map((name) => ({ type: "function", function: { name, description: name, parameters: { type: "object", properties: {} } } })),
+    messages: [
+      { role: "system", content: "You are glassbox." },
+      { role: "user", content: input },
+    ],
+    tools: tools.map((name) => ({
+      type: "function",
+      function: { name, description: name, parameters: { type: "object", properties: {} } },
+    })),
   });
 
   it("regression: calls only tools the request offers (the command line without the demo shop gets no get_order_status)", () => {
-    expect(demoReply(request("What is the status of order 20240410003?", ["get_order_status", "current_time"]))).toEqual({
+    expect(
+      demoReply(request("What is the status of order 20240410003?", ["get_order_status", "current_time"])),
+    ).toEqual({
       toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240410003"}' }],
     });
     const withoutShop = demoReply(request("What is the status of order 20240410003?", ["current_time", "calculator"]));

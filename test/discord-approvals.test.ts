@@ -72,7 +72,9 @@ describe("Discord approvals", () => {
     expect(toolResults(h.model, 1)).toEqual([expect.objectContaining({ status: "success" })]);
     expectValidProtocol(sentMessages(h.model, 1), "after the approval");
     // The click was acknowledged (within Discord's 3 seconds) and nothing else was said to the clicker.
-    expect(interactionReplies(h.fake, clicked.interactionId)).toEqual([{ method: "POST", type: DEFERRED_UPDATE, content: undefined, flags: undefined }]);
+    expect(interactionReplies(h.fake, clicked.interactionId)).toEqual([
+      { method: "POST", type: DEFERRED_UPDATE, content: undefined, flags: undefined },
+    ]);
     expect(botTexts(h.fake, CHANNEL).at(-1)).toBe("Done: order 20240410003 is cancelled.");
   });
 
@@ -137,7 +139,10 @@ describe("Discord approvals", () => {
     // A click from a client that still shows the buttons.
     const late = await click(h.fake, approval, USER);
     await h.fake.waitForRequest("POST", /^\/webhooks\//, (r) => r.path.includes(late.token), REQUEST_WAIT);
-    expect(interactionReplies(h.fake, late.interactionId)[1]).toMatchObject({ content: expect.stringMatching(/expired/i), flags: MessageFlags.Ephemeral });
+    expect(interactionReplies(h.fake, late.interactionId)[1]).toMatchObject({
+      content: expect.stringMatching(/expired/i),
+      flags: MessageFlags.Ephemeral,
+    });
     await h.discord.conversations.idle();
     expect(h.model.requests).toHaveLength(2);
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
@@ -164,7 +169,9 @@ describe("Discord approvals", () => {
     await waitForBotMessage(fake, CHANNEL, "order 20240410003 is cancelled");
     await b.conversations.idle();
 
-    expect(interactionReplies(fake, clicked.interactionId)).toEqual([expect.objectContaining({ type: DEFERRED_UPDATE })]);
+    expect(interactionReplies(fake, clicked.interactionId)).toEqual([
+      expect.objectContaining({ type: DEFERRED_UPDATE }),
+    ]);
     expect(messageById(fake, CHANNEL, approval.message.id)?.content).toContain(`Approved by <@${USER}>`);
     expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
     expect(model.requests).toHaveLength(2);
@@ -191,8 +198,12 @@ describe("Discord approvals", () => {
     await Promise.all([a.conversations.idle(), b.conversations.idle()]);
 
     // One approval message, one acknowledgement of the click, one tool run, one answer.
-    expect(interactionReplies(fake, clicked.interactionId)).toEqual([expect.objectContaining({ type: DEFERRED_UPDATE })]);
-    expect(botTexts(fake, CHANNEL).filter((text) => text.includes("Approval needed") || text.includes("Approved by"))).toHaveLength(1);
+    expect(interactionReplies(fake, clicked.interactionId)).toEqual([
+      expect.objectContaining({ type: DEFERRED_UPDATE }),
+    ]);
+    expect(
+      botTexts(fake, CHANNEL).filter((text) => text.includes("Approval needed") || text.includes("Approved by")),
+    ).toHaveLength(1);
     expect(botTexts(fake, CHANNEL).filter((text) => text.includes("is cancelled"))).toHaveLength(1);
     expect(model.requests).toHaveLength(2);
     expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
@@ -200,7 +211,10 @@ describe("Discord approvals", () => {
     // A second click (a new interaction) on the decided approval: an ephemeral note, no new run.
     const again = await click(fake, approval, USER);
     await fake.waitForRequest("POST", /^\/webhooks\//, (r) => r.path.includes(again.token), REQUEST_WAIT);
-    expect(interactionReplies(fake, again.interactionId).map((reply) => reply.content)).toEqual([undefined, "This was already decided."]);
+    expect(interactionReplies(fake, again.interactionId).map((reply) => reply.content)).toEqual([
+      undefined,
+      "This was already decided.",
+    ]);
     await Promise.all([a.conversations.idle(), b.conversations.idle()]);
     expect(model.requests).toHaveLength(2);
     expect(botTexts(fake, CHANNEL)).not.toContain("A second run!");

@@ -30,8 +30,18 @@ const names = (commands: unknown[]) => (commands as Array<{ name: string }>).map
 
 /** Runs a slash command and waits for its reply; returns what the reply said. */
 async function runCommand(h: Awaited<ReturnType<typeof startHarness>>, name: string, channelId = CHANNEL) {
-  const run = await h.fake.runCommand({ channelId, ...(channelId === DM ? {} : { guildId: GUILD }), userId: USER, name });
-  await h.fake.waitForRequest("POST", `/interactions/${run.interactionId}/${run.token}/callback`, undefined, REQUEST_WAIT);
+  const run = await h.fake.runCommand({
+    channelId,
+    ...(channelId === DM ? {} : { guildId: GUILD }),
+    userId: USER,
+    name,
+  });
+  await h.fake.waitForRequest(
+    "POST",
+    `/interactions/${run.interactionId}/${run.token}/callback`,
+    undefined,
+    REQUEST_WAIT,
+  );
   const [reply] = interactionReplies(h.fake, run.interactionId);
   return reply;
 }
@@ -50,13 +60,18 @@ describe("Discord slash commands", () => {
   });
 
   it("/reset: the next message does not see the old conversation", async () => {
-    const h = await startHarness({ script: [{ content: "Nice to meet you, Ada." }, { content: "I don't know your name." }] });
+    const h = await startHarness({
+      script: [{ content: "Nice to meet you, Ada." }, { content: "I don't know your name." }],
+    });
     await h.dm("my name is Ada");
     await waitForBotMessage(h.fake, DM, "Nice to meet you, Ada.");
     await h.discord.conversations.idle();
 
     const reply = await runCommand(h, "reset", DM);
-    expect(reply).toMatchObject({ type: CHANNEL_MESSAGE, content: expect.stringContaining("Started a new conversation") });
+    expect(reply).toMatchObject({
+      type: CHANNEL_MESSAGE,
+      content: expect.stringContaining("Started a new conversation"),
+    });
     await h.dm("what is my name?");
     await waitForBotMessage(h.fake, DM, "I don't know your name.");
     await h.discord.conversations.idle();
@@ -81,7 +96,9 @@ describe("Discord slash commands", () => {
     expect(reply?.flags).toBe(MessageFlags.Ephemeral);
     // gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens.
     const dollars = (4_000 * 0.15 + 1_000 * 0.6) / 1_000_000;
-    expect(reply?.content).toBe(`This conversation: 2 runs, 4000 prompt + 1000 completion tokens, about $${dollars.toFixed(4)}.`);
+    expect(reply?.content).toBe(
+      `This conversation: 2 runs, 4000 prompt + 1000 completion tokens, about $${dollars.toFixed(4)}.`,
+    );
 
     // Another channel is another conversation, with nothing spent yet.
     const other = await runCommand(h, "usage", DM);
@@ -94,7 +111,9 @@ describe("Discord slash commands", () => {
     await waitForBotMessage(h.fake, CHANNEL, "Hi.");
     await h.discord.conversations.idle();
     const reply = await runCommand(h, "usage");
-    expect(reply?.content).toMatch(/^This conversation: 1 run, \d+ prompt \+ \d+ completion tokens, cost unknown \(no price for my-local-model\)\.$/);
+    expect(reply?.content).toMatch(
+      /^This conversation: 1 run, \d+ prompt \+ \d+ completion tokens, cost unknown \(no price for my-local-model\)\.$/,
+    );
     expect(reply?.content).not.toContain("$");
   });
 
@@ -126,7 +145,13 @@ describe("Discord startup", () => {
 
   it("an invalid token stops startup with one sentence about DISCORD_TOKEN", async () => {
     const { fake, agent, log } = await setUp();
-    const failure = await startDiscordAdapter({ discord: { token: "not-the-token", apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({
+      discord: { token: "not-the-token", apiUrl: fake.apiUrl, approvers: [] },
+      agent,
+      store: agent.port,
+      log,
+      approvalTtlSeconds: 3_600,
+    }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
@@ -138,17 +163,31 @@ describe("Discord startup", () => {
 
   it("an unreachable DISCORD_API_URL stops startup with one sentence naming it", async () => {
     const { agent, log } = await setUp();
-    const failure = await startDiscordAdapter({ discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({
+      discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] },
+      agent,
+      store: agent.port,
+      log,
+      approvalTtlSeconds: 3_600,
+    }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
     expect(failure?.code).toBe("configuration");
-    expect(failure?.message).toBe("I can't reach Discord at http://127.0.0.1:9/api; check DISCORD_API_URL (or leave it unset) and the network.");
+    expect(failure?.message).toBe(
+      "I can't reach Discord at http://127.0.0.1:9/api; check DISCORD_API_URL (or leave it unset) and the network.",
+    );
   });
 
   it("a missing Message Content intent stops startup with one sentence saying where to turn it on", async () => {
     const { fake, agent, log } = await setUp({ missingIntents: true });
-    const failure = await startDiscordAdapter({ discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 }).then(
+    const failure = await startDiscordAdapter({
+      discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] },
+      agent,
+      store: agent.port,
+      log,
+      approvalTtlSeconds: 3_600,
+    }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
@@ -165,7 +204,12 @@ describe("Discord startup", () => {
     expect(url.searchParams.get("client_id")).toBe(h.fake.applicationId);
     expect(url.searchParams.get("scope")?.split(" ").sort()).toEqual(["applications.commands", "bot"]);
     const permissions = BigInt(url.searchParams.get("permissions") ?? "0");
-    for (const needed of [PermissionFlagsBits.ViewChannel, PermissionFlagsBits.SendMessages, PermissionFlagsBits.SendMessagesInThreads, PermissionFlagsBits.ReadMessageHistory]) {
+    for (const needed of [
+      PermissionFlagsBits.ViewChannel,
+      PermissionFlagsBits.SendMessages,
+      PermissionFlagsBits.SendMessagesInThreads,
+      PermissionFlagsBits.ReadMessageHistory,
+    ]) {
       expect(permissions & needed).toBe(needed);
     }
     // Nothing it does not need.

@@ -47,7 +47,9 @@ describe("Discord conversations", () => {
     expect(userTexts(h.model, 0)).toEqual(["what is the status of order 20240315001?"]);
     expect(h.agent.store.sessionUsage(`discord:dm:${DM}`).runs).toBe(1);
     // Only the DM channel was written to.
-    expect(h.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).map((r) => r.path)).toEqual([`/channels/${DM}/messages`]);
+    expect(h.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).map((r) => r.path)).toEqual([
+      `/channels/${DM}/messages`,
+    ]);
   });
 
   it("answers a mention in its server channel, with the mention stripped before the model", async () => {
@@ -64,10 +66,35 @@ describe("Discord conversations", () => {
 
   it("ignores server messages without a mention, messages by bots (the bot itself included) and system messages", async () => {
     const h = await startHarness({ script: [{ content: "Only this one." }] });
-    await h.fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "just chatting, no mention" });
-    await h.fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: OTHER_USER, content: "I am a bot", bot: true, mentionsBot: true });
-    await h.fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: h.fake.botUserId, content: "talking to myself", mentionsBot: true });
-    await h.fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "pinned a message", mentionsBot: true, type: 6 });
+    await h.fake.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: USER,
+      content: "just chatting, no mention",
+    });
+    await h.fake.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: OTHER_USER,
+      content: "I am a bot",
+      bot: true,
+      mentionsBot: true,
+    });
+    await h.fake.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: h.fake.botUserId,
+      content: "talking to myself",
+      mentionsBot: true,
+    });
+    await h.fake.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: USER,
+      content: "pinned a message",
+      mentionsBot: true,
+      type: 6,
+    });
     await h.fake.sendMessage({ channelId: DM, authorId: OTHER_USER, content: "a bot in a DM", bot: true });
     // The gateway delivers in order and each check happens before any await, so once this one is
     // answered, every message above has been seen (and ignored).
@@ -78,9 +105,11 @@ describe("Discord conversations", () => {
     expect(h.model.requests).toHaveLength(1);
     expect(userTexts(h.model, 0)).toEqual(["the real question"]);
     // What the bot posted (the fake's "talking to myself" message is authored by the bot, but not posted by it).
-    expect(h.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).map((r) => [r.path, (r.body as { content?: string }).content])).toEqual([
-      [`/channels/${CHANNEL}/messages`, "Only this one."],
-    ]);
+    expect(
+      h.fake
+        .requestsTo("POST", /^\/channels\/\d+\/messages$/)
+        .map((r) => [r.path, (r.body as { content?: string }).content]),
+    ).toEqual([[`/channels/${CHANNEL}/messages`, "Only this one."]]);
   });
 
   it("a bare mention gets a hint instead of a model call", async () => {
@@ -92,7 +121,9 @@ describe("Discord conversations", () => {
   });
 
   it("a mention inside a thread has the thread's own session and is answered in the thread", async () => {
-    const h = await startHarness({ script: [{ content: "Thread answer one." }, { content: "Thread answer two." }, { content: "Channel answer." }] });
+    const h = await startHarness({
+      script: [{ content: "Thread answer one." }, { content: "Thread answer two." }, { content: "Channel answer." }],
+    });
     await h.mention("my name is Ada", { channelId: THREAD });
     await waitForBotMessage(h.fake, THREAD, "Thread answer one.");
     await h.mention("what is my name?", { channelId: THREAD });
@@ -112,7 +143,10 @@ describe("Discord conversations", () => {
 
   it("while working: typing, a progress message edited with the tool's activity, then the answer", async () => {
     const h = await startHarness({
-      script: [{ toolCalls: [toolCall("get_order_status", { order_id: "20240315001" })] }, { content: "It shipped on March 16." }],
+      script: [
+        { toolCalls: [toolCall("get_order_status", { order_id: "20240315001" })] },
+        { content: "It shipped on March 16." },
+      ],
     });
     await h.mention("where is order 20240315001?");
     const answer = await waitForBotMessage(h.fake, CHANNEL, "It shipped on March 16.");
@@ -139,20 +173,37 @@ describe("Discord conversations", () => {
 
   it("a tool that fails shows on the progress message, and the model gets the error to act on", async () => {
     const h = await startHarness({
-      script: [{ toolCalls: [toolCall("get_order_status", { order_id: "99999999999" })] }, { content: "I could not find that order." }],
+      script: [
+        { toolCalls: [toolCall("get_order_status", { order_id: "99999999999" })] },
+        { content: "I could not find that order." },
+      ],
     });
     await h.dm("where is order 99999999999?");
     await waitForBotMessage(h.fake, DM, "I could not find that order.");
     await h.discord.conversations.idle();
 
     expect(botTexts(h.fake, DM)).toEqual(["⚠️ get_order_status: execution_error", "I could not find that order."]);
-    expect(toolResults(h.model, 1)).toEqual([{ status: "error", error: expect.objectContaining({ type: "execution_error", message: expect.stringContaining("No order") }) }]);
+    expect(toolResults(h.model, 1)).toEqual([
+      {
+        status: "error",
+        error: expect.objectContaining({ type: "execution_error", message: expect.stringContaining("No order") }),
+      },
+    ]);
   });
 
   it("splits a 5,000-character answer into messages of at most 2,000 characters at line boundaries, code blocks closed and reopened", async () => {
-    const intro = Array.from({ length: 12 }, (_, i) => `Paragraph ${i}: ${"words about the order ".repeat(5).trim()}.`).join("\n\n");
-    const codeLines = Array.from({ length: 60 }, (_, i) => `const line${String(i).padStart(2, "0")} = computeSomething(${i}); // step ${i}`);
-    const outro = Array.from({ length: 12 }, (_, i) => `Closing note ${i}: ${"more detail here ".repeat(6).trim()}.`).join("\n\n");
+    const intro = Array.from(
+      { length: 12 },
+      (_, i) => `Paragraph ${i}: ${"words about the order ".repeat(5).trim()}.`,
+    ).join("\n\n");
+    const codeLines = Array.from(
+      { length: 60 },
+      (_, i) => `const line${String(i).padStart(2, "0")} = computeSomething(${i}); // step ${i}`,
+    );
+    const outro = Array.from(
+      { length: 12 },
+      (_, i) => `Closing note ${i}: ${"more detail here ".repeat(6).trim()}.`,
+    ).join("\n\n");
     const long = `${intro}\n\n\`\`\`ts\n${codeLines.join("\n")}\n\`\`\`\n\n${outro}`;
     expect(long.length).toBeGreaterThan(5_000);
     expect(long.length).toBeLessThan(6_000);
@@ -168,10 +219,13 @@ describe("Discord conversations", () => {
       expect(part.length).toBeLessThanOrEqual(2_000);
       expect(part.match(/^```/gm)?.length ?? 0).toSatisfy((fences: number) => fences % 2 === 0); // balanced
       // Cut at line boundaries: every line of a part is a whole line of the answer (or a fence).
-      for (const line of part.split("\n")) expect(line === "```" || originalLines.has(line), `a cut line: ${JSON.stringify(line)}`).toBe(true);
+      for (const line of part.split("\n"))
+        expect(line === "```" || originalLines.has(line), `a cut line: ${JSON.stringify(line)}`).toBe(true);
     }
     // The code block spans a split: one part closes it, the next reopens it with its language.
-    const spanning = parts.findIndex((part, i) => part.endsWith("\n```") && parts[i + 1]?.startsWith("```ts\nconst line"));
+    const spanning = parts.findIndex(
+      (part, i) => part.endsWith("\n```") && parts[i + 1]?.startsWith("```ts\nconst line"),
+    );
     expect(spanning).toBeGreaterThanOrEqual(0);
     const lastBefore = parts[spanning]?.split("\n").at(-2) ?? "";
     const firstAfter = parts[spanning + 1]?.split("\n")[1] ?? "";
@@ -185,16 +239,27 @@ describe("Discord conversations", () => {
 
   it("says in the channel when the model cannot be reached, and logs it", async () => {
     const h = await startHarness({
-      agent: (agent, model) => ({ ...agent, model: createOpenAIModel({ baseURL: model.url, model: "gpt-4o-mini", maxRetries: 0 }) }),
+      agent: (agent, model) => ({
+        ...agent,
+        model: createOpenAIModel({ baseURL: model.url, model: "gpt-4o-mini", maxRetries: 0 }),
+      }),
     });
     h.model.setScript(() => ({ error: { status: 503, message: "overloaded" } }));
     await h.mention("hello?");
-    await waitForBotMessage(h.fake, CHANNEL, "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.");
+    await waitForBotMessage(
+      h.fake,
+      CHANNEL,
+      "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.",
+    );
     await h.discord.conversations.idle();
 
     expect(h.model.requests).toHaveLength(1);
-    expect(botTexts(h.fake, CHANNEL)).toEqual(["I can't reach the model right now (HTTP 503: overloaded); please try again in a minute."]);
-await expect.poll(() => h.lines.some((line) => line.level >= 40 && JSON.stringify(line).includes("HTTP 503")), WAIT).toBe(true);
+    expect(botTexts(h.fake, CHANNEL)).toEqual([
+      "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.",
+    ]);
+    await expect
+      .poll(() => h.lines.some((line) => line.level >= 40 && JSON.stringify(line).includes("HTTP 503")), WAIT)
+      .toBe(true);
   });
 });
 
@@ -257,7 +322,9 @@ describe("Discord: each message is answered once", () => {
   });
 
   it("a dropped gateway connection resumes: replayed events give no second answer, a message sent meanwhile gets one", async () => {
-    const h = await startHarness({ script: [{ content: "Before the drop." }, { content: "After the drop." }, { content: "A second answer!" }] });
+    const h = await startHarness({
+      script: [{ content: "Before the drop." }, { content: "After the drop." }, { content: "A second answer!" }],
+    });
     const first = await h.mention("before the drop");
     await waitForBotMessage(h.fake, CHANNEL, "Before the drop.");
     await h.discord.conversations.idle();

@@ -31,7 +31,8 @@ afterEach(cleanUp);
 const MODAL = 9;
 
 /** Waits for the bot's answer to an interaction (its callback). */
-const responded = (fake: FakeDiscord, interactionId: string) => fake.waitForRequest("POST", new RegExp(`^/interactions/${interactionId}/`), () => true, REQUEST_WAIT);
+const responded = (fake: FakeDiscord, interactionId: string) =>
+  fake.waitForRequest("POST", new RegExp(`^/interactions/${interactionId}/`), () => true, REQUEST_WAIT);
 
 describe("Discord feedback", () => {
   it("an answer carries 👍 / 👎; a 👎 opens a modal whose reason is kept, a later click replaces the earlier one, and no click starts a run", async () => {
@@ -40,13 +41,25 @@ describe("Discord feedback", () => {
     const answer = await waitForBotMessage(h.fake, CHANNEL, "The answer is 42.");
     await h.discord.conversations.idle();
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
-    expect(buttonsOf(answer).map((button) => button.custom_id)).toEqual([`glassbox:feedback:up:${runId}`, `glassbox:feedback:down:${runId}`]);
+    expect(buttonsOf(answer).map((button) => button.custom_id)).toEqual([
+      `glassbox:feedback:up:${runId}`,
+      `glassbox:feedback:down:${runId}`,
+    ]);
     const feedback = createFeedbackBook(h.agent.store);
-    const click = (userId: string, rating: "up" | "down") => h.fake.clickButton({ channelId: CHANNEL, userId, messageId: answer.id, customId: `glassbox:feedback:${rating}:${runId}` });
+    const click = (userId: string, rating: "up" | "down") =>
+      h.fake.clickButton({
+        channelId: CHANNEL,
+        userId,
+        messageId: answer.id,
+        customId: `glassbox:feedback:${rating}:${runId}`,
+      });
 
     const up = await click(USER, "up");
     await responded(h.fake, up.interactionId);
-    expect(interactionReplies(h.fake, up.interactionId)[0]).toMatchObject({ content: "Thanks for the 👍.", flags: MessageFlags.Ephemeral });
+    expect(interactionReplies(h.fake, up.interactionId)[0]).toMatchObject({
+      content: "Thanks for the 👍.",
+      flags: MessageFlags.Ephemeral,
+    });
     expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.source])).toEqual([[USER, "up", "discord"]]);
 
     // The other person's 👎: the answer to the click is the modal; submitting it keeps the reason.
@@ -54,15 +67,34 @@ describe("Discord feedback", () => {
     await responded(h.fake, down.interactionId);
     expect(interactionReplies(h.fake, down.interactionId)[0]?.type).toBe(MODAL);
     expect(h.fake.modalOf(down.interactionId)).toMatchObject({ customId: `glassbox:reason:${runId}` });
-    const submitted = await h.fake.submitModal({ interactionId: down.interactionId, values: { reason: "It made up a number" } });
+    const submitted = await h.fake.submitModal({
+      interactionId: down.interactionId,
+      values: { reason: "It made up a number" },
+    });
     await responded(h.fake, submitted.interactionId);
-    expect(interactionReplies(h.fake, submitted.interactionId)[0]).toMatchObject({ content: "Thanks, noted.", flags: MessageFlags.Ephemeral });
-    expect(feedback.ofRun(runId).find((one) => one.userId === OTHER_USER)).toMatchObject({ rating: "down", reason: "It made up a number" });
+    expect(interactionReplies(h.fake, submitted.interactionId)[0]).toMatchObject({
+      content: "Thanks, noted.",
+      flags: MessageFlags.Ephemeral,
+    });
+    expect(feedback.ofRun(runId).find((one) => one.userId === OTHER_USER)).toMatchObject({
+      rating: "down",
+      reason: "It made up a number",
+    });
 
     // USER changes their mind: one rating per person, the latest.
     const changed = await click(USER, "down");
     await responded(h.fake, changed.interactionId);
-    expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating]).sort()).toEqual([[OTHER_USER, "down"], [USER, "down"]].sort());
+    expect(
+      feedback
+        .ofRun(runId)
+        .map((one) => [one.userId, one.rating])
+        .sort(),
+    ).toEqual(
+      [
+        [OTHER_USER, "down"],
+        [USER, "down"],
+      ].sort(),
+    );
     await h.discord.conversations.idle();
     expect(h.model.requests).toHaveLength(1);
   });
@@ -77,22 +109,42 @@ describe("Discord feedback", () => {
     const a = await startAdapter({ fake, agent: one, store: one.store, log });
     const b = await startAdapter({ fake, agent: two, store: two.store, log });
     expect(fake.connections()).toBe(2);
-    await fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "what is the answer?", mentionsBot: true });
+    await fake.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: USER,
+      content: "what is the answer?",
+      mentionsBot: true,
+    });
     const answer = await waitForBotMessage(fake, CHANNEL, "The answer is 42.");
     await Promise.all([a.conversations.idle(), b.conversations.idle()]);
     const runId = one.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
 
-    const down = await fake.clickButton({ channelId: CHANNEL, userId: USER, messageId: answer.id, customId: `glassbox:feedback:down:${runId}` });
+    const down = await fake.clickButton({
+      channelId: CHANNEL,
+      userId: USER,
+      messageId: answer.id,
+      customId: `glassbox:feedback:down:${runId}`,
+    });
     await responded(fake, down.interactionId);
     const submitted = await fake.submitModal({ interactionId: down.interactionId, values: { reason: "Wrong" } });
     await responded(fake, submitted.interactionId);
     // A later, distinct click shows both connections have handled the earlier ones by now.
-    const up = await fake.clickButton({ channelId: CHANNEL, userId: OTHER_USER, messageId: answer.id, customId: `glassbox:feedback:up:${runId}` });
+    const up = await fake.clickButton({
+      channelId: CHANNEL,
+      userId: OTHER_USER,
+      messageId: answer.id,
+      customId: `glassbox:feedback:up:${runId}`,
+    });
     await responded(fake, up.interactionId);
     await expect.poll(() => createFeedbackBook(one.store).ofRun(runId).length).toBe(2);
     expect(interactionReplies(fake, down.interactionId).map((reply) => reply.type)).toEqual([MODAL]);
     expect(interactionReplies(fake, submitted.interactionId)).toHaveLength(1);
-    expect(createFeedbackBook(one.store).ofRun(runId).find((given) => given.userId === USER)).toMatchObject({ rating: "down", reason: "Wrong" });
+    expect(
+      createFeedbackBook(one.store)
+        .ofRun(runId)
+        .find((given) => given.userId === USER),
+    ).toMatchObject({ rating: "down", reason: "Wrong" });
     expect(model.requests).toHaveLength(1);
   });
 
@@ -104,9 +156,16 @@ describe("Discord feedback", () => {
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
     // A message in another channel whose button names this run (as a forged or copied component would).
     const elsewhere = await h.fake.sendMessage({ channelId: OTHER_CHANNEL, authorId: USER, content: "hello" });
-    const clicked = await h.fake.clickButton({ channelId: OTHER_CHANNEL, userId: USER, messageId: elsewhere.id, customId: `glassbox:feedback:up:${runId}` });
+    const clicked = await h.fake.clickButton({
+      channelId: OTHER_CHANNEL,
+      userId: USER,
+      messageId: elsewhere.id,
+      customId: `glassbox:feedback:up:${runId}`,
+    });
     await responded(h.fake, clicked.interactionId);
-    expect(interactionReplies(h.fake, clicked.interactionId)[0]?.content).toMatch(/rate it in the conversation where I gave it/);
+    expect(interactionReplies(h.fake, clicked.interactionId)[0]?.content).toMatch(
+      /rate it in the conversation where I gave it/,
+    );
     expect(createFeedbackBook(h.agent.store).ofRun(runId)).toEqual([]);
     expect(buttonsOf(answer)).toHaveLength(2);
   });

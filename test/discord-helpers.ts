@@ -14,11 +14,30 @@ import type { Logger } from "../src/logger.js";
 import type { StorePort } from "../src/store/port.js";
 import { storePortOf } from "../src/adapters/trace-readings.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
-import { startFakeDiscord, type FakeDiscord, type FakeDiscordMessage, type FakeDiscordOptions } from "../src/testing/fake-discord.js";
-import { startScriptedModelServer, type Script, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import {
+  startFakeDiscord,
+  type FakeDiscord,
+  type FakeDiscordMessage,
+  type FakeDiscordOptions,
+} from "../src/testing/fake-discord.js";
+import {
+  startScriptedModelServer,
+  type Script,
+  type ScriptedModelServer,
+} from "../src/testing/scripted-model-server.js";
 import { memoryLogger, type LogLine } from "./slack-helpers.js";
 
-export { CANCELLABLE_ORDER, cancelScript, memoryLogger, orderStatus, sentMessages, textOf, toolCall, toolResults, userTexts } from "./slack-helpers.js";
+export {
+  CANCELLABLE_ORDER,
+  cancelScript,
+  memoryLogger,
+  orderStatus,
+  sentMessages,
+  textOf,
+  toolCall,
+  toolResults,
+  userTexts,
+} from "./slack-helpers.js";
 
 export const GUILD = "1300000000000000100";
 export const CHANNEL = "1300000000000000101";
@@ -33,7 +52,13 @@ export const REQUEST_WAIT = { timeoutMs: 15_000 };
 
 // Closed in this order: models first (a hanging model call ends, so adapters can go idle), then
 // adapters, fakes, stores, and last the temp files.
-const cleanups = { models: [] as ScriptedModelServer[], adapters: [] as Array<() => Promise<void>>, fakes: [] as FakeDiscord[], stores: [] as Store[], dirs: [] as string[] };
+const cleanups = {
+  models: [] as ScriptedModelServer[],
+  adapters: [] as Array<() => Promise<void>>,
+  fakes: [] as FakeDiscord[],
+  stores: [] as Store[],
+  dirs: [] as string[],
+};
 
 /** Call from afterEach. */
 export async function cleanUp(): Promise<void> {
@@ -57,7 +82,11 @@ export async function startFake(options: FakeDiscordOptions = {}): Promise<FakeD
       {
         id: GUILD,
         name: "Test Guild",
-        channels: [{ id: CHANNEL, name: "general" }, { id: OTHER_CHANNEL, name: "random" }, { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL }],
+        channels: [
+          { id: CHANNEL, name: "general" },
+          { id: OTHER_CHANNEL, name: "random" },
+          { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL },
+        ],
       },
     ],
     dmChannels: [{ id: DM, recipientId: USER }],
@@ -67,7 +96,10 @@ export async function startFake(options: FakeDiscordOptions = {}): Promise<FakeD
   return fake;
 }
 
-export interface Paths { db: string; shopDb: string }
+export interface Paths {
+  db: string;
+  shopDb: string;
+}
 
 export function tempPaths(): Paths {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-discord-"));
@@ -76,8 +108,20 @@ export function tempPaths(): Paths {
 }
 
 /** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
-export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
+export async function agentFor(
+  model: ScriptedModelServer,
+  paths: Paths,
+  log: Logger,
+  env: Record<string, string> = {},
+) {
+  const config = loadConfig({
+    OPENAI_BASE_URL: model.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: paths.db,
+    GLASSBOX_SHOP_DB: paths.shopDb,
+    GLASSBOX_DEMO: "true",
+    ...env,
+  });
   const agent = await sqliteAgentConfig(config, log);
   cleanups.stores.push(agent.store);
   return { agent, config };
@@ -139,7 +183,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const { log, lines } = memoryLogger();
   const built = (await agentFor(model, paths, log, options.env)).agent;
   const agent = options.agent ? options.agent(built, model) : built;
-  const discord = await startAdapter({ fake, agent, store: agent.store, log, discord: options.discord, approvalTtlSeconds: options.approvalTtlSeconds });
+  const discord = await startAdapter({
+    fake,
+    agent,
+    store: agent.store,
+    log,
+    discord: options.discord,
+    approvalTtlSeconds: options.approvalTtlSeconds,
+  });
   return {
     fake,
     model,
@@ -149,7 +200,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     lines,
     log,
     mention: (text, o = {}) =>
-      fake.sendMessage({ channelId: o.channelId ?? CHANNEL, guildId: GUILD, authorId: o.authorId ?? USER, content: text, mentionsBot: true }),
+      fake.sendMessage({
+        channelId: o.channelId ?? CHANNEL,
+        guildId: GUILD,
+        authorId: o.authorId ?? USER,
+        content: text,
+        mentionsBot: true,
+      }),
     dm: (text, o = {}) => fake.sendMessage({ channelId: DM, authorId: o.authorId ?? USER, content: text }),
   };
 }
@@ -164,7 +221,11 @@ export function botTexts(fake: FakeDiscord, channelId: string): string[] {
 }
 
 /** Waits until a bot message of the channel matches, and returns it. */
-export async function waitForBotMessage(fake: FakeDiscord, channelId: string, match: RegExp | string): Promise<FakeDiscordMessage> {
+export async function waitForBotMessage(
+  fake: FakeDiscord,
+  channelId: string,
+  match: RegExp | string,
+): Promise<FakeDiscordMessage> {
   const test = (text: string) => (typeof match === "string" ? text.includes(match) : match.test(text));
   let found: FakeDiscordMessage | undefined;
   await expect
@@ -180,14 +241,27 @@ export function messageById(fake: FakeDiscord, channelId: string, id: string): F
   return fake.messages(channelId).find((m) => m.id === id);
 }
 
-interface ActionRow { type: number; components?: Array<{ type: number; custom_id?: string; label?: string; style?: number }> }
-
-/** The buttons of a message (none once decided). */
-export function buttonsOf(message: FakeDiscordMessage | undefined): Array<{ custom_id?: string; label?: string; style?: number }> {
-  return ((message?.components ?? []) as ActionRow[]).flatMap((row) => row.components ?? []).filter((component) => component.type === 2);
+interface ActionRow {
+  type: number;
+  components?: Array<{ type: number; custom_id?: string; label?: string; style?: number }>;
 }
 
-export interface ApprovalMessage { channelId: string; message: FakeDiscordMessage; id: string; approve: string; deny: string }
+/** The buttons of a message (none once decided). */
+export function buttonsOf(
+  message: FakeDiscordMessage | undefined,
+): Array<{ custom_id?: string; label?: string; style?: number }> {
+  return ((message?.components ?? []) as ActionRow[])
+    .flatMap((row) => row.components ?? [])
+    .filter((component) => component.type === 2);
+}
+
+export interface ApprovalMessage {
+  channelId: string;
+  message: FakeDiscordMessage;
+  id: string;
+  approve: string;
+  deny: string;
+}
 
 /** Waits for the approval message with its buttons in the channel; the approval id is in their custom_ids. */
 export async function waitForApproval(fake: FakeDiscord, channelId: string): Promise<ApprovalMessage> {
@@ -209,9 +283,22 @@ export function click(fake: FakeDiscord, approval: ApprovalMessage, userId: stri
 }
 
 /** The bodies of an interaction's calls (callback and webhooks), as `{ type?, content?, flags? }`. */
-export function interactionReplies(fake: FakeDiscord, interactionId: string): Array<{ method: string; type?: number; content?: string; flags?: number }> {
+export function interactionReplies(
+  fake: FakeDiscord,
+  interactionId: string,
+): Array<{ method: string; type?: number; content?: string; flags?: number }> {
   return fake.interactionResponses(interactionId).map((request) => {
-    const body = (request.body ?? {}) as { type?: number; content?: string; flags?: number; data?: { content?: string; flags?: number } };
-    return { method: request.method, type: body.type, content: body.data?.content ?? body.content, flags: body.data?.flags ?? body.flags };
+    const body = (request.body ?? {}) as {
+      type?: number;
+      content?: string;
+      flags?: number;
+      data?: { content?: string; flags?: number };
+    };
+    return {
+      method: request.method,
+      type: body.type,
+      content: body.data?.content ?? body.content,
+      flags: body.data?.flags ?? body.flags,
+    };
   });
 }

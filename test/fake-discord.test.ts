@@ -29,7 +29,12 @@ const THREAD = "1200000000000000102";
 const DM = "1200000000000000200";
 const USER = "1200000000000000300";
 const OTHER_USER = "1200000000000000301";
-const INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent];
+const INTENTS = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.DirectMessages,
+  GatewayIntentBits.MessageContent,
+];
 const INTENT_BITS = INTENTS.reduce((bits, intent) => bits | intent, 0);
 
 let fake: FakeDiscord | undefined;
@@ -44,7 +49,16 @@ afterEach(async () => {
 
 async function startFake(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
   fake = await startFakeDiscord({
-    guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: CHANNEL, name: "general" }, { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL }] }],
+    guilds: [
+      {
+        id: GUILD,
+        name: "Test Guild",
+        channels: [
+          { id: CHANNEL, name: "general" },
+          { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL },
+        ],
+      },
+    ],
     dmChannels: [{ id: DM, recipientId: USER }],
     ...options,
   });
@@ -67,7 +81,11 @@ async function loggedIn(f: FakeDiscord, options: Partial<ClientOptions> = {}): P
 }
 
 /** The next time `event` fires (and `filter` accepts it); rejects after 5 s so a miss fails fast. */
-function nextEvent<K extends keyof ClientEvents>(client: Client, event: K, filter: (...args: ClientEvents[K]) => boolean = () => true): Promise<ClientEvents[K]> {
+function nextEvent<K extends keyof ClientEvents>(
+  client: Client,
+  event: K,
+  filter: (...args: ClientEvents[K]) => boolean = () => true,
+): Promise<ClientEvents[K]> {
   return new Promise((resolve, reject) => {
     const listener = (...args: ClientEvents[K]) => {
       if (!filter(...args)) return;
@@ -75,7 +93,10 @@ function nextEvent<K extends keyof ClientEvents>(client: Client, event: K, filte
       client.off(event, listener);
       resolve(args);
     };
-    const timer = setTimeout(() => { client.off(event, listener); reject(new Error(`no ${String(event)} within 5 s`)); }, 5000);
+    const timer = setTimeout(() => {
+      client.off(event, listener);
+      reject(new Error(`no ${String(event)} within 5 s`));
+    }, 5000);
     client.on(event, listener);
   });
 }
@@ -90,7 +111,9 @@ function collectMessages(client: Client): Message[] {
 /** The ids of every MESSAGE_CREATE packet the client receives, before discord.js filters anything. */
 function rawMessageIds(client: Client): string[] {
   const ids: string[] = [];
-  client.on(Events.Raw, (packet: { t?: string; d?: { id?: string } }) => { if (packet.t === "MESSAGE_CREATE" && packet.d?.id) ids.push(packet.d.id); });
+  client.on(Events.Raw, (packet: { t?: string; d?: { id?: string } }) => {
+    if (packet.t === "MESSAGE_CREATE" && packet.d?.id) ids.push(packet.d.id);
+  });
   return ids;
 }
 
@@ -118,7 +141,11 @@ describe("fake Discord: login", () => {
   it("answers heartbeats, which discord.js acknowledges", async () => {
     const f = await startFake({ heartbeatIntervalMs: 100 });
     const client = newClient(f);
-    const acked = new Promise<void>((resolve) => client.on(Events.Debug, (m) => { if (m.includes("Heartbeat acknowledged")) resolve(); }));
+    const acked = new Promise<void>((resolve) =>
+      client.on(Events.Debug, (m) => {
+        if (m.includes("Heartbeat acknowledged")) resolve();
+      }),
+    );
     await client.login(f.token);
     // The first beat may go out before IDENTIFY (its delay is interval × random), with d = null.
     const beat = await f.waitForGatewayPayload(1, { since: f.gatewayPayloads.length });
@@ -189,7 +216,9 @@ describe("fake Discord: messages", () => {
 
   it("hides content from a client without the Message Content intent, except for mentions and DMs", async () => {
     const f = await startFake();
-    const client = await loggedIn(f, { intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages] });
+    const client = await loggedIn(f, {
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages],
+    });
     const seen = collectMessages(client);
 
     const plain = await f.sendMessage({ channelId: CHANNEL, authorId: USER, content: "just chatting" });
@@ -216,15 +245,24 @@ describe("fake Discord: messages", () => {
     expect(message.content).toBe("hello bot");
 
     // Discord sends the bot its own messages too; a bot must ignore them.
-    const echoed = nextEvent(client, Events.MessageCreate, (m) => m.author.id === f.botUserId && m.content === "plain answer");
+    const echoed = nextEvent(
+      client,
+      Events.MessageCreate,
+      (m) => m.author.id === f.botUserId && m.content === "plain answer",
+    );
     const posted = await message.channel.send("plain answer");
     expect((await echoed)[0].id).toBe(posted.id);
     const reply = await message.reply("a reply");
     expect(reply.reference?.messageId).toBe(sent.id);
 
     const posts = f.requestsTo("POST", `/channels/${DM}/messages`);
-    expect(posts.map((r) => r.body)).toMatchObject([{ content: "plain answer" }, { content: "a reply", message_reference: { message_id: sent.id } }]);
-    expect(f.messages(DM).map((m) => ({ author: m.author.id, content: m.content, replyTo: m.referencedMessageId }))).toEqual([
+    expect(posts.map((r) => r.body)).toMatchObject([
+      { content: "plain answer" },
+      { content: "a reply", message_reference: { message_id: sent.id } },
+    ]);
+    expect(
+      f.messages(DM).map((m) => ({ author: m.author.id, content: m.content, replyTo: m.referencedMessageId })),
+    ).toEqual([
       { author: USER, content: "hello bot", replyTo: undefined },
       { author: f.botUserId, content: "plain answer", replyTo: undefined },
       { author: f.botUserId, content: "a reply", replyTo: sent.id },
@@ -252,7 +290,9 @@ describe("fake Discord: messages", () => {
     const progress = await channel.send("⏳ working");
     const edited = await progress.edit("✅ done");
     expect(edited.editedTimestamp).not.toBeNull();
-    expect(f.requestsTo("PATCH", `/channels/${CHANNEL}/messages/${progress.id}`)[0]?.body).toMatchObject({ content: "✅ done" });
+    expect(f.requestsTo("PATCH", `/channels/${CHANNEL}/messages/${progress.id}`)[0]?.body).toMatchObject({
+      content: "✅ done",
+    });
     expect(f.messages(CHANNEL).map((m) => m.content)).toEqual(["✅ done"]);
 
     const theirs = await f.sendMessage({ channelId: CHANNEL, authorId: USER, content: "mine" });
@@ -274,7 +314,12 @@ describe("fake Discord: messages", () => {
     expect(Number(res.headers.get("x-ratelimit-reset-after"))).toBeGreaterThan(0);
 
     const client = await loggedIn(f);
-    f.refuse("POST", `/channels/${CHANNEL}/messages`, { status: 403, code: 50013, message: "Missing Permissions", times: 1 });
+    f.refuse("POST", `/channels/${CHANNEL}/messages`, {
+      status: 403,
+      code: 50013,
+      message: "Missing Permissions",
+      times: 1,
+    });
     const channel = client.channels.cache.get(CHANNEL);
     if (!channel?.isSendable()) throw new Error("channel is not sendable");
     expect(await channel.send("first").catch((e: unknown) => (e as DiscordAPIError).code)).toBe(50013);
@@ -294,10 +339,17 @@ describe("fake Discord: interactions", () => {
       new ButtonBuilder().setCustomId("glassbox:deny:a1").setLabel("Deny").setStyle(ButtonStyle.Danger),
     );
     const question = await channel.send({ content: "Run it?", components: [buttons] });
-    expect(f.messages(CHANNEL)[0]?.components).toMatchObject([{ type: 1, components: [{ custom_id: "glassbox:approve:a1" }, { custom_id: "glassbox:deny:a1" }] }]);
+    expect(f.messages(CHANNEL)[0]?.components).toMatchObject([
+      { type: 1, components: [{ custom_id: "glassbox:approve:a1" }, { custom_id: "glassbox:deny:a1" }] },
+    ]);
 
     const clicked = nextEvent(client, Events.InteractionCreate);
-    const click = await f.clickButton({ channelId: CHANNEL, userId: USER, messageId: question.id, customId: "glassbox:deny:a1" });
+    const click = await f.clickButton({
+      channelId: CHANNEL,
+      userId: USER,
+      messageId: question.id,
+      customId: "glassbox:deny:a1",
+    });
     const [interaction] = await clicked;
     if (!interaction.isButton()) throw new Error(`expected a button, got type ${interaction.type}`);
     expect(interaction.id).toBe(click.interactionId);
@@ -310,22 +362,39 @@ describe("fake Discord: interactions", () => {
 
     await interaction.reply({ content: "Only the requester can decide.", flags: MessageFlags.Ephemeral });
     expect(f.interactionResponses(click.interactionId).map((r) => [r.method, r.status, r.body])).toEqual([
-      ["POST", 204, { type: 4, data: expect.objectContaining({ content: "Only the requester can decide.", flags: MessageFlags.Ephemeral }) }],
+      [
+        "POST",
+        204,
+        {
+          type: 4,
+          data: expect.objectContaining({ content: "Only the requester can decide.", flags: MessageFlags.Ephemeral }),
+        },
+      ],
     ]);
     expect(f.messages(CHANNEL).map((m) => m.content)).toEqual(["Run it?"]); // ephemeral: nobody else sees it
     // Discord accepts one initial response per interaction.
     const again = await fetch(`${f.apiUrl}/v10/interactions/${click.interactionId}/${click.token}/callback`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ type: 4, data: { content: "again" } }),
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ type: 4, data: { content: "again" } }),
     });
     expect(again.status).toBe(400);
     expect(await again.json()).toMatchObject({ code: 40060 });
 
     const secondClick = nextEvent(client, Events.InteractionCreate);
-    const approve = await f.clickButton({ channelId: CHANNEL, userId: USER, messageId: question.id, customId: "glassbox:approve:a1" });
+    const approve = await f.clickButton({
+      channelId: CHANNEL,
+      userId: USER,
+      messageId: question.id,
+      customId: "glassbox:approve:a1",
+    });
     const [second] = await secondClick;
     if (!second.isButton()) throw new Error("expected a button");
     await second.update({ content: "✅ Approved", components: [] });
-    expect(f.interactionResponses(approve.interactionId)[0]?.body).toMatchObject({ type: 7, data: { content: "✅ Approved", components: [] } });
+    expect(f.interactionResponses(approve.interactionId)[0]?.body).toMatchObject({
+      type: 7,
+      data: { content: "✅ Approved", components: [] },
+    });
     expect(f.messages(CHANNEL).map((m) => [m.id, m.content, m.components])).toEqual([[question.id, "✅ Approved", []]]);
   });
 
@@ -334,31 +403,49 @@ describe("fake Discord: interactions", () => {
     const client = await loggedIn(f);
     const channel = client.channels.cache.get(CHANNEL);
     if (!channel?.isSendable()) throw new Error("channel is not sendable");
-    const question = await channel.send({ content: "Run it?", components: [new ActionRowBuilder<ButtonBuilder>().addComponents(
-      new ButtonBuilder().setCustomId("go").setLabel("Go").setStyle(ButtonStyle.Primary))] });
+    const question = await channel.send({
+      content: "Run it?",
+      components: [
+        new ActionRowBuilder<ButtonBuilder>().addComponents(
+          new ButtonBuilder().setCustomId("go").setLabel("Go").setStyle(ButtonStyle.Primary),
+        ),
+      ],
+    });
 
     const clicked = nextEvent(client, Events.InteractionCreate);
-    const click = await f.clickButton({ channelId: CHANNEL, userId: OTHER_USER, messageId: question.id, customId: "go" });
+    const click = await f.clickButton({
+      channelId: CHANNEL,
+      userId: OTHER_USER,
+      messageId: question.id,
+      customId: "go",
+    });
     const [interaction] = await clicked;
     if (!interaction.isButton()) throw new Error("expected a button");
     await interaction.deferUpdate();
     await interaction.followUp({ content: "Not yours to approve.", flags: MessageFlags.Ephemeral });
     await interaction.editReply({ content: "Run it? (decided)", components: [] }); // @original is the button's message
 
-    const calls = f.interactionResponses(click.interactionId).map((r) => `${r.method} ${r.path.replace(click.token, "<token>")} ${r.status}`);
+    const calls = f
+      .interactionResponses(click.interactionId)
+      .map((r) => `${r.method} ${r.path.replace(click.token, "<token>")} ${r.status}`);
     expect(calls).toEqual([
       `POST /interactions/${click.interactionId}/<token>/callback 204`,
       `POST /webhooks/${f.applicationId}/<token> 200`,
       `PATCH /webhooks/${f.applicationId}/<token>/messages/@original 200`,
     ]);
-    expect(f.requestsTo("POST", `/webhooks/${f.applicationId}/${click.token}`)[0]?.query).toMatchObject({ wait: "true" });
+    expect(f.requestsTo("POST", `/webhooks/${f.applicationId}/${click.token}`)[0]?.query).toMatchObject({
+      wait: "true",
+    });
     expect(f.messages(CHANNEL).map((m) => m.content)).toEqual(["Run it? (decided)"]);
   });
 
   it("registers slash commands and runs one with deferReply, editReply and followUp", async () => {
     const f = await startFake();
     const client = await loggedIn(f);
-    await client.application.commands.set([{ name: "usage", description: "Tokens and cost", options: [{ type: 3, name: "scope", description: "which" }] }], GUILD);
+    await client.application.commands.set(
+      [{ name: "usage", description: "Tokens and cost", options: [{ type: 3, name: "scope", description: "which" }] }],
+      GUILD,
+    );
     await client.application.commands.set([{ name: "reset", description: "Start over" }]);
     expect(f.requestsTo("PUT", `/applications/${f.applicationId}/guilds/${GUILD}/commands`)).toHaveLength(1);
     const [usage] = f.commands(GUILD) as Array<{ id: string; name: string; guild_id: string }>;
@@ -367,7 +454,12 @@ describe("fake Discord: interactions", () => {
     await expect(f.runCommand({ channelId: DM, userId: USER, name: "usage" })).rejects.toThrow(/not registered/); // guild-only
 
     const received = nextEvent(client, Events.InteractionCreate);
-    const run = await f.runCommand({ channelId: CHANNEL, userId: USER, name: "usage", options: [{ name: "scope", type: 3, value: "all" }] });
+    const run = await f.runCommand({
+      channelId: CHANNEL,
+      userId: USER,
+      name: "usage",
+      options: [{ name: "scope", type: 3, value: "all" }],
+    });
     const [interaction] = await received;
     if (!interaction.isChatInputCommand()) throw new Error("expected a slash command");
     expect(interaction.commandName).toBe("usage");
@@ -378,18 +470,27 @@ describe("fake Discord: interactions", () => {
 
     await interaction.deferReply();
     const thinking = f.messages(CHANNEL).at(-1);
-    expect(thinking).toMatchObject({ content: "", interactionId: run.interactionId, author: { id: f.botUserId, bot: true } });
+    expect(thinking).toMatchObject({
+      content: "",
+      interactionId: run.interactionId,
+      author: { id: f.botUserId, bot: true },
+    });
     expect((thinking?.flags ?? 0) & MessageFlags.Loading).toBe(MessageFlags.Loading);
 
     await interaction.editReply("3 runs, about $0.01");
     await interaction.followUp("and one more thing");
-    expect(f.interactionResponses(run.interactionId).map((r) => r.method + " " + r.path.replace(run.token, "<token>"))).toEqual([
+    expect(
+      f.interactionResponses(run.interactionId).map((r) => `${r.method} ${r.path.replace(run.token, "<token>")}`),
+    ).toEqual([
       `POST /interactions/${run.interactionId}/<token>/callback`,
       `PATCH /webhooks/${f.applicationId}/<token>/messages/@original`,
       `POST /webhooks/${f.applicationId}/<token>`,
     ]);
     expect(f.interactionResponses(run.interactionId)[0]?.body).toEqual({ type: 5, data: { flags: 0 } });
-    expect(f.messages(CHANNEL).map((m) => [m.content, m.flags])).toEqual([["3 runs, about $0.01", 0], ["and one more thing", 0]]);
+    expect(f.messages(CHANNEL).map((m) => [m.content, m.flags])).toEqual([
+      ["3 runs, about $0.01", 0],
+      ["and one more thing", 0],
+    ]);
   });
 });
 
@@ -439,7 +540,10 @@ describe("fake Discord: reconnects and redelivery", () => {
     const f = await startFake();
     const client = newClient(f);
     const ready = new Promise<{ session_id: string }>((resolve) =>
-      client.on(Events.Raw, (packet: { t?: string; d?: unknown }) => { if (packet.t === "READY") resolve(packet.d as { session_id: string }); }));
+      client.on(Events.Raw, (packet: { t?: string; d?: unknown }) => {
+        if (packet.t === "READY") resolve(packet.d as { session_id: string });
+      }),
+    );
     await client.login(f.token);
     const { session_id } = await ready;
     clients.splice(clients.indexOf(client), 1);
@@ -464,7 +568,10 @@ describe("fake Discord: reconnects and redelivery", () => {
     const first = await f.sendMessage({ channelId: CHANNEL, authorId: USER, content: "once", mentionsBot: true });
     await f.redeliver(first.id);
     const marker = await f.sendMessage({ channelId: CHANNEL, authorId: USER, content: "marker" });
-    await Promise.all([nextEvent(cached, Events.MessageCreate, fromUser(marker.id)), nextEvent(uncached, Events.MessageCreate, fromUser(marker.id))]);
+    await Promise.all([
+      nextEvent(cached, Events.MessageCreate, fromUser(marker.id)),
+      nextEvent(uncached, Events.MessageCreate, fromUser(marker.id)),
+    ]);
 
     expect(raw).toEqual([first.id, first.id, marker.id]);
     expect(seenCached.map((m) => m.id)).toEqual([first.id, marker.id]);
@@ -490,7 +597,12 @@ describe("fake Discord: allowed mentions", () => {
     await channel.send({ content: everything, allowedMentions: { parse: ["roles"] } });
     await loud.edit({ content: `${everything} (edited)`, allowedMentions: { parse: [] } });
     // A reply pings the author it answers unless allowed_mentions says otherwise.
-    const theirs = await f.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: OTHER_USER, content: "a question" });
+    const theirs = await f.sendMessage({
+      channelId: CHANNEL,
+      guildId: GUILD,
+      authorId: OTHER_USER,
+      content: "a question",
+    });
     const question = await channel.messages.fetch(theirs.id);
     await question.reply("plain reply");
     await question.reply({ content: "quiet reply", allowedMentions: { parse: [] } });
@@ -504,10 +616,16 @@ describe("fake Discord: allowed mentions", () => {
       ["create", undefined, { everyone: false, roles: [], users: [OTHER_USER] }],
       ["create", { parse: [] }, { everyone: false, roles: [], users: [] }],
     ]);
-    expect(f.messageWrites[4]).toMatchObject({ messageId: loud.id, channelId: CHANNEL, content: `${everything} (edited)` });
+    expect(f.messageWrites[4]).toMatchObject({
+      messageId: loud.id,
+      channelId: CHANNEL,
+      content: `${everything} (edited)`,
+    });
 
     // Discord refuses a kind that is both parsed and listed.
-    const refused = await channel.send({ content: everything, allowedMentions: { parse: ["users"], users: [USER] } }).catch((e: unknown) => e);
+    const refused = await channel
+      .send({ content: everything, allowedMentions: { parse: ["users"], users: [USER] } })
+      .catch((e: unknown) => e);
     expect((refused as DiscordAPIError).code).toBe(50035);
     expect(f.messageWrites).toHaveLength(7);
   });
@@ -517,8 +635,14 @@ describe("fake Discord: allowed mentions", () => {
     const client = await loggedIn(f, { allowedMentions: { parse: [] } });
     const channel = client.channels.cache.get(CHANNEL);
     if (!channel?.isSendable()) throw new Error("channel is not sendable");
-    const question = await channel.send({ content: `@everyone run it?`, components: [new ActionRowBuilder<ButtonBuilder>().addComponents(
-      new ButtonBuilder().setCustomId("go").setLabel("Go").setStyle(ButtonStyle.Primary))] });
+    const question = await channel.send({
+      content: `@everyone run it?`,
+      components: [
+        new ActionRowBuilder<ButtonBuilder>().addComponents(
+          new ButtonBuilder().setCustomId("go").setLabel("Go").setStyle(ButtonStyle.Primary),
+        ),
+      ],
+    });
     await question.edit(`@here run it now?`);
 
     const clicked = nextEvent(client, Events.InteractionCreate);
@@ -536,6 +660,10 @@ describe("fake Discord: allowed mentions", () => {
       ["create", { parse: [] }],
       ["edit", { parse: [] }],
     ]);
-    expect(f.messageWrites.every((write) => !write.pings.everyone && write.pings.roles.length === 0 && write.pings.users.length === 0)).toBe(true);
+    expect(
+      f.messageWrites.every(
+        (write) => !write.pings.everyone && write.pings.roles.length === 0 && write.pings.users.length === 0,
+      ),
+    ).toBe(true);
   });
 });

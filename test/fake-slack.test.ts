@@ -14,8 +14,13 @@ const USER = "U0TESTUSER";
 
 // Bolt logs at INFO by default ("Now connected to Slack", signature warnings); keep test output clean.
 const silentLogger: Logger = {
-  debug: () => {}, info: () => {}, warn: () => {}, error: () => {},
-  setLevel: () => {}, getLevel: () => LogLevel.ERROR, setName: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  setLevel: () => {},
+  getLevel: () => LogLevel.ERROR,
+  setName: () => {},
 };
 
 let fake: FakeSlack | undefined;
@@ -37,13 +42,24 @@ async function start(options: Parameters<typeof startFakeSlack>[0] = {}): Promis
 
 /** Bolt's built-in HTTPReceiver on a free port; returns the Events API request URL. */
 async function startHttpApp(f: FakeSlack, register: (a: App) => void): Promise<string> {
-  app = new App({ token: BOT_TOKEN, signingSecret: SIGNING_SECRET, clientOptions: { slackApiUrl: f.apiUrl }, logger: silentLogger });
+  app = new App({
+    token: BOT_TOKEN,
+    signingSecret: SIGNING_SECRET,
+    clientOptions: { slackApiUrl: f.apiUrl },
+    logger: silentLogger,
+  });
   register(app);
   const server = (await app.start({ port: 0, host: "127.0.0.1" })) as unknown as Server;
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
 }
 
-const mention = (text: string, ts?: string) => ({ type: "app_mention", user: USER, channel: CHANNEL, text, ...(ts ? { ts } : {}) });
+const mention = (text: string, ts?: string) => ({
+  type: "app_mention",
+  user: USER,
+  channel: CHANNEL,
+  text,
+  ...(ts ? { ts } : {}),
+});
 const webClient = (f: FakeSlack, token = BOT_TOKEN) =>
   new webApi.WebClient(token, { slackApiUrl: f.apiUrl, retryConfig: { retries: 0 }, logger: silentLogger });
 
@@ -76,7 +92,9 @@ describe("fake Slack with Bolt over HTTP", () => {
     const f = await start();
     const seen: string[] = [];
     const url = await startHttpApp(f, (a) => {
-      a.event("app_mention", async ({ event }) => { seen.push(event.text); });
+      a.event("app_mention", async ({ event }) => {
+        seen.push(event.text);
+      });
     });
     const bad = await f.sendEvent(url, mention("forged"), { signingSecret: "not-the-secret" });
     const stale = await f.sendEvent(url, mention("stale"), { timestamp: Math.floor(Date.now() / 1000) - 10 * 60 });
@@ -99,7 +117,9 @@ describe("fake Slack with Bolt over HTTP", () => {
     const f = await start();
     const retries: Array<[number | undefined, string | undefined]> = [];
     const url = await startHttpApp(f, (a) => {
-      a.event("app_mention", async ({ context }) => { retries.push([context.retryNum, context.retryReason]); });
+      a.event("app_mention", async ({ context }) => {
+        retries.push([context.retryNum, context.retryReason]);
+      });
     });
     await f.sendEvent(url, mention("again"), { retryNum: 2, retryReason: "http_timeout", eventId: "Ev0SAME" });
     await expect.poll(() => retries, { timeout: 5000 }).toEqual([[2, "http_timeout"]]);
@@ -112,17 +132,37 @@ describe("fake Slack with Bolt over HTTP", () => {
         await ack();
         if (body.type !== "block_actions" || action.type !== "button" || !body.channel || !body.message) return;
         const blockId = body.actions[0]?.block_id; // the fake took it from the posted message's blocks
-        await client.chat.update({ channel: body.channel.id, ts: body.message.ts, text: `approved ${action.value} (${blockId})` });
+        await client.chat.update({
+          channel: body.channel.id,
+          ts: body.message.ts,
+          text: `approved ${action.value} (${blockId})`,
+        });
         await respond({ text: "thanks", response_type: "ephemeral" });
       });
     });
     // The bot first posts a message with a button, as the approval flow would.
-    const posted = await webClient(f).chat.postMessage({ channel: CHANNEL, text: "Run the tool?",
-      blocks: [{ type: "actions", block_id: "approval", elements: [
-        { type: "button", action_id: "approve", value: "call-1", text: { type: "plain_text", text: "Approve" } }] }] });
+    const posted = await webClient(f).chat.postMessage({
+      channel: CHANNEL,
+      text: "Run the tool?",
+      blocks: [
+        {
+          type: "actions",
+          block_id: "approval",
+          elements: [
+            { type: "button", action_id: "approve", value: "call-1", text: { type: "plain_text", text: "Approve" } },
+          ],
+        },
+      ],
+    });
     expect(f.calls.at(-1)?.args.blocks).toEqual([expect.objectContaining({ block_id: "approval" })]); // form value JSON-parsed
 
-    const result = await f.sendBlockAction(url, { userId: USER, channel: CHANNEL, messageTs: posted.ts ?? "", actionId: "approve", value: "call-1" });
+    const result = await f.sendBlockAction(url, {
+      userId: USER,
+      channel: CHANNEL,
+      messageTs: posted.ts ?? "",
+      actionId: "approve",
+      value: "call-1",
+    });
     expect(result.status).toBe(200);
     const update = await f.waitForCall("chat.update");
     expect(update.args).toMatchObject({ channel: CHANNEL, ts: posted.ts, text: "approved call-1 (approval)" });
@@ -132,11 +172,16 @@ describe("fake Slack with Bolt over HTTP", () => {
 
   it("answers Web API errors like Slack", async () => {
     const f = await start();
-    await expect(webClient(f, "xoxb-wrong").auth.test()).rejects.toMatchObject({ data: { ok: false, error: "invalid_auth" } });
-    await expect(webClient(f, APP_TOKEN).auth.test()).rejects.toMatchObject({ data: { error: "not_allowed_token_type" } });
+    await expect(webClient(f, "xoxb-wrong").auth.test()).rejects.toMatchObject({
+      data: { ok: false, error: "invalid_auth" },
+    });
+    await expect(webClient(f, APP_TOKEN).auth.test()).rejects.toMatchObject({
+      data: { error: "not_allowed_token_type" },
+    });
     await expect(webClient(f).apiCall("no.such.method")).rejects.toMatchObject({ data: { error: "unknown_method" } });
-    await expect(webClient(f).chat.update({ channel: CHANNEL, ts: "1.000001", text: "x" }))
-      .rejects.toMatchObject({ data: { error: "message_not_found" } });
+    await expect(webClient(f).chat.update({ channel: CHANNEL, ts: "1.000001", text: "x" })).rejects.toMatchObject({
+      data: { error: "message_not_found" },
+    });
     expect(f.callsTo("auth.test").map((c) => c.token)).toEqual(["xoxb-wrong", APP_TOKEN]);
   });
 });
@@ -144,7 +189,13 @@ describe("fake Slack with Bolt over HTTP", () => {
 describe("fake Slack with Bolt in Socket Mode", () => {
   it("connects with the app token, delivers an app_mention envelope, gets it acked and the reply recorded", async () => {
     const f = await start();
-    app = new App({ token: BOT_TOKEN, appToken: APP_TOKEN, socketMode: true, clientOptions: { slackApiUrl: f.apiUrl }, logger: silentLogger });
+    app = new App({
+      token: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      socketMode: true,
+      clientOptions: { slackApiUrl: f.apiUrl },
+      logger: silentLogger,
+    });
     app.event("app_mention", async ({ event, say }) => {
       await say({ text: "on it", thread_ts: event.ts });
     });
@@ -161,7 +212,13 @@ describe("fake Slack with Bolt in Socket Mode", () => {
 
   it("delivers an interactive block action envelope", async () => {
     const f = await start();
-    app = new App({ token: BOT_TOKEN, appToken: APP_TOKEN, socketMode: true, clientOptions: { slackApiUrl: f.apiUrl }, logger: silentLogger });
+    app = new App({
+      token: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      socketMode: true,
+      clientOptions: { slackApiUrl: f.apiUrl },
+      logger: silentLogger,
+    });
     app.action("deny", async ({ ack, body, client }) => {
       await ack();
       if (body.type === "block_actions" && body.channel && body.message) {
@@ -170,7 +227,13 @@ describe("fake Slack with Bolt in Socket Mode", () => {
     });
     await app.start();
     const posted = await webClient(f).chat.postMessage({ channel: CHANNEL, text: "Delete everything?" });
-    const sent = await f.sendSocketBlockAction({ userId: USER, channel: CHANNEL, messageTs: posted.ts ?? "", actionId: "deny", value: "no" });
+    const sent = await f.sendSocketBlockAction({
+      userId: USER,
+      channel: CHANNEL,
+      messageTs: posted.ts ?? "",
+      actionId: "deny",
+      value: "no",
+    });
     expect(sent.acked).toBe(true);
     await f.waitForCall("chat.update");
     expect(f.messages(CHANNEL).map((m) => m.text)).toEqual(["denied"]);
@@ -178,7 +241,13 @@ describe("fake Slack with Bolt in Socket Mode", () => {
 
   it("refuses a wrong app token, which Bolt treats as unrecoverable", async () => {
     const f = await start();
-    app = new App({ token: BOT_TOKEN, appToken: "xapp-1-wrong", socketMode: true, clientOptions: { slackApiUrl: f.apiUrl }, logger: silentLogger });
+    app = new App({
+      token: BOT_TOKEN,
+      appToken: "xapp-1-wrong",
+      socketMode: true,
+      clientOptions: { slackApiUrl: f.apiUrl },
+      logger: silentLogger,
+    });
     await expect(app.start()).rejects.toMatchObject({ data: { error: "invalid_auth" } });
     expect(f.socketConnections()).toBe(0);
   });
@@ -187,8 +256,12 @@ describe("fake Slack with Bolt in Socket Mode", () => {
     const f = await start();
     // An explicit receiver exposes clientPingTimeout, which also sets the reconnect delay (default 5 s).
     // Its Web API client only reaches the fake through installerOptions.clientOptions.
-    const receiver = new SocketModeReceiver({ appToken: APP_TOKEN, clientPingTimeout: 1000, logger: silentLogger,
-      installerOptions: { clientOptions: { slackApiUrl: f.apiUrl } } });
+    const receiver = new SocketModeReceiver({
+      appToken: APP_TOKEN,
+      clientPingTimeout: 1000,
+      logger: silentLogger,
+      installerOptions: { clientOptions: { slackApiUrl: f.apiUrl } },
+    });
     app = new App({ token: BOT_TOKEN, receiver, clientOptions: { slackApiUrl: f.apiUrl }, logger: silentLogger });
     await app.start();
     const since = f.calls.length;
@@ -213,10 +286,16 @@ describe("fake Slack with the web-api chat stream helper", () => {
     await streamer.stop({ markdown_text: " Done." }); // chat.stopStream carries the tail
     expect(f.calls.map((c) => c.method)).toEqual(["chat.startStream", "chat.appendStream", "chat.stopStream"]);
     expect(f.messages(CHANNEL, threadTs)).toEqual([
-      expect.objectContaining({ ts: streamer.ts, thread_ts: threadTs, user: "U0FAKEBOT1", text: "Hello, world! More text. Done." }),
+      expect.objectContaining({
+        ts: streamer.ts,
+        thread_ts: threadTs,
+        user: "U0FAKEBOT1",
+        text: "Hello, world! More text. Done.",
+      }),
     ]);
-    await expect(webClient(f).chat.appendStream({ channel: CHANNEL, ts: streamer.ts ?? "", markdown_text: "late" }))
-      .rejects.toMatchObject({ data: { error: "message_not_in_streaming_state" } });
+    await expect(
+      webClient(f).chat.appendStream({ channel: CHANNEL, ts: streamer.ts ?? "", markdown_text: "late" }),
+    ).rejects.toMatchObject({ data: { error: "message_not_in_streaming_state" } });
   });
 
   it("handles a short stream, where web-api starts empty and sends all text with stopStream", async () => {
@@ -258,14 +337,30 @@ describe("fake Slack: what a call would broadcast", () => {
     const f = await start();
     const client = webClient(f);
     // Users, channels, links and dates notify nobody beyond one person; plain @here is text without link_names.
-    await client.chat.postMessage({ channel: CHANNEL, text: `hi <@${USER}> in <#C0OTHER> see <https://example.com|this> at <!date^1700000000^{time}|noon>, @here` });
+    await client.chat.postMessage({
+      channel: CHANNEL,
+      text: `hi <@${USER}> in <#C0OTHER> see <https://example.com|this> at <!date^1700000000^{time}|noon>, @here`,
+    });
     await client.chat.postMessage({ channel: CHANNEL, text: "<!here> and <!channel|channel>, @everyone" });
     await client.chat.postMessage({ channel: CHANNEL, text: "ping @channel", link_names: true });
-    await client.chat.postMessage({ channel: CHANNEL, text: "fallback",
-      blocks: [{ type: "context", elements: [{ type: "mrkdwn", text: "for <!subteam^S0TEAM|@oncall>" }] }] });
+    await client.chat.postMessage({
+      channel: CHANNEL,
+      text: "fallback",
+      blocks: [{ type: "context", elements: [{ type: "mrkdwn", text: "for <!subteam^S0TEAM|@oncall>" }] }],
+    });
     await client.chat.postEphemeral({ channel: CHANNEL, user: USER, text: "<!EVERYONE>" });
-    await client.assistant.threads.setStatus({ channel_id: CHANNEL, thread_ts: f.nextTs(), status: "is telling @here…" });
-    const streamer = client.chatStream({ channel: CHANNEL, thread_ts: f.nextTs(), recipient_team_id: "T0FAKE0001", recipient_user_id: USER, buffer_size: 1 });
+    await client.assistant.threads.setStatus({
+      channel_id: CHANNEL,
+      thread_ts: f.nextTs(),
+      status: "is telling @here…",
+    });
+    const streamer = client.chatStream({
+      channel: CHANNEL,
+      thread_ts: f.nextTs(),
+      recipient_team_id: "T0FAKE0001",
+      recipient_user_id: USER,
+      buffer_size: 1,
+    });
     await streamer.append({ markdown_text: "streamed @everyone" });
     await streamer.stop();
 
@@ -285,7 +380,9 @@ describe("fake Slack: what a call would broadcast", () => {
     const f = await start();
     const section = (length: number) => [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(length) } }];
     await webClient(f).chat.postMessage({ channel: CHANNEL, text: "fits", blocks: section(3_000) });
-    await expect(webClient(f).chat.postMessage({ channel: CHANNEL, text: "too long", blocks: section(3_001) })).rejects.toMatchObject({ data: { error: "invalid_blocks" } });
+    await expect(
+      webClient(f).chat.postMessage({ channel: CHANNEL, text: "too long", blocks: section(3_001) }),
+    ).rejects.toMatchObject({ data: { error: "invalid_blocks" } });
     expect(f.messages(CHANNEL).map((m) => m.text)).toEqual(["fits"]);
   });
 });
@@ -310,7 +407,11 @@ describe("fake Slack: where a block action comes from", () => {
       [{ id: "T0OTHER001", domain: "t0other001" }, "T0OTHER001", null],
       [null, "T0FAKE0001", null],
       // Slack's block_actions reference: in an Enterprise org, user.team_id is the org's id (E...).
-      [{ id: "T0FAKE0001", domain: "t0fake0001", enterprise_id: "E0FAKEORG1", enterprise_name: "Fake Org" }, "E0FAKEORG1", { id: "E0FAKEORG1", name: "Fake Org" }],
+      [
+        { id: "T0FAKE0001", domain: "t0fake0001", enterprise_id: "E0FAKEORG1", enterprise_name: "Fake Org" },
+        "E0FAKEORG1",
+        { id: "E0FAKEORG1", name: "Fake Org" },
+      ],
     ]);
   });
 });

@@ -8,7 +8,14 @@ import { Tiktoken } from "js-tiktoken/lite";
 import cl100kRanks from "js-tiktoken/ranks/cl100k_base";
 import o200kRanks from "js-tiktoken/ranks/o200k_base";
 import { beforeAll, describe, expect, it } from "vitest";
-import { boundedPieces, createTokenCounter, MAX_PIECE_LENGTH, TOKENS_PER_CUT, type EncodingName, type TokenCounter } from "../src/agent/tokens.js";
+import {
+  boundedPieces,
+  createTokenCounter,
+  MAX_PIECE_LENGTH,
+  TOKENS_PER_CUT,
+  type EncodingName,
+  type TokenCounter,
+} from "../src/agent/tokens.js";
 import { seeded } from "../src/testing/seeded-random.js";
 
 const ENCODINGS = [
@@ -26,14 +33,20 @@ interface Subject {
 const subjects: Subject[] = [];
 beforeAll(async () => {
   for (const { name, ranks } of ENCODINGS) {
-    subjects.push({ name, reference: new Tiktoken(ranks), pattern: new RegExp(ranks.pat_str, "gu"), counter: await createTokenCounter(name) });
+    subjects.push({
+      name,
+      reference: new Tiktoken(ranks),
+      pattern: new RegExp(ranks.pat_str, "gu"),
+      counter: await createTokenCounter(name),
+    });
   }
 });
 
 /** What js-tiktoken counts, with special tokens read as plain text (as the counter does). */
 const exactly = (subject: Subject, text: string) => subject.reference.encode(text, [], []).length;
 
-const codePoints = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
+const codePoints = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
 /** Random picks from `alphabet` until the text is `length` UTF-16 code units (or one pick over). */
 function randomText(alphabet: readonly string[], length: number, seed = 1): string {
   const random = seeded(seed);
@@ -48,18 +61,29 @@ const HOSTILE: Array<[string, (length: number) => string]> = [
   ["one repeated letter", (length) => repeated("a", length)],
   ["random letters", (length) => randomText(LETTERS, length)],
   ["random mixed-case letters", (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a)], length)],
-  ["base64", (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a), ...codePoints(0x30, 0x39), "+", "/"], length)],
+  [
+    "base64",
+    (length) => randomText([...LETTERS, ...codePoints(0x41, 0x5a), ...codePoints(0x30, 0x39), "+", "/"], length),
+  ],
   ["hex", (length) => randomText([...codePoints(0x30, 0x39), ...codePoints(0x61, 0x66)], length)],
   ["CJK", (length) => randomText(codePoints(0x4e00, 0x9fff), length)],
   ["emoji", (length) => randomText(codePoints(0x1f300, 0x1faff), length)],
   ["random punctuation", (length) => randomText([..."!@#$%^&*()-_=+[]{};:,.<>?|~/\\\"`'"], length)],
   ["mixed whitespace", (length) => randomText([" ", "\t", "\n", "\u00a0", "\u3000"], length)],
-  ["Devanagari", (length) => randomText(codePoints(0x915, 0x939).flatMap((letter) => [letter, `${letter}\u093e`, `${letter}\u094d`]), length)],
+  [
+    "Devanagari",
+    (length) =>
+      randomText(
+        codePoints(0x915, 0x939).flatMap((letter) => [letter, `${letter}\u093e`, `${letter}\u094d`]),
+        length,
+      ),
+  ],
 ];
 
 /** Pieces a counter with no bound would merge whole: the encoding's own pre-tokenizer pieces. */
 const wholePieces = (subject: Subject, text: string) => [...text.matchAll(subject.pattern)].map((match) => match[0]);
-const isWellFormed = (text: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+const isWellFormed = (text: string) =>
+  !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 
 describe("counts a 40,000-character message without spaces (Slack's limit) in bounded pieces", () => {
   it.each(HOSTILE)("%s: no piece given to the merge is longer than MAX_PIECE_LENGTH", (_, make) => {
@@ -71,14 +95,22 @@ describe("counts a 40,000-character message without spaces (Slack's limit) in bo
       expect(pieces.every(isWellFormed)).toBe(true);
       // A piece that was cut is cut into full-length chunks (the last one aside).
       const longest = Math.max(...wholePieces(subject, text).map((piece) => piece.length));
-      if (longest > MAX_PIECE_LENGTH) expect(pieces.filter((piece) => piece.length === MAX_PIECE_LENGTH).length).toBeGreaterThanOrEqual(Math.floor(longest / MAX_PIECE_LENGTH) - 1);
+      if (longest > MAX_PIECE_LENGTH)
+        expect(pieces.filter((piece) => piece.length === MAX_PIECE_LENGTH).length).toBeGreaterThanOrEqual(
+          Math.floor(longest / MAX_PIECE_LENGTH) - 1,
+        );
     }
   });
 
   it("cuts a piece only when it is longer than MAX_PIECE_LENGTH", () => {
     for (const subject of subjects) {
-      expect([...boundedPieces(repeated("a", MAX_PIECE_LENGTH), subject.pattern)]).toEqual([repeated("a", MAX_PIECE_LENGTH)]);
-      expect([...boundedPieces(repeated("a", MAX_PIECE_LENGTH + 1), subject.pattern)]).toEqual([repeated("a", MAX_PIECE_LENGTH), "a"]);
+      expect([...boundedPieces(repeated("a", MAX_PIECE_LENGTH), subject.pattern)]).toEqual([
+        repeated("a", MAX_PIECE_LENGTH),
+      ]);
+      expect([...boundedPieces(repeated("a", MAX_PIECE_LENGTH + 1), subject.pattern)]).toEqual([
+        repeated("a", MAX_PIECE_LENGTH),
+        "a",
+      ]);
     }
   });
 
@@ -157,12 +189,26 @@ describe("ordinary text counts exactly as js-tiktoken does, in both encodings", 
 
   it("counts 300 seeded texts mixing scripts, symbols and emoji exactly", () => {
     const random = seeded(42);
-    const ranges = [[0x20, 0x7e], [0xa0, 0x24f], [0x370, 0x4ff], [0x590, 0x6ff], [0x900, 0x97f], [0xe00, 0xe7f], [0x3040, 0x30ff], [0x4e00, 0x9fff], [0xac00, 0xd7a3], [0x1f300, 0x1faff], [0x2000, 0x206f], [0x300, 0x36f]] as const;
+    const ranges = [
+      [0x20, 0x7e],
+      [0xa0, 0x24f],
+      [0x370, 0x4ff],
+      [0x590, 0x6ff],
+      [0x900, 0x97f],
+      [0xe00, 0xe7f],
+      [0x3040, 0x30ff],
+      [0x4e00, 0x9fff],
+      [0xac00, 0xd7a3],
+      [0x1f300, 0x1faff],
+      [0x2000, 0x206f],
+      [0x300, 0x36f],
+    ] as const;
     const sample = () => {
       let text = "";
       while (text.length < 20 + random() * 300) {
         const [from, to] = ranges[Math.floor(random() * ranges.length)] ?? [0x61, 0x7a];
-        for (let i = 1 + Math.floor(random() * 12); i > 0; i--) text += String.fromCodePoint(from + Math.floor(random() * (to - from + 1)));
+        for (let i = 1 + Math.floor(random() * 12); i > 0; i--)
+          text += String.fromCodePoint(from + Math.floor(random() * (to - from + 1)));
         text += random() < 0.3 ? " " : random() < 0.1 ? "\n" : random() < 0.05 ? "'s " : "";
       }
       return text;

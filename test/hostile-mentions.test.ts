@@ -18,7 +18,15 @@ afterEach(async () => {
 });
 
 const ROLE = "1300000000000000900";
-const SLACK_PINGS = ["<!channel>", "<!here>", "<!everyone>", "<!subteam^S0ONCALL>", "<!subteam^S0ONCALL|@oncall>", "<!here|here>", "<!channel|@channel>"];
+const SLACK_PINGS = [
+  "<!channel>",
+  "<!here>",
+  "<!everyone>",
+  "<!subteam^S0ONCALL>",
+  "<!subteam^S0ONCALL|@oncall>",
+  "<!here|here>",
+  "<!channel|@channel>",
+];
 const DISCORD_PINGS = ["@everyone", "@here", `<@&${ROLE}>`, `<@${discord.OTHER_USER}>`];
 const EVERY_PING = [...SLACK_PINGS, ...DISCORD_PINGS].join(" ");
 /** What the dangerous tool is asked to run with: fences, backticks, zero-width tricks, commands. */
@@ -55,7 +63,11 @@ function hostileScript(waitMs = 0): Script {
   const call = (name: string, args: unknown, id: string) => ({ name, arguments: JSON.stringify(args), id });
   return [
     // A lookup (slow when asked) whose arguments ping: the progress shows them.
-    { toolCalls: [call("lookup_note", { query: `${EVERY_PING} notes`, ...(waitMs ? { wait_ms: waitMs } : {}) }, "call_lookup")] },
+    {
+      toolCalls: [
+        call("lookup_note", { query: `${EVERY_PING} notes`, ...(waitMs ? { wait_ms: waitMs } : {}) }, "call_lookup"),
+      ],
+    },
     { toolCalls: [call("post_notice", BREAKOUT, "call_notice")] },
     { content: ANSWER },
   ];
@@ -90,9 +102,15 @@ function expectSlackCard(message: { text?: string; blocks?: unknown[] }): void {
 
 async function runSlack(options: { refuse?: string[]; direct?: boolean; waitMs?: number }) {
   const tools = hostileTools(slack.tempDir());
-  const h = await slack.startHarness({ script: hostileScript(options.waitMs), env: { GLASSBOX_TOOLS: tools }, fake: { refuse: options.refuse ?? [] } });
+  const h = await slack.startHarness({
+    script: hostileScript(options.waitMs),
+    env: { GLASSBOX_TOOLS: tools },
+    fake: { refuse: options.refuse ?? [] },
+  });
   const channel = options.direct ? "D1" : slack.CHANNEL;
-  const sent = options.direct ? await h.dm("post the notice please") : await h.mention(`<@${slack.BOT}> post the notice please`);
+  const sent = options.direct
+    ? await h.dm("post the notice please")
+    : await h.mention(`<@${slack.BOT}> post the notice please`);
   const threadTs = options.direct ? undefined : sent.ts;
   const approval = await slack.waitForApproval(h.fake, channel, threadTs);
   await h.click(approval, "U2"); // not theirs: an ephemeral refusal
@@ -122,7 +140,10 @@ describe("Slack: no broadcast from the model reaches Slack", () => {
   it("without the assistant status or streaming: the placeholder, tool activity and the answer by edits carry none (regression: tool arguments' <!here> pinged from the progress message)", async () => {
     const { h, channel, threadTs } = await runSlack({ refuse: ["assistant.threads.setStatus", "chat.startStream"] });
     expectNoSlackBroadcasts(h.fake);
-    const activity = h.fake.callsTo("chat.update").map((call) => String(call.args.text)).find((text) => text.includes("calling lookup_note"));
+    const activity = h.fake
+      .callsTo("chat.update")
+      .map((call) => String(call.args.text))
+      .find((text) => text.includes("calling lookup_note"));
     expect(activity).toContain("calling lookup_note(query: &lt;!channel&gt; &lt;!here&gt;");
     const answer = slack.botTexts(h.fake, channel, threadTs).at(-1) ?? "";
     expect(answer).toContain("&lt;!channel&gt; &lt;!here&gt; &lt;!everyone&gt; &lt;!subteam^S0ONCALL&gt;");
@@ -133,7 +154,9 @@ describe("Slack: no broadcast from the model reaches Slack", () => {
   it("in a direct message (no thread: a progress message, then the answer by edits) carries none (regression: the model's <!everyone> reached the DM raw)", async () => {
     const { h, channel } = await runSlack({ direct: true });
     expectNoSlackBroadcasts(h.fake);
-    const progress = [...h.fake.callsTo("chat.postMessage"), ...h.fake.callsTo("chat.update")].map((call) => String(call.args.text));
+    const progress = [...h.fake.callsTo("chat.postMessage"), ...h.fake.callsTo("chat.update")].map((call) =>
+      String(call.args.text),
+    );
     expect(progress.some((text) => text.includes("calling lookup_note(query: &lt;!channel&gt;"))).toBe(true);
     expect(slack.botTexts(h.fake, channel).at(-1)).toContain("&lt;!everyone&gt;");
   });
@@ -147,7 +170,10 @@ describe("Slack: no broadcast from the model reaches Slack", () => {
     });
     const { ts } = await h.mention(`<@${slack.BOT}> post it`);
     const approval = await slack.waitForApproval(h.fake, slack.CHANNEL, ts); // posted: Slack did not refuse it
-    const code = ((approval.message.blocks ?? []) as Array<{ text?: { text: string } }>).map((block) => block.text?.text ?? "").find((text) => text.startsWith("```")) ?? "";
+    const code =
+      ((approval.message.blocks ?? []) as Array<{ text?: { text: string } }>)
+        .map((block) => block.text?.text ?? "")
+        .find((text) => text.startsWith("```")) ?? "";
     expect(code.length).toBeLessThanOrEqual(3_000);
     expect(code).toMatch(/^```[^`]*more characters\)```$/);
     expectNoSlackBroadcasts(h.fake, 2);
@@ -165,7 +191,9 @@ function expectNoDiscordBroadcasts(fake: FakeDiscord, card: { id: string }, atLe
     expect(write.pings.everyone, where).toBe(false);
     expect(write.pings.roles, where).toEqual([]);
     // Only the approval card names someone to notify: the person whose decision it is.
-    expect(write.pings.users, where).toEqual(write.kind === "create" && write.messageId === card.id ? [discord.USER] : []);
+    expect(write.pings.users, where).toEqual(
+      write.kind === "create" && write.messageId === card.id ? [discord.USER] : [],
+    );
   }
 }
 
@@ -176,14 +204,29 @@ describe("Discord: no broadcast from the model reaches Discord", () => {
     await h.mention("post the notice please");
     const approval = await discord.waitForApproval(h.fake, discord.CHANNEL);
     const refused = await discord.click(h.fake, approval, discord.OTHER_USER); // not theirs: an ephemeral follow-up
-    await h.fake.waitForRequest("POST", /^\/webhooks\//, (request) => request.path.includes(refused.token), discord.REQUEST_WAIT);
+    await h.fake.waitForRequest(
+      "POST",
+      /^\/webhooks\//,
+      (request) => request.path.includes(refused.token),
+      discord.REQUEST_WAIT,
+    );
     await discord.click(h.fake, approval, discord.USER);
     await discord.waitForBotMessage(h.fake, discord.CHANNEL, "That is all.");
     await h.discord.conversations.idle();
     await h.mention(""); // a bare mention: the hint is a reply
     await discord.waitForBotMessage(h.fake, discord.CHANNEL, "Ask me something");
-    const usage = await h.fake.runCommand({ channelId: discord.CHANNEL, guildId: discord.GUILD, userId: discord.USER, name: "usage" });
-    await h.fake.waitForRequest("POST", /\/callback$/, (request) => request.path.includes(usage.interactionId), discord.REQUEST_WAIT);
+    const usage = await h.fake.runCommand({
+      channelId: discord.CHANNEL,
+      guildId: discord.GUILD,
+      userId: discord.USER,
+      name: "usage",
+    });
+    await h.fake.waitForRequest(
+      "POST",
+      /\/callback$/,
+      (request) => request.path.includes(usage.interactionId),
+      discord.REQUEST_WAIT,
+    );
 
     expectNoDiscordBroadcasts(h.fake, approval.message);
     // The model's text still shows as written.
@@ -191,7 +234,9 @@ describe("Discord: no broadcast from the model reaches Discord", () => {
     expect(texts).toContain(`Done. ${EVERY_PING}`);
     expect(texts).toContain("✅ lookup_note");
     // The card: one code block that nothing in the arguments closes, reading back as what was asked.
-    const card = h.fake.messageWrites.find((write) => write.messageId === approval.message.id && write.kind === "create")?.content ?? "";
+    const card =
+      h.fake.messageWrites.find((write) => write.messageId === approval.message.id && write.kind === "create")
+        ?.content ?? "";
     const inner = /```json\n([^`]*)\n```/.exec(card)?.[1];
     expect(inner, card).toBeDefined();
     expect(card.match(/```/g)).toHaveLength(2);
@@ -201,7 +246,12 @@ describe("Discord: no broadcast from the model reaches Discord", () => {
 
   it("an approval card for a 10,000-character argument stays within Discord's 2,000 characters (regression: backticks in an argument closed the code block)", async () => {
     const tools = hostileTools(dirname(discord.tempPaths().db));
-    const h = await discord.startHarness({ script: [{ toolCalls: [{ name: "post_notice", arguments: JSON.stringify({ text: "`@everyone".repeat(1_000) }) }] }], env: { GLASSBOX_TOOLS: tools } });
+    const h = await discord.startHarness({
+      script: [
+        { toolCalls: [{ name: "post_notice", arguments: JSON.stringify({ text: "`@everyone".repeat(1_000) }) }] },
+      ],
+      env: { GLASSBOX_TOOLS: tools },
+    });
     await h.mention("post it");
     const approval = await discord.waitForApproval(h.fake, discord.CHANNEL); // posted: Discord did not refuse it
     expect(approval.message.content.length).toBeLessThanOrEqual(2_000);

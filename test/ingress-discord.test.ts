@@ -28,10 +28,25 @@ for (const target of TARGETS) {
       model = await startScriptedModelServer({ script: [{ content: "an answer nobody should ask for" }] });
       harness = await target.open();
       fake = await startFakeDiscord({
-        guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: CHANNEL, name: "general" }, { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL }] }],
+        guilds: [
+          {
+            id: GUILD,
+            name: "Test Guild",
+            channels: [
+              { id: CHANNEL, name: "general" },
+              { id: THREAD, name: "a thread", type: 11, parent_id: CHANNEL },
+            ],
+          },
+        ],
         dmChannels: [{ id: DM, recipientId: USER }],
       });
-      ingress = await startDiscordIngress({ store: harness.store, queue: harness.queue, discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] }, log: harness.log, counter: harness.counter });
+      ingress = await startDiscordIngress({
+        store: harness.store,
+        queue: harness.queue,
+        discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] },
+        log: harness.log,
+        counter: harness.counter,
+      });
     });
 
     afterEach(async () => {
@@ -42,7 +57,14 @@ for (const target of TARGETS) {
       await model?.close();
     });
 
-    const mention = (text: string, channelId = CHANNEL) => fake.sendMessage({ channelId, guildId: GUILD, authorId: USER, content: `<@${fake.botUserId}> ${text}`, mentionsBot: true });
+    const mention = (text: string, channelId = CHANNEL) =>
+      fake.sendMessage({
+        channelId,
+        guildId: GUILD,
+        authorId: USER,
+        content: `<@${fake.botUserId}> ${text}`,
+        mentionsBot: true,
+      });
     const replies = (interactionId: string) =>
       fake.interactionResponses(interactionId).map((request) => {
         const body = (request.body ?? {}) as { content?: string; data?: { content?: string } };
@@ -57,36 +79,78 @@ for (const target of TARGETS) {
     it("accepts each message to the bot once, in order per conversation (channel, thread, DM), and a gateway replay adds nothing, without calling the model", async () => {
       const sent: Array<{ id: string; session: string; text: string }> = [];
       for (let index = 0; index < 3; index++) {
-        sent.push({ ...(await mention(`channel ${index}`)), session: `discord:${GUILD}:${CHANNEL}`, text: `channel ${index}` });
-        sent.push({ ...(await mention(`thread ${index}`, THREAD)), session: `discord:${GUILD}:${CHANNEL}:${THREAD}`, text: `thread ${index}` });
+        sent.push({
+          ...(await mention(`channel ${index}`)),
+          session: `discord:${GUILD}:${CHANNEL}`,
+          text: `channel ${index}`,
+        });
+        sent.push({
+          ...(await mention(`thread ${index}`, THREAD)),
+          session: `discord:${GUILD}:${CHANNEL}:${THREAD}`,
+          text: `thread ${index}`,
+        });
       }
       const direct = await fake.sendMessage({ channelId: DM, authorId: USER, content: "a direct question" });
-      await fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "people talking among themselves" });
+      await fake.sendMessage({
+        channelId: CHANNEL,
+        guildId: GUILD,
+        authorId: USER,
+        content: "people talking among themselves",
+      });
       const turns = await harness.waitForTurns(7);
       for (const session of [`discord:${GUILD}:${CHANNEL}`, `discord:${GUILD}:${CHANNEL}:${THREAD}`]) {
         const mine = sent.filter((message) => message.session === session);
         expect(keysOf(turns, session)).toEqual(mine.map((message) => `discord:message:${message.id}`));
-        expect((await harness.store.runsOfSession(session)).map((run) => run.input)).toEqual(mine.map((message) => message.text));
+        expect((await harness.store.runsOfSession(session)).map((run) => run.input)).toEqual(
+          mine.map((message) => message.text),
+        );
       }
       expect(keysOf(turns, `discord:dm:${DM}`)).toEqual([`discord:message:${direct.id}`]);
-      expect(await harness.store.run(runOf(workOf(turns.find((turn) => turn.conversation === `discord:dm:${DM}`) as Turn)))).toMatchObject({ status: "accepted", userId: USER, input: "a direct question" });
+      expect(
+        await harness.store.run(runOf(workOf(turns.find((turn) => turn.conversation === `discord:dm:${DM}`) as Turn))),
+      ).toMatchObject({ status: "accepted", userId: USER, input: "a direct question" });
 
       await fake.redeliver(sent[0]?.id as string); // a replay after a gateway resume
       const next = await mention("after the replay");
       await harness.waitForTurns(8);
-      expect(keysOf(harness.turns, `discord:${GUILD}:${CHANNEL}`).slice(-2)).toEqual([`discord:message:${sent[4]?.id}`, `discord:message:${next.id}`]);
+      expect(keysOf(harness.turns, `discord:${GUILD}:${CHANNEL}`).slice(-2)).toEqual([
+        `discord:message:${sent[4]?.id}`,
+        `discord:message:${next.id}`,
+      ]);
       expect(harness.turns).toHaveLength(8);
     });
 
     it("a click that readies a run enqueues one resume; a second click is told it was decided; /stop asks for a cancel; /reset is a turn in its place", async () => {
       const session = `discord:${GUILD}:${CHANNEL}`;
       const [approval] = await pausedRunOf(harness.store, "run_paused", session, USER);
-      const buttons = await fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: USER, content: "stands in for the bot's buttons" });
+      const buttons = await fake.sendMessage({
+        channelId: CHANNEL,
+        guildId: GUILD,
+        authorId: USER,
+        content: "stands in for the bot's buttons",
+      });
       await harness.store.attachApprovalMessage(approval?.id ?? "", `${CHANNEL}:${buttons.id}`);
-      const first = await fake.clickButton({ channelId: CHANNEL, guildId: GUILD, userId: USER, messageId: buttons.id, customId: `glassbox:approve:${approval?.id}` });
+      const first = await fake.clickButton({
+        channelId: CHANNEL,
+        guildId: GUILD,
+        userId: USER,
+        messageId: buttons.id,
+        customId: `glassbox:approve:${approval?.id}`,
+      });
       await harness.waitForTurns(1);
-      expect(workOf(harness.turns[0] as Turn)).toEqual({ kind: "resume", runId: "run_paused", sessionId: session, approvalId: approval?.id });
-      const second = await fake.clickButton({ channelId: CHANNEL, guildId: GUILD, userId: USER, messageId: buttons.id, customId: `glassbox:deny:${approval?.id}` });
+      expect(workOf(harness.turns[0] as Turn)).toEqual({
+        kind: "resume",
+        runId: "run_paused",
+        sessionId: session,
+        approvalId: approval?.id,
+      });
+      const second = await fake.clickButton({
+        channelId: CHANNEL,
+        guildId: GUILD,
+        userId: USER,
+        messageId: buttons.id,
+        customId: `glassbox:deny:${approval?.id}`,
+      });
       await vi.waitFor(() => expect(replies(second.interactionId)).toContain("This was already decided."), WAIT);
       expect(replies(first.interactionId)).not.toContain("This was already decided.");
       expect((await harness.store.approval(approval?.id ?? ""))?.status).toBe("approved");

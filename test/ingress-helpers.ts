@@ -35,7 +35,11 @@ export interface IngressHarness {
 const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200, cleanupMs: 60_000 };
 export const WAIT = { timeout: 20_000, interval: 20 };
 
-async function withRecorder(options: StorePortOptions, queue: RunQueue<never>, close: () => Promise<void>): Promise<IngressHarness> {
+async function withRecorder(
+  options: StorePortOptions,
+  queue: RunQueue<never>,
+  close: () => Promise<void>,
+): Promise<IngressHarness> {
   const store = await openStorePort(options);
   const others: AnyStorePort[] = [];
   const turns: Turn[] = [];
@@ -78,19 +82,28 @@ async function sqliteHarness(): Promise<IngressHarness> {
 async function postgresHarness(): Promise<IngressHarness> {
   const database = await createTestDatabase(TEST_DATABASE_URL as string);
   const queue = await openPostgresRunQueue({ connectionString: database.url, timings: FAST });
-  return withRecorder({ databaseUrl: database.url, databasePath: "unused.db", poolSize: 4 }, queue as RunQueue<never>, async () => {
-    await queue.close();
-    await database.drop();
-  });
+  return withRecorder(
+    { databaseUrl: database.url, databasePath: "unused.db", poolSize: 4 },
+    queue as RunQueue<never>,
+    async () => {
+      await queue.close();
+      await database.drop();
+    },
+  );
 }
 
 export const TARGETS: Array<{ name: string; available: boolean; open: () => Promise<IngressHarness> }> = [
   { name: "SQLite and the in-process queue", available: true, open: sqliteHarness },
-  { name: `PostgreSQL and graphile-worker (${NEEDS_DATABASE})`, available: Boolean(TEST_DATABASE_URL), open: postgresHarness },
+  {
+    name: `PostgreSQL and graphile-worker (${NEEDS_DATABASE})`,
+    available: Boolean(TEST_DATABASE_URL),
+    open: postgresHarness,
+  },
 ];
 
 /** The keys of the turns of one conversation, in the order the worker started them. */
-export const keysOf = (turns: Turn[], conversation: string): string[] => turns.filter((turn) => turn.conversation === conversation).map((turn) => turn.key);
+export const keysOf = (turns: Turn[], conversation: string): string[] =>
+  turns.filter((turn) => turn.conversation === conversation).map((turn) => turn.key);
 
 /** The run a message's or a resume's turn is for. */
 export function runOf(work: TurnWork): string {
@@ -99,11 +112,28 @@ export function runOf(work: TurnWork): string {
 }
 
 /** A run of `userId` paused for approval of `calls`, with its approvals open (one transaction). */
-export async function pausedRunOf(store: AnyStorePort, runId: string, sessionId: string, userId: string, calls: string[] = ["call_a"]) {
+export async function pausedRunOf(
+  store: AnyStorePort,
+  runId: string,
+  sessionId: string,
+  userId: string,
+  calls: string[] = ["call_a"],
+) {
   const { approvals } = await store.record([
     { kind: "start_run", run: runRecord(runId, sessionId, userId) },
-    { kind: "end_run", outcome: outcomeOf(runId, { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor(...calls.map((id) => ({ id, hash: `hash-${id}` }))) }) },
-    { kind: "open_approvals", requests: calls.map((id) => approvalRequest(runId, sessionId, id, userId)), ttlSeconds: 3_600 },
+    {
+      kind: "end_run",
+      outcome: outcomeOf(runId, {
+        status: "awaiting_approval",
+        output: "Waiting",
+        paused: pausedWaitingFor(...calls.map((id) => ({ id, hash: `hash-${id}` }))),
+      }),
+    },
+    {
+      kind: "open_approvals",
+      requests: calls.map((id) => approvalRequest(runId, sessionId, id, userId)),
+      ttlSeconds: 3_600,
+    },
   ]);
   return approvals;
 }

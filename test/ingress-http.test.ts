@@ -14,7 +14,6 @@ const SERVICE_TOKEN = "service-token-for-tests";
 const ALICE_TOKEN = "alice-token-for-tests";
 const BOB_TOKEN = "bob-token-for-tests";
 
-
 for (const target of TARGETS) {
   describe.runIf(target.available)(`HTTP API ingress: ${target.name}`, () => {
     let harness: IngressHarness;
@@ -24,7 +23,15 @@ for (const target of TARGETS) {
     beforeEach(async () => {
       model = await startScriptedModelServer({ script: [{ content: "an answer nobody should ask for" }] });
       harness = await target.open();
-      ingress = await startHttpIngress({ ...harness.ingress, log: harness.log, counter: harness.counter, apiToken: SERVICE_TOKEN, apiUsers: { [ALICE_TOKEN]: "alice", [BOB_TOKEN]: "bob" }, port: 0, host: "127.0.0.1" });
+      ingress = await startHttpIngress({
+        ...harness.ingress,
+        log: harness.log,
+        counter: harness.counter,
+        apiToken: SERVICE_TOKEN,
+        apiUsers: { [ALICE_TOKEN]: "alice", [BOB_TOKEN]: "bob" },
+        port: 0,
+        host: "127.0.0.1",
+      });
     });
 
     afterEach(async () => {
@@ -40,7 +47,11 @@ for (const target of TARGETS) {
         headers: { "content-type": contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
         body: typeof body === "string" ? body : JSON.stringify(body),
       });
-      return { status: response.status, location: response.headers.get("location"), body: (await response.json()) as Record<string, unknown> };
+      return {
+        status: response.status,
+        location: response.headers.get("location"),
+        body: (await response.json()) as Record<string, unknown>,
+      };
     }
 
     it("accepts a run (202 with its id) once it is stored and enqueued, the runs of a session in order, without calling the model", async () => {
@@ -53,10 +64,20 @@ for (const target of TARGETS) {
         runIds.push(accepted.body.runId as string);
       }
       const turns = await harness.waitForTurns(3);
-      expect(turns.map((turn) => workOf(turn))).toEqual(runIds.map((runId) => ({ kind: "message", runId, sessionId: "web:s1", eventIds: [] })));
+      expect(turns.map((turn) => workOf(turn))).toEqual(
+        runIds.map((runId) => ({ kind: "message", runId, sessionId: "web:s1", eventIds: [] })),
+      );
       expect(keysOf(turns, "web:s1")).toEqual(runIds);
-      expect(await harness.store.run(runIds[0] as string)).toMatchObject({ status: "accepted", userId: "web:bob", input: "first question" });
-      expect((await harness.store.sessionHistory("web:s1")).messages.map((stored) => stored.message.content)).toEqual(["first question", "second question", "third question"]);
+      expect(await harness.store.run(runIds[0] as string)).toMatchObject({
+        status: "accepted",
+        userId: "web:bob",
+        input: "first question",
+      });
+      expect((await harness.store.sessionHistory("web:s1")).messages.map((stored) => stored.message.content)).toEqual([
+        "first question",
+        "second question",
+        "third question",
+      ]);
       expect(JSON.stringify(turns.map((turn) => turn.payload))).not.toContain("question");
     });
 
@@ -79,7 +100,10 @@ for (const target of TARGETS) {
       // Alice's session is hers: the service acts for anyone, another user's token may not take it.
       const mine = await post("/api/runs", { session: "s2", input: "hi" }, ALICE_TOKEN);
       expect(mine.status).toBe(202);
-      expect(await post("/api/runs", { session: "s2", input: "mine now" }, BOB_TOKEN)).toMatchObject({ status: 403, body: { error: "The session web:s2 belongs to another user; use another session id." } });
+      expect(await post("/api/runs", { session: "s2", input: "mine now" }, BOB_TOKEN)).toMatchObject({
+        status: 403,
+        body: { error: "The session web:s2 belongs to another user; use another session id." },
+      });
       const turns = await harness.waitForTurns(1);
       expect(keysOf(turns, "web:s2")).toEqual([mine.body.runId]);
       expect((await harness.store.runsOfSession("web:s2")).map((run) => run.userId)).toEqual(["web:alice"]);
@@ -93,15 +117,27 @@ for (const target of TARGETS) {
         post(`/api/approvals/${approval?.id}`, { approved: false, userId: "U1" }),
       ]);
       expect(decisions.map((decision) => decision.status).sort()).toEqual([200, 409]);
-      expect(decisions.find((decision) => decision.status === 200)?.body).toMatchObject({ outcome: "decided", resumed: true, approval: { id: approval?.id, runId: "run_web" } });
+      expect(decisions.find((decision) => decision.status === 200)?.body).toMatchObject({
+        outcome: "decided",
+        resumed: true,
+        approval: { id: approval?.id, runId: "run_web" },
+      });
       expect(decisions.find((decision) => decision.status === 409)?.body).toMatchObject({ outcome: "already_decided" });
-      expect(await post(`/api/approvals/${slackApproval?.id}`, { approved: true, userId: "U1" })).toMatchObject({ status: 404, body: { error: `There is no web approval ${slackApproval?.id}.` } });
+      expect(await post(`/api/approvals/${slackApproval?.id}`, { approved: true, userId: "U1" })).toMatchObject({
+        status: 404,
+        body: { error: `There is no web approval ${slackApproval?.id}.` },
+      });
       expect(await post(`/api/approvals/${approval?.id}`, { approved: "yes" })).toMatchObject({ status: 400 });
 
       const after = await post("/api/runs", { session: "s3", input: "after the decision", userId: "U1" });
       const turns = await harness.waitForTurns(2);
       expect(keysOf(turns, "web:s3")).toEqual(["resume:run_web", after.body.runId]);
-      expect(workOf(turns[0] as Turn)).toEqual({ kind: "resume", runId: "run_web", sessionId: "web:s3", approvalId: approval?.id });
+      expect(workOf(turns[0] as Turn)).toEqual({
+        kind: "resume",
+        runId: "run_web",
+        sessionId: "web:s3",
+        approvalId: approval?.id,
+      });
       expect(turns).toHaveLength(2);
     });
   });

@@ -32,34 +32,62 @@ describe("the ingress role", () => {
 
   it("is refused in one sentence without PostgreSQL", async () => {
     const config = loadConfig({ GLASSBOX_WEB_PORT: "0" });
-    const refused = await startIngressRole({ config, store: { databasePath: "unused.db" }, log }).catch((error: unknown) => error);
+    const refused = await startIngressRole({ config, store: { databasePath: "unused.db" }, log }).catch(
+      (error: unknown) => error,
+    );
     expect(refused).toBeInstanceOf(GlassboxError);
     expect((refused as Error).message).toBe(
       "GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.",
     );
   });
 
-  it.runIf(Boolean(TEST_DATABASE_URL))(`receives Slack events and API runs with no model configured, for workers elsewhere (${NEEDS_DATABASE})`, async () => {
-    database = await createTestDatabase(TEST_DATABASE_URL as string);
-    fake = await startFakeSlack({ signingSecret: "role-signing-secret", botUserId: "U0FAKEBOT1" });
-    const config = loadConfig({ SLACK_BOT_TOKEN: "xoxb-fake-bot-token", SLACK_SIGNING_SECRET: "role-signing-secret", SLACK_API_URL: fake.apiUrl, PORT: "0", GLASSBOX_WEB_PORT: "0", GLASSBOX_API_TOKEN: "role-token" });
-    expect(() => assertModelConfigured(config)).toThrow(/No model is configured/);
-    role = await startIngressRole({ config, store: { databaseUrl: database.url, databasePath: "unused.db" }, log });
+  it.runIf(Boolean(TEST_DATABASE_URL))(
+    `receives Slack events and API runs with no model configured, for workers elsewhere (${NEEDS_DATABASE})`,
+    async () => {
+      database = await createTestDatabase(TEST_DATABASE_URL as string);
+      fake = await startFakeSlack({ signingSecret: "role-signing-secret", botUserId: "U0FAKEBOT1" });
+      const config = loadConfig({
+        SLACK_BOT_TOKEN: "xoxb-fake-bot-token",
+        SLACK_SIGNING_SECRET: "role-signing-secret",
+        SLACK_API_URL: fake.apiUrl,
+        PORT: "0",
+        GLASSBOX_WEB_PORT: "0",
+        GLASSBOX_API_TOKEN: "role-token",
+      });
+      expect(() => assertModelConfigured(config)).toThrow(/No model is configured/);
+      role = await startIngressRole({ config, store: { databaseUrl: database.url, databasePath: "unused.db" }, log });
 
-    const ts = fake.nextTs();
-    const event = await fake.sendEvent(role.slack?.eventsUrl as string, { type: "app_mention", user: "U1", channel: "C1", text: "<@U0FAKEBOT1> from Slack", ts }, { signingSecret: "role-signing-secret" });
-    expect(event.status).toBe(200);
-    const response = await fetch(`${role.api.url}/api/runs`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer role-token" }, body: JSON.stringify({ session: "w1", input: "from the API" }) });
-    expect(response.status).toBe(202);
-    const { runId } = (await response.json()) as { runId: string };
+      const ts = fake.nextTs();
+      const event = await fake.sendEvent(
+        role.slack?.eventsUrl as string,
+        { type: "app_mention", user: "U1", channel: "C1", text: "<@U0FAKEBOT1> from Slack", ts },
+        { signingSecret: "role-signing-secret" },
+      );
+      expect(event.status).toBe(200);
+      const response = await fetch(`${role.api.url}/api/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer role-token" },
+        body: JSON.stringify({ session: "w1", input: "from the API" }),
+      });
+      expect(response.status).toBe(202);
+      const { runId } = (await response.json()) as { runId: string };
 
-    const turns: Turn[] = [];
-    worker = await openPostgresRunQueue({ connectionString: database.url, timings: { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 } });
-    await worker.work(async (turn) => void turns.push(turn), { concurrency: 2 });
-    await vi.waitFor(() => expect(turns).toHaveLength(2), WAIT);
-    expect(turns.map((turn) => workOf(turn)).sort((a, b) => a.sessionId.localeCompare(b.sessionId))).toEqual([
-      { kind: "message", runId: expect.stringMatching(/^run_/), sessionId: `slack:T0FAKE0001:C1:${ts}`, eventIds: [`slack:event:${event.eventId}`, `slack:message:C1:${ts}`] },
-      { kind: "message", runId, sessionId: "web:w1", eventIds: [] },
-    ]);
-  });
+      const turns: Turn[] = [];
+      worker = await openPostgresRunQueue({
+        connectionString: database.url,
+        timings: { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 },
+      });
+      await worker.work(async (turn) => void turns.push(turn), { concurrency: 2 });
+      await vi.waitFor(() => expect(turns).toHaveLength(2), WAIT);
+      expect(turns.map((turn) => workOf(turn)).sort((a, b) => a.sessionId.localeCompare(b.sessionId))).toEqual([
+        {
+          kind: "message",
+          runId: expect.stringMatching(/^run_/),
+          sessionId: `slack:T0FAKE0001:C1:${ts}`,
+          eventIds: [`slack:event:${event.eventId}`, `slack:message:C1:${ts}`],
+        },
+        { kind: "message", runId, sessionId: "web:w1", eventIds: [] },
+      ]);
+    },
+  );
 });

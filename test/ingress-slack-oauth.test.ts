@@ -13,7 +13,19 @@ import type { Turn } from "../src/queue/types.js";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import type { FakeWorkspace } from "../src/testing/fake-slack-oauth.js";
 import { keysOf, runOf, TARGETS, type IngressHarness } from "./ingress-helpers.js";
-import { CLIENT_ID, CLIENT_SECRET, install, newKey, ORG_WORKSPACE, POSTGRES, SQLITE, STATE_SECRET, TEAM_A, TEAM_B, WORKSPACES } from "./slack-oauth-helpers.js";
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  install,
+  newKey,
+  ORG_WORKSPACE,
+  POSTGRES,
+  SQLITE,
+  STATE_SECRET,
+  TEAM_A,
+  TEAM_B,
+  WORKSPACES,
+} from "./slack-oauth-helpers.js";
 
 const SIGNING_SECRET = "fake-signing-secret";
 
@@ -28,9 +40,14 @@ for (const target of TARGETS) {
     beforeEach(async () => {
       harness = await target.open();
       directory = mkdtempSync(join(tmpdir(), "glassbox-ingress-oauth-"));
-      const backend = await (target.name.startsWith("PostgreSQL") ? POSTGRES : SQLITE).fresh(join(directory, "installations.db"));
+      const backend = await (target.name.startsWith("PostgreSQL") ? POSTGRES : SQLITE).fresh(
+        join(directory, "installations.db"),
+      );
       drop = backend.drop;
-      fake = await startFakeSlack({ signingSecret: SIGNING_SECRET, oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: WORKSPACES } });
+      fake = await startFakeSlack({
+        signingSecret: SIGNING_SECRET,
+        oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: WORKSPACES },
+      });
       const oauth: SlackOAuthConfig = {
         clientId: CLIENT_ID,
         clientSecret: CLIENT_SECRET,
@@ -42,7 +59,15 @@ for (const target of TARGETS) {
       };
       ingress = await startSlackIngress({
         ...harness.ingress,
-        slack: { oauth, signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [] },
+        slack: {
+          oauth,
+          signingSecret: SIGNING_SECRET,
+          port: 0,
+          host: "127.0.0.1",
+          apiUrl: fake.apiUrl,
+          allowedChannels: [],
+          approvers: [],
+        },
         log: harness.log,
         counter: harness.counter,
       });
@@ -59,11 +84,18 @@ for (const target of TARGETS) {
 
     const mention = (workspace: FakeWorkspace, text: string) => {
       const ts = fake.nextTs();
-      return fake.sendEvent(ingress.eventsUrl as string, { type: "app_mention", user: "U1", channel: "C1", text: `<@${workspace.botUserId}> ${text}`, ts }, { team: workspace }).then((sent) => ({ ...sent, ts }));
+      return fake
+        .sendEvent(
+          ingress.eventsUrl as string,
+          { type: "app_mention", user: "U1", channel: "C1", text: `<@${workspace.botUserId}> ${text}`, ts },
+          { team: workspace },
+        )
+        .then((sent) => ({ ...sent, ts }));
     };
 
     it("accepts each workspace's events under its own session keys and users, and refuses a workspace that never installed the app", async () => {
-      for (const workspace of [TEAM_A, TEAM_B]) expect((await install(ingress.installUrl as string, workspace.teamId)).status).toBe(200);
+      for (const workspace of [TEAM_A, TEAM_B])
+        expect((await install(ingress.installUrl as string, workspace.teamId)).status).toBe(200);
       const fromA = await mention(TEAM_A, "hello from A");
       const fromB = await mention(TEAM_B, "hello from B");
       const stranger = await mention(ORG_WORKSPACE, "hello from nowhere");
@@ -74,7 +106,8 @@ for (const target of TARGETS) {
       const turns = await harness.waitForTurns(2);
       expect(keysOf(turns, sessionA)).toEqual([`slack:event:${fromA.eventId}`]);
       expect(keysOf(turns, sessionB)).toEqual([`slack:event:${fromB.eventId}`]);
-      const runOfSession = (session: string) => harness.store.run(runOf(workOf(turns.filter((turn) => turn.conversation === session)[0] as Turn)));
+      const runOfSession = (session: string) =>
+        harness.store.run(runOf(workOf(turns.filter((turn) => turn.conversation === session)[0] as Turn)));
       const [runA, runB] = [await runOfSession(sessionA), await runOfSession(sessionB)];
       expect(runA).toMatchObject({ userId: `${TEAM_A.teamId}:U1`, input: "hello from A", status: "accepted" });
       expect(runB).toMatchObject({ userId: `${TEAM_B.teamId}:U1`, input: "hello from B", status: "accepted" });

@@ -23,15 +23,19 @@ interface Outcome {
 
 function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<Outcome> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      command,
+      args,
+      { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
 
 async function succeed(command: string, args: string[], cwd: string): Promise<string> {
   const outcome = await run(command, args, cwd);
-  if (outcome.code !== 0) throw new Error(`${command} ${args.join(" ")} failed (${outcome.code}): ${outcome.stderr || outcome.stdout}`);
+  if (outcome.code !== 0)
+    throw new Error(`${command} ${args.join(" ")} failed (${outcome.code}): ${outcome.stderr || outcome.stdout}`);
   return outcome.stdout;
 }
 
@@ -44,17 +48,32 @@ interface LockEntry {
 /** The consumer's lock file: glassbox from the tarball, and this project's production packages as they are locked here. */
 function consumerLock(tarball: string): unknown {
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as Record<string, unknown>;
-  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, LockEntry> };
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
   const packages: Record<string, unknown> = {
     "": { name: "consumer", version: "1.0.0", dependencies: { glassbox: `file:${tarball}` } },
-    "node_modules/glassbox": { version: manifest.version, resolved: `file:${tarball}`, license: manifest.license, dependencies: manifest.dependencies, bin: manifest.bin, engines: manifest.engines },
+    "node_modules/glassbox": {
+      version: manifest.version,
+      resolved: `file:${tarball}`,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    },
   };
   for (const [path, entry] of Object.entries(lock.packages)) {
     if (path === "" || entry.dev || entry.link) continue;
     // This lock file leaves registry addresses out; given one, npm takes the tarball from its cache by
     // integrity instead of first asking the registry (offline: its cache) for the package's metadata.
-    const name = typeof entry.name === "string" ? entry.name : path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
-    packages[path] = { resolved: `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${String(entry.version)}.tgz`, ...entry };
+    const name =
+      typeof entry.name === "string"
+        ? entry.name
+        : path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
+    packages[path] = {
+      resolved: `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${String(entry.version)}.tgz`,
+      ...entry,
+    };
   }
   return { name: "consumer", version: "1.0.0", lockfileVersion: 3, requires: true, packages };
 }
@@ -66,7 +85,16 @@ beforeAll(async () => {
   if (!tarball) throw new Error("npm pack made no tarball");
   mkdirSync(consumer);
   copyFileSync(join(folder, tarball), join(consumer, tarball));
-  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module", dependencies: { glassbox: `file:${tarball}` } }));
+  writeFileSync(
+    join(consumer, "package.json"),
+    JSON.stringify({
+      name: "consumer",
+      version: "1.0.0",
+      private: true,
+      type: "module",
+      dependencies: { glassbox: `file:${tarball}` },
+    }),
+  );
   writeFileSync(join(consumer, "package-lock.json"), JSON.stringify(consumerLock(tarball)));
   await succeed("npm", ["ci", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], consumer);
   const binding = "node_modules/better-sqlite3/build/Release";
@@ -106,7 +134,17 @@ console.log(JSON.stringify({ first: first.stopReason, waitingFor: request.toolNa
 `;
 
 // A strict consumer that checks every declaration file it reaches, the dependencies' too.
-const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, include: ["typed.ts"] };
+const TSCONFIG = {
+  compilerOptions: {
+    target: "ES2022",
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+  },
+  include: ["typed.ts"],
+};
 const TYPED = `
 import { createAgentConfig, createToolRegistry, defineTool, loadConfig, openStore, pendingApprovals, resumeAgent, runAgent, type AgentConfig, type ApprovalDecision, type GlassboxAgent, type PausedRun, type RunResult, type Store } from "glassbox";
 
@@ -130,14 +168,19 @@ export const build: (config: ReturnType<typeof loadConfig>, log: Parameters<type
 
 describe("glassbox installed from its packed tarball", () => {
   it("imports and runs: the README's example with a paused approval resumed by the id pendingApprovals gives", async () => {
-    server.setScript([{ toolCalls: [{ name: "restock", arguments: '{"fruit":"pear","units":5}' }] }, { content: "Ordered 5 pears." }]);
+    server.setScript([
+      { toolCalls: [{ name: "restock", arguments: '{"fruit":"pear","units":5}' }] },
+      { content: "Ordered 5 pears." },
+    ]);
     writeFileSync(join(consumer, "program.mjs"), PROGRAM);
     const outcome = await run(process.execPath, ["program.mjs"], consumer, { MODEL_URL: server.url });
     expect(outcome.stderr).toBe("");
     expect(JSON.parse(outcome.stdout)).toEqual({
       first: "awaiting_approval",
       waitingFor: "restock",
-      unknownId: expect.stringMatching(/^resumeAgent got a decision for 'call_typo', which run run_\S+ does not wait for; it waits for \S+ \(restock\): key each decision by the toolCallId of pendingApprovals\(paused\)\.$/),
+      unknownId: expect.stringMatching(
+        /^resumeAgent got a decision for 'call_typo', which run run_\S+ does not wait for; it waits for \S+ \(restock\): key each decision by the toolCallId of pendingApprovals\(paused\)\.$/,
+      ),
       resumed: "final",
       output: "Ordered 5 pears.",
       toolCalls: [{ name: "restock", arguments: { fruit: "pear", units: 5 }, status: "success" }],
@@ -147,7 +190,11 @@ describe("glassbox installed from its packed tarball", () => {
   it("regression: a strict TypeScript consumer (skipLibCheck false) type-checks against the packed declarations, better-sqlite3's types included", async () => {
     writeFileSync(join(consumer, "tsconfig.json"), JSON.stringify(TSCONFIG));
     writeFileSync(join(consumer, "typed.ts"), TYPED);
-    const outcome = await run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], consumer);
+    const outcome = await run(
+      process.execPath,
+      [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"],
+      consumer,
+    );
     expect(outcome.stdout + outcome.stderr).toBe("");
     expect(outcome.code).toBe(0);
   });
@@ -155,6 +202,8 @@ describe("glassbox installed from its packed tarball", () => {
   it("its command line runs from the installed bin", async () => {
     const outcome = await run(join(consumer, "node_modules/.bin/glassbox"), ["tools", "--json"], consumer);
     expect(outcome.code).toBe(0);
-    expect((JSON.parse(outcome.stdout) as Array<{ name: string }>).map((tool) => tool.name)).toEqual(expect.arrayContaining(["current_time", "calculator"]));
+    expect((JSON.parse(outcome.stdout) as Array<{ name: string }>).map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(["current_time", "calculator"]),
+    );
   });
 });

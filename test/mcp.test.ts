@@ -17,7 +17,13 @@ import { loadConfig } from "../src/config.js";
 import { createAgentConfig } from "../src/setup.js";
 import { startScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { executeToolCalls, newToolRunState, type ExecutorOptions } from "../src/tools/executor.js";
-import { connectMcpServers, type McpConnectOptions, type McpLogger, type McpServers, type McpServerStatus } from "../src/tools/mcp.js";
+import {
+  connectMcpServers,
+  type McpConnectOptions,
+  type McpLogger,
+  type McpServers,
+  type McpServerStatus,
+} from "../src/tools/mcp.js";
 import { parseMcpServers, type McpServerConfig } from "../src/tools/mcp-config.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { AnyTool, ApprovalRequest, ToolCallRecord } from "../src/tools/types.js";
@@ -53,25 +59,42 @@ function fixture(extra: Partial<McpServerConfig> = {}) {
   return { config, logPath, holdPath, entries: () => logEntries(logPath) };
 }
 
-type LogEntry = { pid: number; event: "start" | "call" | "request"; tool?: string; arguments?: Record<string, unknown>; team?: string };
+type LogEntry = {
+  pid: number;
+  event: "start" | "call" | "request";
+  tool?: string;
+  arguments?: Record<string, unknown>;
+  team?: string;
+};
 
 function logEntries(path: string): LogEntry[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as LogEntry);
+  return readFileSync(path, "utf8")
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LogEntry);
 }
 
-const calledTools = (entries: LogEntry[]) => entries.filter((entry) => entry.event === "call").map((entry) => entry.tool);
+const calledTools = (entries: LogEntry[]) =>
+  entries.filter((entry) => entry.event === "call").map((entry) => entry.tool);
 
 function recordingLog() {
   const lines: Array<{ level: string; message: string; fields: Record<string, unknown> }> = [];
-  const at = (level: string) => (fields: Record<string, unknown>, message: string) => void lines.push({ level, message, fields });
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) =>
+    void lines.push({ level, message, fields });
   const log: McpLogger = { debug: () => {}, info: at("info"), warn: at("warn") };
   return { log, lines, warnings: () => lines.filter((line) => line.level === "warn").map((line) => line.message) };
 }
 
 async function connect(servers: Record<string, McpServerConfig>, options: Partial<McpConnectOptions> = {}) {
   const recorded = recordingLog();
-  const mcp = await connectMcpServers(servers, { log: recorded.log, reconnectInitialDelayMs: 50, reconnectMaxDelayMs: 400, ...options });
+  const mcp = await connectMcpServers(servers, {
+    log: recorded.log,
+    reconnectInitialDelayMs: 50,
+    reconnectMaxDelayMs: 400,
+    ...options,
+  });
   cleanups.push(() => mcp.close());
   return { mcp, ...recorded };
 }
@@ -83,18 +106,31 @@ function toolNamed(mcp: McpServers, name: string): AnyTool {
 }
 
 /** Runs calls of one model response through the real registry and executor. */
-async function execute(tools: AnyTool[], calls: Array<[name: string, args: string | Record<string, unknown>]>, options: Partial<ExecutorOptions> = {}) {
+async function execute(
+  tools: AnyTool[],
+  calls: Array<[name: string, args: string | Record<string, unknown>]>,
+  options: Partial<ExecutorOptions> = {},
+) {
   const registry = createToolRegistry(tools);
   const toolCalls = calls.map(([name, args], index) => ({
     id: `call_${index}`,
     type: "function" as const,
     function: { name, arguments: typeof args === "string" ? args : JSON.stringify(args) },
   }));
-  const outcome = await executeToolCalls(toolCalls, { registry, ...options }, { runId: "run_1", sessionId: "session_1", userId: "user_1", state: newToolRunState() });
+  const outcome = await executeToolCalls(
+    toolCalls,
+    { registry, ...options },
+    { runId: "run_1", sessionId: "session_1", userId: "user_1", state: newToolRunState() },
+  );
   return outcome.records;
 }
 
-async function executeOne(tools: AnyTool[], name: string, args: string | Record<string, unknown>, options: Partial<ExecutorOptions> = {}): Promise<ToolCallRecord> {
+async function executeOne(
+  tools: AnyTool[],
+  name: string,
+  args: string | Record<string, unknown>,
+  options: Partial<ExecutorOptions> = {},
+): Promise<ToolCallRecord> {
   const [record] = await execute(tools, [[name, args]], options);
   if (!record) throw new Error("no record");
   return record;
@@ -111,7 +147,11 @@ function dataOf(record: ToolCallRecord): unknown {
 }
 
 /** Polls until the server's status satisfies `ready` (the test timeout bounds the wait). */
-async function until(mcp: McpServers, server: string, ready: (status: McpServerStatus) => boolean): Promise<McpServerStatus> {
+async function until(
+  mcp: McpServers,
+  server: string,
+  ready: (status: McpServerStatus) => boolean,
+): Promise<McpServerStatus> {
   for (;;) {
     const status = mcp.status().find((candidate) => candidate.server === server);
     if (status && ready(status)) return status;
@@ -158,12 +198,24 @@ describe("GLASSBOX_MCP_SERVERS", () => {
   it("reads stdio and Streamable HTTP servers", () => {
     const servers = parseMcpServers(
       JSON.stringify({
-        files: { command: "node", args: ["server.js"], env: { ROOT: "/srv" }, dangerous: ["delete_file"], timeoutMs: 5000 },
+        files: {
+          command: "node",
+          args: ["server.js"],
+          env: { ROOT: "/srv" },
+          dangerous: ["delete_file"],
+          timeoutMs: 5000,
+        },
         search: { url: "http://127.0.0.1:9000/mcp", headers: { Authorization: "Bearer abc" } },
       }),
     );
     expect(servers).toEqual({
-      files: { command: "node", args: ["server.js"], env: { ROOT: "/srv" }, dangerous: ["delete_file"], timeoutMs: 5000 },
+      files: {
+        command: "node",
+        args: ["server.js"],
+        env: { ROOT: "/srv" },
+        dangerous: ["delete_file"],
+        timeoutMs: 5000,
+      },
       search: { url: "http://127.0.0.1:9000/mcp", headers: { Authorization: "Bearer abc" } },
     });
     expect(parseMcpServers(undefined)).toEqual({});
@@ -184,7 +236,10 @@ describe("GLASSBOX_MCP_SERVERS", () => {
     [`{"search": {"url": "ftp://example.com"}}`, /server 'search' has "url" that is not an http\(s\) URL/],
     [`{"search": {"url": "http://x", "args": []}}`, /server 'search' has "args", which only a stdio server/],
     [`{"files": {"command": "node", "dangerus": ["x"]}}`, /server 'files' has an unknown setting 'dangerus'/],
-    [`{"files": {"command": "node", "dangerous": "x"}}`, /server 'files' has "dangerous" that is not a list of tool names/],
+    [
+      `{"files": {"command": "node", "dangerous": "x"}}`,
+      /server 'files' has "dangerous" that is not a list of tool names/,
+    ],
     [`{"files": {"command": "node", "timeoutMs": -1}}`, /server 'files' has "timeoutMs" that is not a positive number/],
   ])("rejects %s in one sentence naming what is wrong", (json, message) => {
     expect(() => parseMcpServers(json)).toThrow(message);
@@ -198,7 +253,9 @@ describe("GLASSBOX_MCP_SERVERS", () => {
 
   it("is part of the configuration", () => {
     expect(loadConfig({}).mcpServers).toEqual({});
-    expect(loadConfig({ GLASSBOX_MCP_SERVERS: `{"a": {"url": "http://127.0.0.1:1/mcp"}}` }).mcpServers).toEqual({ a: { url: "http://127.0.0.1:1/mcp" } });
+    expect(loadConfig({ GLASSBOX_MCP_SERVERS: `{"a": {"url": "http://127.0.0.1:1/mcp"}}` }).mcpServers).toEqual({
+      a: { url: "http://127.0.0.1:1/mcp" },
+    });
   });
 });
 
@@ -226,23 +283,45 @@ describe("an MCP server over stdio", () => {
     for (const name of names) expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
     expect(toolNamed(mcp, "fixture__echo").description).toBe("fixture: Echoes the text back.");
     // "$schema" (a 2020-12 URI), the unknown keyword "x-ui" and the unknown format "ulid" are dropped; the rest is kept.
-    expect(toolNamed(mcp, "fixture__echo").parameters).toEqual({ type: "object", properties: { text: { type: "string" } }, required: ["text"], additionalProperties: false });
-    expect(toolNamed(mcp, "fixture__lookup").parameters).toEqual({ type: "object", properties: { id: { type: "string" } }, required: ["id"] });
-    expect(toolNamed(mcp, "fixture__add").parameters).toEqual({ type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] });
+    expect(toolNamed(mcp, "fixture__echo").parameters).toEqual({
+      type: "object",
+      properties: { text: { type: "string" } },
+      required: ["text"],
+      additionalProperties: false,
+    });
+    expect(toolNamed(mcp, "fixture__lookup").parameters).toEqual({
+      type: "object",
+      properties: { id: { type: "string" } },
+      required: ["id"],
+    });
+    expect(toolNamed(mcp, "fixture__add").parameters).toEqual({
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "number" } },
+      required: ["a", "b"],
+    });
 
     const dangerous = mcp.tools.filter((tool) => tool.dangerous).map((tool) => tool.name);
     expect(dangerous).toEqual(["fixture__add", "fixture__delete_everything"]); // add: listed in the configuration
 
     expect(warnings()).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/MCP tool 'broken' of server 'fixture' is left out: its input schema does not compile \(Invalid regular expression/),
+        expect.stringMatching(
+          /MCP tool 'broken' of server 'fixture' is left out: its input schema does not compile \(Invalid regular expression/,
+        ),
         expect.stringMatching(/MCP tool 'background_job' of server 'fixture' is left out: it only runs as a task/),
         expect.stringMatching(/MCP server 'fixture' has no tool 'no_such_tool' \(listed in "dangerous"\)/),
       ]),
     );
     expect(() => createToolRegistry(mcp.tools)).not.toThrow();
     expect(mcp.status()).toEqual([
-      expect.objectContaining({ server: "fixture", transport: "stdio", state: "connected", tools: names, reconnects: 0, offered: expect.arrayContaining(["broken", "background_job", "stats.get"]) as unknown }),
+      expect.objectContaining({
+        server: "fixture",
+        transport: "stdio",
+        state: "connected",
+        tools: names,
+        reconnects: 0,
+        offered: expect.arrayContaining(["broken", "background_job", "stats.get"]) as unknown,
+      }),
     ]);
   });
 
@@ -260,7 +339,10 @@ describe("an MCP server over stdio", () => {
     expect(dataOf(await executeOne(mcp.tools, "fixture__stats_get", {}))).toBe("called stats.get");
 
     const missing = await executeOne(mcp.tools, "fixture__add", { a: 1 });
-    expect(errorOf(missing)).toEqual({ type: "invalid_arguments", message: expect.stringContaining("missing required property 'b'") as unknown });
+    expect(errorOf(missing)).toEqual({
+      type: "invalid_arguments",
+      message: expect.stringContaining("missing required property 'b'") as unknown,
+    });
     const extra = await executeOne(mcp.tools, "fixture__echo", { text: "hi", loud: true });
     expect(errorOf(extra).type).toBe("invalid_arguments");
 
@@ -278,9 +360,15 @@ describe("an MCP server over stdio", () => {
     const server = fixture();
     const { mcp } = await connect({ fixture: server.config });
 
-    expect(errorOf(await executeOne(mcp.tools, "fixture__fail", {}))).toEqual({ type: "execution_error", message: "the disk is on fire" });
+    expect(errorOf(await executeOne(mcp.tools, "fixture__fail", {}))).toEqual({
+      type: "execution_error",
+      message: "the disk is on fire",
+    });
     const slow = await executeOne(mcp.tools, "fixture__slow", { ms: 60_000 }, { defaultTimeoutMs: 300 });
-    expect(errorOf(slow)).toEqual({ type: "timeout", message: expect.stringContaining("'fixture__slow' did not finish within 0.3 s") as unknown });
+    expect(errorOf(slow)).toEqual({
+      type: "timeout",
+      message: expect.stringContaining("'fixture__slow' did not finish within 0.3 s") as unknown,
+    });
     expect(dataOf(await executeOne(mcp.tools, "fixture__add", { a: 1, b: 1 }))).toEqual({ sum: 2 });
   });
 
@@ -301,14 +389,21 @@ describe("an MCP server over stdio", () => {
     expect(calledTools(server.entries())).toEqual([]);
 
     const asked: ApprovalRequest[] = [];
-    const approved = await executeOne(mcp.tools, "fixture__delete_everything", { confirm: true }, {
-      approve: async (request) => {
-        asked.push(request);
-        return { approved: true, by: "tester", argumentsHash: request.argumentsHash };
+    const approved = await executeOne(
+      mcp.tools,
+      "fixture__delete_everything",
+      { confirm: true },
+      {
+        approve: async (request) => {
+          asked.push(request);
+          return { approved: true, by: "tester", argumentsHash: request.argumentsHash };
+        },
       },
-    });
+    );
     expect(dataOf(approved)).toBe("deleted everything");
-    expect(asked.map((request) => [request.toolName, request.arguments])).toEqual([["fixture__delete_everything", { confirm: true }]]);
+    expect(asked.map((request) => [request.toolName, request.arguments])).toEqual([
+      ["fixture__delete_everything", { confirm: true }],
+    ]);
     expect(calledTools(server.entries())).toEqual(["delete_everything"]);
   });
 
@@ -320,7 +415,12 @@ describe("an MCP server over stdio", () => {
     // Keep the server down once it dies, so "meanwhile" lasts until the test says so.
     writeFileSync(server.holdPath, "");
     const crashed = await executeOne(mcp.tools, "fixture__crash", {});
-    expect(errorOf(crashed)).toEqual({ type: "execution_error", message: expect.stringMatching(/^MCP server 'fixture' disconnected before 'crash' answered .* may or may not have taken effect/) as unknown });
+    expect(errorOf(crashed)).toEqual({
+      type: "execution_error",
+      message: expect.stringMatching(
+        /^MCP server 'fixture' disconnected before 'crash' answered .* may or may not have taken effect/,
+      ) as unknown,
+    });
 
     const meanwhile = await executeOne(mcp.tools, "fixture__echo", { text: "anyone?" });
     expect(errorOf(meanwhile)).toEqual({
@@ -340,7 +440,10 @@ describe("an MCP server over stdio", () => {
     expect(starts).toHaveLength(2);
     expect(starts[1]?.pid).not.toBe(firstStart?.pid);
     expect(lines.map((line) => line.message)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^MCP server 'fixture' disconnected/), "MCP server 'fixture' reconnected"]),
+      expect.arrayContaining([
+        expect.stringMatching(/^MCP server 'fixture' disconnected/),
+        "MCP server 'fixture' reconnected",
+      ]),
     );
   });
 
@@ -370,12 +473,22 @@ describe("an MCP server over stdio", () => {
     expect(mcp.tools.every((tool) => tool.name.startsWith("fixture__"))).toBe(true);
     expect(mcp.tools).toHaveLength(10);
     const status = Object.fromEntries(mcp.status().map((entry) => [entry.server, entry]));
-    expect(status.missing).toMatchObject({ state: "failed", tools: [], lastError: expect.stringContaining("ENOENT") as unknown });
-    expect(status.held).toMatchObject({ state: "failed", tools: [], lastError: expect.stringContaining("held down by the test") as unknown });
+    expect(status.missing).toMatchObject({
+      state: "failed",
+      tools: [],
+      lastError: expect.stringContaining("ENOENT") as unknown,
+    });
+    expect(status.held).toMatchObject({
+      state: "failed",
+      tools: [],
+      lastError: expect.stringContaining("held down by the test") as unknown,
+    });
     expect(status.fixture?.state).toBe("connected");
     expect(warnings()).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^MCP server 'missing' could not be reached at startup .*its tools are left out until glassbox restarts$/),
+        expect.stringMatching(
+          /^MCP server 'missing' could not be reached at startup .*its tools are left out until glassbox restarts$/,
+        ),
         expect.stringMatching(/^MCP server 'held' could not be reached at startup/),
       ]),
     );
@@ -412,7 +525,9 @@ describe("an MCP server over Streamable HTTP", () => {
     await new Promise((resolve) => first.child.once("exit", resolve));
     expect(errorOf(await executeOne(mcp.tools, "remote__echo", { text: "hi" }))).toMatchObject({
       type: "execution_error",
-      message: expect.stringMatching(/^MCP server 'remote' (disconnected before 'echo' answered|is not connected)/) as unknown,
+      message: expect.stringMatching(
+        /^MCP server 'remote' (disconnected before 'echo' answered|is not connected)/,
+      ) as unknown,
     });
     await until(mcp, "remote", (status) => status.state === "reconnecting");
 
@@ -429,18 +544,22 @@ describe("MCP tools in a run", () => {
     const server = fixture();
     const { mcp } = await connect({ fixture: server.config });
     const model = await startScriptedModelServer({
-      script: [
-        { toolCalls: [{ name: "fixture__add", arguments: '{"a": 2, "b": "3"}' }] },
-        { content: "2 + 3 = 5." },
-      ],
+      script: [{ toolCalls: [{ name: "fixture__add", arguments: '{"a": 2, "b": "3"}' }] }, { content: "2 + 3 = 5." }],
     });
     cleanups.push(() => model.close());
 
     const result = await runAgent(
-      { model: createOpenAIModel({ baseURL: model.url, model: "gpt-4o-mini", apiKey: "test-key", maxRetries: 0 }), tools: createToolRegistry(mcp.tools) },
+      {
+        model: createOpenAIModel({ baseURL: model.url, model: "gpt-4o-mini", apiKey: "test-key", maxRetries: 0 }),
+        tools: createToolRegistry(mcp.tools),
+      },
       { input: "What is 2 + 3?" },
     );
-    expect(result).toMatchObject({ stopReason: "final", output: "2 + 3 = 5.", toolCalls: [{ name: "fixture__add", arguments: { a: 2, b: 3 }, status: "success" }] });
+    expect(result).toMatchObject({
+      stopReason: "final",
+      output: "2 + 3 = 5.",
+      toolCalls: [{ name: "fixture__add", arguments: { a: 2, b: 3 }, status: "success" }],
+    });
     const toolMessage = model.requests[1]?.body.messages.find((message) => message.role === "tool");
     expect(toolMessage?.content).toBe('{"status":"success","data":{"sum":5}}');
     const advertised = (model.requests[0]?.body.tools ?? []) as Array<{ function: { name: string } }>;
@@ -455,7 +574,8 @@ describe("MCP tools in a run", () => {
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       OPENAI_API_KEY: "test-key",
       GLASSBOX_DB: join(directory, "glassbox.db"),
-      GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true",
+      GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+      GLASSBOX_DEMO: "true",
       GLASSBOX_MCP_SERVERS: JSON.stringify({ fixture: server.config }),
     });
     const { pino } = await import("pino");
@@ -463,7 +583,9 @@ describe("MCP tools in a run", () => {
     cleanups.push(() => agent.port.close());
     cleanups.push(() => agent.mcp.close());
 
-    expect(agent.tools.names()).toEqual(expect.arrayContaining(["calculator", "fixture__echo", "fixture__delete_everything"]));
+    expect(agent.tools.names()).toEqual(
+      expect.arrayContaining(["calculator", "fixture__echo", "fixture__delete_everything"]),
+    );
     expect(agent.tools.get("fixture__delete_everything")?.definition.dangerous).toBe(true);
     expect(agent.mcp.status()[0]?.state).toBe("connected");
   });
@@ -481,13 +603,19 @@ describe("@modelcontextprotocol/server-everything", () => {
 
     expect(mcp.status()[0]?.state).toBe("connected");
     const names = mcp.tools.map((tool) => tool.name);
-    expect(names).toEqual(expect.arrayContaining(["everything__echo", "everything__get-sum", "everything__get-tiny-image"]));
+    expect(names).toEqual(
+      expect.arrayContaining(["everything__echo", "everything__get-sum", "everything__get-tiny-image"]),
+    );
     // Its task-only tool cannot be called with tools/call, so it is left out with a warning.
     expect(names).not.toContain("everything__simulate-research-query");
-    expect(warnings()).toEqual(expect.arrayContaining([expect.stringMatching(/'simulate-research-query' of server 'everything' is left out/)]));
+    expect(warnings()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/'simulate-research-query' of server 'everything' is left out/)]),
+    );
 
     expect(dataOf(await executeOne(mcp.tools, "everything__echo", { message: "hi" }))).toBe("Echo: hi");
-    expect(dataOf(await executeOne(mcp.tools, "everything__get-sum", { a: 2, b: "3" }))).toBe("The sum of 2 and 3 is 5.");
+    expect(dataOf(await executeOne(mcp.tools, "everything__get-sum", { a: 2, b: "3" }))).toBe(
+      "The sum of 2 and 3 is 5.",
+    );
     expect(dataOf(await executeOne(mcp.tools, "everything__get-tiny-image", {}))).toMatch(/\[image: image\/png\]/);
     expect(errorOf(await executeOne(mcp.tools, "everything__get-sum", { a: 2 })).type).toBe("invalid_arguments");
   });

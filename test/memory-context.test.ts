@@ -38,7 +38,13 @@ interface Harness {
   run(input: string, options?: { sessionId?: string; userId?: string }): Promise<RunResult>;
 }
 
-async function setUp(options: { script: Script; budgetTokens?: number; tools?: AnyTool[]; path?: string; maxSteps?: number }): Promise<Harness> {
+async function setUp(options: {
+  script: Script;
+  budgetTokens?: number;
+  tools?: AnyTool[];
+  path?: string;
+  maxSteps?: number;
+}): Promise<Harness> {
   const server = await startServer({ script: options.script });
   const store = openTestStore(options.path);
   const model = testModel(server);
@@ -50,7 +56,12 @@ async function setUp(options: { script: Script; budgetTokens?: number; tools?: A
     budgetTokens: options.budgetTokens ?? 12_000,
     log: { warn: (fields, message) => void warnings.push({ fields, message }), debug: () => {} },
   });
-  const agent: AgentConfig = { model, tools: createToolRegistry(options.tools ?? []), memory, maxSteps: options.maxSteps };
+  const agent: AgentConfig = {
+    model,
+    tools: createToolRegistry(options.tools ?? []),
+    memory,
+    maxSteps: options.maxSteps,
+  };
   return {
     server,
     store,
@@ -61,9 +72,21 @@ async function setUp(options: { script: Script; budgetTokens?: number; tools?: A
   };
 }
 
-type Row = { id: number; run_id: string | null; role: string; content: string | null; tool_calls: string | null; tool_call_id: string | null; tokens: number };
+type Row = {
+  id: number;
+  run_id: string | null;
+  role: string;
+  content: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  tokens: number;
+};
 const rowsOf = (store: Store, sessionId: string) =>
-  store.db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE session_id = ? ORDER BY id").all(sessionId) as Row[];
+  store.db
+    .prepare(
+      "SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE session_id = ? ORDER BY id",
+    )
+    .all(sessionId) as Row[];
 
 const firstRequest = (server: ScriptedModelServer) => server.requests[0] as NonNullable<(typeof server.requests)[0]>;
 
@@ -79,13 +102,23 @@ describe("commits", () => {
     const seenByModel: string[][] = [];
     const lookup = recordingTool("lookup", () => ({ rows: 3 }));
     const seenByTool: string[][] = [];
-    const tool: AnyTool = { ...lookup.tool, handler: (args, context) => (seenByTool.push(rowsOf(observer, "web:s1").map((row) => row.role)), lookup.tool.handler(args, context)) };
+    const tool: AnyTool = {
+      ...lookup.tool,
+      handler: (args, context) => (
+        seenByTool.push(rowsOf(observer, "web:s1").map((row) => row.role)), lookup.tool.handler(args, context)
+      ),
+    };
     const h = await setUp({
       path,
       tools: [tool],
-      script: (body, index) => {
+      script: (_body, index) => {
         seenByModel.push(rowsOf(observer, "web:s1").map((row) => row.role));
-        return index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")], usage: { promptTokens: 90, completionTokens: 12 } } : { content: "There are 3 orders.", usage: { promptTokens: 120, completionTokens: 8 } };
+        return index === 0
+          ? {
+              toolCalls: [call("lookup", { q: "orders" }, "call_lookup")],
+              usage: { promptTokens: 90, completionTokens: 12 },
+            }
+          : { content: "There are 3 orders.", usage: { promptTokens: 120, completionTokens: 8 } };
       },
     });
     const result = await h.run("How many orders are there?");
@@ -102,7 +135,9 @@ describe("commits", () => {
       ["tool", result.runId],
       ["assistant", result.runId],
     ]);
-    expect(JSON.parse(rows[1]?.tool_calls ?? "[]")).toEqual([{ id: "call_lookup", type: "function", function: { name: "lookup", arguments: '{"q":"orders"}' } }]);
+    expect(JSON.parse(rows[1]?.tool_calls ?? "[]")).toEqual([
+      { id: "call_lookup", type: "function", function: { name: "lookup", arguments: '{"q":"orders"}' } },
+    ]);
     expect(rows[2]?.tool_call_id).toBe("call_lookup");
     expect(JSON.parse(rows[2]?.content ?? "{}")).toEqual({ status: "success", data: { rows: 3 } });
     const stored = h.store.messagesAfter("web:s1", 0, 0);
@@ -111,8 +146,21 @@ describe("commits", () => {
       expect(entry.tokens).toBe(counter.message(entry.message));
     }
 
-    const run = h.store.db.prepare("SELECT session_id, user_id, input, status, output, steps, prompt_tokens, completion_tokens, ended_at FROM runs WHERE id = ?").get(result.runId);
-    expect(run).toMatchObject({ session_id: "web:s1", user_id: "U1", input: "How many orders are there?", status: "final", output: "There are 3 orders.", steps: 2, prompt_tokens: 210, completion_tokens: 20 });
+    const run = h.store.db
+      .prepare(
+        "SELECT session_id, user_id, input, status, output, steps, prompt_tokens, completion_tokens, ended_at FROM runs WHERE id = ?",
+      )
+      .get(result.runId);
+    expect(run).toMatchObject({
+      session_id: "web:s1",
+      user_id: "U1",
+      input: "How many orders are there?",
+      status: "final",
+      output: "There are 3 orders.",
+      steps: 2,
+      prompt_tokens: 210,
+      completion_tokens: 20,
+    });
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
   });
 
@@ -122,14 +170,18 @@ describe("commits", () => {
     const h = await setUp({
       path,
       tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],
-      script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "There are 3 orders." }),
+      script: (_body, index) =>
+        index === 0
+          ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] }
+          : { content: "There are 3 orders." },
     });
     const announced: Array<{ role: string; visible: string[] }> = [];
     const result = await runAgent(h.agent, {
       input: "How many orders are there?",
       sessionId: "web:s1",
       onEvent: (event) => {
-        if (event.type === "message") announced.push({ role: event.message.role, visible: rowsOf(observer, "web:s1").map((row) => row.role) });
+        if (event.type === "message")
+          announced.push({ role: event.message.role, visible: rowsOf(observer, "web:s1").map((row) => row.role) });
       },
     });
     expect(result.stopReason).toBe("final");
@@ -147,9 +199,12 @@ describe("commits", () => {
     const small = await runAgent(agent, { input: "Hello.", sessionId: "web:small" });
     const large = await runAgent(agent, { input: prose(3_000), sessionId: "web:large" });
     const reader = createTraceReader(h.store);
-    const refsOf = (runId: string) => h.store.db.prepare("SELECT request_refs FROM steps WHERE run_id = ? AND step = 1").pluck().get(runId);
-    const rowOf = (sessionId: string) => h.store.db.prepare("SELECT id FROM messages WHERE session_id = ? AND role = 'user'").pluck().get(sessionId);
-    const partsOf = (runId: string) => h.store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = ?").pluck().get(runId);
+    const refsOf = (runId: string) =>
+      h.store.db.prepare("SELECT request_refs FROM steps WHERE run_id = ? AND step = 1").pluck().get(runId);
+    const rowOf = (sessionId: string) =>
+      h.store.db.prepare("SELECT id FROM messages WHERE session_id = ? AND role = 'user'").pluck().get(sessionId);
+    const partsOf = (runId: string) =>
+      h.store.db.prepare("SELECT count(*) FROM step_messages WHERE run_id = ?").pluck().get(runId);
     for (const [index, run] of [small, large].entries()) {
       const sent = h.server.requests[index]?.body.messages.map(toMessage);
       // The system prompt is a part of the run's own; the request points at its row in the messages table.
@@ -164,18 +219,25 @@ describe("commits", () => {
   it("records a step as one unit: when its reply cannot be committed, its trace row goes too, and the run ends with the error", async () => {
     const h = await setUp({
       tools: [recordingTool("lookup", () => ({ rows: 3 })).tool],
-      script: (body, index) => (index === 0 ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] } : { content: "poison: this reply cannot be stored" }),
+      script: (_body, index) =>
+        index === 0
+          ? { toolCalls: [call("lookup", { q: "orders" }, "call_lookup")] }
+          : { content: "poison: this reply cannot be stored" },
     });
     const agent: AgentConfig = { ...h.agent, trace: createTraceRecorder(sqlitePortOf(h.store)) };
     // A store that refuses one row, as a full disk or a broken constraint would.
-    h.store.db.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    h.store.db.exec(
+      "CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN new.content LIKE 'poison:%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    );
 
     const result = await runAgent(agent, { input: "How many orders are there?", sessionId: "web:s1", userId: "U1" });
     expect(result).toMatchObject({ stopReason: "error", error: { code: "internal" } });
     expect(result.output).toContain("refused by the test");
     // Step 1 (the call, its result) was committed; step 2's trace row left with its reply.
     expect(rowsOf(h.store, "web:s1").map((row) => row.role)).toEqual(["user", "assistant", "tool"]);
-    expect(h.store.db.prepare("SELECT step FROM steps WHERE run_id = ? ORDER BY step").pluck().all(result.runId)).toEqual([1]);
+    expect(
+      h.store.db.prepare("SELECT step FROM steps WHERE run_id = ? ORDER BY step").pluck().all(result.runId),
+    ).toEqual([1]);
     expect(h.store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(result.runId)).toBe("error");
     expect(h.store.db.inTransaction).toBe(false);
   });
@@ -196,13 +258,12 @@ describe("commits", () => {
     const fresh = createMemory({ store: sqlitePortOf(h.store), model: h.agent.model, counter, budgetTokens: 12_000 });
     h.server.setScript([{ content: "Still Ada." }]);
     await runAgent({ ...h.agent, memory: fresh }, { input: "And now?", sessionId: "web:s1", userId: "U1" });
-    expect(h.server.requests.at(-1)?.body.messages.map((message) => textOf(message)).slice(1)).toEqual([
-      "Hi, my name is Ada.",
-      "Nice to meet you, Ada.",
-      "What is my name?",
-      "Your name is Ada.",
-      "And now?",
-    ]);
+    expect(
+      h.server.requests
+        .at(-1)
+        ?.body.messages.map((message) => textOf(message))
+        .slice(1),
+    ).toEqual(["Hi, my name is Ada.", "Nice to meet you, Ada.", "What is my name?", "Your name is Ada.", "And now?"]);
   });
 });
 
@@ -226,10 +287,11 @@ function conversationScript(options: { failSummaries?: boolean } = {}) {
   };
 }
 
-const lookupTool = (words = 160) => recordingTool("lookup", (args) => ({ query: args.query, report: prose(words, String(args.query).length) }), {
-  description: "Looks up order details.",
-  parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
-}).tool;
+const lookupTool = (words = 160) =>
+  recordingTool("lookup", (args) => ({ query: args.query, report: prose(words, String(args.query).length) }), {
+    description: "Looks up order details.",
+    parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+  }).tool;
 
 /** Runs `count` turns in one session; returns each run's input and the loop requests it sent. */
 async function converse(h: Harness, count: number, sessionId = "web:long") {
@@ -238,7 +300,10 @@ async function converse(h: Harness, count: number, sessionId = "web:long") {
     const before = h.server.requests.length;
     const input = `Question ${turn}: ${prose(30, turn * 7)}`;
     const result = await h.run(input, { sessionId });
-    const requests = h.server.requests.slice(before).map((request) => request.body).filter((body) => !isSummaryRequest(body));
+    const requests = h.server.requests
+      .slice(before)
+      .map((request) => request.body)
+      .filter((body) => !isSummaryRequest(body));
     turns.push({ input, result, requests });
   }
   return turns;
@@ -255,7 +320,10 @@ describe("budget", () => {
       expect(turn.requests).toHaveLength(2);
       for (const body of turn.requests) {
         expectValidProtocol(body.messages, `turn ${index + 1}`);
-        expect(body.messages.filter((message) => message.role === "user" && textOf(message) === turn.input), `turn ${index + 1}: its request`).toHaveLength(1);
+        expect(
+          body.messages.filter((message) => message.role === "user" && textOf(message) === turn.input),
+          `turn ${index + 1}: its request`,
+        ).toHaveLength(1);
       }
     }
     for (const [index, request] of h.server.requests.entries()) {
@@ -272,7 +340,9 @@ describe("budget", () => {
     await converse(h, 32);
 
     const summaries = h.store.db
-      .prepare("SELECT content, first_message_id, last_message_id FROM summaries WHERE session_id = 'web:long' ORDER BY id")
+      .prepare(
+        "SELECT content, first_message_id, last_message_id FROM summaries WHERE session_id = 'web:long' ORDER BY id",
+      )
       .all() as Array<{ content: string; first_message_id: number; last_message_id: number }>;
     expect(summaries.length).toBeGreaterThanOrEqual(3);
     for (const [index, summary] of summaries.entries()) {
@@ -316,7 +386,8 @@ describe("budget", () => {
       script: (body) => {
         if (isSummaryRequest(body)) return { content: "SUMMARY: many lookups so far." };
         step++;
-        if (step < 13) return { toolCalls: [call("lookup", { query: `part ${step}` }), call("lookup", { query: `extra ${step}` })] };
+        if (step < 13)
+          return { toolCalls: [call("lookup", { query: `part ${step}` }), call("lookup", { query: `extra ${step}` })] };
         return { content: "All parts looked up." };
       },
     });
@@ -325,10 +396,15 @@ describe("budget", () => {
     for (const [index, request] of loopRequests(h.server).entries()) {
       expectValidProtocol(request.body.messages, `step ${index + 1}`);
       expect(requestTokens(counter, request), `step ${index + 1}`).toBeLessThanOrEqual(budgetTokens);
-      expect(request.body.messages.filter((message) => textOf(message) === "Look up all parts one by one, please.")).toHaveLength(1);
+      expect(
+        request.body.messages.filter((message) => textOf(message) === "Look up all parts one by one, please."),
+      ).toHaveLength(1);
       // The model always sees its latest step: the newest call (followed by its results, checked above).
-      const latestCall = request.body.messages.findLast((message) => message.role === "assistant") as { tool_calls?: Array<{ function: { arguments: string } }> } | undefined;
-      if (index > 0) expect(latestCall?.tool_calls?.[0]?.function.arguments).toBe(JSON.stringify({ query: `part ${index}` }));
+      const latestCall = request.body.messages.findLast((message) => message.role === "assistant") as
+        | { tool_calls?: Array<{ function: { arguments: string } }> }
+        | undefined;
+      if (index > 0)
+        expect(latestCall?.tool_calls?.[0]?.function.arguments).toBe(JSON.stringify({ query: `part ${index}` }));
     }
     expect(h.server.requests.some((request) => isSummaryRequest(request.body))).toBe(true);
   });
@@ -341,10 +417,15 @@ describe("budget", () => {
       tools: [recordingTool("report", () => report).tool],
       script: (body) => {
         if (isSummaryRequest(body)) return { content: "SUMMARY: a report was fetched." };
-        return body.messages.at(-1)?.role === "user" ? { toolCalls: [call("report", {}, "call_report")] } : { content: "The report is long." };
+        return body.messages.at(-1)?.role === "user"
+          ? { toolCalls: [call("report", {}, "call_report")] }
+          : { content: "The report is long." };
       },
     });
-    const result = await runAgent({ ...h.agent, maxResultChars: 100_000 }, { input: "Fetch the report.", sessionId: "web:s1", userId: "U1" });
+    const result = await runAgent(
+      { ...h.agent, maxResultChars: 100_000 },
+      { input: "Fetch the report.", sessionId: "web:s1", userId: "U1" },
+    );
     expect(result.stopReason).toBe("final");
     const second = loopRequests(h.server)[1];
     expect(second).toBeDefined();
@@ -367,18 +448,29 @@ describe("budget", () => {
       tools: [recordingTool("report", (args) => `REPORT-${String(args.n)} ${prose(2_500, Number(args.n))}`).tool],
       script: (body) => {
         if (isSummaryRequest(body)) return { content: "SUMMARY: reports were fetched." };
-        return calls < 3 ? { toolCalls: [call("report", { n: ++calls }), call("report", { n: 100 + calls })] } : { content: "Done." };
+        return calls < 3
+          ? { toolCalls: [call("report", { n: ++calls }), call("report", { n: 100 + calls })] }
+          : { content: "Done." };
       },
     });
-    const result = await runAgent({ ...h.agent, maxResultChars: 100_000 }, { input: "Fetch three reports.", sessionId: "web:s1", userId: "U1" });
+    const result = await runAgent(
+      { ...h.agent, maxResultChars: 100_000 },
+      { input: "Fetch three reports.", sessionId: "web:s1", userId: "U1" },
+    );
     expect(result).toMatchObject({ stopReason: "final", steps: 4 });
     for (const [index, request] of loopRequests(h.server).entries()) {
       expectValidProtocol(request.body.messages, `step ${index + 1}`);
       expect(requestTokens(counter, request), `step ${index + 1}`).toBeLessThanOrEqual(budgetTokens);
       if (index === 0) continue;
       const results = request.body.messages.filter((message) => message.role === "tool").map(textOf);
-      expect(results.some((text) => text.includes(`"data":"REPORT-${index} `)), `step ${index + 1} sees REPORT-${index}`).toBe(true);
-      expect(results.some((text) => text.includes(`"data":"REPORT-${100 + index} `)), `step ${index + 1} sees REPORT-${100 + index}`).toBe(true);
+      expect(
+        results.some((text) => text.includes(`"data":"REPORT-${index} `)),
+        `step ${index + 1} sees REPORT-${index}`,
+      ).toBe(true);
+      expect(
+        results.some((text) => text.includes(`"data":"REPORT-${100 + index} `)),
+        `step ${index + 1} sees REPORT-${100 + index}`,
+      ).toBe(true);
     }
     for (const request of h.server.requests) expect(requestTokens(counter, request)).toBeLessThanOrEqual(budgetTokens);
   });
@@ -421,20 +513,42 @@ describe("budget", () => {
 
   it("logs the drift between its estimate of each request and the usage the server reports", async () => {
     const debug: Array<{ fields: Record<string, unknown>; message: string }> = [];
-    const server = await startServer({ script: [{ content: "Hello.", usage: { promptTokens: 57, completionTokens: 2 } }] });
+    const server = await startServer({
+      script: [{ content: "Hello.", usage: { promptTokens: 57, completionTokens: 2 } }],
+    });
     const store = openTestStore();
     const model = testModel(server);
-    const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000, log: { warn: () => {}, debug: (fields, message) => void debug.push({ fields: fields as Record<string, unknown>, message }) } });
-    await runAgent({ model, tools: createToolRegistry([lookupTool()]), memory }, { input: "Hi there!", sessionId: "web:d", userId: "U1" });
+    const memory = createMemory({
+      store: sqlitePortOf(store),
+      model,
+      counter,
+      budgetTokens: 12_000,
+      log: {
+        warn: () => {},
+        debug: (fields, message) => void debug.push({ fields: fields as Record<string, unknown>, message }),
+      },
+    });
+    await runAgent(
+      { model, tools: createToolRegistry([lookupTool()]), memory },
+      { input: "Hi there!", sessionId: "web:d", userId: "U1" },
+    );
     const estimate = requestTokens(counter, firstRequest(server));
-    expect(debug.find((entry) => entry.message === "prompt token estimate vs reported usage")?.fields).toMatchObject({ estimate, reported: 57, drift: 57 - estimate });
+    expect(debug.find((entry) => entry.message === "prompt token estimate vs reported usage")?.fields).toMatchObject({
+      estimate,
+      reported: 57,
+      drift: 57 - estimate,
+    });
   });
 
   it("cuts a single user message larger than the budget, with a marker, and keeps it whole in the store (regression: its summary request was 5,000 tokens)", async () => {
     const budgetTokens = 1_500;
     const huge = `Please review this: ${prose(4_000, 3)} END-OF-MESSAGE`;
     expect(counter.text(huge)).toBeGreaterThan(budgetTokens * 2);
-    const h = await setUp({ budgetTokens, script: (body) => (isSummaryRequest(body) ? { content: "SUMMARY: a long review request." } : { content: "Reviewed." }) });
+    const h = await setUp({
+      budgetTokens,
+      script: (body) =>
+        isSummaryRequest(body) ? { content: "SUMMARY: a long review request." } : { content: "Reviewed." },
+    });
     const result = await h.run(huge);
     expect(result.stopReason).toBe("final");
     const first = h.server.requests[0];
@@ -448,7 +562,10 @@ describe("budget", () => {
     // The next run in the session stays within budget too, and so does the summary of the huge turn.
     await h.run("Thanks. Anything else?");
     for (const [index, request] of h.server.requests.entries()) {
-      expect(requestTokens(counter, request), `request #${index}${isSummaryRequest(request.body) ? " (summary)" : ""}`).toBeLessThanOrEqual(budgetTokens);
+      expect(
+        requestTokens(counter, request),
+        `request #${index}${isSummaryRequest(request.body) ? " (summary)" : ""}`,
+      ).toBeLessThanOrEqual(budgetTokens);
     }
   });
 });
@@ -461,7 +578,8 @@ describe("what later runs see", () => {
       tools: [recordingTool("status", () => ({ state: "unchanged" })).tool],
       script: (body) => {
         const last = body.messages.at(-1);
-        if (last?.role === "user" && textOf(last).startsWith("Check")) return { toolCalls: [call("status", { attempt: ++calls })] };
+        if (last?.role === "user" && textOf(last).startsWith("Check"))
+          return { toolCalls: [call("status", { attempt: ++calls })] };
         if (last?.role === "tool") return { toolCalls: [call("status", { attempt: ++calls })] };
         return { content: `done after ${calls} checks` };
       },
@@ -469,7 +587,9 @@ describe("what later runs see", () => {
     await h.run("Check the status twice.");
     // The second identical result made the guard speak to this run.
     const thirdOfFirstRun = h.server.requests[2]?.body;
-    expect(thirdOfFirstRun?.messages.filter((message) => message.role === "system" && note.test(textOf(message)))).toHaveLength(1);
+    expect(
+      thirdOfFirstRun?.messages.filter((message) => message.role === "system" && note.test(textOf(message))),
+    ).toHaveLength(1);
     expect(rowsOf(h.store, "web:s1").some((row) => row.role === "system" && note.test(row.content ?? ""))).toBe(true);
 
     await h.run("Thanks, what did you find?");
@@ -480,7 +600,9 @@ describe("what later runs see", () => {
   });
 
   it("after store.resetSession on the memory's own connection (the terminal's /reset) the next run sees none of the old messages (regression: the cached session outlived the reset)", async () => {
-    const h = await setUp({ script: [{ content: "Noted: the code word is PELICAN." }, { content: "I don't know any code word." }] });
+    const h = await setUp({
+      script: [{ content: "Noted: the code word is PELICAN." }, { content: "I don't know any code word." }],
+    });
     await h.run("Remember the code word PELICAN.");
     expect(h.store.resetSession("web:s1")).toBe(true);
     await h.run("What is the code word?");
@@ -513,7 +635,11 @@ describe("what later runs see", () => {
     const h = await setUp({
       path,
       tools: [lookup.tool],
-      script: [{ toolCalls: [call("lookup", { q: "PELICAN orders" }, "call_lookup")] }, { content: "There are 3 PELICAN orders." }, { content: "Fresh start." }],
+      script: [
+        { toolCalls: [call("lookup", { q: "PELICAN orders" }, "call_lookup")] },
+        { content: "There are 3 PELICAN orders." },
+        { content: "Fresh start." },
+      ],
     });
     const crossing = await h.run("How many orders does PELICAN have?");
     expect(crossing).toMatchObject({ stopReason: "final", steps: 2 });
@@ -529,7 +655,10 @@ describe("what later runs see", () => {
 
   it("answers a tool call that never got its result (a crash) with a synthesized error, so the protocol holds", async () => {
     const path = databasePath();
-    const h = await setUp({ path, script: [{ content: "First answer." }, { content: "Second answer." }, { content: "Third answer." }] });
+    const h = await setUp({
+      path,
+      script: [{ content: "First answer." }, { content: "Second answer." }, { content: "Third answer." }],
+    });
     await h.run("First question.");
 
     // Another process committed an assistant message with tool_calls and died before any result.
@@ -546,19 +675,29 @@ describe("what later runs see", () => {
         ],
       },
     ];
-    crashed.appendMessages("web:s1", "run_crashed", dangling.map((message) => ({ message, tokens: counter.message(message) })));
+    crashed.appendMessages(
+      "web:s1",
+      "run_crashed",
+      dangling.map((message) => ({ message, tokens: counter.message(message) })),
+    );
 
     await h.run("Did it work?");
     const sent = h.server.requests[1]?.body.messages ?? [];
     expectValidProtocol(sent);
     const lost = sent.filter((message) => message.role === "tool");
     expect(lost.map((message) => message.tool_call_id)).toEqual(["call_lost_1", "call_lost_2"]);
-    for (const message of lost) expect(JSON.parse(textOf(message))).toMatchObject({ status: "error", error: { type: "execution_error" } });
+    for (const message of lost)
+      expect(JSON.parse(textOf(message))).toMatchObject({ status: "error", error: { type: "execution_error" } });
     expect(textOf(sent.at(-1))).toBe("Did it work?");
 
     // A fresh process (new store and memory over the same file) sees the same repaired history.
     const restarted = openTestStore(path);
-    const memory = createMemory({ store: sqlitePortOf(restarted), model: h.agent.model, counter, budgetTokens: 12_000 });
+    const memory = createMemory({
+      store: sqlitePortOf(restarted),
+      model: h.agent.model,
+      counter,
+      budgetTokens: 12_000,
+    });
     await runAgent({ ...h.agent, memory }, { input: "And now?", sessionId: "web:s1", userId: "U1" });
     expectValidProtocol(h.server.requests[2]?.body.messages ?? []);
     expect(h.server.requests[2]?.body.messages.filter((message) => message.role === "tool")).toHaveLength(2);
@@ -570,7 +709,11 @@ describe("what later runs see", () => {
     await converse(h, 12);
     for (const request of loopRequests(h.server)) {
       const messages = request.body.messages.map(toMessage);
-      const calls = new Set(messages.flatMap((message) => (message.role === "assistant" ? (message.tool_calls ?? []).map((tool) => tool.id) : [])));
+      const calls = new Set(
+        messages.flatMap((message) =>
+          message.role === "assistant" ? (message.tool_calls ?? []).map((tool) => tool.id) : [],
+        ),
+      );
       for (const message of messages) if (message.role === "tool") expect(calls.has(message.tool_call_id)).toBe(true);
     }
   });

@@ -9,7 +9,11 @@ import { SUMMARY_PROMPT } from "../src/agent/memory.js";
 import { openStore, type Store, type StoreOptions } from "../src/agent/store.js";
 import { promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import type { Message, ToolSpec } from "../src/agent/types.js";
-import type { ChatCompletionRequestBody, RecordedRequest, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import type {
+  ChatCompletionRequestBody,
+  RecordedRequest,
+  ScriptedModelServer,
+} from "../src/testing/scripted-model-server.js";
 import { closeServers, modelFor } from "./agent-helpers.js";
 
 const directories: string[] = [];
@@ -51,7 +55,8 @@ type SentMessage = ChatCompletionRequestBody["messages"][number];
 /** A recorded message back in our Message shape, to count it the way memory does. */
 export function toMessage(sent: SentMessage): Message {
   const content = typeof sent.content === "string" ? sent.content : null;
-  if (sent.role === "assistant") return { role: "assistant", content, ...(sent.tool_calls ? { tool_calls: sent.tool_calls as never } : {}) };
+  if (sent.role === "assistant")
+    return { role: "assistant", content, ...(sent.tool_calls ? { tool_calls: sent.tool_calls as never } : {}) };
   if (sent.role === "tool") return { role: "tool", content: content ?? "", tool_call_id: sent.tool_call_id ?? "" };
   return { role: sent.role as "user" | "system", content: content ?? "" };
 }
@@ -73,7 +78,9 @@ export function expectValidProtocol(messages: SentMessage[], label = "request"):
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index] as SentMessage;
     if (message.role === "tool") {
-      throw new Error(`${label}: tool message #${index} (${message.tool_call_id}) does not follow an assistant message that called it`);
+      throw new Error(
+        `${label}: tool message #${index} (${message.tool_call_id}) does not follow an assistant message that called it`,
+      );
     }
     if (message.role !== "assistant" || !message.tool_calls?.length) continue;
     const ids = (message.tool_calls as Array<{ id: string }>).map((call) => call.id);
@@ -88,12 +95,37 @@ export function expectValidProtocol(messages: SentMessage[], label = "request"):
 
 /** The text of every system message of a request, joined. */
 export const systemTextOf = (body: ChatCompletionRequestBody) =>
-  body.messages.filter((message) => message.role === "system").map((message) => String(message.content)).join("\n");
+  body.messages
+    .filter((message) => message.role === "system")
+    .map((message) => String(message.content))
+    .join("\n");
 
 /** Distinct words, so that token counts are realistic (a repeated word compresses to few tokens). */
 export function prose(words: number, seed = 1): string {
-  const vocabulary = ["invoice", "shipment", "warehouse", "customer", "refund", "parcel", "Berlin", "order", "delayed", "tracking",
-    "supplier", "pallet", "courier", "address", "weight", "priority", "status", "ticket", "return", "label", "quantity", "discount"];
+  const vocabulary = [
+    "invoice",
+    "shipment",
+    "warehouse",
+    "customer",
+    "refund",
+    "parcel",
+    "Berlin",
+    "order",
+    "delayed",
+    "tracking",
+    "supplier",
+    "pallet",
+    "courier",
+    "address",
+    "weight",
+    "priority",
+    "status",
+    "ticket",
+    "return",
+    "label",
+    "quantity",
+    "discount",
+  ];
   const out: string[] = [];
   let state = seed;
   for (let index = 0; index < words; index++) {

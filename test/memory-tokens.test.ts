@@ -1,7 +1,13 @@
 // Token counting with the real js-tiktoken rank tables: which encoding fits which model, the known
 // context windows, and message counts that include everything the model is sent.
 import { beforeAll, describe, expect, it } from "vitest";
-import { contextWindowOf, createTokenCounter, encodingForModel, promptTokens, type TokenCounter } from "../src/agent/tokens.js";
+import {
+  contextWindowOf,
+  createTokenCounter,
+  encodingForModel,
+  promptTokens,
+  type TokenCounter,
+} from "../src/agent/tokens.js";
 import type { Message, ToolSpec } from "../src/agent/types.js";
 
 let o200k: TokenCounter;
@@ -12,15 +18,32 @@ beforeAll(async () => {
 });
 
 describe("encodingForModel", () => {
-  it.each(["gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-nano", "o1", "o3", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini"])(
-    "%s -> o200k_base",
-    (model) => expect(encodingForModel(model)).toBe("o200k_base"),
-  );
+  it.each([
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-4o-2024-08-06",
+    "chatgpt-4o-latest",
+    "gpt-4.1",
+    "gpt-4.1-nano",
+    "o1",
+    "o3",
+    "o3-mini",
+    "o4-mini",
+    "gpt-5",
+    "gpt-5-mini",
+  ])("%s -> o200k_base", (model) => expect(encodingForModel(model)).toBe("o200k_base"));
 
-  it.each(["gpt-3.5-turbo", "gpt-4", "gpt-4-turbo", "qwen2.5:7b", "qwen2.5-coder", "llama3", "llama3.1:8b", "mistral-small", "deepseek-r1"])(
-    "%s -> cl100k_base",
-    (model) => expect(encodingForModel(model)).toBe("cl100k_base"),
-  );
+  it.each([
+    "gpt-3.5-turbo",
+    "gpt-4",
+    "gpt-4-turbo",
+    "qwen2.5:7b",
+    "qwen2.5-coder",
+    "llama3",
+    "llama3.1:8b",
+    "mistral-small",
+    "deepseek-r1",
+  ])("%s -> cl100k_base", (model) => expect(encodingForModel(model)).toBe("cl100k_base"));
 
   it("looks past a provider prefix and ignores case", () => {
     expect(encodingForModel("openai/gpt-4o")).toBe("o200k_base");
@@ -73,23 +96,45 @@ describe("createTokenCounter", () => {
 
   it("includes every tool call of an assistant message, and the tool_call_id of a result", () => {
     const calls = [
-      { id: "call_1", type: "function" as const, function: { name: "weather", arguments: '{"city":"Paris","unit":"celsius"}' } },
-      { id: "call_2", type: "function" as const, function: { name: "lookup_order", arguments: '{"order_id":"A-1042"}' } },
+      {
+        id: "call_1",
+        type: "function" as const,
+        function: { name: "weather", arguments: '{"city":"Paris","unit":"celsius"}' },
+      },
+      {
+        id: "call_2",
+        type: "function" as const,
+        function: { name: "lookup_order", arguments: '{"order_id":"A-1042"}' },
+      },
     ];
     const bare: Message = { role: "assistant", content: "Checking." };
     const withOne: Message = { role: "assistant", content: "Checking.", tool_calls: calls.slice(0, 1) };
     const withTwo: Message = { role: "assistant", content: "Checking.", tool_calls: calls };
-    const perCall = (call: (typeof calls)[number]) => 3 + o200k.text(call.function.name) + o200k.text(call.function.arguments);
+    const perCall = (call: (typeof calls)[number]) =>
+      3 + o200k.text(call.function.name) + o200k.text(call.function.arguments);
     expect(o200k.message(withOne)).toBe(o200k.message(bare) + perCall(calls[0] as (typeof calls)[number]));
     expect(o200k.message(withTwo)).toBe(o200k.message(withOne) + perCall(calls[1] as (typeof calls)[number]));
 
-    const result: Message = { role: "tool", tool_call_id: "call_abcdef123456", content: '{"status":"success","data":{"c":21}}' };
-    expect(o200k.message(result)).toBe(3 + o200k.text("tool") + o200k.text(result.content) + o200k.text("call_abcdef123456"));
+    const result: Message = {
+      role: "tool",
+      tool_call_id: "call_abcdef123456",
+      content: '{"status":"success","data":{"c":21}}',
+    };
+    expect(o200k.message(result)).toBe(
+      3 + o200k.text("tool") + o200k.text(result.content) + o200k.text("call_abcdef123456"),
+    );
   });
 
   it("counts tool schemas as the JSON the model is sent, and a prompt with its reply priming", () => {
     const tools: ToolSpec[] = [
-      { type: "function", function: { name: "weather", description: "Current weather.", parameters: { type: "object", properties: { city: { type: "string" } } } } },
+      {
+        type: "function",
+        function: {
+          name: "weather",
+          description: "Current weather.",
+          parameters: { type: "object", properties: { city: { type: "string" } } },
+        },
+      },
     ];
     expect(o200k.tools([])).toBe(0);
     expect(o200k.tools(tools)).toBe(o200k.text(JSON.stringify(tools)));
@@ -104,7 +149,11 @@ describe("reasoning sent back", () => {
     const call = { id: "call_1", type: "function" as const, function: { name: "get_x", arguments: "{}" } };
     const plain = counter.message({ role: "assistant", content: null, tool_calls: [call] });
     const reasoning = "First I need the order, so I will look it up before answering.";
-    const carried = counter.message({ role: "assistant", content: null, tool_calls: [{ ...call, message_reasoning_content: reasoning }] });
+    const carried = counter.message({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ ...call, message_reasoning_content: reasoning }],
+    });
     expect(carried - plain).toBe(counter.text(reasoning));
   });
 });

@@ -8,7 +8,16 @@ import type { ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { calculator } from "../src/tools/builtin/calculator.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import type { ToolSpec } from "../src/tools/types.js";
-import { call, closeServers, modelFor, recordEvents, recordingTool, sentMessages, startServer, textOf } from "./agent-helpers.js";
+import {
+  call,
+  closeServers,
+  modelFor,
+  recordEvents,
+  recordingTool,
+  sentMessages,
+  startServer,
+  textOf,
+} from "./agent-helpers.js";
 
 afterEach(closeServers);
 
@@ -17,7 +26,10 @@ const calculatorSpec: ToolSpec[] = tools().specs();
 const question = [{ role: "user" as const, content: "What is 2+2?" }];
 /** Retry-After in milliseconds keeps the SDK's waits short. */
 const quickRetry = { "retry-after-ms": "10" };
-const failure = (status: number, message = "failure"): ScriptedReply => ({ error: { status, message }, headers: quickRetry });
+const failure = (status: number, message = "failure"): ScriptedReply => ({
+  error: { status, message },
+  headers: quickRetry,
+});
 
 describe("model client: one request", () => {
   it("streams answer text as deltas and assembles streamed tool calls", async () => {
@@ -25,13 +37,20 @@ describe("model client: one request", () => {
       script: [
         {
           content: "Let me compute both of those for you.",
-          toolCalls: [call("calculator", { expression: "2+2" }, "call_a"), call("calculator", { expression: "(12.5 * 3) / 4" }, "call_b")],
+          toolCalls: [
+            call("calculator", { expression: "2+2" }, "call_a"),
+            call("calculator", { expression: "(12.5 * 3) / 4" }, "call_b"),
+          ],
           usage: { promptTokens: 21, completionTokens: 13 },
         },
       ],
     });
     const deltas: string[] = [];
-    const response = await modelFor(server).chat({ messages: question, tools: calculatorSpec, onDelta: (text) => deltas.push(text) });
+    const response = await modelFor(server).chat({
+      messages: question,
+      tools: calculatorSpec,
+      onDelta: (text) => deltas.push(text),
+    });
 
     expect(server.requests[0]?.stream).toBe(true);
     expect(server.requests[0]?.body.stream_options).toEqual({ include_usage: true });
@@ -41,7 +60,11 @@ describe("model client: one request", () => {
       content: "Let me compute both of those for you.",
       toolCalls: [
         { id: "call_a", type: "function", function: { name: "calculator", arguments: '{"expression":"2+2"}' } },
-        { id: "call_b", type: "function", function: { name: "calculator", arguments: '{"expression":"(12.5 * 3) / 4"}' } },
+        {
+          id: "call_b",
+          type: "function",
+          function: { name: "calculator", arguments: '{"expression":"(12.5 * 3) / 4"}' },
+        },
       ],
       finishReason: "tool_calls",
       usage: { promptTokens: 21, completionTokens: 13, totalTokens: 34 },
@@ -51,16 +74,29 @@ describe("model client: one request", () => {
   });
 
   it("returns the same shape without streaming", async () => {
-    const server = await startServer({ script: [{ toolCalls: [call("calculator", { expression: "2+2" }, "call_a")], usage: { promptTokens: 5, completionTokens: 4 } }] });
+    const server = await startServer({
+      script: [
+        {
+          toolCalls: [call("calculator", { expression: "2+2" }, "call_a")],
+          usage: { promptTokens: 5, completionTokens: 4 },
+        },
+      ],
+    });
     const deltas: string[] = [];
-    const response = await modelFor(server, { stream: false }).chat({ messages: question, tools: calculatorSpec, onDelta: (text) => deltas.push(text) });
+    const response = await modelFor(server, { stream: false }).chat({
+      messages: question,
+      tools: calculatorSpec,
+      onDelta: (text) => deltas.push(text),
+    });
 
     expect(server.requests[0]?.stream).toBe(false);
     expect(server.requests[0]?.body.tool_choice).toBeUndefined(); // "auto" is the default wherever tools are given
     expect(deltas).toEqual([]);
     expect(response).toEqual({
       content: null,
-      toolCalls: [{ id: "call_a", type: "function", function: { name: "calculator", arguments: '{"expression":"2+2"}' } }],
+      toolCalls: [
+        { id: "call_a", type: "function", function: { name: "calculator", arguments: '{"expression":"2+2"}' } },
+      ],
       finishReason: "tool_calls",
       usage: { promptTokens: 5, completionTokens: 4, totalTokens: 9 },
       model: "scripted-model",
@@ -82,7 +118,9 @@ describe("model client: one request", () => {
 
 describe("model client: retries and failures people see", () => {
   it("retries a 429, honouring retry-after-ms, then answers", async () => {
-    const server = await startServer({ script: [{ error: { status: 429, message: "Rate limit reached" }, headers: quickRetry }, { content: "4" }] });
+    const server = await startServer({
+      script: [{ error: { status: 429, message: "Rate limit reached" }, headers: quickRetry }, { content: "4" }],
+    });
     const result = await runAgent({ model: modelFor(server), tools: tools() }, { input: "2+2?" });
     expect(result).toMatchObject({ stopReason: "final", output: "4", steps: 1 });
     expect(server.requests).toHaveLength(2);
@@ -115,7 +153,9 @@ describe("model client: retries and failures people see", () => {
 
     expect(server.requests).toHaveLength(4); // default maxRetries 3: four tries
     expect(result.stopReason).toBe("error");
-    expect(result.output).toBe("I can't reach the model right now (HTTP 503: overloaded); please try again in a minute."); // the server's own reason kept
+    expect(result.output).toBe(
+      "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.",
+    ); // the server's own reason kept
     expect(result.error).toEqual({ code: "model_unavailable", message: result.output });
     expect(events.at(-1)?.type).toBe("run_end");
   });
@@ -132,7 +172,12 @@ describe("model client: retries and failures people see", () => {
   // Regression: the SDK sleeps through Retry-After without watching the signal, so a cancel waited it out.
   it("is cancelled during a long Retry-After wait without sitting it out", async () => {
     // 59 s is under the SDK's one-minute cap, so it would wait that long; the test timeout is 30 s.
-    const server = await startServer({ script: [{ error: { status: 429, message: "slow down" }, headers: { "retry-after-ms": "59000" } }, { content: "late" }] });
+    const server = await startServer({
+      script: [
+        { error: { status: 429, message: "slow down" }, headers: { "retry-after-ms": "59000" } },
+        { content: "late" },
+      ],
+    });
     const controller = new AbortController();
     const running = runAgent({ model: modelFor(server), tools: tools() }, { input: "hi", signal: controller.signal });
     await expect.poll(() => server.requests.length).toBe(1);
@@ -156,7 +201,10 @@ describe("model client: retries and failures people see", () => {
 
   it("names OPENAI_API_KEY on a 401, without retrying", async () => {
     const server = await startServer({ apiKey: "the-right-key", script: [{ content: "never" }] });
-    const result = await runAgent({ model: modelFor(server, { apiKey: "a-wrong-key" }), tools: tools() }, { input: "hi" });
+    const result = await runAgent(
+      { model: modelFor(server, { apiKey: "a-wrong-key" }), tools: tools() },
+      { input: "hi" },
+    );
     expect(server.requests).toHaveLength(1);
     expect(result.stopReason).toBe("error");
     expect(result.error?.code).toBe("model_auth");
@@ -185,7 +233,10 @@ describe("model client: retries and failures people see", () => {
 
   it("ends a request that takes too long with a timeout sentence", async () => {
     const server = await startServer({ script: [{ hang: true }] });
-    const result = await runAgent({ model: modelFor(server, { timeoutMs: 100, maxRetries: 0 }), tools: tools() }, { input: "hi" });
+    const result = await runAgent(
+      { model: modelFor(server, { timeoutMs: 100, maxRetries: 0 }), tools: tools() },
+      { input: "hi" },
+    );
     expect(result.stopReason).toBe("error");
     expect(result.error?.code).toBe("model_timeout");
   });
@@ -197,7 +248,10 @@ describe("model client: text protocol", () => {
   it("describes the tools in the prompt, runs the tool from the model's text and reads the answer", async () => {
     const server = await startServer({ script: [{ content: toolCallText }, { content: '{"answer":"4"}' }] });
     const { events, onEvent } = recordEvents();
-    const result = await runAgent({ model: modelFor(server, { toolMode: "text" }), tools: tools() }, { input: "What is 2+2?", onEvent });
+    const result = await runAgent(
+      { model: modelFor(server, { toolMode: "text" }), tools: tools() },
+      { input: "What is 2+2?", onEvent },
+    );
 
     expect(result).toMatchObject({ stopReason: "final", output: "4", steps: 2 });
     expect(result.toolCalls).toEqual([{ name: "calculator", arguments: { expression: "2+2" }, status: "success" }]);
@@ -211,7 +265,9 @@ describe("model client: text protocol", () => {
 
     const second = sentMessages(server, 1);
     expect(second.map((message) => message.role)).toEqual(["system", "user", "assistant", "user"]);
-    expect(JSON.parse(textOf(second[2]))).toEqual({ tool_calls: [{ name: "calculator", arguments: { expression: "2+2" } }] });
+    expect(JSON.parse(textOf(second[2]))).toEqual({
+      tool_calls: [{ name: "calculator", arguments: { expression: "2+2" } }],
+    });
     expect(textOf(second[3])).toMatch(/^Result of tool call \S+: /);
     expect(textOf(second[3])).toContain('{"status":"success","data":{"expression":"2+2","result":4}}');
     // The answer reaches listeners as text, not as the JSON the model wrapped it in.
@@ -221,7 +277,13 @@ describe("model client: text protocol", () => {
 
   it("repairs a decision with chatter, single quotes and a missing bracket", async () => {
     const server = await startServer({
-      script: [{ content: "I'll use the calculator.\n{'tool_calls': [{'name': 'calculator', 'arguments': {'expression': '3*3'}}" }, { content: "Nine. {\"answer\": \"9\"}" }],
+      script: [
+        {
+          content:
+            "I'll use the calculator.\n{'tool_calls': [{'name': 'calculator', 'arguments': {'expression': '3*3'}}",
+        },
+        { content: 'Nine. {"answer": "9"}' },
+      ],
     });
     const result = await runAgent({ model: modelFor(server, { toolMode: "text" }), tools: tools() }, { input: "3*3?" });
     expect(server.requests).toHaveLength(2); // no re-emit was needed
@@ -237,7 +299,10 @@ describe("model client: text protocol", () => {
         { content: '{"answer": "2 + 2 = 4"}', usage: { promptTokens: 150, completionTokens: 8 } },
       ],
     });
-    const result = await runAgent({ model: modelFor(server, { toolMode: "text" }), tools: tools() }, { input: "What is 2+2?" });
+    const result = await runAgent(
+      { model: modelFor(server, { toolMode: "text" }), tools: tools() },
+      { input: "What is 2+2?" },
+    );
 
     expect(result).toMatchObject({ stopReason: "final", output: "2 + 2 = 4", steps: 2 });
     expect(server.requests).toHaveLength(3);
@@ -250,8 +315,13 @@ describe("model client: text protocol", () => {
 
   // Regression: the conversation teaches the model to answer in JSON, so the stage conclusion came back wrapped.
   it("unwraps a JSON answer in the stage conclusion at the step limit", async () => {
-    const server = await startServer({ script: [{ content: toolCallText }, { content: '{"answer": "So far: 2+2 is 4."}' }] });
-    const result = await runAgent({ model: modelFor(server, { toolMode: "text" }), tools: tools(), maxSteps: 1 }, { input: "What is 2+2?" });
+    const server = await startServer({
+      script: [{ content: toolCallText }, { content: '{"answer": "So far: 2+2 is 4."}' }],
+    });
+    const result = await runAgent(
+      { model: modelFor(server, { toolMode: "text" }), tools: tools(), maxSteps: 1 },
+      { input: "What is 2+2?" },
+    );
     expect(result).toMatchObject({ stopReason: "max_steps", output: "So far: 2+2 is 4." });
     const conclusionPrompt = textOf(sentMessages(server, 1)[0]);
     expect(conclusionPrompt).not.toContain("You can use these tools");
@@ -285,7 +355,8 @@ describe("model client: text protocol", () => {
 
   // Regression: any 400 mentioning "tool" switched a tool-capable server to the text protocol for good.
   it("does not fall back when a 400 is about the conversation's tool messages, not the tools parameter", async () => {
-    const message = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+    const message =
+      "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
     const server = await startServer({ script: [{ error: { status: 400, message } }, { content: "fine" }] });
     const model = modelFor(server);
     const result = await runAgent({ model, tools: tools() }, { input: "hi" });
@@ -296,16 +367,16 @@ describe("model client: text protocol", () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it.each([
-    "registry.ollama.ai/library/gemma:2b does not support tools",
-    "tools param requires --jinja flag",
-  ])("falls back for another server's way of rejecting tools: %s", async (rejection) => {
-    const server = await startServer({ rejectTools: rejection, script: [{ content: '{"answer": "hello"}' }] });
-    const model = modelFor(server);
-    const result = await runAgent({ model, tools: tools() }, { input: "hi" });
-    expect(result).toMatchObject({ stopReason: "final", output: "hello" });
-    expect(model.toolMode).toBe("text");
-  });
+  it.each(["registry.ollama.ai/library/gemma:2b does not support tools", "tools param requires --jinja flag"])(
+    "falls back for another server's way of rejecting tools: %s",
+    async (rejection) => {
+      const server = await startServer({ rejectTools: rejection, script: [{ content: '{"answer": "hello"}' }] });
+      const model = modelFor(server);
+      const result = await runAgent({ model, tools: tools() }, { input: "hi" });
+      expect(result).toMatchObject({ stopReason: "final", output: "hello" });
+      expect(model.toolMode).toBe("text");
+    },
+  );
 
   it("does not fall back in native mode: the rejection is one sentence", async () => {
     const server = await startServer({ rejectTools: true, script: [{ content: "never" }] });
@@ -320,9 +391,15 @@ describe("model client: text protocol", () => {
   it("passes a text-protocol tool call through the same tool engine (unknown tool, then answer)", async () => {
     const lookup = recordingTool("lookup_order");
     const server = await startServer({
-      script: [{ content: '{"tool_calls":[{"name":"lookup_ordr","arguments":{"order_id":"A-1"}}]}' }, { content: "I could not find that tool." }],
+      script: [
+        { content: '{"tool_calls":[{"name":"lookup_ordr","arguments":{"order_id":"A-1"}}]}' },
+        { content: "I could not find that tool." },
+      ],
     });
-    const result = await runAgent({ model: modelFor(server, { toolMode: "text" }), tools: createToolRegistry([lookup.tool]) }, { input: "A-1?" });
+    const result = await runAgent(
+      { model: modelFor(server, { toolMode: "text" }), tools: createToolRegistry([lookup.tool]) },
+      { input: "A-1?" },
+    );
     expect(lookup.calls).toHaveLength(0);
     expect(textOf(sentMessages(server, 1).at(-1))).toContain('"type":"tool_not_found"');
     expect(result).toMatchObject({ stopReason: "final", output: "I could not find that tool." });

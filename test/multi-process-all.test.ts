@@ -8,7 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL, type TestDatabase } from "./fixtures/queue-database.js";
 import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
 
@@ -19,7 +24,9 @@ const WAIT = { timeout: 30_000, interval: 50 };
 function reply(body: ChatCompletionRequestBody): ScriptedReply {
   const last = body.messages.at(-1);
   if (last?.role === "user") return { toolCalls: [{ name: "wipe_cache", arguments: "{}" }] };
-  return { content: `done: ${typeof last?.content === "string" && last.content.includes("wiped") ? "wiped" : "not wiped"}.` };
+  return {
+    content: `done: ${typeof last?.content === "string" && last.content.includes("wiped") ? "wiped" : "not wiped"}.`,
+  };
 }
 
 describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${NEEDS_DATABASE})`, () => {
@@ -53,18 +60,31 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
     });
     const eventsUrl = bot.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
     const ts = fake.nextTs();
-    const sent = await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: "C1", text: `<@${BOT}> clean the cache`, ts }, { signingSecret: SECRET });
+    const sent = await fake.sendEvent(
+      eventsUrl,
+      { type: "app_mention", user: "U1", channel: "C1", text: `<@${BOT}> clean the cache`, ts },
+      { signingSecret: SECRET },
+    );
     expect(sent.status).toBe(200);
 
     const buttons = await vi.waitFor(() => {
-      const posted = fake?.messages("C1", ts).find((message) => JSON.stringify(message.blocks ?? []).includes("glassbox_approve"));
+      const posted = fake
+        ?.messages("C1", ts)
+        .find((message) => JSON.stringify(message.blocks ?? []).includes("glassbox_approve"));
       if (!posted) throw new Error("no approval buttons yet");
       return posted;
     }, WAIT);
     const approvalId = /"value":"([^"]+)"/.exec(JSON.stringify(buttons.blocks))?.[1] as string;
-    const clicked = await fake.sendBlockAction(eventsUrl, { userId: "U1", channel: "C1", messageTs: buttons.ts, actionId: "glassbox_approve", value: approvalId }, { signingSecret: SECRET });
+    const clicked = await fake.sendBlockAction(
+      eventsUrl,
+      { userId: "U1", channel: "C1", messageTs: buttons.ts, actionId: "glassbox_approve", value: approvalId },
+      { signingSecret: SECRET },
+    );
     expect(clicked.status).toBe(200);
-    await vi.waitFor(() => expect(fake?.messages("C1", ts).map((message) => message.text)).toContain("done: wiped."), WAIT);
+    await vi.waitFor(
+      () => expect(fake?.messages("C1", ts).map((message) => message.text)).toContain("done: wiped."),
+      WAIT,
+    );
 
     expect(await bot.stop()).toBe(0);
   }, 90_000);
@@ -78,7 +98,12 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
       GLASSBOX_DB: join(directory, "unused.db"),
       OPENAI_BASE_URL: model.url,
       OPENAI_API_KEY: "sk-test-role-all",
-      GLASSBOX_QUEUE_TIMINGS: JSON.stringify({ heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 }),
+      GLASSBOX_QUEUE_TIMINGS: JSON.stringify({
+        heartbeatMs: 100,
+        deadAfterMs: 1_000,
+        sweepMs: 100,
+        pollIntervalMs: 200,
+      }),
     });
     // What the other workers do to one whose heartbeats stopped reaching them.
     await database.pool.query("delete from graphile_worker.glassbox_workers");

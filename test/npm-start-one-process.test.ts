@@ -8,7 +8,18 @@ import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../src/agent/store.js";
 import * as discord from "./discord-helpers.js";
-import { BOT, BOT_ID, BOT_TOKEN, CHANNEL, cleanUp, SIGNING_SECRET, startModel, startSlack, tempPaths, waitForBotMessage } from "./slack-helpers.js";
+import {
+  BOT,
+  BOT_ID,
+  BOT_TOKEN,
+  CHANNEL,
+  cleanUp,
+  SIGNING_SECRET,
+  startModel,
+  startSlack,
+  tempPaths,
+  waitForBotMessage,
+} from "./slack-helpers.js";
 
 afterEach(async () => {
   await cleanUp();
@@ -28,29 +39,40 @@ async function startBot(env: Record<string, string>): Promise<{ eventsUrl: strin
   };
   try {
     await expect
-      .poll(() => {
-        if (exitCode !== undefined) throw new Error(`the bot exited (${exitCode}): ${stderr}`);
-        return /"msg":"Slack connected"/.test(stderr) && /"msg":"Discord connected"/.test(stderr);
-      }, { timeout: 30_000, interval: 50 })
+      .poll(
+        () => {
+          if (exitCode !== undefined) throw new Error(`the bot exited (${exitCode}): ${stderr}`);
+          return /"msg":"Slack connected"/.test(stderr) && /"msg":"Discord connected"/.test(stderr);
+        },
+        { timeout: 30_000, interval: 50 },
+      )
       .toBe(true);
   } catch (error) {
     await stop();
     throw error;
   }
-  const { eventsUrl } = JSON.parse(stderr.split("\n").find((line) => line.includes('"Slack connected"')) ?? "{}") as { eventsUrl: string };
+  const { eventsUrl } = JSON.parse(stderr.split("\n").find((line) => line.includes('"Slack connected"')) ?? "{}") as {
+    eventsUrl: string;
+  };
   return { eventsUrl, stop };
 }
 
 describe("npm start with Slack and Discord in one process, on SQLite", () => {
-  it("answers a Slack retry and a Discord redelivery once each, before and after a restart, and prunes old claims at start", { timeout: 90_000 }, async () => {
+  it("answers a Slack retry and a Discord redelivery once each, before and after a restart, and prunes old claims at start", {
+    timeout: 90_000,
+  }, async () => {
     const slackFake = await startSlack();
     const discordFake = await discord.startFake();
-    const model = await startModel((request) => ({ content: `answer to ${String(request.messages.findLast((message) => message.role === "user")?.content)}` }));
+    const model = await startModel((request) => ({
+      content: `answer to ${String(request.messages.findLast((message) => message.role === "user")?.content)}`,
+    }));
     const paths = tempPaths();
     // A claim from long ago, which startup forgets; a recent one, which it keeps.
     const before = openStore(paths.db);
     before.claim("slack:event:EvOLD", "slack:event:EvRECENT");
-    before.db.prepare("UPDATE claims SET claimed_at = ? WHERE id = ?").run("2020-01-01T00:00:00.000Z", "slack:event:EvOLD");
+    before.db
+      .prepare("UPDATE claims SET claimed_at = ? WHERE id = ?")
+      .run("2020-01-01T00:00:00.000Z", "slack:event:EvOLD");
     before.close();
     const env = {
       PATH: process.env.PATH ?? "",
@@ -74,9 +96,12 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
     try {
       expect((await slackFake.sendEvent(first.eventsUrl, mention, { eventId: "Ev0ONCE" })).status).toBe(200);
       await waitForBotMessage(slackFake, CHANNEL, ts, "answer to hello");
-      dmId = (await discordFake.sendMessage({ channelId: discord.DM, authorId: discord.USER, content: "hello there" })).id;
+      dmId = (await discordFake.sendMessage({ channelId: discord.DM, authorId: discord.USER, content: "hello there" }))
+        .id;
       await discord.waitForBotMessage(discordFake, discord.DM, "answer to hello there");
-      expect((await slackFake.sendEvent(first.eventsUrl, mention, { eventId: "Ev0ONCE", retryNum: 1 })).status).toBe(200);
+      expect((await slackFake.sendEvent(first.eventsUrl, mention, { eventId: "Ev0ONCE", retryNum: 1 })).status).toBe(
+        200,
+      );
     } finally {
       expect(await first.stop()).toBe(0);
     }
@@ -84,10 +109,17 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
     // A new process: nothing of the first is in memory, only the claims in the file.
     const second = await startBot(env);
     try {
-      expect((await slackFake.sendEvent(second.eventsUrl, mention, { eventId: "Ev0ONCE", retryNum: 2 })).status).toBe(200);
+      expect((await slackFake.sendEvent(second.eventsUrl, mention, { eventId: "Ev0ONCE", retryNum: 2 })).status).toBe(
+        200,
+      );
       await discordFake.redeliver(dmId);
       // A later message of each conversation, so the deliveries again had their turn before it.
-      await slackFake.sendEvent(second.eventsUrl, { ...mention, text: `<@${BOT}> again`, ts: slackFake.nextTs(), thread_ts: ts });
+      await slackFake.sendEvent(second.eventsUrl, {
+        ...mention,
+        text: `<@${BOT}> again`,
+        ts: slackFake.nextTs(),
+        thread_ts: ts,
+      });
       await waitForBotMessage(slackFake, CHANNEL, ts, "answer to again");
       await discordFake.sendMessage({ channelId: discord.DM, authorId: discord.USER, content: "and again" });
       await discord.waitForBotMessage(discordFake, discord.DM, "answer to and again");
@@ -95,14 +127,26 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
       expect(await second.stop()).toBe(0);
     }
 
-    expect(slackFake.messages(CHANNEL, ts).filter((message) => message.bot_id === BOT_ID).map((message) => message.text)).toEqual(["answer to hello", "answer to again"]);
+    expect(
+      slackFake
+        .messages(CHANNEL, ts)
+        .filter((message) => message.bot_id === BOT_ID)
+        .map((message) => message.text),
+    ).toEqual(["answer to hello", "answer to again"]);
     expect(discord.botTexts(discordFake, discord.DM)).toEqual(["answer to hello there", "answer to and again"]);
     expect(model.requests).toHaveLength(4);
     const after = openStore(paths.db, { readOnly: true });
     try {
       const claims = after.db.prepare("SELECT id FROM claims ORDER BY id").pluck().all() as string[];
       expect(claims).not.toContain("slack:event:EvOLD");
-      expect(claims).toEqual(expect.arrayContaining(["slack:event:EvRECENT", "slack:event:Ev0ONCE", `slack:message:${CHANNEL}:${ts}`, `discord:message:${dmId}`]));
+      expect(claims).toEqual(
+        expect.arrayContaining([
+          "slack:event:EvRECENT",
+          "slack:event:Ev0ONCE",
+          `slack:message:${CHANNEL}:${ts}`,
+          `discord:message:${dmId}`,
+        ]),
+      );
       expect(after.db.prepare("SELECT count(*) FROM runs").pluck().get()).toBe(4);
     } finally {
       after.close();

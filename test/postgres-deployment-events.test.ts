@@ -11,7 +11,16 @@ import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events
 import { createLogger } from "../src/logger.js";
 import { openStorePort, type AnyStorePort } from "../src/store/index.js";
 import type { ToolCallRecord } from "../src/tools/types.js";
-import { approvalRequest, outcomeOf, pause, pausedWaitingFor, runRecord, stepOf, TARGETS, type TestDatabase } from "./store-contract-helpers.js";
+import {
+  approvalRequest,
+  outcomeOf,
+  pause,
+  pausedWaitingFor,
+  runRecord,
+  stepOf,
+  TARGETS,
+  type TestDatabase,
+} from "./store-contract-helpers.js";
 
 const WAIT = { timeout: 10_000, interval: 20 };
 const log = createLogger({ level: "silent" });
@@ -50,8 +59,12 @@ for (const target of TARGETS) {
 
     function follow(hub: StoreEvents["hub"], sessionId: string) {
       const heard: WebEvent[] = [];
-      const watching = hub.watchSession(sessionId, undefined, { event: (numbered) => heard.push(numbered.event), end: () => {} });
-      const said = (...types: string[]) => vi.waitFor(() => expect(heard.map((event) => event.type)).toEqual(types), WAIT);
+      const watching = hub.watchSession(sessionId, undefined, {
+        event: (numbered) => heard.push(numbered.event),
+        end: () => {},
+      });
+      const said = (...types: string[]) =>
+        vi.waitFor(() => expect(heard.map((event) => event.type)).toEqual(types), WAIT);
       return { heard, said, stop: watching.stop };
     }
 
@@ -63,23 +76,62 @@ for (const target of TARGETS) {
       expect(page.heard[0]).toMatchObject({ runId: "run_1", sessionId: "web:s1", userId: "web:ann", input: "wipe it" });
 
       const { approvals } = await store.record([
-        { kind: "end_run", outcome: outcomeOf("run_1", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_a", hash: "hash-call_a" }) }) },
-        { kind: "open_approvals", requests: [approvalRequest("run_1", "web:s1", "call_a", "web:ann")], ttlSeconds: 3_600 },
+        {
+          kind: "end_run",
+          outcome: outcomeOf("run_1", {
+            status: "awaiting_approval",
+            output: "Waiting",
+            paused: pausedWaitingFor({ id: "call_a", hash: "hash-call_a" }),
+          }),
+        },
+        {
+          kind: "open_approvals",
+          requests: [approvalRequest("run_1", "web:s1", "call_a", "web:ann")],
+          ttlSeconds: 3_600,
+        },
       ]);
       await page.said("run_start", "approval_requested", "run_end");
-      expect(page.heard[1]).toMatchObject({ approval: { id: approvals[0]?.id, status: "pending", requester: "web:ann" } });
+      expect(page.heard[1]).toMatchObject({
+        approval: { id: approvals[0]?.id, status: "pending", requester: "web:ann" },
+      });
       expect(page.heard[2]).toMatchObject({ stopReason: "awaiting_approval" });
 
       // Decided (by someone, anywhere) while the run still waits: said before the resume.
-      expect((await store.decideApproval({ approvalId: approvals[0]?.id as string, userId: "web:ann", approved: true, approvers: [] })).kind).toBe("decided");
+      expect(
+        (
+          await store.decideApproval({
+            approvalId: approvals[0]?.id as string,
+            userId: "web:ann",
+            approved: true,
+            approvers: [],
+          })
+        ).kind,
+      ).toBe("decided");
       await page.said("run_start", "approval_requested", "run_end", "approval_decided");
       expect(page.heard[3]).toMatchObject({ approval: { status: "approved", decidedBy: "web:ann" } });
 
       await store.record([{ kind: "resume_run", runId: "run_1" }]);
       await page.said("run_start", "approval_requested", "run_end", "approval_decided", "run_resumed");
-      await store.record([{ kind: "end_run", outcome: outcomeOf("run_1", { status: "final", output: "Wiped.", steps: 2, promptTokens: 30, completionTokens: 5 }) }]);
+      await store.record([
+        {
+          kind: "end_run",
+          outcome: outcomeOf("run_1", {
+            status: "final",
+            output: "Wiped.",
+            steps: 2,
+            promptTokens: 30,
+            completionTokens: 5,
+          }),
+        },
+      ]);
       await page.said("run_start", "approval_requested", "run_end", "approval_decided", "run_resumed", "run_end");
-      expect(page.heard[5]).toMatchObject({ runId: "run_1", stopReason: "final", output: "Wiped.", steps: 2, usage: { promptTokens: 30, completionTokens: 5, totalTokens: 35 } });
+      expect(page.heard[5]).toMatchObject({
+        runId: "run_1",
+        stopReason: "final",
+        output: "Wiped.",
+        steps: 2,
+        usage: { promptTokens: 30, completionTokens: 5, totalTokens: 35 },
+      });
       page.stop();
     });
 
@@ -87,23 +139,42 @@ for (const target of TARGETS) {
       const { store, events } = await open();
       const page = follow(events.hub, "web:s2");
       const pipeline = (stage: number) => ({ name: "triage", runId: "run_p1", stage, stages: 2 });
-      await store.record([{ kind: "start_run", run: { ...runRecord("run_p1", "web:s2", "web:ann", "triage this"), pipeline: pipeline(1) } }]);
+      await store.record([
+        {
+          kind: "start_run",
+          run: { ...runRecord("run_p1", "web:s2", "web:ann", "triage this"), pipeline: pipeline(1) },
+        },
+      ]);
       await page.said("run_start");
 
       let ended = false;
       const stream = events.hub.watchRun("run_p1", { event: () => {}, end: () => (ended = true) }, "web:s2");
       expect(stream).toBeDefined();
       await store.record([
-        { kind: "start_run", run: { ...runRecord("run_sub", "web:s2", "web:ann", "look it up"), parent: { runId: "run_p1", toolCallId: "call_x" } } },
+        {
+          kind: "start_run",
+          run: {
+            ...runRecord("run_sub", "web:s2", "web:ann", "look it up"),
+            parent: { runId: "run_p1", toolCallId: "call_x" },
+          },
+        },
         { kind: "end_run", outcome: outcomeOf("run_sub", { status: "final", output: "Found." }) },
         { kind: "end_run", outcome: outcomeOf("run_p1", { status: "final", output: "Stage one." }) },
-        { kind: "start_run", run: { ...runRecord("run_p2", "web:s2", "web:ann", "Stage one."), pipeline: pipeline(2) } },
+        {
+          kind: "start_run",
+          run: { ...runRecord("run_p2", "web:s2", "web:ann", "Stage one."), pipeline: pipeline(2) },
+        },
       ]);
       await page.said("run_start", "run_start");
-      expect(page.heard[1]).toMatchObject({ runId: "run_p2", pipeline: { name: "triage", runId: "run_p1", stage: 2, stages: 2 } });
+      expect(page.heard[1]).toMatchObject({
+        runId: "run_p2",
+        pipeline: { name: "triage", runId: "run_p1", stage: 2, stages: 2 },
+      });
       expect(ended).toBe(false);
 
-      await store.record([{ kind: "end_run", outcome: outcomeOf("run_p2", { status: "final", output: "Dear customer." }) }]);
+      await store.record([
+        { kind: "end_run", outcome: outcomeOf("run_p2", { status: "final", output: "Dear customer." }) },
+      ]);
       await page.said("run_start", "run_start", "run_end");
       expect(page.heard[2]).toMatchObject({ runId: "run_p2", output: "Dear customer." });
       await vi.waitFor(() => expect(ended).toBe(true), WAIT); // followed by the first stage's id, as POST /api/runs gave it
@@ -117,31 +188,108 @@ for (const target of TARGETS) {
       await page.said("run_start");
       // The reply commits before its tool runs: the step is shown, and its call as running.
       const asked = [{ id: "call_1", name: "lookup", arguments: '{"q":"orders"}' }];
-      await store.record([{ kind: "step", step: stepOf("run_steps", 1, { content: null, promptTokens: 120, completionTokens: 9, latencyMs: 40.4, reasoning: "Look it up first.", requestedCalls: asked }) }]);
+      await store.record([
+        {
+          kind: "step",
+          step: stepOf("run_steps", 1, {
+            content: null,
+            promptTokens: 120,
+            completionTokens: 9,
+            latencyMs: 40.4,
+            reasoning: "Look it up first.",
+            requestedCalls: asked,
+          }),
+        },
+      ]);
       await page.said("run_start", "model_end", "tool_start");
-      expect(page.heard[1]).toMatchObject({ type: "model_end", runId: "run_steps", step: 1, promptTokens: 120, completionTokens: 9, latencyMs: 40, reasoning: "Look it up first." });
-      expect(page.heard[2]).toEqual({ type: "tool_start", runId: "run_steps", step: 1, toolCallId: "call_1", name: "lookup", arguments: { q: "orders" } });
+      expect(page.heard[1]).toMatchObject({
+        type: "model_end",
+        runId: "run_steps",
+        step: 1,
+        promptTokens: 120,
+        completionTokens: 9,
+        latencyMs: 40,
+        reasoning: "Look it up first.",
+      });
+      expect(page.heard[2]).toEqual({
+        type: "tool_start",
+        runId: "run_steps",
+        step: 1,
+        toolCallId: "call_1",
+        name: "lookup",
+        arguments: { q: "orders" },
+      });
 
       await store.record([
         { kind: "tool_calls", runId: "run_steps", step: 1, records: [toolCall("call_1", "lookup")] },
-        { kind: "note", runId: "run_steps", step: 1, text: "'lookup' returned exactly the same result as its previous call." },
+        {
+          kind: "note",
+          runId: "run_steps",
+          step: 1,
+          text: "'lookup' returned exactly the same result as its previous call.",
+        },
       ]);
       await page.said("run_start", "model_end", "tool_start", "tool_end", "note");
-      expect(page.heard[3]).toMatchObject({ type: "tool_end", step: 1, record: { id: "call_1", name: "lookup", envelope: { status: "success", data: { rows: 3 } }, durationMs: 7 } });
+      expect(page.heard[3]).toMatchObject({
+        type: "tool_end",
+        step: 1,
+        record: { id: "call_1", name: "lookup", envelope: { status: "success", data: { rows: 3 } }, durationMs: 7 },
+      });
       expect(page.heard[3]).not.toHaveProperty("record.content"); // what the model read stays in the trace
-      expect(page.heard[4]).toMatchObject({ type: "note", step: 1, text: expect.stringContaining("exactly the same result") });
+      expect(page.heard[4]).toMatchObject({
+        type: "note",
+        step: 1,
+        text: expect.stringContaining("exactly the same result"),
+      });
 
       // A call that waits for an approval is not running: the pause shows its card, not a running call.
       await store.record([
-        { kind: "step", step: stepOf("run_steps", 2, { content: null, requestedCalls: [{ id: "call_2", name: "post_notice", arguments: "{}" }] }) },
-        { kind: "end_run", outcome: outcomeOf("run_steps", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_2", hash: "hash-call_2" }) }) },
-        { kind: "open_approvals", requests: [approvalRequest("run_steps", "web:s5", "call_2", "web:ann")], ttlSeconds: 3_600 },
+        {
+          kind: "step",
+          step: stepOf("run_steps", 2, {
+            content: null,
+            requestedCalls: [{ id: "call_2", name: "post_notice", arguments: "{}" }],
+          }),
+        },
+        {
+          kind: "end_run",
+          outcome: outcomeOf("run_steps", {
+            status: "awaiting_approval",
+            output: "Waiting",
+            paused: pausedWaitingFor({ id: "call_2", hash: "hash-call_2" }),
+          }),
+        },
+        {
+          kind: "open_approvals",
+          requests: [approvalRequest("run_steps", "web:s5", "call_2", "web:ann")],
+          ttlSeconds: 3_600,
+        },
       ]);
-      await page.said("run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end");
+      await page.said(
+        "run_start",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "note",
+        "model_end",
+        "approval_requested",
+        "run_end",
+      );
 
       // Approved: the run resumes and the call runs.
       await store.record([{ kind: "resume_run", runId: "run_steps" }]);
-      await page.said("run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end", "run_resumed", "tool_start");
+      await page.said(
+        "run_start",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "note",
+        "model_end",
+        "approval_requested",
+        "run_end",
+        "run_resumed",
+        "tool_start",
+      );
       expect(page.heard[9]).toMatchObject({ type: "tool_start", step: 2, toolCallId: "call_2", name: "post_notice" });
       // Its result, the last step and the end land in one commit: the step comes before the end.
       await store.record([
@@ -149,7 +297,21 @@ for (const target of TARGETS) {
         { kind: "step", step: stepOf("run_steps", 3, { content: "There are 3." }) },
         { kind: "end_run", outcome: outcomeOf("run_steps", { status: "final", output: "There are 3.", steps: 3 }) },
       ]);
-      const all = ["run_start", "model_end", "tool_start", "tool_end", "note", "model_end", "approval_requested", "run_end", "run_resumed", "tool_start", "tool_end", "model_end", "run_end"];
+      const all = [
+        "run_start",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "note",
+        "model_end",
+        "approval_requested",
+        "run_end",
+        "run_resumed",
+        "tool_start",
+        "tool_end",
+        "model_end",
+        "run_end",
+      ];
       await page.said(...all);
       expect(page.heard[11]).toMatchObject({ type: "model_end", step: 3 });
       await pause(100); // several beats: nothing is sent twice
@@ -183,21 +345,44 @@ for (const target of TARGETS) {
       await page.said("run_start");
       between = () =>
         real.record([
-          { kind: "step", step: stepOf("run_skew", 1, { content: null, requestedCalls: [{ id: "call_9", name: "post_notice", arguments: "{}" }] }) },
-          { kind: "end_run", outcome: outcomeOf("run_skew", { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor({ id: "call_9", hash: "hash-call_9" }) }) },
-          { kind: "open_approvals", requests: [approvalRequest("run_skew", "web:s7", "call_9", "web:ann")], ttlSeconds: 3_600 },
+          {
+            kind: "step",
+            step: stepOf("run_skew", 1, {
+              content: null,
+              requestedCalls: [{ id: "call_9", name: "post_notice", arguments: "{}" }],
+            }),
+          },
+          {
+            kind: "end_run",
+            outcome: outcomeOf("run_skew", {
+              status: "awaiting_approval",
+              output: "Waiting",
+              paused: pausedWaitingFor({ id: "call_9", hash: "hash-call_9" }),
+            }),
+          },
+          {
+            kind: "open_approvals",
+            requests: [approvalRequest("run_skew", "web:s7", "call_9", "web:ann")],
+            ttlSeconds: 3_600,
+          },
         ]);
       await page.said("run_start", "model_end", "approval_requested", "run_end");
       expect(between).toBeUndefined(); // the commit did land between the two reads
       await pause(100); // several beats: no call shown running afterwards either
-      expect(page.heard.map((event) => event.type)).toEqual(["run_start", "model_end", "approval_requested", "run_end"]);
+      expect(page.heard.map((event) => event.type)).toEqual([
+        "run_start",
+        "model_end",
+        "approval_requested",
+        "run_end",
+      ]);
       page.stop();
     });
 
     it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an older step or an ended run", async () => {
       const { store, events } = await open();
       const page = follow(events.hub, "web:s6");
-      const text = (runId: string, step: number, piece: string) => store.publishText({ sessionId: "web:s6", runId, step, text: piece });
+      const text = (runId: string, step: number, piece: string) =>
+        store.publishText({ sessionId: "web:s6", runId, step, text: piece });
       // Text that comes before the page knows the run: the run is read at once, its stored step sent, then the text.
       await store.record([
         { kind: "start_run", run: runRecord("run_text", "web:s6", "web:ann", "look it up") },
@@ -208,7 +393,9 @@ for (const target of TARGETS) {
       await text("run_text", 2, "rows ");
       await vi.waitFor(() => expect(streamed()).toBe("Three rows "), WAIT);
       // (the second piece may come with the first or after it, as the reading falls)
-      expect(page.heard.map((event) => event.type).join()).toMatch(/^run_start,model_end,model_start,model_delta(,model_delta)?$/);
+      expect(page.heard.map((event) => event.type).join()).toMatch(
+        /^run_start,model_end,model_start,model_delta(,model_delta)?$/,
+      );
       expect(page.heard[2]).toEqual({ type: "model_start", runId: "run_text", step: 2 });
       expect(page.heard[3]).toMatchObject({ type: "model_delta", runId: "run_text", step: 2 });
       // Read as running: each piece as it comes.
@@ -217,16 +404,29 @@ for (const target of TARGETS) {
       await vi.waitFor(() => expect(page.heard.length).toBe(before + 1), WAIT);
       expect(page.heard[before]).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: "came back." });
       // The step stored and sent as ended: its text may still come (a worker sends a held-back answer with its step).
-      await store.record([{ kind: "step", step: stepOf("run_text", 2, { content: "Three rows came back. Done.", requestedCalls: [] }) }]);
+      await store.record([
+        { kind: "step", step: stepOf("run_text", 2, { content: "Three rows came back. Done.", requestedCalls: [] }) },
+      ]);
       await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "model_end", step: 2 }), WAIT);
       await text("run_text", 2, " Done.");
-      await vi.waitFor(() => expect(page.heard.at(-1)).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: " Done." }), WAIT);
+      await vi.waitFor(
+        () => expect(page.heard.at(-1)).toEqual({ type: "model_delta", runId: "run_text", step: 2, text: " Done." }),
+        WAIT,
+      );
       // Text of a step older than the one shown is stale.
       await text("run_text", 1, "(late)");
       // Another session's text, and text for a run nobody here follows, reach nobody.
       await store.publishText({ sessionId: "web:elsewhere", runId: "run_other", step: 1, text: "not yours" });
-      await store.record([{ kind: "end_run", outcome: outcomeOf("run_text", { status: "final", output: "Three rows came back. Done.", steps: 2 }) }]);
-      await vi.waitFor(() => expect(page.heard.at(-1)).toMatchObject({ type: "run_end", output: "Three rows came back. Done." }), WAIT);
+      await store.record([
+        {
+          kind: "end_run",
+          outcome: outcomeOf("run_text", { status: "final", output: "Three rows came back. Done.", steps: 2 }),
+        },
+      ]);
+      await vi.waitFor(
+        () => expect(page.heard.at(-1)).toMatchObject({ type: "run_end", output: "Three rows came back. Done." }),
+        WAIT,
+      );
       const ended = page.heard.length;
       await text("run_text", 3, "after the end");
       // A few beats later nothing more came: the late pieces were dropped.
@@ -260,7 +460,9 @@ for (const target of TARGETS) {
       const page = follow(events.hub, "web:s4");
       await page.said("run_start");
       expect(page.heard[0]).toMatchObject({ runId: "run_now" });
-      await store.record([{ kind: "end_run", outcome: outcomeOf("run_now", { status: "cancelled", output: "Stopped." }) }]);
+      await store.record([
+        { kind: "end_run", outcome: outcomeOf("run_now", { status: "cancelled", output: "Stopped." }) },
+      ]);
       await page.said("run_start", "run_end");
       expect(page.heard[1]).toMatchObject({ runId: "run_now", stopReason: "cancelled" });
       page.stop();

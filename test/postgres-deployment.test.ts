@@ -12,10 +12,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { startScriptedModelServer, type ChatCompletionRequestBody, type ScriptedModelServer, type ScriptedReply } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL, type TestDatabase } from "./fixtures/queue-database.js";
 import { startRoleProcess, type RoleProcess } from "./fixtures/role-processes.js";
-import { collectPageErrors, DESKTOP, getJson, launchChromium, postJson, readEvents, typesOf, VISIBLE } from "./web-helpers.js";
+import {
+  collectPageErrors,
+  DESKTOP,
+  getJson,
+  launchChromium,
+  postJson,
+  readEvents,
+  typesOf,
+  VISIBLE,
+} from "./web-helpers.js";
 
 const WAIT = { timeout: 30_000, interval: 100 };
 const ALICE = "alice-token-for-the-deployment-test";
@@ -29,7 +43,10 @@ function reply(body: ChatCompletionRequestBody): ScriptedReply {
   const last = body.messages.at(-1);
   const asked = String(body.messages.findLast((message) => message.role === "user")?.content ?? "");
   if (asked.includes("forever")) return { hang: true };
-  if (last?.role === "user") return asked.includes("cache") ? { toolCalls: [{ name: "wipe_cache", arguments: "{}" }] } : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] };
+  if (last?.role === "user")
+    return asked.includes("cache")
+      ? { toolCalls: [{ name: "wipe_cache", arguments: "{}" }] }
+      : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] };
   if (asked.includes("cache")) return { content: `done: ${lastText(body).includes("wiped") ? "wiped" : "not wiped"}.` };
   const answer = `It is ${/"result":(\d+)/.exec(lastText(body))?.[1] ?? "unknown"}.`;
   return body.stream ? slowStream(["It is ", answer.slice("It is ".length)]) : { content: answer };
@@ -40,7 +57,11 @@ function slowStream(pieces: string[]): ScriptedReply {
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
     `data: ${JSON.stringify({ id: "chatcmpl-slow", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
   const usage = `data: ${JSON.stringify({ id: "chatcmpl-slow", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [], usage: { prompt_tokens: 20, completion_tokens: 4, total_tokens: 24 } })}\n\n`;
-  const body = [chunk({ role: "assistant", content: "" }), ...pieces.map((content) => chunk({ content })), chunk({}, "stop") + usage + "data: [DONE]\n\n"];
+  const body = [
+    chunk({ role: "assistant", content: "" }),
+    ...pieces.map((content) => chunk({ content })),
+    `${chunk({}, "stop") + usage}data: [DONE]\n\n`,
+  ];
   return { raw: { body, contentType: "text/event-stream", partGapMs: 400 } };
 }
 
@@ -82,7 +103,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     });
     processes.push(bot);
     const started = await bot.line((line) => /^glassbox on PostgreSQL/.test(line.msg));
-    expect(started.msg).toContain(`(schema ${SCHEMA}), everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)`);
+    expect(started.msg).toContain(
+      `(schema ${SCHEMA}), everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)`,
+    );
     expect(started).toMatchObject({ role: "all", store: "postgresql" });
     const base = (started.chat as string).replace(/\/$/, "");
     const alice = { authorization: `Bearer ${ALICE}` };
@@ -92,7 +115,10 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     let accepted: { status: number; body: Record<string, unknown> } | undefined;
     const live = await readEvents(`${base}/api/sessions/web:maths/events`, {
       headers: alice,
-      onOpen: () => void postJson(`${base}/api/runs`, { session: "maths", input: "What is 6*7?" }, alice).then((answer) => (accepted = answer)),
+      onOpen: () =>
+        void postJson(`${base}/api/runs`, { session: "maths", input: "What is 6*7?" }, alice).then(
+          (answer) => (accepted = answer),
+        ),
       until: (event) => event.type === "run_end",
       timeoutMs: WAIT.timeout,
     });
@@ -103,10 +129,18 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     // (The answer's text comes too, in one piece: this is the worker's first answer, which its model layer
     // holds back to its end, as it cannot yet tell this server's answers from thinking. It may come after
     // the answering call's end, or not at all if the run had ended when the piece came.)
-    const shown = live.events.filter((event) => !["tool_start", "model_start", "model_delta"].includes(event.event.type));
+    const shown = live.events.filter(
+      (event) => !["tool_start", "model_start", "model_delta"].includes(event.event.type),
+    );
     expect(typesOf(shown)).toEqual(["run_start", "model_end", "tool_end", "model_end", "run_end"]);
-    expect(typesOf(live.events).join()).toMatch(/^run_start,model_end,(tool_start,)?tool_end,(model_start,model_delta,)?model_end,(model_start,model_delta,)?run_end$/);
-    expect(shown[2]?.event).toMatchObject({ runId, step: 1, record: { name: "calculator", envelope: { status: "success" } } });
+    expect(typesOf(live.events).join()).toMatch(
+      /^run_start,model_end,(tool_start,)?tool_end,(model_start,model_delta,)?model_end,(model_start,model_delta,)?run_end$/,
+    );
+    expect(shown[2]?.event).toMatchObject({
+      runId,
+      step: 1,
+      record: { name: "calculator", envelope: { status: "success" } },
+    });
     expect(shown[4]?.event).toMatchObject({ runId, stopReason: "final", output: "It is 42.", steps: 2 });
 
     // The next answer streams: its text comes as the worker's model writes it (a piece 400 ms apart
@@ -118,16 +152,27 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
       timeoutMs: WAIT.timeout,
     });
     const second = again.events.filter(({ event }) => event.runId !== runId);
-    expect(typesOf(second).join()).toMatch(/^run_start,model_end,(tool_start,)?tool_end,model_start,(model_delta,)+(model_end,)?(model_delta,)*run_end$/);
+    expect(typesOf(second).join()).toMatch(
+      /^run_start,model_end,(tool_start,)?tool_end,model_start,(model_delta,)+(model_end,)?(model_delta,)*run_end$/,
+    );
     const streamed = second.flatMap(({ event }) => (event.type === "model_delta" ? [event] : []));
     expect(streamed.map((event) => event.text).join("")).toBe("It is 42.");
     expect(streamed.every((event) => event.step === 2)).toBe(true);
 
     const run = await getJson<Record<string, unknown>>(`${base}/api/runs/${runId}`, alice);
-    expect(run).toMatchObject({ status: 200, body: { runId, status: "final", done: true, output: "It is 42.", userId: "web:alice", sessionId: "web:maths" } });
-    const steps = await getJson<{ steps: Array<{ step: number; toolCalls: Array<{ name: string }> }> }>(`${base}/api/runs/${runId}/steps`, alice);
+    expect(run).toMatchObject({
+      status: 200,
+      body: { runId, status: "final", done: true, output: "It is 42.", userId: "web:alice", sessionId: "web:maths" },
+    });
+    const steps = await getJson<{ steps: Array<{ step: number; toolCalls: Array<{ name: string }> }> }>(
+      `${base}/api/runs/${runId}/steps`,
+      alice,
+    );
     expect(steps.body.steps.map((step) => step.toolCalls.map((call) => call.name))).toEqual([["calculator"], []]);
-    const sent = await getJson<{ messages: Array<{ role: string; content: unknown }> }>(`${base}/api/runs/${runId}/steps/1/payload`, alice);
+    const sent = await getJson<{ messages: Array<{ role: string; content: unknown }> }>(
+      `${base}/api/runs/${runId}/steps/1/payload`,
+      alice,
+    );
     expect(sent.body.messages.at(-1)).toMatchObject({ role: "user", content: "What is 6*7?" });
     const sessions = await getJson<{ sessions: Array<{ id: string }> }>(`${base}/api/sessions`, alice);
     expect(sessions.body.sessions.map((session) => session.id)).toEqual(["web:maths"]);
@@ -144,7 +189,17 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     // Everything runs here, the model too: the trace viewer's replay re-runs the run on it (its tools answered from the recording).
     const before = model.requests.length;
     const replayed = await postJson(`${base}/api/runs/${runId}/replay`, {}, alice);
-    expect(replayed).toMatchObject({ status: 200, body: { runId, original: { output: "It is 42." }, replay: { output: "It is 42." }, sameToolCalls: true, sameAnswer: true, notRecorded: 0 } });
+    expect(replayed).toMatchObject({
+      status: 200,
+      body: {
+        runId,
+        original: { output: "It is 42." },
+        replay: { output: "It is 42." },
+        sameToolCalls: true,
+        sameAnswer: true,
+        notRecorded: 0,
+      },
+    });
     expect(model.requests.length).toBe(before + 2);
     expect((await postJson(`${base}/api/runs/${runId}/replay`, {}, bob)).status).toBe(404);
 
@@ -161,10 +216,15 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     await vi.waitFor(async () => expect((await getJson(slowRun, alice)).body.status).toBe("running"), WAIT);
     expect(await postJson(`${slowRun}/cancel`, {}, bob)).toMatchObject({ status: 404 });
     expect(await postJson(`${slowRun}/cancel`, {}, alice)).toMatchObject({ status: 202, body: { cancelling: true } });
-    await vi.waitFor(async () => expect((await getJson(slowRun, alice)).body).toMatchObject({ status: "cancelled", done: true }), WAIT);
+    await vi.waitFor(
+      async () => expect((await getJson(slowRun, alice)).body).toMatchObject({ status: "cancelled", done: true }),
+      WAIT,
+    );
 
     // The run is in PostgreSQL, in the schema asked for, and no SQLite file was made beside it.
-    const stored = await database.pool.query<{ status: string }>(`select status from ${SCHEMA}.runs where id = $1`, [runId]);
+    const stored = await database.pool.query<{ status: string }>(`select status from ${SCHEMA}.runs where id = $1`, [
+      runId,
+    ]);
     expect(stored.rows).toEqual([{ status: "final" }]);
     expect(existsSync(sqlite)).toBe(false);
     expect(bot.lines.filter((line) => line.level >= 50)).toEqual([]);
@@ -173,10 +233,20 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
 
   it("GLASSBOX_ROLE=ingress beside one worker: the chat page asks, approves and answers, and the trace viewer shows the worker's run", async () => {
     const { database, model, sqlite } = await setUp();
-    const shared = { GLASSBOX_DATABASE_URL: database.url, GLASSBOX_DATABASE_SCHEMA: SCHEMA, GLASSBOX_DB: sqlite, LLM_MODEL: "gpt-4o-mini" };
+    const shared = {
+      GLASSBOX_DATABASE_URL: database.url,
+      GLASSBOX_DATABASE_SCHEMA: SCHEMA,
+      GLASSBOX_DB: sqlite,
+      LLM_MODEL: "gpt-4o-mini",
+    };
     const [ingress, worker] = await Promise.all([
       startRoleProcess("ingress", { ...shared, GLASSBOX_WEB_PORT: "0" }),
-      startRoleProcess("worker", { ...shared, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test-deployment", GLASSBOX_TOOLS: new URL("./fixtures/worker-tools.ts", import.meta.url).pathname }),
+      startRoleProcess("worker", {
+        ...shared,
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: "sk-test-deployment",
+        GLASSBOX_TOOLS: new URL("./fixtures/worker-tools.ts", import.meta.url).pathname,
+      }),
       launchChromium().then((launched) => (browser = launched)),
     ]);
     processes.push(ingress, worker as RoleProcess);
@@ -197,11 +267,20 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     // The worker's tool call, read back from its stored step: shown in the activity, after the approval, before the answer.
     const activity = chat.locator(".message.assistant .activity");
     await activity.locator(".tool.ok", { hasText: "wipe_cache" }).waitFor(VISIBLE);
-    expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual(["approval-item", "tool ok"]);
+    expect(await activity.locator("li").evaluateAll((items) => items.map((item) => item.className))).toEqual([
+      "approval-item",
+      "tool ok",
+    ]);
     expect(model.requests).toHaveLength(2); // both calls were the worker's: ingress has no model
     const ran = await chat.locator(".message.assistant").first().getAttribute("data-run-id");
     // Ingress loads no tools: it names the live worker's, as the worker recorded them, and suggests what they can do.
-    await vi.waitFor(async () => expect((await getJson<{ tools: string[]; hints: string[] }>(`${chatUrl}api/info`)).body.tools).toContain("wipe_cache"), WAIT);
+    await vi.waitFor(
+      async () =>
+        expect((await getJson<{ tools: string[]; hints: string[] }>(`${chatUrl}api/info`)).body.tools).toContain(
+          "wipe_cache",
+        ),
+      WAIT,
+    );
     expect((await getJson<{ hints: string[] }>(`${chatUrl}api/info`)).body.hints.length).toBeGreaterThan(0);
     const refused = await postJson(`${chatUrl}api/runs/${String(ran)}/replay`, {}); // nor does it replay
     expect(refused).toMatchObject({ status: 503, body: { error: expect.stringContaining("does not replay runs") } });

@@ -69,15 +69,23 @@ for (const [name, available, open] of implementations) {
       harness = undefined;
     });
 
-    const turn = (conversation: string, key: string, script: TurnScript = {}): Turn => ({ conversation, key, payload: { ...script } });
+    const turn = (conversation: string, key: string, script: TurnScript = {}): Turn => ({
+      conversation,
+      key,
+      payload: { ...script },
+    });
     async function start(concurrency: number) {
       harness ??= await open();
       const recorder = memoryRecorder();
       const errors: Array<{ error: unknown; turn: Turn }> = [];
-      const worker: QueueWorker = await harness.queue.work(createTurnHandler(recorder), { concurrency, onError: (error, failed) => errors.push({ error, turn: failed }) });
+      const worker: QueueWorker = await harness.queue.work(createTurnHandler(recorder), {
+        concurrency,
+        onError: (error, failed) => errors.push({ error, turn: failed }),
+      });
       return { harness, recorder, worker, errors };
     }
-    const ended = (effects: Effect[], key: string) => effects.some((effect) => effect.key === key && (effect.kind === "end" || effect.kind === "paused"));
+    const ended = (effects: Effect[], key: string) =>
+      effects.some((effect) => effect.key === key && (effect.kind === "end" || effect.kind === "paused"));
     async function until(check: () => boolean) {
       while (!check()) await sleep(10);
     }
@@ -86,7 +94,9 @@ for (const [name, available, open] of implementations) {
       // More slots than conversations: a second turn of a busy conversation would find a free one.
       const { harness, recorder } = await start(4);
       const keys = (conversation: string) => Array.from({ length: 5 }, (_, index) => `${conversation}-${index}`);
-      for (let index = 0; index < 5; index++) for (const conversation of ["a", "b", "c"]) await harness.queue.enqueue(turn(conversation, `${conversation}-${index}`, { sleepMs: 20 }));
+      for (let index = 0; index < 5; index++)
+        for (const conversation of ["a", "b", "c"])
+          await harness.queue.enqueue(turn(conversation, `${conversation}-${index}`, { sleepMs: 20 }));
       await until(() => recorder.effects.filter((effect) => effect.kind === "end").length === 15);
       for (const conversation of ["a", "b", "c"]) {
         const own = recorder.effects.filter((effect) => effect.conversation === conversation);
@@ -95,7 +105,16 @@ for (const [name, available, open] of implementations) {
         expect(own.filter((effect) => effect.kind === "start").map((effect) => effect.key)).toEqual(keys(conversation));
       }
       // The conversations did run side by side: some turn started while another conversation's was running.
-      const overlapped = recorder.effects.some((effect, index) => effect.kind === "start" && recorder.effects.slice(0, index).filter((before) => before.conversation !== effect.conversation && before.kind === "start").length > recorder.effects.slice(0, index).filter((before) => before.conversation !== effect.conversation && before.kind === "end").length);
+      const overlapped = recorder.effects.some(
+        (effect, index) =>
+          effect.kind === "start" &&
+          recorder.effects
+            .slice(0, index)
+            .filter((before) => before.conversation !== effect.conversation && before.kind === "start").length >
+            recorder.effects
+              .slice(0, index)
+              .filter((before) => before.conversation !== effect.conversation && before.kind === "end").length,
+      );
       expect(overlapped).toBe(true);
     });
 
@@ -105,10 +124,18 @@ for (const [name, available, open] of implementations) {
       await harness.queue.enqueue(turn("slow", "slow-2"));
       for (const key of ["quick-1", "quick-2", "quick-3"]) await harness.queue.enqueue(turn("quick", key));
       await until(() => ended(recorder.effects, "quick-3"));
-      expect(recorder.effects.filter((effect) => effect.conversation === "slow").map((effect) => `${effect.key}:${effect.kind}`)).toEqual(["slow-1:start"]);
+      expect(
+        recorder.effects
+          .filter((effect) => effect.conversation === "slow")
+          .map((effect) => `${effect.key}:${effect.kind}`),
+      ).toEqual(["slow-1:start"]);
       recorder.open("slow");
       await until(() => ended(recorder.effects, "slow-2"));
-      expect(recorder.effects.filter((effect) => effect.conversation === "slow").map((effect) => `${effect.key}:${effect.kind}`)).toEqual(["slow-1:start", "slow-1:end", "slow-2:start", "slow-2:end"]);
+      expect(
+        recorder.effects
+          .filter((effect) => effect.conversation === "slow")
+          .map((effect) => `${effect.key}:${effect.kind}`),
+      ).toEqual(["slow-1:start", "slow-1:end", "slow-2:start", "slow-2:end"]);
     });
 
     it("a turn that ends at a pause holds no worker, and the click's resume runs later on any worker", async () => {
@@ -137,7 +164,11 @@ for (const [name, available, open] of implementations) {
       await harness.queue.enqueue(turn("dup", "event-2"));
       recorder.open("dup");
       await until(() => ended(recorder.effects, "event-2"));
-      expect(recorder.effects.filter((effect) => effect.conversation === "dup").map((effect) => `${effect.key}:${effect.kind}`)).toEqual(["event-1:start", "event-1:end", "event-2:start", "event-2:end"]);
+      expect(
+        recorder.effects
+          .filter((effect) => effect.conversation === "dup")
+          .map((effect) => `${effect.key}:${effect.kind}`),
+      ).toEqual(["event-1:start", "event-1:end", "event-2:start", "event-2:end"]);
     });
 
     it("a turn enqueued in a transaction exists only if the transaction commits", async () => {
@@ -146,14 +177,24 @@ for (const [name, available, open] of implementations) {
       await harness.enqueueInTransaction([turn("tx", "committed")], "commit");
       // A rolled-back turn would have run first (it was enqueued first, in the same conversation).
       await until(() => ended(recorder.effects, "committed"));
-      expect(recorder.effects.filter((effect) => effect.conversation === "tx").map((effect) => effect.key)).toEqual(["committed", "committed"]);
+      expect(recorder.effects.filter((effect) => effect.conversation === "tx").map((effect) => effect.key)).toEqual([
+        "committed",
+        "committed",
+      ]);
     });
 
     it("turns enqueued in one transaction run in the order they were enqueued", async () => {
       const { harness, recorder } = await start(2);
       const keys = ["t-1", "t-2", "t-3", "t-4", "t-5", "t-6"];
-      await harness.enqueueInTransaction(keys.map((key) => turn("same-transaction", key)), "commit");
-      await until(() => ended(recorder.effects, "t-6") && recorder.effects.filter((effect) => effect.kind === "end").length === keys.length);
+      await harness.enqueueInTransaction(
+        keys.map((key) => turn("same-transaction", key)),
+        "commit",
+      );
+      await until(
+        () =>
+          ended(recorder.effects, "t-6") &&
+          recorder.effects.filter((effect) => effect.kind === "end").length === keys.length,
+      );
       expect(recorder.effects.filter((effect) => effect.kind === "start").map((effect) => effect.key)).toEqual(keys);
     });
 
@@ -163,15 +204,23 @@ for (const [name, available, open] of implementations) {
       await harness.queue.enqueue(turn("flaky", "flaky-2", { failAttempts: 5 }));
       await harness.queue.enqueue(turn("flaky", "flaky-3"));
       await until(() => ended(recorder.effects, "flaky-3"));
-      const starts = recorder.effects.filter((effect) => effect.conversation === "flaky" && effect.kind === "start").map((effect) => effect.key);
+      const starts = recorder.effects
+        .filter((effect) => effect.conversation === "flaky" && effect.kind === "start")
+        .map((effect) => effect.key);
       expect(starts).toEqual(["flaky-1", "flaky-1", "flaky-1", "flaky-2", "flaky-2", "flaky-2", "flaky-3"]);
-      expect(errors.map(({ turn: failed, error }) => `${failed.key}: ${(error as Error).message}`)).toEqual(["flaky-2: attempt 3 of flaky-2 fails, as scripted"]);
+      expect(errors.map(({ turn: failed, error }) => `${failed.key}: ${(error as Error).message}`)).toEqual([
+        "flaky-2: attempt 3 of flaky-2 fails, as scripted",
+      ]);
     });
 
     it("refuses a turn without a key or with a payload past the limit, in one sentence", async () => {
       harness = await open();
-      await expect(harness.queue.enqueue(turn("c", ""))).rejects.toThrow("a turn needs a key (its event id) of 1 to 1000 characters");
-      await expect(harness.queue.enqueue({ conversation: "c", key: "big", payload: { text: "x".repeat(20_000) } })).rejects.toThrow(/at most 16384 bytes of JSON; keep content in the store/);
+      await expect(harness.queue.enqueue(turn("c", ""))).rejects.toThrow(
+        "a turn needs a key (its event id) of 1 to 1000 characters",
+      );
+      await expect(
+        harness.queue.enqueue({ conversation: "c", key: "big", payload: { text: "x".repeat(20_000) } }),
+      ).rejects.toThrow(/at most 16384 bytes of JSON; keep content in the store/);
     });
   });
 }

@@ -24,20 +24,34 @@ for (const target of TARGETS) {
     const { open } = useContract(target);
 
     it("an agent made over a store port (createAgentConfig({ port })) opens no SQLite file and settles its calls in that store's ledger", async () => {
-      const server = await startServer({ script: () => ({ content: "ok", usage: { promptTokens: 4_000, completionTokens: 100 } }) });
+      const server = await startServer({
+        script: () => ({ content: "ok", usage: { promptTokens: 4_000, completionTokens: 100 } }),
+      });
       const directory = mkdtempSync(join(tmpdir(), "glassbox-port-agent-"));
       const port = await open();
-      const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_USER_DAILY_TOKENS: "1000" });
+      const config = loadConfig({
+        OPENAI_BASE_URL: server.url,
+        LLM_MODEL: "gpt-4o-mini",
+        GLASSBOX_DB: join(directory, "glassbox.db"),
+        GLASSBOX_USER_DAILY_TOKENS: "1000",
+      });
       const agent = await createAgentConfig(config, createLogger({ level: "silent" }), { port });
       try {
         expect(agent.port).toBe(port);
         expect("store" in agent).toBe(false); // the agent carries the port alone
         const conversations = createConversations(agent, agent.port, { dailyLimits: config.dailyLimits });
-        expect(await conversations.send({ input: "first", sessionId: "web:p1", userId: "U1" })).toMatchObject({ stopReason: "final" });
+        expect(await conversations.send({ input: "first", sessionId: "web:p1", userId: "U1" })).toMatchObject({
+          stopReason: "final",
+        });
         // The guard settled the call in this store: its ledger is at the cap for every handle.
         const elsewhere = await open();
-        expect(await elsewhere.reserveQuota({ userId: "U1", tokens: 1, cost: 0, limits: { tokens: 1_000 } })).toMatchObject({ kind: "at_cap", cap: "tokens", spentTokens: 4_100 });
-        expect(await conversations.send({ input: "second", sessionId: "web:p1", userId: "U1" })).toMatchObject({ stopReason: "error", error: { code: "quota" } });
+        expect(
+          await elsewhere.reserveQuota({ userId: "U1", tokens: 1, cost: 0, limits: { tokens: 1_000 } }),
+        ).toMatchObject({ kind: "at_cap", cap: "tokens", spentTokens: 4_100 });
+        expect(await conversations.send({ input: "second", sessionId: "web:p1", userId: "U1" })).toMatchObject({
+          stopReason: "error",
+          error: { code: "quota" },
+        });
         expect(server.requests).toHaveLength(1);
         expect((await port.runsOfSession("web:p1")).map((run) => run.status)).toEqual(["final"]); // refused before it started: no run
         expect(existsSync(join(directory, "glassbox.db"))).toBe(false);
@@ -48,7 +62,10 @@ for (const target of TARGETS) {
     });
 
     it("two guards on two handles, 20 calls each started together, spend at most one call past the cap; the rest are refused in one sentence", async () => {
-      const guards = [createSpendingGuard(await open(), { tokens: CAP }), createSpendingGuard(await open(), { tokens: CAP })];
+      const guards = [
+        createSpendingGuard(await open(), { tokens: CAP }),
+        createSpendingGuard(await open(), { tokens: CAP }),
+      ];
       const refusals: string[] = [];
       let admitted = 0;
       const oneCall = async (guard: (typeof guards)[number]) => {
@@ -67,7 +84,10 @@ for (const target of TARGETS) {
       expect(spent).toBeGreaterThanOrEqual(CAP); // the cap is used, not refused early
       expect(spent).toBeLessThanOrEqual(CAP + CALL.promptTokens + CALL.completionTokens);
       expect(refusals).toHaveLength(40 - admitted);
-      for (const refusal of refusals) expect(refusal).toMatch(/^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/);
+      for (const refusal of refusals)
+        expect(refusal).toMatch(
+          /^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/,
+        );
       // Another user has their own allowance, on either handle.
       const other = await guards[1]?.reserve("U2", CALL.promptTokens, "gpt-4o-mini");
       expect(other).toBeTypeOf("function");
@@ -77,9 +97,20 @@ for (const target of TARGETS) {
     it("a guard's reservation never settled holds room for the model call's time limit and the margin, then no longer", async () => {
       const store = await open();
       const limits = { tokens: 1_500 };
-      const settle = await createSpendingGuard(store, limits, {}, { callTimeoutMs: 5_000 }).reserve("U1", 400, "gpt-4o-mini");
+      const settle = await createSpendingGuard(store, limits, {}, { callTimeoutMs: 5_000 }).reserve(
+        "U1",
+        400,
+        "gpt-4o-mini",
+      );
       const hold = 5_000 + HOLD_MARGIN_MS;
-      const later = (ms: number) => store.reserveQuota({ userId: "U1", tokens: 400 + COMPLETION_ALLOWANCE_TOKENS, cost: 0, limits, now: new Date(Date.now() + ms) });
+      const later = (ms: number) =>
+        store.reserveQuota({
+          userId: "U1",
+          tokens: 400 + COMPLETION_ALLOWANCE_TOKENS,
+          cost: 0,
+          limits,
+          now: new Date(Date.now() + ms),
+        });
       expect(await later(hold - 2_000)).toEqual({ kind: "wait" });
       expect(await later(hold + 2_000)).toMatchObject({ kind: "reserved" });
       await settle();

@@ -24,7 +24,9 @@ describe("daily caps per user", () => {
   cleanUpAfterEach();
 
   async function setUp(dailyLimits: { tokens?: number; cost?: number }) {
-    const server = await startServer({ script: () => ({ content: "ok", usage: { promptTokens: 400_000, completionTokens: 100_000 } }) });
+    const server = await startServer({
+      script: () => ({ content: "ok", usage: { promptTokens: 400_000, completionTokens: 100_000 } }),
+    });
     const store = openTestStore();
     const model = testModel(server);
     const agent: AgentConfig = {
@@ -41,7 +43,9 @@ describe("daily caps per user", () => {
     expect((await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" })).stopReason).toBe("final");
     const refused = await conversations.send({ input: "second", sessionId: "web:a", userId: "U1" });
     expect(refused).toMatchObject({ stopReason: "error", steps: 0, error: { code: "quota" } });
-    expect(refused.output).toMatch(/^You have used your daily allowance of 300,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/);
+    expect(refused.output).toMatch(
+      /^You have used your daily allowance of 300,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/,
+    );
     expect(server.requests).toHaveLength(1);
     // Another user is not affected.
     expect((await conversations.send({ input: "hello", sessionId: "web:b", userId: "U2" })).stopReason).toBe("final");
@@ -73,12 +77,23 @@ describe("quotas hold under concurrency", () => {
     const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
     const call = { promptTokens: 150, completionTokens: 10 };
     const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
-    const config = loadConfig({ OPENAI_BASE_URL: server.url, GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_USER_DAILY_TOKENS: "2000" });
+    const config = loadConfig({
+      OPENAI_BASE_URL: server.url,
+      GLASSBOX_DB: join(directory, "glassbox.db"),
+      GLASSBOX_USER_DAILY_TOKENS: "2000",
+    });
     const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     try {
       const conversations = createConversations(agent, agent.store, { dailyLimits: config.dailyLimits });
-      const results = await Promise.all(Array.from({ length: 40 }, (_, index) => conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" })));
-      const spent = (agent.store.db.prepare("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM runs WHERE user_id = 'U1'").pluck().get() as number);
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" }),
+        ),
+      );
+      const spent = agent.store.db
+        .prepare("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM runs WHERE user_id = 'U1'")
+        .pluck()
+        .get() as number;
       expect(spent).toBeGreaterThan(2_000 - 160); // the cap is used, not refused early
       expect(spent).toBeLessThanOrEqual(2_000 + call.promptTokens + call.completionTokens);
       expect(server.requests.length).toBe(spent / 160);
@@ -86,10 +101,14 @@ describe("quotas hold under concurrency", () => {
       expect(refused.length).toBe(40 - server.requests.length);
       for (const result of refused) {
         expect(result).toMatchObject({ stopReason: "error", error: { code: "quota" } });
-        expect(result.output).toMatch(/^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/);
+        expect(result.output).toMatch(
+          /^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/,
+        );
       }
       // Another user still has their own allowance.
-      expect((await conversations.send({ input: "hello", sessionId: "web:other", userId: "U2" })).stopReason).toBe("final");
+      expect((await conversations.send({ input: "hello", sessionId: "web:other", userId: "U2" })).stopReason).toBe(
+        "final",
+      );
     } finally {
       await agent.close();
       rmSync(directory, { recursive: true, force: true });

@@ -59,12 +59,20 @@ const children = new Set<ChildProcessWithoutNullStreams>();
 const directories: string[] = [];
 
 function spawnFixture(script: string, args: string[]): Child {
-  const child = spawn(process.execPath, ["--import", "tsx", join(FIXTURES, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", join(FIXTURES, script), ...args], {
+    cwd: ROOT,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   children.add(child);
   const lines: Line[] = [];
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const waiters = new Set<{ predicate: (lines: Line[]) => boolean; resolve: (line: Line) => void; reject: (error: Error) => void; what: string }>();
+  const waiters = new Set<{
+    predicate: (lines: Line[]) => boolean;
+    resolve: (line: Line) => void;
+    reject: (error: Error) => void;
+    what: string;
+  }>();
   createInterface({ input: child.stdout }).on("line", (text) => {
     let line: Line;
     try {
@@ -82,7 +90,10 @@ function spawnFixture(script: string, args: string[]): Child {
   const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on("close", (code, signal) => {
       children.delete(child);
-      for (const waiter of waiters) waiter.reject(new Error(`${script} ended (code ${code}, signal ${signal}) before ${waiter.what}; stderr:\n${stderr}`));
+      for (const waiter of waiters)
+        waiter.reject(
+          new Error(`${script} ended (code ${code}, signal ${signal}) before ${waiter.what}; stderr:\n${stderr}`),
+        );
       waiters.clear();
       resolve({ code, signal });
     });
@@ -94,7 +105,8 @@ function spawnFixture(script: string, args: string[]): Child {
     closed,
     waitFor(predicate, what) {
       if (predicate(lines)) return Promise.resolve(lines.at(-1) as Line);
-      if (child.exitCode !== null || child.signalCode !== null) return Promise.reject(new Error(`${script} already ended before ${what}; stderr:\n${stderr}`));
+      if (child.exitCode !== null || child.signalCode !== null)
+        return Promise.reject(new Error(`${script} already ended before ${what}; stderr:\n${stderr}`));
       return new Promise((resolve, reject) => void waiters.add({ predicate, resolve, reject, what }));
     },
   };
@@ -141,7 +153,9 @@ function protocolProblems(messages: SentMessage[]): string[] {
       if (seen.has(toolCall.id)) problems.push(`#${index}: tool call ${toolCall.id} appears twice`);
       seen.add(toolCall.id);
       if (result?.role !== "tool" || result.tool_call_id !== toolCall.id) {
-        problems.push(`#${index}: call ${toolCall.id} is not followed by its result (found ${result?.role} ${result?.tool_call_id ?? ""})`);
+        problems.push(
+          `#${index}: call ${toolCall.id} is not followed by its result (found ${result?.role} ${result?.tool_call_id ?? ""})`,
+        );
       }
     });
     index += calls.length;
@@ -154,20 +168,30 @@ function duplicates(messages: SentMessage[]): string[] {
   const seen = new Set<string>();
   const twice: string[] = [];
   for (const message of messages) {
-    const key = JSON.stringify([message.role, message.content ?? null, message.tool_calls ?? null, message.tool_call_id ?? null]);
-    if (seen.has(key)) twice.push(`${message.role}: ${textOf(message).slice(0, 60) || JSON.stringify(message.tool_calls).slice(0, 60)}`);
+    const key = JSON.stringify([
+      message.role,
+      message.content ?? null,
+      message.tool_calls ?? null,
+      message.tool_call_id ?? null,
+    ]);
+    if (seen.has(key))
+      twice.push(`${message.role}: ${textOf(message).slice(0, 60) || JSON.stringify(message.tool_calls).slice(0, 60)}`);
     seen.add(key);
   }
   return twice;
 }
 
-const allText = (messages: SentMessage[]) => messages.map((message) => `${textOf(message)}\n${JSON.stringify(message.tool_calls ?? [])}`).join("\n");
+const allText = (messages: SentMessage[]) =>
+  messages.map((message) => `${textOf(message)}\n${JSON.stringify(message.tool_calls ?? [])}`).join("\n");
 const isSummaryRequest = (body: ChatCompletionRequestBody) => textOf(body.messages[0]) === SUMMARY_PROMPT;
 
 /** The run's own position in a request: its input (the last user message) and how many model steps it already took. */
 function runPosition(messages: SentMessage[]): { input: string; step: number } {
   const last = messages.findLastIndex((message) => message.role === "user");
-  return { input: textOf(messages[last]), step: messages.slice(last + 1).filter((message) => message.role === "assistant").length };
+  return {
+    input: textOf(messages[last]),
+    step: messages.slice(last + 1).filter((message) => message.role === "assistant").length,
+  };
 }
 
 // ---- 1. SIGKILL in the middle of a long session -------------------------------------------
@@ -188,7 +212,9 @@ interface KillControl {
 function longSessionScript(control: KillControl): Script {
   return (body) => {
     if (isSummaryRequest(body)) {
-      const answers = [...textOf(body.messages[1]).matchAll(/Answer to request #\d+: [^\n]*?\./g)].map((match) => match[0]);
+      const answers = [...textOf(body.messages[1]).matchAll(/Answer to request #\d+: [^\n]*?\./g)].map(
+        (match) => match[0],
+      );
       return { content: `The user asks for weekly reports. Latest answer: ${answers.at(-1) ?? "(none yet)"}` };
     }
     const { input, step } = runPosition(body.messages);
@@ -196,7 +222,12 @@ function longSessionScript(control: KillControl): Script {
     if (step === 0) {
       const hold = control.holdToolNext;
       control.holdToolNext = false;
-      return { toolCalls: [call("fetch_report", { request: n, part: "a" }), call("fetch_report", { request: n, part: "b", ...(hold ? { hold: true } : {}) })] };
+      return {
+        toolCalls: [
+          call("fetch_report", { request: n, part: "a" }),
+          call("fetch_report", { request: n, part: "b", ...(hold ? { hold: true } : {}) }),
+        ],
+      };
     }
     if (step === 1) {
       if (control.hangNext) {
@@ -240,7 +271,12 @@ interface AfterKill {
  * the cut-off run is left "running", and the next run of the session — in this process, on the
  * same file — ends normally with a valid request that carries the earlier context.
  */
-async function checkAfterKill(dbPath: string, child: Child, server: ScriptedModelServer, knownCuts: string[]): Promise<AfterKill> {
+async function checkAfterKill(
+  dbPath: string,
+  child: Child,
+  server: ScriptedModelServer,
+  knownCuts: string[],
+): Promise<AfterKill> {
   const store = openStore(dbPath);
   try {
     expect(store.db.pragma("integrity_check", { simple: true })).toBe("ok");
@@ -248,12 +284,18 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
     // Nothing acknowledged is lost: same ids, same content, same run.
     const committed = committedOf(child.lines);
     expect(committed.length).toBeGreaterThan(0);
-    const rowById = store.db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE id = ?");
+    const rowById = store.db.prepare(
+      "SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE id = ?",
+    );
     for (const line of committed) {
       const row = rowById.get(line.id) as MessageRow | undefined;
       expect(row, `message ${line.id} was reported committed`).toBeDefined();
       const { id, run_id, tool_calls, ...rest } = row as MessageRow;
-      expect({ id, run_id, ...rest, tool_calls: tool_calls ? JSON.parse(tool_calls) : null }).toEqual({ id: line.id, run_id: line.runId, ...asRow(line.message) });
+      expect({ id, run_id, ...rest, tool_calls: tool_calls ? JSON.parse(tool_calls) : null }).toEqual({
+        id: line.id,
+        run_id: line.runId,
+        ...asRow(line.message),
+      });
     }
     // ...and the child's reports were the session's rows one by one (no gap the pairing skipped).
     const sessionIds = store.db
@@ -269,7 +311,10 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
     for (const runId of ended) expect(statusOf.get(runId)).toBe("final");
     const unfinished = started.filter((runId) => !ended.has(runId));
     expect(unfinished.length).toBeLessThanOrEqual(1);
-    const running = store.db.prepare("SELECT id FROM runs WHERE session_id = ? AND status = 'running' ORDER BY started_at").pluck().all(SESSION_ID) as string[];
+    const running = store.db
+      .prepare("SELECT id FROM runs WHERE session_id = ? AND status = 'running' ORDER BY started_at")
+      .pluck()
+      .all(SESSION_ID) as string[];
     const newlyRunning = running.filter((runId) => !knownCuts.includes(runId));
     expect(knownCuts.every((runId) => running.includes(runId))).toBe(true);
     expect(newlyRunning.length).toBeLessThanOrEqual(1); // a kill right after startRun may not have been reported yet
@@ -278,13 +323,22 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
 
     // Calls of the cut run whose results were never written (the memory must answer them itself).
     const cutRows = cutRunId
-      ? (store.db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE run_id = ? ORDER BY id").all(cutRunId) as MessageRow[])
+      ? (store.db
+          .prepare(
+            "SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE run_id = ? ORDER BY id",
+          )
+          .all(cutRunId) as MessageRow[])
       : [];
     const lastCutRow = cutRows.at(-1);
-    const dangling = lastCutRow?.role === "assistant" && lastCutRow.tool_calls ? (JSON.parse(lastCutRow.tool_calls) as Array<{ id: string }>).map((c) => c.id) : [];
+    const dangling =
+      lastCutRow?.role === "assistant" && lastCutRow.tool_calls
+        ? (JSON.parse(lastCutRow.tool_calls) as Array<{ id: string }>).map((c) => c.id)
+        : [];
 
     // The next run of the session, here, on the same file.
-    const lastAnswer = [...committed].reverse().find((line) => line.message.role === "assistant" && !line.message.tool_calls?.length)?.message.content;
+    const lastAnswer = [...committed]
+      .reverse()
+      .find((line) => line.message.role === "assistant" && !line.message.tool_calls?.length)?.message.content;
     expect(lastAnswer).toMatch(/^Answer to request #\d+/);
     const n = Math.max(...child.lines.filter((line) => line.type === "run_start").map((line) => line.n as number)) + 1;
     const summary = store.latestSummary(SESSION_ID, store.epoch(SESSION_ID));
@@ -293,16 +347,26 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
     const counter = await createTokenCounter("cl100k_base");
     const model = modelFor(server);
     const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET_TOKENS });
-    const result = await runAgent({ model, tools: createToolRegistry([reportTool()]), memory }, { input: requestText(n), sessionId: SESSION_ID, userId: USER_ID });
+    const result = await runAgent(
+      { model, tools: createToolRegistry([reportTool()]), memory },
+      { input: requestText(n), sessionId: SESSION_ID, userId: USER_ID },
+    );
     expect(result).toMatchObject({ stopReason: "final", output: answerText(n) });
     expect(statusOf.get(result.runId)).toBe("final");
 
-    const sent = server.requests.slice(before).map((request) => request.body).filter((body) => !isSummaryRequest(body));
-    expect(sent.map((body) => runPosition(body.messages))).toEqual([0, 1, 2].map((step) => ({ input: requestText(n), step })));
+    const sent = server.requests
+      .slice(before)
+      .map((request) => request.body)
+      .filter((body) => !isSummaryRequest(body));
+    expect(sent.map((body) => runPosition(body.messages))).toEqual(
+      [0, 1, 2].map((step) => ({ input: requestText(n), step })),
+    );
     for (const body of sent) expect(protocolProblems(body.messages), `request for ${requestText(n)}`).toEqual([]);
     const first = (sent[0] as ChatCompletionRequestBody).messages;
     expect(allText(first)).toContain(lastAnswer); // in view, or carried by the summary
-    expect(textOf(first[0])).toMatch(/\(summary\)\nThe user asks for weekly reports\. Latest answer: Answer to request #\d+/);
+    expect(textOf(first[0])).toMatch(
+      /\(summary\)\nThe user asks for weekly reports\. Latest answer: Answer to request #\d+/,
+    );
     for (const id of dangling) {
       const result = first.find((message) => message.role === "tool" && message.tool_call_id === id);
       expect(result, `a result for the interrupted call ${id}`).toBeDefined();
@@ -315,7 +379,9 @@ async function checkAfterKill(dbPath: string, child: Child, server: ScriptedMode
 }
 
 describe("a process killed mid-run (SIGKILL)", () => {
-  it("loses nothing it committed, leaves a sound file, and the session goes on — three kills in a row", { timeout: 120_000 }, async () => {
+  it("loses nothing it committed, leaves a sound file, and the session goes on — three kills in a row", {
+    timeout: 120_000,
+  }, async () => {
     const dbPath = tempDatabase();
     const control: KillControl = { holdToolNext: false, hangNext: false, hung: deferred<number>() };
     const server = await startServer({ latencyMs: 20, script: longSessionScript(control) });
@@ -331,7 +397,9 @@ describe("a process killed mid-run (SIGKILL)", () => {
     await killHard(first);
     const afterFirst = await checkAfterKill(dbPath, first, server, cuts);
     expect(afterFirst.cutRunId).toBe(holding.runId);
-    const lastOfCut = committedOf(first.lines).filter((line) => line.runId === holding.runId).at(-1)?.message;
+    const lastOfCut = committedOf(first.lines)
+      .filter((line) => line.runId === holding.runId)
+      .at(-1)?.message;
     expect(lastOfCut?.role === "assistant" && lastOfCut.tool_calls?.map((c) => c.id)).toContain(holding.toolCallId);
     cuts.push(afterFirst.cutRunId as string);
 
@@ -340,15 +408,23 @@ describe("a process killed mid-run (SIGKILL)", () => {
     await second.waitFor(committedAtLeast(20), "20 committed messages");
     control.hung = deferred<number>();
     control.hangNext = true;
-    const hungRun = await Promise.race([control.hung.promise, second.closed.then(() => Promise.reject(new Error(`the child ended early:\n${second.stderr()}`)))]);
+    const hungRun = await Promise.race([
+      control.hung.promise,
+      second.closed.then(() => Promise.reject(new Error(`the child ended early:\n${second.stderr()}`))),
+    ]);
     await killHard(second);
     const afterSecond = await checkAfterKill(dbPath, second, server, cuts);
-    expect(afterSecond.cutRunId).toBe(second.lines.find((line) => line.type === "run_start" && line.n === hungRun)?.runId);
+    expect(afterSecond.cutRunId).toBe(
+      second.lines.find((line) => line.type === "run_start" && line.n === hungRun)?.runId,
+    );
     cuts.push(afterSecond.cutRunId as string);
 
     // Kill 3: wherever the child happens to be just after it reported a tool result.
     const third = startChild(afterSecond.n + 1);
-    await third.waitFor((lines) => committedOf(lines).length >= 20 && (lines.at(-1) as CommittedLine).message?.role === "tool", "20 committed messages ending with a tool result");
+    await third.waitFor(
+      (lines) => committedOf(lines).length >= 20 && (lines.at(-1) as CommittedLine).message?.role === "tool",
+      "20 committed messages ending with a tool result",
+    );
     await killHard(third);
     const afterThird = await checkAfterKill(dbPath, third, server, cuts);
     if (afterThird.cutRunId) cuts.push(afterThird.cutRunId);
@@ -364,9 +440,19 @@ describe("a process killed mid-run (SIGKILL)", () => {
     // The long session really was long: older turns were folded into summaries along the way.
     const store = openStore(dbPath);
     try {
-      expect(store.db.prepare("SELECT count(*) FROM summaries WHERE session_id = ?").pluck().get(SESSION_ID)).toBeGreaterThan(0);
-      const statuses = store.db.prepare("SELECT id, status FROM runs WHERE session_id = ?").all(SESSION_ID) as Array<{ id: string; status: string }>;
-      expect(statuses.filter((run) => run.status === "running").map((run) => run.id).sort()).toEqual([...cuts].sort());
+      expect(
+        store.db.prepare("SELECT count(*) FROM summaries WHERE session_id = ?").pluck().get(SESSION_ID),
+      ).toBeGreaterThan(0);
+      const statuses = store.db.prepare("SELECT id, status FROM runs WHERE session_id = ?").all(SESSION_ID) as Array<{
+        id: string;
+        status: string;
+      }>;
+      expect(
+        statuses
+          .filter((run) => run.status === "running")
+          .map((run) => run.id)
+          .sort(),
+      ).toEqual([...cuts].sort());
       expect(statuses.every((run) => run.status === "final" || run.status === "running")).toBe(true);
     } finally {
       store.close();
@@ -378,12 +464,18 @@ describe("a process killed mid-run (SIGKILL)", () => {
 
 const MANY = 20;
 const SINGLE_RUNS = 5;
-const answerFor = (input: string) => `answer for ${input}: value ${[...input].reduce((sum, char) => sum + char.charCodeAt(0), 0)}`;
+const answerFor = (input: string) =>
+  `answer for ${input}: value ${[...input].reduce((sum, char) => sum + char.charCodeAt(0), 0)}`;
 
 const lookupTool: ToolDefinition = {
   name: "lookup",
   description: "Looks a key up.",
-  parameters: { type: "object", properties: { key: { type: "string" } }, required: ["key"], additionalProperties: false },
+  parameters: {
+    type: "object",
+    properties: { key: { type: "string" } },
+    required: ["key"],
+    additionalProperties: false,
+  },
   handler: (args) => ({ key: (args as { key: string }).key, found: true }),
 };
 
@@ -419,7 +511,10 @@ async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Pr
       const { input, step } = runPosition(body.messages);
       const tag = input.split(" ")[0] ?? "";
       inFlight.set(tag, (inFlight.get(tag) ?? 0) + 1);
-      maxManyInFlight = Math.max(maxManyInFlight, [...inFlight].filter(([key, count]) => key.startsWith("many-") && count > 0).length);
+      maxManyInFlight = Math.max(
+        maxManyInFlight,
+        [...inFlight].filter(([key, count]) => key.startsWith("many-") && count > 0).length,
+      );
       maxSingleInFlight = Math.max(maxSingleInFlight, inFlight.get("single") ?? 0);
       try {
         if (tag.startsWith("many-") && step === 0 && ++arrived === MANY) barrier.resolve();
@@ -460,9 +555,15 @@ function checkWorkload(workload: Workload): void {
   const inputs = [...manyInputs, ...singleInputs];
 
   // Every run ended final with its answer; no error anywhere mentions a busy database.
-  expect(results.map((result) => [result.stopReason, result.output])).toEqual(inputs.map((input) => ["final", answerFor(input)]));
+  expect(results.map((result) => [result.stopReason, result.output])).toEqual(
+    inputs.map((input) => ["final", answerFor(input)]),
+  );
   expect(JSON.stringify(results)).not.toMatch(BUSY);
-  const runs = store.db.prepare("SELECT id, session_id, status, output, error FROM runs WHERE session_id LIKE 'web:many-%' OR session_id = 'web:single'").all() as Array<{
+  const runs = store.db
+    .prepare(
+      "SELECT id, session_id, status, output, error FROM runs WHERE session_id LIKE 'web:many-%' OR session_id = 'web:single'",
+    )
+    .all() as Array<{
     id: string;
     status: string;
     output: string;
@@ -474,7 +575,9 @@ function checkWorkload(workload: Workload): void {
   expect(workload.warnings).toEqual([]);
 
   // No lost message: each run is user, assistant(tool_calls), tool, assistant — in its session, in order.
-  const rowsOf = store.db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE session_id = ? ORDER BY id");
+  const rowsOf = store.db.prepare(
+    "SELECT id, run_id, role, content, tool_calls, tool_call_id FROM messages WHERE session_id = ? ORDER BY id",
+  );
   const checkTurn = (rows: MessageRow[], runId: string, input: string) => {
     expect(rows.map((row) => row.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(rows.every((row) => row.run_id === runId)).toBe(true);
@@ -515,7 +618,8 @@ function checkWorkload(workload: Workload): void {
     const earlier = singleInputs.slice(0, index);
     expect(messages.filter((message) => message.role === "user").map(textOf)).toEqual([...earlier, input]);
     const previous = singleInputs[index - 1];
-    if (previous) expect(messages.filter((message) => message.role === "assistant").map(textOf)).toContain(answerFor(previous));
+    if (previous)
+      expect(messages.filter((message) => message.role === "assistant").map(textOf)).toContain(answerFor(previous));
   });
 
   // The 20 sessions really ran side by side: all their first requests were in flight at once.
@@ -523,7 +627,9 @@ function checkWorkload(workload: Workload): void {
 }
 
 describe("many sessions at once (createConversations over SQLite memory)", () => {
-  it("runs 20 sessions concurrently and 5 messages to one session in turn, losing and mixing nothing", { timeout: 60_000 }, async () => {
+  it("runs 20 sessions concurrently and 5 messages to one session in turn, losing and mixing nothing", {
+    timeout: 60_000,
+  }, async () => {
     const workload = await runWorkload(tempDatabase());
     try {
       checkWorkload(workload);
@@ -533,7 +639,9 @@ describe("many sessions at once (createConversations over SQLite memory)", () =>
     }
   });
 
-  it("surfaces no SQLITE_BUSY while another process holds the write lock over and over (busy_timeout)", { timeout: 90_000 }, async () => {
+  it("surfaces no SQLITE_BUSY while another process holds the write lock over and over (busy_timeout)", {
+    timeout: 90_000,
+  }, async () => {
     const dbPath = tempDatabase();
     openStore(dbPath).close(); // create the schema before two processes race to migrate it
     const writer = spawnFixture("busy-writer.ts", [dbPath, "10", "5"]);
@@ -567,7 +675,10 @@ describe("many sessions at once (createConversations over SQLite memory)", () =>
     }
 
     writer.process.stdin.write("stop\n");
-    const done = await writer.waitFor((lines) => lines.some((line) => line.type === "done" || line.type === "error"), "the writer to stop");
+    const done = await writer.waitFor(
+      (lines) => lines.some((line) => line.type === "done" || line.type === "error"),
+      "the writer to stop",
+    );
     expect(done, writer.stderr()).toMatchObject({ type: "done" });
     expect((await writer.closed).code).toBe(0);
     expect(writer.stderr()).not.toMatch(BUSY);
@@ -578,9 +689,15 @@ describe("many sessions at once (createConversations over SQLite memory)", () =>
     const store = openStore(dbPath);
     try {
       expect(store.db.pragma("integrity_check", { simple: true })).toBe("ok");
-      const ids = store.db.prepare("SELECT id FROM messages WHERE session_id = 'web:writer' ORDER BY id").pluck().all() as number[];
+      const ids = store.db
+        .prepare("SELECT id FROM messages WHERE session_id = 'web:writer' ORDER BY id")
+        .pluck()
+        .all() as number[];
       expect(ids).toHaveLength(5 * transactions.length);
-      for (const { ids: [low, high] } of transactions) expect(ids.filter((id) => id >= low && id <= high)).toHaveLength(5);
+      for (const {
+        ids: [low, high],
+      } of transactions)
+        expect(ids.filter((id) => id >= low && id <= high)).toHaveLength(5);
     } finally {
       store.close();
     }

@@ -23,7 +23,8 @@ afterEach(async () => {
 });
 
 const sawTool = (body: ChatCompletionRequestBody) => body.messages.some((message) => message.role === "tool");
-const lastTool = (body: ChatCompletionRequestBody) => String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
+const lastTool = (body: ChatCompletionRequestBody) =>
+  String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
 
 /** The recorded run: a lookup, then (denied by the gate) a cancellation, then an answer. */
 async function record() {
@@ -32,14 +33,32 @@ async function record() {
   const server = await startServer({
     script: (body) => {
       const tools = body.messages.filter((message) => message.role === "tool").length;
-      if (tools === 0) return { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240410003"}', id: "call_a" }] };
-      if (tools === 1) return { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}', id: "call_b" }] };
+      if (tools === 0)
+        return { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240410003"}', id: "call_a" }] };
+      if (tools === 1)
+        return {
+          toolCalls: [
+            { name: "cancel_order", arguments: '{"order_id":"20240410003","reason":"changed my mind"}', id: "call_b" },
+          ],
+        };
       return { content: "I could not cancel it: nobody approved." };
     },
   });
-  const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: shopDb, GLASSBOX_DEMO: "true" });
-  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
-  const result = await runAgent(agent, { input: "Cancel order 20240410003, I changed my mind.", sessionId: "cli:replay", userId: "U1" });
+  const config = loadConfig({
+    OPENAI_BASE_URL: server.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: join(directory, "glassbox.db"),
+    GLASSBOX_SHOP_DB: shopDb,
+    GLASSBOX_DEMO: "true",
+  });
+  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), {
+    approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }),
+  });
+  const result = await runAgent(agent, {
+    input: "Cancel order 20240410003, I changed my mind.",
+    sessionId: "cli:replay",
+    userId: "U1",
+  });
   expect(result.output).toBe("I could not cancel it: nobody approved.");
   return { agent, result, shopDb, recordedRequests: server.requests.map((request) => request.body) };
 }
@@ -56,7 +75,10 @@ describe("replay", () => {
     const other = await otherModel((body) => {
       const tools = body.messages.filter((message) => message.role === "tool").length;
       if (tools === 0) return { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240410003"}' }] };
-      if (tools === 1) return { toolCalls: [{ name: "cancel_order", arguments: '{"reason":"changed my mind","order_id":"20240410003"}' }] };
+      if (tools === 1)
+        return {
+          toolCalls: [{ name: "cancel_order", arguments: '{"reason":"changed my mind","order_id":"20240410003"}' }],
+        };
       return { content: `Replayed: ${JSON.parse(lastTool(body)).error.message}` };
     });
     const comparison = await replayRun(createTraceReader(agent.store), result.runId, { model: other.model });
@@ -79,22 +101,34 @@ describe("replay", () => {
   it("refuses a call the recording does not have as not recorded, says where the runs diverge, and takes another system prompt", async () => {
     const { agent, result, shopDb } = await record();
     const other = await otherModel((body) =>
-      sawTool(body) ? { content: "Stopped." } : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240315001","reason":"test"}' }] },
+      sawTool(body)
+        ? { content: "Stopped." }
+        : { toolCalls: [{ name: "cancel_order", arguments: '{"order_id":"20240315001","reason":"test"}' }] },
     );
-    const comparison = await replayRun(createTraceReader(agent.store), result.runId, { model: other.model, systemPrompt: "You are a careful clerk." });
+    const comparison = await replayRun(createTraceReader(agent.store), result.runId, {
+      model: other.model,
+      systemPrompt: "You are a careful clerk.",
+    });
 
     expect(other.server.requests[0]?.body.messages[0]).toEqual({ role: "system", content: "You are a careful clerk." });
-    const refused = JSON.parse(lastTool(other.server.requests[1]!.body)) as { status: string; error: { message: string } };
+    const refused = JSON.parse(lastTool(other.server.requests[1]!.body)) as {
+      status: string;
+      error: { message: string };
+    };
     expect(refused.status).toBe("error");
     expect(refused.error.message).toContain(NOT_RECORDED);
     expect(orderStatus(shopDb, "20240315001")).not.toBe("cancelled");
     expect(comparison).toMatchObject({ sameToolCalls: false, divergesAtCall: 1, notRecorded: 1 });
-    expect(comparison.replay.toolCalls).toEqual([{ name: "cancel_order", arguments: { order_id: "20240315001", reason: "test" }, recorded: false }]);
+    expect(comparison.replay.toolCalls).toEqual([
+      { name: "cancel_order", arguments: { order_id: "20240315001", reason: "test" }, recorded: false },
+    ]);
   });
 
   it("says in one sentence when there is no such run", async () => {
     const { agent } = await record();
     const other = await otherModel(() => ({ content: "unused" }));
-    await expect(replayRun(createTraceReader(agent.store), "run_nope", { model: other.model })).rejects.toThrow("There is no run run_nope in the trace");
+    await expect(replayRun(createTraceReader(agent.store), "run_nope", { model: other.model })).rejects.toThrow(
+      "There is no run run_nope in the trace",
+    );
   });
 });

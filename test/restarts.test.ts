@@ -26,7 +26,11 @@ interface Child {
 const children = new Set<ChildProcessWithoutNullStreams>();
 
 function start(command: string, args: string[], env: Record<string, string> = {}): Child {
-  const child = spawn(command, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   children.add(child);
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
@@ -34,7 +38,7 @@ function start(command: string, args: string[], env: Record<string, string> = {}
   const waiting = new Set<{ pattern: RegExp; resolve: (line: string) => void }>();
   createInterface({ input: child.stdout }).on("line", (line) => {
     lines.push(line);
-    for (const waiter of waiting) if (waiter.pattern.test(line)) (waiting.delete(waiter), waiter.resolve(line));
+    for (const waiter of waiting) if (waiter.pattern.test(line)) waiting.delete(waiter), waiter.resolve(line);
   });
   const failed = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
     child.on("error", (error) => resolve({ code: null, signal: null, error }));
@@ -42,7 +46,8 @@ function start(command: string, args: string[], env: Record<string, string> = {}
   });
   const closed = failed.then((outcome) => {
     children.delete(child);
-    if (outcome.error) throw new Error(`${command} could not be started (${outcome.error.message}); this test needs it installed.`);
+    if (outcome.error)
+      throw new Error(`${command} could not be started (${outcome.error.message}); this test needs it installed.`);
     return outcome;
   });
   return {
@@ -53,7 +58,13 @@ function start(command: string, args: string[], env: Record<string, string> = {}
       if (seen) return Promise.resolve(seen);
       return Promise.race([
         new Promise<string>((resolve) => void waiting.add({ pattern, resolve })),
-        closed.then(({ code, signal }) => Promise.reject(new Error(`${command} ended (code ${code}, signal ${signal}) before printing ${pattern}; stderr:\n${stderr}`))),
+        closed.then(({ code, signal }) =>
+          Promise.reject(
+            new Error(
+              `${command} ended (code ${code}, signal ${signal}) before printing ${pattern}; stderr:\n${stderr}`,
+            ),
+          ),
+        ),
       ]);
     },
   };
@@ -67,7 +78,18 @@ afterEach(() => {
 
 /** A node process that is PID 1 of a PID namespace of its own, as a container's main process is. */
 function startAsPid1(code: string, args: string[]): Child {
-  return start("unshare", ["--pid", "--fork", "--mount-proc", process.execPath, "--import", "tsx", "--input-type=module", "-e", code, ...args]);
+  return start("unshare", [
+    "--pid",
+    "--fork",
+    "--mount-proc",
+    process.execPath,
+    "--import",
+    "tsx",
+    "--input-type=module",
+    "-e",
+    code,
+    ...args,
+  ]);
 }
 
 /** SIGKILLs the PID-1 child inside the namespace, from outside (as `docker kill` does), and waits until it is gone. */
@@ -81,7 +103,9 @@ async function killPid1(unshare: Child): Promise<void> {
 }
 
 describe("a bot that runs as PID 1 and is killed", () => {
-  it("regression: its restart, PID 1 again, marks the killed run interrupted (runs were owned by host:pid, which the restart shares)", { timeout: 60_000 }, async () => {
+  it("regression: its restart, PID 1 again, marks the killed run interrupted (runs were owned by host:pid, which the restart shares)", {
+    timeout: 60_000,
+  }, async () => {
     const path = databasePath();
     const program = `
       import { openStore } from ${JSON.stringify(STORE_MODULE)};
@@ -104,7 +128,9 @@ describe("a bot that runs as PID 1 and is killed", () => {
     expect((await second.closed).code).toBe(0);
     const db = new Database(path, { readonly: true });
     try {
-      expect(db.prepare("SELECT status, ended_at IS NOT NULL AS ended FROM runs WHERE id = 'run_in_container'").get()).toEqual({ status: "interrupted", ended: 1 });
+      expect(
+        db.prepare("SELECT status, ended_at IS NOT NULL AS ended FROM runs WHERE id = 'run_in_container'").get(),
+      ).toEqual({ status: "interrupted", ended: 1 });
     } finally {
       db.close();
     }
@@ -117,14 +143,18 @@ describe("the playground killed with runs accepted", () => {
     await model?.close();
   });
 
-  it("regression: after a restart, a run that was accepted (202) but had not started reads as interrupted, not 404", { timeout: 90_000 }, async () => {
+  it("regression: after a restart, a run that was accepted (202) but had not started reads as interrupted, not 404", {
+    timeout: 90_000,
+  }, async () => {
     // The first message holds the model until the bot is killed, so the second waits its turn.
     model = await startScriptedModelServer({ script: () => ({ hang: true }) });
     const path = databasePath();
     const env = { OPENAI_BASE_URL: model.url, LLM_MODEL: "scripted-model", GLASSBOX_DB: path, GLASSBOX_WEB_PORT: "0" };
     const playground = () => {
       const child = start(process.execPath, ["--import", "tsx", "src/main.ts"], env);
-      const url = child.line(/^glassbox playground: chat at /).then((line) => `${/chat at (\S+)/.exec(line)?.[1] ?? ""}api`);
+      const url = child
+        .line(/^glassbox playground: chat at /)
+        .then((line) => `${/chat at (\S+)/.exec(line)?.[1] ?? ""}api`);
       return { child, url };
     };
 
@@ -140,7 +170,12 @@ describe("the playground killed with runs accepted", () => {
     const after = playground();
     const restarted = await after.url;
     for (const runId of [String(holding.body.runId), String(waiting.body.runId)]) {
-      expect((await getJson(`${restarted}/runs/${runId}`)).body, runId).toMatchObject({ runId, status: "interrupted", done: true, input: expect.any(String) });
+      expect((await getJson(`${restarted}/runs/${runId}`)).body, runId).toMatchObject({
+        runId,
+        status: "interrupted",
+        done: true,
+        input: expect.any(String),
+      });
     }
     after.child.process.kill("SIGTERM");
     expect((await after.child.closed).code).toBe(0);

@@ -16,13 +16,20 @@ afterEach(async () => {
 
 const weatherTool = {
   type: "function" as const,
-  function: { name: "get_weather", description: "Weather for a city", parameters: { type: "object", properties: { city: { type: "string" } } } },
+  function: {
+    name: "get_weather",
+    description: "Weather for a city",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+  },
 };
 
 describe("scripted model server", () => {
   it("answers a non-streaming text request and echoes the model", async () => {
     const { client, server } = await start({ script: [{ content: "Hello there, human." }] });
-    const completion = await client.chat.completions.create({ model: "m1", messages: [{ role: "user", content: "hi" }] });
+    const completion = await client.chat.completions.create({
+      model: "m1",
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     expect(completion.object).toBe("chat.completion");
     expect(completion.model).toBe("m1");
@@ -35,12 +42,21 @@ describe("scripted model server", () => {
 
   it("answers non-streaming tool calls, passing broken JSON arguments through verbatim", async () => {
     const { client } = await start({
-      script: [{
-        toolCalls: [{ name: "get_weather", arguments: '{"city":"Oslo"}' }, { name: "get_weather", arguments: '{"city": "Ber', id: "call_custom" }],
-        usage: { promptTokens: 40, completionTokens: 7 },
-      }],
+      script: [
+        {
+          toolCalls: [
+            { name: "get_weather", arguments: '{"city":"Oslo"}' },
+            { name: "get_weather", arguments: '{"city": "Ber', id: "call_custom" },
+          ],
+          usage: { promptTokens: 40, completionTokens: 7 },
+        },
+      ],
     });
-    const completion = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "weather?" }], tools: [weatherTool] });
+    const completion = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "weather?" }],
+      tools: [weatherTool],
+    });
     const choice = completion.choices[0];
     expect(choice?.finish_reason).toBe("tool_calls");
     expect(choice?.message.content).toBeNull();
@@ -55,7 +71,10 @@ describe("scripted model server", () => {
     const text = "The quick brown fox jumps over the lazy dog.";
     const { client, server } = await start({ script: [{ content: text }] });
     const stream = await client.chat.completions.create({
-      model: "m", messages: [{ role: "user", content: "tell me" }], stream: true, stream_options: { include_usage: true },
+      model: "m",
+      messages: [{ role: "user", content: "tell me" }],
+      stream: true,
+      stream_options: { include_usage: true },
     });
     const deltas: string[] = [];
     let finishReason: string | null | undefined;
@@ -83,7 +102,12 @@ describe("scripted model server", () => {
       { name: "lookup_order", arguments: '{"order_id": 12345, "broken": ', id: "call_x" },
     ];
     const { client } = await start({ script: [{ content: "Checking.", toolCalls: scripted }] });
-    const stream = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "go" }], tools: [weatherTool], stream: true });
+    const stream = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "go" }],
+      tools: [weatherTool],
+      stream: true,
+    });
     const calls: Array<{ id: string; name: string; arguments: string }> = [];
     let argumentFragments = 0;
     let content = "";
@@ -113,9 +137,16 @@ describe("scripted model server", () => {
 
   it("turns an error reply into the SDK's APIError with status, message, code and headers", async () => {
     const { client } = await start({
-      script: [{ error: { status: 429, message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" }, headers: { "retry-after-ms": "1500" } }],
+      script: [
+        {
+          error: { status: 429, message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" },
+          headers: { "retry-after-ms": "1500" },
+        },
+      ],
     });
-    const error = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     const apiError = error as InstanceType<typeof OpenAI.APIError>;
     expect(apiError.status).toBe(429);
@@ -126,18 +157,25 @@ describe("scripted model server", () => {
 
   it("fails loudly with a 500 once the script is exhausted, and push() extends it", async () => {
     const { client, server } = await start({ script: [] });
-    const error = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.InternalServerError);
     expect((error as Error).message).toContain("script exhausted");
     server.setScript([]);
     server.push({ content: "pushed" });
-    const completion = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    const completion = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(completion.choices[0]?.message.content).toBe("pushed");
   });
 
   it("rejects a wrong API key with 401", async () => {
     const { client, server } = await start({ apiKey: "secret", script: [{ content: "never" }] });
-    const error = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe("invalid_api_key");
     const good = new OpenAI({ baseURL: server.url, apiKey: "secret", maxRetries: 0 });
@@ -152,7 +190,10 @@ describe("scripted model server", () => {
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as Error).message).toContain("--enable-auto-tool-choice");
-    const completion = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    const completion = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(completion.choices[0]?.message.content).toBe("text protocol answer");
     expect(server.requests.map((request) => Array.isArray(request.body.tools))).toEqual([true, false]);
   });
@@ -161,10 +202,15 @@ describe("scripted model server", () => {
     const { client } = await start({ models: ["small", "large"], script: [{ content: "ok" }] });
     const listed = await client.models.list();
     expect(listed.data.map((model) => model.id)).toEqual(["small", "large"]);
-    const error = await client.chat.completions.create({ model: "huge", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: "huge", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as Error).message).toContain("The model `huge` does not exist");
-    const completion = await client.chat.completions.create({ model: "small", messages: [{ role: "user", content: "hi" }] });
+    const completion = await client.chat.completions.create({
+      model: "small",
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(completion.choices[0]?.message.content).toBe("ok");
   });
 
@@ -180,7 +226,11 @@ describe("scripted model server", () => {
       model: "m",
       messages: [
         { role: "user", content: "weather?" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: "{}" } }],
+        },
         { role: "tool", tool_call_id: "c1", content: "sunny" },
       ],
     });
@@ -194,7 +244,9 @@ describe("scripted model server", () => {
 
   it("surfaces a dropped connection as a connection error", async () => {
     const { client } = await start({ script: [{ dropConnection: true }] });
-    const error = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.APIConnectionError);
   });
 
@@ -207,7 +259,9 @@ describe("scripted model server", () => {
     setTimeout(() => controller.abort(), 50);
     expect(await aborted).toBeInstanceOf(OpenAI.APIUserAbortError);
 
-    const pending = client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((caught: unknown) => caught);
+    const pending = client.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((caught: unknown) => caught);
     await expect.poll(() => server.requests.length).toBe(2);
     const started = Date.now();
     await server.close();

@@ -102,7 +102,10 @@ describe("Slack approvals", () => {
     expect(note.args.channel).toBe(CHANNEL);
     expect(String(note.args.text)).toMatch(/only <@U1>/i);
     await h.click(approval, "U2", DENY);
-    await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U2", { ...CALL_WAIT, since: h.fake.calls.indexOf(note) + 1 });
+    await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U2", {
+      ...CALL_WAIT,
+      since: h.fake.calls.indexOf(note) + 1,
+    });
     await h.slack.conversations.idle();
     expect(buttonsOf(messageAt(h.fake, CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
@@ -130,15 +133,24 @@ describe("Slack approvals", () => {
       ],
     });
     const { ts } = await h.mention(`<@${BOT}> cancel orders ${CANCELLABLE_ORDER} and ${other}`);
-    await expect.poll(() => h.fake.messages(CHANNEL, ts).filter((m) => buttonsOf(m).length > 0).length, { timeout: 15_000 }).toBe(2);
+    await expect
+      .poll(() => h.fake.messages(CHANNEL, ts).filter((m) => buttonsOf(m).length > 0).length, { timeout: 15_000 })
+      .toBe(2);
     await h.slack.conversations.idle();
     const [first, second] = h.fake.messages(CHANNEL, ts).filter((m) => buttonsOf(m).length > 0);
-    const approvalOf = (message: typeof first) => ({ channel: CHANNEL, ts: message?.ts ?? "", id: buttonsOf(message ?? { ts: "" })[0]?.value ?? "", message: message ?? { ts: "" } });
+    const approvalOf = (message: typeof first) => ({
+      channel: CHANNEL,
+      ts: message?.ts ?? "",
+      id: buttonsOf(message ?? { ts: "" })[0]?.value ?? "",
+      message: message ?? { ts: "" },
+    });
     const forOther = visibleText(first).includes(other) ? first : second;
     const forMine = forOther === first ? second : first;
 
     await h.click(approvalOf(forMine), "U1");
-    await expect.poll(() => visibleText(messageAt(h.fake, CHANNEL, forMine?.ts ?? "")), { timeout: 15_000 }).toContain("Approved by <@U1>");
+    await expect
+      .poll(() => visibleText(messageAt(h.fake, CHANNEL, forMine?.ts ?? "")), { timeout: 15_000 })
+      .toContain("Approved by <@U1>");
     await h.slack.conversations.idle();
     expect(h.model.requests).toHaveLength(1); // still waiting for the other decision
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
@@ -150,7 +162,10 @@ describe("Slack approvals", () => {
     expect(orderStatus(h.paths.shopDb, other)).toBe("pending");
     const results = sentMessages(h.model, 1).filter((m) => m.role === "tool");
     expect(results.map((m) => m.tool_call_id)).toEqual(["call_a", "call_b"]);
-    expect(toolResults(h.model, 1).map((r) => r.status === "success" ? "success" : r.error?.type)).toEqual(["success", "denied"]);
+    expect(toolResults(h.model, 1).map((r) => (r.status === "success" ? "success" : r.error?.type))).toEqual([
+      "success",
+      "denied",
+    ]);
   });
 
   it("works in a direct message too: buttons in the DM, the answer after the click", async () => {
@@ -194,7 +209,11 @@ describe("Slack approvals", () => {
   it("a newer message in the thread makes the buttons stale: 'No longer needed', and a later click runs nothing", async () => {
     const h = await startHarness({
       script: [
-        { toolCalls: [toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_cancel_1")] },
+        {
+          toolCalls: [
+            toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_cancel_1"),
+          ],
+        },
         { content: "Order 20240315001 was delivered." },
         { content: "A resumed run!" },
       ],
@@ -282,7 +301,13 @@ describe("Slack approvals", () => {
     const second = await agentFor(model, paths, log);
     const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
     expect(b.eventsUrl).not.toBe(a.eventsUrl);
-    const clicked = await fake.sendBlockAction(b.eventsUrl as string, { userId: "U1", channel: CHANNEL, messageTs: approval.ts, actionId: APPROVE, value: approval.id });
+    const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
+      userId: "U1",
+      channel: CHANNEL,
+      messageTs: approval.ts,
+      actionId: APPROVE,
+      value: approval.id,
+    });
     expect(clicked.status).toBe(200);
     await waitForBotMessage(fake, CHANNEL, ts, "order 20240410003 is cancelled");
     await b.conversations.idle();
@@ -292,21 +317,46 @@ describe("Slack approvals", () => {
     expect(model.requests).toHaveLength(2);
     // The continuation was built from the stored messages: the question and the call are there.
     const resumed = sentMessages(model, 1);
-    expect(resumed.some((m) => m.role === "user" && String(m.content).includes(`cancel order ${CANCELLABLE_ORDER}`))).toBe(true);
+    expect(
+      resumed.some((m) => m.role === "user" && String(m.content).includes(`cancel order ${CANCELLABLE_ORDER}`)),
+    ).toBe(true);
     expectValidProtocol(resumed, "after the restart");
   });
 
   it("a specialist's dangerous call asks in the thread; a click after a restart finishes the specialist and the answer lands", async () => {
     // A clerk specialist with the shop's cancel_order; the main agent hands it the task.
     const agentsFile = join(tempDir(), "agents.json");
-    writeFileSync(agentsFile, JSON.stringify({ agents: { clerk: { description: "Cancels orders.", systemPrompt: "You are the CLERK.", tools: ["cancel_order"] } } }));
-    const lastTool = (body: ChatCompletionRequestBody) => String(body.messages.findLast((m) => m.role === "tool")?.content ?? "");
+    writeFileSync(
+      agentsFile,
+      JSON.stringify({
+        agents: {
+          clerk: { description: "Cancels orders.", systemPrompt: "You are the CLERK.", tools: ["cancel_order"] },
+        },
+      }),
+    );
+    const lastTool = (body: ChatCompletionRequestBody) =>
+      String(body.messages.findLast((m) => m.role === "tool")?.content ?? "");
     const script = (body: ChatCompletionRequestBody): ScriptedReply => {
       const done = body.messages.some((m) => m.role === "tool");
       if (String(body.messages[0]?.content).includes("CLERK")) {
-        return done ? { content: `clerk: ${(JSON.parse(lastTool(body)) as { data?: { status?: string } }).data?.status}` } : { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify({ order_id: CANCELLABLE_ORDER, reason: "ordered twice" }) }] };
+        return done
+          ? { content: `clerk: ${(JSON.parse(lastTool(body)) as { data?: { status?: string } }).data?.status}` }
+          : {
+              toolCalls: [
+                {
+                  name: "cancel_order",
+                  arguments: JSON.stringify({ order_id: CANCELLABLE_ORDER, reason: "ordered twice" }),
+                },
+              ],
+            };
       }
-      return done ? { content: `Done — ${(JSON.parse(lastTool(body)) as { data: { answer: string } }).data.answer}` } : { toolCalls: [{ name: "agent_clerk", arguments: JSON.stringify({ task: `Cancel order ${CANCELLABLE_ORDER}` }) }] };
+      return done
+        ? { content: `Done — ${(JSON.parse(lastTool(body)) as { data: { answer: string } }).data.answer}` }
+        : {
+            toolCalls: [
+              { name: "agent_clerk", arguments: JSON.stringify({ task: `Cancel order ${CANCELLABLE_ORDER}` }) },
+            ],
+          };
     };
     const fake = await startSlack();
     const model = await startModel(script);
@@ -327,7 +377,13 @@ describe("Slack approvals", () => {
 
     const second = await agentFor(model, paths, log, env);
     const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
-    const clicked = await fake.sendBlockAction(b.eventsUrl as string, { userId: "U1", channel: CHANNEL, messageTs: approval.ts, actionId: APPROVE, value: approval.id });
+    const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
+      userId: "U1",
+      channel: CHANNEL,
+      messageTs: approval.ts,
+      actionId: APPROVE,
+      value: approval.id,
+    });
     expect(clicked.status).toBe(200);
     await waitForBotMessage(fake, CHANNEL, ts, "Done — clerk: cancelled");
     await b.conversations.idle();
@@ -343,7 +399,13 @@ describe("Slack approvals", () => {
 
     // A TTL of a millisecond: the approval is past its time long before the next start.
     const first = await agentFor(model, paths, log);
-    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.store, log, approvalTtlSeconds: 0.001 });
+    const a = await startAdapter({
+      fake,
+      agent: first.agent,
+      store: first.agent.store,
+      log,
+      approvalTtlSeconds: 0.001,
+    });
     const ts = fake.nextTs();
     await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
     const approval = await waitForApproval(fake, CHANNEL, ts);

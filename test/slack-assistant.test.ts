@@ -16,7 +16,18 @@ import {
   assistantThreadStarted,
   withAppContext,
 } from "../src/testing/fake-slack-assistant.js";
-import { BOT, CALL_WAIT, CHANNEL, cleanUp, startHarness, TEAM, userTexts, waitForBotMessage, WAIT, type Harness } from "./slack-helpers.js";
+import {
+  BOT,
+  CALL_WAIT,
+  CHANNEL,
+  cleanUp,
+  startHarness,
+  TEAM,
+  userTexts,
+  waitForBotMessage,
+  WAIT,
+  type Harness,
+} from "./slack-helpers.js";
 
 afterEach(cleanUp);
 
@@ -48,7 +59,10 @@ describe("Slack's agent experience", () => {
     expect(shown?.prompts.length).toBeLessThanOrEqual(4);
     // Every prompt names a tool the bot has, and the demo shop's come first.
     for (const prompt of shown?.prompts ?? []) expect(tools.some((tool) => prompt.title.includes(tool))).toBe(true);
-    expect(shown?.prompts[0]).toEqual({ title: "Try get_order_status", message: "What is the status of order 20240410003?" });
+    expect(shown?.prompts[0]).toEqual({
+      title: "Try get_order_status",
+      message: "What is the status of order 20240410003?",
+    });
   });
 
   it("pins the prompts to the Messages tab (no thread) when the agent view's DM opens, and not for the Home tab", async () => {
@@ -64,7 +78,9 @@ describe("Slack's agent experience", () => {
   });
 
   it("titles a DM thread from its first message, shows Slack's status with loading messages, and answers in the thread", async () => {
-    const h = await startHarness({ script: [{ content: "Order 20240315001 was delivered." }, { content: "You're welcome." }] });
+    const h = await startHarness({
+      script: [{ content: "Order 20240315001 was delivered." }, { content: "You're welcome." }],
+    });
     const threadTs = h.fake.nextTs();
     await sendAgentEvent(h, assistantThreadStarted({ user: "U1", dm: DM, threadTs, teamId: TEAM }));
     await h.dm("Where is order 20240315001?\nIt was a gift.", { channel: DM, threadTs });
@@ -73,7 +89,12 @@ describe("Slack's agent experience", () => {
     const title = await h.fake.waitForCall("assistant.threads.setTitle", undefined, CALL_WAIT);
     expect(title.args).toMatchObject({ channel_id: DM, thread_ts: threadTs, title: "Where is order 20240315001?" });
     const status = await h.fake.waitForCall("assistant.threads.setStatus", undefined, CALL_WAIT);
-    expect(status.args).toMatchObject({ channel_id: DM, thread_ts: threadTs, status: "is thinking…", loading_messages: LOADING_MESSAGES });
+    expect(status.args).toMatchObject({
+      channel_id: DM,
+      thread_ts: threadTs,
+      status: "is thinking…",
+      loading_messages: LOADING_MESSAGES,
+    });
 
     // The thread keeps its first title.
     await h.dm("thanks!", { channel: DM, threadTs });
@@ -82,13 +103,22 @@ describe("Slack's agent experience", () => {
     expect(h.fake.callsTo("assistant.threads.setTitle")).toHaveLength(1);
     expect(h.fake.assistant.titles.get(`${DM}/${threadTs}`)).toBe("Where is order 20240315001?");
     // The thread's agent session: processing while each run works (Slack's stop button), active after.
-    await expect.poll(() => h.fake.assistant.sessions.get(`${DM}/${threadTs}`)?.statuses, WAIT).toEqual(["processing", "active", "processing", "active"]);
+    await expect
+      .poll(() => h.fake.assistant.sessions.get(`${DM}/${threadTs}`)?.statuses, WAIT)
+      .toEqual(["processing", "active", "processing", "active"]);
     expect(h.fake.assistant.sessions.get(`${DM}/${threadTs}`)?.title).toBe("Where is order 20240315001?");
-    expect(h.fake.callsTo("agents.sessions.setStatus")[0]?.args).toMatchObject({ channel_id: DM, thread_ts: threadTs, initiator_user_id: "U1" });
+    expect(h.fake.callsTo("agents.sessions.setStatus")[0]?.args).toMatchObject({
+      channel_id: DM,
+      thread_ts: threadTs,
+      initiator_user_id: "U1",
+    });
   });
 
   it("answers as before where Slack refuses agent sessions, and stops asking", async () => {
-    const h = await startHarness({ fake: { refuse: { "agents.sessions.setStatus": "not_allowed_token_type" } }, script: [{ content: "One." }, { content: "Two." }] });
+    const h = await startHarness({
+      fake: { refuse: { "agents.sessions.setStatus": "not_allowed_token_type" } },
+      script: [{ content: "One." }, { content: "Two." }],
+    });
     const threadTs = h.fake.nextTs();
     await h.dm("first", { channel: DM, threadTs });
     await waitForBotMessage(h.fake, DM, threadTs, "One.");
@@ -103,7 +133,10 @@ describe("Slack's agent experience", () => {
     const h = await startHarness({ script: [{ content: "First." }, { content: "Second." }] });
     const threadTs = h.fake.nextTs();
     await sendAgentEvent(h, assistantThreadStarted({ user: "U1", dm: DM, threadTs, viewing: CHANNEL, teamId: TEAM }));
-    await sendAgentEvent(h, assistantThreadContextChanged({ user: "U1", dm: DM, threadTs, viewing: VIEWED, teamId: TEAM }));
+    await sendAgentEvent(
+      h,
+      assistantThreadContextChanged({ user: "U1", dm: DM, threadTs, viewing: VIEWED, teamId: TEAM }),
+    );
     await h.dm("summarize this channel", { channel: DM, threadTs });
     await waitForBotMessage(h.fake, DM, threadTs, "First.");
 
@@ -123,7 +156,9 @@ describe("Slack's agent experience", () => {
     expect(recorded.messages.filter((message) => message.role === "user").at(-1)?.content).toBe(first);
 
     // The agent view: app_context_changed (the person is the envelope's authorization) replaces it.
-    await sendAgentEvent(h, appContextChanged([{ type: "slack#/types/channel_id", value: CHANNEL, team_id: TEAM }]), { authorizedUser: "U1" });
+    await sendAgentEvent(h, appContextChanged([{ type: "slack#/types/channel_id", value: CHANNEL, team_id: TEAM }]), {
+      authorizedUser: "U1",
+    });
     await h.dm("and now?", { channel: DM, threadTs });
     await waitForBotMessage(h.fake, DM, threadTs, "Second.");
     const second = lastUserText(h, 1);
@@ -136,10 +171,14 @@ describe("Slack's agent experience", () => {
     const h = await startHarness({ script: [{ content: "One." }, { content: "Two." }] });
     await h.dm("what is this message about?", {
       channel: DM,
-      extra: withAppContext([{ type: "slack#/types/message_context", value: { channel_id: VIEWED, message_ts: "1730000000.000100" } }]),
+      extra: withAppContext([
+        { type: "slack#/types/message_context", value: { channel_id: VIEWED, message_ts: "1730000000.000100" } },
+      ]),
     });
     await waitForBotMessage(h.fake, DM, undefined, "One.");
-    expect(lastUserText(h, 0)).toContain(`a message (ts 1730000000.000100) in channel #channel-${VIEWED.toLowerCase()} (${VIEWED})`);
+    expect(lastUserText(h, 0)).toContain(
+      `a message (ts 1730000000.000100) in channel #channel-${VIEWED.toLowerCase()} (${VIEWED})`,
+    );
 
     await sendAgentEvent(h, appContextChanged([]), { authorizedUser: "U2" });
     await h.dm("hello", { channel: DM, user: "U2" });
@@ -176,7 +215,9 @@ describe("Slack's agent experience", () => {
 
   it("adds nothing of this to a mention in a channel", async () => {
     const h = await startHarness({ script: [{ content: "Here." }] });
-    await sendAgentEvent(h, appContextChanged([{ type: "slack#/types/channel_id", value: VIEWED }]), { authorizedUser: "U1" });
+    await sendAgentEvent(h, appContextChanged([{ type: "slack#/types/channel_id", value: VIEWED }]), {
+      authorizedUser: "U1",
+    });
     const { ts } = await h.mention(`<@${BOT}> hi`);
     await waitForBotMessage(h.fake, CHANNEL, ts, "Here.");
     expect(lastUserText(h, 0)).toBe("hi");
@@ -189,7 +230,13 @@ describe("the Slack app manifest", () => {
     const manifest = readFileSync(new URL("../slack-app-manifest.yaml", import.meta.url), "utf8");
     expect(manifest).toMatch(/^ {2}agent_view:\n {4}agent_description: \S/m);
     expect(manifest).not.toMatch(/^ {2}assistant_view:/m);
-    for (const event of ["app_mention", "message.im", "app_home_opened", "app_context_changed", "agent_session_stopped"]) {
+    for (const event of [
+      "app_mention",
+      "message.im",
+      "app_home_opened",
+      "app_context_changed",
+      "agent_session_stopped",
+    ]) {
       expect(manifest).toMatch(new RegExp(`^ {6}- ${event.replace(".", "\\.")}\\b`, "m"));
     }
     expect(manifest).toMatch(/^ {6}- assistant:write\b/m);

@@ -9,14 +9,26 @@ import { BOT, CALL_WAIT, CHANNEL, cleanUp, startHarness, waitForBotMessage, type
 
 afterEach(cleanUp);
 
-interface Element { type?: string; action_id?: string; value?: string; positive_button?: { value?: string }; negative_button?: { value?: string } }
-interface Block { type?: string; elements?: Element[] }
+interface Element {
+  type?: string;
+  action_id?: string;
+  value?: string;
+  positive_button?: { value?: string };
+  negative_button?: { value?: string };
+}
+interface Block {
+  type?: string;
+  elements?: Element[];
+}
 
 const blocksOf = (message: FakeMessage) => (message.blocks ?? []) as Block[];
 
 /** The feedback buttons element of an answer (Slack's own), if it has one. */
 function feedbackElement(message: FakeMessage): Element | undefined {
-  return blocksOf(message).filter((block) => block.type === "context_actions").flatMap((block) => block.elements ?? []).find((element) => element.type === "feedback_buttons");
+  return blocksOf(message)
+    .filter((block) => block.type === "context_actions")
+    .flatMap((block) => block.elements ?? [])
+    .find((element) => element.type === "feedback_buttons");
 }
 
 async function answered(h: Harness, text = "The answer is 42.") {
@@ -32,13 +44,26 @@ describe("Slack feedback", () => {
     const { message } = await answered(h);
     const element = feedbackElement(message);
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
-    expect(element).toMatchObject({ action_id: "glassbox_feedback", positive_button: { value: `up:${runId}` }, negative_button: { value: `down:${runId}` } });
+    expect(element).toMatchObject({
+      action_id: "glassbox_feedback",
+      positive_button: { value: `up:${runId}` },
+      negative_button: { value: `down:${runId}` },
+    });
     const feedback = createFeedbackBook(h.agent.store);
     const url = h.slack.eventsUrl as string;
-    const click = (userId: string, value: string) => h.fake.sendBlockAction(url, { userId, channel: CHANNEL, messageTs: message.ts, actionId: "glassbox_feedback", value });
+    const click = (userId: string, value: string) =>
+      h.fake.sendBlockAction(url, {
+        userId,
+        channel: CHANNEL,
+        messageTs: message.ts,
+        actionId: "glassbox_feedback",
+        value,
+      });
 
     expect((await click("U1", `up:${runId}`)).status).toBe(200);
-    await expect.poll(() => feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.source])).toEqual([["U1", "up", "slack"]]);
+    await expect
+      .poll(() => feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.source]))
+      .toEqual([["U1", "up", "slack"]]);
     expect(h.fake.views).toEqual([]); // a 👍 asks nothing
 
     // U2's 👎 opens the modal, for U2, naming the run; submitting it adds the reason to U2's 👎.
@@ -46,9 +71,15 @@ describe("Slack feedback", () => {
     await h.fake.waitForCall("views.open", () => true, CALL_WAIT);
     const [modal] = h.fake.views;
     expect(modal).toMatchObject({ userId: "U2", callbackId: "glassbox_feedback_reason", privateMetadata: runId });
-    const submitted = await h.fake.sendViewSubmission(url, { viewId: modal?.id ?? "", userId: "U2", values: { reason: { reason_input: "It ignored my question" } } });
+    const submitted = await h.fake.sendViewSubmission(url, {
+      viewId: modal?.id ?? "",
+      userId: "U2",
+      values: { reason: { reason_input: "It ignored my question" } },
+    });
     expect(submitted.status).toBe(200);
-    await expect.poll(() => feedback.ofRun(runId).find((one) => one.userId === "U2")?.reason).toBe("It ignored my question");
+    await expect
+      .poll(() => feedback.ofRun(runId).find((one) => one.userId === "U2")?.reason)
+      .toBe("It ignored my question");
 
     // U1 changes their mind: the 👎 replaces the 👍.
     await click("U1", `down:${runId}`);
@@ -63,7 +94,13 @@ describe("Slack feedback", () => {
     const h = await startHarness({ script: [{ content: "The answer is 42." }] });
     const { message } = await answered(h);
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
-    const click = { userId: "U1", channel: CHANNEL, messageTs: message.ts, actionId: "glassbox_feedback", value: `down:${runId}` };
+    const click = {
+      userId: "U1",
+      channel: CHANNEL,
+      messageTs: message.ts,
+      actionId: "glassbox_feedback",
+      value: `down:${runId}`,
+    };
     await h.fake.sendBlockAction(h.slack.eventsUrl as string, click);
     await h.fake.waitForCall("views.open", () => true, CALL_WAIT);
     const triggerId = String(h.fake.callsTo("views.open")[0]?.args.trigger_id);
@@ -79,28 +116,59 @@ describe("Slack feedback", () => {
     const { message } = await answered(h);
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
     const url = h.slack.eventsUrl as string;
-    await h.fake.sendBlockAction(url, { userId: "U3", channel: "C2", messageTs: message.ts, actionId: "glassbox_feedback", value: `up:${runId}` });
+    await h.fake.sendBlockAction(url, {
+      userId: "U3",
+      channel: "C2",
+      messageTs: message.ts,
+      actionId: "glassbox_feedback",
+      value: `up:${runId}`,
+    });
     const note = await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U3", CALL_WAIT);
     expect(String(note.args.text)).toMatch(/rate it in the conversation where I gave it/);
-    await h.fake.sendBlockAction(url, { userId: "U3", channel: CHANNEL, messageTs: message.ts, actionId: "glassbox_feedback", value: "down:run_nonexistent" });
-    await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U3" && c.args.channel === CHANNEL, CALL_WAIT);
+    await h.fake.sendBlockAction(url, {
+      userId: "U3",
+      channel: CHANNEL,
+      messageTs: message.ts,
+      actionId: "glassbox_feedback",
+      value: "down:run_nonexistent",
+    });
+    await h.fake.waitForCall(
+      "chat.postEphemeral",
+      (c) => c.args.user === "U3" && c.args.channel === CHANNEL,
+      CALL_WAIT,
+    );
     expect(h.agent.store.db.prepare("SELECT count(*) FROM feedback").pluck().get()).toBe(0);
     expect(h.fake.views).toEqual([]);
   });
 
   it("where Slack refuses the feedback buttons element, answers carry plain 👍 / 👎 buttons that work the same", async () => {
-    const h = await startHarness({ script: [{ content: "The answer is 42." }], fake: { unsupportedBlocks: ["context_actions"] } });
+    const h = await startHarness({
+      script: [{ content: "The answer is 42." }],
+      fake: { unsupportedBlocks: ["context_actions"] },
+    });
     const { message } = await answered(h);
     expect(feedbackElement(message)).toBeUndefined();
-    const buttons = blocksOf(message).filter((block) => block.type === "actions").flatMap((block) => block.elements ?? []);
+    const buttons = blocksOf(message)
+      .filter((block) => block.type === "actions")
+      .flatMap((block) => block.elements ?? []);
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
     expect(buttons.map((button) => [button.action_id, button.value])).toEqual([
       ["glassbox_feedback_up", `up:${runId}`],
       ["glassbox_feedback_down", `down:${runId}`],
     ]);
     expect(message.text).toContain("The answer is 42.");
-    await h.fake.sendBlockAction(h.slack.eventsUrl as string, { userId: "U1", channel: CHANNEL, messageTs: message.ts, actionId: "glassbox_feedback_down", value: `down:${runId}` });
+    await h.fake.sendBlockAction(h.slack.eventsUrl as string, {
+      userId: "U1",
+      channel: CHANNEL,
+      messageTs: message.ts,
+      actionId: "glassbox_feedback_down",
+      value: `down:${runId}`,
+    });
     await h.fake.waitForCall("views.open", () => true, CALL_WAIT);
-    expect(createFeedbackBook(h.agent.store).ofRun(runId).map((one) => one.rating)).toEqual(["down"]);
+    expect(
+      createFeedbackBook(h.agent.store)
+        .ofRun(runId)
+        .map((one) => one.rating),
+    ).toEqual(["down"]);
   });
 });

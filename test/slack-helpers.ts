@@ -49,7 +49,11 @@ export async function cleanUp(): Promise<void> {
   }
 }
 
-export interface LogLine { level: number; msg: string; [key: string]: unknown }
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
 
 /** A real pino logger that keeps its lines in memory, so a test can check what was logged. */
 export function memoryLogger(): { log: Logger; lines: LogLine[] } {
@@ -65,7 +69,12 @@ export async function startModel(script: Script = []): Promise<ScriptedModelServ
 }
 
 export async function startSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
-  const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, ...options });
+  const fake = await startFakeSlack({
+    botToken: BOT_TOKEN,
+    appToken: APP_TOKEN,
+    signingSecret: SIGNING_SECRET,
+    ...options,
+  });
   cleanups.push(() => fake.close());
   return fake;
 }
@@ -76,7 +85,10 @@ export function tempDir(): string {
   return directory;
 }
 
-export interface Paths { db: string; shopDb: string }
+export interface Paths {
+  db: string;
+  shopDb: string;
+}
 
 export function tempPaths(): Paths {
   const directory = tempDir();
@@ -84,8 +96,20 @@ export function tempPaths(): Paths {
 }
 
 /** The agent exactly as `npm start` builds it, from environment variables, over the given files. */
-export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Logger, env: Record<string, string> = {}) {
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
+export async function agentFor(
+  model: ScriptedModelServer,
+  paths: Paths,
+  log: Logger,
+  env: Record<string, string> = {},
+) {
+  const config = loadConfig({
+    OPENAI_BASE_URL: model.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: paths.db,
+    GLASSBOX_SHOP_DB: paths.shopDb,
+    GLASSBOX_DEMO: "true",
+    ...env,
+  });
   const agent = await sqliteAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
@@ -94,11 +118,27 @@ export async function agentFor(model: ScriptedModelServer, paths: Paths, log: Lo
 }
 
 export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> = {}): SlackConfig {
-  return { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, port: 0, host: "127.0.0.1", apiUrl: fake.apiUrl, allowedChannels: [], approvers: [], ...overrides };
+  return {
+    botToken: BOT_TOKEN,
+    signingSecret: SIGNING_SECRET,
+    port: 0,
+    host: "127.0.0.1",
+    apiUrl: fake.apiUrl,
+    allowedChannels: [],
+    approvers: [],
+    ...overrides,
+  };
 }
 
 /** startSlackAdapter as main.ts calls it; `store` may be the SQLite store, whose port the adapter is given. */
-export async function startAdapter(options: { fake: FakeSlack; agent: AgentConfig; store: Store | StorePort; log: Logger; slack?: Partial<SlackConfig>; approvalTtlSeconds?: number }) {
+export async function startAdapter(options: {
+  fake: FakeSlack;
+  agent: AgentConfig;
+  store: Store | StorePort;
+  log: Logger;
+  slack?: Partial<SlackConfig>;
+  approvalTtlSeconds?: number;
+}) {
   const slack = await startSlackAdapter({
     slack: slackConfigFor(options.fake, options.slack),
     agent: options.agent,
@@ -159,15 +199,26 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const { log, lines } = memoryLogger();
   const built = (await agentFor(model, paths, log, options.env)).agent;
   const agent = options.agent ? options.agent(built, model) : built;
-  const slack = await startAdapter({ fake, agent, store: agent.store, log, slack: options.slack, approvalTtlSeconds: options.approvalTtlSeconds });
+  const slack = await startAdapter({
+    fake,
+    agent,
+    store: agent.store,
+    log,
+    slack: options.slack,
+    approvalTtlSeconds: options.approvalTtlSeconds,
+  });
   const url = slack.eventsUrl as string;
 
   async function send(event: Record<string, unknown>, o: EventOptions) {
     const ts = o.ts ?? fake.nextTs();
-    const sent = await fake.sendEvent(url, { ...event, ts, ...(o.threadTs ? { thread_ts: o.threadTs } : {}), ...o.extra }, {
-      ...(o.eventId ? { eventId: o.eventId } : {}),
-      ...(o.retryNum !== undefined ? { retryNum: o.retryNum } : {}),
-    });
+    const sent = await fake.sendEvent(
+      url,
+      { ...event, ts, ...(o.threadTs ? { thread_ts: o.threadTs } : {}), ...o.extra },
+      {
+        ...(o.eventId ? { eventId: o.eventId } : {}),
+        ...(o.retryNum !== undefined ? { retryNum: o.retryNum } : {}),
+      },
+    );
     expect(sent.status).toBe(200);
     return { ts, status: sent.status, eventId: sent.eventId };
   }
@@ -180,20 +231,36 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     paths,
     lines,
     log,
-    mention: (text, o = {}) => send({ type: "app_mention", user: o.user ?? "U1", channel: o.channel ?? CHANNEL, text }, o),
-    dm: (text, o = {}) => send({ type: "message", channel_type: "im", user: o.user ?? "U1", channel: o.channel ?? "D1", text }, o),
+    mention: (text, o = {}) =>
+      send({ type: "app_mention", user: o.user ?? "U1", channel: o.channel ?? CHANNEL, text }, o),
+    dm: (text, o = {}) =>
+      send({ type: "message", channel_type: "im", user: o.user ?? "U1", channel: o.channel ?? "D1", text }, o),
     click: (approval, userId, actionId = APPROVE) =>
-      fake.sendBlockAction(url, { userId, channel: approval.channel, messageTs: approval.ts, actionId, value: approval.id }),
+      fake.sendBlockAction(url, {
+        userId,
+        channel: approval.channel,
+        messageTs: approval.ts,
+        actionId,
+        value: approval.id,
+      }),
   };
 }
 
 /** The texts a person sees in a thread (the bot's messages only, in order). */
 export function botTexts(fake: FakeSlack, channel: string, threadTs?: string): string[] {
-  return fake.messages(channel, threadTs).filter((m) => m.bot_id === BOT_ID).map((m) => m.text ?? "");
+  return fake
+    .messages(channel, threadTs)
+    .filter((m) => m.bot_id === BOT_ID)
+    .map((m) => m.text ?? "");
 }
 
 /** Waits until a bot message of the thread matches, and returns it. */
-export async function waitForBotMessage(fake: FakeSlack, channel: string, threadTs: string | undefined, match: RegExp | string): Promise<FakeMessage> {
+export async function waitForBotMessage(
+  fake: FakeSlack,
+  channel: string,
+  threadTs: string | undefined,
+  match: RegExp | string,
+): Promise<FakeMessage> {
   const test = (text: string) => (typeof match === "string" ? text.includes(match) : match.test(text));
   let found: FakeMessage | undefined;
   await expect
@@ -205,13 +272,23 @@ export async function waitForBotMessage(fake: FakeSlack, channel: string, thread
   return found as FakeMessage;
 }
 
-export interface ApprovalMessage { channel: string; ts: string; id: string; message: FakeMessage }
+export interface ApprovalMessage {
+  channel: string;
+  ts: string;
+  id: string;
+  message: FakeMessage;
+}
 
-interface ButtonBlock { type: string; elements?: Array<{ action_id?: string; value?: string }> }
+interface ButtonBlock {
+  type: string;
+  elements?: Array<{ action_id?: string; value?: string }>;
+}
 
 /** The buttons of an approval message (none once decided). */
 export function buttonsOf(message: FakeMessage): Array<{ action_id?: string; value?: string }> {
-  return ((message.blocks ?? []) as ButtonBlock[]).filter((block) => block.type === "actions").flatMap((block) => block.elements ?? []);
+  return ((message.blocks ?? []) as ButtonBlock[])
+    .filter((block) => block.type === "actions")
+    .flatMap((block) => block.elements ?? []);
 }
 
 /** Waits for the approval message with its buttons in the thread; the approval id is the buttons' value. */
@@ -253,11 +330,16 @@ export function sentMessages(model: ScriptedModelServer, index: number): SentMes
 
 /** The user messages of a request, as text. */
 export function userTexts(model: ScriptedModelServer, index: number): string[] {
-  return sentMessages(model, index).filter((m) => m.role === "user").map(textOf);
+  return sentMessages(model, index)
+    .filter((m) => m.role === "user")
+    .map(textOf);
 }
 
 /** The tool messages of a request, parsed from their JSON envelopes. */
-export function toolResults(model: ScriptedModelServer, index: number): Array<{ status: string; data?: unknown; error?: { type: string; message: string } }> {
+export function toolResults(
+  model: ScriptedModelServer,
+  index: number,
+): Array<{ status: string; data?: unknown; error?: { type: string; message: string } }> {
   return sentMessages(model, index)
     .filter((m) => m.role === "tool")
     .map((m) => JSON.parse(textOf(m)) as { status: string; data?: unknown; error?: { type: string; message: string } });
@@ -267,13 +349,19 @@ export function toolResults(model: ScriptedModelServer, index: number): Array<{ 
 export function orderStatus(shopDb: string, orderId: string): string | undefined {
   const db = openShopDatabase(shopDb);
   try {
-    return (db.prepare("SELECT status FROM orders WHERE id = ?").pluck().get(orderId) as string | undefined) ?? undefined;
+    return (
+      (db.prepare("SELECT status FROM orders WHERE id = ?").pluck().get(orderId) as string | undefined) ?? undefined
+    );
   } finally {
     db.close();
   }
 }
 
-export const toolCall = (name: string, args: unknown, id?: string) => ({ name, arguments: JSON.stringify(args), ...(id ? { id } : {}) });
+export const toolCall = (name: string, args: unknown, id?: string) => ({
+  name,
+  arguments: JSON.stringify(args),
+  ...(id ? { id } : {}),
+});
 
 export const cancelScript = (answer = "Done: order 20240410003 is cancelled."): ScriptedReply[] => [
   { toolCalls: [toolCall("cancel_order", { order_id: CANCELLABLE_ORDER, reason: "ordered twice" }, "call_cancel_1")] },

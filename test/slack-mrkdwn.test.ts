@@ -5,7 +5,13 @@ import { mrkdwnOf } from "../src/adapters/slack/slack-surface.js";
 
 describe("mrkdwnOf", () => {
   it("gives a plain line back as the converter would", () => {
-    for (const line of ["Thread 42: it is time for an answer.", "Hello, world! 50% off; (see below) 3.5 + 2 = 5.5", "Price: $5 — ok?", "It is 10:30 in Tokyo.", "x = 1 - 2"]) {
+    for (const line of [
+      "Thread 42: it is time for an answer.",
+      "Hello, world! 50% off; (see below) 3.5 + 2 = 5.5",
+      "Price: $5 — ok?",
+      "It is 10:30 in Tokyo.",
+      "x = 1 - 2",
+    ]) {
       expect(mrkdwnOf(line)).toBe(slackifyMarkdown(line).trimEnd());
     }
   });

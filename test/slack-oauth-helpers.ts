@@ -12,16 +12,43 @@ import type { InstallationDatabase } from "../src/store/installations.js";
 import type { FakeSlack } from "../src/testing/fake-slack.js";
 import type { FakeWorkspace } from "../src/testing/fake-slack-oauth.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
-import { agentFor, slackConfigFor, startAdapter, startModel, startSlack, tempPaths, type LogLine } from "./slack-helpers.js";
+import {
+  agentFor,
+  slackConfigFor,
+  startAdapter,
+  startModel,
+  startSlack,
+  tempPaths,
+  type LogLine,
+} from "./slack-helpers.js";
 
 export const CLIENT_ID = "1111111111.2222222222";
 export const CLIENT_SECRET = "fake-client-secret-3f9a0c";
 export const STATE_SECRET = "fake-state-secret-8d41e7b2";
 
-export const TEAM_A: FakeWorkspace = { teamId: "T0TEAMA001", teamName: "Team A", botToken: "xoxb-team-a-0001-secret", botUserId: "U0BOTA0001", botId: "B0BOTA0001" };
-export const TEAM_B: FakeWorkspace = { teamId: "T0TEAMB002", teamName: "Team B", botToken: "xoxb-team-b-0002-secret", botUserId: "U0BOTB0002", botId: "B0BOTB0002" };
+export const TEAM_A: FakeWorkspace = {
+  teamId: "T0TEAMA001",
+  teamName: "Team A",
+  botToken: "xoxb-team-a-0001-secret",
+  botUserId: "U0BOTA0001",
+  botId: "B0BOTA0001",
+};
+export const TEAM_B: FakeWorkspace = {
+  teamId: "T0TEAMB002",
+  teamName: "Team B",
+  botToken: "xoxb-team-b-0002-secret",
+  botUserId: "U0BOTB0002",
+  botId: "B0BOTB0002",
+};
 /** A workspace of an Enterprise Grid org that installed the app org-wide. */
-export const ORG_WORKSPACE: FakeWorkspace = { teamId: "T0ORGWS003", botToken: "xoxb-org-e-0003-secret", botUserId: "U0BOTE0003", botId: "B0BOTE0003", enterpriseId: "E0ORG00001", orgWide: true };
+export const ORG_WORKSPACE: FakeWorkspace = {
+  teamId: "T0ORGWS003",
+  botToken: "xoxb-org-e-0003-secret",
+  botUserId: "U0BOTE0003",
+  botId: "B0BOTE0003",
+  enterpriseId: "E0ORG00001",
+  orgWide: true,
+};
 export const WORKSPACES = [TEAM_A, TEAM_B, ORG_WORKSPACE];
 
 export const TEST_DATABASE_URL = process.env.GLASSBOX_TEST_DATABASE_URL?.trim() || undefined;
@@ -30,7 +57,11 @@ export const TEST_DATABASE_URL = process.env.GLASSBOX_TEST_DATABASE_URL?.trim() 
 export interface InstallationBackend {
   name: string;
   available: boolean;
-  fresh(sqlitePath: string): Promise<{ database: InstallationDatabase; rows(): Promise<Array<Record<string, unknown>>>; drop(): Promise<void> }>;
+  fresh(sqlitePath: string): Promise<{
+    database: InstallationDatabase;
+    rows(): Promise<Array<Record<string, unknown>>>;
+    drop(): Promise<void>;
+  }>;
 }
 
 export const SQLITE: InstallationBackend = {
@@ -116,8 +147,12 @@ export interface InstalledBotOptions {
 }
 
 /** Start it, then install workspaces with `install`. Call `stop` before cleanUp(): the adapter stops before the fakes close. */
-export async function startInstalledBot(options: InstalledBotOptions = {}): Promise<InstalledBot & { stop(): Promise<void>; drop(): Promise<void> }> {
-  const fake = await startSlack({ oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: WORKSPACES } });
+export async function startInstalledBot(
+  options: InstalledBotOptions = {},
+): Promise<InstalledBot & { stop(): Promise<void>; drop(): Promise<void> }> {
+  const fake = await startSlack({
+    oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: WORKSPACES },
+  });
   const model = await startModel(echoScript);
   const paths = tempPaths();
   const { log, lines, text } = debugLogger();
@@ -132,14 +167,34 @@ export async function startInstalledBot(options: InstalledBotOptions = {}): Prom
     authorizeUrl: (fake.oauth as NonNullable<FakeSlack["oauth"]>).authorizeUrl,
     database: backend.database,
   };
-  const mode: Partial<SlackConfig> = options.socket ? { signingSecret: undefined, appToken: "xapp-1-fake-app-token", port: await freePort() } : {};
+  const mode: Partial<SlackConfig> = options.socket
+    ? { signingSecret: undefined, appToken: "xapp-1-fake-app-token", port: await freePort() }
+    : {};
   const settings: Partial<SlackConfig> = { botToken: undefined, oauth, ...mode, ...options.slack };
   const slack = options.workers
-    ? await startSlackAdapter({ slack: { ...slackConfigFor(fake), ...settings }, store: agent.port, log, approvalTtlSeconds: 3_600, workers: { count: options.workers, config } })
+    ? await startSlackAdapter({
+        slack: { ...slackConfigFor(fake), ...settings },
+        store: agent.port,
+        log,
+        approvalTtlSeconds: 3_600,
+        workers: { count: options.workers, config },
+      })
     : await startAdapter({ fake, agent, store: agent.port, log, slack: settings });
   // The redirect URL the app's settings page lists at Slack.
   fake.oauth?.setRedirectUrl(new URL("/slack/oauth_redirect", slack.installUrl).toString());
-  return { fake, slack, oauth, lines, logText: text, dbPath: paths.db, rows: backend.rows, stop: () => slack.stop(), drop: backend.drop, store: agent.store, model };
+  return {
+    fake,
+    slack,
+    oauth,
+    lines,
+    logText: text,
+    dbPath: paths.db,
+    rows: backend.rows,
+    stop: () => slack.stop(),
+    drop: backend.drop,
+    store: agent.store,
+    model,
+  };
 }
 
 export interface InstallResult {
@@ -152,7 +207,11 @@ export interface InstallResult {
  * Slack), approves on Slack's page for `teamId`, and follows Slack back to the redirect URL with the
  * cookie. `cookieFrom` replaces the cookie with another browser session's, as a forged link would.
  */
-export async function install(installUrl: string, teamId: string, options: { cookie?: string | null } = {}): Promise<InstallResult> {
+export async function install(
+  installUrl: string,
+  teamId: string,
+  options: { cookie?: string | null } = {},
+): Promise<InstallResult> {
   const { cookie, authorizeUrl } = await openInstallLink(installUrl);
   const back = await consent(authorizeUrl, teamId);
   return followRedirect(back, options.cookie === undefined ? cookie : options.cookie);
@@ -160,15 +219,20 @@ export async function install(installUrl: string, teamId: string, options: { coo
 
 export async function openInstallLink(installUrl: string): Promise<{ cookie: string; authorizeUrl: string }> {
   const response = await fetch(installUrl, { redirect: "manual" });
-  if (response.status !== 302) throw new Error(`the install link answered ${response.status}: ${await response.text()}`);
-  const cookie = response.headers.getSetCookie().map((header) => header.split(";")[0] ?? "").join("; ");
+  if (response.status !== 302)
+    throw new Error(`the install link answered ${response.status}: ${await response.text()}`);
+  const cookie = response.headers
+    .getSetCookie()
+    .map((header) => header.split(";")[0] ?? "")
+    .join("; ");
   return { cookie, authorizeUrl: response.headers.get("location") ?? "" };
 }
 
 /** Slack's consent page, approved for the workspace: the address Slack sends the browser back to. */
 export async function consent(authorizeUrl: string, teamId: string): Promise<string> {
   const response = await fetch(`${authorizeUrl}&team=${teamId}`, { redirect: "manual" });
-  if (response.status !== 302) throw new Error(`Slack's authorize page answered ${response.status}: ${await response.text()}`);
+  if (response.status !== 302)
+    throw new Error(`Slack's authorize page answered ${response.status}: ${await response.text()}`);
   return response.headers.get("location") ?? "";
 }
 

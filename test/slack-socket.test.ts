@@ -31,7 +31,13 @@ import {
 afterEach(cleanUp);
 
 const socketMode = { appToken: APP_TOKEN, signingSecret: undefined };
-const mention = (ts: string, text = `<@${BOT}> hello over the socket`) => ({ type: "app_mention", user: "U1", channel: CHANNEL, text, ts });
+const mention = (ts: string, text = `<@${BOT}> hello over the socket`) => ({
+  type: "app_mention",
+  user: "U1",
+  channel: CHANNEL,
+  text,
+  ts,
+});
 
 describe("Slack in Socket Mode", () => {
   it("acks an app_mention envelope and answers it in the thread", async () => {
@@ -49,7 +55,9 @@ describe("Slack in Socket Mode", () => {
     expect(sent.acked).toBe(true);
     await waitForBotMessage(fake, CHANNEL, ts, "Hello from the socket.");
     await slack.conversations.idle();
-    expect(model.requests.map((request) => request.body.messages.filter((m) => m.role === "user").map(textOf))).toEqual([["hello over the socket"]]);
+    expect(model.requests.map((request) => request.body.messages.filter((m) => m.role === "user").map(textOf))).toEqual(
+      [["hello over the socket"]],
+    );
   });
 
   it("answers an event delivered on two connections (two running bots on one database) once", async () => {
@@ -71,7 +79,12 @@ describe("Slack in Socket Mode", () => {
     expect([one.acked, two.acked]).toEqual([true, true]);
     await waitForBotMessage(fake, CHANNEL, ts, "Answered once.");
     // The same connection again, as Slack's retry: still nothing new.
-    const retry = await fake.sendSocketEvent(mention(ts), { eventId: "Ev0TWICE", connection: 0, retryAttempt: 1, retryReason: "timeout" });
+    const retry = await fake.sendSocketEvent(mention(ts), {
+      eventId: "Ev0TWICE",
+      connection: 0,
+      retryAttempt: 1,
+      retryReason: "timeout",
+    });
     expect(retry.acked).toBe(true);
     // A new message afterwards is answered (so the retry was handled before we look).
     model.setScript([{ content: "Next one." }]);
@@ -94,7 +107,13 @@ describe("Slack in Socket Mode", () => {
     const ts = fake.nextTs();
     await fake.sendSocketEvent(mention(ts, `<@${BOT}> cancel order ${CANCELLABLE_ORDER}`));
     const approval = await waitForApproval(fake, CHANNEL, ts);
-    const clicked = await fake.sendSocketBlockAction({ userId: "U1", channel: CHANNEL, messageTs: approval.ts, actionId: APPROVE, value: approval.id });
+    const clicked = await fake.sendSocketBlockAction({
+      userId: "U1",
+      channel: CHANNEL,
+      messageTs: approval.ts,
+      actionId: APPROVE,
+      value: approval.id,
+    });
     expect(clicked.acked).toBe(true);
     await waitForBotMessage(fake, CHANNEL, ts, "order 20240410003 is cancelled");
     await slack.conversations.idle();
@@ -123,7 +142,13 @@ describe("Slack configuration errors", () => {
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
     for (const mode of [{}, socketMode]) {
-      const start = startSlackAdapter({ slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }), agent, store: agent.port, log, approvalTtlSeconds: 3_600 });
+      const start = startSlackAdapter({
+        slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }),
+        agent,
+        store: agent.port,
+        log,
+        approvalTtlSeconds: 3_600,
+      });
       await expect(start).rejects.toThrow(/SLACK_BOT_TOKEN/);
       await expect(start).rejects.toThrow(/invalid_auth/);
     }
@@ -137,7 +162,15 @@ describe("Slack configuration errors", () => {
     const model = await startModel();
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
-    const start = startSlackAdapter({ slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" }, agent, store: agent.port, log, approvalTtlSeconds: 3_600 });
-    await expect(start).rejects.toThrow("I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.");
+    const start = startSlackAdapter({
+      slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" },
+      agent,
+      store: agent.port,
+      log,
+      approvalTtlSeconds: 3_600,
+    });
+    await expect(start).rejects.toThrow(
+      "I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.",
+    );
   });
 });

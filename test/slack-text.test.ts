@@ -2,18 +2,40 @@
 // broadcast survives, however it is written or split across streamed deltas.
 import { describe, expect, it } from "vitest";
 import { argumentsForDisplay } from "../src/adapters/describe-call.js";
-import { createMarkdownGuard, markdownWithoutBroadcasts, mrkdwnText, statusText, withoutBroadcasts } from "../src/adapters/slack/slack-text.js";
+import {
+  createMarkdownGuard,
+  markdownWithoutBroadcasts,
+  mrkdwnText,
+  statusText,
+  withoutBroadcasts,
+} from "../src/adapters/slack/slack-text.js";
 
 const COMMAND = /<!/;
 
 describe("withoutBroadcasts (mrkdwn)", () => {
   it("keeps links, user and channel mentions, and writes every other <...> out as text", () => {
-    expect(withoutBroadcasts("see <https://example.com/a?b=1&c=2|docs>, <mailto:a@example.com|mail>, <@U123>, <@W0ABC|ann>, <#C0GENERAL|general>")).toBe(
+    expect(
+      withoutBroadcasts(
+        "see <https://example.com/a?b=1&c=2|docs>, <mailto:a@example.com|mail>, <@U123>, <@W0ABC|ann>, <#C0GENERAL|general>",
+      ),
+    ).toBe(
       "see <https://example.com/a?b=1&c=2|docs>, <mailto:a@example.com|mail>, <@U123>, <@W0ABC|ann>, <#C0GENERAL|general>",
     );
     const hostile = [
-      "<!channel>", "<!here>", "<!everyone>", "<!here|here>", "<!channel|@channel>", "<!subteam^S0123ABC>", "<!subteam^S0123ABC|@oncall>",
-      "<!date^1700000000^{time}|noon>", "<!HERE>", "< !here>", "<\u200b!here>", "<!he\nre>", "<https://example.com|<!channel>>", "<https://example.com\n!here>",
+      "<!channel>",
+      "<!here>",
+      "<!everyone>",
+      "<!here|here>",
+      "<!channel|@channel>",
+      "<!subteam^S0123ABC>",
+      "<!subteam^S0123ABC|@oncall>",
+      "<!date^1700000000^{time}|noon>",
+      "<!HERE>",
+      "< !here>",
+      "<\u200b!here>",
+      "<!he\nre>",
+      "<https://example.com|<!channel>>",
+      "<https://example.com\n!here>",
     ];
     for (const text of hostile) {
       const safe = withoutBroadcasts(text);
@@ -26,13 +48,17 @@ describe("withoutBroadcasts (mrkdwn)", () => {
 
 describe("mrkdwnText (plain text as mrkdwn)", () => {
   it("escapes &, < and > as Slack asks, and nothing else", () => {
-    expect(mrkdwnText("calling post(text: <!here> & <@U1> > *x*)")).toBe("calling post(text: &lt;!here&gt; &amp; &lt;@U1&gt; &gt; *x*)");
+    expect(mrkdwnText("calling post(text: <!here> & <@U1> > *x*)")).toBe(
+      "calling post(text: &lt;!here&gt; &amp; &lt;@U1&gt; &gt; *x*)",
+    );
   });
 });
 
 describe("markdown for the streaming API", () => {
   it("defuses commands and broadcast words, and leaves HTML's own <!-- and <!DOCTYPE alone", () => {
-    const safe = markdownWithoutBroadcasts("<!here> <!subteam^S1|@team> <\u200b!channel> @everyone @here, @channel! ```html\n<!DOCTYPE html><!-- note -->\n```");
+    const safe = markdownWithoutBroadcasts(
+      "<!here> <!subteam^S1|@team> <\u200b!channel> @everyone @here, @channel! ```html\n<!DOCTYPE html><!-- note -->\n```",
+    );
     expect(safe).not.toMatch(/<[\s\p{Cf}]*!(?!DOCTYPE|--)/u);
     expect(safe).not.toMatch(/@(?:everyone|here|channel)\b/);
     expect(safe).toContain("<!DOCTYPE html><!-- note -->");
@@ -42,7 +68,10 @@ describe("markdown for the streaming API", () => {
   it("holds back the start of a command until the next delta says what it is", () => {
     const answer = "Ping <!everyone> and <!subteam^S0TEAM|@team>, @here and <@U1>; see <!DOCTYPE html>. The end.";
     // Every way of cutting the answer in two, and in characters one at a time.
-    const cuts = [...Array.from({ length: answer.length + 1 }, (_, at) => [answer.slice(0, at), answer.slice(at)]), [...answer]];
+    const cuts = [
+      ...Array.from({ length: answer.length + 1 }, (_, at) => [answer.slice(0, at), answer.slice(at)]),
+      [...answer],
+    ];
     for (const deltas of cuts) {
       const guard = createMarkdownGuard();
       const sent = [...deltas.map((delta) => guard.push(delta)), guard.end()];
@@ -56,7 +85,9 @@ describe("markdown for the streaming API", () => {
 
 describe("statusText", () => {
   it("has no angle brackets and no broadcast word", () => {
-    expect(statusText("is calling post(text: <!here> @channel)…")).toBe("is calling post(text: ‹!here› @\u2060channel)…");
+    expect(statusText("is calling post(text: <!here> @channel)…")).toBe(
+      "is calling post(text: ‹!here› @\u2060channel)…",
+    );
   });
 });
 

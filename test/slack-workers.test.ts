@@ -5,7 +5,6 @@
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { shardOf } from "../src/adapters/conversation-workers.js";
 import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
@@ -53,12 +52,30 @@ const sessionOf = (ts: string) => `slack:${TEAM}:${CHANNEL}:${ts}`;
 const lastUserText = (body: ChatCompletionRequestBody) => textOf(body.messages.findLast((m) => m.role === "user"));
 
 /** startSlackAdapter as main.ts calls it with GLASSBOX_WORKERS=2: a store here for claims, the agents in the workers. */
-async function startWithWorkers(fake: FakeSlack, model: ScriptedModelServer, paths: Paths, env: Record<string, string> = {}) {
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: paths.db, GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true", ...env });
+async function startWithWorkers(
+  fake: FakeSlack,
+  model: ScriptedModelServer,
+  paths: Paths,
+  env: Record<string, string> = {},
+) {
+  const config = loadConfig({
+    OPENAI_BASE_URL: model.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: paths.db,
+    GLASSBOX_SHOP_DB: paths.shopDb,
+    GLASSBOX_DEMO: "true",
+    ...env,
+  });
   const store = openStore(config.databasePath);
   const { log, lines } = memoryLogger();
   const exits: number[] = [];
-  const slack = await startSlackAdapter({ slack: slackConfigFor(fake), store: sqlitePortOf(store), log, approvalTtlSeconds: 3_600, workers: { count: 2, config, onExit: (worker) => exits.push(worker) } }).catch((error: unknown) => {
+  const slack = await startSlackAdapter({
+    slack: slackConfigFor(fake),
+    store: sqlitePortOf(store),
+    log,
+    approvalTtlSeconds: 3_600,
+    workers: { count: 2, config, onExit: (worker) => exits.push(worker) },
+  }).catch((error: unknown) => {
     store.close();
     throw error;
   });
@@ -81,7 +98,9 @@ describe("Slack with worker threads", () => {
     expect(loadConfig({ GLASSBOX_WORKERS: "auto" }).workers).toBe(loadConfig({}).workers);
     expect(loadConfig({ GLASSBOX_WORKERS: "3" }).workers).toBe(3);
     for (const wrong of ["0", "2.5", "many", "65"]) {
-      expect(() => loadConfig({ GLASSBOX_WORKERS: wrong })).toThrow(`GLASSBOX_WORKERS is '${wrong}'; set it to a number of threads from 1 to 64, or auto.`);
+      expect(() => loadConfig({ GLASSBOX_WORKERS: wrong })).toThrow(
+        `GLASSBOX_WORKERS is '${wrong}'; set it to a number of threads from 1 to 64, or auto.`,
+      );
     }
   });
 
@@ -113,7 +132,13 @@ describe("Slack with worker threads", () => {
     const threads = Array.from({ length: 8 }, () => fake.nextTs());
     expect(new Set(threads.map((ts) => shardOf(sessionOf(ts), 2)))).toEqual(new Set([0, 1]));
     for (const [n, ts] of threads.entries()) {
-      await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> question ${n}`, ts });
+      await fake.sendEvent(eventsUrl, {
+        type: "app_mention",
+        user: "U1",
+        channel: CHANNEL,
+        text: `<@${BOT}> question ${n}`,
+        ts,
+      });
     }
     for (const [n, ts] of threads.entries()) await waitForBotMessage(fake, CHANNEL, ts, `You said: question ${n}.`);
     for (const ts of threads) expect(botTexts(fake, CHANNEL, ts)).toHaveLength(1);
@@ -121,8 +146,17 @@ describe("Slack with worker threads", () => {
     // In one thread, a second message waits until the first is answered, then sees that exchange.
     const ts = fake.nextTs();
     await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> first`, ts });
-    await expect.poll(() => model.requests.filter((request) => lastUserText(request.body) === "first").length, WAIT).toBe(1);
-    await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> second`, ts: fake.nextTs(), thread_ts: ts });
+    await expect
+      .poll(() => model.requests.filter((request) => lastUserText(request.body) === "first").length, WAIT)
+      .toBe(1);
+    await fake.sendEvent(eventsUrl, {
+      type: "app_mention",
+      user: "U1",
+      channel: CHANNEL,
+      text: `<@${BOT}> second`,
+      ts: fake.nextTs(),
+      thread_ts: ts,
+    });
     await expect.poll(() => slack.conversations.busy(sessionOf(ts)), WAIT).toBe(true);
     expect(model.requests.some((request) => lastUserText(request.body) === "second")).toBe(false);
     release();
@@ -130,7 +164,11 @@ describe("Slack with worker threads", () => {
     await slack.conversations.idle();
     expect(botTexts(fake, CHANNEL, ts)).toEqual(["You said: first.", "You said: second."]);
     const second = model.requests.find((request) => lastUserText(request.body) === "second");
-    expect(second?.body.messages.filter((m) => m.role !== "system").map(textOf)).toEqual(["first", "You said: first.", "second"]);
+    expect(second?.body.messages.filter((m) => m.role !== "system").map(textOf)).toEqual([
+      "first",
+      "You said: first.",
+      "second",
+    ]);
     expect(await slack.conversations.busy(sessionOf(ts))).toBe(false);
   });
 
@@ -139,10 +177,23 @@ describe("Slack with worker threads", () => {
     const model = await startModel([{ hang: true }]);
     const { slack, eventsUrl } = await startWithWorkers(fake, model, tempPaths());
     const ts = fake.nextTs();
-    await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> take forever`, ts });
+    await fake.sendEvent(eventsUrl, {
+      type: "app_mention",
+      user: "U1",
+      channel: CHANNEL,
+      text: `<@${BOT}> take forever`,
+      ts,
+    });
     await expect.poll(() => model.requests.length, WAIT).toBe(1);
 
-    await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> stop`, ts: fake.nextTs(), thread_ts: ts });
+    await fake.sendEvent(eventsUrl, {
+      type: "app_mention",
+      user: "U1",
+      channel: CHANNEL,
+      text: `<@${BOT}> stop`,
+      ts: fake.nextTs(),
+      thread_ts: ts,
+    });
     await waitForBotMessage(fake, CHANNEL, ts, "Stopped.");
     await slack.conversations.idle();
     expect(botTexts(fake, CHANNEL, ts)).toContain("Stopping.");
@@ -155,15 +206,30 @@ describe("Slack with worker threads", () => {
     const paths = tempPaths();
     const first = await startWithWorkers(fake, model, paths);
     const ts = fake.nextTs();
-    await fake.sendEvent(first.eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> cancel order ${CANCELLABLE_ORDER}, I ordered it twice`, ts });
+    await fake.sendEvent(first.eventsUrl, {
+      type: "app_mention",
+      user: "U1",
+      channel: CHANNEL,
+      text: `<@${BOT}> cancel order ${CANCELLABLE_ORDER}, I ordered it twice`,
+      ts,
+    });
     const approval = await waitForApproval(fake, CHANNEL, ts);
     await first.slack.conversations.idle();
     await first.stop();
 
     const second = await startWithWorkers(fake, model, paths);
-    const click = (userId: string, actionId = APPROVE) => fake.sendBlockAction(second.eventsUrl, { userId, channel: CHANNEL, messageTs: approval.ts, actionId, value: approval.id });
+    const click = (userId: string, actionId = APPROVE) =>
+      fake.sendBlockAction(second.eventsUrl, {
+        userId,
+        channel: CHANNEL,
+        messageTs: approval.ts,
+        actionId,
+        value: approval.id,
+      });
     expect((await click("U2")).status).toBe(200);
-    await expect.poll(() => fake.callsTo("chat.postEphemeral").map((call) => [call.args.user, call.args.text]), WAIT).toEqual([["U2", "Only <@U1> can approve this."]]);
+    await expect
+      .poll(() => fake.callsTo("chat.postEphemeral").map((call) => [call.args.user, call.args.text]), WAIT)
+      .toEqual([["U2", "Only <@U1> can approve this."]]);
     expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
 
     expect((await click("U1")).status).toBe(200);
@@ -183,7 +249,13 @@ describe("Slack with worker threads", () => {
     const paths = tempPaths();
     const { slack, eventsUrl } = await startWithWorkers(fake, model, paths);
     const ts = fake.nextTs();
-    await fake.sendEvent(eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> cancel order ${CANCELLABLE_ORDER}`, ts });
+    await fake.sendEvent(eventsUrl, {
+      type: "app_mention",
+      user: "U1",
+      channel: CHANNEL,
+      text: `<@${BOT}> cancel order ${CANCELLABLE_ORDER}`,
+      ts,
+    });
     const approval = await waitForApproval(fake, CHANNEL, ts);
     await slack.conversations.idle();
 
@@ -193,14 +265,19 @@ describe("Slack with worker threads", () => {
     expect(visibleText(messageAt(fake, CHANNEL, approval.ts))).toMatch(/expired/i);
     expect(orderStatus(paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
     const denied = model.requests[1]?.body.messages.find((m) => m.role === "tool");
-    expect(JSON.parse(textOf(denied)) as { status: string }).toMatchObject({ status: "error", error: { type: "denied" } });
+    expect(JSON.parse(textOf(denied)) as { status: string }).toMatchObject({
+      status: "error",
+      error: { type: "denied" },
+    });
   });
 
   it("a worker that cannot build the agent stops startup with the sentence that says what to set", async () => {
     const fake = await startSlack();
     const model = await startModel();
     const missing = join(tempDir(), "no-such-agents.json");
-    await expect(startWithWorkers(fake, model, tempPaths(), { GLASSBOX_AGENTS: missing })).rejects.toThrow(`GLASSBOX_AGENTS names ${missing}, which cannot be read`);
+    await expect(startWithWorkers(fake, model, tempPaths(), { GLASSBOX_AGENTS: missing })).rejects.toThrow(
+      `GLASSBOX_AGENTS names ${missing}, which cannot be read`,
+    );
   });
 
   it("npm start with Slack tokens runs the conversations in GLASSBOX_WORKERS threads, answers, and stops cleanly on SIGTERM", async () => {
@@ -218,7 +295,8 @@ describe("Slack with worker threads", () => {
       OPENAI_BASE_URL: model.url,
       LLM_MODEL: "gpt-4o-mini",
       GLASSBOX_DB: paths.db,
-      GLASSBOX_SHOP_DB: paths.shopDb, GLASSBOX_DEMO: "true",
+      GLASSBOX_SHOP_DB: paths.shopDb,
+      GLASSBOX_DEMO: "true",
     };
     const bot = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let exitCode: number | null | undefined;
@@ -229,15 +307,27 @@ describe("Slack with worker threads", () => {
     });
     try {
       await expect
-        .poll(() => {
-          if (exitCode !== undefined) throw new Error(`the bot exited (${exitCode}): ${stderr}`);
-          return /"msg":"Slack connected"/.test(stderr);
-        }, { timeout: 20_000, interval: 50 })
+        .poll(
+          () => {
+            if (exitCode !== undefined) throw new Error(`the bot exited (${exitCode}): ${stderr}`);
+            return /"msg":"Slack connected"/.test(stderr);
+          },
+          { timeout: 20_000, interval: 50 },
+        )
         .toBe(true);
-      const connected = JSON.parse(stderr.split("\n").find((line) => line.includes('"Slack connected"')) ?? "{}") as { eventsUrl: string; workers: number };
+      const connected = JSON.parse(stderr.split("\n").find((line) => line.includes('"Slack connected"')) ?? "{}") as {
+        eventsUrl: string;
+        workers: number;
+      };
       expect(connected.workers).toBe(2);
       const ts = fake.nextTs();
-      const sent = await fake.sendEvent(connected.eventsUrl, { type: "app_mention", user: "U1", channel: CHANNEL, text: `<@${BOT}> hello`, ts });
+      const sent = await fake.sendEvent(connected.eventsUrl, {
+        type: "app_mention",
+        user: "U1",
+        channel: CHANNEL,
+        text: `<@${BOT}> hello`,
+        ts,
+      });
       expect(sent.status).toBe(200);
       await waitForBotMessage(fake, CHANNEL, ts, "Hello from a worker.");
     } finally {

@@ -12,7 +12,11 @@ import { sqlitePortOf } from "../src/store/sqlite.js";
 export type SqliteAgent = GlassboxAgent & { store: Store };
 
 /** close() closes the store too, as the agent does with a file it opened itself. */
-export async function sqliteAgentConfig(config: GlassboxConfig, log: Logger, options: Omit<AgentOptions, "port"> = {}): Promise<SqliteAgent> {
+export async function sqliteAgentConfig(
+  config: GlassboxConfig,
+  log: Logger,
+  options: Omit<AgentOptions, "port"> = {},
+): Promise<SqliteAgent> {
   const store = openStore(config.databasePath, { checkpointInBackground: true });
   const port = sqlitePortOf(store);
   const agent = await createAgentConfig(config, log, { ...options, port }).catch(async (error: unknown) => {

@@ -22,9 +22,17 @@ export function conversationsContract({ open }: Contract): void {
         ],
       },
       { role: "tool", tool_call_id: "call_a", content: '{"status":"success","data":{"c":21}}' },
-      { role: "tool", tool_call_id: "call_b", content: '{"status":"error","error":{"type":"timeout","message":"slow"}}' },
+      {
+        role: "tool",
+        tool_call_id: "call_b",
+        content: '{"status":"error","error":{"type":"timeout","message":"slow"}}',
+      },
       { role: "system", content: "A guard's note." },
-      { role: "assistant", content: "Let me check once more.", tool_calls: [{ id: "call_c", type: "function", function: { name: "weather", arguments: "{}" } }] },
+      {
+        role: "assistant",
+        content: "Let me check once more.",
+        tool_calls: [{ id: "call_c", type: "function", function: { name: "weather", arguments: "{}" } }],
+      },
       { role: "tool", tool_call_id: "call_c", content: "" },
       { role: "assistant", content: "Paris 21 °C; Oslo did not answer. 🌦️" },
       { role: "assistant", content: null },
@@ -37,7 +45,9 @@ export function conversationsContract({ open }: Contract): void {
     expect(stored.map((row) => row.id)).toEqual(ids);
     expect(stored.map((row) => row.tokens)).toEqual(messages.map((_, index) => 10 + index));
     expect(stored.every((row) => row.runId === "run_1")).toBe(true);
-    expect((await store.messagesAfter("slack:T1:C1:1.1", 0, ids[3] as number)).map((row) => row.message)).toEqual(messages.slice(4));
+    expect((await store.messagesAfter("slack:T1:C1:1.1", 0, ids[3] as number)).map((row) => row.message)).toEqual(
+      messages.slice(4),
+    );
   });
 
   it("applies a run's writes as one transaction: a failing write leaves none of them, nor a new session", async () => {
@@ -45,8 +55,18 @@ export function conversationsContract({ open }: Contract): void {
     await store.appendMessages("cli:tx", null, entries([{ role: "user", content: "before" }]));
     const failing = (sessionId: string) =>
       store.record([
-        { kind: "messages", sessionId, runId: null, entries: entries([{ role: "user", content: "first of the unit" }]) },
-        { kind: "messages", sessionId, runId: "run_missing", entries: entries([{ role: "assistant", content: "of a run that does not exist" }]) },
+        {
+          kind: "messages",
+          sessionId,
+          runId: null,
+          entries: entries([{ role: "user", content: "first of the unit" }]),
+        },
+        {
+          kind: "messages",
+          sessionId,
+          runId: "run_missing",
+          entries: entries([{ role: "assistant", content: "of a run that does not exist" }]),
+        },
       ]);
     await expect(failing("cli:tx")).rejects.toThrow();
     expect((await store.messagesAfter("cli:tx", 0, 0)).map((row) => row.message.content)).toEqual(["before"]);
@@ -56,14 +76,42 @@ export function conversationsContract({ open }: Contract): void {
 
   it("resetSession starts a new epoch: earlier messages are kept but not read for it; summaries are per epoch, the latest first", async () => {
     const store = await open();
-    const ids = await store.appendMessages("web:r", null, entries([{ role: "user", content: "old question" }, { role: "assistant", content: "old answer" }]));
-    await store.saveSummary("web:r", 0, { content: "first", tokens: 1, firstMessageId: ids[0] as number, lastMessageId: ids[0] as number });
-    await store.saveSummary("web:r", 0, { content: "second", tokens: 2, firstMessageId: ids[0] as number, lastMessageId: ids[1] as number });
-    expect(await store.sessionHistory("web:r")).toMatchObject({ epoch: 0, summary: { content: "second", tokens: 2, lastMessageId: ids[1] }, messages: [] });
+    const ids = await store.appendMessages(
+      "web:r",
+      null,
+      entries([
+        { role: "user", content: "old question" },
+        { role: "assistant", content: "old answer" },
+      ]),
+    );
+    await store.saveSummary("web:r", 0, {
+      content: "first",
+      tokens: 1,
+      firstMessageId: ids[0] as number,
+      lastMessageId: ids[0] as number,
+    });
+    await store.saveSummary("web:r", 0, {
+      content: "second",
+      tokens: 2,
+      firstMessageId: ids[0] as number,
+      lastMessageId: ids[1] as number,
+    });
+    expect(await store.sessionHistory("web:r")).toMatchObject({
+      epoch: 0,
+      summary: { content: "second", tokens: 2, lastMessageId: ids[1] },
+      messages: [],
+    });
     expect(await store.resetSession("web:r")).toBe(true);
     const newId = (await store.appendMessages("web:r", null, entries([{ role: "user", content: "new question" }])))[0];
-    expect(await store.sessionHistory("web:r")).toMatchObject({ epoch: 1, summary: undefined, messages: [{ id: newId, message: { role: "user", content: "new question" } }] });
-    expect((await store.messagesAfter("web:r", 0, 0)).map((row) => row.message.content)).toEqual(["old question", "old answer"]);
+    expect(await store.sessionHistory("web:r")).toMatchObject({
+      epoch: 1,
+      summary: undefined,
+      messages: [{ id: newId, message: { role: "user", content: "new question" } }],
+    });
+    expect((await store.messagesAfter("web:r", 0, 0)).map((row) => row.message.content)).toEqual([
+      "old question",
+      "old answer",
+    ]);
     expect(await store.resetSession("web:unknown")).toBe(false);
     expect(await store.sessionHistory("web:unknown")).toMatchObject({ epoch: 0, summary: undefined, messages: [] });
   });
@@ -75,7 +123,12 @@ export function conversationsContract({ open }: Contract): void {
     const loaded = await mine.sessionHistory("web:v");
     expect(await mine.historyVersion("web:v")).toBe(loaded.version);
     const ids = await mine.appendMessages("web:v", null, entries([{ role: "assistant", content: "two" }]));
-    await mine.saveSummary("web:v", 0, { content: "one, two", tokens: 3, firstMessageId: ids[0] as number, lastMessageId: ids[0] as number });
+    await mine.saveSummary("web:v", 0, {
+      content: "one, two",
+      tokens: 3,
+      firstMessageId: ids[0] as number,
+      lastMessageId: ids[0] as number,
+    });
     expect(await mine.historyVersion("web:v")).toBe(loaded.version);
 
     await other.appendMessages("web:v", null, entries([{ role: "user", content: "from elsewhere" }]));
@@ -90,23 +143,58 @@ export function conversationsContract({ open }: Contract): void {
     const store = await open();
     await store.record([
       { kind: "start_run", run: runRecord("run_a1", "web:a", "U1", "one") },
-      { kind: "messages", sessionId: "web:a", runId: "run_a1", entries: entries([{ role: "user", content: "one" }, { role: "assistant", content: "1" }]) },
-      { kind: "start_run", run: { ...runRecord("run_sub", "web:a", "U1", "a specialist's task"), parent: { runId: "run_a1", toolCallId: "call_1" } } },
+      {
+        kind: "messages",
+        sessionId: "web:a",
+        runId: "run_a1",
+        entries: entries([
+          { role: "user", content: "one" },
+          { role: "assistant", content: "1" },
+        ]),
+      },
+      {
+        kind: "start_run",
+        run: {
+          ...runRecord("run_sub", "web:a", "U1", "a specialist's task"),
+          parent: { runId: "run_a1", toolCallId: "call_1" },
+        },
+      },
       { kind: "end_run", outcome: outcomeOf("run_sub", { promptTokens: 1_000, completionTokens: 1_000 }) },
       { kind: "end_run", outcome: outcomeOf("run_a1", { promptTokens: 100, completionTokens: 7 }) },
     ]);
     await store.record([
       { kind: "start_run", run: runRecord("run_a2", "web:a", "U2", "two") },
       { kind: "messages", sessionId: "web:a", runId: "run_a2", entries: entries([{ role: "user", content: "two" }]) },
-      { kind: "end_run", outcome: outcomeOf("run_a2", { status: "error", promptTokens: 50, error: '{"code":"model_unavailable"}' }) },
+      {
+        kind: "end_run",
+        outcome: outcomeOf("run_a2", { status: "error", promptTokens: 50, error: '{"code":"model_unavailable"}' }),
+      },
     ]);
     await store.record([
       { kind: "start_run", run: runRecord("run_b1", "web:b", "U2", "hi") },
-      { kind: "messages", sessionId: "web:b", runId: "run_b1", entries: entries([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]) },
+      {
+        kind: "messages",
+        sessionId: "web:b",
+        runId: "run_b1",
+        entries: entries([
+          { role: "user", content: "hi" },
+          { role: "assistant", content: "hello" },
+        ]),
+      },
       { kind: "end_run", outcome: outcomeOf("run_b1", { promptTokens: 20, completionTokens: 3 }) },
     ]);
     const sessions = await store.listSessions();
-    expect([...sessions].sort((a, b) => a.id.localeCompare(b.id)).map(({ id, messageCount, tokens, runCount, startedBy }) => ({ id, messageCount, tokens, runCount, startedBy }))).toEqual([
+    expect(
+      [...sessions]
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .map(({ id, messageCount, tokens, runCount, startedBy }) => ({
+          id,
+          messageCount,
+          tokens,
+          runCount,
+          startedBy,
+        })),
+    ).toEqual([
       { id: "web:a", messageCount: 3, tokens: 157, runCount: 2, startedBy: "U1" },
       { id: "web:b", messageCount: 2, tokens: 23, runCount: 1, startedBy: "U2" },
     ]);
@@ -128,14 +216,22 @@ export function factsContract({ open }: Contract): void {
     await store.addFact("U1", "user", "Likes espresso in the morning.");
     const found = await store.searchFacts("U1", "cli:x", "Where is the deploy key for the staging server?", 5);
     expect(found.map((fact) => fact.id)).toEqual([strong, weak]);
-    expect(found[0]).toMatchObject({ userId: "U1", scope: "user", content: "The staging server deploy key is stored in the team vault." });
+    expect(found[0]).toMatchObject({
+      userId: "U1",
+      scope: "user",
+      content: "The staging server deploy key is stored in the team vault.",
+    });
     expect(Number.isNaN(Date.parse(found[0]?.createdAt ?? ""))).toBe(false);
-    expect((await store.searchFacts("U1", "cli:x", "staging server deploy", 1)).map((fact) => fact.id)).toEqual([strong]);
+    expect((await store.searchFacts("U1", "cli:x", "staging server deploy", 1)).map((fact) => fact.id)).toEqual([
+      strong,
+    ]);
     // The words a fact repeats count too.
     await store.addFact("U2", "user", "Parks in spot 42 of the north garage.");
     const tea = await store.addFact("U2", "user", "Prefers green tea; oolong tea when green tea is out.");
     const afternoon = await store.addFact("U2", "user", "Drinks tea only in the afternoon.");
-    expect((await store.searchFacts("U2", "cli:x", "Should I bring tea? Green or black tea?", 5)).map((fact) => fact.id)).toEqual([tea, afternoon]);
+    expect(
+      (await store.searchFacts("U2", "cli:x", "Should I bring tea? Green or black tea?", 5)).map((fact) => fact.id),
+    ).toEqual([tea, afternoon]);
   });
 
   it("does not match on common words alone, and finds words inside addresses and without their accents", async () => {
@@ -143,8 +239,14 @@ export function factsContract({ open }: Contract): void {
     await store.addFact("U1", "user", "The office is on the second floor.");
     expect(await store.searchFacts("U1", "cli:x", "What is the weather like?", 5)).toEqual([]);
     expect(await store.searchFacts("U1", "cli:x", "Which floor is the office on?", 5)).toHaveLength(1);
-    const mail = await store.addFact("U1", "user", "Invoices go to billing@example.com and the wiki is at wiki.example.com/finance.");
-    expect((await store.searchFacts("U1", "cli:x", "who gets billing questions", 5)).map((fact) => fact.id)).toEqual([mail]);
+    const mail = await store.addFact(
+      "U1",
+      "user",
+      "Invoices go to billing@example.com and the wiki is at wiki.example.com/finance.",
+    );
+    expect((await store.searchFacts("U1", "cli:x", "who gets billing questions", 5)).map((fact) => fact.id)).toEqual([
+      mail,
+    ]);
     expect((await store.searchFacts("U1", "cli:x", "finance wiki", 5)).map((fact) => fact.id)).toEqual([mail]);
     const cafe = await store.addFact("U1", "user", "The team lunch is at Café Müller.");
     expect((await store.searchFacts("U1", "cli:x", "cafe muller", 5)).map((fact) => fact.id)).toEqual([cafe]);
@@ -154,10 +256,16 @@ export function factsContract({ open }: Contract): void {
     const store = await open();
     await store.addFact("U2", "user", "U2 prefers answers in French.");
     const own = await store.addFact("U1", "user", "U1 prefers answers in German.");
-    expect((await store.searchFacts("U1", "slack:T1:C1", "prefers answers French German", 10)).map((fact) => fact.id)).toEqual([own]);
+    expect(
+      (await store.searchFacts("U1", "slack:T1:C1", "prefers answers French German", 10)).map((fact) => fact.id),
+    ).toEqual([own]);
     expect(await store.searchFacts("U3", "slack:T1:C1", "prefers answers French German", 10)).toEqual([]);
     const shared = await store.addFact("U1", "slack:T1:C1", "The release train leaves on Thursdays.");
-    expect((await store.searchFacts("U2", channelOf("slack:T1:C1:1234.5"), "when does the release train leave", 5)).map((fact) => fact.id)).toEqual([shared]);
+    expect(
+      (await store.searchFacts("U2", channelOf("slack:T1:C1:1234.5"), "when does the release train leave", 5)).map(
+        (fact) => fact.id,
+      ),
+    ).toEqual([shared]);
     expect(await store.searchFacts("U2", channelOf("slack:T1:C2:1234.5"), "release train", 5)).toEqual([]);
     expect(await store.searchFacts("U1", channelOf("discord:dm:C1"), "release train", 5)).toEqual([]);
   });

@@ -7,9 +7,19 @@ export function feedbackContract({ open }: Contract): void {
   it("records one rating per person and run, the latest replacing the earlier, and refuses an unknown run", async () => {
     const store = await open();
     await store.record([{ kind: "start_run", run: runRecord("run_f1", "web:f") }]);
-    expect(await store.recordFeedback({ runId: "run_f1", userId: "web:ann", rating: "down", reason: "  wrong order  ", source: "web" })).toBe("recorded");
+    expect(
+      await store.recordFeedback({
+        runId: "run_f1",
+        userId: "web:ann",
+        rating: "down",
+        reason: "  wrong order  ",
+        source: "web",
+      }),
+    ).toBe("recorded");
     await pause(5);
-    expect(await store.recordFeedback({ runId: "run_f1", userId: "web:bob", rating: "up", source: "web" })).toBe("recorded");
+    expect(await store.recordFeedback({ runId: "run_f1", userId: "web:bob", rating: "up", source: "web" })).toBe(
+      "recorded",
+    );
     expect((await store.feedbackOf("run_f1")).map(({ userId, rating, reason }) => [userId, rating, reason])).toEqual([
       ["web:ann", "down", "wrong order"],
       ["web:bob", "up", null],
@@ -21,7 +31,9 @@ export function feedbackContract({ open }: Contract): void {
       ["web:bob", "up", null],
       ["web:ann", "up", null],
     ]);
-    expect(await store.recordFeedback({ runId: "run_nope", userId: "web:ann", rating: "up", source: "web" })).toBe("unknown_run");
+    expect(await store.recordFeedback({ runId: "run_nope", userId: "web:ann", rating: "up", source: "web" })).toBe(
+      "unknown_run",
+    );
     expect(await store.feedbackOf("run_nope")).toEqual([]);
   });
 
@@ -37,7 +49,8 @@ export function feedbackContract({ open }: Contract): void {
 
   it("lists the runs rated down (anyone's 👎) and up (only 👍), newest rating first, and counts them", async () => {
     const store = await open();
-    for (const runId of ["run_a", "run_b", "run_c"]) await store.record([{ kind: "start_run", run: runRecord(runId, "web:f") }]);
+    for (const runId of ["run_a", "run_b", "run_c"])
+      await store.record([{ kind: "start_run", run: runRecord(runId, "web:f") }]);
     const before = new Date().toISOString();
     await pause(5);
     await store.recordFeedback({ runId: "run_a", userId: "web:ann", rating: "up", source: "web" });
@@ -56,14 +69,19 @@ export function feedbackContract({ open }: Contract): void {
 
   it("finds the sessions with a run rated down, or up (the trace viewer's ?rated=)", async () => {
     const store = await open();
-    for (const [runId, sessionId] of [["run_liked", "web:liked"], ["run_mixed", "web:mixed"], ["run_unrated", "web:unrated"]] as const) {
+    for (const [runId, sessionId] of [
+      ["run_liked", "web:liked"],
+      ["run_mixed", "web:mixed"],
+      ["run_unrated", "web:unrated"],
+    ] as const) {
       await store.record([{ kind: "start_run", run: runRecord(runId, sessionId) }]);
       await store.appendMessages(sessionId, runId, [{ message: { role: "user", content: "hi" }, tokens: 1 }]);
     }
     await store.recordFeedback({ runId: "run_liked", userId: "web:ann", rating: "up", source: "web" });
     await store.recordFeedback({ runId: "run_mixed", userId: "web:ann", rating: "up", source: "web" });
     await store.recordFeedback({ runId: "run_mixed", userId: "web:bob", rating: "down", source: "web" });
-    const ids = async (rated: "up" | "down") => (await store.searchSessions({ limit: 50, rated })).sessions.map((session) => session.id).sort();
+    const ids = async (rated: "up" | "down") =>
+      (await store.searchSessions({ limit: 50, rated })).sessions.map((session) => session.id).sort();
     expect(await ids("down")).toEqual(["web:mixed"]);
     expect(await ids("up")).toEqual(["web:liked", "web:mixed"]);
   });

@@ -9,8 +9,28 @@ import { outcomeOf, pause, runRecord, type Contract } from "./store-contract-hel
 const CHILD = fileURLToPath(new URL("./fixtures/store-child.ts", import.meta.url));
 
 /** A process of its own that reserves room for a user's call and keeps it in flight, never settled, until it is killed. */
-async function reservingProcess(options: StorePortOptions, userId: string, tokens: number, cap: number, holdSeconds: number): Promise<{ kill(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, JSON.stringify(options), "reserve-quota", userId, String(tokens), String(cap), String(holdSeconds)], { stdio: ["pipe", "pipe", "inherit"] });
+async function reservingProcess(
+  options: StorePortOptions,
+  userId: string,
+  tokens: number,
+  cap: number,
+  holdSeconds: number,
+): Promise<{ kill(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      CHILD,
+      JSON.stringify(options),
+      "reserve-quota",
+      userId,
+      String(tokens),
+      String(cap),
+      String(holdSeconds),
+    ],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let text = "";
   const said = (line: string) =>
@@ -48,7 +68,9 @@ export function gatesContract({ open, database }: Contract): void {
 
   it("of two handles claiming one event at once, exactly one gets it (30 events)", async () => {
     const [first, second] = [await open(), await open()];
-    const pairs = await Promise.all(Array.from({ length: 30 }, (_, index) => Promise.all([first.claim(`Ev${index}`), second.claim(`Ev${index}`)])));
+    const pairs = await Promise.all(
+      Array.from({ length: 30 }, (_, index) => Promise.all([first.claim(`Ev${index}`), second.claim(`Ev${index}`)])),
+    );
     for (const pair of pairs) expect(pair.filter(Boolean)).toHaveLength(1);
   });
 
@@ -67,7 +89,8 @@ export function gatesContract({ open, database }: Contract): void {
   it("reserves quota by the guard's rule: room that fits, or the only call in flight; wait while others are; refused once spending reaches a cap", async () => {
     const store = await open();
     const limits = { tokens: 1_000 };
-    const reserve = (tokens: number, userId = "U1", now?: Date) => store.reserveQuota({ userId, tokens, cost: 0, limits, ...(now ? { now } : {}) });
+    const reserve = (tokens: number, userId = "U1", now?: Date) =>
+      store.reserveQuota({ userId, tokens, cost: 0, limits, ...(now ? { now } : {}) });
     const first = await reserve(600);
     expect(first).toEqual({ kind: "reserved", reservationId: expect.any(String) });
     expect(await reserve(600)).toEqual({ kind: "wait" });
@@ -90,7 +113,8 @@ export function gatesContract({ open, database }: Contract): void {
   it("a reservation of another process holds room while that process lives and its hold lasts; once the process is gone (SIGKILL), none", async () => {
     const store = await open();
     const limits = { tokens: 1_000 };
-    const reserve = (now?: Date, tokens = 200) => store.reserveQuota({ userId: "U7", tokens, cost: 0, limits, ...(now ? { now } : {}) });
+    const reserve = (now?: Date, tokens = 200) =>
+      store.reserveQuota({ userId: "U7", tokens, cost: 0, limits, ...(now ? { now } : {}) });
     const other = await reservingProcess(database().options, "U7", 900, limits.tokens, 60);
     try {
       expect(await reserve()).toEqual({ kind: "wait" }); // its call may still answer and settle
@@ -111,45 +135,96 @@ export function gatesContract({ open, database }: Contract): void {
     const store = await open();
     await store.record([
       { kind: "start_run", run: runRecord("run_spent", "web:q", "U1") },
-      { kind: "step", step: { runId: "run_spent", step: 1, model: "gpt-4o-mini", contextMessages: 1, contextTokens: 1, content: "ok", reasoning: null, reasoningCutChars: 0, modelNotes: [], requestedCalls: [], promptTokens: 800, completionTokens: 100, latencyMs: 1, cost: 0.05, request: [], at: new Date().toISOString() } },
+      {
+        kind: "step",
+        step: {
+          runId: "run_spent",
+          step: 1,
+          model: "gpt-4o-mini",
+          contextMessages: 1,
+          contextTokens: 1,
+          content: "ok",
+          reasoning: null,
+          reasoningCutChars: 0,
+          modelNotes: [],
+          requestedCalls: [],
+          promptTokens: 800,
+          completionTokens: 100,
+          latencyMs: 1,
+          cost: 0.05,
+          request: [],
+          at: new Date().toISOString(),
+        },
+      },
       { kind: "end_run", outcome: outcomeOf("run_spent", { promptTokens: 800, completionTokens: 100 }) },
       { kind: "price_run", runId: "run_spent" },
     ]);
-    expect(await store.reserveQuota({ userId: "U1", tokens: 50, cost: 0, limits: { tokens: 900 } })).toEqual({ kind: "at_cap", cap: "tokens", spentTokens: 900, spentCost: 0.05 });
+    expect(await store.reserveQuota({ userId: "U1", tokens: 50, cost: 0, limits: { tokens: 900 } })).toEqual({
+      kind: "at_cap",
+      cap: "tokens",
+      spentTokens: 900,
+      spentCost: 0.05,
+    });
     const costly = await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } });
-    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toEqual({ kind: "wait" });
+    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toEqual({
+      kind: "wait",
+    });
     if (costly.kind === "reserved") await store.settleQuota(costly.reservationId, { tokens: 10, cost: 0.1 });
-    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toMatchObject({ kind: "at_cap", cap: "cost", spentCost: 0.1 });
+    expect(await store.reserveQuota({ userId: "U4", tokens: 10, cost: 0.08, limits: { cost: 0.1 } })).toMatchObject({
+      kind: "at_cap",
+      cap: "cost",
+      spentCost: 0.1,
+    });
     const unpriced = await store.reserveQuota({ userId: "U5", tokens: 10, cost: 0, limits: { cost: 0.1 } });
     if (unpriced.kind === "reserved") await store.settleQuota(unpriced.reservationId, { tokens: 10, cost: null });
-    expect(await store.reserveQuota({ userId: "U5", tokens: 10, cost: 5, limits: { cost: 0.1 } })).toMatchObject({ kind: "reserved" });
+    expect(await store.reserveQuota({ userId: "U5", tokens: 10, cost: 5, limits: { cost: 0.1 } })).toMatchObject({
+      kind: "reserved",
+    });
   });
 
   it("of 40 reservations made at once through two handles, the reserved ones never exceed the cap", async () => {
     const [first, second] = [await open(), await open()];
-    const outcomes = await Promise.all(Array.from({ length: 40 }, (_, index) => (index % 2 ? first : second).reserveQuota({ userId: "U1", tokens: 100, cost: 0, limits: { tokens: 1_000 } })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        (index % 2 ? first : second).reserveQuota({ userId: "U1", tokens: 100, cost: 0, limits: { tokens: 1_000 } }),
+      ),
+    );
     expect(outcomes.filter((outcome) => outcome.kind === "reserved")).toHaveLength(10);
     expect(outcomes.filter((outcome) => outcome.kind === "wait")).toHaveLength(30);
   });
 
   it("a cancel request reaches the session's running and accepted runs (or one of them), is heard on another handle, and is kept to be checked", async () => {
     const [store, other] = [await open(), await open()];
-    await store.record([{ kind: "start_run", run: runRecord("run_running", "slack:T1:C1:1.1") }, { kind: "start_run", run: runRecord("run_elsewhere", "slack:T1:C1:2.2") }]);
+    await store.record([
+      { kind: "start_run", run: runRecord("run_running", "slack:T1:C1:1.1") },
+      { kind: "start_run", run: runRecord("run_elsewhere", "slack:T1:C1:2.2") },
+    ]);
     await store.acceptEvent({ eventIds: [], run: runRecord("run_waiting", "slack:T1:C1:1.1") });
-    await store.record([{ kind: "start_run", run: runRecord("run_done", "slack:T1:C1:1.1") }, { kind: "end_run", outcome: outcomeOf("run_done") }]);
+    await store.record([
+      { kind: "start_run", run: runRecord("run_done", "slack:T1:C1:1.1") },
+      { kind: "end_run", outcome: outcomeOf("run_done") },
+    ]);
     const heard: unknown[] = [];
     const stop = await other.watchCancels((notice) => heard.push(notice));
 
-    expect((await store.requestCancel({ sessionId: "slack:T1:C1:1.1" })).sort()).toEqual(["run_running", "run_waiting"]);
+    expect((await store.requestCancel({ sessionId: "slack:T1:C1:1.1" })).sort()).toEqual([
+      "run_running",
+      "run_waiting",
+    ]);
     await expect.poll(() => heard, { timeout: 5_000 }).toHaveLength(1);
-    expect(heard[0]).toEqual({ sessionId: "slack:T1:C1:1.1", runIds: expect.arrayContaining(["run_running", "run_waiting"]) });
+    expect(heard[0]).toEqual({
+      sessionId: "slack:T1:C1:1.1",
+      runIds: expect.arrayContaining(["run_running", "run_waiting"]),
+    });
     expect(await other.cancelRequested("run_running")).toBe(true);
     expect(await other.cancelRequested("run_waiting")).toBe(true);
     expect(await other.cancelRequested("run_done")).toBe(false);
     expect(await other.cancelRequested("run_elsewhere")).toBe(false);
 
     expect(await store.requestCancel({ sessionId: "slack:T1:C1:2.2", runId: "run_other" })).toEqual([]);
-    expect(await store.requestCancel({ sessionId: "slack:T1:C1:2.2", runId: "run_elsewhere" })).toEqual(["run_elsewhere"]);
+    expect(await store.requestCancel({ sessionId: "slack:T1:C1:2.2", runId: "run_elsewhere" })).toEqual([
+      "run_elsewhere",
+    ]);
     expect(await store.requestCancel({ sessionId: "cli:idle" })).toEqual([]); // nothing was running
     await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2); // a request that reached no run is not announced
     expect(heard[1]).toEqual({ sessionId: "slack:T1:C1:2.2", runIds: ["run_elsewhere"] });
@@ -184,7 +259,10 @@ export function gatesContract({ open, database }: Contract): void {
     const [store, other] = [await open(), await open()];
     expect(await other.toolsOffered()).toEqual({ tools: [], hints: [] });
     await store.offerTools({ tools: ["search_orders", "calculator"], hints: ["What is 17% of 240?"] });
-    expect(await other.toolsOffered()).toEqual({ tools: ["calculator", "search_orders"], hints: ["What is 17% of 240?"] });
+    expect(await other.toolsOffered()).toEqual({
+      tools: ["calculator", "search_orders"],
+      hints: ["What is 17% of 240?"],
+    });
     await store.offerTools({ tools: ["calculator"], hints: [] });
     expect(await other.toolsOffered()).toEqual({ tools: ["calculator"], hints: [] });
   });

@@ -33,7 +33,10 @@ const sqlite: StoreTarget = {
   kind: "sqlite",
   async fresh() {
     const directory = mkdtempSync(join(tmpdir(), "glassbox-contract-"));
-    return { options: { databasePath: join(directory, "glassbox.db") }, drop: async () => rmSync(directory, { recursive: true, force: true }) };
+    return {
+      options: { databasePath: join(directory, "glassbox.db") },
+      drop: async () => rmSync(directory, { recursive: true, force: true }),
+    };
   },
 };
 
@@ -102,8 +105,16 @@ const CHILD = fileURLToPath(new URL("./fixtures/store-child.ts", import.meta.url
  * Runs `count` processes of their own on the store at one moment: each opens it when all are
  * ready, does `action`, and prints what came of it; resolves with their last lines.
  */
-export async function inProcesses(options: StorePortOptions, count: number, action: string[] = ["open"]): Promise<string[]> {
-  const children = Array.from({ length: count }, () => spawn(process.execPath, ["--import", "tsx", CHILD, JSON.stringify(options), ...action], { stdio: ["pipe", "pipe", "inherit"] }));
+export async function inProcesses(
+  options: StorePortOptions,
+  count: number,
+  action: string[] = ["open"],
+): Promise<string[]> {
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ["--import", "tsx", CHILD, JSON.stringify(options), ...action], {
+      stdio: ["pipe", "pipe", "inherit"],
+    }),
+  );
   const outputs = children.map((child) => {
     let text = "";
     const ready = new Promise<void>((resolve) =>
@@ -112,7 +123,9 @@ export async function inProcesses(options: StorePortOptions, count: number, acti
         if (text.includes("ready\n")) resolve();
       }),
     );
-    const exited = new Promise<string>((resolve) => child.on("close", () => resolve(text.replace("ready\n", "").trim())));
+    const exited = new Promise<string>((resolve) =>
+      child.on("close", () => resolve(text.replace("ready\n", "").trim())),
+    );
     return { child, ready, exited };
   });
   await Promise.all(outputs.map((output) => output.ready));
@@ -120,7 +133,12 @@ export async function inProcesses(options: StorePortOptions, count: number, acti
   return Promise.all(outputs.map((output) => output.exited));
 }
 
-export const runRecord = (runId: string, sessionId: string, userId = "U1", input = "hi"): RunRecord => ({ runId, sessionId, userId, input });
+export const runRecord = (runId: string, sessionId: string, userId = "U1", input = "hi"): RunRecord => ({
+  runId,
+  sessionId,
+  userId,
+  input,
+});
 
 export const outcomeOf = (runId: string, overrides: Partial<RunOutcome> = {}): RunOutcome => ({
   runId,
@@ -156,9 +174,20 @@ export const stepOf = (runId: string, step: number, overrides: Partial<StepRecor
 
 /** A paused run's JSON as the approvals read it: the calls it waits for, with their argument hashes. */
 export const pausedWaitingFor = (...calls: Array<{ id: string; hash: string }>): string =>
-  JSON.stringify({ pending: calls.map((call) => ({ call: { id: call.id, name: "post_notice", arguments: "{}" }, approval: { argumentsHash: call.hash } })) });
+  JSON.stringify({
+    pending: calls.map((call) => ({
+      call: { id: call.id, name: "post_notice", arguments: "{}" },
+      approval: { argumentsHash: call.hash },
+    })),
+  });
 
-export const approvalRequest = (runId: string, sessionId: string, toolCallId: string, userId = "U1", hash = `hash-${toolCallId}`): ApprovalRequest => ({
+export const approvalRequest = (
+  runId: string,
+  sessionId: string,
+  toolCallId: string,
+  userId = "U1",
+  hash = `hash-${toolCallId}`,
+): ApprovalRequest => ({
   runId,
   sessionId,
   userId,
@@ -169,10 +198,23 @@ export const approvalRequest = (runId: string, sessionId: string, toolCallId: st
 });
 
 /** A run of `sessionId` paused for approval of `calls`, with its approvals open (one transaction). */
-export async function pausedRun(store: AnyStorePort, runId: string, sessionId: string, callIds: string[], ttlSeconds = 3600) {
+export async function pausedRun(
+  store: AnyStorePort,
+  runId: string,
+  sessionId: string,
+  callIds: string[],
+  ttlSeconds = 3600,
+) {
   const { approvals } = await store.record([
     { kind: "start_run", run: runRecord(runId, sessionId) },
-    { kind: "end_run", outcome: outcomeOf(runId, { status: "awaiting_approval", output: "Waiting", paused: pausedWaitingFor(...callIds.map((id) => ({ id, hash: `hash-${id}` }))) }) },
+    {
+      kind: "end_run",
+      outcome: outcomeOf(runId, {
+        status: "awaiting_approval",
+        output: "Waiting",
+        paused: pausedWaitingFor(...callIds.map((id) => ({ id, hash: `hash-${id}` }))),
+      }),
+    },
     { kind: "open_approvals", requests: callIds.map((id) => approvalRequest(runId, sessionId, id)), ttlSeconds },
   ]);
   return approvals;

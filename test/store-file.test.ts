@@ -39,14 +39,20 @@ describe("a database that is damaged or not a database", () => {
     const path = databasePath();
     writeDamagedDatabase(path);
     const message = refusal(() => openStore(path));
-    expect(message).toMatch(new RegExp(`^The database ${path} is damaged \\(SQLite's quick_check: .+\\); restore it from a backup, or move it aside and glassbox starts a new one there \\(or set GLASSBOX_DB to another file\\)\\.$`));
+    expect(message).toMatch(
+      new RegExp(
+        `^The database ${path} is damaged \\(SQLite's quick_check: .+\\); restore it from a backup, or move it aside and glassbox starts a new one there \\(or set GLASSBOX_DB to another file\\)\\.$`,
+      ),
+    );
     expect(refusal(() => openStore(path, { readOnly: true }))).toBe(message);
   });
 
   it("regression: a file that is not a database is refused in one sentence naming it", () => {
     const path = databasePath();
     writeNotADatabase(path);
-    expect(refusal(() => openStore(path))).toBe(`${path} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.`);
+    expect(refusal(() => openStore(path))).toBe(
+      `${path} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.`,
+    );
     expect(refusal(() => openStore(path, { readOnly: true }))).toContain("is not a SQLite database");
   });
 });
@@ -62,7 +68,9 @@ describe("a database that cannot be opened or written", () => {
 
     const folder = join(directory, "folder.db");
     mkdirSync(folder);
-    expect(refusal(() => openStore(folder))).toBe(`The database ${folder} is a folder, not a file; set GLASSBOX_DB to a file's path, such as data/glassbox.db.`);
+    expect(refusal(() => openStore(folder))).toBe(
+      `The database ${folder} is a folder, not a file; set GLASSBOX_DB to a file's path, such as data/glassbox.db.`,
+    );
   });
 
   it("regression: a file that may not be written is refused at open (SQLite would open it read-only without a word); reading it still works", () => {
@@ -72,7 +80,9 @@ describe("a database that cannot be opened or written", () => {
     store.close();
     undo.push(makeImmutable(path));
 
-    expect(refusal(() => openStore(path))).toBe(`The database ${path} cannot be written (the file or its folder is read-only); make it writable, or set GLASSBOX_DB to a file in a folder glassbox may write.`);
+    expect(refusal(() => openStore(path))).toBe(
+      `The database ${path} cannot be written (the file or its folder is read-only); make it writable, or set GLASSBOX_DB to a file in a folder glassbox may write.`,
+    );
     const reading = openTestStore(path, { readOnly: true });
     expect(reading.listSessions().map((session) => session.id)).toEqual(["cli:kept"]);
   });
@@ -82,7 +92,9 @@ describe("reading without creating", () => {
   it("databaseExists() is false where nothing is yet, and a read-only open never makes a file there", () => {
     const path = databasePath();
     expect(databaseExists(path)).toBe(false);
-    expect(refusal(() => openStore(path, { readOnly: true }))).toBe(`There is no database at ${path} (GLASSBOX_DB) yet; glassbox makes it when it first starts a conversation.`);
+    expect(refusal(() => openStore(path, { readOnly: true }))).toBe(
+      `There is no database at ${path} (GLASSBOX_DB) yet; glassbox makes it when it first starts a conversation.`,
+    );
     expect(existsSync(path)).toBe(false);
   });
 
@@ -91,8 +103,14 @@ describe("reading without creating", () => {
     // A file exactly as the previous version left it: every migration but the latest.
     const older = new Database(path);
     migrate(older, SCHEMA_VERSION - 1);
-    older.prepare("INSERT INTO sessions (id, created_at, updated_at) VALUES ('cli:old', '2026-01-01', '2026-01-01')").run();
-    older.prepare("INSERT INTO messages (session_id, epoch, role, content, tokens, created_at) VALUES ('cli:old', 0, 'user', 'from before', 3, '2026-01-01')").run();
+    older
+      .prepare("INSERT INTO sessions (id, created_at, updated_at) VALUES ('cli:old', '2026-01-01', '2026-01-01')")
+      .run();
+    older
+      .prepare(
+        "INSERT INTO messages (session_id, epoch, role, content, tokens, created_at) VALUES ('cli:old', 0, 'user', 'from before', 3, '2026-01-01')",
+      )
+      .run();
     older.close();
     const latest = SCHEMA_VERSION;
 
@@ -112,12 +130,22 @@ describe("npm start", () => {
       execFile(
         process.execPath,
         ["--import", "tsx", "src/main.ts"],
-        { env: { PATH: process.env.PATH ?? "", OPENAI_BASE_URL: "http://127.0.0.1:9/v1", GLASSBOX_DB: path, GLASSBOX_WEB_PORT: "0" }, timeout: 25_000 },
+        {
+          env: {
+            PATH: process.env.PATH ?? "",
+            OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+            GLASSBOX_DB: path,
+            GLASSBOX_WEB_PORT: "0",
+          },
+          timeout: 25_000,
+        },
         (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout: out, stderr: err }),
       );
     });
     expect(code).toBe(1);
     expect(stdout).toBe("");
-    expect(stderr).toMatch(new RegExp(`^glassbox: The database ${path} is damaged \\(SQLite's quick_check: [^\\n]+GLASSBOX_DB[^\\n]+\\n$`));
+    expect(stderr).toMatch(
+      new RegExp(`^glassbox: The database ${path} is damaged \\(SQLite's quick_check: [^\\n]+GLASSBOX_DB[^\\n]+\\n$`),
+    );
   });
 });

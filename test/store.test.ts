@@ -22,14 +22,18 @@ describe("schema and connection", () => {
     const version = first.db.pragma("user_version", { simple: true }) as number;
     expect(version).toBeGreaterThanOrEqual(1);
     const tables = first.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(expect.arrayContaining(["approvals", "claims", "facts", "messages", "runs", "sessions", "steps", "summaries"]));
+    expect(tables).toEqual(
+      expect.arrayContaining(["approvals", "claims", "facts", "messages", "runs", "sessions", "steps", "summaries"]),
+    );
     first.appendMessages("cli:one", null, entries([{ role: "user", content: "kept across reopening" }]));
     first.close();
 
     // Re-running a migration would fail on CREATE TABLE or wipe nothing silently; either way we would notice.
     const second = openTestStore(path);
     expect(second.db.pragma("user_version", { simple: true })).toBe(version);
-    expect(second.messagesAfter("cli:one", 0, 0).map((stored) => stored.message)).toEqual([{ role: "user", content: "kept across reopening" }]);
+    expect(second.messagesAfter("cli:one", 0, 0).map((stored) => stored.message)).toEqual([
+      { role: "user", content: "kept across reopening" },
+    ]);
   });
 
   it("migrates once when several processes open a new file at the same moment (regression: 'table sessions already exists')", async () => {
@@ -44,7 +48,9 @@ describe("schema and connection", () => {
     expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(store.db.pragma("busy_timeout", { simple: true })).toBeGreaterThan(0);
     // A message of a run that does not exist violates runs(id).
-    expect(() => store.appendMessages("cli:fk", "run_missing", entries([{ role: "user", content: "x" }]))).toThrow(/FOREIGN KEY/);
+    expect(() => store.appendMessages("cli:fk", "run_missing", entries([{ role: "user", content: "x" }]))).toThrow(
+      /FOREIGN KEY/,
+    );
   });
 });
 
@@ -63,12 +69,21 @@ async function openFromProcesses(path: string, count: number): Promise<string[]>
       process.exit(0);
     });`;
   const children = Array.from({ length: count }, () =>
-    spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, path], { stdio: ["pipe", "pipe", "inherit"] }),
+    spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, path], {
+      stdio: ["pipe", "pipe", "inherit"],
+    }),
   );
   const outputs = children.map((child) => {
     let text = "";
-    const ready = new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => { text += chunk.toString(); if (text.includes("ready")) resolve(); }));
-    const exited = new Promise<string>((resolve) => child.on("close", () => resolve(text.replace("ready\n", "").trim())));
+    const ready = new Promise<void>((resolve) =>
+      child.stdout.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+        if (text.includes("ready")) resolve();
+      }),
+    );
+    const exited = new Promise<string>((resolve) =>
+      child.on("close", () => resolve(text.replace("ready\n", "").trim())),
+    );
     return { child, ready, exited };
   });
   await Promise.all(outputs.map((output) => output.ready));
@@ -83,9 +98,11 @@ describe("checkpoints", () => {
     // Its own commits would checkpoint only past 10,000 pages: what reaches the file, the thread copied.
     expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(10_000);
     const before = statSync(path).size;
-    for (let index = 0; index < 300; index++) store.appendMessages("cli:big", null, entries([{ role: "user", content: `${index} ${"x".repeat(20_000)}` }]));
+    for (let index = 0; index < 300; index++)
+      store.appendMessages("cli:big", null, entries([{ role: "user", content: `${index} ${"x".repeat(20_000)}` }]));
     const deadline = Date.now() + 10_000;
-    while (statSync(path).size < before + 5_000_000 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while (statSync(path).size < before + 5_000_000 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     expect(statSync(path).size).toBeGreaterThan(before + 5_000_000);
     expect(store.messagesAfter("cli:big", 0, 0)).toHaveLength(300);
     store.close();
@@ -107,10 +124,21 @@ describe("units", () => {
     });
     const failing = store.atomically(() => {
       store.appendMessages("cli:unit", "run_unit", entries([{ role: "user", content: "lost with the unit" }]));
-      store.endRun({ runId: "run_unit", status: "final", output: "lost too", steps: 1, promptTokens: 0, completionTokens: 0, paused: null, error: null });
+      store.endRun({
+        runId: "run_unit",
+        status: "final",
+        output: "lost too",
+        steps: 1,
+        promptTokens: 0,
+        completionTokens: 0,
+        paused: null,
+        error: null,
+      });
       throw new Error("the unit fails");
     });
-    const third = store.atomically(() => store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "after it" }])));
+    const third = store.atomically(() =>
+      store.appendMessages("cli:unit", "run_unit", entries([{ role: "assistant", content: "after it" }])),
+    );
     expect(roles()).toEqual([]); // nothing runs before the turn ends
     expect(store.db.inTransaction).toBe(false); // and no transaction waits open meanwhile
 
@@ -128,23 +156,40 @@ describe("units", () => {
     const other = openTestStore(path);
     store.startRun({ runId: "run_alone", sessionId: "cli:alone", userId: "U1", input: "hi" });
     const failing = store.atomically(() => {
-      store.appendMessages("cli:alone", "run_alone", entries([{ role: "user", content: "lost" }, { role: "assistant", content: "lost too" }]));
+      store.appendMessages(
+        "cli:alone",
+        "run_alone",
+        entries([
+          { role: "user", content: "lost" },
+          { role: "assistant", content: "lost too" },
+        ]),
+      );
       throw new Error("the unit fails");
     });
     await expect(failing).rejects.toThrow("the unit fails");
     expect(other.messagesAfter("cli:alone", 0, 0)).toEqual([]);
     expect(store.db.inTransaction).toBe(false);
-    await expect(store.atomically(() => store.appendMessages("cli:alone", "run_alone", entries([{ role: "user", content: "kept" }])))).resolves.toHaveLength(1);
+    await expect(
+      store.atomically(() =>
+        store.appendMessages("cli:alone", "run_alone", entries([{ role: "user", content: "kept" }])),
+      ),
+    ).resolves.toHaveLength(1);
     expect(other.messagesAfter("cli:alone", 0, 0).map((stored) => stored.message.content)).toEqual(["kept"]);
   });
 
   it("close() commits the units still waiting for the end of the turn", async () => {
     const path = databasePath();
     const store = openTestStore(path);
-    const waiting = store.atomically(() => store.appendMessages("cli:closing", null, entries([{ role: "user", content: "kept" }])));
+    const waiting = store.atomically(() =>
+      store.appendMessages("cli:closing", null, entries([{ role: "user", content: "kept" }])),
+    );
     store.close();
     await expect(waiting).resolves.toHaveLength(1);
-    expect(openTestStore(path).messagesAfter("cli:closing", 0, 0).map((stored) => stored.message.content)).toEqual(["kept"]);
+    expect(
+      openTestStore(path)
+        .messagesAfter("cli:closing", 0, 0)
+        .map((stored) => stored.message.content),
+    ).toEqual(["kept"]);
   });
 });
 
@@ -163,9 +208,17 @@ describe("messages", () => {
         ],
       },
       { role: "tool", tool_call_id: "call_a", content: '{"status":"success","data":{"c":21}}' },
-      { role: "tool", tool_call_id: "call_b", content: '{"status":"error","error":{"type":"timeout","message":"slow"}}' },
+      {
+        role: "tool",
+        tool_call_id: "call_b",
+        content: '{"status":"error","error":{"type":"timeout","message":"slow"}}',
+      },
       { role: "system", content: "A guard's note." },
-      { role: "assistant", content: "Let me check once more.", tool_calls: [{ id: "call_c", type: "function", function: { name: "weather", arguments: "{}" } }] },
+      {
+        role: "assistant",
+        content: "Let me check once more.",
+        tool_calls: [{ id: "call_c", type: "function", function: { name: "weather", arguments: "{}" } }],
+      },
       { role: "tool", tool_call_id: "call_c", content: "" },
       { role: "assistant", content: "Paris 21 °C; Oslo did not answer. 🌦️" },
       { role: "assistant", content: null },
@@ -179,7 +232,9 @@ describe("messages", () => {
     expect(stored.map((row) => row.id)).toEqual(ids);
     expect(stored.map((row) => row.tokens)).toEqual(messages.map((_, index) => 10 + index));
     expect(stored.every((row) => row.runId === "run_1")).toBe(true);
-    expect(store.messagesAfter("slack:T1:C1:1.1", 0, ids[3] as number).map((row) => row.message)).toEqual(messages.slice(4));
+    expect(store.messagesAfter("slack:T1:C1:1.1", 0, ids[3] as number).map((row) => row.message)).toEqual(
+      messages.slice(4),
+    );
   });
 
   it("appends in one transaction: a failing insert in the middle leaves none of the batch", () => {
@@ -199,23 +254,51 @@ describe("messages", () => {
 
   it("resetSession starts a new epoch: old messages stay in the table but are not read for the new one", () => {
     const store = openTestStore();
-    store.appendMessages("web:r", null, entries([{ role: "user", content: "old question" }, { role: "assistant", content: "old answer" }]));
+    store.appendMessages(
+      "web:r",
+      null,
+      entries([
+        { role: "user", content: "old question" },
+        { role: "assistant", content: "old answer" },
+      ]),
+    );
     expect(store.epoch("web:r")).toBe(0);
     expect(store.resetSession("web:r")).toBe(true);
     expect(store.epoch("web:r")).toBe(1);
     expect(store.messagesAfter("web:r", 1, 0)).toEqual([]);
     store.appendMessages("web:r", null, entries([{ role: "user", content: "new question" }]));
     expect(store.messagesAfter("web:r", 1, 0).map((row) => row.message.content)).toEqual(["new question"]);
-    expect(store.messagesAfter("web:r", 0, 0).map((row) => row.message.content)).toEqual(["old question", "old answer"]);
+    expect(store.messagesAfter("web:r", 0, 0).map((row) => row.message.content)).toEqual([
+      "old question",
+      "old answer",
+    ]);
     expect(store.db.prepare("SELECT count(*) FROM messages WHERE session_id = 'web:r'").pluck().get()).toBe(3);
     expect(store.resetSession("web:unknown")).toBe(false);
   });
 
   it("keeps summaries per epoch, the latest first", () => {
     const store = openTestStore();
-    const ids = store.appendMessages("web:s", null, entries([{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }]));
-    store.saveSummary("web:s", 0, { content: "first", tokens: 1, firstMessageId: ids[0] as number, lastMessageId: ids[0] as number });
-    store.saveSummary("web:s", 0, { content: "second", tokens: 2, firstMessageId: ids[1] as number, lastMessageId: ids[1] as number });
+    const ids = store.appendMessages(
+      "web:s",
+      null,
+      entries([
+        { role: "user", content: "a" },
+        { role: "assistant", content: "b" },
+        { role: "user", content: "c" },
+      ]),
+    );
+    store.saveSummary("web:s", 0, {
+      content: "first",
+      tokens: 1,
+      firstMessageId: ids[0] as number,
+      lastMessageId: ids[0] as number,
+    });
+    store.saveSummary("web:s", 0, {
+      content: "second",
+      tokens: 2,
+      firstMessageId: ids[1] as number,
+      lastMessageId: ids[1] as number,
+    });
     expect(store.latestSummary("web:s", 0)).toEqual({ content: "second", tokens: 2, lastMessageId: ids[1] });
     store.resetSession("web:s");
     expect(store.latestSummary("web:s", 1)).toBeUndefined();
@@ -225,13 +308,30 @@ describe("messages", () => {
 describe("sessions and runs", () => {
   it("leaves a session's row alone while its run appends messages (one page less a commit), and touches it when the run ends", async () => {
     const store = openTestStore();
-    const touched = () => store.db.prepare("SELECT updated_at FROM sessions WHERE id = 'web:t'").pluck().get() as string;
+    const touched = () =>
+      store.db.prepare("SELECT updated_at FROM sessions WHERE id = 'web:t'").pluck().get() as string;
     store.startRun({ runId: "run_t1", sessionId: "web:t", userId: "U1", input: "one" });
     const started = touched();
     await new Promise((resolve) => setTimeout(resolve, 5)); // a later millisecond, so a touch would show
-    store.appendMessages("web:t", "run_t1", entries([{ role: "user", content: "one" }, { role: "assistant", content: "1" }]));
+    store.appendMessages(
+      "web:t",
+      "run_t1",
+      entries([
+        { role: "user", content: "one" },
+        { role: "assistant", content: "1" },
+      ]),
+    );
     expect(touched()).toBe(started);
-    store.endRun({ runId: "run_t1", status: "final", output: "1", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+    store.endRun({
+      runId: "run_t1",
+      status: "final",
+      output: "1",
+      steps: 1,
+      promptTokens: 1,
+      completionTokens: 1,
+      paused: null,
+      error: null,
+    });
     expect(Date.parse(touched())).toBeGreaterThan(Date.parse(started));
     // Messages of no run (nothing started the session) still create and touch it.
     store.appendMessages("web:loose", null, entries([{ role: "user", content: "hi" }]));
@@ -241,14 +341,55 @@ describe("sessions and runs", () => {
   it("listSessions counts messages, billed tokens and runs, most recent activity first", () => {
     const store = openTestStore();
     store.startRun({ runId: "run_a1", sessionId: "web:a", userId: "U1", input: "one" });
-    store.appendMessages("web:a", "run_a1", entries([{ role: "user", content: "one" }, { role: "assistant", content: "1" }]));
-    store.endRun({ runId: "run_a1", status: "final", output: "1", steps: 1, promptTokens: 100, completionTokens: 7, paused: null, error: null });
+    store.appendMessages(
+      "web:a",
+      "run_a1",
+      entries([
+        { role: "user", content: "one" },
+        { role: "assistant", content: "1" },
+      ]),
+    );
+    store.endRun({
+      runId: "run_a1",
+      status: "final",
+      output: "1",
+      steps: 1,
+      promptTokens: 100,
+      completionTokens: 7,
+      paused: null,
+      error: null,
+    });
     store.startRun({ runId: "run_a2", sessionId: "web:a", userId: "U1", input: "two" });
     store.appendMessages("web:a", "run_a2", entries([{ role: "user", content: "two" }]));
-    store.endRun({ runId: "run_a2", status: "error", output: "failed", steps: 1, promptTokens: 50, completionTokens: 0, paused: null, error: '{"code":"model_unavailable"}' });
+    store.endRun({
+      runId: "run_a2",
+      status: "error",
+      output: "failed",
+      steps: 1,
+      promptTokens: 50,
+      completionTokens: 0,
+      paused: null,
+      error: '{"code":"model_unavailable"}',
+    });
     store.startRun({ runId: "run_b1", sessionId: "web:b", userId: "U2", input: "hi" });
-    store.appendMessages("web:b", "run_b1", entries([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]));
-    store.endRun({ runId: "run_b1", status: "final", output: "hello", steps: 1, promptTokens: 20, completionTokens: 3, paused: null, error: null });
+    store.appendMessages(
+      "web:b",
+      "run_b1",
+      entries([
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "hello" },
+      ]),
+    );
+    store.endRun({
+      runId: "run_b1",
+      status: "final",
+      output: "hello",
+      steps: 1,
+      promptTokens: 20,
+      completionTokens: 3,
+      paused: null,
+      error: null,
+    });
 
     const sessions = store.listSessions();
     const byId = [...sessions].sort((a, b) => a.id.localeCompare(b.id));
@@ -260,10 +401,25 @@ describe("sessions and runs", () => {
     const times = sessions.map((session) => Date.parse(session.lastActivity));
     expect(times.every((time) => !Number.isNaN(time))).toBe(true);
     expect([...times].sort((a, b) => b - a)).toEqual(times);
-    expect(Date.parse(byId[0]?.lastActivity ?? "")).toBeGreaterThanOrEqual(Date.parse(store.db.prepare("SELECT max(created_at) FROM messages WHERE session_id = 'web:a'").pluck().get() as string));
+    expect(Date.parse(byId[0]?.lastActivity ?? "")).toBeGreaterThanOrEqual(
+      Date.parse(
+        store.db.prepare("SELECT max(created_at) FROM messages WHERE session_id = 'web:a'").pluck().get() as string,
+      ),
+    );
 
-    const run = store.db.prepare("SELECT status, output, steps, prompt_tokens, completion_tokens, error, ended_at FROM runs WHERE id = 'run_a2'").get();
-    expect(run).toMatchObject({ status: "error", output: "failed", steps: 1, prompt_tokens: 50, completion_tokens: 0, error: '{"code":"model_unavailable"}' });
+    const run = store.db
+      .prepare(
+        "SELECT status, output, steps, prompt_tokens, completion_tokens, error, ended_at FROM runs WHERE id = 'run_a2'",
+      )
+      .get();
+    expect(run).toMatchObject({
+      status: "error",
+      output: "failed",
+      steps: 1,
+      prompt_tokens: 50,
+      completion_tokens: 0,
+      error: '{"code":"model_unavailable"}',
+    });
     expect((run as { ended_at: string | null }).ended_at).not.toBeNull();
   });
 });
@@ -287,12 +443,29 @@ describe("runs of a process that died", () => {
     setOwner.run(`${host}:${deadPid}`, "run_dead");
     setOwner.run("some-other-host:1", "run_other_host");
     setOwner.run(null, "run_old"); // from before owners were recorded
-    store.endRun({ runId: "run_done", status: "final", output: "ok", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+    store.endRun({
+      runId: "run_done",
+      status: "final",
+      output: "ok",
+      steps: 1,
+      promptTokens: 1,
+      completionTokens: 1,
+      paused: null,
+      error: null,
+    });
 
     expect(store.interruptOrphanedRuns()).toBe(2);
     const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
-    expect(["run_dead", "run_live", "run_done", "run_other_host", "run_old"].map((id) => statusOf.get(id))).toEqual(["interrupted", "running", "final", "running", "interrupted"]);
-    expect(store.db.prepare("SELECT ended_at FROM runs WHERE id = 'run_dead'").pluck().get()).toEqual(expect.any(String));
+    expect(["run_dead", "run_live", "run_done", "run_other_host", "run_old"].map((id) => statusOf.get(id))).toEqual([
+      "interrupted",
+      "running",
+      "final",
+      "running",
+      "interrupted",
+    ]);
+    expect(store.db.prepare("SELECT ended_at FROM runs WHERE id = 'run_dead'").pluck().get()).toEqual(
+      expect.any(String),
+    );
     expect(store.interruptOrphanedRuns()).toBe(0);
   });
 
@@ -303,21 +476,30 @@ describe("runs of a process that died", () => {
       store.db.prepare("UPDATE runs SET owner = ? WHERE id = ?").run(owner, runId);
     };
     // The process this one replaced: same host, same pid, its own instance id.
-    store.db.prepare("INSERT INTO instances (id, host, pid, started_at) VALUES ('before-the-restart', ?, ?, ?)").run(hostname(), process.pid, new Date(0).toISOString());
+    store.db
+      .prepare("INSERT INTO instances (id, host, pid, started_at) VALUES ('before-the-restart', ?, ?, ?)")
+      .run(hostname(), process.pid, new Date(0).toISOString());
     start("run_of_the_replaced", "before-the-restart");
     start("run_legacy_same_pid", `${hostname()}:${process.pid}`); // as owners were written before instances
     store.startRun({ runId: "run_mine", sessionId: "cli:restarted", userId: "U1", input: "hi" });
 
     expect(store.interruptOrphanedRuns()).toBe(2);
     const statusOf = store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck();
-    expect(["run_of_the_replaced", "run_legacy_same_pid", "run_mine"].map((id) => statusOf.get(id))).toEqual(["interrupted", "interrupted", "running"]);
+    expect(["run_of_the_replaced", "run_legacy_same_pid", "run_mine"].map((id) => statusOf.get(id))).toEqual([
+      "interrupted",
+      "interrupted",
+      "running",
+    ]);
     // The instance that is gone is forgotten; this one, which owns a running run, is kept.
-    expect(store.db.prepare("SELECT id, host, pid FROM instances").all()).toEqual([{ id: INSTANCE.id, host: hostname(), pid: process.pid }]);
+    expect(store.db.prepare("SELECT id, host, pid FROM instances").all()).toEqual([
+      { id: INSTANCE.id, host: hostname(), pid: process.pid },
+    ]);
   });
 
   it("an instance whose heartbeat is stale is gone, on any host; one beating recently, or never (the command line), on another host may still run", () => {
     const store = openTestStore();
-    const beatAgo = (milliseconds: number | null) => (milliseconds === null ? null : new Date(Date.now() - milliseconds).toISOString());
+    const beatAgo = (milliseconds: number | null) =>
+      milliseconds === null ? null : new Date(Date.now() - milliseconds).toISOString();
     const instances: Array<[id: string, host: string, heartbeat: string | null]> = [
       ["stale-elsewhere", "another-host", beatAgo(STALE_AFTER_MS + 60_000)],
       ["fresh-elsewhere", "another-host", beatAgo(1_000)],
@@ -326,7 +508,9 @@ describe("runs of a process that died", () => {
       ["stale-here", hostname(), beatAgo(STALE_AFTER_MS + 60_000)],
     ];
     for (const [id, host, heartbeat] of instances) {
-      store.db.prepare("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)").run(id, host, process.ppid, new Date(0).toISOString(), heartbeat);
+      store.db
+        .prepare("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)")
+        .run(id, host, process.ppid, new Date(0).toISOString(), heartbeat);
       store.startRun({ runId: `run_${id}`, sessionId: "cli:beats", userId: "U1", input: "hi" });
       store.db.prepare("UPDATE runs SET owner = ? WHERE id = ?").run(id, `run_${id}`);
     }
@@ -344,8 +528,13 @@ describe("runs of a process that died", () => {
     const path = databasePath();
     const store = openTestStore(path, { checkpointInBackground: true });
     const other = openTestStore(path);
-    const heartbeat = () => other.db.prepare("SELECT host, pid, heartbeat_at AS heartbeatAt FROM instances WHERE id = ?").get(INSTANCE.id) as { heartbeatAt: string } | undefined;
-    await expect.poll(heartbeat, { timeout: 10_000, interval: 25 }).toEqual({ host: hostname(), pid: process.pid, heartbeatAt: expect.any(String) });
+    const heartbeat = () =>
+      other.db.prepare("SELECT host, pid, heartbeat_at AS heartbeatAt FROM instances WHERE id = ?").get(INSTANCE.id) as
+        | { heartbeatAt: string }
+        | undefined;
+    await expect
+      .poll(heartbeat, { timeout: 10_000, interval: 25 })
+      .toEqual({ host: hostname(), pid: process.pid, heartbeatAt: expect.any(String) });
     expect(Date.now() - Date.parse(heartbeat()?.heartbeatAt ?? "")).toBeLessThan(STALE_AFTER_MS);
     store.close();
   });
@@ -358,15 +547,32 @@ describe("a run accepted before it starts", () => {
     const run = { runId: "run_accepted", sessionId: "web:queue", userId: "web:alice", input: "hi" };
     store.acceptRun(run);
     const other = openTestStore(path); // committed, for another connection to see
-    const row = other.db.prepare("SELECT session_id AS sessionId, user_id AS userId, status, owner, accepted_at AS acceptedAt FROM runs WHERE id = ?");
-    expect(row.get("run_accepted")).toEqual({ sessionId: "web:queue", userId: "web:alice", status: "accepted", owner: INSTANCE.id, acceptedAt: expect.any(String) });
+    const row = other.db.prepare(
+      "SELECT session_id AS sessionId, user_id AS userId, status, owner, accepted_at AS acceptedAt FROM runs WHERE id = ?",
+    );
+    expect(row.get("run_accepted")).toEqual({
+      sessionId: "web:queue",
+      userId: "web:alice",
+      status: "accepted",
+      owner: INSTANCE.id,
+      acceptedAt: expect.any(String),
+    });
     expect(store.sessionOwner("web:queue")).toBe("web:alice");
 
     // Memory, then the trace, start each run they see: the first start takes the accepted row over.
     expect(store.startRun(run)).toBe(true);
     expect(store.startRun(run)).toBe(false);
     expect(row.get("run_accepted")).toMatchObject({ status: "running", owner: INSTANCE.id });
-    const outcome = { runId: "run_accepted", status: "error", output: "refused", steps: 0, promptTokens: 0, completionTokens: 0, paused: null, error: null };
+    const outcome = {
+      runId: "run_accepted",
+      status: "error",
+      output: "refused",
+      steps: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      paused: null,
+      error: null,
+    };
     expect(store.endUnstartedRun(outcome)).toBe(false); // it started: only its own end ends it
 
     store.acceptRun({ ...run, runId: "run_refused" });
@@ -389,9 +595,27 @@ describe("a paused run resumed", () => {
   it("resumeRun() makes an awaiting run running again under this process, and leaves any other run alone", () => {
     const store = openTestStore();
     store.startRun({ runId: "run_paused", sessionId: "cli:resume", userId: "U1", input: "cancel it" });
-    store.endRun({ runId: "run_paused", status: "awaiting_approval", output: "Waiting", steps: 1, promptTokens: 1, completionTokens: 1, paused: '{"pending":[]}', error: null });
+    store.endRun({
+      runId: "run_paused",
+      status: "awaiting_approval",
+      output: "Waiting",
+      steps: 1,
+      promptTokens: 1,
+      completionTokens: 1,
+      paused: '{"pending":[]}',
+      error: null,
+    });
     store.startRun({ runId: "run_done", sessionId: "cli:resume", userId: "U1", input: "hi" });
-    store.endRun({ runId: "run_done", status: "final", output: "ok", steps: 1, promptTokens: 1, completionTokens: 1, paused: null, error: null });
+    store.endRun({
+      runId: "run_done",
+      status: "final",
+      output: "ok",
+      steps: 1,
+      promptTokens: 1,
+      completionTokens: 1,
+      paused: null,
+      error: null,
+    });
     expect(store.pausedRun("run_paused")).toBe('{"pending":[]}');
 
     store.resumeRun("run_paused");
@@ -427,7 +651,11 @@ describe("claims", () => {
     // A redelivery under a new event id of a message already claimed: refused, and its id claimed too.
     expect(store.claim("slack:event:Ev2", "slack:message:C1:1.000001")).toBe(false);
     expect(store.claim("slack:event:Ev2")).toBe(false);
-    expect(store.db.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual(["slack:event:Ev1", "slack:event:Ev2", "slack:message:C1:1.000001"]);
+    expect(store.db.prepare("SELECT id FROM claims ORDER BY id").pluck().all()).toEqual([
+      "slack:event:Ev1",
+      "slack:event:Ev2",
+      "slack:message:C1:1.000001",
+    ]);
   });
 
   it("pruneClaims() forgets only claims older than the moment given", () => {
@@ -449,7 +677,11 @@ describe("facts", () => {
     store.addFact("U1", "user", "Likes espresso in the morning.");
     const found = store.searchFacts("U1", "cli:x", "Where is the deploy key for the staging server?", 5);
     expect(found.map((fact) => fact.id).slice(0, 2)).toEqual([strong, weak]);
-    expect(found[0]).toMatchObject({ userId: "U1", scope: "user", content: "The staging server deploy key is stored in the team vault." });
+    expect(found[0]).toMatchObject({
+      userId: "U1",
+      scope: "user",
+      content: "The staging server deploy key is stored in the team vault.",
+    });
     expect(store.searchFacts("U1", "cli:x", "staging server deploy", 1).map((fact) => fact.id)).toEqual([strong]);
   });
 
@@ -464,7 +696,9 @@ describe("facts", () => {
     const store = openTestStore();
     store.addFact("U2", "user", "U2 prefers answers in French.");
     const own = store.addFact("U1", "user", "U1 prefers answers in German.");
-    expect(store.searchFacts("U1", "slack:T1:C1", "prefers answers French German", 10).map((fact) => fact.id)).toEqual([own]);
+    expect(store.searchFacts("U1", "slack:T1:C1", "prefers answers French German", 10).map((fact) => fact.id)).toEqual([
+      own,
+    ]);
     expect(store.searchFacts("U3", "slack:T1:C1", "prefers answers French German", 10)).toEqual([]);
   });
 
@@ -472,8 +706,14 @@ describe("facts", () => {
     const store = openTestStore();
     const shared = store.addFact("U1", "slack:T1:C1", "The release train leaves on Thursdays.");
     expect(channelOf("slack:T1:C1:1234.5")).toBe("slack:T1:C1");
-    expect(store.searchFacts("U1", channelOf("slack:T1:C1:1234.5"), "when does the release train leave", 5).map((fact) => fact.id)).toEqual([shared]);
-    expect(store.searchFacts("U1", channelOf("slack:T1:C1:9999.1"), "release train", 5).map((fact) => fact.id)).toEqual([shared]);
+    expect(
+      store
+        .searchFacts("U1", channelOf("slack:T1:C1:1234.5"), "when does the release train leave", 5)
+        .map((fact) => fact.id),
+    ).toEqual([shared]);
+    expect(store.searchFacts("U1", channelOf("slack:T1:C1:9999.1"), "release train", 5).map((fact) => fact.id)).toEqual(
+      [shared],
+    );
     expect(store.searchFacts("U1", channelOf("slack:T1:C2:1234.5"), "release train", 5)).toEqual([]);
     expect(store.searchFacts("U1", channelOf("discord:dm:C1"), "release train", 5)).toEqual([]);
   });
@@ -482,7 +722,9 @@ describe("facts", () => {
     const store = openTestStore();
     const shared = store.addFact("U1", "discord:G1:C1", "The on-call rota lives in the wiki.");
     store.addFact("U1", "user", "U1's on-call rota starts Monday.");
-    expect(store.searchFacts("U2", channelOf("discord:G1:C1:thread9"), "on-call rota", 5).map((fact) => fact.id)).toEqual([shared]);
+    expect(
+      store.searchFacts("U2", channelOf("discord:G1:C1:thread9"), "on-call rota", 5).map((fact) => fact.id),
+    ).toEqual([shared]);
     expect(store.searchFacts("U2", channelOf("discord:G1:C2"), "on-call rota", 5)).toEqual([]);
   });
 

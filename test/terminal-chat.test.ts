@@ -26,7 +26,9 @@ async function chat(lines: string[], tools = createToolRegistry([])): Promise<st
 }
 
 it("keeps the conversation across turns until /reset", async () => {
-  server.setScript((request) => ({ content: `seen ${request.messages.filter((message) => message.role === "user").length}` }));
+  server.setScript((request) => ({
+    content: `seen ${request.messages.filter((message) => message.role === "user").length}`,
+  }));
   const printed = await chat(["hello", "again", "/reset", "fresh", "/exit", "never read"]);
   expect(printed).toContain("seen 1");
   expect(printed).toContain("seen 2");

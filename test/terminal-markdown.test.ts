@@ -14,7 +14,9 @@ function render(text: string, style = PLAIN, pieces: string[] = [text]): string 
 /** `text` cut at the given points. */
 function cut(text: string, points: number[]): string[] {
   const sorted = [...new Set(points.map((point) => point % (text.length + 1)))].sort((a, b) => a - b);
-  return [0, ...sorted, text.length].slice(1).map((end, index, ends) => text.slice(index === 0 ? 0 : ends[index - 1], end));
+  return [0, ...sorted, text.length]
+    .slice(1)
+    .map((end, index, ends) => text.slice(index === 0 ? 0 : ends[index - 1], end));
 }
 
 /** Each character shown with the styles it is shown in, as a terminal keeps them. */
@@ -60,13 +62,19 @@ describe("Markdown for a terminal", () => {
         "snake_case_name and 2 * 3 stay as they are",
       ].join("\n"),
     );
-    expect(render("Order **1** is *here* and `x`", ANSI)).toBe("Order \u001b[1m1\u001b[22m is \u001b[3mhere\u001b[23m and \u001b[36mx\u001b[39m");
+    expect(render("Order **1** is *here* and `x`", ANSI)).toBe(
+      "Order \u001b[1m1\u001b[22m is \u001b[3mhere\u001b[23m and \u001b[36mx\u001b[39m",
+    );
     expect(render("# Title", ANSI)).toBe("\u001b[1m\u001b[4mTitle\u001b[24m\u001b[22m");
   });
 
   it("lines a table up, numbers to the right where the separator says so", () => {
     const text = "| Order | Total |\n|---|--:|\n| 20240315001 | $12.00 |\n| 2 | $1.50 |\n\nafter";
-    expect(render(text)).toBe(["Order         Total", "───────────  ──────", "20240315001  $12.00", "2             $1.50", "", "after"].join("\n"));
+    expect(render(text)).toBe(
+      ["Order         Total", "───────────  ──────", "20240315001  $12.00", "2             $1.50", "", "after"].join(
+        "\n",
+      ),
+    );
   });
 
   it("shows text as it streams: a word waits only for the mark that closes it", () => {
@@ -83,14 +91,42 @@ describe("Markdown for a terminal", () => {
   });
 
   it("property: however the text is cut into pieces, the output is the same as for the whole", () => {
-    const alphabet = fc.constantFrom("*", "_", "`", "[", "]", "(", ")", "#", "-", "|", ">", "1", ".", " ", " ", "\n", "\n", "a", "b", "\\", "~", ":", "x");
+    const alphabet = fc.constantFrom(
+      "*",
+      "_",
+      "`",
+      "[",
+      "]",
+      "(",
+      ")",
+      "#",
+      "-",
+      "|",
+      ">",
+      "1",
+      ".",
+      " ",
+      " ",
+      "\n",
+      "\n",
+      "a",
+      "b",
+      "\\",
+      "~",
+      ":",
+      "x",
+    );
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 80 }).map((characters) => characters.join("")), fc.array(fc.nat(), { maxLength: 10 }), (text, points) => {
-        const pieces = cut(text, points);
-        expect(render(text, PLAIN, pieces)).toBe(render(text, PLAIN));
-        // With styles, a piece's styles close at its end and open again: the same on the screen, not byte for byte.
-        expect(onScreen(render(text, ANSI, pieces))).toEqual(onScreen(render(text, ANSI)));
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 80 }).map((characters) => characters.join("")),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (text, points) => {
+          const pieces = cut(text, points);
+          expect(render(text, PLAIN, pieces)).toBe(render(text, PLAIN));
+          // With styles, a piece's styles close at its end and open again: the same on the screen, not byte for byte.
+          expect(onScreen(render(text, ANSI, pieces))).toEqual(onScreen(render(text, ANSI)));
+        },
+      ),
       { numRuns: 3_000 },
     );
   });
@@ -106,7 +142,8 @@ describe("Markdown for a terminal", () => {
 
 describe("escape codes from a model", () => {
   it("are removed whole, also when a stream cuts one in two", () => {
-    const text = "safe \u001b]0;title\u0007text \u001b[31mred\u001b[0m and \u001b]8;;https://x\u001b\\link\u001b]8;;\u001b\\ done\r\u0008";
+    const text =
+      "safe \u001b]0;title\u0007text \u001b[31mred\u001b[0m and \u001b]8;;https://x\u001b\\link\u001b]8;;\u001b\\ done\r\u0008";
     expect(withoutControls(text)).toBe("safe text red and link done");
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 12 }), (points) => {
@@ -119,15 +156,27 @@ describe("escape codes from a model", () => {
 
 describe("tables for the terminal", () => {
   it("sizes each column to its widest cell, styles not counted", () => {
-    const table = formatTable([{ header: "NAME" }, { header: "RUNS", align: "right" }], [
-      [ANSI.bold("a-long-name"), "1"],
-      ["b", "1,234"],
+    const table = formatTable(
+      [{ header: "NAME" }, { header: "RUNS", align: "right" }],
+      [
+        [ANSI.bold("a-long-name"), "1"],
+        ["b", "1,234"],
+      ],
+    );
+    expect(table.split("\n").map((line) => line.replace(/\u001b\[\d+m/g, ""))).toEqual([
+      "NAME          RUNS",
+      "a-long-name      1",
+      "b            1,234",
     ]);
-    expect(table.split("\n").map((line) => line.replace(/\u001b\[\d+m/g, ""))).toEqual(["NAME          RUNS", "a-long-name      1", "b            1,234"]);
   });
 
   it("counts in words: singular for one, separators for thousands", () => {
-    expect([count(1, "run"), count(2, "run"), count(0, "step"), count(12_345, "token")]).toEqual(["1 run", "2 runs", "0 steps", "12,345 tokens"]);
+    expect([count(1, "run"), count(2, "run"), count(0, "step"), count(12_345, "token")]).toEqual([
+      "1 run",
+      "2 runs",
+      "0 steps",
+      "12,345 tokens",
+    ]);
   });
 });
 

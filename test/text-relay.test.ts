@@ -15,7 +15,13 @@ const modelEnd = (step: number): AgentEvent => ({
   runId: "run_1",
   step,
   latencyMs: 5,
-  response: { content: "", toolCalls: [], finishReason: "stop", usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, model: "m" },
+  response: {
+    content: "",
+    toolCalls: [],
+    finishReason: "stop",
+    usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+    model: "m",
+  },
 });
 
 describe("the text relay of a worker's web sessions", () => {
@@ -50,16 +56,23 @@ describe("the text relay of a worker's web sessions", () => {
     const surface = createTextRelay({ publish: async (notice) => void sent.push(notice), log, everyMs: 10 })("web:s1");
     surface.onEvent(delta(1, "Thinking "));
     surface.onEvent(delta(1, "aloud"));
-    await vi.waitFor(() => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 1, text: "Thinking aloud" }]), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(
+      () => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 1, text: "Thinking aloud" }]),
+      { timeout: 5_000, interval: 5 },
+    );
     surface.onEvent(delta(1, "…"));
-    await vi.waitFor(() => expect(sent.map((notice) => notice.text)).toEqual(["Thinking aloud", "…"]), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(() => expect(sent.map((notice) => notice.text)).toEqual(["Thinking aloud", "…"]), {
+      timeout: 5_000,
+      interval: 5,
+    });
   });
 
   it("cuts a long text into notices under the payload limit, in order, never inside a character", () => {
-    const text = `${"ab\"c\n".repeat(900)}${"👋🏽".repeat(1_500)}${"中文".repeat(1_000)}`;
+    const text = `${'ab"c\n'.repeat(900)}${"👋🏽".repeat(1_500)}${"中文".repeat(1_000)}`;
     const notices = noticesOf({ sessionId: "web:s1", runId: "run_1", step: 1, text });
     expect(notices.length).toBeGreaterThan(2);
-    for (const notice of notices) expect(Buffer.byteLength(JSON.stringify(notice))).toBeLessThanOrEqual(MAX_NOTICE_BYTES);
+    for (const notice of notices)
+      expect(Buffer.byteLength(JSON.stringify(notice))).toBeLessThanOrEqual(MAX_NOTICE_BYTES);
     expect(notices.map((notice) => notice.text).join("")).toBe(text);
     for (const notice of notices) expect(notice.text).not.toMatch(/^[\udc00-\udfff]|[\ud800-\udbff]$/);
   });
@@ -67,7 +80,11 @@ describe("the text relay of a worker's web sessions", () => {
   it("a publish that fails is logged once and the run goes on", async () => {
     const warnings: string[] = [];
     const logged = { ...log, warn: (_fields: object, message: string) => void warnings.push(message) } as typeof log;
-    const surface = createTextRelay({ publish: async () => Promise.reject(new Error("connection lost")), log: logged, everyMs: 60_000 })("web:s1");
+    const surface = createTextRelay({
+      publish: async () => Promise.reject(new Error("connection lost")),
+      log: logged,
+      everyMs: 60_000,
+    })("web:s1");
     surface.onEvent(delta(1, "one"));
     surface.onEvent(modelEnd(1));
     surface.onEvent(delta(2, "two"));

@@ -42,7 +42,11 @@ function scope(): RunScope {
 
 /** Runs one call with the arguments text exactly as given. */
 async function callWith(rawArguments: string): Promise<ToolCallRecord> {
-  const call: ToolCall = { id: "call_1", type: "function", function: { name: "request_refund", arguments: rawArguments } };
+  const call: ToolCall = {
+    id: "call_1",
+    type: "function",
+    function: { name: "request_refund", arguments: rawArguments },
+  };
   const outcome = await executeToolCalls([call], options, scope());
   expect(outcome.pending).toEqual([]);
   expect(outcome.records).toHaveLength(1);
@@ -76,8 +80,16 @@ describe("arguments: parsing and repair", () => {
     ["trailing commas", '{"order_id": "123", "reason": "broken",}', { order_id: "123", reason: "broken" }],
     ["single quotes", "{'order_id': '123', 'reason': 'broken'}", { order_id: "123", reason: "broken" }],
     ["unquoted keys", '{order_id: "123", reason: "broken"}', { order_id: "123", reason: "broken" }],
-    ["comments", '{\n  // the order\n  "order_id": "123", /* why */ "reason": "broken"\n}', { order_id: "123", reason: "broken" }],
-    ["a ```json code fence", '```json\n{"order_id": "123", "reason": "broken"}\n```', { order_id: "123", reason: "broken" }],
+    [
+      "comments",
+      '{\n  // the order\n  "order_id": "123", /* why */ "reason": "broken"\n}',
+      { order_id: "123", reason: "broken" },
+    ],
+    [
+      "a ```json code fence",
+      '```json\n{"order_id": "123", "reason": "broken"}\n```',
+      { order_id: "123", reason: "broken" },
+    ],
     ["a truncated object", '{"order_id": "123", "reason": "too', { order_id: "123", reason: "too" }],
   ])("repairs %s and records the repair", async (_label, raw, expected) => {
     received.length = 0;
@@ -90,14 +102,19 @@ describe("arguments: parsing and repair", () => {
 
   it.each([
     ["on the same line", 'Sure! Here are the arguments: {"order_id": "123"} hope that helps'],
-    ["on lines of their own", 'Here are the arguments:\n{"order_id": "123", "reason": "late"}\nLet me know if you need more.'],
+    [
+      "on lines of their own",
+      'Here are the arguments:\n{"order_id": "123", "reason": "late"}\nLet me know if you need more.',
+    ],
     ["before the object only", 'Arguments:\n{"order_id": "123", "reason": "late"}'],
     ["after the object only", '{"order_id": "123", "reason": "late"}\nThat is all.'],
   ])("cuts chatter around the object %s", async (_label, raw) => {
     const record = await callWith(raw);
     expect(record.envelope.status).toBe("success");
     expect(record.arguments).toMatchObject({ order_id: "123" });
-    expect(record.repairs.some((repair) => repair.includes("extracted the JSON object from surrounding text"))).toBe(true);
+    expect(record.repairs.some((repair) => repair.includes("extracted the JSON object from surrounding text"))).toBe(
+      true,
+    );
   });
 
   it("decodes double-encoded JSON (an object inside a JSON string)", async () => {
@@ -130,7 +147,9 @@ describe("arguments: parsing and repair", () => {
   });
 
   it("writes equal arguments as equal canonical text whatever the key order", () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { f: 1, e: 2 }], c: 3 } })).toBe(canonicalJson({ a: { c: 3, d: [1, { e: 2, f: 1 }] }, b: 1 }));
+    expect(canonicalJson({ b: 1, a: { d: [1, { f: 1, e: 2 }], c: 3 } })).toBe(
+      canonicalJson({ a: { c: 3, d: [1, { e: 2, f: 1 }] }, b: 1 }),
+    );
     expect(canonicalJson({ a: [2, 1] })).not.toBe(canonicalJson({ a: [1, 2] }));
   });
 });
@@ -168,11 +187,31 @@ describe("arguments: safe coercion and defaults", () => {
   });
 
   it.each([
-    ["abc for an integer", '{"order_id": "1", "quantity": "abc"}', "property 'quantity' must be integer, got string \"abc\""],
-    ["3.5 for an integer", '{"order_id": "1", "quantity": "3.5"}', "property 'quantity' must be integer, got string \"3.5\""],
-    ["an integer beyond 2^53", '{"order_id": "1", "quantity": "12345678901234567890"}', "property 'quantity' must be integer"],
-    ["a number JSON cannot carry", '{"order_id": "1", "amount": "1e999"}', "property 'amount' must be number, got string \"1e999\""],
-    ["yes for a boolean", '{"order_id": "1", "express": "yes"}', "property 'express' must be boolean, got string \"yes\""],
+    [
+      "abc for an integer",
+      '{"order_id": "1", "quantity": "abc"}',
+      "property 'quantity' must be integer, got string \"abc\"",
+    ],
+    [
+      "3.5 for an integer",
+      '{"order_id": "1", "quantity": "3.5"}',
+      "property 'quantity' must be integer, got string \"3.5\"",
+    ],
+    [
+      "an integer beyond 2^53",
+      '{"order_id": "1", "quantity": "12345678901234567890"}',
+      "property 'quantity' must be integer",
+    ],
+    [
+      "a number JSON cannot carry",
+      '{"order_id": "1", "amount": "1e999"}',
+      "property 'amount' must be number, got string \"1e999\"",
+    ],
+    [
+      "yes for a boolean",
+      '{"order_id": "1", "express": "yes"}',
+      "property 'express' must be boolean, got string \"yes\"",
+    ],
     ["null for a string", '{"order_id": null}', "property 'order_id' must be string, got null"],
     ["an object for a string", '{"order_id": {"id": 1}}', "property 'order_id' must be string, got object"],
   ])("does not coerce %s", async (_label, raw, expected) => {
@@ -203,7 +242,7 @@ describe("arguments: validation errors in words a model can act on", () => {
 
   it("lists the allowed values of an enum, in the error and in the shape", async () => {
     const error = errorOf(await callWith('{"order_id": "1", "channel": "pigeon"}'));
-    expect(error.message).toContain("property 'channel' must be one of \"email\", \"sms\"");
+    expect(error.message).toContain('property \'channel\' must be one of "email", "sms"');
     expect(error.message).toContain('"channel": "email" | "sms"');
   });
 
@@ -221,7 +260,11 @@ describe("arguments: validation errors in words a model can act on", () => {
   });
 
   it("never mentions undefined values", async () => {
-    for (const raw of ['{"order_id": null}', '{"order_id": "1", "quantity": "abc"}', '{"order_id": "1", "express": 3}']) {
+    for (const raw of [
+      '{"order_id": null}',
+      '{"order_id": "1", "quantity": "abc"}',
+      '{"order_id": "1", "express": 3}',
+    ]) {
       expect(errorOf(await callWith(raw)).message).not.toContain("undefined");
     }
   });

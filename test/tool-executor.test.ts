@@ -14,7 +14,17 @@ import {
   type ToolRunState,
 } from "../src/tools/executor.js";
 import { createToolRegistry } from "../src/tools/registry.js";
-import { ToolPause, type AnyTool, type ApprovalDecision, type ApprovalGate, type ApprovalRequest, type ToolCall, type ToolCallRecord, type ToolContext, type ToolEvent } from "../src/tools/types.js";
+import {
+  ToolPause,
+  type AnyTool,
+  type ApprovalDecision,
+  type ApprovalGate,
+  type ApprovalRequest,
+  type ToolCall,
+  type ToolCallRecord,
+  type ToolContext,
+  type ToolEvent,
+} from "../src/tools/types.js";
 
 // ---- helpers ---------------------------------------------------------------------------------
 
@@ -22,14 +32,21 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const never = () => new Promise<never>(() => undefined);
 
 function call(id: string, name: string, args: string | Record<string, unknown> = {}): ToolCall {
-  return { id, type: "function", function: { name, arguments: typeof args === "string" ? args : JSON.stringify(args) } };
+  return {
+    id,
+    type: "function",
+    function: { name, arguments: typeof args === "string" ? args : JSON.stringify(args) },
+  };
 }
 
 function tool(name: string, handler: AnyTool["handler"], extra: Partial<AnyTool> = {}): AnyTool {
   return {
     name,
     description: `The ${name} tool.`,
-    parameters: { type: "object", properties: { id: { type: "string" }, n: { type: "integer" }, ms: { type: "integer" } } },
+    parameters: {
+      type: "object",
+      properties: { id: { type: "string" }, n: { type: "integer" }, ms: { type: "integer" } },
+    },
     handler,
     ...extra,
   };
@@ -39,7 +56,15 @@ type TestScope = RunScope & { events: ToolEvent[] };
 
 function scope(extra: Partial<RunScope> = {}): TestScope {
   const events: ToolEvent[] = [];
-  return { runId: "run_1", sessionId: "session_1", userId: "user_1", state: newToolRunState(), emit: (event) => events.push(event), events, ...extra };
+  return {
+    runId: "run_1",
+    sessionId: "session_1",
+    userId: "user_1",
+    state: newToolRunState(),
+    emit: (event) => events.push(event),
+    events,
+    ...extra,
+  };
 }
 
 function errorOf(record: ToolCallRecord | undefined): { type: string; message: string } {
@@ -114,7 +139,12 @@ describe("a successful call", () => {
     });
     expect(record?.durationMs).toBeGreaterThanOrEqual(0);
     expect(seen?.args).toEqual({ id: "A1" });
-    expect(seen?.context).toMatchObject({ sessionId: "session_1", userId: "user_1", runId: "run_1", toolCallId: "call_1" });
+    expect(seen?.context).toMatchObject({
+      sessionId: "session_1",
+      userId: "user_1",
+      runId: "run_1",
+      toolCallId: "call_1",
+    });
     expect(seen?.context.signal.aborted).toBe(false);
     expect(timeline(run.events)).toEqual(["start:call_1", "end:call_1"]);
   });
@@ -139,18 +169,25 @@ describe("a successful call", () => {
 });
 
 describe("unknown tools", () => {
-  const registry = createToolRegistry([tool("get_order_status", () => 1), tool("cancel_order", () => 1), tool("search_products", () => 1)]);
+  const registry = createToolRegistry([
+    tool("get_order_status", () => 1),
+    tool("cancel_order", () => 1),
+    tool("search_products", () => 1),
+  ]);
 
-  it.each(["getOrderStatus", "get_order_stat", "order_status"])("answers %s with tool_not_found, the closest name and the available tools", async (name) => {
-    const [record] = (await executeToolCalls([call("c1", name, { id: "A1" })], { registry }, scope())).records;
-    const error = errorOf(record);
-    expect(error.type).toBe("tool_not_found");
-    expect(error.message).toMatch(/did you mean 'get_order_status'\?/i);
-    expect(error.message).toContain(`There is no tool named '${name}'`);
-    expect(error.message).toContain("Available tools: get_order_status, cancel_order, search_products.");
-    expect(record?.name).toBe(name);
-    expect(record?.rawArguments).toBe('{"id":"A1"}');
-  });
+  it.each(["getOrderStatus", "get_order_stat", "order_status"])(
+    "answers %s with tool_not_found, the closest name and the available tools",
+    async (name) => {
+      const [record] = (await executeToolCalls([call("c1", name, { id: "A1" })], { registry }, scope())).records;
+      const error = errorOf(record);
+      expect(error.type).toBe("tool_not_found");
+      expect(error.message).toMatch(/did you mean 'get_order_status'\?/i);
+      expect(error.message).toContain(`There is no tool named '${name}'`);
+      expect(error.message).toContain("Available tools: get_order_status, cancel_order, search_products.");
+      expect(record?.name).toBe(name);
+      expect(record?.rawArguments).toBe('{"id":"A1"}');
+    },
+  );
 
   it("suggests nothing for an unrelated name but still lists the tools", async () => {
     const [record] = (await executeToolCalls([call("c1", "weather_forecast")], { registry }, scope())).records;
@@ -161,10 +198,35 @@ describe("unknown tools", () => {
 
 describe("handlers that throw", () => {
   it.each([
-    ["a TypeError", () => { throw new TypeError("order_id must not be empty"); }, "TypeError: order_id must not be empty"],
-    ["a plain Error", () => { throw new Error("the shop is closed"); }, "the shop is closed"],
-    ["an async rejection", async () => { await sleep(1); throw new RangeError("too many items"); }, "RangeError: too many items"],
-    ["a string", () => { throw "out of stock"; }, "out of stock"],
+    [
+      "a TypeError",
+      () => {
+        throw new TypeError("order_id must not be empty");
+      },
+      "TypeError: order_id must not be empty",
+    ],
+    [
+      "a plain Error",
+      () => {
+        throw new Error("the shop is closed");
+      },
+      "the shop is closed",
+    ],
+    [
+      "an async rejection",
+      async () => {
+        await sleep(1);
+        throw new RangeError("too many items");
+      },
+      "RangeError: too many items",
+    ],
+    [
+      "a string",
+      () => {
+        throw "out of stock";
+      },
+      "out of stock",
+    ],
   ])("turn %s into execution_error with type and message, no stack", async (_label, handler, message) => {
     const registry = createToolRegistry([tool("explode", handler)]);
     const [record] = (await executeToolCalls([call("c1", "explode")], { registry }, scope())).records;
@@ -183,7 +245,11 @@ describe("results that are not JSON", () => {
     ["a circular object", () => circular],
   ])("turn %s into execution_error, in the envelope and in the content", async (_label, handler) => {
     const registry = createToolRegistry([tool("weird", handler)]);
-    const outcome = await executeToolCalls([call("c1", "weird"), call("c2", "weird", { id: "again" })], { registry }, scope());
+    const outcome = await executeToolCalls(
+      [call("c1", "weird"), call("c2", "weird", { id: "again" })],
+      { registry },
+      scope(),
+    );
     expect(outcome.records).toHaveLength(2);
     const [record] = outcome.records;
     expect(errorOf(record).type).toBe("execution_error");
@@ -242,13 +308,18 @@ describe("timeouts", () => {
   it("answers a handler that ignores its signal and never resolves with timeout, and aborts its signal", async () => {
     let signal: AbortSignal | undefined;
     const registry = createToolRegistry([
-      tool("hang", (_args, context) => {
-        signal = context.signal;
-        return never();
-      }, { timeoutMs: 50 }),
+      tool(
+        "hang",
+        (_args, context) => {
+          signal = context.signal;
+          return never();
+        },
+        { timeoutMs: 50 },
+      ),
     ]);
     // The tool's own 50 ms beats a default the test would never outlast.
-    const [record] = (await executeToolCalls([call("c1", "hang")], { registry, defaultTimeoutMs: 60_000 }, scope())).records;
+    const [record] = (await executeToolCalls([call("c1", "hang")], { registry, defaultTimeoutMs: 60_000 }, scope()))
+      .records;
     expect(errorOf(record)).toEqual({
       type: "timeout",
       message: "'hang' did not finish within 0.05 s. Try different arguments or another way.",
@@ -258,13 +329,17 @@ describe("timeouts", () => {
 
   it("uses defaultTimeoutMs for a tool without its own", async () => {
     const registry = createToolRegistry([tool("hang", () => never())]);
-    const [record] = (await executeToolCalls([call("c1", "hang")], { registry, defaultTimeoutMs: 40 }, scope())).records;
+    const [record] = (await executeToolCalls([call("c1", "hang")], { registry, defaultTimeoutMs: 40 }, scope()))
+      .records;
     expect(errorOf(record).type).toBe("timeout");
   });
 
   it("lets a tool's own longer timeoutMs override a short default", async () => {
-    const registry = createToolRegistry([tool("patient", async () => (await sleep(100), "done"), { timeoutMs: 10_000 })]);
-    const [record] = (await executeToolCalls([call("c1", "patient")], { registry, defaultTimeoutMs: 20 }, scope())).records;
+    const registry = createToolRegistry([
+      tool("patient", async () => (await sleep(100), "done"), { timeoutMs: 10_000 }),
+    ]);
+    const [record] = (await executeToolCalls([call("c1", "patient")], { registry, defaultTimeoutMs: 20 }, scope()))
+      .records;
     expect(record?.envelope).toEqual({ status: "success", data: "done" });
   });
 
@@ -297,7 +372,11 @@ describe("timeouts", () => {
     const gate = approveAll();
     const state = newToolRunState();
 
-    const first = await executeToolCalls([call("c1", "issue_refund", { id: "A1", n: 20 })], { registry, approve: gate }, scope({ state }));
+    const first = await executeToolCalls(
+      [call("c1", "issue_refund", { id: "A1", n: 20 })],
+      { registry, approve: gate },
+      scope({ state }),
+    );
     const timedOut = errorOf(first.records[0]);
     expect(timedOut.type).toBe("timeout");
     expect(timedOut.message).toContain("its outcome is unknown");
@@ -305,7 +384,11 @@ describe("timeouts", () => {
     expect(first.records[0]?.dangerous).toBe(true);
 
     // The same call later in the run, with keys in another order and "20" for 20.
-    const later = await executeToolCalls([call("c2", "issue_refund", '{"n": "20", "id": "A1"}')], { registry, approve: gate }, scope({ state }));
+    const later = await executeToolCalls(
+      [call("c2", "issue_refund", '{"n": "20", "id": "A1"}')],
+      { registry, approve: gate },
+      scope({ state }),
+    );
     const error = errorOf(later.records[0]);
     expect(error.type).toBe("timeout");
     expect(error.message).toContain("outcome is unknown, so it is not retried automatically");
@@ -322,7 +405,8 @@ describe("repeated calls", () => {
     const meter = concurrencyMeter();
     const registry = createToolRegistry([tool("lookup", (args) => meter.run(async () => args))]);
     const state = newToolRunState();
-    const step = (id: string, raw: string) => executeToolCalls([call(id, "lookup", raw)], { registry }, scope({ state }));
+    const step = (id: string, raw: string) =>
+      executeToolCalls([call(id, "lookup", raw)], { registry }, scope({ state }));
 
     expect((await step("c1", '{"id": "A1", "n": 3}')).records[0]?.envelope.status).toBe("success");
     expect((await step("c2", '{"n": "3", "id": "A1"}')).records[0]?.envelope.status).toBe("success");
@@ -346,7 +430,12 @@ describe("repeated calls", () => {
     ]);
     const run = scope();
     const outcome = await executeToolCalls(
-      [call("c1", "lookup", '{"id": "A1", "n": 3}'), call("c2", "other"), call("c3", "lookup", '{"n": "3", "id": "A1"}'), call("c4", "lookup", '{"id":"A1","n":3}')],
+      [
+        call("c1", "lookup", '{"id": "A1", "n": 3}'),
+        call("c2", "other"),
+        call("c3", "lookup", '{"n": "3", "id": "A1"}'),
+        call("c4", "lookup", '{"id":"A1","n":3}'),
+      ],
       { registry },
       run,
     );
@@ -356,7 +445,12 @@ describe("repeated calls", () => {
     expect(outcome.records[2]?.content).toBe(outcome.records[0]?.content);
     expect(outcome.records[2]?.name).toBe("lookup");
     // Each record keeps the text its own call sent.
-    expect(outcome.records.map((record) => record.rawArguments)).toEqual(['{"id": "A1", "n": 3}', "{}", '{"n": "3", "id": "A1"}', '{"id":"A1","n":3}']);
+    expect(outcome.records.map((record) => record.rawArguments)).toEqual([
+      '{"id": "A1", "n": 3}',
+      "{}",
+      '{"n": "3", "id": "A1"}',
+      '{"id":"A1","n":3}',
+    ]);
     // Counted once towards the repeat limit.
     expect(Object.values(run.state.callCounts)).toEqual([1, 1]);
   });
@@ -377,7 +471,11 @@ describe("parallel calls", () => {
   function slowRegistry() {
     const meter = concurrencyMeter();
     const registry = createToolRegistry([tool("slow_lookup", () => meter.run(() => sleep(200)))]);
-    const calls = [call("c1", "slow_lookup", { id: "1" }), call("c2", "slow_lookup", { id: "2" }), call("c3", "slow_lookup", { id: "3" })];
+    const calls = [
+      call("c1", "slow_lookup", { id: "1" }),
+      call("c2", "slow_lookup", { id: "2" }),
+      call("c3", "slow_lookup", { id: "3" }),
+    ];
     return { meter, registry, calls };
   }
 
@@ -397,9 +495,15 @@ describe("parallel calls", () => {
   });
 
   it("returns records in the order of the calls even when later calls finish first", async () => {
-    const registry = createToolRegistry([tool("wait", async (args: { ms: number }) => (await sleep(args.ms), args.ms))]);
+    const registry = createToolRegistry([
+      tool("wait", async (args: { ms: number }) => (await sleep(args.ms), args.ms)),
+    ]);
     const run = scope();
-    const outcome = await executeToolCalls([call("c1", "wait", { ms: 120 }), call("c2", "wait", { ms: 40 }), call("c3", "wait", { ms: 0 })], { registry }, run);
+    const outcome = await executeToolCalls(
+      [call("c1", "wait", { ms: 120 }), call("c2", "wait", { ms: 40 }), call("c3", "wait", { ms: 0 })],
+      { registry },
+      run,
+    );
     expect(outcome.records.map((record) => [record.id, record.envelope])).toEqual([
       ["c1", { status: "success", data: 120 }],
       ["c2", { status: "success", data: 40 }],
@@ -452,7 +556,11 @@ describe("dependsOn", () => {
 
   it("waits for every call of the depended-on tool", async () => {
     const { log, registry } = ticketRegistry();
-    await executeToolCalls([call("b", "notify_team"), call("a1", "create_ticket", { id: "1" }), call("a2", "create_ticket", { id: "2" })], { registry }, scope());
+    await executeToolCalls(
+      [call("b", "notify_team"), call("a1", "create_ticket", { id: "1" }), call("a2", "create_ticket", { id: "2" })],
+      { registry },
+      scope(),
+    );
     const notifyStart = log.indexOf("start:notify_team");
     expect(log.filter((entry, index) => entry === "end:create_ticket" && index < notifyStart)).toHaveLength(2);
   });
@@ -495,10 +603,24 @@ describe("dangerous tools", () => {
   it("returns a denied envelope when the gate says no, without running the handler", async () => {
     const { meter, registry } = shop();
     const run = scope();
-    const approve: ApprovalGate = async (request) => ({ approved: false, by: "bob", reason: "not today", argumentsHash: request.argumentsHash });
-    const [record] = (await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve }, run)).records;
-    expect(errorOf(record)).toEqual({ type: "denied", message: "A person did not approve this call (not today); it was not run. Do not retry it; tell the user." });
-    expect(record?.approval).toEqual({ approved: false, by: "bob", reason: "not today", argumentsHash: argumentsHash({ id: "A1" }) });
+    const approve: ApprovalGate = async (request) => ({
+      approved: false,
+      by: "bob",
+      reason: "not today",
+      argumentsHash: request.argumentsHash,
+    });
+    const [record] = (await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve }, run))
+      .records;
+    expect(errorOf(record)).toEqual({
+      type: "denied",
+      message: "A person did not approve this call (not today); it was not run. Do not retry it; tell the user.",
+    });
+    expect(record?.approval).toEqual({
+      approved: false,
+      by: "bob",
+      reason: "not today",
+      argumentsHash: argumentsHash({ id: "A1" }),
+    });
     expect(record?.arguments).toEqual({ id: "A1" });
     expect(meter.calls).toBe(0);
     expect(timeline(run.events)).toEqual(["approval:c1", "end:c1"]);
@@ -509,7 +631,9 @@ describe("dangerous tools", () => {
     const approve: ApprovalGate = async () => {
       throw new Error("Slack is down");
     };
-    const [record] = (await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve }, scope())).records;
+    const [record] = (
+      await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve }, scope())
+    ).records;
     expect(errorOf(record).type).toBe("denied");
     expect(errorOf(record).message).toContain("Slack is down");
     expect(meter.calls).toBe(0);
@@ -519,12 +643,22 @@ describe("dangerous tools", () => {
     const { meter, registry } = shop();
     const run = scope();
     const gate = approveAll("alice");
-    const [record] = (await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve: gate }, run)).records;
+    const [record] = (
+      await executeToolCalls([call("c1", "delete_order", { id: "A1" })], { registry, approve: gate }, run)
+    ).records;
     expect(record?.envelope).toEqual({ status: "success", data: { deleted: { id: "A1" } } });
     expect(record?.approval).toEqual({ approved: true, by: "alice", argumentsHash: argumentsHash({ id: "A1" }) });
     expect(meter.calls).toBe(1);
     expect(gate.requests).toEqual([
-      { runId: "run_1", sessionId: "session_1", userId: "user_1", toolCallId: "c1", toolName: "delete_order", arguments: { id: "A1" }, argumentsHash: argumentsHash({ id: "A1" }) },
+      {
+        runId: "run_1",
+        sessionId: "session_1",
+        userId: "user_1",
+        toolCallId: "c1",
+        toolName: "delete_order",
+        arguments: { id: "A1" },
+        argumentsHash: argumentsHash({ id: "A1" }),
+      },
     ]);
     expect(timeline(run.events)).toEqual(["approval:c1", "start:c1", "end:c1"]);
     const end = run.events.find((event) => event.type === "tool_end");
@@ -539,7 +673,9 @@ describe("dangerous tools", () => {
   describe("a response mixing safe and dangerous calls, with a gate that answers later", () => {
     const pendingGate = (): ApprovalGate & { requests: ApprovalRequest[] } => {
       const requests: ApprovalRequest[] = [];
-      return Object.assign(async (request: ApprovalRequest) => (requests.push(request), "pending" as const), { requests });
+      return Object.assign(async (request: ApprovalRequest) => (requests.push(request), "pending" as const), {
+        requests,
+      });
     };
 
     async function pausedStep() {
@@ -549,7 +685,11 @@ describe("dangerous tools", () => {
       const state: ToolRunState = newToolRunState();
       const run = scope({ state });
       const outcome = await executeToolCalls(
-        [call("s1", "lookup", { id: "A1" }), call("d1", "delete_order", { id: "A1" }), call("s2", "lookup", { id: "B2" })],
+        [
+          call("s1", "lookup", { id: "A1" }),
+          call("d1", "delete_order", { id: "A1" }),
+          call("s2", "lookup", { id: "B2" }),
+        ],
         options,
         run,
       );
@@ -586,14 +726,23 @@ describe("dangerous tools", () => {
       const outcome = await resumeToolCalls(pending, { d1: decision }, options, resumed);
       expect(outcome.pending).toEqual([]);
       expect(outcome.records).toHaveLength(1);
-      expect(outcome.records[0]).toMatchObject({ id: "d1", envelope: { status: "success", data: { deleted: { id: "A1" } } }, approval: decision });
+      expect(outcome.records[0]).toMatchObject({
+        id: "d1",
+        envelope: { status: "success", data: { deleted: { id: "A1" } } },
+        approval: decision,
+      });
       expect(meter.calls).toBe(1);
       expect(timeline(resumed.events)).toEqual(["start:d1", "end:d1"]);
     });
 
     it("gives a denied envelope when resumed with a refusal", async () => {
       const { meter, options, state, pending } = await pausedStep();
-      const outcome = await resumeToolCalls(pending, { d1: { approved: false, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } }, options, scope({ state }));
+      const outcome = await resumeToolCalls(
+        pending,
+        { d1: { approved: false, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } },
+        options,
+        scope({ state }),
+      );
       expect(errorOf(outcome.records[0]).type).toBe("denied");
       expect(meter.calls).toBe(0);
     });
@@ -612,7 +761,12 @@ describe("dangerous tools", () => {
 
     it("does not run the call for a decision about another tool_call id", async () => {
       const { meter, options, state, pending } = await pausedStep();
-      const outcome = await resumeToolCalls(pending, { d2: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } }, options, scope({ state }));
+      const outcome = await resumeToolCalls(
+        pending,
+        { d2: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } },
+        options,
+        scope({ state }),
+      );
       expect(outcome.pending.map((waiting) => waiting.call.id)).toEqual(["d1"]);
       expect(meter.calls).toBe(0);
     });
@@ -622,16 +776,33 @@ describe("dangerous tools", () => {
     const { meter, registry } = shop();
     const options: ExecutorOptions = { registry, approve: async () => "pending" };
     const state = newToolRunState();
-    const first = await executeToolCalls([call("d1", "delete_order", { id: "A1" }), call("d2", "delete_order", { id: "B2" })], options, scope({ state }));
+    const first = await executeToolCalls(
+      [call("d1", "delete_order", { id: "A1" }), call("d2", "delete_order", { id: "B2" })],
+      options,
+      scope({ state }),
+    );
     expect(first.pending.map((waiting) => waiting.call.id)).toEqual(["d1", "d2"]);
-    expect(first.pending.map((waiting) => waiting.approval?.argumentsHash)).toEqual([argumentsHash({ id: "A1" }), argumentsHash({ id: "B2" })]);
+    expect(first.pending.map((waiting) => waiting.approval?.argumentsHash)).toEqual([
+      argumentsHash({ id: "A1" }),
+      argumentsHash({ id: "B2" }),
+    ]);
 
-    const second = await resumeToolCalls(first.pending, { d2: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "B2" }) } }, options, scope({ state }));
+    const second = await resumeToolCalls(
+      first.pending,
+      { d2: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "B2" }) } },
+      options,
+      scope({ state }),
+    );
     expect(second.records.map((record) => [record.id, record.envelope.status])).toEqual([["d2", "success"]]);
     expect(second.pending.map((waiting) => waiting.call.id)).toEqual(["d1"]);
     expect(meter.calls).toBe(1);
 
-    const third = await resumeToolCalls(second.pending, { d1: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } }, options, scope({ state }));
+    const third = await resumeToolCalls(
+      second.pending,
+      { d1: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } },
+      options,
+      scope({ state }),
+    );
     expect(third.records.map((record) => [record.id, record.envelope.status])).toEqual([["d1", "success"]]);
     expect(third.pending).toEqual([]);
     expect(meter.calls).toBe(2);
@@ -641,11 +812,20 @@ describe("dangerous tools", () => {
     const { meter, registry } = shop();
     const options: ExecutorOptions = { registry, approve: async () => "pending" };
     const state = newToolRunState();
-    const first = await executeToolCalls([call("d1", "delete_order", { id: "A1" }), call("d2", "delete_order", '{"id": "A1"}')], options, scope({ state }));
+    const first = await executeToolCalls(
+      [call("d1", "delete_order", { id: "A1" }), call("d2", "delete_order", '{"id": "A1"}')],
+      options,
+      scope({ state }),
+    );
     expect(first.records).toEqual([]);
     expect(first.pending.map((waiting) => [waiting.call.id, waiting.duplicateIds])).toEqual([["d1", ["d2"]]]);
 
-    const second = await resumeToolCalls(first.pending, { d1: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } }, options, scope({ state }));
+    const second = await resumeToolCalls(
+      first.pending,
+      { d1: { approved: true, by: "bob", argumentsHash: argumentsHash({ id: "A1" }) } },
+      options,
+      scope({ state }),
+    );
     expect(second.records.map((record) => [record.id, record.envelope.status])).toEqual([
       ["d1", "success"],
       ["d2", "success"],
@@ -657,7 +837,11 @@ describe("dangerous tools", () => {
     const { meter, registry } = shop();
     const options: ExecutorOptions = { registry, approve: async () => "pending" };
     const state = newToolRunState();
-    const first = await executeToolCalls([call("n1", "notify_team"), call("d1", "delete_order", { id: "A1" })], options, scope({ state }));
+    const first = await executeToolCalls(
+      [call("n1", "notify_team"), call("d1", "delete_order", { id: "A1" })],
+      options,
+      scope({ state }),
+    );
     expect(first.records).toEqual([]);
     expect(first.pending.map((waiting) => [waiting.call.id, waiting.approval?.toolCallId])).toEqual([
       ["n1", undefined],
@@ -682,7 +866,13 @@ describe("dangerous tools", () => {
     await executeToolCalls([call("d1", "delete_order", { id: "A1" })], { registry, approve: approveAll() }, run);
     expect(run.events.map((event) => event.type)).toEqual(["approval_requested", "tool_start", "tool_end"]);
     expect(run.events[0]).toMatchObject({ type: "approval_requested", runId: "run_1", request: { toolCallId: "d1" } });
-    expect(run.events[1]).toMatchObject({ type: "tool_start", runId: "run_1", toolCallId: "d1", name: "delete_order", arguments: { id: "A1" } });
+    expect(run.events[1]).toMatchObject({
+      type: "tool_start",
+      runId: "run_1",
+      toolCallId: "d1",
+      name: "delete_order",
+      arguments: { id: "A1" },
+    });
     expect(run.events[2]).toMatchObject({ type: "tool_end", runId: "run_1", record: { id: "d1" } });
   });
 });
@@ -701,8 +891,17 @@ describe("cancellation", () => {
       }),
     ]);
     // A tool timeout far beyond the test's own: only the cancellation can end this call.
-    const [record] = (await executeToolCalls([call("c1", "hang")], { registry, defaultTimeoutMs: 120_000 }, scope({ signal: controller.signal }))).records;
-    expect(errorOf(record)).toEqual({ type: "execution_error", message: "The run was cancelled before this call finished." });
+    const [record] = (
+      await executeToolCalls(
+        [call("c1", "hang")],
+        { registry, defaultTimeoutMs: 120_000 },
+        scope({ signal: controller.signal }),
+      )
+    ).records;
+    expect(errorOf(record)).toEqual({
+      type: "execution_error",
+      message: "The run was cancelled before this call finished.",
+    });
     expect(signal?.aborted).toBe(true);
   });
 
@@ -734,8 +933,13 @@ describe("cancellation", () => {
       setTimeout(() => controller.abort(), 20);
       return never();
     };
-    const [record] = (await executeToolCalls([call("c1", "wipe")], { registry, approve }, scope({ signal: controller.signal }))).records;
-    expect(errorOf(record)).toMatchObject({ type: "denied", message: expect.stringContaining("the run was cancelled") });
+    const [record] = (
+      await executeToolCalls([call("c1", "wipe")], { registry, approve }, scope({ signal: controller.signal }))
+    ).records;
+    expect(errorOf(record)).toMatchObject({
+      type: "denied",
+      message: expect.stringContaining("the run was cancelled"),
+    });
     expect(record?.approval).toMatchObject({ approved: false, by: "cancelled" });
     expect(ran).toBe(0);
   });
@@ -745,11 +949,15 @@ describe("cancellation", () => {
     let reportLate: () => void = () => undefined;
     const looked = new Promise<void>((resolve) => (reportLate = resolve));
     const registry = createToolRegistry([
-      tool("slow", async (_args, context) => {
-        await sleep(60);
-        late = { first: context.signal, second: context.signal };
-        reportLate();
-      }, { timeoutMs: 10 }),
+      tool(
+        "slow",
+        async (_args, context) => {
+          await sleep(60);
+          late = { first: context.signal, second: context.signal };
+          reportLate();
+        },
+        { timeoutMs: 10 },
+      ),
     ]);
     const [record] = (await executeToolCalls([call("c1", "slow")], { registry }, scope())).records;
     expect(errorOf(record).type).toBe("timeout");
@@ -763,14 +971,24 @@ describe("cancellation", () => {
     const registry = createToolRegistry([tool("lookup", () => meter.run(async () => "found"))]);
     const controller = new AbortController();
     controller.abort();
-    const [record] = (await executeToolCalls([call("c1", "lookup")], { registry }, scope({ signal: controller.signal }))).records;
+    const [record] = (
+      await executeToolCalls([call("c1", "lookup")], { registry }, scope({ signal: controller.signal }))
+    ).records;
     expect(errorOf(record).message).toContain("cancelled");
     expect(meter.calls).toBe(0);
   });
 });
 
 describe("a tool that pauses on approvals of its own (a sub-agent's)", () => {
-  const inner: ApprovalRequest = { runId: "run_child", sessionId: "session_1", userId: "user_1", toolCallId: "inner_1", toolName: "delete_order", arguments: { id: "A1" }, argumentsHash: argumentsHash({ id: "A1" }) };
+  const inner: ApprovalRequest = {
+    runId: "run_child",
+    sessionId: "session_1",
+    userId: "user_1",
+    toolCallId: "inner_1",
+    toolName: "delete_order",
+    arguments: { id: "A1" },
+    argumentsHash: argumentsHash({ id: "A1" }),
+  };
   const resumedWith: Array<{ state: unknown; decisions: Record<string, ApprovalDecision> }> = [];
   const registry = createToolRegistry([
     tool("delegate", async () => new ToolPause([inner], { step: 3 }), {
@@ -786,7 +1004,12 @@ describe("a tool that pauses on approvals of its own (a sub-agent's)", () => {
     const run = scope();
     const outcome = await executeToolCalls([call("p1", "delegate"), call("s1", "lookup")], { registry }, run);
     expect(outcome.records.map((record) => record.id)).toEqual(["s1"]);
-    expect(outcome.pending).toEqual([expect.objectContaining({ call: expect.objectContaining({ id: "p1" }), nested: { requests: [inner], state: { step: 3 } } })]);
+    expect(outcome.pending).toEqual([
+      expect.objectContaining({
+        call: expect.objectContaining({ id: "p1" }),
+        nested: { requests: [inner], state: { step: 3 } },
+      }),
+    ]);
     // Plain data: it survives being stored and read back, as a paused run is.
     expect(JSON.parse(JSON.stringify(outcome.pending))).toEqual(outcome.pending);
     expect(timeline(run.events)).not.toContain("end:p1");
@@ -799,7 +1022,10 @@ describe("a tool that pauses on approvals of its own (a sub-agent's)", () => {
     const outcome = await resumeToolCalls(stored, { inner_1: decision }, { registry }, scope());
     expect(resumedWith.at(-1)).toEqual({ state: { step: 3 }, decisions: { inner_1: decision } });
     expect(outcome.pending).toEqual([]);
-    expect(outcome.records[0]).toMatchObject({ id: "p1", envelope: { status: "success", data: { done: "deleted A1" } } });
+    expect(outcome.records[0]).toMatchObject({
+      id: "p1",
+      envelope: { status: "success", data: { done: "deleted A1" } },
+    });
   });
 
   it("a tool that pauses without a resume gets an execution_error when resumed, not a crash", async () => {
@@ -828,7 +1054,10 @@ describe("enum values a model gets almost right", () => {
           channel: { type: "string", enum: ["email", "sms", "push_notification"] },
           status: { enum: ["open", "in_progress", "done"] },
           // Enums inside arrays of objects, behind a $ref, in a nullable anyOf, and as oneOf consts.
-          tasks: { type: "array", items: { type: "object", properties: { state: { $ref: "#/$defs/state" } }, required: ["state"] } },
+          tasks: {
+            type: "array",
+            items: { type: "object", properties: { state: { $ref: "#/$defs/state" } }, required: ["state"] },
+          },
           priority: { anyOf: [{ enum: ["low", "high"] }, { type: "null" }] },
           kind: { oneOf: [{ const: "follow-up" }, { const: "reminder" }] },
           note: { type: "string" },
@@ -860,7 +1089,9 @@ describe("enum values a model gets almost right", () => {
     expect(record.envelope).toEqual({ status: "success", data: calibrated });
     expect(received).toEqual([calibrated]);
     const [key] = Object.keys(sent) as [keyof typeof sent];
-    expect(record.repairs).toEqual([`calibrated ${key} from ${JSON.stringify(sent[key])} to ${JSON.stringify((calibrated as Record<string, unknown>)[key])}, the allowed value it matches`]);
+    expect(record.repairs).toEqual([
+      `calibrated ${key} from ${JSON.stringify(sent[key])} to ${JSON.stringify((calibrated as Record<string, unknown>)[key])}, the allowed value it matches`,
+    ]);
     // The trace keeps what the model sent beside what ran.
     expect(JSON.parse(record.rawArguments)).toEqual(sent);
   });
@@ -876,14 +1107,29 @@ describe("enum values a model gets almost right", () => {
 
   it("leaves a string that is not an enum untouched, and an allowed value as it is", async () => {
     const record = await run({ note: "In Progress", status: "in_progress", channel: "sms" });
-    expect(record.envelope).toEqual({ status: "success", data: { note: "In Progress", status: "in_progress", channel: "sms" } });
+    expect(record.envelope).toEqual({
+      status: "success",
+      data: { note: "In Progress", status: "in_progress", channel: "sms" },
+    });
     expect(record.repairs).toEqual([]);
   });
 
   it.each([
-    ["matches no allowed value", { channel: "pigeon" }, `property 'channel' must be one of "email", "sms", "push_notification"`],
-    ["only shares letters with one (separators are not nothing)", { status: "inprogress" }, `property 'status' must be one of "open", "in_progress", "done"`],
-    ["is a number's spelling, not a word's", { channel: "1-5" }, `property 'channel' must be one of "email", "sms", "push_notification"`],
+    [
+      "matches no allowed value",
+      { channel: "pigeon" },
+      `property 'channel' must be one of "email", "sms", "push_notification"`,
+    ],
+    [
+      "only shares letters with one (separators are not nothing)",
+      { status: "inprogress" },
+      `property 'status' must be one of "open", "in_progress", "done"`,
+    ],
+    [
+      "is a number's spelling, not a word's",
+      { channel: "1-5" },
+      `property 'channel' must be one of "email", "sms", "push_notification"`,
+    ],
   ])("keeps the error listing the allowed values for a string that %s", async (_label, sent, message) => {
     const record = await run(sent);
     expect(errorOf(record)).toEqual({ type: "invalid_arguments", message: expect.stringContaining(message) });
@@ -893,10 +1139,22 @@ describe("enum values a model gets almost right", () => {
   it("regression: two allowed values that read the same ('in-progress' and 'in_progress', 'sms' and 'SMS') are ambiguous and keep the error", async () => {
     const ambiguous = createToolRegistry([
       tool("track", (args) => args, {
-        parameters: { type: "object", properties: { status: { enum: ["in-progress", "in_progress", "done"] }, channel: { enum: ["sms", "SMS", "email"] } } },
+        parameters: {
+          type: "object",
+          properties: {
+            status: { enum: ["in-progress", "in_progress", "done"] },
+            channel: { enum: ["sms", "SMS", "email"] },
+          },
+        },
       }),
     ]);
-    const [record] = (await executeToolCalls([call("c1", "track", { status: "In Progress", channel: "Sms" })], { registry: ambiguous }, scope())).records;
+    const [record] = (
+      await executeToolCalls(
+        [call("c1", "track", { status: "In Progress", channel: "Sms" })],
+        { registry: ambiguous },
+        scope(),
+      )
+    ).records;
     const error = errorOf(record);
     expect(error.type).toBe("invalid_arguments");
     expect(error.message).toContain(`property 'status' must be one of "in-progress", "in_progress", "done"`);
@@ -912,15 +1170,24 @@ describe("enum values a model gets almost right", () => {
           properties: {
             via: {
               oneOf: [
-                { type: "object", properties: { kind: { const: "email" }, address: { type: "string" } }, required: ["kind", "address"] },
-                { type: "object", properties: { kind: { const: "sms" }, number: { type: "string" } }, required: ["kind", "number"] },
+                {
+                  type: "object",
+                  properties: { kind: { const: "email" }, address: { type: "string" } },
+                  required: ["kind", "address"],
+                },
+                {
+                  type: "object",
+                  properties: { kind: { const: "sms" }, number: { type: "string" } },
+                  required: ["kind", "number"],
+                },
               ],
             },
           },
         },
       }),
     ]);
-    const send = async (via: Record<string, unknown>) => (await executeToolCalls([call("c1", "contact", { via })], { registry: union }, scope())).records[0];
+    const send = async (via: Record<string, unknown>) =>
+      (await executeToolCalls([call("c1", "contact", { via })], { registry: union }, scope())).records[0];
     // The model chose email and sent the address as a number: the sms branch's refusal of "email" is no reason to touch it.
     const chose = await send({ kind: "email", address: 42 });
     expect(chose?.envelope).toEqual({ status: "success", data: { via: { kind: "email", address: "42" } } });

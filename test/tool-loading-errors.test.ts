@@ -21,7 +21,12 @@ function moduleFile(name: string, source: string): string {
 }
 
 function registrationError(parameters: Record<string, unknown>): string {
-  const tool: AnyTool = { name: "check_stock", description: "Units of a fruit in stock.", parameters, handler: async () => 1 };
+  const tool: AnyTool = {
+    name: "check_stock",
+    description: "Units of a fruit in stock.",
+    parameters,
+    handler: async () => 1,
+  };
   try {
     createToolRegistry([tool]);
   } catch (error) {
@@ -40,11 +45,18 @@ async function loadError(specifier: string): Promise<string> {
 }
 
 /** The command line in `cwd`, with tsx given by its full path since `cwd` has no node_modules. */
-function glassboxIn(cwd: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function glassboxIn(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const cli = join(process.cwd(), "src/cli.ts");
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", import.meta.resolve("tsx"), cli, ...args], { cwd, env: { PATH: process.env.PATH ?? "", ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--import", import.meta.resolve("tsx"), cli, ...args],
+      { cwd, env: { PATH: process.env.PATH ?? "", ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -58,14 +70,46 @@ describe("a tool's parameters schema that JSON Schema refuses", () => {
   });
 
   it.each([
-    ["a nested parameter", { type: "object", properties: { address: { type: "object", properties: { zip: { enum: "12345" } } } } }, `the "enum" of parameter 'address.zip' is "12345"; it must be a list (JSON array)`],
-    ["an array's items", { type: "object", properties: { tags: { type: "array", items: { type: "strng" } } } }, `the "type" of parameter 'tags[]' is "strng"`],
-    ["one entry of a type list", { type: "object", properties: { note: { type: ["string", "nul"] } } }, `the "type" of parameter 'note' lists "nul"`],
-    ["a keyword of the whole object", { type: "object", required: "fruit" }, `its "required" is "fruit"; it must be a list (JSON array)`],
-    ["a limit out of range", { type: "object", properties: { fruit: { type: "string", minLength: -1 } } }, `the "minLength" of parameter 'fruit' is -1; it must be >= 0`],
-    ["a misspelt keyword", { type: "object", properties: { fruit: { type: "string", maxLenght: 3 } } }, `parameter 'fruit' uses "maxLenght", which is not a JSON Schema keyword; did you mean "maxLength"?`],
-    ["an unknown format", { type: "object", properties: { contact: { type: "string", format: "emial" } } }, `the "format" of parameter 'contact' is "emial", which is not a known format; did you mean "email"?`],
-    ["a $ref to nothing", { type: "object", properties: { fruit: { $ref: "#/$defs/fruit" } } }, `a "$ref" points at #/$defs/fruit, which the schema does not define`],
+    [
+      "a nested parameter",
+      { type: "object", properties: { address: { type: "object", properties: { zip: { enum: "12345" } } } } },
+      `the "enum" of parameter 'address.zip' is "12345"; it must be a list (JSON array)`,
+    ],
+    [
+      "an array's items",
+      { type: "object", properties: { tags: { type: "array", items: { type: "strng" } } } },
+      `the "type" of parameter 'tags[]' is "strng"`,
+    ],
+    [
+      "one entry of a type list",
+      { type: "object", properties: { note: { type: ["string", "nul"] } } },
+      `the "type" of parameter 'note' lists "nul"`,
+    ],
+    [
+      "a keyword of the whole object",
+      { type: "object", required: "fruit" },
+      `its "required" is "fruit"; it must be a list (JSON array)`,
+    ],
+    [
+      "a limit out of range",
+      { type: "object", properties: { fruit: { type: "string", minLength: -1 } } },
+      `the "minLength" of parameter 'fruit' is -1; it must be >= 0`,
+    ],
+    [
+      "a misspelt keyword",
+      { type: "object", properties: { fruit: { type: "string", maxLenght: 3 } } },
+      `parameter 'fruit' uses "maxLenght", which is not a JSON Schema keyword; did you mean "maxLength"?`,
+    ],
+    [
+      "an unknown format",
+      { type: "object", properties: { contact: { type: "string", format: "emial" } } },
+      `the "format" of parameter 'contact' is "emial", which is not a known format; did you mean "email"?`,
+    ],
+    [
+      "a $ref to nothing",
+      { type: "object", properties: { fruit: { $ref: "#/$defs/fruit" } } },
+      `a "$ref" points at #/$defs/fruit, which the schema does not define`,
+    ],
   ])("%s", (_label, parameters, expected) => {
     const message = registrationError(parameters);
     expect(message).toContain(`Tool 'check_stock': its parameters schema is invalid: ${expected}`);
@@ -74,8 +118,15 @@ describe("a tool's parameters schema that JSON Schema refuses", () => {
   });
 
   it("names the module the tool came from", async () => {
-    const path = moduleFile("schema.mjs", `export default [{ name: "check_stock", description: "d", parameters: { type: "object", properties: { units: { type: "integr" } } }, handler: async () => 1 }];\n`);
-    expect(await loadError(path)).toMatch(new RegExp(`^Tool 'check_stock' \\(module ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\): its parameters schema is invalid: the "type" of parameter 'units' is "integr"`));
+    const path = moduleFile(
+      "schema.mjs",
+      `export default [{ name: "check_stock", description: "d", parameters: { type: "object", properties: { units: { type: "integr" } } }, handler: async () => 1 }];\n`,
+    );
+    expect(await loadError(path)).toMatch(
+      new RegExp(
+        `^Tool 'check_stock' \\(module ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\): its parameters schema is invalid: the "type" of parameter 'units' is "integr"`,
+      ),
+    );
   });
 });
 
@@ -91,28 +142,41 @@ describe("a tool module that does not load, as the command line says it", () => 
 
   it("regression: a syntax error gives the module's file and line", async () => {
     const path = moduleFile("broken.mjs", `export default [\n  {\n    name: "check_stock" oops,\n  },\n];\n`);
-    expect(await toolsError(path)).toBe(`glassbox: Could not load the tool module '${path}': a syntax error at ${path}:3: Unexpected identifier 'oops'.`);
+    expect(await toolsError(path)).toBe(
+      `glassbox: Could not load the tool module '${path}': a syntax error at ${path}:3: Unexpected identifier 'oops'.`,
+    );
   });
 
   it("a syntax error in a module it imports says so", async () => {
     moduleFile("helper.mjs", `export const units = 12 12;\n`);
     const path = moduleFile("outer.mjs", `import { units } from "./helper.mjs";\nexport default [];\n`);
-    expect(await toolsError(path)).toBe(`glassbox: Could not load the tool module '${path}': a syntax error in a module it imports: Unexpected number.`);
+    expect(await toolsError(path)).toBe(
+      `glassbox: Could not load the tool module '${path}': a syntax error in a module it imports: Unexpected number.`,
+    );
   });
 
   it("a syntax error in a TypeScript module (loaded through tsx) gives its file, line and column", async () => {
     const path = moduleFile("broken.ts", `export default [\n  {\n    name: "check_stock" oops,\n  },\n];\n`);
-    expect(await toolsError(path)).toBe(`glassbox: Could not load the tool module '${path}': a syntax error at ${path}:3:24: Expected "}" but found "oops".`);
+    expect(await toolsError(path)).toBe(
+      `glassbox: Could not load the tool module '${path}': a syntax error at ${path}:3:24: Expected "}" but found "oops".`,
+    );
   });
 
   it("a module that throws while loading gives what it threw and its line", async () => {
-    const path = moduleFile("throws.mjs", `const key = process.env.NO_SUCH_KEY;\nif (!key) throw new TypeError("set NO_SUCH_KEY first");\nexport default [];\n`);
-    expect(await toolsError(path)).toBe(`glassbox: Could not load the tool module '${path}': it threw while loading: TypeError: set NO_SUCH_KEY first (at ${path}:2).`);
+    const path = moduleFile(
+      "throws.mjs",
+      `const key = process.env.NO_SUCH_KEY;\nif (!key) throw new TypeError("set NO_SUCH_KEY first");\nexport default [];\n`,
+    );
+    expect(await toolsError(path)).toBe(
+      `glassbox: Could not load the tool module '${path}': it threw while loading: TypeError: set NO_SUCH_KEY first (at ${path}:2).`,
+    );
   });
 
   it("a module that imports a package nobody installed says which", async () => {
     const path = moduleFile("imports.mjs", `import "glassbox-no-such-package";\nexport default [];\n`);
-    expect(await toolsError(path)).toBe(`glassbox: Could not load the tool module '${path}': it imports something that is not installed (Cannot find package 'glassbox-no-such-package' imported from ${path}).`);
+    expect(await toolsError(path)).toBe(
+      `glassbox: Could not load the tool module '${path}': it imports something that is not installed (Cannot find package 'glassbox-no-such-package' imported from ${path}).`,
+    );
   });
 
   it("a package name that is not installed says so, without glassbox's own paths", async () => {
@@ -135,9 +199,14 @@ describe("GLASSBOX_TOOLS with a relative path, through the command line", () => 
 
   it("a relative path that exists there is loaded from there", async () => {
     const cwd = mkdtempSync(join(folder, "project-"));
-    writeFileSync(join(cwd, "mine.mjs"), `export default [{ name: "check_stock", description: "Units of a fruit.", parameters: { type: "object", properties: {} }, handler: async () => 1 }];\n`);
+    writeFileSync(
+      join(cwd, "mine.mjs"),
+      `export default [{ name: "check_stock", description: "Units of a fruit.", parameters: { type: "object", properties: {} }, handler: async () => 1 }];\n`,
+    );
     const { code, stdout } = await glassboxIn(cwd, ["tools", "--json"], { GLASSBOX_TOOLS: "./mine.mjs" });
     expect(code).toBe(0);
-    expect(JSON.parse(stdout)).toContainEqual(expect.objectContaining({ name: "check_stock", from: "module ./mine.mjs" }));
+    expect(JSON.parse(stdout)).toContainEqual(
+      expect.objectContaining({ name: "check_stock", from: "module ./mine.mjs" }),
+    );
   });
 });

@@ -37,7 +37,11 @@ describe("registration", () => {
     expect(registry.get("nope")).toBeUndefined();
     expect(registry.specs()[0]).toEqual({
       type: "function",
-      function: { name: "get_order_status", description: "The get_order_status tool.", parameters: { type: "object", properties: {} } },
+      function: {
+        name: "get_order_status",
+        description: "The get_order_status tool.",
+        parameters: { type: "object", properties: {} },
+      },
     });
   });
 
@@ -64,7 +68,10 @@ describe("registration", () => {
     );
   });
 
-  it.each([["missing", undefined], ["blank", "  "]])("rejects a %s description, naming the tool", (_label, description) => {
+  it.each([
+    ["missing", undefined],
+    ["blank", "  "],
+  ])("rejects a %s description, naming the tool", (_label, description) => {
     const error = registrationError([tool("lookup", { description: description as string })]);
     expect(error.message).toContain("Tool 'lookup'");
     expect(error.message).toContain("a description is required");
@@ -121,7 +128,11 @@ describe("registration", () => {
   });
 
   it("allows dependsOn naming tools that are not registered, and chains without a cycle", () => {
-    const registry = createToolRegistry([tool("a", { dependsOn: ["b", "elsewhere"] }), tool("b"), tool("c", { dependsOn: ["a", "b"] })]);
+    const registry = createToolRegistry([
+      tool("a", { dependsOn: ["b", "elsewhere"] }),
+      tool("b"),
+      tool("c", { dependsOn: ["a", "b"] }),
+    ]);
     expect(registry.names()).toEqual(["a", "b", "c"]);
   });
 });
@@ -149,9 +160,12 @@ describe("subset", () => {
 describe("closest names", () => {
   const registry = createToolRegistry([tool("get_order_status"), tool("cancel_order"), tool("search_products")]);
 
-  it.each(["getOrderStatus", "get_order_stat", "order_status", "GET-ORDER-STATUS", "get_ordr_status"])("suggests get_order_status for %s", (name) => {
-    expect(registry.closestNames(name)[0]).toBe("get_order_status");
-  });
+  it.each(["getOrderStatus", "get_order_stat", "order_status", "GET-ORDER-STATUS", "get_ordr_status"])(
+    "suggests get_order_status for %s",
+    (name) => {
+      expect(registry.closestNames(name)[0]).toBe("get_order_status");
+    },
+  );
 
   it("suggests nothing for an unrelated name", () => {
     expect(registry.closestNames("weather_forecast")).toEqual([]);

@@ -9,10 +9,33 @@ import { closeServers, modelFor, startServer } from "./agent-helpers.js";
 
 afterEach(closeServers);
 
-const topics = ["invoice", "shipment", "calendar", "email", "ticket", "weather", "deploy", "database", "payroll", "inventory", "translation", "dashboard"];
+const topics = [
+  "invoice",
+  "shipment",
+  "calendar",
+  "email",
+  "ticket",
+  "weather",
+  "deploy",
+  "database",
+  "payroll",
+  "inventory",
+  "translation",
+  "dashboard",
+];
 const tools: AnyTool[] = topics.flatMap((topic) => [
-  { name: `get_${topic}`, description: `Reads one ${topic} by its id.`, parameters: { type: "object", properties: { id: { type: "string" } } }, handler: ({ id }: { id: string }) => ({ topic, id }) },
-  { name: `list_${topic}s`, description: `Lists recent ${topic}s.`, parameters: { type: "object", properties: {} }, handler: () => [] },
+  {
+    name: `get_${topic}`,
+    description: `Reads one ${topic} by its id.`,
+    parameters: { type: "object", properties: { id: { type: "string" } } },
+    handler: ({ id }: { id: string }) => ({ topic, id }),
+  },
+  {
+    name: `list_${topic}s`,
+    description: `Lists recent ${topic}s.`,
+    parameters: { type: "object", properties: {} },
+    handler: () => [],
+  },
 ]);
 
 it("sends only the relevant tools on each call, keeps the ones used, and adds the ones list_tools found", async () => {
@@ -30,7 +53,9 @@ it("sends only the relevant tools on each call, keeps the ones used, and adds th
     { input: "What is the weather in Paris?" },
   );
   expect(result.stopReason).toBe("final");
-  const sent = server.requests.map((request) => (request.body.tools ?? []).map((tool) => (tool as { function: { name: string } }).function.name));
+  const sent = server.requests.map((request) =>
+    (request.body.tools ?? []).map((tool) => (tool as { function: { name: string } }).function.name),
+  );
   expect(sent[0]).toContain("get_weather");
   expect(sent[0]).toContain("list_tools");
   expect(sent[0]!.length).toBeLessThan(tools.length / 2);

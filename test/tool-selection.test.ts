@@ -9,16 +9,31 @@ import { emptyUsage } from "../src/agent/types.js";
 import { executeToolCalls, newToolRunState } from "../src/tools/executor.js";
 import { createToolRegistry, ToolDefinitionError } from "../src/tools/registry.js";
 import { wordNet } from "../src/tools/lexicon.js";
-import { createToolSelector, editDistance, formatsOf, LIST_TOOLS, stem, terms, type SelectionRun } from "../src/tools/selection.js";
+import {
+  createToolSelector,
+  editDistance,
+  formatsOf,
+  LIST_TOOLS,
+  stem,
+  terms,
+  type SelectionRun,
+} from "../src/tools/selection.js";
 import { expandShorthand } from "../src/tools/shorthand.js";
 import type { AnyTool, ToolSpec } from "../src/tools/types.js";
 import { tools60 } from "../bench/fixtures/tools-60.js";
 
 const registry60 = createToolRegistry(tools60);
 const names = (specs: ToolSpec[]) => specs.map((spec) => spec.function.name);
-const userRun = (request: string, toolCalls: SelectionRun["toolCalls"] = []): SelectionRun => ({ messages: [{ role: "user", content: request }], toolCalls });
+const userRun = (request: string, toolCalls: SelectionRun["toolCalls"] = []): SelectionRun => ({
+  messages: [{ role: "user", content: request }],
+  toolCalls,
+});
 
-function plainTool(name: string, description = `Does ${name.replace(/_/g, " ")}.`, extra: Partial<AnyTool> = {}): AnyTool {
+function plainTool(
+  name: string,
+  description = `Does ${name.replace(/_/g, " ")}.`,
+  extra: Partial<AnyTool> = {},
+): AnyTool {
   return { name, description, parameters: { type: "object", properties: {} }, handler: () => ({ ok: true }), ...extra };
 }
 const plainTools = (count: number) => Array.from({ length: count }, (_, index) => plainTool(`tool_${index}`));
@@ -66,7 +81,13 @@ describe("above the threshold", () => {
     const sent = names(selector.selectForRun(userRun("please cancel my order 20240315001, I ordered the wrong size")));
     expect(sent).toContain("cancel_order");
     expect(sent).toContain(LIST_TOOLS);
-    for (const unrelated of ["get_weather_forecast", "deploy_service", "translate_text", "run_sql_query", "create_calendar_event"]) {
+    for (const unrelated of [
+      "get_weather_forecast",
+      "deploy_service",
+      "translate_text",
+      "run_sql_query",
+      "create_calendar_event",
+    ]) {
       expect(sent).not.toContain(unrelated);
     }
     expect(sent.length).toBeLessThan(tools60.length / 3); // the default limit is 12, plus the tools the best ones lead to
@@ -87,8 +108,15 @@ describe("above the threshold", () => {
 
   it("finds a tool through a word none of the tools uses, by what the word means (WordNet)", () => {
     // No tool says "chilly"; WordNet relates it to cold and temperature.
-    expect(wordNet()?.related("parcels").map((related) => related.word)).toContain("package");
-    expect(selector.rank("how chilly is it in Oslo").slice(0, 2)).toEqual(["get_current_weather", "get_weather_forecast"]);
+    expect(
+      wordNet()
+        ?.related("parcels")
+        .map((related) => related.word),
+    ).toContain("package");
+    expect(selector.rank("how chilly is it in Oslo").slice(0, 2)).toEqual([
+      "get_current_weather",
+      "get_weather_forecast",
+    ]);
     const vocabulary = new Set(tools60.flatMap((tool) => terms(`${tool.name} ${tool.description}`)));
     expect(terms("how chilly is it in Oslo").filter((term) => vocabulary.has(term))).toEqual([]);
   });
@@ -98,10 +126,17 @@ describe("above the threshold", () => {
   });
 
   it("matches identifiers by the shape of the parameter examples", () => {
-    expect(formatsOf("what about TCK-9001 and #random, search-api and 20240101001?")).toEqual(["format:TCK-9", "format:#a", "format:a-a", "format:11digits"]);
+    expect(formatsOf("what about TCK-9001 and #random, search-api and 20240101001?")).toEqual([
+      "format:TCK-9",
+      "format:#a",
+      "format:a-a",
+      "format:11digits",
+    ]);
     expect(formatsOf("plain words, 3pm and Berlin")).toEqual([]);
     // "TCK-9001" is shaped like get_ticket's example TCK-4412; "#random" like #eng-announcements.
-    expect(selector.rank("what about TCK-9001").slice(0, 3)).toEqual(expect.arrayContaining(["get_ticket", "update_ticket", "add_ticket_comment"]));
+    expect(selector.rank("what about TCK-9001").slice(0, 3)).toEqual(
+      expect.arrayContaining(["get_ticket", "update_ticket", "add_ticket_comment"]),
+    );
     expect(selector.rank("anything for #random?")[0]).toBe("post_channel_message");
   });
 
@@ -117,7 +152,10 @@ describe("above the threshold", () => {
     const request = "order shipping invoice payment refund ticket calendar email file deploy";
     expect(selector.rank(request).length).toBeGreaterThan(3);
     expect(names(small.select({ text: request }))).toEqual(
-      registry60.names().filter((name) => small.rank(request).slice(0, 3).includes(name)).concat(LIST_TOOLS),
+      registry60
+        .names()
+        .filter((name) => small.rank(request).slice(0, 3).includes(name))
+        .concat(LIST_TOOLS),
     );
   });
 
@@ -135,11 +173,17 @@ describe("above the threshold", () => {
     expect(atLimit.length).toBeLessThan(sentRanked({ limit: 3, maxLimit: 8, closeScore: 0 }).length);
     // a request with one clear match gets no more than its limit
     const clear = "translate this into French";
-    expect(names(createToolSelector(registry60, { limit: 2, maxLimit: 20 }).select({ text: clear })).filter((name) => selector.rank(clear).includes(name)).length).toBeLessThan(20);
+    expect(
+      names(createToolSelector(registry60, { limit: 2, maxLimit: 20 }).select({ text: clear })).filter((name) =>
+        selector.rank(clear).includes(name),
+      ).length,
+    ).toBeLessThan(20);
   });
 
   it("spells out chat shorthand before ranking (db: database, 1:1: a one-to-one meeting)", () => {
-    expect(expandShorthand("pls check the db tmrw, w/ Ana, our 1:1 rn")).toBe("please check the database tomorrow, with Ana, our  one-to-one meeting  right now");
+    expect(expandShorthand("pls check the db tmrw, w/ Ana, our 1:1 rn")).toBe(
+      "please check the database tomorrow, with Ana, our  one-to-one meeting  right now",
+    );
     expect(expandShorthand("Tomorrow's plan")).toBe("Tomorrow's plan");
     expect(selector.rank("count the signups in the db")).toContain("run_sql_query"); // "database" is in its description
     expect(selector.rank("count the signups in the")).not.toContain("run_sql_query");
@@ -167,38 +211,60 @@ describe("above the threshold", () => {
   });
 
   it("reads an irregular past tense as its verb when the tools use the verb (paid: pay)", () => {
-    expect(wordNet()?.related("dug").some((related) => related.word === "excavate")).toBe(true);
+    expect(
+      wordNet()
+        ?.related("dug")
+        .some((related) => related.word === "excavate"),
+    ).toBe(true);
     expect(selector.rank("how much has Initech paid us").slice(0, 3)).toContain("list_payments");
   });
 
   it("always keeps the tools the run has used, whatever the conversation is about now", () => {
-    const run = userRun("what's the weather in Oslo?", [{ name: "deploy_service", arguments: { service: "payments-api" } }]);
+    const run = userRun("what's the weather in Oslo?", [
+      { name: "deploy_service", arguments: { service: "payments-api" } },
+    ]);
     const sent = names(selector.selectForRun(run));
     expect(sent).toContain("deploy_service");
     expect(sent).toContain("get_current_weather");
-    expect(names(selector.select({ text: "", usedTools: ["calculator", "convert_currency"] }))).toEqual(["calculator", "convert_currency", LIST_TOOLS]);
+    expect(names(selector.select({ text: "", usedTools: ["calculator", "convert_currency"] }))).toEqual([
+      "calculator",
+      "convert_currency",
+      LIST_TOOLS,
+    ]);
   });
 
   it("ignores used or requested names that are not registered", () => {
-    expect(names(selector.select({ text: "", usedTools: ["no_such_tool"], requested: ["nor_this"] }))).toEqual([LIST_TOOLS]);
+    expect(names(selector.select({ text: "", usedTools: ["no_such_tool"], requested: ["nor_this"] }))).toEqual([
+      LIST_TOOLS,
+    ]);
   });
 
   it("adds the tools list_tools pointed the model to, from then on", () => {
     const before = names(selector.selectForRun(userRun("help me with order 20240315001")));
     expect(before).not.toContain("convert_timezone");
-    const run = userRun("help me with order 20240315001", [{ name: LIST_TOOLS, arguments: { query: "convert a time between time zones" } }]);
+    const run = userRun("help me with order 20240315001", [
+      { name: LIST_TOOLS, arguments: { query: "convert a time between time zones" } },
+    ]);
     expect(names(selector.selectForRun(run))).toContain("convert_timezone");
-    expect(names(selector.select({ text: "help me with order 20240315001", requested: ["translate_text"] }))).toContain("translate_text");
+    expect(names(selector.select({ text: "help me with order 20240315001", requested: ["translate_text"] }))).toContain(
+      "translate_text",
+    );
   });
 
   it("brings along the tools a tool's author said it goes with", () => {
     // create_email_draft's reply_to_thread_id says "Thread id from search_email".
     expect(names(selector.select({ text: "", usedTools: ["create_email_draft"] }))).toContain("search_email");
     // cancel_calendar_event requires event_id; list_calendar_events says it returns the event id.
-    expect(names(selector.select({ text: "", usedTools: ["cancel_calendar_event"] }))).toContain("list_calendar_events");
+    expect(names(selector.select({ text: "", usedTools: ["cancel_calendar_event"] }))).toContain(
+      "list_calendar_events",
+    );
     // dependsOn
     const tools = [...plainTools(21), plainTool("publish", "Publishes.", { dependsOn: ["tool_7"] })];
-    expect(names(createToolSelector(createToolRegistry(tools)).select({ text: "", usedTools: ["publish"] }))).toEqual(["tool_7", "publish", LIST_TOOLS]);
+    expect(names(createToolSelector(createToolRegistry(tools)).select({ text: "", usedTools: ["publish"] }))).toEqual([
+      "tool_7",
+      "publish",
+      LIST_TOOLS,
+    ]);
   });
 
   it("keeps registry order, list_tools last, whatever the ranking", () => {
@@ -250,7 +316,9 @@ describe("above the threshold", () => {
       toolState: newToolRunState(),
       lastResults: {},
     };
-    expect(names(createToolSelector(registry60).selectForRun(run))).toEqual(expect.arrayContaining(["get_order_status", "cancel_order"]));
+    expect(names(createToolSelector(registry60).selectForRun(run))).toEqual(
+      expect.arrayContaining(["get_order_status", "cancel_order"]),
+    );
   });
 
   it("refuses a registry that already has a list_tools", () => {
@@ -271,7 +339,9 @@ describe("list_tools", () => {
     const { data } = await callListTools(selector.tools, {});
     const lines = data.tools as string[];
     expect(lines.map((line) => line.split(":")[0])).toEqual(registry60.names());
-    expect(lines.find((line) => line.startsWith("track_shipment: "))).toMatch(/^track_shipment: Gets the carrier's tracking events/);
+    expect(lines.find((line) => line.startsWith("track_shipment: "))).toMatch(
+      /^track_shipment: Gets the carrier's tracking events/,
+    );
     expect(JSON.stringify(lines).length).toBeLessThanOrEqual(3_500);
   });
 
@@ -285,11 +355,18 @@ describe("list_tools", () => {
   });
 
   it("with a query returns the best matches, a named tool first", async () => {
-    const byWords = (await callListTools(selector.tools, { query: "give a customer their money back" })).data.tools as Array<{ name: string; description: string }>;
+    const byWords = (await callListTools(selector.tools, { query: "give a customer their money back" })).data
+      .tools as Array<{ name: string; description: string }>;
     expect(byWords.map((tool) => tool.name)).toContain("refund_payment");
     expect(byWords.length).toBeLessThanOrEqual(12); // the selector's limit
-    const byName = (await callListTools(selector.tools, { query: "convert_units" })).data.tools as Array<{ name: string; description: string }>;
-    expect(byName[0]).toEqual({ name: "convert_units", description: expect.stringMatching(/^Converts a quantity between units/) });
+    const byName = (await callListTools(selector.tools, { query: "convert_units" })).data.tools as Array<{
+      name: string;
+      description: string;
+    }>;
+    expect(byName[0]).toEqual({
+      name: "convert_units",
+      description: expect.stringMatching(/^Converts a quantity between units/),
+    });
     // By its words alone, describe_table would come first.
     const query = "the columns of a table: describe it with current_time";
     expect(selector.rank(query)[0]).toBe("describe_table");
@@ -306,7 +383,8 @@ describe("list_tools", () => {
   it("names every tool in its description, unless told not to", () => {
     const description = selector.tools.get(LIST_TOOLS)?.definition.description ?? "";
     for (const name of registry60.names()) expect(description).toContain(name);
-    const quiet = createToolSelector(registry60, { nameEveryTool: false }).tools.get(LIST_TOOLS)?.definition.description ?? "";
+    const quiet =
+      createToolSelector(registry60, { nameEveryTool: false }).tools.get(LIST_TOOLS)?.definition.description ?? "";
     expect(quiet).not.toContain("track_shipment");
   });
 });
@@ -331,8 +409,18 @@ describe("words", () => {
   });
 
   it("splits names, drops stopwords, numbers, addresses and links", () => {
-    expect(terms("getOrderStatus list-tools cancel_order")).toEqual(["order", "status", "list", "tool", "cancel", "order"]);
-    expect(terms("Could you please email ana@acme.com the 20240315001 invoice from https://x.io/a")).toEqual(["email", "invoic"]);
+    expect(terms("getOrderStatus list-tools cancel_order")).toEqual([
+      "order",
+      "status",
+      "list",
+      "tool",
+      "cancel",
+      "order",
+    ]);
+    expect(terms("Could you please email ana@acme.com the 20240315001 invoice from https://x.io/a")).toEqual([
+      "email",
+      "invoic",
+    ]);
     expect(terms("17.5% of it")).toEqual(["percent"]);
   });
 });

@@ -31,7 +31,13 @@ async function threeLevels(store: AnyStorePort): Promise<void> {
   for (const [index, level] of levels.entries()) {
     const above = levels[index - 1];
     await store.record([
-      { kind: "start_run", run: { ...runRecord(level.runId, "cli:nested"), ...(above ? { parent: { runId: above.runId, toolCallId: above.call } } : {}) } },
+      {
+        kind: "start_run",
+        run: {
+          ...runRecord(level.runId, "cli:nested"),
+          ...(above ? { parent: { runId: above.runId, toolCallId: above.call } } : {}),
+        },
+      },
       { kind: "step", step: stepOf(level.runId, 1) },
       { kind: "tool_calls", runId: level.runId, step: 1, records: [callOf(level.call, level.tool)] },
       { kind: "end_run", outcome: outcomeOf(level.runId) },
@@ -49,8 +55,12 @@ describe.each(TARGETS)("trace readings on $name", (target) => {
     const top = await store.run("run_top");
     if (!top) throw new Error("the top run was not recorded");
     const timeline = formatRunTimeline(top, await store.steps("run_top"), await nestedRunsOf(store, [top]));
-    expect(timeline).toMatch(/→ agent_researcher\(task: look\) {2}success[^\n]*\n {6}sub-agent Run run_middle \(final\)/);
-    expect(timeline).toMatch(/\n {10}→ agent_clerk\(task: look\) {2}success[^\n]*\n {12}sub-agent Run run_bottom \(final\)/);
+    expect(timeline).toMatch(
+      /→ agent_researcher\(task: look\) {2}success[^\n]*\n {6}sub-agent Run run_middle \(final\)/,
+    );
+    expect(timeline).toMatch(
+      /\n {10}→ agent_clerk\(task: look\) {2}success[^\n]*\n {12}sub-agent Run run_bottom \(final\)/,
+    );
     expect(timeline).toMatch(/\n {16}→ get_order_status\(task: look\) {2}success/);
   });
 
@@ -59,7 +69,9 @@ describe.each(TARGETS)("trace readings on $name", (target) => {
     await threeLevels(store);
     const recorded = await recordedRunOf(store, "run_middle");
     expect(recorded.run("run_middle")).toMatchObject({ runId: "run_middle", parentRunId: "run_top" });
-    expect(recorded.steps("run_middle").map((step) => step.toolCalls.map((call) => call.name))).toEqual([["agent_clerk"]]);
+    expect(recorded.steps("run_middle").map((step) => step.toolCalls.map((call) => call.name))).toEqual([
+      ["agent_clerk"],
+    ]);
     expect(recorded.payload("run_middle", 1)).toEqual({ messages: [{ role: "user", content: "hi" }] });
     expect(recorded.run("run_top")).toBeUndefined();
     expect(recorded.payload("run_middle", 2)).toBeUndefined();

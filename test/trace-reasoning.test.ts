@@ -34,8 +34,11 @@ function thinkingModel(inner: ChatModel): ChatModel {
     name: inner.name,
     async chat(request) {
       const response = await inner.chat(request);
-      if (request.messages.some((message) => message.role === "user" && textOf(message.content).includes(PLAIN))) return response;
-      return response.toolCalls.length ? { ...response, reasoning: FIRST_THOUGHT, notes: [FIRST_NOTE] } : { ...response, reasoning: LONG_THOUGHT, notes: [SECOND_NOTE] };
+      if (request.messages.some((message) => message.role === "user" && textOf(message.content).includes(PLAIN)))
+        return response;
+      return response.toolCalls.length
+        ? { ...response, reasoning: FIRST_THOUGHT, notes: [FIRST_NOTE] }
+        : { ...response, reasoning: LONG_THOUGHT, notes: [SECOND_NOTE] };
     },
   };
 }
@@ -51,8 +54,11 @@ interface StepBody {
 
 function glassboxCli(args: string[], databasePath: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { env: { PATH: process.env.PATH ?? "", GLASSBOX_DB: databasePath } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", ...args],
+      { env: { PATH: process.env.PATH ?? "", GLASSBOX_DB: databasePath } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -73,26 +79,56 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     const { status, body } = await postJson(`${web.url}api/runs`, { session, input, userId: "alice" });
     expect(status).toBe(202);
     const runId = body.runId as string;
-    await vi.waitFor(async () => expect((await getJson<{ done: boolean }>(`${web.url}api/runs/${runId}`)).body.done).toBe(true), WAIT);
+    await vi.waitFor(
+      async () => expect((await getJson<{ done: boolean }>(`${web.url}api/runs/${runId}`)).body.done).toBe(true),
+      WAIT,
+    );
     return runId;
   };
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`,
+      );
     // The scripted model: a calculator call first, then the answer once it has the result.
     model = await startScriptedModelServer({
-      script: (request) => (request.messages.some((message) => message.role === "tool") ? { content: "6 × 7 is 42." } : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] }),
+      script: (request) =>
+        request.messages.some((message) => message.role === "tool")
+          ? { content: "6 × 7 is 42." }
+          : { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }] },
     });
-    const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: databasePath });
+    const config = loadConfig({
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "test-key",
+      LLM_MODEL: "scripted-model",
+      GLASSBOX_DB: databasePath,
+    });
     agent = await sqliteAgentConfig(config, quietLogger());
-    web = await startWebServer({ agent: { ...agent, model: thinkingModel(agent.model) }, store: agent.store, log: quietLogger(), host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (thinking)" });
+    web = await startWebServer({
+      agent: { ...agent, model: thinkingModel(agent.model) },
+      store: agent.store,
+      log: quietLogger(),
+      host: "127.0.0.1",
+      port: 0,
+      approvalTtlSeconds: 3_600,
+      modelLabel: "scripted model (thinking)",
+    });
     thinkingRun = await startRun("thinking", "What is 6 times 7?");
     plainRun = await startRun("plain", `What is 6 times 7, ${PLAIN}?`);
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+      ],
     });
     page = await (await browser.newContext({ viewport: { width: 1200, height: 900 } })).newPage();
     page.on("pageerror", (error) => pageErrors.push(error.message));
@@ -110,17 +146,31 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
   });
 
   it("stores each step's reasoning and notes in its steps row, the reasoning cut at 64 K characters with the cut counted", () => {
-    const rows = agent.store.db.prepare("SELECT step, reasoning, reasoning_cut_chars AS cut, model_notes AS modelNotes, notes FROM steps WHERE run_id = ? ORDER BY step").all(thinkingRun);
+    const rows = agent.store.db
+      .prepare(
+        "SELECT step, reasoning, reasoning_cut_chars AS cut, model_notes AS modelNotes, notes FROM steps WHERE run_id = ? ORDER BY step",
+      )
+      .all(thinkingRun);
     expect(MAX_REASONING_CHARS).toBe(65_536);
     expect(LONG_THOUGHT.length).toBeGreaterThan(MAX_REASONING_CHARS);
     expect(rows).toEqual([
       { step: 1, reasoning: FIRST_THOUGHT, cut: 0, modelNotes: JSON.stringify([FIRST_NOTE]), notes: "[]" },
-      { step: 2, reasoning: LONG_THOUGHT.slice(0, MAX_REASONING_CHARS), cut: LONG_THOUGHT.length - MAX_REASONING_CHARS, modelNotes: JSON.stringify([SECOND_NOTE]), notes: "[]" },
+      {
+        step: 2,
+        reasoning: LONG_THOUGHT.slice(0, MAX_REASONING_CHARS),
+        cut: LONG_THOUGHT.length - MAX_REASONING_CHARS,
+        modelNotes: JSON.stringify([SECOND_NOTE]),
+        notes: "[]",
+      },
     ]);
   });
 
   it("regression: a reply without reasoning or notes stores none (null and an empty list), not an empty thought", () => {
-    const rows = agent.store.db.prepare("SELECT reasoning, reasoning_cut_chars AS cut, model_notes AS modelNotes FROM steps WHERE run_id = ? ORDER BY step").all(plainRun);
+    const rows = agent.store.db
+      .prepare(
+        "SELECT reasoning, reasoning_cut_chars AS cut, model_notes AS modelNotes FROM steps WHERE run_id = ? ORDER BY step",
+      )
+      .all(plainRun);
     expect(rows).toEqual([
       { reasoning: null, cut: 0, modelNotes: "[]" },
       { reasoning: null, cut: 0, modelNotes: "[]" },
@@ -130,14 +180,31 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
   it("passes them through the steps endpoint of the HTTP API, apart from the guards' notes", async () => {
     const { status, body } = await getJson<{ steps: StepBody[] }>(`${web.url}api/runs/${thinkingRun}/steps`);
     expect(status).toBe(200);
-    expect(body.steps.map(({ step, reasoning, reasoningCutChars, modelNotes, notes }) => ({ step, reasoning, reasoningCutChars, modelNotes, notes }))).toEqual([
+    expect(
+      body.steps.map(({ step, reasoning, reasoningCutChars, modelNotes, notes }) => ({
+        step,
+        reasoning,
+        reasoningCutChars,
+        modelNotes,
+        notes,
+      })),
+    ).toEqual([
       { step: 1, reasoning: FIRST_THOUGHT, reasoningCutChars: 0, modelNotes: [FIRST_NOTE], notes: [] },
-      { step: 2, reasoning: LONG_THOUGHT.slice(0, MAX_REASONING_CHARS), reasoningCutChars: LONG_THOUGHT.length - MAX_REASONING_CHARS, modelNotes: [SECOND_NOTE], notes: [] },
+      {
+        step: 2,
+        reasoning: LONG_THOUGHT.slice(0, MAX_REASONING_CHARS),
+        reasoningCutChars: LONG_THOUGHT.length - MAX_REASONING_CHARS,
+        modelNotes: [SECOND_NOTE],
+        notes: [],
+      },
     ]);
     // The reasoning is never the answer.
     expect(body.steps[1]?.content).toBe("6 × 7 is 42.");
     const plain = await getJson<{ steps: StepBody[] }>(`${web.url}api/runs/${plainRun}/steps`);
-    expect(plain.body.steps.map((step) => [step.reasoning, step.modelNotes])).toEqual([[null, []], [null, []]]);
+    expect(plain.body.steps.map((step) => [step.reasoning, step.modelNotes])).toEqual([
+      [null, []],
+      [null, []],
+    ]);
   });
 
   it("glassbox trace prints each step's thinking as its size and first line, and each note of the model layer", async () => {
@@ -147,10 +214,17 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     const lines = stdout.split("\n");
     const stepLine = (step: number) => lines.findIndex((line) => line.startsWith(`  step ${step}  `));
     // Under its step, before what the model said or called.
-    expect(lines.slice(stepLine(1) + 1, stepLine(1) + 3)).toEqual([`    thinking (${FIRST_THOUGHT.length} chars): The user asks for 6 times 7. …`, `    model layer: ${FIRST_NOTE}`]);
+    expect(lines.slice(stepLine(1) + 1, stepLine(1) + 3)).toEqual([
+      `    thinking (${FIRST_THOUGHT.length} chars): The user asks for 6 times 7. …`,
+      `    model layer: ${FIRST_NOTE}`,
+    ]);
     const full = LONG_THOUGHT.length.toLocaleString("en-US");
     expect(lines.slice(stepLine(2) + 1, stepLine(2) + 4)).toEqual([
-      expect.stringMatching(new RegExp(`^    thinking \\(${full} chars, the first 65,536 kept\\): The calculator says 42\\. Let me check that once more\\. .{20,}…$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^    thinking \\(${full} chars, the first 65,536 kept\\): The calculator says 42\\. Let me check that once more\\. .{20,}…$`,
+        ),
+      ),
       `    model layer: ${SECOND_NOTE}`,
       "    said: 6 × 7 is 42.",
     ]);
@@ -159,8 +233,14 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout).not.toMatch(/thinking|model layer/);
 
-    const json = JSON.parse((await glassboxCli(["trace", thinkingRun, "--json"], databasePath)).stdout) as Array<{ steps: StepBody[] }>;
-    expect(json[0]?.steps[0]).toMatchObject({ reasoning: FIRST_THOUGHT, reasoningCutChars: 0, modelNotes: [FIRST_NOTE] });
+    const json = JSON.parse((await glassboxCli(["trace", thinkingRun, "--json"], databasePath)).stdout) as Array<{
+      steps: StepBody[];
+    }>;
+    expect(json[0]?.steps[0]).toMatchObject({
+      reasoning: FIRST_THOUGHT,
+      reasoningCutChars: 0,
+      modelNotes: [FIRST_NOTE],
+    });
   });
 
   it("the trace page shows each step's thinking collapsed under Thinking, opening to the text, and the notes as visible lines", async () => {
@@ -184,7 +264,9 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     const second = page.locator('tr.step[data-step="2"]');
     await second.locator("details.thinking summary").click();
     expect(await second.locator(".thinking-text").textContent()).toBe(LONG_THOUGHT.slice(0, MAX_REASONING_CHARS));
-    expect(await second.locator("details.thinking .hint").textContent()).toBe(`Cut here: ${(LONG_THOUGHT.length - MAX_REASONING_CHARS).toLocaleString("en-US")} more characters were not kept.`);
+    expect(await second.locator("details.thinking .hint").textContent()).toBe(
+      `Cut here: ${(LONG_THOUGHT.length - MAX_REASONING_CHARS).toLocaleString("en-US")} more characters were not kept.`,
+    );
     expect(await second.locator(".model-note").textContent()).toBe(`Model layer: ${SECOND_NOTE}`);
     await page.screenshot({ path: join(artifactsDir(), "web-trace-thinking.png") });
 
@@ -206,16 +288,26 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
 
     const thoughts = assistant.locator("details.thinking");
     expect(await thoughts.count()).toBe(2);
-    expect(await thoughts.evaluateAll((all) => all.map((details) => details.hasAttribute("open")))).toEqual([false, false]);
+    expect(await thoughts.evaluateAll((all) => all.map((details) => details.hasAttribute("open")))).toEqual([
+      false,
+      false,
+    ]);
     // Above the answer in the page's order (4: Node.DOCUMENT_POSITION_FOLLOWING, the answer comes after).
-    expect(await assistant.evaluate((message) => message.querySelector("details.thinking")!.compareDocumentPosition(message.querySelector(".answer")!) & 4)).toBe(4);
+    expect(
+      await assistant.evaluate(
+        (message) =>
+          message.querySelector("details.thinking")!.compareDocumentPosition(message.querySelector(".answer")!) & 4,
+      ),
+    ).toBe(4);
     await thoughts.first().locator("summary").click();
     expect(await thoughts.first().locator(".thinking-text").innerText()).toBe(FIRST_THOUGHT);
     // A live event carries at most 16 K characters of thinking; the page says the rest is in the trace.
     const live = 16 * 1024;
     await thoughts.last().locator("summary").click();
     expect(await thoughts.last().locator(".thinking-text").textContent()).toBe(LONG_THOUGHT.slice(0, live));
-    expect(await thoughts.last().locator(".hint").textContent()).toBe(`Cut here: ${(LONG_THOUGHT.length - live).toLocaleString("en-US")} more characters are not shown here; the trace keeps more.`);
+    expect(await thoughts.last().locator(".hint").textContent()).toBe(
+      `Cut here: ${(LONG_THOUGHT.length - live).toLocaleString("en-US")} more characters are not shown here; the trace keeps more.`,
+    );
     expect(await assistant.locator(".answer").textContent()).toBe("6 × 7 is 42.");
     await page.screenshot({ path: join(artifactsDir(), "web-chat-thinking.png") });
     expect(pageErrors).toEqual([]);

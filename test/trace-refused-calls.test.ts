@@ -35,13 +35,28 @@ it("records every call of a step, the refused and the shared ones too, in the or
             ],
           },
   });
-  const config = loadConfig({ OPENAI_BASE_URL: server.url, LLM_MODEL: "gpt-4o-mini", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true" });
-  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), { approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }) });
-  const result = await runAgent(agent, { input: "Look it up and cancel the other.", sessionId: "cli:refused", userId: "U1" });
+  const config = loadConfig({
+    OPENAI_BASE_URL: server.url,
+    LLM_MODEL: "gpt-4o-mini",
+    GLASSBOX_DB: join(directory, "glassbox.db"),
+    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+    GLASSBOX_DEMO: "true",
+  });
+  agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), {
+    approve: async (request) => ({ approved: false, by: "U_BOSS", argumentsHash: request.argumentsHash }),
+  });
+  const result = await runAgent(agent, {
+    input: "Look it up and cancel the other.",
+    sessionId: "cli:refused",
+    userId: "U1",
+  });
   expect(result.output).toBe("Done.");
 
   const [step] = createTraceReader(agent.store).steps(result.runId);
-  const rows = step?.toolCalls.map((call) => [call.id, call.envelope.status === "error" ? call.envelope.error.type : "success"]);
+  const rows = step?.toolCalls.map((call) => [
+    call.id,
+    call.envelope.status === "error" ? call.envelope.error.type : "success",
+  ]);
   expect(rows).toEqual([
     ["call_ok", "success"],
     ["call_same", "success"],

@@ -13,7 +13,9 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function serve(handler: (request: IncomingMessage, body: string, response: ServerResponse) => void): Promise<string> {
+async function serve(
+  handler: (request: IncomingMessage, body: string, response: ServerResponse) => void,
+): Promise<string> {
   server = createServer((request, response) => {
     let body = "";
     request.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -33,7 +35,11 @@ describe("undiciFetch", () => {
       ]);
       response.end(JSON.stringify({ method: request.method, auth: request.headers.authorization, body }));
     });
-    const response = await undiciFetch(`${url}/v1/chat`, { method: "POST", headers: { authorization: "Bearer k" }, body: '{"x":1}' });
+    const response = await undiciFetch(`${url}/v1/chat`, {
+      method: "POST",
+      headers: { authorization: "Bearer k" },
+      body: '{"x":1}',
+    });
     expect(response.status).toBe(201);
     expect(response.headers.get("content-type")).toBe("application/json");
     expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
@@ -53,7 +59,8 @@ describe("undiciFetch", () => {
     expect(new TextDecoder().decode(first.value)).toBe("data: first\n\n");
     finish!();
     let rest = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      rest += new TextDecoder().decode(chunk.value);
     expect(rest).toBe("data: last\n\n");
   });
 

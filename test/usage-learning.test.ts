@@ -24,7 +24,9 @@ const registry60 = createToolRegistry(tools60);
 const names = (specs: ToolSpec[]) => specs.map((spec) => spec.function.name);
 const NUDGE = "nudge me in 2 hours to chase Soylent";
 /** Past runs besides the nudges: the benchmark's development requests that do not say "nudge". */
-const background = selectionTasks.filter(({ request }) => !/nudge/i.test(request)).map(({ request, needs }) => ({ request, tools: needs }));
+const background = selectionTasks
+  .filter(({ request }) => !/nudge/i.test(request))
+  .map(({ request, needs }) => ({ request, tools: needs }));
 const pastNudges = [
   { request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
   { request: "can you nudge me tomorrow about the board pack", tools: ["set_reminder"] },
@@ -58,7 +60,9 @@ describe("learning from past (request, tools used) pairs", () => {
   });
 
   it("counts idioms as word pairs, particles included, with the ranker's shorthand and stems", () => {
-    expect(requestFeatures("drop a line to the vendor")).toEqual(expect.arrayContaining([...terms("drop line vendor"), `${terms("drop")[0]}+${terms("line")[0]}`]));
+    expect(requestFeatures("drop a line to the vendor")).toEqual(
+      expect.arrayContaining([...terms("drop line vendor"), `${terms("drop")[0]}+${terms("line")[0]}`]),
+    );
     expect(requestFeatures("call it off")).toContain(`${terms("call")[0]}+off`);
     expect(requestFeatures("remind me tmrw pls")).toEqual(expect.arrayContaining(["remind", "tomorrow"]));
     expect(requestFeatures("she paid the invoices")).toEqual(expect.arrayContaining(["pay", "invoic"]));
@@ -115,16 +119,42 @@ describe("past runs from the trace tables", () => {
     dangerous: false,
   });
   /** A run's events as the loop emits them: start, one step per list of tool calls, end. */
-  function runEvents(runId: string, input: string, steps: string[][], parent?: { runId: string; toolCallId: string }): AgentEvent[] {
-    const events: AgentEvent[] = [{ type: "run_start", runId, sessionId: "session_1", userId: "user_1", input, ...(parent ? { parent } : {}) }];
+  function runEvents(
+    runId: string,
+    input: string,
+    steps: string[][],
+    parent?: { runId: string; toolCallId: string },
+  ): AgentEvent[] {
+    const events: AgentEvent[] = [
+      { type: "run_start", runId, sessionId: "session_1", userId: "user_1", input, ...(parent ? { parent } : {}) },
+    ];
     steps.forEach((calls, index) => {
       const step = index + 1;
       events.push({ type: "model_start", runId, step, messages: [{ role: "user", content: input }], toolCount: 60 });
-      const toolCalls = calls.map((name, call) => ({ id: `${runId}_${step}_${call}`, type: "function" as const, function: { name, arguments: "{}" } }));
-      events.push({ type: "model_end", runId, step, latencyMs: 5, response: { content: null, toolCalls, finishReason: "tool_calls", usage: emptyUsage(), model: "scripted" } });
-      for (const call of toolCalls) events.push({ type: "tool_end", runId, step, record: callRecord(call.id, call.function.name) });
+      const toolCalls = calls.map((name, call) => ({
+        id: `${runId}_${step}_${call}`,
+        type: "function" as const,
+        function: { name, arguments: "{}" },
+      }));
+      events.push({
+        type: "model_end",
+        runId,
+        step,
+        latencyMs: 5,
+        response: { content: null, toolCalls, finishReason: "tool_calls", usage: emptyUsage(), model: "scripted" },
+      });
+      for (const call of toolCalls)
+        events.push({ type: "tool_end", runId, step, record: callRecord(call.id, call.function.name) });
     });
-    const result = { runId, sessionId: "session_1", output: "done", stopReason: "final" as const, steps: steps.length, usage: emptyUsage(), toolCalls: [] };
+    const result = {
+      runId,
+      sessionId: "session_1",
+      output: "done",
+      stopReason: "final" as const,
+      steps: steps.length,
+      usage: emptyUsage(),
+      toolCalls: [],
+    };
     events.push({ type: "run_end", runId, result });
     return events;
   }
@@ -143,14 +173,20 @@ describe("past runs from the trace tables", () => {
     const trace = createTraceRecorder(sqlitePortOf(store));
     await recordAll(trace, [
       ...runEvents("run_1", "nudge me at 4 to ring the bank", [[LIST_TOOLS], ["set_reminder"]]),
-      ...runEvents("run_2", "what's the forecast for Rome and how much is 50 euros in dollars", [["get_weather_forecast", "convert_currency"]]),
+      ...runEvents("run_2", "what's the forecast for Rome and how much is 50 euros in dollars", [
+        ["get_weather_forecast", "convert_currency"],
+      ]),
       ...runEvents("run_3", "look it up for the parent", [["web_search"]], { runId: "run_2", toolCallId: "call_x" }),
       ...runEvents("run_4", "thanks!", [[]]),
     ]);
 
     expect(readUsageHistory(store.db)).toEqual([
       { runId: "run_1", request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
-      { runId: "run_2", request: "what's the forecast for Rome and how much is 50 euros in dollars", tools: ["get_weather_forecast", "convert_currency"] },
+      {
+        runId: "run_2",
+        request: "what's the forecast for Rome and how much is 50 euros in dollars",
+        tools: ["get_weather_forecast", "convert_currency"],
+      },
       { runId: "run_4", request: "thanks!", tools: [] },
     ]);
     expect(readUsageHistory(store.db, 1).map((example) => example.runId)).toEqual(["run_4"]);
@@ -161,7 +197,8 @@ describe("past runs from the trace tables", () => {
     const usage = createUsageLearning();
     const selector = createToolSelector(registry60, { usage });
     const trace = learnAtRunEnd(createTraceRecorder(sqlitePortOf(store)), store.db, usage);
-    for (const [index, { request, tools }] of background.slice(0, 100).entries()) await recordAll(trace, runEvents(`past_${index}`, request, [tools]));
+    for (const [index, { request, tools }] of background.slice(0, 100).entries())
+      await recordAll(trace, runEvents(`past_${index}`, request, [tools]));
     expect(usage.size).toBe(100);
     expect(names(selector.select({ text: NUDGE }))).not.toContain("set_reminder");
 
@@ -194,12 +231,15 @@ describe("a word history has not seen borrows from the learned words WordNet rel
     expect(borrowing.scores("scrub the standup").get("cancel_calendar_event")).toBeGreaterThan(0);
     expect(plain.scores("scrub the standup").get("cancel_calendar_event")).toBeUndefined();
     // borrowed at a discount: less than saying "cancel" itself
-    expect(borrowing.scores("scrub the standup").get("cancel_calendar_event")).toBeLessThan(borrowing.scores("cancel the standup").get("cancel_calendar_event") ?? 0);
+    expect(borrowing.scores("scrub the standup").get("cancel_calendar_event")).toBeLessThan(
+      borrowing.scores("cancel the standup").get("cancel_calendar_event") ?? 0,
+    );
   });
 
   it("borrows by relation through the lexicon it is given, and only for words not seen", () => {
     const lexicon = {
-      related: (word: string) => (word === "axe" || word === "offsite" ? [{ word: "cancel", relation: "synonym" as const, sense: 0 }] : []),
+      related: (word: string) =>
+        word === "axe" || word === "offsite" ? [{ word: "cancel", relation: "synonym" as const, sense: 0 }] : [],
       has: () => true,
     };
     const usage = createUsageLearning({ lexicon });
@@ -251,8 +291,12 @@ describe("co-use learned from past runs", () => {
     const text = "show me invoice INV-2291";
     const options = { limit: 2, maxLimit: 2, usage };
     expect(createToolSelector(registry60, options).rank(text).slice(0, 2)).toContain("get_invoice");
-    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0.5 }).select({ text }))).toContain("translate_text");
-    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0 }).select({ text }))).not.toContain("translate_text");
+    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0.5 }).select({ text }))).toContain(
+      "translate_text",
+    );
+    expect(names(createToolSelector(registry60, { ...options, coUseShare: 0 }).select({ text }))).not.toContain(
+      "translate_text",
+    );
   });
 });
 
@@ -265,7 +309,9 @@ describe("per-line caches", () => {
     };
     const warm = learned();
     const selector = createToolSelector(registry60, { usage: warm });
-    const texts = selectionTasks.slice(200, 240).map(({ request }, index, all) => [request, all[(index + 1) % all.length]?.request ?? ""].join("\n"));
+    const texts = selectionTasks
+      .slice(200, 240)
+      .map(({ request }, index, all) => [request, all[(index + 1) % all.length]?.request ?? ""].join("\n"));
     for (const text of texts) selector.rank(text);
     for (const text of texts) {
       const fresh = learned();

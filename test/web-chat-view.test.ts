@@ -7,7 +7,23 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../src/testing/scripted-model-server.js";
-import { artifactsDir, CANCELLABLE_ORDER, cleanUp, collectPageErrors, DESKTOP, getJson, launchChromium, pageOverflow, PENDING_ORDER, PHONE, postJson, startPlayground, VISIBLE, WAIT, type Playground } from "./web-helpers.js";
+import {
+  artifactsDir,
+  CANCELLABLE_ORDER,
+  cleanUp,
+  collectPageErrors,
+  DESKTOP,
+  getJson,
+  launchChromium,
+  pageOverflow,
+  PENDING_ORDER,
+  PHONE,
+  postJson,
+  startPlayground,
+  VISIBLE,
+  WAIT,
+  type Playground,
+} from "./web-helpers.js";
 
 const ORDERS = ["20240315001", CANCELLABLE_ORDER, PENDING_ORDER, "20240315001"];
 
@@ -37,7 +53,8 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     await page.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
     return page;
   };
-  const sessionOf = async (page: Page) => `web:${String(await page.evaluate('localStorage.getItem("glassbox.session")'))}`;
+  const sessionOf = async (page: Page) =>
+    `web:${String(await page.evaluate('localStorage.getItem("glassbox.session")'))}`;
   const ask = async (page: Page, text: string) => {
     const answers = await page.locator(".message.assistant").count();
     await page.getByLabel("Message").fill(text);
@@ -56,7 +73,10 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
 
   it("on a phone, a conversation shorter than the window leaves the page where it is: the header whole at the top", async () => {
     const page = await open(PHONE);
-    const header = async () => (await page.evaluate(`(() => { const box = document.querySelector("header.top").getBoundingClientRect(); return { top: box.top, scrolled: document.scrollingElement.scrollTop, taller: document.scrollingElement.scrollHeight - innerHeight }; })()`)) as { top: number; scrolled: number; taller: number };
+    const header = async () =>
+      (await page.evaluate(
+        `(() => { const box = document.querySelector("header.top").getBoundingClientRect(); return { top: box.top, scrolled: document.scrollingElement.scrollTop, taller: document.scrollingElement.scrollHeight - innerHeight }; })()`,
+      )) as { top: number; scrolled: number; taller: number };
     expect(await header()).toEqual({ top: 0, scrolled: 0, taller: 0 });
     await ask(page, `What is the status of order ${ORDERS[0]}?`);
     await page.locator(".message.assistant .run-footer").waitFor(VISIBLE);
@@ -68,7 +88,9 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     for (const [index, order] of ORDERS.entries()) {
       await ask(page, `What is the status of order ${order}?`);
       await page.locator(".message.assistant .run-footer").nth(index).waitFor(VISIBLE);
-      await expect.poll(() => inView(page, ".message.assistant .run-footer"), { ...WAIT, message: `answer ${index + 1}` }).toBe(true);
+      await expect
+        .poll(() => inView(page, ".message.assistant .run-footer"), { ...WAIT, message: `answer ${index + 1}` })
+        .toBe(true);
     }
     await ask(page, `Cancel order ${CANCELLABLE_ORDER}`);
     await page.locator(".approval").waitFor(VISIBLE);
@@ -83,7 +105,9 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     await card.locator(".outcome", { hasText: "Approved by you at" }).waitFor(VISIBLE);
     expect(await card.locator("h2").textContent()).toBe("Approved");
     expect(await card.textContent()).not.toContain("Nothing happens until someone decides");
-    expect(await card.locator(".outcome").textContent()).toMatch(/^✓ Approved by you at \d{1,2}:\d{2}:\d{2}( [AP]M)?\.$/);
+    expect(await card.locator(".outcome").textContent()).toMatch(
+      /^✓ Approved by you at \d{1,2}:\d{2}:\d{2}( [AP]M)?\.$/,
+    );
     await page.locator(".message.assistant .answer", { hasText: "is now cancelled" }).waitFor(VISIBLE);
     await expect.poll(() => inView(page, ".message.assistant .run-footer"), WAIT).toBe(true);
 
@@ -103,7 +127,10 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     await page.setViewportSize({ width: 1280, height: 500 });
     await page.evaluate("window.scrollTo(0, 0)");
     // Someone (another tab, an API client) asks in the same conversation.
-    const { status } = await postJson(`${playground.url}api/runs`, { session: await sessionOf(page), input: `Cancel order ${PENDING_ORDER}` });
+    const { status } = await postJson(`${playground.url}api/runs`, {
+      session: await sessionOf(page),
+      input: `Cancel order ${PENDING_ORDER}`,
+    });
     expect(status).toBe(202);
     await page.locator(".approval").waitFor({ state: "attached", timeout: 15_000 });
     const jump = page.locator("#jump");
@@ -130,12 +157,19 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     expect(await stop.isHidden()).toBe(true);
     await ask(page, "HANG on, think hard");
     await stop.waitFor(VISIBLE);
-    await expect.poll(() => playground.model.requests.some((request) => JSON.stringify(request.body.messages).includes("HANG on")), WAIT).toBe(true);
+    await expect
+      .poll(
+        () => playground.model.requests.some((request) => JSON.stringify(request.body.messages).includes("HANG on")),
+        WAIT,
+      )
+      .toBe(true);
     await stop.click();
     const answer = page.locator(".message.assistant .answer").last();
     await answer.filter({ hasText: "Stopped." }).waitFor(VISIBLE);
     await stop.waitFor({ state: "hidden", timeout: 15_000 });
-    const { body } = await getJson<{ runs: Array<{ status: string }> }>(`${playground.url}api/sessions/${encodeURIComponent(await sessionOf(page))}/runs`);
+    const { body } = await getJson<{ runs: Array<{ status: string }> }>(
+      `${playground.url}api/sessions/${encodeURIComponent(await sessionOf(page))}/runs`,
+    );
     expect(body.runs.map((run) => run.status)).toEqual(["cancelled"]);
 
     // The conversation goes on.
@@ -148,7 +182,10 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
   it("never scrolls sideways, on a phone or a desktop, whatever the answer holds", async () => {
     for (const size of [PHONE, DESKTOP]) {
       const page = await open(size);
-      await ask(page, `Is this valid: ${"{\"key\":\"" + "a".repeat(400) + "\"}"} and what is the status of order ${CANCELLABLE_ORDER}?`);
+      await ask(
+        page,
+        `Is this valid: ${`{"key":"${"a".repeat(400)}"}`} and what is the status of order ${CANCELLABLE_ORDER}?`,
+      );
       await page.locator(".message.assistant .tool.ok").waitFor(VISIBLE);
       await page.locator(".message.assistant .tool.ok summary").click();
       await page.locator(".message.assistant .answer", { hasText: "in total" }).waitFor(VISIBLE);

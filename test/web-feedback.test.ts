@@ -6,7 +6,19 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFeedbackBook, MAX_REASON_CHARS } from "../src/agent/feedback.js";
-import { artifactsDir, cleanUp, collectPageErrors, DESKTOP, getJson, launchChromium, postJson, startPlayground, VISIBLE, WAIT, type Playground } from "./web-helpers.js";
+import {
+  artifactsDir,
+  cleanUp,
+  collectPageErrors,
+  DESKTOP,
+  getJson,
+  launchChromium,
+  postJson,
+  startPlayground,
+  VISIBLE,
+  WAIT,
+  type Playground,
+} from "./web-helpers.js";
 
 describe("feedback in the playground and the trace viewer", () => {
   let browser: Browser;
@@ -14,7 +26,10 @@ describe("feedback in the playground and the trace viewer", () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    [browser, playground] = await Promise.all([launchChromium(), startPlayground({ script: () => ({ content: "The answer is 42." }) })]);
+    [browser, playground] = await Promise.all([
+      launchChromium(),
+      startPlayground({ script: () => ({ content: "The answer is 42." }) }),
+    ]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -46,7 +61,9 @@ describe("feedback in the playground and the trace viewer", () => {
     await answer.getByRole("button", { name: "Good answer" }).click();
     await answer.locator(".feedback-status", { hasText: "Thanks!" }).waitFor(VISIBLE);
     expect(await answer.getByRole("button", { name: "Good answer" }).getAttribute("aria-pressed")).toBe("true");
-    expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.reason, one.source])).toEqual([[userId, "up", null, "web"]]);
+    expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.reason, one.source])).toEqual([
+      [userId, "up", null, "web"],
+    ]);
 
     await answer.getByRole("button", { name: "Bad answer" }).click();
     const reason = answer.getByLabel("What went wrong? (optional)");
@@ -55,7 +72,9 @@ describe("feedback in the playground and the trace viewer", () => {
     await page.screenshot({ path: join(artifactsDir(), "web-feedback-reason.png") });
     await answer.getByRole("button", { name: "Send" }).click();
     await answer.locator(".feedback-status", { hasText: "Thanks, noted." }).waitFor(VISIBLE);
-    expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.reason])).toEqual([[userId, "down", "It did not show its working"]]);
+    expect(feedback.ofRun(runId).map((one) => [one.userId, one.rating, one.reason])).toEqual([
+      [userId, "down", "It did not show its working"],
+    ]);
 
     await page.reload();
     const again = page.locator(`.message.assistant[data-run-id="${runId}"]`);
@@ -67,12 +86,19 @@ describe("feedback in the playground and the trace viewer", () => {
   });
 
   it("POST /api/runs/:id/feedback: one sentence for bad input, 404 for an unknown run, the latest rating per user", async () => {
-    const { body: started } = await postJson(`${playground.url}api/runs`, { session: "feedback-api", input: "What is the answer?", userId: "alice" });
+    const { body: started } = await postJson(`${playground.url}api/runs`, {
+      session: "feedback-api",
+      input: "What is the answer?",
+      userId: "alice",
+    });
     const runId = String(started.runId);
     await expect.poll(async () => (await getJson(`${playground.url}api/runs/${runId}`)).body.done, WAIT).toBe(true);
     const rate = (body: unknown, id = runId) => postJson(`${playground.url}api/runs/${id}/feedback`, body);
 
-    expect(await rate({ rating: "sideways" })).toEqual({ status: 400, body: expect.objectContaining({ error: 'Say "rating": "up" or "down".' }) });
+    expect(await rate({ rating: "sideways" })).toEqual({
+      status: 400,
+      body: expect.objectContaining({ error: 'Say "rating": "up" or "down".' }),
+    });
     const long = await rate({ rating: "down", reason: "x".repeat(MAX_REASON_CHARS + 1) });
     expect(long.status).toBe(400);
     expect(String(long.body.error)).toMatch(/^Give "reason" as text of up to 1,000 characters/);
@@ -82,7 +108,11 @@ describe("feedback in the playground and the trace viewer", () => {
     expect((await rate({ rating: "down", userId: "bob", reason: "  wrong number  " })).status).toBe(200);
     const last = await rate({ rating: "down", userId: "alice" });
     expect(last.status).toBe(200);
-    expect((last.body.feedback as Array<{ userId: string; rating: string; reason: string | null }>).map((one) => [one.userId, one.rating, one.reason]).sort()).toEqual([
+    expect(
+      (last.body.feedback as Array<{ userId: string; rating: string; reason: string | null }>)
+        .map((one) => [one.userId, one.rating, one.reason])
+        .sort(),
+    ).toEqual([
       ["web:alice", "down", null],
       ["web:bob", "down", "wrong number"],
     ]);
@@ -92,9 +122,23 @@ describe("feedback in the playground and the trace viewer", () => {
 
   it("the trace viewer shows each run's feedback and its filter finds the sessions rated down, or up", async () => {
     const rated = async (session: string, rating: "up" | "down", reason?: string) => {
-      const { body } = await postJson(`${playground.url}api/runs`, { session, input: `Question for ${session}`, userId: "carol" });
-      await expect.poll(async () => (await getJson(`${playground.url}api/runs/${String(body.runId)}`)).body.done, WAIT).toBe(true);
-      expect((await postJson(`${playground.url}api/runs/${String(body.runId)}/feedback`, { rating, userId: "carol", ...(reason ? { reason } : {}) })).status).toBe(200);
+      const { body } = await postJson(`${playground.url}api/runs`, {
+        session,
+        input: `Question for ${session}`,
+        userId: "carol",
+      });
+      await expect
+        .poll(async () => (await getJson(`${playground.url}api/runs/${String(body.runId)}`)).body.done, WAIT)
+        .toBe(true);
+      expect(
+        (
+          await postJson(`${playground.url}api/runs/${String(body.runId)}/feedback`, {
+            rating,
+            userId: "carol",
+            ...(reason ? { reason } : {}),
+          })
+        ).status,
+      ).toBe(200);
     };
     await rated("liked", "up");
     await rated("disliked", "down", "Too vague");
@@ -106,7 +150,9 @@ describe("feedback in the playground and the trace viewer", () => {
     const page = await open("trace");
     await page.locator("#sessions li").first().waitFor(VISIBLE);
     await page.getByRole("combobox", { name: "Feedback" }).selectOption("down");
-    await expect.poll(async () => page.locator("#sessions li", { hasText: "Question for liked" }).count(), WAIT).toBe(0);
+    await expect
+      .poll(async () => page.locator("#sessions li", { hasText: "Question for liked" }).count(), WAIT)
+      .toBe(0);
     await page.locator("#sessions li", { hasText: "Question for disliked" }).click();
     const list = page.getByRole("list", { name: "Feedback" });
     await list.waitFor(VISIBLE);

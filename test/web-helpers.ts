@@ -16,7 +16,11 @@ import type { Store } from "../src/agent/store.js";
 import { loadConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
-import { startScriptedModelServer, type Script, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import {
+  startScriptedModelServer,
+  type Script,
+  type ScriptedModelServer,
+} from "../src/testing/scripted-model-server.js";
 
 /** A paid order of the demo shop: it can still be cancelled. */
 export const CANCELLABLE_ORDER = "20240410003";
@@ -24,7 +28,8 @@ export const CANCELLABLE_ORDER = "20240410003";
 export const PENDING_ORDER = "20240418004";
 export const WAIT = { timeout: 15_000, interval: 25 };
 export const ARTIFACTS = "test-artifacts";
-export const NO_MODEL = "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.";
+export const NO_MODEL =
+  "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.";
 
 export const CHROMIUM = process.env.GLASSBOX_CHROMIUM ?? "/usr/bin/chromium";
 export const VISIBLE = { state: "visible" as const, timeout: 15_000 };
@@ -33,11 +38,22 @@ export const DESKTOP = { viewport: { width: 1280, height: 800 } };
 
 /** Headless Chromium (Debian's, driven by playwright-core); one per test file is enough. */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `No Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set GLASSBOX_CHROMIUM to its path.`,
+    );
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-quic",
+    ],
   });
 }
 
@@ -81,29 +97,61 @@ export function tempDir(): string {
 }
 
 /** The scripted model (the demo's rules unless told otherwise), the agent over temp SQLite files, and the web server on a free port. */
-export async function startPlayground(options: { script?: Script; server?: Partial<WebServerOptions>; env?: Record<string, string> } = {}): Promise<Playground> {
+export async function startPlayground(
+  options: { script?: Script; server?: Partial<WebServerOptions>; env?: Record<string, string> } = {},
+): Promise<Playground> {
   const directory = tempDir();
   const model = await startScriptedModelServer({ script: options.script ?? ((request) => demoReply(request)) });
   cleanups.push(() => model.close());
-  const config = loadConfig({ OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", LLM_MODEL: "scripted-model", GLASSBOX_DB: join(directory, "glassbox.db"), GLASSBOX_SHOP_DB: join(directory, "shop.db"), GLASSBOX_DEMO: "true", ...options.env });
+  const config = loadConfig({
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: "test-key",
+    LLM_MODEL: "scripted-model",
+    GLASSBOX_DB: join(directory, "glassbox.db"),
+    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+    GLASSBOX_DEMO: "true",
+    ...options.env,
+  });
   const log = quietLogger();
   const agent = await sqliteAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
-  const web = await startWebServer({ agent, store: agent.port, log, host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "scripted model (demo)", hints: exampleRequests(agent.toolSources), pipelines: agent.pipelines, ...options.server });
+  const web = await startWebServer({
+    agent,
+    store: agent.port,
+    log,
+    host: "127.0.0.1",
+    port: 0,
+    approvalTtlSeconds: 3_600,
+    modelLabel: "scripted model (demo)",
+    hints: exampleRequests(agent.toolSources),
+    pipelines: agent.pipelines,
+    ...options.server,
+  });
   cleanups.push(() => web.stop());
   return { url: web.url, web, model, agent, store: agent.store };
 }
 
 /** The web server without a model, as `npm start` runs it when none is configured. */
-export async function startWithoutModel(options: Partial<WebServerOptions> = {}): Promise<{ url: string; web: WebServer; store: Store; databasePath: string }> {
+export async function startWithoutModel(
+  options: Partial<WebServerOptions> = {},
+): Promise<{ url: string; web: WebServer; store: Store; databasePath: string }> {
   const directory = tempDir();
   const { openStore } = await import("../src/agent/store.js");
   const databasePath = join(directory, "glassbox.db");
   const store = openStore(databasePath);
   cleanups.push(() => store.close());
-  const web = await startWebServer({ store, log: quietLogger(), host: "127.0.0.1", port: 0, approvalTtlSeconds: 3_600, modelLabel: "gpt-4o-mini", problem: NO_MODEL, ...options });
+  const web = await startWebServer({
+    store,
+    log: quietLogger(),
+    host: "127.0.0.1",
+    port: 0,
+    approvalTtlSeconds: 3_600,
+    modelLabel: "gpt-4o-mini",
+    problem: NO_MODEL,
+    ...options,
+  });
   cleanups.push(() => web.stop());
   return { url: web.url, web, store, databasePath };
 }
@@ -114,7 +162,11 @@ export function artifactsDir(): string {
 }
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -147,8 +199,12 @@ export async function readEvents(
   const events: StreamedEvent[] = [];
   let stopped = false;
   try {
-    const response = await fetch(url, { headers: { accept: "text/event-stream", ...options.headers }, signal: controller.signal });
-    if (!response.ok || !response.body) throw new Error(`event stream answered HTTP ${response.status}: ${await response.text()}`);
+    const response = await fetch(url, {
+      headers: { accept: "text/event-stream", ...options.headers },
+      signal: controller.signal,
+    });
+    if (!response.ok || !response.body)
+      throw new Error(`event stream answered HTTP ${response.status}: ${await response.text()}`);
     options.onOpen?.();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -158,7 +214,11 @@ export async function readEvents(
       while ((boundary = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, boundary);
         buffer = buffer.slice(boundary + 2);
-        const data = block.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
+        const data = block
+          .split("\n")
+          .filter((line) => line.startsWith("data: "))
+          .map((line) => line.slice(6))
+          .join("\n");
         if (!data) continue;
         const id = Number(/^id: (\d+)$/m.exec(block)?.[1] ?? 0);
         const streamed = { id, event: JSON.parse(data) as WebEvent };
@@ -173,7 +233,10 @@ export async function readEvents(
     return { events, endedByServer: true };
   } catch (error) {
     if (stopped) return { events, endedByServer: false };
-    if (controller.signal.aborted) throw new Error(`the event stream did not get there in time; it sent: ${events.map((streamed) => streamed.event.type).join(", ")}`);
+    if (controller.signal.aborted)
+      throw new Error(
+        `the event stream did not get there in time; it sent: ${events.map((streamed) => streamed.event.type).join(", ")}`,
+      );
     throw error;
   } finally {
     clearTimeout(timer);

@@ -10,19 +10,44 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
 import { runAgent } from "../src/agent/loop.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../src/testing/scripted-model-server.js";
-import { artifactsDir, CANCELLABLE_ORDER, cleanUp, collectPageErrors, DESKTOP, getJson, launchChromium, pageOverflow, PENDING_ORDER, PHONE, postJson, startPlayground, startWithoutModel, tempDir, VISIBLE, WAIT, type Playground } from "./web-helpers.js";
+import {
+  artifactsDir,
+  CANCELLABLE_ORDER,
+  cleanUp,
+  collectPageErrors,
+  DESKTOP,
+  getJson,
+  launchChromium,
+  pageOverflow,
+  PENDING_ORDER,
+  PHONE,
+  postJson,
+  startPlayground,
+  startWithoutModel,
+  tempDir,
+  VISIBLE,
+  WAIT,
+  type Playground,
+} from "./web-helpers.js";
 
-const LONG_JSON = JSON.stringify({ token: "k".repeat(2_000), items: Array.from({ length: 30 }, (_, index) => ({ id: `item-${index}`, note: "n".repeat(80) })) });
+const LONG_JSON = JSON.stringify({
+  token: "k".repeat(2_000),
+  items: Array.from({ length: 30 }, (_, index) => ({ id: `item-${index}`, note: "n".repeat(80) })),
+});
 const text = (message: ChatCompletionRequestBody["messages"][number] | undefined) => String(message?.content ?? "");
 
 /** The demo's rules, with a team (a researcher, a writer) and a few more requests for these tests. */
 function script(request: ChatCompletionRequestBody): ScriptedReply {
   const system = text(request.messages[0]);
   const hasResult = request.messages.at(-1)?.role === "tool";
-  if (system.includes("RESEARCHER")) return hasResult ? { content: "It was delivered." } : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }] };
+  if (system.includes("RESEARCHER"))
+    return hasResult
+      ? { content: "It was delivered." }
+      : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }] };
   if (system.includes("WRITER")) return { content: `Dear customer: ${text(request.messages.at(-1))}` };
   const asked = text(request.messages.findLast((message) => message.role === "user"));
-  if (!hasResult && asked.includes("researcher")) return { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"Status of order 20240315001?"}' }] };
+  if (!hasResult && asked.includes("researcher"))
+    return { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"Status of order 20240315001?"}' }] };
   if (hasResult && asked.includes("researcher")) return { content: "The researcher says it was delivered." };
   if (asked.includes("LONGJSON")) return { content: LONG_JSON };
   if (asked.includes("BREAK")) return { error: { status: 400, message: "The model refuses this on purpose." } };
@@ -36,7 +61,9 @@ describe("trace viewer in Chromium", () => {
   const runIn = async (session: string, input: string) => {
     const { body } = await postJson(`${playground.url}api/runs`, { session, input });
     const deadline = Date.now() + WAIT.timeout;
-    while (!(await getJson<{ done: boolean; status: string }>(`${playground.url}api/runs/${body.runId as string}`)).body.done) {
+    while (
+      !(await getJson<{ done: boolean; status: string }>(`${playground.url}api/runs/${body.runId as string}`)).body.done
+    ) {
       if (Date.now() > deadline) throw new Error(`${input} did not finish`);
       await new Promise((resolve) => setTimeout(resolve, WAIT.interval));
     }
@@ -55,15 +82,23 @@ describe("trace viewer in Chromium", () => {
       agentsFile,
       JSON.stringify({
         agents: {
-          researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"] },
+          researcher: {
+            description: "Looks up orders.",
+            systemPrompt: "You are the RESEARCHER.",
+            tools: ["get_order_status"],
+          },
           writer: { description: "Writes replies.", systemPrompt: "You are the WRITER." },
         },
         pipelines: { triage: ["researcher", "writer"] },
       }),
     );
     // A small context budget: a few exchanges in one session fold the older ones into a summary.
-    [browser, playground] = await Promise.all([launchChromium(), startPlayground({ script, env: { GLASSBOX_AGENTS: agentsFile, GLASSBOX_CONTEXT_TOKENS: "1800" } })]);
-    for (const order of ["20240315001", CANCELLABLE_ORDER, PENDING_ORDER, "20240315001", CANCELLABLE_ORDER]) await runIn("long", `What is the status of order ${order}?`);
+    [browser, playground] = await Promise.all([
+      launchChromium(),
+      startPlayground({ script, env: { GLASSBOX_AGENTS: agentsFile, GLASSBOX_CONTEXT_TOKENS: "1800" } }),
+    ]);
+    for (const order of ["20240315001", CANCELLABLE_ORDER, PENDING_ORDER, "20240315001", CANCELLABLE_ORDER])
+      await runIn("long", `What is the status of order ${order}?`);
     await runIn("json", "Show me LONGJSON please");
     await runIn("broken", "BREAK this");
     await runIn("team", "Ask the researcher where order 20240315001 is");
@@ -76,17 +111,27 @@ describe("trace viewer in Chromium", () => {
 
   it("tells sessions apart by their first message, adapter, last activity, runs, tokens and cost; search and filters narrow them", async () => {
     const page = await open(DESKTOP);
-    expect(await titles(page)).toEqual(["What is 12*7?", "Ask the researcher where order 20240315001 is", "BREAK this", "Show me LONGJSON please", "What is the status of order 20240315001?"]);
+    expect(await titles(page)).toEqual([
+      "What is 12*7?",
+      "Ask the researcher where order 20240315001 is",
+      "BREAK this",
+      "Show me LONGJSON please",
+      "What is the status of order 20240315001?",
+    ]);
     const long = page.locator('.session-list a[data-session-id="web:long"] .session-meta');
     expect(await long.textContent()).toMatch(/^web \d{1,2}:\d{2}:\d{2}( [AP]M)? · 5 runs · [\d,]+ tokens · —$/);
-    expect(await page.locator('.session-list a[data-session-id="web:broken"] .flag').allTextContents()).toEqual(["error"]);
+    expect(await page.locator('.session-list a[data-session-id="web:broken"] .flag').allTextContents()).toEqual([
+      "error",
+    ]);
     expect(await page.locator("#sessions-status").textContent()).toBe("5 sessions");
 
     await page.getByLabel("Search the messages").fill(PENDING_ORDER);
     await expect.poll(() => titles(page), WAIT).toEqual(["What is the status of order 20240315001?"]);
     expect(await page.locator("#sessions-status").textContent()).toBe("1 session matches");
     await page.getByLabel("Search the messages").fill("delivered");
-    await expect.poll(() => titles(page), WAIT).toEqual(["Ask the researcher where order 20240315001 is", "What is the status of order 20240315001?"]);
+    await expect
+      .poll(() => titles(page), WAIT)
+      .toEqual(["Ask the researcher where order 20240315001 is", "What is the status of order 20240315001?"]);
     await page.getByLabel("Search the messages").fill("");
     await expect.poll(() => titles(page), WAIT).toHaveLength(5);
 
@@ -101,7 +146,9 @@ describe("trace viewer in Chromium", () => {
     await page.getByLabel("Tool used").fill("");
     await page.getByLabel("Active from").fill("2001-01-01");
     await page.getByLabel("to", { exact: true }).fill("2001-01-31");
-    await expect.poll(() => page.locator(".session-list .empty").textContent(), WAIT).toBe("No session matches; loosen the search or the filters.");
+    await expect
+      .poll(() => page.locator(".session-list .empty").textContent(), WAIT)
+      .toBe("No session matches; loosen the search or the filters.");
     await page.close();
   });
 
@@ -109,16 +156,22 @@ describe("trace viewer in Chromium", () => {
     const page = await open(DESKTOP, "#session=web:long");
     await page.locator("svg.chart rect.bar").first().waitFor(VISIBLE);
     expect(await page.locator("svg.chart rect.bar.folded").count()).toBeGreaterThan(0);
-    expect(await page.locator("svg.chart path.fold-mark").count()).toBe(await page.locator("svg.chart rect.bar.folded").count());
+    expect(await page.locator("svg.chart path.fold-mark").count()).toBe(
+      await page.locator("svg.chart rect.bar.folded").count(),
+    );
     expect(await page.locator("figcaption").textContent()).toContain("marks a step where memory folded");
     const fold = page.locator("tr.step.folded details.fold").first();
-    expect(await fold.locator("summary").textContent()).toMatch(/^▼Memory folded \d+ older messages into a summary before this step$/);
+    expect(await fold.locator("summary").textContent()).toMatch(
+      /^▼Memory folded \d+ older messages into a summary before this step$/,
+    );
     expect(await fold.locator(".fold-summary").isVisible()).toBe(false);
     await fold.locator("summary").click();
     await fold.locator(".fold-summary", { hasText: "Earlier, the user asked about order" }).waitFor(VISIBLE);
     expect(await fold.locator(".hint").textContent()).toMatch(/the summary is about \d+ tokens/);
     // The summarising call, with its own tokens, counted in the run.
-    expect(await fold.locator(".hint").textContent()).toMatch(/That call \(.+\) took [\d,]+ prompt and [\d,]+ completion tokens \(.+\), counted in this run's totals\./);
+    expect(await fold.locator(".hint").textContent()).toMatch(
+      /That call \(.+\) took [\d,]+ prompt and [\d,]+ completion tokens \(.+\), counted in this run's totals\./,
+    );
     // The folded step is the bar marked in the chart.
     const step = await page.locator("tr.step.folded").first().getAttribute("data-step");
     expect(await page.locator("svg.chart rect.bar.folded").first().getAttribute("data-step")).toBe(step);
@@ -137,9 +190,13 @@ describe("trace viewer in Chromium", () => {
     expect(await payload.locator(".request-settings dd").first().textContent()).toBe("scripted-model");
     // The whole request: the tools (as the server got them), tool_choice and whether it streamed.
     const runId = await page.locator("section.run").first().getAttribute("id");
-    const { body } = await getJson<{ request: { tools?: Array<{ function: { name: string } }>; tool_choice?: string; stream?: boolean } | null }>(`${playground.url}api/runs/${runId?.replace(/^run-/, "")}/steps/1/payload`);
+    const { body } = await getJson<{
+      request: { tools?: Array<{ function: { name: string } }>; tool_choice?: string; stream?: boolean } | null;
+    }>(`${playground.url}api/runs/${runId?.replace(/^run-/, "")}/steps/1/payload`);
     expect(body.request?.tools?.length).toBeGreaterThan(0);
-    expect(await payload.locator(".payload-tools > li summary code").allTextContents()).toEqual(body.request?.tools?.map((tool) => tool.function.name));
+    expect(await payload.locator(".payload-tools > li summary code").allTextContents()).toEqual(
+      body.request?.tools?.map((tool) => tool.function.name),
+    );
     expect(settings).toEqual(expect.arrayContaining(["tool_choice", "stream"]));
     expect(typeof body.request?.stream).toBe("boolean");
     await page.close();
@@ -156,15 +213,24 @@ describe("trace viewer in Chromium", () => {
     expect(await replay.locator(".replay-verdict").textContent()).toBe("Same tool calls, same arguments. Same answer.");
     const cells = await replay.locator(".replay-table tbody tr").first().locator("td").allTextContents();
     expect(cells).toEqual(["The researcher says it was delivered.", "The researcher says it was delivered."]);
-    expect(await replay.locator(".replay-table tbody tr", { hasText: "Tool calls" }).locator("td").nth(1).textContent()).toContain("agent_researcher");
-    expect(playground.model.requests.at(-2)?.body.messages[0]).toEqual({ role: "system", content: "You are a terse assistant." });
+    expect(
+      await replay.locator(".replay-table tbody tr", { hasText: "Tool calls" }).locator("td").nth(1).textContent(),
+    ).toContain("agent_researcher");
+    expect(playground.model.requests.at(-2)?.body.messages[0]).toEqual({
+      role: "system",
+      content: "You are a terse assistant.",
+    });
     expect(await pageOverflow(page)).toBe(0);
     await page.close();
 
-    const runId = (await getJson<{ runs: Array<{ runId: string }> }>(`${playground.url}api/sessions/web:team/runs`)).body.runs[0]?.runId ?? "";
+    const runId =
+      (await getJson<{ runs: Array<{ runId: string }> }>(`${playground.url}api/sessions/web:team/runs`)).body.runs[0]
+        ?.runId ?? "";
     const tooLong = await postJson(`${playground.url}api/runs/${runId}/replay`, { systemPrompt: "x".repeat(20_001) });
     expect(tooLong.status).toBe(400);
-    expect(tooLong.body.error).toBe('Say "systemPrompt" as text of up to 20,000 characters, or leave it out to replay with the recorded one.');
+    expect(tooLong.body.error).toBe(
+      'Say "systemPrompt" as text of up to 20,000 characters, or leave it out to replay with the recorded one.',
+    );
     const otherModel = await postJson(`${playground.url}api/runs/${runId}/replay`, { model: "gpt-5" });
     expect(otherModel.status).toBe(400);
     expect(otherModel.body.error).toContain("use glassbox replay --model for another one");
@@ -181,8 +247,13 @@ describe("trace viewer in Chromium", () => {
     await chat.getByLabel("Message").fill("/pipeline triage order 20240315001 is late");
     await chat.getByLabel("Message").press("Enter");
     await chat.locator(".message.assistant .answer", { hasText: "Dear customer: It was delivered." }).waitFor(VISIBLE);
-    expect(await chat.locator(".message.user .text").allTextContents()).toEqual(["Ask the researcher where order 20240315001 is", "/pipeline triage order 20240315001 is late"]);
-    expect(await chat.locator(".activity .stage summary").allTextContents()).toEqual(["Stage 1 answered; stage 2 works on its answer"]);
+    expect(await chat.locator(".message.user .text").allTextContents()).toEqual([
+      "Ask the researcher where order 20240315001 is",
+      "/pipeline triage order 20240315001 is late",
+    ]);
+    expect(await chat.locator(".activity .stage summary").allTextContents()).toEqual([
+      "Stage 1 answered; stage 2 works on its answer",
+    ]);
     // The same after a reload, from the store.
     await chat.reload();
     await chat.locator(".message.assistant .answer", { hasText: "Dear customer: It was delivered." }).waitFor(VISIBLE);
@@ -194,7 +265,9 @@ describe("trace viewer in Chromium", () => {
     await page.locator("section.run").first().waitFor(VISIBLE);
     expect(await page.locator("section.run").count()).toBe(2);
     const pipeline = page.locator("section.run.pipeline");
-    expect(await pipeline.locator("h3").textContent()).toBe("Run 2: pipeline triage · /pipeline triage order 20240315001 is late");
+    expect(await pipeline.locator("h3").textContent()).toBe(
+      "Run 2: pipeline triage · /pipeline triage order 20240315001 is late",
+    );
     const stages = pipeline.locator("details.nested-run");
     expect(await stages.locator(":scope > summary strong").allTextContents()).toEqual(["Stage 1", "Stage 2"]);
     expect(await stages.nth(1).locator("tr.step").first().isVisible()).toBe(false);
@@ -203,7 +276,9 @@ describe("trace viewer in Chromium", () => {
     expect(await stages.nth(1).locator(".nested-body > p").first().textContent()).toBe("Input: It was delivered.");
     expect(await pipeline.locator(".run-output p").textContent()).toBe("Dear customer: It was delivered.");
     // The specialist of the first run: under the step that called it.
-    expect(await page.locator("section.run").first().locator("details.nested-run > summary strong").textContent()).toBe("researcher's run");
+    expect(await page.locator("section.run").first().locator("details.nested-run > summary strong").textContent()).toBe(
+      "researcher's run",
+    );
     await page.close();
   });
 
@@ -213,10 +288,12 @@ describe("trace viewer in Chromium", () => {
         const page = await open(size, `#session=${session}`);
         await page.locator("table.steps").first().waitFor(VISIBLE);
         // Open everything, twice: opening a run shows the details inside it.
-        for (let round = 0; round < 2; round++) await page.evaluate("document.querySelectorAll('details').forEach((details) => { details.open = true; })");
+        for (let round = 0; round < 2; round++)
+          await page.evaluate("document.querySelectorAll('details').forEach((details) => { details.open = true; })");
         await expect.poll(() => page.locator(".payload-body p", { hasText: "Loading…" }).count(), WAIT).toBe(0);
         expect(await pageOverflow(page), `${session} at ${size.viewport.width} px`).toBeLessThanOrEqual(0);
-        if (session === "web:json") await page.screenshot({ path: join(artifactsDir(), `web-trace-${size.viewport.width}.png`), fullPage: true });
+        if (session === "web:json")
+          await page.screenshot({ path: join(artifactsDir(), `web-trace-${size.viewport.width}.png`), fullPage: true });
         await page.close();
       }
     }
@@ -225,7 +302,10 @@ describe("trace viewer in Chromium", () => {
 
   it("says what failed when the API fails (a damaged database answers 500), instead of an empty list", async () => {
     const { url, store, databasePath } = await startWithoutModel();
-    for (let index = 0; index < 300; index++) store.appendMessages(`web:s${index % 20}`, null, [{ message: { role: "user", content: `message ${index} ${"x".repeat(300)}` }, tokens: 10 }]);
+    for (let index = 0; index < 300; index++)
+      store.appendMessages(`web:s${index % 20}`, null, [
+        { message: { role: "user", content: `message ${index} ${"x".repeat(300)}` }, tokens: 10 },
+      ]);
     store.db.pragma("wal_checkpoint(TRUNCATE)");
     damagePages(databasePath);
     const page = await browser.newPage(DESKTOP);
@@ -233,7 +313,9 @@ describe("trace viewer in Chromium", () => {
     const alert = page.locator("#sessions-error");
     await alert.waitFor(VISIBLE);
     expect(await alert.getAttribute("role")).toBe("alert");
-    expect(await alert.textContent()).toBe("The sessions could not be loaded: Something went wrong inside glassbox; the server log says what.");
+    expect(await alert.textContent()).toBe(
+      "The sessions could not be loaded: Something went wrong inside glassbox; the server log says what.",
+    );
     expect(await page.locator(".session-list li").count()).toBe(0);
     await page.close();
   });
@@ -247,7 +329,8 @@ function damagePages(path: string): void {
   const pageBytes = 4096;
   const file = openSync(path, "r+");
   try {
-    for (let page = 2; page < statSync(path).size / pageBytes - 1; page++) writeSync(file, Buffer.alloc(512, 0x5a), 0, 512, page * pageBytes + 64);
+    for (let page = 2; page < statSync(path).size / pageBytes - 1; page++)
+      writeSync(file, Buffer.alloc(512, 0x5a), 0, 512, page * pageBytes + 64);
   } finally {
     closeSync(file);
   }

@@ -5,7 +5,21 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artifactsDir, CANCELLABLE_ORDER, cleanUp, collectPageErrors, getJson, launchChromium, NO_MODEL, postJson, startPlayground, startWithoutModel, tempDir, VISIBLE, type Playground } from "./web-helpers.js";
+import {
+  artifactsDir,
+  CANCELLABLE_ORDER,
+  cleanUp,
+  collectPageErrors,
+  getJson,
+  launchChromium,
+  NO_MODEL,
+  postJson,
+  startPlayground,
+  startWithoutModel,
+  tempDir,
+  VISIBLE,
+  type Playground,
+} from "./web-helpers.js";
 
 describe("web playground in Chromium", () => {
   let browser: Browser;
@@ -35,10 +49,14 @@ describe("web playground in Chromium", () => {
 
     const answer = page.locator(".message.assistant .answer").last();
     await answer.filter({ hasText: "$60.97 in total" }).waitFor(VISIBLE);
-    expect(await answer.textContent()).toBe(`Order ${CANCELLABLE_ORDER} is paid: 2 × USB-C cable (2 m), 1 × 65 W USB-C charger, $60.97 in total. It has not shipped yet, so it can still be cancelled.`);
+    expect(await answer.textContent()).toBe(
+      `Order ${CANCELLABLE_ORDER} is paid: 2 × USB-C cable (2 m), 1 × 65 W USB-C charger, $60.97 in total. It has not shipped yet, so it can still be cancelled.`,
+    );
     expect(await answer.locator("strong").textContent()).toBe("paid");
     await page.locator(".activity .tool.ok", { hasText: "get_order_status" }).waitFor(VISIBLE);
-    expect(await page.locator(".message.user .text").last().textContent()).toBe(`What is the status of order ${CANCELLABLE_ORDER}?`);
+    expect(await page.locator(".message.user .text").last().textContent()).toBe(
+      `What is the status of order ${CANCELLABLE_ORDER}?`,
+    );
     // Screen readers hear the answer once it is complete.
     await expect.poll(() => page.locator("#announcer").textContent()).toContain("$60.97 in total");
     expect(await page.getByLabel("Message").inputValue()).toBe("");
@@ -51,7 +69,10 @@ describe("web playground in Chromium", () => {
     const card = page.locator(".approval").last();
     await card.waitFor(VISIBLE);
     expect(await card.locator("code").textContent()).toBe("cancel_order");
-    expect(JSON.parse((await card.locator("pre.arguments").textContent()) ?? "")).toEqual({ order_id: CANCELLABLE_ORDER, reason: "it was a mistake" });
+    expect(JSON.parse((await card.locator("pre.arguments").textContent()) ?? "")).toEqual({
+      order_id: CANCELLABLE_ORDER,
+      reason: "it was a mistake",
+    });
     await page.locator(".message.assistant .status", { hasText: "Waiting for a decision" }).last().waitFor(VISIBLE);
     await page.screenshot({ path: join(artifactsDir(), "web-chat-approval.png"), fullPage: true });
 
@@ -59,7 +80,9 @@ describe("web playground in Chromium", () => {
     await card.locator(".outcome", { hasText: "Approved by you" }).waitFor(VISIBLE);
     const answer = page.locator(".message.assistant .answer").last();
     await answer.filter({ hasText: "is now cancelled" }).waitFor(VISIBLE);
-    expect(await answer.textContent()).toBe(`Done: order ${CANCELLABLE_ORDER} is now cancelled (reason: it was a mistake).`);
+    expect(await answer.textContent()).toBe(
+      `Done: order ${CANCELLABLE_ORDER} is now cancelled (reason: it was a mistake).`,
+    );
     expect(await card.getByRole("button").count()).toBe(0);
     await page.locator(".activity .tool.ok", { hasText: "cancel_order" }).waitFor(VISIBLE);
     await page.screenshot({ path: join(artifactsDir(), "web-chat.png"), fullPage: true });
@@ -75,10 +98,14 @@ describe("web playground in Chromium", () => {
 
   it("shows the session in the trace: each step with its tokens, a chart bar per step, and the exact messages on demand", async () => {
     const session = `web:${String(await page.evaluate('localStorage.getItem("glassbox.session")'))}`;
-    const { body } = await getJson<{ runs: Array<{ runId: string }> }>(`${playground.url}api/sessions/${encodeURIComponent(session)}/runs`);
+    const { body } = await getJson<{ runs: Array<{ runId: string }> }>(
+      `${playground.url}api/sessions/${encodeURIComponent(session)}/runs`,
+    );
     const steps: Array<{ step: number; promptTokens: number; completionTokens: number }> = [];
     for (const run of body.runs) {
-      const answer = await getJson<{ steps: Array<{ step: number; promptTokens: number; completionTokens: number }> }>(`${playground.url}api/runs/${run.runId}/steps`);
+      const answer = await getJson<{ steps: Array<{ step: number; promptTokens: number; completionTokens: number }> }>(
+        `${playground.url}api/runs/${run.runId}/steps`,
+      );
       steps.push(...answer.body.steps);
     }
     expect(body.runs).toHaveLength(2);
@@ -90,17 +117,27 @@ describe("web playground in Chromium", () => {
     const rows = page.locator("table.steps tbody tr.step");
     await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(steps.length);
     const shown = await rows.evaluateAll((elements) =>
-      elements.map((row) => [row.querySelector("th")?.textContent, row.querySelector(".prompt-tokens")?.textContent, row.querySelector(".completion-tokens")?.textContent]),
+      elements.map((row) => [
+        row.querySelector("th")?.textContent,
+        row.querySelector(".prompt-tokens")?.textContent,
+        row.querySelector(".completion-tokens")?.textContent,
+      ]),
     );
     const format = (value: number) => value.toLocaleString("en-US");
-    expect(shown).toEqual(steps.map((step) => [String(step.step), format(step.promptTokens), format(step.completionTokens)]));
+    expect(shown).toEqual(
+      steps.map((step) => [String(step.step), format(step.promptTokens), format(step.completionTokens)]),
+    );
     // Cost is unknown for the scripted model: shown as —, never as $0.
-    expect(await page.locator("table.steps tbody tr.step td:nth-child(5)").allTextContents()).toEqual(steps.map(() => "—"));
+    expect(await page.locator("table.steps tbody tr.step td:nth-child(5)").allTextContents()).toEqual(
+      steps.map(() => "—"),
+    );
 
     // The chart: one bar per step, as tall as its prompt tokens.
     const bars = page.locator("svg.chart rect.bar");
     expect(await bars.count()).toBe(steps.length);
-    expect(await bars.evaluateAll((elements) => elements.map((bar) => Number(bar.getAttribute("data-tokens"))))).toEqual(steps.map((step) => step.promptTokens));
+    expect(
+      await bars.evaluateAll((elements) => elements.map((bar) => Number(bar.getAttribute("data-tokens")))),
+    ).toEqual(steps.map((step) => step.promptTokens));
     const heights = await bars.evaluateAll((elements) => elements.map((bar) => Number(bar.getAttribute("height"))));
     const tallest = steps.findIndex((step) => step.promptTokens === Math.max(...steps.map((one) => one.promptTokens)));
     expect(Math.max(...heights)).toBe(heights[tallest]);
@@ -116,7 +153,9 @@ describe("web playground in Chromium", () => {
     const payload = page.locator("tr.step details.payload-details").first();
     await payload.locator("summary").click();
     await payload.locator(".payload-message.role-system").waitFor(VISIBLE);
-    expect(await payload.locator(".payload-message.role-user pre").first().textContent()).toBe(`What is the status of order ${CANCELLABLE_ORDER}?`);
+    expect(await payload.locator(".payload-message.role-user pre").first().textContent()).toBe(
+      `What is the status of order ${CANCELLABLE_ORDER}?`,
+    );
 
     await page.evaluate("window.scrollTo(0, 0)"); // a sticky sidebar would follow the last click down the page
     await page.screenshot({ path: join(artifactsDir(), "web-trace.png"), fullPage: true });
@@ -126,19 +165,42 @@ describe("web playground in Chromium", () => {
   it("draws a specialist's run under the step that called it, one line until opened, with its own steps", async () => {
     const directory = tempDir();
     const agentsFile = join(directory, "agents.json");
-    writeFileSync(agentsFile, JSON.stringify({ agents: { researcher: { description: "Looks up orders.", systemPrompt: "You are the RESEARCHER.", tools: ["get_order_status"] } } }));
+    writeFileSync(
+      agentsFile,
+      JSON.stringify({
+        agents: {
+          researcher: {
+            description: "Looks up orders.",
+            systemPrompt: "You are the RESEARCHER.",
+            tools: ["get_order_status"],
+          },
+        },
+      }),
+    );
     const nestedPlayground = await startPlayground({
       env: { GLASSBOX_AGENTS: agentsFile },
       script: (request) => {
         const researcher = String(request.messages[0]?.content ?? "").includes("RESEARCHER");
         const hasResult = request.messages.some((message) => message.role === "tool");
-        if (researcher) return hasResult ? { content: "It was delivered." } : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }] };
-        return hasResult ? { content: "Your order was delivered." } : { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"Status of order 20240315001?"}' }] };
+        if (researcher)
+          return hasResult
+            ? { content: "It was delivered." }
+            : { toolCalls: [{ name: "get_order_status", arguments: '{"order_id":"20240315001"}' }] };
+        return hasResult
+          ? { content: "Your order was delivered." }
+          : { toolCalls: [{ name: "agent_researcher", arguments: '{"task":"Status of order 20240315001?"}' }] };
       },
     });
-    const { body } = await postJson(`${nestedPlayground.url}api/runs`, { session: "nested", input: "Where is my order?" });
+    const { body } = await postJson(`${nestedPlayground.url}api/runs`, {
+      session: "nested",
+      input: "Where is my order?",
+    });
     const runId = (body as { runId: string }).runId;
-    await expect.poll(async () => (await getJson<{ done: boolean }>(`${nestedPlayground.url}api/runs/${runId}`)).body.done, { timeout: 15_000 }).toBe(true);
+    await expect
+      .poll(async () => (await getJson<{ done: boolean }>(`${nestedPlayground.url}api/runs/${runId}`)).body.done, {
+        timeout: 15_000,
+      })
+      .toBe(true);
 
     await page.goto(`${nestedPlayground.url}trace#session=${encodeURIComponent("web:nested")}`);
     await page.locator("section.run").first().waitFor(VISIBLE);

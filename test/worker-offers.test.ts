@@ -8,16 +8,30 @@ describe("workers' offers", () => {
   it("merges several workers' offers: every tool once, sorted; suggestions in order, each once, at most eight", () => {
     const hints = Array.from({ length: 6 }, (_, index) => `Ask ${index}`);
     expect(mergeOffers([])).toEqual({ tools: [], hints: [] });
-    expect(mergeOffers([{ tools: ["search", "calculator"], hints: hints.slice(0, 4) }, { tools: ["calculator", "wipe_cache"], hints: [...hints.slice(2), "Ask 0"] }])).toEqual({
+    expect(
+      mergeOffers([
+        { tools: ["search", "calculator"], hints: hints.slice(0, 4) },
+        { tools: ["calculator", "wipe_cache"], hints: [...hints.slice(2), "Ask 0"] },
+      ]),
+    ).toEqual({
       tools: ["calculator", "search", "wipe_cache"],
       hints,
     });
-    expect(mergeOffers([{ tools: [], hints: Array.from({ length: 20 }, (_, index) => `Ask ${index}`) }]).hints).toHaveLength(8);
+    expect(
+      mergeOffers([{ tools: [], hints: Array.from({ length: 20 }, (_, index) => `Ask ${index}`) }]).hints,
+    ).toHaveLength(8);
   });
 
   it("reads a stored offer as JSON text or as an object; anything else offers nothing", () => {
-    expect(offerOf('{"tools":["calculator"],"hints":["What is 2+2?"]}')).toEqual({ tools: ["calculator"], hints: ["What is 2+2?"] });
-    expect(offerOf({ tools: ["calculator", 7, null], hints: "not a list" })).toEqual({ tools: ["calculator"], hints: [] });
-    for (const stored of ["not json", "[1,2]", "null", null, 42, undefined]) expect(offerOf(stored)).toEqual({ tools: [], hints: [] });
+    expect(offerOf('{"tools":["calculator"],"hints":["What is 2+2?"]}')).toEqual({
+      tools: ["calculator"],
+      hints: ["What is 2+2?"],
+    });
+    expect(offerOf({ tools: ["calculator", 7, null], hints: "not a list" })).toEqual({
+      tools: ["calculator"],
+      hints: [],
+    });
+    for (const stored of ["not json", "[1,2]", "null", null, 42, undefined])
+      expect(offerOf(stored)).toEqual({ tools: [], hints: [] });
   });
 });

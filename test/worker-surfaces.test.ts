@@ -66,7 +66,11 @@ describe("a worker's surfaces", () => {
     surfaces = await openWorkerSurfaces(config, log);
 
     const inGuild = surfaces.openSurface(`discord:${DEFAULT_GUILD.id}:${GUILD_CHANNEL}`, "42");
-    inGuild.onEvent({ type: "run_start", runId: "run_1", sessionId: `discord:${DEFAULT_GUILD.id}:${GUILD_CHANNEL}` } as never);
+    inGuild.onEvent({
+      type: "run_start",
+      runId: "run_1",
+      sessionId: `discord:${DEFAULT_GUILD.id}:${GUILD_CHANNEL}`,
+    } as never);
     await inGuild.finish(result(`discord:${DEFAULT_GUILD.id}:${GUILD_CHANNEL}`, "the answer in the guild"));
     expect(discord.messages(GUILD_CHANNEL).map((message) => message.content)).toContain("the answer in the guild");
 
@@ -86,11 +90,17 @@ describe("a worker's surfaces", () => {
 
   it("posts Slack answers in their thread through the Web API, and shows HTTP API sessions nowhere", async () => {
     slack = await startFakeSlack();
-    const config = loadConfig({ SLACK_BOT_TOKEN: "xoxb-fake-bot-token", SLACK_SIGNING_SECRET: "secret", SLACK_API_URL: slack.apiUrl });
+    const config = loadConfig({
+      SLACK_BOT_TOKEN: "xoxb-fake-bot-token",
+      SLACK_SIGNING_SECRET: "secret",
+      SLACK_API_URL: slack.apiUrl,
+    });
     surfaces = await openWorkerSurfaces(config, log);
     const session = "slack:T0FAKE0001:C1:1730000000.000100";
     await surfaces.openSurface(session, "U1").finish(result(session, "the answer in the thread"));
-    expect(slack.messages("C1", "1730000000.000100").map((message) => message.text)).toContain("the answer in the thread");
+    expect(slack.messages("C1", "1730000000.000100").map((message) => message.text)).toContain(
+      "the answer in the thread",
+    );
 
     const before = slack.calls.length;
     const web = surfaces.openSurface("web:w1", "U1");
@@ -113,7 +123,9 @@ describe("a worker's Slack surfaces for an app installed in many workspaces", ()
 
   it("posts in each workspace with that workspace's bot token, read from the installations", async () => {
     directory = mkdtempSync(join(tmpdir(), "glassbox-worker-oauth-"));
-    slack = await startFakeSlack({ oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: [TEAM_A, TEAM_B] } });
+    slack = await startFakeSlack({
+      oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, workspaces: [TEAM_A, TEAM_B] },
+    });
     const config = loadConfig({
       SLACK_CLIENT_ID: CLIENT_ID,
       SLACK_CLIENT_SECRET: CLIENT_SECRET,
@@ -124,9 +136,16 @@ describe("a worker's Slack surfaces for an app installed in many workspaces", ()
       GLASSBOX_DB: join(directory, "glassbox.db"),
     });
     // As ingress's OAuth flow stored them.
-    const installations = await openSlackInstallations(config.slack?.oauth as NonNullable<NonNullable<typeof config.slack>["oauth"]>);
+    const installations = await openSlackInstallations(
+      config.slack?.oauth as NonNullable<NonNullable<typeof config.slack>["oauth"]>,
+    );
     for (const team of [TEAM_A, TEAM_B]) {
-      await installations.storeInstallation({ team: { id: team.teamId }, enterprise: undefined, isEnterpriseInstall: false, bot: { token: team.botToken, userId: team.botUserId, id: team.botId, scopes: ["chat:write"] } } as unknown as Installation);
+      await installations.storeInstallation({
+        team: { id: team.teamId },
+        enterprise: undefined,
+        isEnterpriseInstall: false,
+        bot: { token: team.botToken, userId: team.botUserId, id: team.botId, scopes: ["chat:write"] },
+      } as unknown as Installation);
     }
     await installations.close();
 
@@ -135,7 +154,9 @@ describe("a worker's Slack surfaces for an app installed in many workspaces", ()
       const session = `slack:${team.teamId}:C1:1730000000.000100`;
       await surfaces.openSurface(session, `${team.teamId}:U1`).finish(result(session, `the answer in ${team.teamId}`));
     }
-    const posts = slack.callsTo("chat.postMessage").filter((call) => String(call.args.text).startsWith("the answer in"));
+    const posts = slack
+      .callsTo("chat.postMessage")
+      .filter((call) => String(call.args.text).startsWith("the answer in"));
     expect(posts.map((call) => [call.args.text, call.token])).toEqual([
       [`the answer in ${TEAM_A.teamId}`, TEAM_A.botToken],
       [`the answer in ${TEAM_B.teamId}`, TEAM_B.botToken],
@@ -149,25 +170,42 @@ describe("the worker role's settings", () => {
       "GLASSBOX_ROLE is 'boss'; set it to ingress, worker or all (with GLASSBOX_DATABASE_URL), or leave it unset to run everything in one process.",
     );
     expect(loadConfig({}).role).toBeUndefined();
-    expect(loadConfig({ GLASSBOX_ROLE: "Worker", GLASSBOX_WORKER_CONCURRENCY: "3" })).toMatchObject({ role: "worker", workerConcurrency: 3 });
+    expect(loadConfig({ GLASSBOX_ROLE: "Worker", GLASSBOX_WORKER_CONCURRENCY: "3" })).toMatchObject({
+      role: "worker",
+      workerConcurrency: 3,
+    });
     expect(() => loadConfig({ GLASSBOX_WORKER_CONCURRENCY: "2.5" })).toThrow(/GLASSBOX_WORKER_CONCURRENCY/);
   });
 
   it("refuses to start a worker without PostgreSQL, or without a model, in one sentence", async () => {
-    const noDatabase = await startWorkerRole({ config: loadConfig({ OPENAI_API_KEY: "sk-test" }), store: { databasePath: "unused.db" }, log, concurrency: 1 }).catch((error: unknown) => error);
+    const noDatabase = await startWorkerRole({
+      config: loadConfig({ OPENAI_API_KEY: "sk-test" }),
+      store: { databasePath: "unused.db" },
+      log,
+      concurrency: 1,
+    }).catch((error: unknown) => error);
     expect(noDatabase).toBeInstanceOf(GlassboxError);
     expect((noDatabase as Error).message).toBe(
       "GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.",
     );
-    const noModel = await startWorkerRole({ config: loadConfig({}), store: { databaseUrl: "postgres://nobody@127.0.0.1:1/none", databasePath: "unused.db" }, log, concurrency: 1 }).catch((error: unknown) => error);
+    const noModel = await startWorkerRole({
+      config: loadConfig({}),
+      store: { databaseUrl: "postgres://nobody@127.0.0.1:1/none", databasePath: "unused.db" },
+      log,
+      concurrency: 1,
+    }).catch((error: unknown) => error);
     expect((noModel as Error).message).toMatch(/^No model is configured/);
   });
 
   it("reads the queue's timings from GLASSBOX_QUEUE_TIMINGS, and refuses anything else in one sentence", () => {
     expect(queueOptionsFromEnv({})).toEqual({});
-    expect(queueOptionsFromEnv({ GLASSBOX_QUEUE_TIMINGS: '{"heartbeatMs":200,"deadAfterMs":1000}' })).toEqual({ timings: { heartbeatMs: 200, deadAfterMs: 1000 } });
+    expect(queueOptionsFromEnv({ GLASSBOX_QUEUE_TIMINGS: '{"heartbeatMs":200,"deadAfterMs":1000}' })).toEqual({
+      timings: { heartbeatMs: 200, deadAfterMs: 1000 },
+    });
     for (const wrong of ["{", "[]", '{"heartbeat":5}', '{"heartbeatMs":-1}']) {
-      expect(() => queueOptionsFromEnv({ GLASSBOX_QUEUE_TIMINGS: wrong })).toThrow(/^GLASSBOX_QUEUE_TIMINGS must be a JSON object of milliseconds/);
+      expect(() => queueOptionsFromEnv({ GLASSBOX_QUEUE_TIMINGS: wrong })).toThrow(
+        /^GLASSBOX_QUEUE_TIMINGS must be a JSON object of milliseconds/,
+      );
     }
   });
 });

@@ -22,7 +22,13 @@ for (const target of TARGETS) {
 
     function sweeperOn(store: IngressHarness["store"], shown: Approval[]): ApprovalSweeper {
       const queue = harness.queue as unknown as Pick<RunQueue<unknown>, "enqueue">;
-      const sweeper = startApprovalSweeper({ store, queue, showDecision: async (approval) => void shown.push(approval), log: harness.log, everyMs: 3_600_000 });
+      const sweeper = startApprovalSweeper({
+        store,
+        queue,
+        showDecision: async (approval) => void shown.push(approval),
+        log: harness.log,
+        everyMs: 3_600_000,
+      });
       sweepers.push(sweeper);
       return sweeper;
     }
@@ -34,17 +40,30 @@ for (const target of TARGETS) {
       await pausedRunOf(harness.store, "run_both", "slack:T1:C1:1.1", "U1", ["call_a", "call_b"]);
       const [first] = await pausedRunOf(harness.store, "run_clicked", "slack:T1:C1:2.2", "U1", ["call_c", "call_d"]);
       // One of run_clicked's approvals was decided by a click, which did not ready the run.
-      const click = await harness.store.decideApproval({ approvalId: first?.id as string, userId: "U1", approved: true, approvers: [] });
+      const click = await harness.store.decideApproval({
+        approvalId: first?.id as string,
+        userId: "U1",
+        approved: true,
+        approvers: [],
+      });
       expect(click).toMatchObject({ kind: "decided", runReady: false });
 
       expect(await sweeper.sweep(new Date())).toEqual([]); // nothing is due yet
       const expired = await sweeper.sweep(LATER());
       expect(expired.map((approval) => approval.toolCallId).sort()).toEqual(["call_a", "call_b", "call_d"]);
-      expect(shown.map((approval) => `${approval.toolCallId}:${approval.status}`).sort()).toEqual(["call_a:expired", "call_b:expired", "call_d:expired"]);
+      expect(shown.map((approval) => `${approval.toolCallId}:${approval.status}`).sort()).toEqual([
+        "call_a:expired",
+        "call_b:expired",
+        "call_d:expired",
+      ]);
 
       const turns = await harness.waitForTurns(2);
       expect(turns.map((turn) => turn.key).sort()).toEqual(["resume:run_both", "resume:run_clicked"]);
-      expect(turns.find((turn) => turn.key === "resume:run_both")?.payload).toMatchObject({ kind: "resume", runId: "run_both", sessionId: "slack:T1:C1:1.1" });
+      expect(turns.find((turn) => turn.key === "resume:run_both")?.payload).toMatchObject({
+        kind: "resume",
+        runId: "run_both",
+        sessionId: "slack:T1:C1:1.1",
+      });
       expect(await sweeper.sweep(LATER())).toEqual([]);
     });
 
@@ -53,12 +72,29 @@ for (const target of TARGETS) {
       const sweeper = sweeperOn(harness.store, []);
       await pausedRunOf(harness.store, "run_mixed", "web:w1", "U1", ["call_a"]);
       // A second call of the same run asked later, with a longer time.
-      await harness.store.openApprovals([{ runId: "run_mixed", sessionId: "web:w1", userId: "U1", toolCallId: "call_b", toolName: "post_notice", arguments: {}, argumentsHash: "hash-call_b" }], 6 * 3_600);
+      await harness.store.openApprovals(
+        [
+          {
+            runId: "run_mixed",
+            sessionId: "web:w1",
+            userId: "U1",
+            toolCallId: "call_b",
+            toolName: "post_notice",
+            arguments: {},
+            argumentsHash: "hash-call_b",
+          },
+        ],
+        6 * 3_600,
+      );
       expect((await sweeper.sweep(LATER())).map((approval) => approval.toolCallId)).toEqual(["call_a"]);
       // A later message of the same conversation shows that no resume was enqueued before it.
-      await harness.store.acceptEvent({ eventIds: ["later-message"] }, (transaction) => (harness.ingress.queue.enqueueIn(transaction, { conversation: "web:w1", key: "later-message", payload: {} })));
+      await harness.store.acceptEvent({ eventIds: ["later-message"] }, (transaction) =>
+        harness.ingress.queue.enqueueIn(transaction, { conversation: "web:w1", key: "later-message", payload: {} }),
+      );
       expect((await harness.waitForTurns(1)).map((turn) => turn.key)).toEqual(["later-message"]);
-      expect((await sweeper.sweep(new Date(Date.now() + 7 * 3_600_000))).map((approval) => approval.toolCallId)).toEqual(["call_b"]);
+      expect(
+        (await sweeper.sweep(new Date(Date.now() + 7 * 3_600_000))).map((approval) => approval.toolCallId),
+      ).toEqual(["call_b"]);
       expect((await harness.waitForTurns(2)).map((turn) => turn.key)).toEqual(["later-message", "resume:run_mixed"]);
     });
 
@@ -68,7 +104,8 @@ for (const target of TARGETS) {
       const shownThere: Approval[] = [];
       const here = sweeperOn(harness.store, shownHere);
       const there = sweeperOn(await harness.another(), shownThere);
-      for (let index = 0; index < 5; index++) await pausedRunOf(harness.store, `run_${index}`, `slack:T1:C1:${index}.0`, "U1", ["call_a", "call_b"]);
+      for (let index = 0; index < 5; index++)
+        await pausedRunOf(harness.store, `run_${index}`, `slack:T1:C1:${index}.0`, "U1", ["call_a", "call_b"]);
       const now = LATER();
       const [a, b] = await Promise.all([here.sweep(now), there.sweep(now)]);
       const ids = [...a, ...b].map((approval) => approval.id);

@@ -57,7 +57,10 @@ export async function downloadFiles(files: readonly FileRef[], options: Download
       continue;
     }
     if (file.size > messageLeft) {
-      unread(file, `the files of one message may come to ${formatBytes(limits.maxMessageBytes)} together, and this one would pass that`);
+      unread(
+        file,
+        `the files of one message may come to ${formatBytes(limits.maxMessageBytes)} together, and this one would pass that`,
+      );
       continue;
     }
     const limit = Math.min(limits.maxFileBytes, messageLeft);
@@ -73,7 +76,12 @@ export async function downloadFiles(files: readonly FileRef[], options: Download
 }
 
 /** The file's bytes, or why not (the end of a sentence). Never reads more than `limit` bytes. */
-async function fetchBounded(file: FileRef, limit: number, limits: AttachmentLimits, options: DownloadOptions): Promise<Uint8Array | string> {
+async function fetchBounded(
+  file: FileRef,
+  limit: number,
+  limits: AttachmentLimits,
+  options: DownloadOptions,
+): Promise<Uint8Array | string> {
   const timeout = AbortSignal.timeout(limits.downloadTimeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
@@ -107,7 +115,8 @@ async function fetchBounded(file: FileRef, limit: number, limits: AttachmentLimi
     }
     return await readAtMost(response, limit, limits);
   } catch (error) {
-    if (timeout.aborted) return `the download took longer than ${limits.downloadTimeoutMs < 1_000 ? `${limits.downloadTimeoutMs} ms` : `${Math.round(limits.downloadTimeoutMs / 1000)} seconds`}`;
+    if (timeout.aborted)
+      return `the download took longer than ${limits.downloadTimeoutMs < 1_000 ? `${limits.downloadTimeoutMs} ms` : `${Math.round(limits.downloadTimeoutMs / 1000)} seconds`}`;
     if (options.signal?.aborted) return "the message was cancelled";
     return `the download failed (${(error as Error).message})`;
   }
@@ -133,6 +142,11 @@ async function readAtMost(response: Response, limit: number, limits: AttachmentL
 }
 
 function tooLarge(bytes: number, limit: number, limits: AttachmentLimits, whileReading = false): string {
-  const what = limit < limits.maxFileBytes ? `what is left of the ${formatBytes(limits.maxMessageBytes)} limit for one message's files` : `the ${formatBytes(limits.maxFileBytes)} limit for one file`;
-  return whileReading ? `it turned out larger than ${what} (the download was stopped there)` : `it is ${formatBytes(bytes)}, over ${what}`;
+  const what =
+    limit < limits.maxFileBytes
+      ? `what is left of the ${formatBytes(limits.maxMessageBytes)} limit for one message's files`
+      : `the ${formatBytes(limits.maxFileBytes)} limit for one file`;
+  return whileReading
+    ? `it turned out larger than ${what} (the download was stopped there)`
+    : `it is ${formatBytes(bytes)}, over ${what}`;
 }

@@ -63,9 +63,14 @@ export async function startConversationWorkers(options: {
   let closing = false;
   const started = await Promise.allSettled(
     Array.from({ length: count }, (_, shard) =>
-      startWorker(options.entry, { ...options.data, shard, shards: count, logLevel: log.level } satisfies ShardData, log.child({ worker: shard }), (code) => {
-        if (!closing) options.onExit?.(shard, code);
-      }),
+      startWorker(
+        options.entry,
+        { ...options.data, shard, shards: count, logLevel: log.level } satisfies ShardData,
+        log.child({ worker: shard }),
+        (code) => {
+          if (!closing) options.onExit?.(shard, code);
+        },
+      ),
     ),
   );
   const workers = started.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
@@ -76,16 +81,21 @@ export async function startConversationWorkers(options: {
     throw failure.reason;
   }
   const of = (sessionId: string) => workers[shardOf(sessionId, count)] as WorkerHandle;
-  const everyWorker = <T>(method: Method, argument?: unknown) => Promise.all(workers.map((worker) => worker.call(method, argument) as Promise<T>));
+  const everyWorker = <T>(method: Method, argument?: unknown) =>
+    Promise.all(workers.map((worker) => worker.call(method, argument) as Promise<T>));
 
   return {
     send: (task) => of(task.sessionId).call("send", task) as Promise<RunResult>,
     async decide(decision) {
       // An approval that is not in the store is unknown to every worker; any of them says so.
       const sessionId = await options.sessionOfApproval(decision.approvalId);
-      return (sessionId ? of(sessionId) : (workers[0] as WorkerHandle)).call("decide", decision) as Promise<DecisionOutcome>;
+      return (sessionId ? of(sessionId) : (workers[0] as WorkerHandle)).call(
+        "decide",
+        decision,
+      ) as Promise<DecisionOutcome>;
     },
-    expireApprovals: async (now) => (await everyWorker<number>("expireApprovals", now)).reduce((sum, expired) => sum + expired, 0),
+    expireApprovals: async (now) =>
+      (await everyWorker<number>("expireApprovals", now)).reduce((sum, expired) => sum + expired, 0),
     stop: (sessionId) => of(sessionId).call("stop", sessionId) as Promise<boolean>,
     busy: (sessionId) => of(sessionId).call("busy", sessionId) as Promise<boolean>,
     async idle() {
@@ -154,12 +164,23 @@ function launch(entry: URL, workerData: object): Worker {
   if (!entry.pathname.endsWith(".ts")) return new Worker(entry, { workerData });
   const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
   const module = JSON.stringify(entry.href);
-  return new Worker(`import(${api}).then(({ tsImport }) => tsImport(${module}, ${module}))`, { eval: true, workerData });
+  return new Worker(`import(${api}).then(({ tsImport }) => tsImport(${module}, ${module}))`, {
+    eval: true,
+    workerData,
+  });
 }
 
 /** A worker's log line, written by the adapter's logger (a test's, or stderr), marked with the worker. */
 function relayLog(log: Logger, line: string): void {
-  const { level, msg, time: _time, pid: _pid, hostname: _hostname, name: _name, ...fields } = JSON.parse(line) as Record<string, unknown> & { level: number; msg?: string };
+  const {
+    level,
+    msg,
+    time: _time,
+    pid: _pid,
+    hostname: _hostname,
+    name: _name,
+    ...fields
+  } = JSON.parse(line) as Record<string, unknown> & { level: number; msg?: string };
   const label = log.levels.labels[level] as "info" | "warn" | "error" | "fatal" | "debug" | "trace" | undefined;
   log[label ?? "info"](fields, msg ?? "");
 }
@@ -169,7 +190,10 @@ function relayLog(log: Logger, line: string): void {
 /** The worker's logger: its lines go to the adapter's thread, which writes them. */
 export function workerLogger(level: string): Logger {
   const port = workerPort();
-  return createLogger({ level, destination: { write: (line: string) => port.postMessage({ kind: "log", line } satisfies FromWorker) } });
+  return createLogger({
+    level,
+    destination: { write: (line: string) => port.postMessage({ kind: "log", line } satisfies FromWorker) },
+  });
 }
 
 /** Answers the adapter's calls with these conversations; `close` waits for their runs, then `closeAll`. */
@@ -205,7 +229,11 @@ export function serveConversations(conversations: Conversations, closeAll: () =>
 /** The worker could not build its conversations: the adapter's start fails with this sentence. */
 export function reportStartFailure(error: unknown): void {
   const configuration = error instanceof GlassboxError && error.code === "configuration";
-  workerPort().postMessage({ kind: "failed", message: (error as Error).message ?? String(error), configuration } satisfies FromWorker);
+  workerPort().postMessage({
+    kind: "failed",
+    message: (error as Error).message ?? String(error),
+    configuration,
+  } satisfies FromWorker);
 }
 
 function workerPort() {

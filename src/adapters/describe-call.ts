@@ -1,6 +1,8 @@
 /** A tool call as one short line for people: `get_order_status(order_id: 20240315001)`. */
 export function describeCall(name: string, args: Record<string, unknown> | undefined, maxLength = 160): string {
-  const parts = Object.entries(args ?? {}).map(([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`);
+  const parts = Object.entries(args ?? {}).map(
+    ([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`,
+  );
   return shorten(`${name}(${parts.join(", ")})`, maxLength);
 }
 
@@ -12,7 +14,8 @@ function shorten(text: string, maxLength: number): string {
 // Backticks (which could close the code block) and characters that show as nothing or turn text
 // around (zero-width, bidi controls, odd spaces, fillers): a person approving must see them.
 // Control characters below U+0020 need nothing: JSON.stringify escapes them in strings.
-const HIDDEN = /[`\u007f-\u009f\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u3164\uffa0\u2800]/gu;
+const HIDDEN =
+  /[`\u007f-\u009f\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u3164\uffa0\u2800]/gu;
 // What a cut may leave of an escape: half of `\u200b`, `\\` or `&lt;`.
 const PARTIAL_ESCAPE = /(?:\\(?:u[0-9a-fA-F]{0,3})?|&[a-z]{0,3})$/;
 
@@ -23,7 +26,11 @@ const PARTIAL_ESCAPE = /(?:\\(?:u[0-9a-fA-F]{0,3})?|&[a-z]{0,3})$/;
  * escaping) runs before the cut, so the text is at most `limit` characters plus a note of what
  * was left out.
  */
-export function argumentsForDisplay(args: Record<string, unknown>, limit: number, escape: (text: string) => string = (text) => text): string {
+export function argumentsForDisplay(
+  args: Record<string, unknown>,
+  limit: number,
+  escape: (text: string) => string = (text) => text,
+): string {
   const json = escape(
     JSON.stringify(args, null, 2).replace(HIDDEN, (character) => {
       const code = character.codePointAt(0) ?? 0;

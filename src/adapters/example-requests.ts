@@ -32,15 +32,20 @@ export function examplePrompts(sources: ReadonlyMap<string, ToolSource>, most = 
   const prompts: ExamplePrompt[] = [];
   const own: string[] = [];
   for (const [name, source] of sources) {
-    if (source.kind === "demo" && DEMO_EXAMPLES[name]) prompts.push({ title: `Try ${name}`, message: DEMO_EXAMPLES[name] });
+    if (source.kind === "demo" && DEMO_EXAMPLES[name])
+      prompts.push({ title: `Try ${name}`, message: DEMO_EXAMPLES[name] });
     if (source.kind !== "builtin" && source.kind !== "demo") own.push(name);
   }
   if (own.length > 0) {
     const named = `${own.slice(0, 5).join(", ")}${own.length > 5 ? ", ..." : ""}`;
-    prompts.push({ title: `Try ${own.length === 1 ? own[0] : "your tools"}`, message: `Ask for something your tools do (${named}).` });
+    prompts.push({
+      title: `Try ${own.length === 1 ? own[0] : "your tools"}`,
+      message: `Ask for something your tools do (${named}).`,
+    });
   }
   for (const [name, source] of sources) {
-    if (source.kind === "builtin" && BUILTIN_EXAMPLES[name]) prompts.push({ title: `Try ${name}`, message: BUILTIN_EXAMPLES[name] });
+    if (source.kind === "builtin" && BUILTIN_EXAMPLES[name])
+      prompts.push({ title: `Try ${name}`, message: BUILTIN_EXAMPLES[name] });
   }
   return prompts.length > 0 ? prompts.slice(0, most) : [{ title: "Ask me anything", message: "Ask me anything." }];
 }

@@ -17,7 +17,12 @@ export type ApproveMode = "yes" | "no" | "ask";
 /** yes and no decide without asking; ask prompts, and denies when there is no terminal to ask on. */
 export function terminalApprovalGate(mode: ApproveMode, ask?: (question: string) => Promise<string>): ApprovalGate {
   return async (request) => {
-    const decide = (approved: boolean, reason?: string) => ({ approved, by: "cli", argumentsHash: request.argumentsHash, ...(reason ? { reason } : {}) });
+    const decide = (approved: boolean, reason?: string) => ({
+      approved,
+      by: "cli",
+      argumentsHash: request.argumentsHash,
+      ...(reason ? { reason } : {}),
+    });
     if (mode === "yes") return decide(true);
     if (mode === "no") return decide(false, "denied by --approve no");
     if (!ask) return decide(false, "no terminal to ask for approval");
@@ -43,7 +48,11 @@ export interface TerminalView {
 }
 
 /** Colour, Markdown and a spinner where the streams are terminals; the plain text where they are pipes or files. */
-export function terminalView(out: NodeJS.WritableStream & { isTTY?: boolean }, log: NodeJS.WritableStream & { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): TerminalView {
+export function terminalView(
+  out: NodeJS.WritableStream & { isTTY?: boolean },
+  log: NodeJS.WritableStream & { isTTY?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): TerminalView {
   const logStyle = styleFor(log, env);
   return {
     out,
@@ -124,7 +133,10 @@ export function createTerminalRenderer(view: TerminalView) {
           const { envelope, name, durationMs, id } = event.record;
           // A call refused before it started (denied at the prompt just answered, invalid arguments) was never shown as calling.
           if (!running.delete(id)) break;
-          const outcome = envelope.status === "success" ? style.green("ok") : style.red(`${envelope.error.type}: ${logText(envelope.error.message)}`);
+          const outcome =
+            envelope.status === "success"
+              ? style.green("ok")
+              : style.red(`${envelope.error.type}: ${logText(envelope.error.message)}`);
           writeLog(`  ${name} ${outcome} ${style.dim(`(${Math.round(durationMs)} ms)`)}`);
           waiting();
           break;
@@ -169,11 +181,21 @@ export function createTerminalRenderer(view: TerminalView) {
  */
 export async function startTerminalChat(
   agent: AgentConfig,
-  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; sessionId: string; reset?: () => unknown; env?: NodeJS.ProcessEnv },
+  io: {
+    input: NodeJS.ReadableStream;
+    output: NodeJS.WritableStream;
+    sessionId: string;
+    reset?: () => unknown;
+    env?: NodeJS.ProcessEnv;
+  },
 ): Promise<void> {
   const view = terminalView(io.output, io.output, io.env);
   const prompt = view.answerStyle.bold(view.answerStyle.cyan("> "));
-  const terminal = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) });
+  const terminal = createInterface({
+    input: io.input,
+    output: io.output,
+    terminal: Boolean((io.input as { isTTY?: boolean }).isTTY),
+  });
   // One reader for turns and approval answers alike; it buffers lines that arrive early (pasted or piped).
   const lines = terminal[Symbol.asyncIterator]();
   const readLine = async (question: string) => {
@@ -187,9 +209,15 @@ export async function startTerminalChat(
   let history: Message[] = [];
   let running: AbortController | undefined;
   terminal.on("SIGINT", () => (running ? running.abort() : terminal.close()));
-  io.output.write(`glassbox: type a message, /reset to start over, /exit to quit. ${view.logStyle.dim(`(session ${io.sessionId})`)}\n`);
+  io.output.write(
+    `glassbox: type a message, /reset to start over, /exit to quit. ${view.logStyle.dim(`(session ${io.sessionId})`)}\n`,
+  );
 
-  for (let line = await readLine(prompt); line !== undefined && line.trim() !== "/exit"; line = await readLine(prompt)) {
+  for (
+    let line = await readLine(prompt);
+    line !== undefined && line.trim() !== "/exit";
+    line = await readLine(prompt)
+  ) {
     const input = line.trim();
     if (input === "/reset") {
       history = [];

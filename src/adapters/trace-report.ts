@@ -14,7 +14,10 @@ export interface NestedRuns {
 
 export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: NestedRuns, indent = ""): string {
   const children = nested?.childrenOf(run.runId) ?? [];
-  const lines = [`Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`, `  asked: ${oneLine(run.input, 200)}`];
+  const lines = [
+    `Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`,
+    `  asked: ${oneLine(run.input, 200)}`,
+  ];
   for (const step of steps) {
     const context = `${count(step.contextMessages, "message")}${step.contextTokens === null ? "" : ` (~${count(step.contextTokens, "token")})`}`;
     lines.push(
@@ -24,27 +27,41 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
     for (const note of step.modelNotes) lines.push(`    model layer: ${oneLine(note, 200)}`);
     if (step.content) lines.push(`    said: ${oneLine(step.content, 200)}`);
     for (const call of step.toolCalls) {
-      const outcome = call.envelope.status === "success" ? "success" : `${call.envelope.error.type}: ${oneLine(call.envelope.error.message, 120)}`;
+      const outcome =
+        call.envelope.status === "success"
+          ? "success"
+          : `${call.envelope.error.type}: ${oneLine(call.envelope.error.message, 120)}`;
       lines.push(`    → ${describeCall(call.name, call.arguments)}  ${outcome}  ${Math.round(call.durationMs)} ms`);
       if (call.repairs.length) lines.push(`      repaired: ${call.repairs.join("; ")}`);
       if (call.approval) lines.push(`      ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}`);
       for (const child of children.filter((candidate) => candidate.parentToolCallId === call.id)) {
-        lines.push(`      sub-agent ${formatRunTimeline(child, nested?.steps(child.runId) ?? [], nested, "      ").trimStart()}`);
+        lines.push(
+          `      sub-agent ${formatRunTimeline(child, nested?.steps(child.runId) ?? [], nested, "      ").trimStart()}`,
+        );
       }
     }
     for (const note of step.notes) lines.push(`    note: ${oneLine(note, 200)}`);
   }
   if (run.output) lines.push(`  answer: ${oneLine(run.output, 300)}`);
-  lines.push(`  total: ${count(run.steps, "step")}, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`);
+  lines.push(
+    `  total: ${count(run.steps, "step")}, prompt ${number(run.promptTokens)} / completion ${number(run.completionTokens)} tokens, ${dollars(run.cost)}`,
+  );
   // A sub-agent's timeline is several lines: each one is indented, at every depth.
-  return lines.join("\n").split("\n").map((line) => indent + line).join("\n");
+  return lines
+    .join("\n")
+    .split("\n")
+    .map((line) => indent + line)
+    .join("\n");
 }
 
 /** What people said about a run's answer, a line each (their latest 👍 or 👎, when, and why); nothing when nobody rated it. */
 export function formatFeedback(feedback: Feedback[]): string {
   if (feedback.length === 0) return "";
   const up = feedback.filter((one) => one.rating === "up").length;
-  const lines = [`  feedback: ${up} 👍, ${feedback.length - up} 👎`, ...feedback.map((one) => `    ${oneLine(feedbackLine(one), 300)} (${one.source}, ${one.at})`)];
+  const lines = [
+    `  feedback: ${up} 👍, ${feedback.length - up} 👎`,
+    ...feedback.map((one) => `    ${oneLine(feedbackLine(one), 300)} (${one.source}, ${one.at})`),
+  ];
   return lines.join("\n");
 }
 
@@ -63,14 +80,22 @@ export function formatUsage(title: string, keyHeader: string, totals: UsageTotal
     { header: "COMPLETION TOKENS", align: "right" as const },
     { header: "COST", align: "right" as const },
   ];
-  const rows = totals.map((total) => [total.key, number(total.runs), number(total.promptTokens), number(total.completionTokens), total.cost === null ? "unknown" : dollars(total.cost)]);
+  const rows = totals.map((total) => [
+    total.key,
+    number(total.runs),
+    number(total.promptTokens),
+    number(total.completionTokens),
+    total.cost === null ? "unknown" : dollars(total.cost),
+  ]);
   return `${style.bold(title)}\n${formatTable(columns, rows, { indent: "  ", style })}`;
 }
 
 /** The reasoning's size, and its first line as a glimpse (the whole is in --json and on the trace page). */
 function thinkingLine(step: StepTrace): string {
   const kept = step.reasoning?.length ?? 0;
-  const size = step.reasoningCutChars ? `${count(kept + step.reasoningCutChars, "char")}, the first ${number(kept)} kept` : count(kept, "char");
+  const size = step.reasoningCutChars
+    ? `${count(kept + step.reasoningCutChars, "char")}, the first ${number(kept)} kept`
+    : count(kept, "char");
   const [firstLine = "", ...more] = (step.reasoning ?? "").trim().split("\n");
   return `thinking (${size}): ${oneLine(firstLine, 120)}${more.length ? " …" : ""}`;
 }

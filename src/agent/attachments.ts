@@ -57,9 +57,12 @@ export const DEFAULT_ATTACHMENT_LIMITS: AttachmentLimits = {
 export const DEFAULT_TEXT_CHARS = 12_000;
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
-const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|x-ndjson|csv)$|application\/[\w.-]+\+(json|xml)$)/;
+const TEXT_TYPES =
+  /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|x-ndjson|csv)$|application\/[\w.-]+\+(json|xml)$)/;
 const TEXT_EXTENSIONS = new Set(
-  "txt md markdown csv tsv json jsonl ndjson xml yaml yml toml ini cfg conf log sql html htm css js mjs cjs ts tsx jsx py rb go rs java kt swift c h cc cpp hpp cs php sh bash zsh ps1 r lua pl scala dart vue svelte diff patch env gitignore dockerfile makefile".split(" "),
+  "txt md markdown csv tsv json jsonl ndjson xml yaml yml toml ini cfg conf log sql html htm css js mjs cjs ts tsx jsx py rb go rs java kt swift c h cc cpp hpp cs php sh bash zsh ps1 r lua pl scala dart vue svelte diff patch env gitignore dockerfile makefile".split(
+    " ",
+  ),
 );
 
 export interface ShapedFile {
@@ -76,18 +79,30 @@ export interface ShapedFile {
 }
 
 /** Each file as the model is given it; text files share `textChars`. Deterministic, so the trace and the message agree. */
-export function shapeAttachments(attachments: readonly Attachment[], textChars = DEFAULT_TEXT_CHARS, withImageData = true): ShapedFile[] {
+export function shapeAttachments(
+  attachments: readonly Attachment[],
+  textChars = DEFAULT_TEXT_CHARS,
+  withImageData = true,
+): ShapedFile[] {
   let textLeft = textChars;
   let textFilesLeft = attachments.filter((file) => "data" in file && kindOf(file) === "text").length;
   return attachments.map((file): ShapedFile => {
     const name = cleanName(file.name);
     const about = `${name} (${file.mimeType}, ${formatBytes(file.size)})`;
     const base = { name, mimeType: file.mimeType, size: file.size };
-    if (!("data" in file)) return { ...base, givenAs: "unread", text: `[Attached file ${about} could not be read: ${file.problem}.]` };
+    if (!("data" in file))
+      return { ...base, givenAs: "unread", text: `[Attached file ${about} could not be read: ${file.problem}.]` };
     const kind = kindOf(file);
     if (kind === "image") {
-      const url = withImageData ? `data:${imageTypeOf(file.data) ?? file.mimeType};base64,${Buffer.from(file.data).toString("base64")}` : "";
-      return { ...base, givenAs: "image", text: `[Attached image: ${about}]`, image: { type: "image_url", image_url: { url } } };
+      const url = withImageData
+        ? `data:${imageTypeOf(file.data) ?? file.mimeType};base64,${Buffer.from(file.data).toString("base64")}`
+        : "";
+      return {
+        ...base,
+        givenAs: "image",
+        text: `[Attached image: ${about}]`,
+        image: { type: "image_url", image_url: { url } },
+      };
     }
     if (kind === "text") {
       const whole = new TextDecoder().decode(file.data);
@@ -97,14 +112,26 @@ export function shapeAttachments(attachments: readonly Attachment[], textChars =
       const cut = kept.length < whole.length ? { kept: kept.length, of: whole.length } : undefined;
       const said = cut ? `its first ${cut.kept} of ${cut.of} characters follow` : "its text follows";
       const body = `${kept}${cut ? `\n…[cut: ${cut.of - cut.kept} more characters not shown]` : ""}`;
-      return { ...base, givenAs: cut ? "text_cut" : "text", text: `[Attached file: ${about}; ${said}]\n<file name="${name.replace(/"/g, "'")}">\n${body}\n</file>`, ...(cut ? { cut } : {}) };
+      return {
+        ...base,
+        givenAs: cut ? "text_cut" : "text",
+        text: `[Attached file: ${about}; ${said}]\n<file name="${name.replace(/"/g, "'")}">\n${body}\n</file>`,
+        ...(cut ? { cut } : {}),
+      };
     }
-    return { ...base, givenAs: "named", text: `[Attached file: ${about}; its content cannot be read here, only its name, type and size]` };
+    return {
+      ...base,
+      givenAs: "named",
+      text: `[Attached file: ${about}; its content cannot be read here, only its name, type and size]`,
+    };
   });
 }
 
 /** The user message of a task: its text, or, with attachments, the text and each file as shapeAttachments gives it. */
-export function userMessageOf(task: { input: string; attachments?: readonly Attachment[] }, textChars?: number): Message {
+export function userMessageOf(
+  task: { input: string; attachments?: readonly Attachment[] },
+  textChars?: number,
+): Message {
   if (!task.attachments?.length) return { role: "user", content: task.input };
   const shaped = shapeAttachments(task.attachments, textChars);
   const texts = [task.input, ...shaped.map((file) => file.text)].filter((text) => text !== "");
@@ -121,9 +148,14 @@ export function userMessageOf(task: { input: string; attachments?: readonly Atta
 }
 
 /** The run's input as the trace keeps it: the text, then one line per file saying how the model was given it. */
-export function inputWithAttachments(task: { input: string; attachments?: readonly Attachment[] }, textChars?: number): string {
+export function inputWithAttachments(
+  task: { input: string; attachments?: readonly Attachment[] },
+  textChars?: number,
+): string {
   if (!task.attachments?.length) return task.input;
-  const lines = shapeAttachments(task.attachments, textChars, false).map((file) => `Attached: ${file.name} (${file.mimeType}, ${formatBytes(file.size)}) — ${givenInWords(file)}`);
+  const lines = shapeAttachments(task.attachments, textChars, false).map(
+    (file) => `Attached: ${file.name} (${file.mimeType}, ${formatBytes(file.size)}) — ${givenInWords(file)}`,
+  );
   return [task.input, ...lines].filter((text) => text !== "").join("\n");
 }
 
@@ -141,13 +173,16 @@ function givenInWords(file: ShapedFile): string {
  */
 export function conversationFormOf(message: Message): Message {
   if (message.role !== "user" || typeof message.content === "string") return message;
-  const text = message.content.map((part) => (part.type === "text" ? part.text : "(the image was shown to you in this turn only)")).join("\n");
+  const text = message.content
+    .map((part) => (part.type === "text" ? part.text : "(the image was shown to you in this turn only)"))
+    .join("\n");
   return { role: "user", content: text };
 }
 
 function kindOf(file: ReceivedFile): "image" | "text" | "other" {
   const type = file.mimeType.toLowerCase().split(";")[0]?.trim() ?? "";
-  if (IMAGE_TYPES.has(type) || (type === "application/octet-stream" && imageTypeOf(file.data))) return imageTypeOf(file.data) ? "image" : "other";
+  if (IMAGE_TYPES.has(type) || (type === "application/octet-stream" && imageTypeOf(file.data)))
+    return imageTypeOf(file.data) ? "image" : "other";
   const extension = file.name.toLowerCase().split(".").at(-1) ?? "";
   if ((TEXT_TYPES.test(type) || TEXT_EXTENSIONS.has(extension)) && isText(file.data)) return "text";
   return "other";
@@ -159,7 +194,8 @@ function imageTypeOf(data: Uint8Array): string | undefined {
   if (starts(0x89, 0x50, 0x4e, 0x47)) return "image/png";
   if (starts(0xff, 0xd8, 0xff)) return "image/jpeg";
   if (starts(0x47, 0x49, 0x46, 0x38)) return "image/gif";
-  if (starts(0x52, 0x49, 0x46, 0x46) && data[8] === 0x57 && data[9] === 0x45 && data[10] === 0x42 && data[11] === 0x50) return "image/webp";
+  if (starts(0x52, 0x49, 0x46, 0x46) && data[8] === 0x57 && data[9] === 0x45 && data[10] === 0x42 && data[11] === 0x50)
+    return "image/webp";
   return undefined;
 }
 
@@ -176,7 +212,11 @@ function isText(data: Uint8Array): boolean {
 
 /** A name on one line, without brackets that could end our markers, at most 200 characters. */
 export function cleanName(name: string): string {
-  const clean = name.replace(/[\r\n\t]+/g, " ").replace(/[[\]<>]/g, "_").trim().slice(0, 200);
+  const clean = name
+    .replace(/[\r\n\t]+/g, " ")
+    .replace(/[[\]<>]/g, "_")
+    .trim()
+    .slice(0, 200);
   return clean || "unnamed";
 }
 
@@ -188,6 +228,7 @@ export function formatBytes(bytes: number): string {
 
 /** The request with text put before it (memory's notes): before its text, or as a first part. */
 export function withTextBefore(message: Message, text: string): Message {
-  if (message.role === "user" && typeof message.content !== "string") return { role: "user", content: [{ type: "text", text }, ...message.content] };
+  if (message.role === "user" && typeof message.content !== "string")
+    return { role: "user", content: [{ type: "text", text }, ...message.content] };
   return { role: "user", content: `${text}\n\n${textOf(message.content)}` };
 }

@@ -27,13 +27,26 @@ import type { RunTrace, StorePort } from "../store/port.js";
 import { userMessageOf, type Attachment } from "./attachments.js";
 import type { TurnBodies } from "./conversation-turns.js";
 import type { ChatSurface } from "./conversations.js";
-import { resumeAgent, type AgentConfig, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "./loop.js";
+import {
+  resumeAgent,
+  type AgentConfig,
+  type PausedRun,
+  type RunResult,
+  type StopReason,
+  type ToolCallSummary,
+} from "./loop.js";
 import { answeredBy } from "./run.js";
 import { runOutcomeOf } from "./store.js";
 import { addUsage, emptyUsage, type Message } from "./types.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */
-const ENDED: Record<string, StopReason> = { final: "final", max_steps: "max_steps", awaiting_approval: "awaiting_approval", cancelled: "cancelled", error: "error" };
+const ENDED: Record<string, StopReason> = {
+  final: "final",
+  max_steps: "max_steps",
+  awaiting_approval: "awaiting_approval",
+  cancelled: "cancelled",
+  error: "error",
+};
 
 export interface QueuedContext {
   signal: AbortSignal;
@@ -49,7 +62,11 @@ export interface QueuedContext {
  * conversation, in one sentence, which could not be read when `tell`. Never throws for a file: one
  * that cannot be read comes back as an UnreadFile.
  */
-export type ReceiveFiles = (files: readonly TurnFile[], where: { sessionId: string; userId: string; tell: boolean }, signal: AbortSignal) => Promise<Attachment[]>;
+export type ReceiveFiles = (
+  files: readonly TurnFile[],
+  where: { sessionId: string; userId: string; tell: boolean },
+  signal: AbortSignal,
+) => Promise<Attachment[]>;
 
 /** A run stopped because the turn was taken back, not because someone asked. */
 const cutOff = (result: RunResult, context: QueuedContext) => result.stopReason === "cancelled" && context.leaseLost();
@@ -68,7 +85,12 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
   };
 }
 
-export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
+export function createQueuedTurns(
+  agent: AgentConfig,
+  store: StorePort,
+  bodies: TurnBodies,
+  receiveFiles?: ReceiveFiles,
+) {
   const claimOf = (answerKey: string): AnswerClaim => {
     let claimed: Promise<boolean> | undefined;
     return () =>
@@ -79,12 +101,21 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
   };
 
   /** The message's files, fetched on this delivery; undefined without any. */
-  async function filesOf(files: readonly TurnFile[] | undefined, trace: RunTrace, context: QueuedContext): Promise<Attachment[] | undefined> {
+  async function filesOf(
+    files: readonly TurnFile[] | undefined,
+    trace: RunTrace,
+    context: QueuedContext,
+  ): Promise<Attachment[] | undefined> {
     if (!files?.length) return undefined;
-    const unread = (problem: string) => files.map((file) => ({ name: file.name, mimeType: file.mimeType, size: file.size, problem }));
+    const unread = (problem: string) =>
+      files.map((file) => ({ name: file.name, mimeType: file.mimeType, size: file.size, problem }));
     if (!receiveFiles) return unread("this process cannot fetch files");
     try {
-      return await receiveFiles(files, { sessionId: trace.sessionId, userId: trace.userId, tell: context.delivery === 1 }, context.signal);
+      return await receiveFiles(
+        files,
+        { sessionId: trace.sessionId, userId: trace.userId, tell: context.delivery === 1 },
+        context.signal,
+      );
     } catch (error) {
       bodies.onError(error, "fetching a message's files");
       return unread("the download failed");
@@ -92,11 +123,18 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
   }
 
   /** After a turn's run: its answer is claimed as posted (if the surface did not say so already); a cut-off run is handed back instead. */
-  async function answered(result: RunResult | undefined, runId: string, claim: AnswerClaim, context: QueuedContext): Promise<RunResult | undefined> {
+  async function answered(
+    result: RunResult | undefined,
+    runId: string,
+    claim: AnswerClaim,
+    context: QueuedContext,
+  ): Promise<RunResult | undefined> {
     if (!result) return undefined;
     if (cutOff(result, context) && result.runId === runId) {
       // A store out of reach leaves the run running, which the next worker takes over all the same.
-      await store.record([{ kind: "end_run", outcome: { ...runOutcomeOf(result), status: "interrupted" } }]).catch(() => undefined);
+      await store
+        .record([{ kind: "end_run", outcome: { ...runOutcomeOf(result), status: "interrupted" } }])
+        .catch(() => undefined);
       return undefined;
     }
     await claim();
@@ -133,7 +171,11 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
       output,
       stopReason,
       steps: trace.steps,
-      usage: { promptTokens: trace.promptTokens, completionTokens: trace.completionTokens, totalTokens: trace.promptTokens + trace.completionTokens },
+      usage: {
+        promptTokens: trace.promptTokens,
+        completionTokens: trace.completionTokens,
+        totalTokens: trace.promptTokens + trace.completionTokens,
+      },
       toolCalls: await toolCallsOf(trace.runId),
       ...(stopReason === "error" ? { error: { code: "internal" as const, message: output } } : {}),
       ...(stored ? { paused: JSON.parse(stored) as PausedRun } : {}),
@@ -157,21 +199,39 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
    * tokens and tool calls) and its messages, which memory reads from the session. A step that was
    * cut off mid-way is not replayed: calls without results are shown to the model as interrupted.
    */
-  async function takeOver(trace: RunTrace, context: QueuedContext, surface: ChatSurface, files?: readonly TurnFile[]): Promise<RunResult | undefined> {
+  async function takeOver(
+    trace: RunTrace,
+    context: QueuedContext,
+    surface: ChatSurface,
+    files?: readonly TurnFile[],
+  ): Promise<RunResult | undefined> {
     const { startedRuns } = await store.record([{ kind: "take_over_run", runId: trace.runId }]);
     if (!startedRuns.includes(trace.runId)) return undefined; // it ended, or another process took it first
     const attachments = await filesOf(files, trace, context); // fetched again: nothing of the dead worker's is here
     const steps = await store.steps(trace.runId);
     const history = await store.sessionHistory(trace.sessionId);
-    const ours = history.messages.filter((stored) => stored.runId === trace.runId && stored.message.role !== "user").map((stored) => stored.message);
+    const ours = history.messages
+      .filter((stored) => stored.runId === trace.runId && stored.message.role !== "user")
+      .map((stored) => stored.message);
     const state: PausedRun = {
       runId: trace.runId,
       sessionId: trace.sessionId,
       userId: trace.userId,
       history: [],
-      messages: [userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message, ...ours],
+      messages: [
+        userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message,
+        ...ours,
+      ],
       steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
-      usage: steps.reduce((sum, step) => addUsage(sum, { promptTokens: step.promptTokens, completionTokens: step.completionTokens, totalTokens: step.promptTokens + step.completionTokens }), emptyUsage()),
+      usage: steps.reduce(
+        (sum, step) =>
+          addUsage(sum, {
+            promptTokens: step.promptTokens,
+            completionTokens: step.completionTokens,
+            totalTokens: step.promptTokens + step.completionTokens,
+          }),
+        emptyUsage(),
+      ),
       toolCalls: await toolCallsOf(trace.runId),
       toolState: newToolRunState(),
       lastResults: {},
@@ -179,12 +239,21 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
       pending: [],
     };
     return bodies.inSlot(context.signal, surface, trace, async () =>
-      bodies.settle(await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }), surface),
+      bodies.settle(
+        await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }),
+        surface,
+      ),
     );
   }
 
   /** What a run not accepted any more comes to: taken over when its process is gone, else its stored answer, once. */
-  async function goneOn(trace: RunTrace, context: QueuedContext, surface: ChatSurface, claim: AnswerClaim, files?: readonly TurnFile[]): Promise<RunResult | undefined> {
+  async function goneOn(
+    trace: RunTrace,
+    context: QueuedContext,
+    surface: ChatSurface,
+    claim: AnswerClaim,
+    files?: readonly TurnFile[],
+  ): Promise<RunResult | undefined> {
     // `running` on a first delivery: another turn runs it (the queue keeps one at a time), so leave it.
     if (trace.status === "interrupted" || (trace.status === "running" && context.delivery > 1)) {
       if (trace.parentRunId) return undefined; // a specialist's run goes on with the run it works for
@@ -194,7 +263,10 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
     return trace.status === "running" ? undefined : showStored(trace, surface, claim);
   }
 
-  async function message(work: Extract<TurnWork, { kind: "message" }>, context: QueuedContext): Promise<RunResult | undefined> {
+  async function message(
+    work: Extract<TurnWork, { kind: "message" }>,
+    context: QueuedContext,
+  ): Promise<RunResult | undefined> {
     const trace = await store.run(work.runId);
     if (!trace || trace.sessionId !== work.sessionId) {
       bodies.onError(new Error(`the queued run ${work.runId} is not in the store`), "running a queued turn");
@@ -205,11 +277,21 @@ export function createQueuedTurns(agent: AgentConfig, store: StorePort, bodies: 
     const surface = surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context, claim);
     if (trace.status !== "accepted") return goneOn(trace, context, surface, claim, work.files);
     const attachments = await filesOf(work.files, trace, context);
-    const task = { runId: work.runId, sessionId: trace.sessionId, userId: trace.userId, input: trace.input, inputStored: true, ...(attachments ? { attachments } : {}) };
+    const task = {
+      runId: work.runId,
+      sessionId: trace.sessionId,
+      userId: trace.userId,
+      input: trace.input,
+      inputStored: true,
+      ...(attachments ? { attachments } : {}),
+    };
     return answered(await bodies.message(task, context.signal, surface), work.runId, claim, context);
   }
 
-  async function resume(work: Extract<TurnWork, { kind: "resume" }>, context: QueuedContext): Promise<RunResult | undefined> {
+  async function resume(
+    work: Extract<TurnWork, { kind: "resume" }>,
+    context: QueuedContext,
+  ): Promise<RunResult | undefined> {
     const approval = await store.approval(work.approvalId);
     if (approval) await bodies.showDecision(approval);
     const claim = claimOf(`answered:${work.runId}:${work.approvalId}`);

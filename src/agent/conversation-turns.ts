@@ -24,14 +24,32 @@ const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
 const noSurface: ChatSurface = { onEvent: () => {}, finish: async () => {}, askApproval: async () => undefined };
 
 /** A run that never started: the reason is its output, and nothing was spent. */
-export function refusal(task: Pick<MessageTask, "runId" | "sessionId">, message: string, code: ErrorCode = "quota"): RunResult {
-  return { runId: task.runId ?? "", sessionId: task.sessionId, output: message, stopReason: "error", steps: 0, usage: emptyUsage(), toolCalls: [], error: { code, message } };
+export function refusal(
+  task: Pick<MessageTask, "runId" | "sessionId">,
+  message: string,
+  code: ErrorCode = "quota",
+): RunResult {
+  return {
+    runId: task.runId ?? "",
+    sessionId: task.sessionId,
+    output: message,
+    stopReason: "error",
+    steps: 0,
+    usage: emptyUsage(),
+    toolCalls: [],
+    error: { code, message },
+  };
 }
 
 /** A pipeline run from a chat message, shown as one run: the last stage's answer, every stage's tokens. */
 async function pipelineTurn(pipelines: Pipelines, name: string, input: string, task: MessageTask): Promise<RunResult> {
   const ran = await pipelines.run(name, input.trim(), task);
-  if (!ran) return refusal(task, `There is no pipeline '${name}'; the pipelines are: ${pipelines.names().join(", ") || "none"}.`, "configuration");
+  if (!ran)
+    return refusal(
+      task,
+      `There is no pipeline '${name}'; the pipelines are: ${pipelines.names().join(", ") || "none"}.`,
+      "configuration",
+    );
   const results = ran.stages.map((stage) => stage.result);
   const last = results.at(-1);
   return {
@@ -60,15 +78,21 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
-  const shown = (approval: Approval) => showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
+  const shown = (approval: Approval) =>
+    showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
 
   /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
   async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
     if (result.paused) {
       for (const approval of await store.openApprovals(approvalsAwaited(result.paused.pending), ttlSeconds)) {
         if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
-        const messageRef = await surface.askApproval(approval).catch((error: unknown) => onError(error, "showing an approval"));
-        if (messageRef) await store.attachApprovalMessage(approval.id, messageRef).catch((error: unknown) => onError(error, "storing where an approval is shown"));
+        const messageRef = await surface
+          .askApproval(approval)
+          .catch((error: unknown) => onError(error, "showing an approval"));
+        if (messageRef)
+          await store
+            .attachApprovalMessage(approval.id, messageRef)
+            .catch((error: unknown) => onError(error, "storing where an approval is shown"));
       }
     }
     await surface.finish(result).catch((error: unknown) => onError(error, "showing a run's end"));
@@ -76,7 +100,11 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
   }
 
   /** A run that never started: an accepted row (ingress's, the HTTP API's) ends with the reason; nothing was spent. */
-  async function neverStarted(task: Pick<MessageTask, "runId" | "sessionId">, message: string, code: ErrorCode): Promise<RunResult> {
+  async function neverStarted(
+    task: Pick<MessageTask, "runId" | "sessionId">,
+    message: string,
+    code: ErrorCode,
+  ): Promise<RunResult> {
     const { error, ...rest } = refusal(task, message, code);
     // A request cancelled while it waited ends as a cancelled run does: no error to report.
     const result: RunResult = code === "cancelled" ? { ...rest, stopReason: "cancelled" } : { ...rest, error };
@@ -88,7 +116,12 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
    * Runs `work` once one of the process's run slots is free (agent.runSlots), in arrival order; the
    * surface hears that the request is queued if that takes a while. Cancelled while waiting, it never starts.
    */
-  async function inSlot(signal: AbortSignal, surface: ChatSurface, task: Pick<MessageTask, "runId" | "sessionId">, work: () => Promise<RunResult>): Promise<RunResult> {
+  async function inSlot(
+    signal: AbortSignal,
+    surface: ChatSurface,
+    task: Pick<MessageTask, "runId" | "sessionId">,
+    work: () => Promise<RunResult>,
+  ): Promise<RunResult> {
     const slots = agent.runSlots;
     if (!slots) return work();
     const notice = setTimeout(() => surface.queued?.(task.runId), options.queuedNoticeMs ?? QUEUED_NOTICE_MS);
@@ -115,11 +148,19 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
   /** The paused run an approval's run belongs to (a specialist's approval: the run it works for); undefined once it no longer waits. */
   async function pausedChain(runId: string): Promise<PausedChain | undefined> {
     const chain = [runId];
-    for (let parent = (await store.run(runId))?.parentRunId; parent && (await store.pausedRun(parent)); parent = (await store.run(parent))?.parentRunId) chain.push(parent);
+    for (
+      let parent = (await store.run(runId))?.parentRunId;
+      parent && (await store.pausedRun(parent));
+      parent = (await store.run(parent))?.parentRunId
+    )
+      chain.push(parent);
     const root = chain.at(-1) as string;
     const stored = await store.pausedRun(root);
     if (!stored) return undefined; // resumed already, or superseded by a newer message
-    const decisions = Object.assign({}, ...(await Promise.all(chain.map((id) => store.decisionsOf(id))))) as Record<string, ApprovalDecision>;
+    const decisions = Object.assign({}, ...(await Promise.all(chain.map((id) => store.decisionsOf(id))))) as Record<
+      string,
+      ApprovalDecision
+    >;
     return { root, paused: JSON.parse(stored) as PausedRun, decisions };
   }
 
@@ -135,7 +176,11 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     onError,
 
     /** A message's run: what waited is superseded, a user over a cap is refused, then the pipeline or the agent runs. */
-    async message(task: MessageTask, signal: AbortSignal, surface = openSurface(task.sessionId, task.userId)): Promise<RunResult> {
+    async message(
+      task: MessageTask,
+      signal: AbortSignal,
+      surface = openSurface(task.sessionId, task.userId),
+    ): Promise<RunResult> {
       await supersede(task.sessionId);
       const overQuota = options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits));
       if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);
@@ -147,15 +192,27 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
         const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
         // A pipeline's first stage takes the accepted run over with the stage's own input, which it stores.
         const { inputStored: _stored, ...staged } = task;
-        if (command && options.pipelines) return settle(await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }), surface);
+        if (command && options.pipelines)
+          return settle(
+            await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
+            surface,
+          );
         return settle(await runAgent(agent, { ...task, signal, onEvent }), surface);
       });
     },
 
     /** Continues a paused chain with its decisions. Cancelled while waiting for a slot, the run stays paused with its decisions stored. */
-    resume({ paused, decisions }: PausedChain, sessionId: string, signal: AbortSignal, surface = openSurface(sessionId, paused.userId)): Promise<RunResult> {
+    resume(
+      { paused, decisions }: PausedChain,
+      sessionId: string,
+      signal: AbortSignal,
+      surface = openSurface(sessionId, paused.userId),
+    ): Promise<RunResult> {
       return inSlot(signal, surface, { sessionId }, async () =>
-        settle(await resumeAgent(agent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }), surface),
+        settle(
+          await resumeAgent(agent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }),
+          surface,
+        ),
       );
     },
   };

@@ -127,7 +127,11 @@ export interface ConversationService {
 const isPort = (store: StorePort | Store): store is StorePort => !("db" in store);
 
 /** A store given as today's SQLite `Store` is used through its port; everything here goes through the port. */
-export function createConversations(agent: AgentConfig, given: StorePort | Store, options: ConversationOptions = {}): Conversations {
+export function createConversations(
+  agent: AgentConfig,
+  given: StorePort | Store,
+  options: ConversationOptions = {},
+): Conversations {
   const store = isPort(given) ? given : sqlitePortOf(given);
   const queue = createSessionQueue();
   const bySession = new Map<string, AbortController>();
@@ -141,13 +145,19 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
     ...agent,
     approve: agent.approve ?? (async () => "pending"),
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
-    ...(store.kind === "postgres" && !agent.cancelRequested ? { cancelRequested: (runId: string) => store.cancelRequested(runId) } : {}),
+    ...(store.kind === "postgres" && !agent.cancelRequested
+      ? { cancelRequested: (runId: string) => store.cancelRequested(runId) }
+      : {}),
   };
   const bodies = createTurnBodies(chatAgent, store, options);
   const queued = createQueuedTurns(chatAgent, store, bodies, options.receiveFiles);
 
   /** Runs `body` cancellable by stop(sessionId), and by stopRun(runId) for the runs it tracks. */
-  async function tracked<T>(sessionId: string, outer: AbortSignal | undefined, body: (signal: AbortSignal, track: (runId: string) => void) => Promise<T>): Promise<T> {
+  async function tracked<T>(
+    sessionId: string,
+    outer: AbortSignal | undefined,
+    body: (signal: AbortSignal, track: (runId: string) => void) => Promise<T>,
+  ): Promise<T> {
     const controller = new AbortController();
     const runs: string[] = [];
     bySession.set(sessionId, controller);
@@ -163,7 +173,8 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
   }
 
   /** Runs `body` as the session's turn in this process's session queue. */
-  const inTurn = <T>(sessionId: string, body: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal) => queue.run(sessionId, () => tracked(sessionId, outer, body));
+  const inTurn = <T>(sessionId: string, body: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal) =>
+    queue.run(sessionId, () => tracked(sessionId, outer, body));
 
   /** Continues the paused run an approval belongs to (a specialist's approval: the run it works for). */
   function resume(runId: string, sessionId: string): Promise<RunResult | undefined> {
@@ -179,7 +190,13 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
     },
 
     async decide({ approvalId, userId, approved, origin }) {
-      const outcome = await store.decideApproval({ approvalId, userId, approved, approvers: options.approvers ?? [], origin });
+      const outcome = await store.decideApproval({
+        approvalId,
+        userId,
+        approved,
+        approvers: options.approvers ?? [],
+        origin,
+      });
       if (outcome.kind !== "decided") return outcome;
       await bodies.showDecision(outcome.approval);
       if (!outcome.runReady) return outcome;
@@ -198,7 +215,8 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
         runs.set(approval.runId, approval.sessionId);
       }
       for (const [runId, sessionId] of runs) {
-        if ((await store.approvalsOfRun(runId)).every((approval) => approval.status !== "pending")) void resume(runId, sessionId).catch((error: unknown) => onError(error, "resuming a run"));
+        if ((await store.approvalsOfRun(runId)).every((approval) => approval.status !== "pending"))
+          void resume(runId, sessionId).catch((error: unknown) => onError(error, "resuming a run"));
       }
       return expired.length;
     },
@@ -226,7 +244,9 @@ export function createConversations(agent: AgentConfig, given: StorePort | Store
     },
 
     runQueued(work, context) {
-      const turn = tracked(work.sessionId, context.signal, (signal, track) => queued.run(work, { signal, delivery: context.delivery, track, leaseLost: () => context.signal.aborted }));
+      const turn = tracked(work.sessionId, context.signal, (signal, track) =>
+        queued.run(work, { signal, delivery: context.delivery, track, leaseLost: () => context.signal.aborted }),
+      );
       queuedTurns.add(turn);
       void turn.finally(() => queuedTurns.delete(turn)).catch(() => undefined);
       return turn;

@@ -36,11 +36,17 @@ export function priceOf(model: string, overrides: Record<string, Price> = {}): P
 }
 
 /** Dollars for a number of tokens, or null when the model has no known price. */
-export function costOf(price: Price | null, tokens: { promptTokens: number; completionTokens: number; cachedTokens?: number }): number | null {
+export function costOf(
+  price: Price | null,
+  tokens: { promptTokens: number; completionTokens: number; cachedTokens?: number },
+): number | null {
   if (!price) return null;
   const cached = tokens.cachedTokens ?? 0;
   const fresh = tokens.promptTokens - cached;
-  return (fresh * price.input + cached * (price.cachedInput ?? price.input) + tokens.completionTokens * price.output) / 1_000_000;
+  return (
+    (fresh * price.input + cached * (price.cachedInput ?? price.input) + tokens.completionTokens * price.output) /
+    1_000_000
+  );
 }
 
 export function parsePrices(json: string | undefined): Record<string, Price> {
@@ -48,7 +54,9 @@ export function parsePrices(json: string | undefined): Record<string, Price> {
   const parsed = JSON.parse(json) as Record<string, Price>;
   for (const [model, price] of Object.entries(parsed)) {
     if (typeof price?.input !== "number" || typeof price?.output !== "number") {
-      throw new Error(`GLASSBOX_PRICES: the price of '${model}' needs numbers "input" and "output" (dollars per million tokens).`);
+      throw new Error(
+        `GLASSBOX_PRICES: the price of '${model}' needs numbers "input" and "output" (dollars per million tokens).`,
+      );
     }
   }
   return parsed;

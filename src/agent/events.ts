@@ -4,9 +4,31 @@ import type { PipelineStage, RunResult } from "./run.js";
 
 /** Progress of a run, as a stream of typed events; adapters and traces render them their own way. */
 export type AgentEvent =
-  | { type: "run_start"; runId: string; sessionId: string; userId: string; input: string; parent?: { runId: string; toolCallId: string }; pipeline?: PipelineStage }
-  | { type: "run_resumed"; runId: string; sessionId: string; decisions: Record<string, ApprovalDecision>; parent?: { runId: string; toolCallId: string } }
-  | { type: "model_start"; runId: string; step: number; messages: Message[]; toolCount: number; tools?: ToolSpec[]; toolChoice?: "auto" | "none" }
+  | {
+      type: "run_start";
+      runId: string;
+      sessionId: string;
+      userId: string;
+      input: string;
+      parent?: { runId: string; toolCallId: string };
+      pipeline?: PipelineStage;
+    }
+  | {
+      type: "run_resumed";
+      runId: string;
+      sessionId: string;
+      decisions: Record<string, ApprovalDecision>;
+      parent?: { runId: string; toolCallId: string };
+    }
+  | {
+      type: "model_start";
+      runId: string;
+      step: number;
+      messages: Message[];
+      toolCount: number;
+      tools?: ToolSpec[];
+      toolChoice?: "auto" | "none";
+    }
   | { type: "model_delta"; runId: string; step: number; text: string }
   | { type: "model_end"; runId: string; step: number; response: ModelResponse; latencyMs: number }
   /** Every message the run adds to the conversation, as it is added (memory stores these). */

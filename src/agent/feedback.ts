@@ -36,7 +36,14 @@ interface FeedbackRow {
   created_at: string;
 }
 
-const feedbackOf = (row: FeedbackRow): Feedback => ({ runId: row.run_id, userId: row.user_id, rating: row.rating, reason: row.reason, source: row.source, at: row.created_at });
+const feedbackOf = (row: FeedbackRow): Feedback => ({
+  runId: row.run_id,
+  userId: row.user_id,
+  rating: row.rating,
+  reason: row.reason,
+  source: row.source,
+  at: row.created_at,
+});
 
 /** A reason as stored: trimmed, cut to the limit, null when empty. */
 export function boundedReason(reason: unknown): string | null {
@@ -54,16 +61,21 @@ export function createFeedbackBook(store: Store) {
   const statements = {
     runSession: db.prepare("SELECT session_id FROM runs WHERE id = ?").pluck(),
     // A new click replaces the person's earlier one, reason and all.
-    upsert: db.prepare(`INSERT INTO feedback (run_id, user_id, rating, reason, source, created_at) VALUES (?, ?, ?, ?, ?, ?)
+    upsert:
+      db.prepare(`INSERT INTO feedback (run_id, user_id, rating, reason, source, created_at) VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (run_id, user_id) DO UPDATE SET rating = excluded.rating, reason = excluded.reason, source = excluded.source, created_at = excluded.created_at`),
     // A reason belongs to the person's 👎: it only ever completes one.
     reason: db.prepare("UPDATE feedback SET reason = ? WHERE run_id = ? AND user_id = ? AND rating = 'down'"),
-    ofRun: db.prepare(`SELECT run_id, user_id, rating, reason, source, created_at FROM feedback WHERE run_id = ? ORDER BY created_at, user_id LIMIT ${MAX_PER_RUN}`),
+    ofRun: db.prepare(
+      `SELECT run_id, user_id, rating, reason, source, created_at FROM feedback WHERE run_id = ? ORDER BY created_at, user_id LIMIT ${MAX_PER_RUN}`,
+    ),
     counts: db.prepare("SELECT rating, count(*) AS count FROM feedback WHERE created_at >= ? GROUP BY rating"),
     // A run counts as rated down when anyone's latest click on it is 👎, and up when all are 👍.
-    rated: db.prepare(`SELECT run_id FROM feedback GROUP BY run_id
+    rated: db
+      .prepare(`SELECT run_id FROM feedback GROUP BY run_id
       HAVING CASE ? WHEN 'down' THEN max(rating = 'down') = 1 WHEN 'up' THEN min(rating = 'up') = 1 ELSE 1 END
-      ORDER BY max(created_at) DESC LIMIT ?`).pluck(),
+      ORDER BY max(created_at) DESC LIMIT ?`)
+      .pluck(),
   };
 
   return {
@@ -73,9 +85,22 @@ export function createFeedbackBook(store: Store) {
     },
 
     /** Records a person's 👍 or 👎 (with a reason, if given), replacing what they said before. */
-    record(input: { runId: string; userId: string; rating: Rating; reason?: unknown; source: FeedbackSource }): RecordOutcome {
+    record(input: {
+      runId: string;
+      userId: string;
+      rating: Rating;
+      reason?: unknown;
+      source: FeedbackSource;
+    }): RecordOutcome {
       if (this.sessionOf(input.runId) === undefined) return "unknown_run";
-      statements.upsert.run(input.runId, input.userId, input.rating, boundedReason(input.reason), input.source, new Date().toISOString());
+      statements.upsert.run(
+        input.runId,
+        input.userId,
+        input.rating,
+        boundedReason(input.reason),
+        input.source,
+        new Date().toISOString(),
+      );
       return "recorded";
     },
 
@@ -96,7 +121,10 @@ export function createFeedbackBook(store: Store) {
     /** How many 👍 and 👎 were given since `since` (an ISO time; all of them by default). */
     counts(since = ""): { up: number; down: number } {
       const rows = statements.counts.all(since) as Array<{ rating: Rating; count: number }>;
-      return { up: rows.find((row) => row.rating === "up")?.count ?? 0, down: rows.find((row) => row.rating === "down")?.count ?? 0 };
+      return {
+        up: rows.find((row) => row.rating === "up")?.count ?? 0,
+        down: rows.find((row) => row.rating === "down")?.count ?? 0,
+      };
     },
   };
 }
@@ -106,14 +134,24 @@ export type FeedbackBook = ReturnType<typeof createFeedbackBook>;
 /** What a click in a chat needs of the store (the port has it, on SQLite or PostgreSQL). */
 export interface FeedbackWrites {
   run(runId: string): Promise<{ sessionId: string } | undefined>;
-  recordFeedback(input: { runId: string; userId: string; rating: Rating; reason?: unknown; source: FeedbackSource }): Promise<"recorded" | "unknown_run">;
+  recordFeedback(input: {
+    runId: string;
+    userId: string;
+    rating: Rating;
+    reason?: unknown;
+    source: FeedbackSource;
+  }): Promise<"recorded" | "unknown_run">;
 }
 
 /**
  * A 👍 / 👎 clicked in a chat, recorded only when the rated run is in the conversation the click came
  * from (`isHere` judges its session): whoever can see an answer there can rate it, nobody elsewhere.
  */
-export async function rateInConversation(store: FeedbackWrites, click: { runId: string; userId: string; rating: Rating; source: FeedbackSource }, isHere: (sessionId: string) => boolean): Promise<"recorded" | "not_here"> {
+export async function rateInConversation(
+  store: FeedbackWrites,
+  click: { runId: string; userId: string; rating: Rating; source: FeedbackSource },
+  isHere: (sessionId: string) => boolean,
+): Promise<"recorded" | "not_here"> {
   const run = await store.run(click.runId);
   if (!run || !isHere(run.sessionId)) return "not_here";
   return (await store.recordFeedback(click)) === "recorded" ? "recorded" : "not_here";

@@ -27,12 +27,18 @@ export async function resumeAgent(
   options: Pick<Task, "signal" | "onEvent"> = {},
 ): Promise<RunResult> {
   const waiting = new Map(pendingApprovals(paused).map((request) => [request.toolCallId, request]));
-  const list = [...waiting.values()].map((request) => `${request.toolCallId} (${request.toolName})`).join(", ") || "nothing";
+  const list =
+    [...waiting.values()].map((request) => `${request.toolCallId} (${request.toolName})`).join(", ") || "nothing";
   for (const [id, decision] of Object.entries(decisions)) {
     const request = waiting.get(id);
-    if (!request) throw configurationError(`resumeAgent got a decision for '${id}', which run ${paused.runId} does not wait for; it waits for ${list}: key each decision by the toolCallId of pendingApprovals(paused).`);
+    if (!request)
+      throw configurationError(
+        `resumeAgent got a decision for '${id}', which run ${paused.runId} does not wait for; it waits for ${list}: key each decision by the toolCallId of pendingApprovals(paused).`,
+      );
     if (decision?.argumentsHash !== request.argumentsHash) {
-      throw configurationError(`resumeAgent got a decision for '${id}' whose argumentsHash is not that call's; copy argumentsHash from its pending approval, so a decision only ever applies to the arguments it was made for.`);
+      throw configurationError(
+        `resumeAgent got a decision for '${id}' whose argumentsHash is not that call's; copy argumentsHash from its pending approval, so a decision only ever applies to the arguments it was made for.`,
+      );
     }
   }
   return resumeLoop(config, paused, decisions, options);

@@ -25,7 +25,8 @@ export interface Live {
 export function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConfig): Live {
   const { memory, trace } = config;
   const store: RunWriter | undefined = memory?.store ?? trace?.store;
-  if (memory && trace && memory.store !== trace.store) throw new Error("memory and the trace must write to the same store");
+  if (memory && trace && memory.store !== trace.store)
+    throw new Error("memory and the trace must write to the same store");
   const ttlSeconds = config.approvalTtlSeconds;
   const listener = task.onEvent;
   const announce = (event: AgentEvent) => {
@@ -45,7 +46,8 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent">, config: AgentConf
       memory?.record(event, unit);
       trace?.record(event, unit);
       const paused = event.type === "run_end" ? event.result.paused : undefined;
-      if (paused && ttlSeconds !== undefined) unit.add({ kind: "open_approvals", requests: approvalsAwaited(paused.pending), ttlSeconds });
+      if (paused && ttlSeconds !== undefined)
+        unit.add({ kind: "open_approvals", requests: approvalsAwaited(paused.pending), ttlSeconds });
     }
     if (current) current.events.push(event);
     else announce(event);

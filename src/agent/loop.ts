@@ -4,11 +4,16 @@
  * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
  */
 import { randomUUID } from "node:crypto";
-import { approvalsAwaited, executeToolCalls, newToolRunState, resumeToolCalls, type PendingToolCall } from "../tools/executor.js";
+import {
+  approvalsAwaited,
+  executeToolCalls,
+  newToolRunState,
+  resumeToolCalls,
+  type PendingToolCall,
+} from "../tools/executor.js";
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { inputWithAttachments, userMessageOf } from "./attachments.js";
 import { GlassboxError } from "./errors.js";
-import type { AgentEvent } from "./events.js";
 import { liveOf, type Live } from "./live.js";
 import { executorOptions, scopeOf } from "./run-scope.js";
 import type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task } from "./run.js";
@@ -38,8 +43,17 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
   return survive(run, live, async () => {
     const request = userMessageOf(task);
     await live.atomically(() => {
-      live.emit({ type: "run_start", runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: inputWithAttachments(task), ...(task.parent ? { parent: task.parent } : {}), ...(task.pipeline ? { pipeline: task.pipeline } : {}) });
-      if (task.inputStored) run.messages.push(request); // stored with the run when it was accepted
+      live.emit({
+        type: "run_start",
+        runId: run.runId,
+        sessionId: run.sessionId,
+        userId: run.userId,
+        input: inputWithAttachments(task),
+        ...(task.parent ? { parent: task.parent } : {}),
+        ...(task.pipeline ? { pipeline: task.pipeline } : {}),
+      });
+      if (task.inputStored)
+        run.messages.push(request); // stored with the run when it was accepted
       else addMessages(run, live, [request]);
     });
     return loop(config, run, live);
@@ -57,7 +71,15 @@ export async function resumeAgent(
   const run: RunState = state;
   const live = liveOf(options, config);
   return survive(run, live, async () => {
-    await live.atomically(() => live.emit({ type: "run_resumed", runId: run.runId, sessionId: run.sessionId, decisions, ...(run.parent ? { parent: run.parent } : {}) }));
+    await live.atomically(() =>
+      live.emit({
+        type: "run_resumed",
+        runId: run.runId,
+        sessionId: run.sessionId,
+        decisions,
+        ...(run.parent ? { parent: run.parent } : {}),
+      }),
+    );
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
     if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, records, outcome.pending));
@@ -70,7 +92,8 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
   const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
   while (true) {
     // A cancel asked for through the store (another process) is seen between steps, even if its notice was missed.
-    if (live.signal?.aborted || (await config.cancelRequested?.(run.runId))) return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
+    if (live.signal?.aborted || (await config.cancelRequested?.(run.runId)))
+      return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
     if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
 
     const reply = await callModel(config, run, live, "auto");
@@ -78,26 +101,44 @@ async function loop(config: AgentConfig, run: RunState, live: Live): Promise<Run
     const { content, toolCalls } = reply.response;
     const answered = await live.atomically(
       () =>
-        endStep(run, live, reply, { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }) ??
-        (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
+        endStep(run, live, reply, {
+          role: "assistant",
+          content,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        }) ?? (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
     );
     if (answered) return answered;
 
     const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
-    if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, outcome.records, outcome.pending));
+    if (outcome.pending.length > 0)
+      return await live.atomically(() => pause(run, live, outcome.records, outcome.pending));
     await live.atomically(() => recordToolResults(run, live, outcome.records));
   }
 }
 
 /** The step limit ends a run with one last call without tools: a stage conclusion, never a throw. */
-async function concludeAtStepLimit(config: AgentConfig, run: RunState, live: Live, maxSteps: number): Promise<RunResult> {
+async function concludeAtStepLimit(
+  config: AgentConfig,
+  run: RunState,
+  live: Live,
+  maxSteps: number,
+): Promise<RunResult> {
   await live.atomically(() =>
-    addNotes(run, live, [], [`You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`]),
+    addNotes(
+      run,
+      live,
+      [],
+      [
+        `You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`,
+      ],
+    ),
   );
   const reply = await callModel(config, run, live, "none");
   if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
   const output = reply.response.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
-  return await live.atomically(() => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output));
+  return await live.atomically(
+    () => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output),
+  );
 }
 
 /** Everything the model sees passes through here: memory's budgeted context, or the plain history. */
@@ -113,7 +154,12 @@ interface ModelReply {
   latencyMs: number;
 }
 
-async function callModel(config: AgentConfig, run: RunState, live: Live, toolChoice: "auto" | "none"): Promise<ModelReply | GlassboxError> {
+async function callModel(
+  config: AgentConfig,
+  run: RunState,
+  live: Live,
+  toolChoice: "auto" | "none",
+): Promise<ModelReply | GlassboxError> {
   const step = ++run.steps;
   const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
@@ -133,7 +179,10 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
   } catch (error) {
     if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
     if (error instanceof GlassboxError) return error;
-    return new GlassboxError("model_unavailable", `The model request failed (${error instanceof Error ? error.message : String(error)}).`);
+    return new GlassboxError(
+      "model_unavailable",
+      `The model request failed (${error instanceof Error ? error.message : String(error)}).`,
+    );
   }
 }
 
@@ -143,7 +192,13 @@ async function callModel(config: AgentConfig, run: RunState, live: Live, toolCho
  * dropped, so none of its tool calls start.
  */
 function endStep(run: RunState, live: Live, reply: ModelReply, message: Message): RunResult | undefined {
-  live.emit({ type: "model_end", runId: run.runId, step: reply.step, response: reply.response, latencyMs: reply.latencyMs });
+  live.emit({
+    type: "model_end",
+    runId: run.runId,
+    step: reply.step,
+    response: reply.response,
+    latencyMs: reply.latencyMs,
+  });
   if (live.signal?.aborted) return finish(run, live, "cancelled", "The run was cancelled.");
   addMessages(run, live, [message]);
   return undefined;
@@ -163,7 +218,11 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
       ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
     });
   }
-  const results: Message[] = sorted.map((record) => ({ role: "tool", content: record.content, tool_call_id: record.id }));
+  const results: Message[] = sorted.map((record) => ({
+    role: "tool",
+    content: record.content,
+    tool_call_id: record.id,
+  }));
   addNotes(run, live, results, guardNotes(run, sorted));
 }
 
@@ -172,11 +231,15 @@ function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
   const previous = { ...run.lastResults };
   for (const record of records) {
     if (record.envelope.status === "error" && record.envelope.error.type === "repeated_call") {
-      notes.add(`You made the same '${record.name}' call three times. Change strategy (other arguments or another tool) or answer with what you have.`);
+      notes.add(
+        `You made the same '${record.name}' call three times. Change strategy (other arguments or another tool) or answer with what you have.`,
+      );
     }
     if (record.envelope.status === "success") {
       if (previous[record.name] === record.content) {
-        notes.add(`'${record.name}' returned exactly the same result as its previous call: there is no new information. Answer with what you have.`);
+        notes.add(
+          `'${record.name}' returned exactly the same result as its previous call: there is no new information. Answer with what you have.`,
+        );
       }
       run.lastResults[record.name] = record.content;
     }
@@ -187,7 +250,9 @@ function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
 function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): RunResult {
   const waitingFor = approvalsAwaited(pending).map((request) => request.toolName);
   const paused: PausedRun = { ...structuredClone(run), finished, pending };
-  return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, { paused });
+  return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, {
+    paused,
+  });
 }
 
 function failed(run: RunState, live: Live, error: GlassboxError): RunResult {
@@ -195,7 +260,13 @@ function failed(run: RunState, live: Live, error: GlassboxError): RunResult {
   return finish(run, live, "error", error.message, { error: { code: error.code, message: error.message } });
 }
 
-function finish(run: RunState, live: Live, stopReason: StopReason, output: string, extra: Partial<RunResult> = {}): RunResult {
+function finish(
+  run: RunState,
+  live: Live,
+  stopReason: StopReason,
+  output: string,
+  extra: Partial<RunResult> = {},
+): RunResult {
   const result: RunResult = {
     runId: run.runId,
     sessionId: run.sessionId,
@@ -229,7 +300,16 @@ async function survive(run: RunState, live: Live, body: () => Promise<RunResult>
     return await body();
   } catch (error) {
     const message = `The run stopped because of an internal error (${error instanceof Error ? error.message : String(error)}); please try again.`;
-    const result: RunResult = { runId: run.runId, sessionId: run.sessionId, output: message, stopReason: "error", steps: run.steps, usage: run.usage, toolCalls: run.toolCalls, error: { code: "internal", message } };
+    const result: RunResult = {
+      runId: run.runId,
+      sessionId: run.sessionId,
+      output: message,
+      stopReason: "error",
+      steps: run.steps,
+      usage: run.usage,
+      toolCalls: run.toolCalls,
+      error: { code: "internal", message },
+    };
     try {
       await live.atomically(() => live.emit({ type: "run_end", runId: run.runId, result }));
     } catch {

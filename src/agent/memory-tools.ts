@@ -11,15 +11,28 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
     parameters: {
       type: "object",
       properties: {
-        fact: { type: "string", minLength: 3, maxLength: 500, description: "The fact, e.g. 'Prefers answers in French'." },
-        shared_with_channel: { type: "boolean", default: false, description: "True to share it with everyone in this channel." },
+        fact: {
+          type: "string",
+          minLength: 3,
+          maxLength: 500,
+          description: "The fact, e.g. 'Prefers answers in French'.",
+        },
+        shared_with_channel: {
+          type: "boolean",
+          default: false,
+          description: "True to share it with everyone in this channel.",
+        },
       },
       required: ["fact"],
       additionalProperties: false,
     },
     handler: async ({ fact, shared_with_channel }, context) => {
       const scope = shared_with_channel ? channelOf(context.sessionId) : "user";
-      return { factId: await store.addFact(context.userId, scope, fact.trim()), fact: fact.trim(), scope: shared_with_channel ? "channel" : "user" };
+      return {
+        factId: await store.addFact(context.userId, scope, fact.trim()),
+        fact: fact.trim(),
+        scope: shared_with_channel ? "channel" : "user",
+      };
     },
   };
   const forget: ToolDefinition<{ fact_id: number }> = {
@@ -32,7 +45,8 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
       additionalProperties: false,
     },
     handler: async ({ fact_id }, context) => {
-      if (!(await store.forgetFact(context.userId, fact_id))) throw new Error(`There is no fact ${fact_id} of this user to forget.`);
+      if (!(await store.forgetFact(context.userId, fact_id)))
+        throw new Error(`There is no fact ${fact_id} of this user to forget.`);
       return { forgotten: fact_id };
     },
   };

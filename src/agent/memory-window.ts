@@ -40,7 +40,12 @@ export function windowStart(messages: StoredMessage[], runId: string, room: numb
  * in view, or the model would not see what its last call returned. When the step alone is larger than
  * `room`, its tool results are cut, with a marker, to share what is left. The store keeps them whole.
  */
-export function fitLatestStep(messages: StoredMessage[], runId: string, room: number, counter: TokenCounter): StoredMessage[] {
+export function fitLatestStep(
+  messages: StoredMessage[],
+  runId: string,
+  room: number,
+  counter: TokenCounter,
+): StoredMessage[] {
   const start = messages.findLastIndex((stored) => stored.message.role === "assistant");
   if (start < 0 || messages[start]?.runId !== runId) return messages;
   // The usual case, every step: the step fits, found without copying it.
@@ -59,7 +64,10 @@ export function fitLatestStep(messages: StoredMessage[], runId: string, room: nu
   const fitted = step.map((stored): StoredMessage => {
     if (stored.message.role !== "tool" || stored.tokens <= share) return stored;
     const framing = stored.tokens - counter.text(stored.message.content);
-    const message: Message = { ...stored.message, content: limitTokens(stored.message.content, Math.max(0, share - framing), counter) };
+    const message: Message = {
+      ...stored.message,
+      content: limitTokens(stored.message.content, Math.max(0, share - framing), counter),
+    };
     return { ...stored, message, tokens: counter.message(message) };
   });
   return [...messages.slice(0, start), ...fitted];
@@ -97,7 +105,14 @@ export function repairToolPairs(messages: Message[], repaired: Message[] = []): 
         results.get(call.id) ?? {
           role: "tool",
           tool_call_id: call.id,
-          content: JSON.stringify({ status: "error", error: { type: "execution_error", message: "This call was not run to the end: the run was interrupted, or the conversation moved on before it was approved." } }),
+          content: JSON.stringify({
+            status: "error",
+            error: {
+              type: "execution_error",
+              message:
+                "This call was not run to the end: the run was interrupted, or the conversation moved on before it was approved.",
+            },
+          }),
         },
       );
     }
@@ -119,7 +134,8 @@ function resultsInOrder(messages: Message[], index: number, calls: Array<{ id: s
 export function limitTokens(text: string, maxTokens: number, counter: TokenCounter): string {
   const tokens = counter.text(text);
   if (tokens <= maxTokens) return text;
-  const cut = (keep: number) => `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
+  const cut = (keep: number) =>
+    `${text.slice(0, keep)} …[cut ${text.length - keep} of ${text.length} characters to fit the context]`;
   // Cut in proportion, then shrink until the text with its marker fits: tokens are not spread evenly.
   let keep = Math.max(0, Math.floor((text.length * maxTokens) / tokens) - 80);
   while (keep > 0 && counter.text(cut(keep)) > maxTokens) keep = Math.floor(keep * 0.9);

@@ -10,7 +10,15 @@ import { costOf, priceOf, type Price } from "./cost.js";
 import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
 import type { RunUnit, RunWriter } from "./run-unit.js";
-import { runOutcomeOf, runRecordOf, type Fact, type Store, type StoredMessage, type Summary, type SummaryCall } from "./store.js";
+import {
+  runOutcomeOf,
+  runRecordOf,
+  type Fact,
+  type Store,
+  type StoredMessage,
+  type Summary,
+  type SummaryCall,
+} from "./store.js";
 import { fitLatestStep, limitTokens, repairToolPairs, windowStart } from "./memory-window.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import { addUsage, textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
@@ -36,7 +44,10 @@ export interface MemoryLog {
 }
 
 /** What memory reads and writes through the store port. */
-export type MemoryStore = Pick<StorePort, "record" | "historyVersion" | "sessionHistory" | "searchFacts" | "saveSummary">;
+export type MemoryStore = Pick<
+  StorePort,
+  "record" | "historyVersion" | "sessionHistory" | "searchFacts" | "saveSummary"
+>;
 
 export interface MemoryOptions {
   store: MemoryStore;
@@ -138,7 +149,11 @@ export function createMemory(options: MemoryOptions): Memory {
     // quarter of the room, and the whole new part to the room.
     const previous = session.summary?.content || "(none)";
     const room = budgetTokens - counter.text(SUMMARY_PROMPT) - counter.text(previous) - SUMMARY_FRAMING_TOKENS;
-    const newPart = limitTokens(transcript(folded, (text) => limitTokens(text, room / 4, counter)), room, counter);
+    const newPart = limitTokens(
+      transcript(folded, (text) => limitTokens(text, room / 4, counter)),
+      room,
+      counter,
+    );
     let content: string;
     let call: SummaryCall | undefined;
     try {
@@ -152,14 +167,27 @@ export function createMemory(options: MemoryOptions): Memory {
       run.usage = addUsage(run.usage, reply.usage);
       const model = reply.model || options.model.name;
       const { promptTokens: prompt, completionTokens } = reply.usage;
-      call = { runId: run.runId, step: run.steps, model, promptTokens: prompt, completionTokens, cost: costOf(priceOf(model, options.prices), reply.usage) };
+      call = {
+        runId: run.runId,
+        step: run.steps,
+        model,
+        promptTokens: prompt,
+        completionTokens,
+        cost: costOf(priceOf(model, options.prices), reply.usage),
+      };
       content = limitTokens(reply.content?.trim() ?? "", budgetTokens * SUMMARY_SHARE, counter);
       // An empty reply would replace the rolling summary with nothing; keep the previous one instead.
       if (!content) throw new Error("the model returned an empty summary");
-      log.debug({ sessionId: run.sessionId, folded: folded.length, summaryTokens: counter.text(content) }, "folded turns into the summary");
+      log.debug(
+        { sessionId: run.sessionId, folded: folded.length, summaryTokens: counter.text(content) },
+        "folded turns into the summary",
+      );
     } catch (error) {
       // Never fail the user's run for a summary: drop the turns and say so in the log.
-      log.warn({ sessionId: run.sessionId, folded: folded.length, error: (error as Error).message }, "summary failed; fell back to truncation");
+      log.warn(
+        { sessionId: run.sessionId, folded: folded.length, error: (error as Error).message },
+        "summary failed; fell back to truncation",
+      );
       content = session.summary?.content ?? "";
     }
     const summary = { content, tokens: counter.text(content), lastMessageId: last.id };
@@ -187,7 +215,9 @@ export function createMemory(options: MemoryOptions): Memory {
       const notes = await notesFor(run, textOf(request.message.content));
       // Remembered facts ride with the request, never in a system message: they are what users said.
       // Built once per run, so each step sends the same object (the trace stores it once, by identity).
-      const requestMessage = (request.withNotes ??= notes.text ? withTextBefore(request.message, notes.text) : request.message);
+      const requestMessage = (request.withNotes ??= notes.text
+        ? withTextBefore(request.message, notes.text)
+        : request.message);
       let schemaTokens = toolTokens.get(tools);
       if (schemaTokens === undefined) toolTokens.set(tools, (schemaTokens = counter.tools(tools)));
       const system = (): { message: Message; tokens: number } => {
@@ -198,7 +228,8 @@ export function createMemory(options: MemoryOptions): Memory {
         }
         return systemCount;
       };
-      const room = () => budgetTokens - promptTokens([system().tokens, request.tokens + notes.tokens]) - (schemaTokens ?? 0);
+      const room = () =>
+        budgetTokens - promptTokens([system().tokens, request.tokens + notes.tokens]) - (schemaTokens ?? 0);
 
       // The run's latest step is fitted into what a fold keeps, so no fold can take it out of view.
       const view = () => fitLatestStep(session.messages, run.runId, Math.floor(room() * KEEP_AFTER_FOLD), counter);
@@ -225,7 +256,10 @@ export function createMemory(options: MemoryOptions): Memory {
         windowTokens += stored.tokens;
       }
       const { message: systemMessage, tokens: systemTokens } = system();
-      estimates.set(run.runId, promptTokens([systemTokens, request.tokens + notes.tokens, windowTokens]) + (schemaTokens ?? 0));
+      estimates.set(
+        run.runId,
+        promptTokens([systemTokens, request.tokens + notes.tokens, windowTokens]) + (schemaTokens ?? 0),
+      );
       earlier.push(requestMessage);
       for (const message of ours) earlier.push(message);
       return repairToolPairs(earlier, [systemMessage]);
@@ -233,13 +267,16 @@ export function createMemory(options: MemoryOptions): Memory {
 
     commit(run, messages, unit) {
       // The conversation keeps a message's text; an attached image was shown in its own run only.
-      const entries = messages.map(conversationFormOf).map((message) => ({ message, tokens: counter.message(message) }));
+      const entries = messages
+        .map(conversationFormOf)
+        .map((message) => ({ message, tokens: counter.message(message) }));
       unit.addMessages({ kind: "messages", sessionId: run.sessionId, runId: run.runId, entries }, (ids) => {
         // Once committed, a cached copy gets the new rows; one that is stale (another handle wrote,
         // or a reset) is reloaded, rows and all, by the next context, which checks before every use.
         const cached = sessions.get(run.sessionId);
         const last = cached?.messages.at(-1)?.id ?? cached?.summary?.lastMessageId ?? 0;
-        if (cached && (ids[0] ?? 0) > last) cached.messages.push(...entries.map((entry, index) => ({ id: ids[index] ?? 0, runId: run.runId, ...entry })));
+        if (cached && (ids[0] ?? 0) > last)
+          cached.messages.push(...entries.map((entry, index) => ({ id: ids[index] ?? 0, runId: run.runId, ...entry })));
       });
     },
 
@@ -253,7 +290,11 @@ export function createMemory(options: MemoryOptions): Memory {
       if (event.type === "model_end") {
         const estimate = estimates.get(event.runId);
         const reported = event.response.usage.promptTokens;
-        if (estimate !== undefined && reported > 0) log.debug({ runId: event.runId, estimate, reported, drift: reported - estimate }, "prompt token estimate vs reported usage");
+        if (estimate !== undefined && reported > 0)
+          log.debug(
+            { runId: event.runId, estimate, reported, drift: reported - estimate },
+            "prompt token estimate vs reported usage",
+          );
       }
       if (event.type === "run_end") {
         const { result } = event;
@@ -294,7 +335,12 @@ function notesBlock(lines: string[]): string {
 /** One note on one line; angle brackets are swapped for look-alikes so no note can end the block early. */
 function noteLine(fact: Fact, userId: string): string {
   const content = fact.content.replace(/\s+/g, " ").replace(/</g, "‹").replace(/>/g, "›").trim();
-  const who = fact.scope === "user" ? (fact.userId === userId ? "stated by this user" : `stated by user ${fact.userId}`) : `shared with this channel by user ${fact.userId}`;
+  const who =
+    fact.scope === "user"
+      ? fact.userId === userId
+        ? "stated by this user"
+        : `stated by user ${fact.userId}`
+      : `shared with this channel by user ${fact.userId}`;
   return `- (fact ${fact.id}, ${who}) ${content}`;
 }
 
@@ -304,8 +350,18 @@ function fitMessage(message: Message, maxTokens: number, counter: TokenCounter):
   if (tokens <= maxTokens || message.role !== "user") return { message, tokens };
   // With attachments, the text parts share what the images leave; each is cut with its marker.
   const texts = typeof message.content === "string" ? [] : message.content.filter((part) => part.type === "text");
-  const share = Math.max(0, Math.floor((maxTokens - tokens + texts.reduce((sum, part) => sum + counter.text(part.text), 0)) / Math.max(1, texts.length)));
-  const content = typeof message.content === "string" ? limitTokens(message.content, maxTokens, counter) : message.content.map((part) => (part.type === "text" ? { ...part, text: limitTokens(part.text, share, counter) } : part));
+  const share = Math.max(
+    0,
+    Math.floor(
+      (maxTokens - tokens + texts.reduce((sum, part) => sum + counter.text(part.text), 0)) / Math.max(1, texts.length),
+    ),
+  );
+  const content =
+    typeof message.content === "string"
+      ? limitTokens(message.content, maxTokens, counter)
+      : message.content.map((part) =>
+          part.type === "text" ? { ...part, text: limitTokens(part.text, share, counter) } : part,
+        );
   const cut: Message = { role: "user", content };
   return { message: cut, tokens: counter.message(cut) };
 }
@@ -327,7 +383,9 @@ function transcript(messages: StoredMessage[], cut: (text: string) => string): s
     .map(({ message }) => {
       if (message.role === "tool") return `Tool result: ${digest(message.content)}`;
       if (message.role === "assistant" && message.tool_calls?.length) {
-        const calls = message.tool_calls.map((call) => `${call.function.name}(${digest(call.function.arguments)})`).join(", ");
+        const calls = message.tool_calls
+          .map((call) => `${call.function.name}(${digest(call.function.arguments)})`)
+          .join(", ");
         return `${message.content ? `Assistant: ${cut(message.content)}\n` : ""}Assistant called: ${calls}`;
       }
       const speaker = message.role === "user" ? "User" : message.role === "assistant" ? "Assistant" : "Note";

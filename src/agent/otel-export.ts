@@ -35,7 +35,8 @@ export interface OtelExport {
 /** The export the environment asks for, or undefined when no OTLP endpoint is set. */
 export function otelExportFromEnv(env: NodeJS.ProcessEnv, requestModel?: string): OtelExport | undefined {
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  const tracesUrl = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, "")}/v1/traces` : "");
+  const tracesUrl =
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, "")}/v1/traces` : "");
   if (!tracesUrl) return undefined;
   return createOtelExport({
     tracesUrl,
@@ -67,11 +68,27 @@ function createRunSpans(tracer: Tracer, options: OtelExportOptions) {
   const tools = new Map<string, Span>(); // runId:toolCallId
   const content = options.captureContent === true;
 
-  const startRun = (runId: string, sessionId: string, parent: { runId: string; toolCallId: string } | undefined, resumed: boolean) => {
-    const parentSpan = parent ? (tools.get(`${parent.runId}:${parent.toolCallId}`) ?? runs.get(parent.runId)) : undefined;
+  const startRun = (
+    runId: string,
+    sessionId: string,
+    parent: { runId: string; toolCallId: string } | undefined,
+    resumed: boolean,
+  ) => {
+    const parentSpan = parent
+      ? (tools.get(`${parent.runId}:${parent.toolCallId}`) ?? runs.get(parent.runId))
+      : undefined;
     const span = tracer.startSpan(
       "invoke_agent glassbox",
-      { kind: SpanKind.INTERNAL, attributes: { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "glassbox", "gen_ai.conversation.id": sessionId, "glassbox.run_id": runId, ...(resumed ? { "glassbox.resumed": true } : {}) } },
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          "gen_ai.operation.name": "invoke_agent",
+          "gen_ai.agent.name": "glassbox",
+          "gen_ai.conversation.id": sessionId,
+          "glassbox.run_id": runId,
+          ...(resumed ? { "glassbox.resumed": true } : {}),
+        },
+      },
       parentSpan ? trace.setSpan(context.active(), parentSpan) : undefined,
     );
     runs.set(runId, span);
@@ -114,7 +131,13 @@ function createRunSpans(tracer: Tracer, options: OtelExportOptions) {
           "gen_ai.usage.input_tokens": response.usage.promptTokens,
           "gen_ai.usage.output_tokens": response.usage.completionTokens,
           "gen_ai.response.finish_reasons": [response.finishReason],
-          ...(content ? { "gen_ai.output.messages": JSON.stringify([{ role: "assistant", content: response.content, tool_calls: response.toolCalls }]) } : {}),
+          ...(content
+            ? {
+                "gen_ai.output.messages": JSON.stringify([
+                  { role: "assistant", content: response.content, tool_calls: response.toolCalls },
+                ]),
+              }
+            : {}),
         });
         span.end();
         return;
@@ -134,7 +157,14 @@ function createRunSpans(tracer: Tracer, options: OtelExportOptions) {
         const { record: call } = event;
         const key = `${event.runId}:${call.id}`;
         // A call refused before it ran (unknown tool, bad arguments, denied) has no tool_start: its span is the moment of its end.
-        const span = tools.get(key) ?? child(event.runId, `execute_tool ${call.name}`, SpanKind.INTERNAL, { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function" });
+        const span =
+          tools.get(key) ??
+          child(event.runId, `execute_tool ${call.name}`, SpanKind.INTERNAL, {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+          });
         tools.delete(key);
         if (call.envelope.status === "error") {
           span.setAttribute("error.type", call.envelope.error.type);
@@ -149,7 +179,12 @@ function createRunSpans(tracer: Tracer, options: OtelExportOptions) {
         if (!span) return;
         runs.delete(event.runId);
         const { result } = event;
-        span.setAttributes({ "gen_ai.usage.input_tokens": result.usage.promptTokens, "gen_ai.usage.output_tokens": result.usage.completionTokens, "glassbox.stop_reason": result.stopReason, "glassbox.steps": result.steps });
+        span.setAttributes({
+          "gen_ai.usage.input_tokens": result.usage.promptTokens,
+          "gen_ai.usage.output_tokens": result.usage.completionTokens,
+          "glassbox.stop_reason": result.stopReason,
+          "glassbox.steps": result.steps,
+        });
         if (result.error) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error.message });
         if (content) span.setAttribute("glassbox.output", result.output);
         // A run that ended while a step or call was open (cancelled, failed) closes them too.

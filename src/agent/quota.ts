@@ -38,16 +38,24 @@ function capSentence(cap: "tokens" | "cost", limits: DailyLimits, now: Date): st
   const resets = dayStartOf(now).getTime() + 86_400_000;
   const minutes = Math.ceil((resets - now.getTime()) / 60_000);
   const when = `it resets at 00:00 UTC, in ${Math.floor(minutes / 60)} h ${minutes % 60} min`;
-  if (cap === "tokens") return `You have used your daily allowance of ${(limits.tokens ?? 0).toLocaleString("en-US")} tokens; ${when}.`;
+  if (cap === "tokens")
+    return `You have used your daily allowance of ${(limits.tokens ?? 0).toLocaleString("en-US")} tokens; ${when}.`;
   return `You have used your daily allowance of $${(limits.cost ?? 0).toFixed(2)}; ${when}.`;
 }
 
 /** One sentence for a user over a cap by the stored runs; undefined when within. */
-export async function quotaProblem(store: Pick<StorePort, "userUsageSince">, userId: string, limits: DailyLimits, now = new Date()): Promise<string | undefined> {
+export async function quotaProblem(
+  store: Pick<StorePort, "userUsageSince">,
+  userId: string,
+  limits: DailyLimits,
+  now = new Date(),
+): Promise<string | undefined> {
   if (limits.tokens === undefined && limits.cost === undefined) return undefined;
   const used = await store.userUsageSince(userId, dayStartOf(now));
-  if (limits.tokens !== undefined && used.promptTokens + used.completionTokens >= limits.tokens) return capSentence("tokens", limits, now);
-  if (limits.cost !== undefined && used.cost !== null && used.cost >= limits.cost) return capSentence("cost", limits, now);
+  if (limits.tokens !== undefined && used.promptTokens + used.completionTokens >= limits.tokens)
+    return capSentence("tokens", limits, now);
+  if (limits.cost !== undefined && used.cost !== null && used.cost >= limits.cost)
+    return capSentence("cost", limits, now);
   return undefined;
 }
 
@@ -56,7 +64,12 @@ export interface SpendingGuard {
    * Before a model call of `userId`: resolves with a settle function to call with the usage once
    * it answers (or without, if it failed), or rejects with a GlassboxError("quota") in one sentence.
    */
-  reserve(userId: string, estimatedPromptTokens: number, model: string, signal?: AbortSignal): Promise<(usage?: Usage) => Promise<void>>;
+  reserve(
+    userId: string,
+    estimatedPromptTokens: number,
+    model: string,
+    signal?: AbortSignal,
+  ): Promise<(usage?: Usage) => Promise<void>>;
 }
 
 /** What the guard needs of the store: its quota ledger. */
@@ -84,7 +97,12 @@ export interface SpendingGuardOptions {
  * call's worth, however many processes there are. A call of a process that was killed mid-call
  * holds no room once the store judges that process gone (see quota-rules' heldInFlight).
  */
-export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, prices: Record<string, Price> = {}, options: SpendingGuardOptions = {}): SpendingGuard {
+export function createSpendingGuard(
+  store: QuotaStore,
+  limits: DailyLimits,
+  prices: Record<string, Price> = {},
+  options: SpendingGuardOptions = {},
+): SpendingGuard {
   const clock = options.clock ?? (() => new Date());
   const firstPoll = options.pollMs ?? 20;
   const maxPoll = options.maxPollMs ?? 500;
@@ -116,7 +134,11 @@ export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, pric
   return {
     async reserve(userId, estimatedPromptTokens, model, signal) {
       const tokens = estimatedPromptTokens + COMPLETION_ALLOWANCE_TOKENS;
-      const cost = costOf(priceOf(model, prices), { promptTokens: estimatedPromptTokens, completionTokens: COMPLETION_ALLOWANCE_TOKENS }) ?? 0;
+      const cost =
+        costOf(priceOf(model, prices), {
+          promptTokens: estimatedPromptTokens,
+          completionTokens: COMPLETION_ALLOWANCE_TOKENS,
+        }) ?? 0;
       for (let delay = firstPoll; ; delay = Math.min(delay * 2, maxPoll)) {
         if (signal?.aborted) throw new GlassboxError("cancelled", "The run was cancelled.");
         const now = clock();
@@ -127,7 +149,10 @@ export function createSpendingGuard(store: QuotaStore, limits: DailyLimits, pric
           return async (usage?: Usage) => {
             if (settled) return;
             settled = true;
-            const spent = usage && { tokens: usage.promptTokens + usage.completionTokens, cost: costOf(priceOf(model, prices), usage) };
+            const spent = usage && {
+              tokens: usage.promptTokens + usage.completionTokens,
+              cost: costOf(priceOf(model, prices), usage),
+            };
             try {
               await store.settleQuota(outcome.reservationId, spent);
             } catch {

@@ -58,14 +58,24 @@ export interface ReplayComparison {
   notRecorded: number;
 }
 
-export const NOT_RECORDED = "not recorded: the recorded run made no such call (same tool, same arguments), and a replay runs no tools";
+export const NOT_RECORDED =
+  "not recorded: the recorded run made no such call (same tool, same arguments), and a replay runs no tools";
 
-export async function replayRun(recorded: RecordedRuns, runId: string, options: ReplayOptions): Promise<ReplayComparison> {
+export async function replayRun(
+  recorded: RecordedRuns,
+  runId: string,
+  options: ReplayOptions,
+): Promise<ReplayComparison> {
   const run = recorded.run(runId);
-  if (!run) throw new GlassboxError("configuration", `There is no run ${runId} in the trace; glassbox sessions and glassbox trace list what is recorded.`);
+  if (!run)
+    throw new GlassboxError(
+      "configuration",
+      `There is no run ${runId} in the trace; glassbox sessions and glassbox trace list what is recorded.`,
+    );
   const steps = recorded.steps(runId);
   const first = recorded.payload(runId, 1);
-  if (!first) throw new GlassboxError("configuration", `Run ${runId} has no recorded request to replay (it made no model call).`);
+  if (!first)
+    throw new GlassboxError("configuration", `Run ${runId} has no recorded request to replay (it made no model call).`);
   const request: RecordedRequest = Array.isArray(first) ? { messages: first } : first;
   const { systemPrompt, history, input } = contextOf(request.messages, options.systemPrompt);
   const calls = steps.flatMap((step) => step.toolCalls);
@@ -113,7 +123,8 @@ function contextOf(messages: Message[], systemPrompt: string | undefined) {
   const [system, ...rest] = messages;
   const lastUser = rest.findLastIndex((message) => message.role === "user");
   if (lastUser < 0) throw new GlassboxError("configuration", "The recorded request has no user message to replay.");
-  const recordedPrompt = system?.role === "system" && typeof system.content === "string" ? system.content : DEFAULT_SYSTEM_PROMPT;
+  const recordedPrompt =
+    system?.role === "system" && typeof system.content === "string" ? system.content : DEFAULT_SYSTEM_PROMPT;
   return {
     systemPrompt: systemPrompt ?? recordedPrompt,
     history: rest.slice(0, lastUser),
@@ -122,7 +133,12 @@ function contextOf(messages: Message[], systemPrompt: string | undefined) {
 }
 
 /** A tool with the recorded schema whose handler answers from the recording, each recorded call once. */
-function recordedTool(spec: ToolSpec, calls: ToolCallRecord[], answered: Set<number>, missed: () => void): ToolDefinition {
+function recordedTool(
+  spec: ToolSpec,
+  calls: ToolCallRecord[],
+  answered: Set<number>,
+  missed: () => void,
+): ToolDefinition {
   const { name, description, parameters } = spec.function;
   return {
     name,
@@ -130,7 +146,10 @@ function recordedTool(spec: ToolSpec, calls: ToolCallRecord[], answered: Set<num
     parameters: (parameters ?? { type: "object", properties: {} }) as ToolDefinition["parameters"],
     handler: async (args: Record<string, unknown>) => {
       const wanted = canonical(args);
-      const index = calls.findIndex((call, at) => !answered.has(at) && call.name === name && canonical(call.arguments ?? parseOr(call.rawArguments)) === wanted);
+      const index = calls.findIndex(
+        (call, at) =>
+          !answered.has(at) && call.name === name && canonical(call.arguments ?? parseOr(call.rawArguments)) === wanted,
+      );
       const call = calls[index];
       if (!call) {
         missed();
@@ -147,7 +166,9 @@ function summaryOfRecorded(run: RunTrace, steps: StepTrace[]): RunSummary {
   return {
     output: run.output ?? "",
     stopReason: run.status,
-    toolCalls: steps.flatMap((step) => step.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments ?? parseOr(call.rawArguments) }))),
+    toolCalls: steps.flatMap((step) =>
+      step.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments ?? parseOr(call.rawArguments) })),
+    ),
     steps: steps.length,
     promptTokens: run.promptTokens,
     completionTokens: run.completionTokens,
@@ -156,11 +177,15 @@ function summaryOfRecorded(run: RunTrace, steps: StepTrace[]): RunSummary {
   };
 }
 
-function summaryOfReplay(result: RunResult, recordedCalls: ToolCallRecord[], latencyMs: number): RunSummary {
+function summaryOfReplay(result: RunResult, _recordedCalls: ToolCallRecord[], latencyMs: number): RunSummary {
   return {
     output: result.output,
     stopReason: result.stopReason,
-    toolCalls: result.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments, recorded: !(call.status === "error" && call.error?.message === NOT_RECORDED) })),
+    toolCalls: result.toolCalls.map((call) => ({
+      name: call.name,
+      arguments: call.arguments,
+      recorded: !(call.status === "error" && call.error?.message === NOT_RECORDED),
+    })),
     steps: result.steps,
     promptTokens: result.usage.promptTokens,
     completionTokens: result.usage.completionTokens,

@@ -55,7 +55,8 @@ class Unit implements PendingUnit {
 
   async commit(writer: RunWriter): Promise<void> {
     if (this.writes.length === 0 && this.committed.length === 0) return;
-    const outcome = this.writes.length > 0 ? await writer.record(this.writes) : { messageIds: [], startedRuns: [], approvals: [] };
+    const outcome =
+      this.writes.length > 0 ? await writer.record(this.writes) : { messageIds: [], startedRuns: [], approvals: [] };
     for (const callback of this.committed) callback(outcome);
   }
 }

@@ -107,7 +107,16 @@ setInterval(() => {
 export function startCheckpointer(db: Database.Database, path: string): { stop(): void } {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-  const worker = new Worker(BACKGROUND_PROGRAM, { eval: true, workerData: { driver, path, everyMs: CHECKPOINT_EVERY_MS, heartbeatEveryMs: HEARTBEAT_EVERY_MS, instance: INSTANCE } });
+  const worker = new Worker(BACKGROUND_PROGRAM, {
+    eval: true,
+    workerData: {
+      driver,
+      path,
+      everyMs: CHECKPOINT_EVERY_MS,
+      heartbeatEveryMs: HEARTBEAT_EVERY_MS,
+      instance: INSTANCE,
+    },
+  });
   worker.unref(); // never what keeps a process alive
   worker.on("error", () => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);

@@ -104,7 +104,11 @@ export function toStoredMessage(row: MessageRow): StoredMessage {
   const content = row.content ?? "";
   const message: Message =
     row.role === "assistant"
-      ? { role: "assistant", content: row.content, ...(row.tool_calls ? { tool_calls: JSON.parse(row.tool_calls) } : {}) }
+      ? {
+          role: "assistant",
+          content: row.content,
+          ...(row.tool_calls ? { tool_calls: JSON.parse(row.tool_calls) } : {}),
+        }
       : row.role === "tool"
         ? { role: "tool", content, tool_call_id: row.tool_call_id ?? "" }
         : { role: row.role, content };

@@ -81,28 +81,53 @@ function describeOpenFailure(path: string, error: unknown): unknown {
   const sentence = (text: string) => new GlassboxError("configuration", text, undefined, { cause: error });
   const elsewhere = "set GLASSBOX_DB to a file in a folder glassbox may write";
   // mkdir says EEXIST, and stat ENOTDIR, when a part of the path is a file.
-  if (code === "ENOTDIR" || code === "EEXIST" || (code.startsWith("SQLITE_CANTOPEN") && pathProblem(path) === "ENOTDIR")) {
+  if (
+    code === "ENOTDIR" ||
+    code === "EEXIST" ||
+    (code.startsWith("SQLITE_CANTOPEN") && pathProblem(path) === "ENOTDIR")
+  ) {
     return sentence(`The database ${path} cannot be opened: a part of its path is a file, not a folder; ${elsewhere}.`);
   }
   if (code.startsWith("SQLITE_CANTOPEN") && pathProblem(path) === "folder") {
-    return sentence(`The database ${path} is a folder, not a file; set GLASSBOX_DB to a file's path, such as data/glassbox.db.`);
+    return sentence(
+      `The database ${path} is a folder, not a file; set GLASSBOX_DB to a file's path, such as data/glassbox.db.`,
+    );
   }
   if (code.startsWith("SQLITE_CANTOPEN") && pathProblem(path) === "ENOENT") {
-    return sentence(`There is no database at ${path} (GLASSBOX_DB) yet; glassbox makes it when it first starts a conversation.`);
+    return sentence(
+      `There is no database at ${path} (GLASSBOX_DB) yet; glassbox makes it when it first starts a conversation.`,
+    );
   }
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS" || code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_PERM")) {
-    return sentence(`The database ${path} cannot be opened (its folder or the file may not be read or written, ${code}); fix the permissions, or ${elsewhere}.`);
+  if (
+    code === "EACCES" ||
+    code === "EPERM" ||
+    code === "EROFS" ||
+    code.startsWith("SQLITE_CANTOPEN") ||
+    code.startsWith("SQLITE_PERM")
+  ) {
+    return sentence(
+      `The database ${path} cannot be opened (its folder or the file may not be read or written, ${code}); fix the permissions, or ${elsewhere}.`,
+    );
   }
   if (code.startsWith("SQLITE_READONLY")) {
-    return sentence(`The database ${path} cannot be written (the file or its folder is read-only); make it writable, or ${elsewhere}.`);
+    return sentence(
+      `The database ${path} cannot be written (the file or its folder is read-only); make it writable, or ${elsewhere}.`,
+    );
   }
   if (code === "SQLITE_NOTADB") {
-    return sentence(`${path} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.`);
+    return sentence(
+      `${path} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.`,
+    );
   }
   if (code.startsWith("SQLITE_CORRUPT")) return damaged(path, (error as Error).message);
-  if (code === "SQLITE_FULL") return sentence(`The disk of the database ${path} is full; free some space, or set GLASSBOX_DB to a file on another disk.`);
+  if (code === "SQLITE_FULL")
+    return sentence(
+      `The disk of the database ${path} is full; free some space, or set GLASSBOX_DB to a file on another disk.`,
+    );
   if (code.startsWith("SQLITE_IOERR")) {
-    return sentence(`The database ${path} cannot be read or written (${(error as Error).message}); check the disk it is on, or set GLASSBOX_DB to a file elsewhere.`);
+    return sentence(
+      `The database ${path} cannot be read or written (${(error as Error).message}); check the disk it is on, or set GLASSBOX_DB to a file elsewhere.`,
+    );
   }
   return error;
 }

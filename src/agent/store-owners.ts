@@ -52,7 +52,8 @@ export function instanceRegistration(db: Database.Database): () => void {
  */
 export function ownerChecker(db: Database.Database, now = Date.now()): (owner: string | null) => boolean {
   const instanceOf = db.prepare("SELECT host, pid, heartbeat_at AS heartbeatAt FROM instances WHERE id = ?");
-  return (owner) => ownerAlive(owner, owner === null ? undefined : (instanceOf.get(owner) as InstanceRecord | undefined), now);
+  return (owner) =>
+    ownerAlive(owner, owner === null ? undefined : (instanceOf.get(owner) as InstanceRecord | undefined), now);
 }
 
 /** What the store knows of a process instance. */

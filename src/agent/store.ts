@@ -16,7 +16,17 @@ export { databaseExists } from "./store-file.js";
 
 // The plain data the store takes and gives, in a file of their own (store-data.ts).
 export * from "./store-data.js";
-import { toStoredMessage, type Fact, type MessageRow, type RunOutcome, type RunRecord, type SessionInfo, type StoredMessage, type Summary, type SummaryCall } from "./store-data.js";
+import {
+  toStoredMessage,
+  type Fact,
+  type MessageRow,
+  type RunOutcome,
+  type RunRecord,
+  type SessionInfo,
+  type StoredMessage,
+  type Summary,
+  type SummaryCall,
+} from "./store-data.js";
 
 export interface Store {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
@@ -43,12 +53,20 @@ export interface Store {
   /** The JSON of a run that waits for approval; undefined once it no longer waits. */
   pausedRun(runId: string): string | undefined;
   /** Appends messages in one transaction; returns their ids. */
-  appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): number[];
+  appendMessages(
+    sessionId: string,
+    runId: string | null,
+    entries: Array<{ message: Message; tokens: number }>,
+  ): number[];
   epoch(sessionId: string): number;
   /** The current epoch's messages with an id above `afterId`, oldest first. */
   messagesAfter(sessionId: string, epoch: number, afterId: number): StoredMessage[];
   latestSummary(sessionId: string, epoch: number): Summary | undefined;
-  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): void;
+  saveSummary(
+    sessionId: string,
+    epoch: number,
+    summary: Summary & { firstMessageId: number; call?: SummaryCall },
+  ): void;
   /** A new start for the session: later runs see none of its earlier messages (which are kept). */
   resetSession(sessionId: string): boolean;
   /** Runs and tokens of one session, across resets. */
@@ -112,7 +130,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     ),
     epochOf: db.prepare("SELECT epoch FROM sessions WHERE id = ?").pluck(),
     resetSession: db.prepare("UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ?"),
-    touchRunSession: db.prepare("UPDATE sessions SET updated_at = ? WHERE id = (SELECT session_id FROM runs WHERE id = ?)"),
+    touchRunSession: db.prepare(
+      "UPDATE sessions SET updated_at = ? WHERE id = (SELECT session_id FROM runs WHERE id = ?)",
+    ),
     // Idempotent: memory and the trace both start a run they see, whichever is configured.
     insertRun: db.prepare(
       "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -120,7 +140,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     acceptRun: db.prepare(
       "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner)",
     ),
-    startAcceptedRun: db.prepare("UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ? WHERE id = ? AND status = 'accepted'"),
+    startAcceptedRun: db.prepare(
+      "UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ? WHERE id = ? AND status = 'accepted'",
+    ),
     endRun: db.prepare(END_RUN),
     endUnstartedRun: db.prepare(`${END_RUN} AND status = 'accepted'`),
     pausedRun: db.prepare("SELECT paused FROM runs WHERE id = ? AND status = 'awaiting_approval'").pluck(),
@@ -143,7 +165,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
         (SELECT count(*) FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL) AS runCount,
         (SELECT r.user_id FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL ORDER BY r.rowid LIMIT 1) AS startedBy
       FROM sessions s ORDER BY s.updated_at DESC`),
-    sessionOwner: db.prepare("SELECT user_id FROM runs WHERE session_id = ? AND parent_run_id IS NULL ORDER BY rowid LIMIT 1").pluck(),
+    sessionOwner: db
+      .prepare("SELECT user_id FROM runs WHERE session_id = ? AND parent_run_id IS NULL ORDER BY rowid LIMIT 1")
+      .pluck(),
     insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at) VALUES (?, ?, ?, ?)"),
     deleteFact: db.prepare("DELETE FROM facts WHERE id = ? AND user_id = ?"),
     searchFacts: db.prepare(`
@@ -155,9 +179,13 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     runStatus: db.prepare("SELECT status FROM runs WHERE id = ?").pluck(),
     claim: db.prepare("INSERT OR IGNORE INTO claims (id, claimed_at) VALUES (?, ?)"),
     pruneClaims: db.prepare("DELETE FROM claims WHERE claimed_at < ?"),
-    resumeRun: db.prepare("UPDATE runs SET status = 'running', paused = NULL, owner = ?, ended_at = NULL WHERE id = ? AND status = 'awaiting_approval'"),
+    resumeRun: db.prepare(
+      "UPDATE runs SET status = 'running', paused = NULL, owner = ?, ended_at = NULL WHERE id = ? AND status = 'awaiting_approval'",
+    ),
     unfinishedOwners: db.prepare("SELECT DISTINCT owner FROM runs WHERE status IN ('running', 'accepted')").pluck(),
-    interrupt: db.prepare("UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status IN ('running', 'accepted') AND owner IS ?"),
+    interrupt: db.prepare(
+      "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status IN ('running', 'accepted') AND owner IS ?",
+    ),
     instances: db.prepare("SELECT id FROM instances").pluck(),
     forgetInstance: db.prepare("DELETE FROM instances WHERE id = ?"),
     sessionUsage: db.prepare(
@@ -166,23 +194,44 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };
 
-  const insertMessages = (sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) => {
+  const insertMessages = (
+    sessionId: string,
+    runId: string | null,
+    entries: Array<{ message: Message; tokens: number }>,
+  ) => {
     const at = now();
     // A run's session was touched when the run started (and is again when it ends): its messages only read the epoch.
-    const epoch = ((runId === null ? undefined : statements.epochOf.get(sessionId)) ?? statements.upsertSession.pluck().get(sessionId, at, at)) as number;
+    const epoch = ((runId === null ? undefined : statements.epochOf.get(sessionId)) ??
+      statements.upsertSession.pluck().get(sessionId, at, at)) as number;
     return entries.map(({ message, tokens }) => {
-      const toolCalls = message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null;
+      const toolCalls =
+        message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null;
       const toolCallId = message.role === "tool" ? message.tool_call_id : null;
-      const info = statements.insertMessage.run(sessionId, epoch, runId, message.role, message.content, toolCalls, toolCallId, tokens, at);
+      const info = statements.insertMessage.run(
+        sessionId,
+        epoch,
+        runId,
+        message.role,
+        message.content,
+        toolCalls,
+        toolCallId,
+        tokens,
+        at,
+      );
       return Number(info.lastInsertRowid);
     });
   };
   const appendInTransaction = db.transaction(insertMessages);
   // Inside a unit (a run's writes, every step) the unit's transaction already makes it whole: no savepoint of its own.
-  const appendMessages = (sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>) =>
-    db.inTransaction ? insertMessages(sessionId, runId, entries) : appendInTransaction(sessionId, runId, entries);
+  const appendMessages = (
+    sessionId: string,
+    runId: string | null,
+    entries: Array<{ message: Message; tokens: number }>,
+  ) => (db.inTransaction ? insertMessages(sessionId, runId, entries) : appendInTransaction(sessionId, runId, entries));
 
-  const claimAll = db.transaction((eventIds: string[]) => eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1));
+  const claimAll = db.transaction((eventIds: string[]) =>
+    eventIds.map((id) => statements.claim.run(id, now()).changes).every((changes) => changes === 1),
+  );
   const group = groupCommit(db);
   // Sessions reset through this connection (another connection's reset changes data_version).
   let resets = 0;
@@ -194,7 +243,14 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       db.transaction(() => {
         registerInstance();
         statements.upsertSession.run(run.sessionId, now(), now());
-        statements.acceptRun.run({ runId: run.runId, sessionId: run.sessionId, userId: run.userId, input: run.input, at: now(), owner: INSTANCE.id });
+        statements.acceptRun.run({
+          runId: run.runId,
+          sessionId: run.sessionId,
+          userId: run.userId,
+          input: run.input,
+          at: now(),
+          owner: INSTANCE.id,
+        });
       })();
     },
     startRun(run: RunRecord): boolean {
@@ -204,10 +260,28 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       return db.transaction(() => {
         registerInstance();
         const { pipeline } = run;
-        const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
-        if (status === "accepted") return statements.startAcceptedRun.run(now(), INSTANCE.id, ...stage, run.runId).changes === 1;
+        const stage = [
+          pipeline?.runId ?? null,
+          pipeline?.stage ?? null,
+          pipeline?.stages ?? null,
+          pipeline?.name ?? null,
+        ];
+        if (status === "accepted")
+          return statements.startAcceptedRun.run(now(), INSTANCE.id, ...stage, run.runId).changes === 1;
         statements.upsertSession.run(run.sessionId, now(), now());
-        return statements.insertRun.run(run.runId, run.sessionId, run.userId, run.input, now(), run.parent?.runId ?? null, run.parent?.toolCallId ?? null, INSTANCE.id, ...stage).changes === 1;
+        return (
+          statements.insertRun.run(
+            run.runId,
+            run.sessionId,
+            run.userId,
+            run.input,
+            now(),
+            run.parent?.runId ?? null,
+            run.parent?.toolCallId ?? null,
+            INSTANCE.id,
+            ...stage,
+          ).changes === 1
+        );
       })();
     },
     endRun(outcome: RunOutcome): void {
@@ -227,7 +301,11 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       return statements.pausedRun.get(runId) as string | undefined;
     },
     /** Appends messages in one transaction; returns their ids. */
-    appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): number[] {
+    appendMessages(
+      sessionId: string,
+      runId: string | null,
+      entries: Array<{ message: Message; tokens: number }>,
+    ): number[] {
       return appendMessages(sessionId, runId, entries);
     },
     epoch(sessionId: string): number {
@@ -240,13 +318,32 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       return stored;
     },
     latestSummary(sessionId: string, epoch: number): Summary | undefined {
-      const row = statements.latestSummary.get(sessionId, epoch) as { content: string; tokens: number; last_message_id: number } | undefined;
+      const row = statements.latestSummary.get(sessionId, epoch) as
+        | { content: string; tokens: number; last_message_id: number }
+        | undefined;
       return row && { content: row.content, tokens: row.tokens, lastMessageId: row.last_message_id };
     },
-    saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): void {
+    saveSummary(
+      sessionId: string,
+      epoch: number,
+      summary: Summary & { firstMessageId: number; call?: SummaryCall },
+    ): void {
       const { call } = summary;
-      statements.insertSummary.run(sessionId, epoch, summary.content, summary.tokens, summary.firstMessageId, summary.lastMessageId, now(),
-        call?.runId ?? null, call?.step ?? null, call?.model ?? null, call?.promptTokens ?? null, call?.completionTokens ?? null, call?.cost ?? null);
+      statements.insertSummary.run(
+        sessionId,
+        epoch,
+        summary.content,
+        summary.tokens,
+        summary.firstMessageId,
+        summary.lastMessageId,
+        now(),
+        call?.runId ?? null,
+        call?.step ?? null,
+        call?.model ?? null,
+        call?.promptTokens ?? null,
+        call?.completionTokens ?? null,
+        call?.cost ?? null,
+      );
     },
     /** A new start for the session: later runs see none of its earlier messages (which are kept). */
     resetSession(sessionId: string): boolean {
@@ -277,7 +374,9 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     searchFacts(userId: string, channel: string, query: string, limit: number): Fact[] {
       const match = ftsQuery(query);
       // A store without facts (most runs of most bots) skips the full-text query, which costs far more.
-      return match && statements.anyFact.get() !== undefined ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[]) : [];
+      return match && statements.anyFact.get() !== undefined
+        ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[])
+        : [];
     },
     claim(...eventIds: string[]): boolean {
       return claimAll(eventIds);
@@ -290,7 +389,10 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       const orphaned = (statements.unfinishedOwners.all() as Array<string | null>).filter((owner) => !alive(owner));
       const gone = (statements.instances.all() as string[]).filter((id) => !alive(id));
       return db.transaction(() => {
-        const interrupted = orphaned.reduce((count, owner) => count + statements.interrupt.run(now(), owner).changes, 0);
+        const interrupted = orphaned.reduce(
+          (count, owner) => count + statements.interrupt.run(now(), owner).changes,
+          0,
+        );
         for (const id of gone) statements.forgetInstance.run(id); // nothing of theirs runs any more
         return interrupted;
       })();
@@ -313,10 +415,15 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
 /** Words of free text as an FTS5 query: each word quoted (so no syntax leaks in), any may match. */
 function ftsQuery(text: string): string {
   const words = (text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? []).filter((word) => !STOPWORDS.has(word));
-  return [...new Set(words)].slice(0, 32).map((word) => `"${word}"`).join(" OR ");
+  return [...new Set(words)]
+    .slice(0, 32)
+    .map((word) => `"${word}"`)
+    .join(" OR ");
 }
 
 // Words that match nearly every fact; searching on them would inject barely relevant ones.
 const STOPWORDS = new Set(
-  "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
+  "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(
+    " ",
+  ),
 );

@@ -41,23 +41,28 @@ export function parseAgentsConfig(json: string, toolNames?: string[]): AgentsCon
   } catch (error) {
     throw configurationError(`The agents file is not valid JSON (${(error as Error).message}).`);
   }
-  if (!isPlainObject(raw)) throw configurationError('The agents file must hold an object like {"agents": {...}, "pipelines": {...}}.');
+  if (!isPlainObject(raw))
+    throw configurationError('The agents file must hold an object like {"agents": {...}, "pipelines": {...}}.');
   const agents = Object.entries(isPlainObject(raw.agents) ? raw.agents : {}).map(([name, value]): AgentDefinition => {
     const where = `The agent '${name}'`;
     if (!NAME.test(name)) throw configurationError(`${where} needs a name of 1-40 letters, digits, '_' or '-'.`);
-    if (!isPlainObject(value)) throw configurationError(`${where} must be an object with description and systemPrompt.`);
+    if (!isPlainObject(value))
+      throw configurationError(`${where} must be an object with description and systemPrompt.`);
     const text = (field: string, required: boolean) => {
       const found = value[field];
       if (found === undefined && !required) return undefined;
-      if (typeof found !== "string" || !found.trim()) throw configurationError(`${where} needs "${field}" as a non-empty string.`);
+      if (typeof found !== "string" || !found.trim())
+        throw configurationError(`${where} needs "${field}" as a non-empty string.`);
       return found;
     };
     const tools = value.tools;
-    if (tools !== undefined && !(Array.isArray(tools) && tools.every((tool) => typeof tool === "string"))) throw configurationError(`${where} has "tools" that is not a list of tool names.`);
+    if (tools !== undefined && !(Array.isArray(tools) && tools.every((tool) => typeof tool === "string")))
+      throw configurationError(`${where} has "tools" that is not a list of tool names.`);
     const unknown = toolNames && (tools as string[] | undefined)?.filter((tool) => !toolNames.includes(tool));
     if (unknown?.length) throw configurationError(`${where} names tools that do not exist: ${unknown.join(", ")}.`);
     const maxSteps = value.maxSteps;
-    if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && (maxSteps as number) > 0)) throw configurationError(`${where} has "maxSteps" that is not a whole number above 0.`);
+    if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && (maxSteps as number) > 0))
+      throw configurationError(`${where} has "maxSteps" that is not a whole number above 0.`);
     return {
       name,
       description: text("description", true) as string,
@@ -70,8 +75,14 @@ export function parseAgentsConfig(json: string, toolNames?: string[]): AgentsCon
   const names = new Set(agents.map((agent) => agent.name));
   const pipelines = Object.fromEntries(
     Object.entries(isPlainObject(raw.pipelines) ? raw.pipelines : {}).map(([name, stages]) => {
-      if (!Array.isArray(stages) || stages.length === 0 || !stages.every((stage) => typeof stage === "string" && names.has(stage))) {
-        throw configurationError(`The pipeline '${name}' must be a list of defined agents (defined: ${[...names].join(", ") || "none"}).`);
+      if (
+        !Array.isArray(stages) ||
+        stages.length === 0 ||
+        !stages.every((stage) => typeof stage === "string" && names.has(stage))
+      ) {
+        throw configurationError(
+          `The pipeline '${name}' must be a list of defined agents (defined: ${[...names].join(", ") || "none"}).`,
+        );
       }
       return [name, stages as string[]];
     }),
@@ -105,7 +116,9 @@ export function createSpecialistTools(definitions: AgentDefinition[], factory: (
     description: `Hand a task to the ${definition.name} agent: ${definition.description} Give it one self-contained task; it answers with its result.`,
     parameters: {
       type: "object",
-      properties: { task: { type: "string", minLength: 1, description: "The whole task, with every detail it needs." } },
+      properties: {
+        task: { type: "string", minLength: 1, description: "The whole task, with every detail it needs." },
+      },
       required: ["task"],
       additionalProperties: false,
     },
@@ -113,12 +126,24 @@ export function createSpecialistTools(definitions: AgentDefinition[], factory: (
     handler: async ({ task }: { task: string }, context: ToolContext) => {
       const config = configFor(definition, factory(), context);
       const parent = { runId: context.runId, toolCallId: context.toolCallId };
-      return outcomeOf(await runAgent(config, { input: task, sessionId: context.sessionId, userId: context.userId, signal: context.signal, parent }), context);
+      return outcomeOf(
+        await runAgent(config, {
+          input: task,
+          sessionId: context.sessionId,
+          userId: context.userId,
+          signal: context.signal,
+          parent,
+        }),
+        context,
+      );
     },
     // After people decided on the specialist's calls (maybe after a restart): its run goes on.
     resume: async (state: unknown, decisions: Record<string, ApprovalDecision>, context: ToolContext) => {
       const { paused } = state as SpecialistPause;
-      return outcomeOf(await resumeAgent(configFor(definition, factory(), context), paused, decisions, { signal: context.signal }), context);
+      return outcomeOf(
+        await resumeAgent(configFor(definition, factory(), context), paused, decisions, { signal: context.signal }),
+        context,
+      );
     },
   }));
 }
@@ -165,7 +190,10 @@ export async function runPipeline(
     const result = await runAgent(specialistConfig(stage, factory), { ...shared, ...first, pipeline, input: text });
     done.push({ agent: stage.name, result });
     if (result.stopReason !== "final" && result.stopReason !== "max_steps") {
-      return { output: `The pipeline stopped at '${stage.name}' (${result.stopReason}): ${result.output}`, stages: done };
+      return {
+        output: `The pipeline stopped at '${stage.name}' (${result.stopReason}): ${result.output}`,
+        stages: done,
+      };
     }
     text = result.output;
   }

@@ -26,7 +26,8 @@ export interface RankTable {
 export const RANK_LIMIT = 2 ** 18;
 
 const BASE64 = new Int8Array(128).fill(-1);
-for (const [index, char] of [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"].entries()) BASE64[char.charCodeAt(0)] = index;
+for (const [index, char] of [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"].entries())
+  BASE64[char.charCodeAt(0)] = index;
 
 /**
  * The table of a rank file. Its `bpe_ranks` is lines of "<prefix> <first rank> <token> <token> ...",
@@ -85,7 +86,14 @@ function tokensOf(text: string, malformed: string, each: (rank: number, start: n
   }
 }
 
-function decodeBase64(text: string, start: number, end: number, into: Uint8Array, at: number, malformed: string): number {
+function decodeBase64(
+  text: string,
+  start: number,
+  end: number,
+  into: Uint8Array,
+  at: number,
+  malformed: string,
+): number {
   let bits = 0;
   let count = 0;
   for (let index = start; index < end; index++) {
@@ -110,7 +118,12 @@ function hashOf(bytes: Uint8Array, start: number, end: number): number {
   return hash >>> 0;
 }
 
-function buildTable(tokenBytes: Uint8Array, starts: Int32Array, ranks: Int32Array | undefined, used: number): RankTable {
+function buildTable(
+  tokenBytes: Uint8Array,
+  starts: Int32Array,
+  ranks: Int32Array | undefined,
+  used: number,
+): RankTable {
   const size = starts.length;
   const endOf = (token: number) => (token + 1 < size ? (starts[token + 1] as number) : used);
   // Open addressing with linear probing, at most half full; a slot holds a token's index, -1 when empty.
@@ -127,7 +140,8 @@ function buildTable(tokenBytes: Uint8Array, starts: Int32Array, ranks: Int32Arra
     while ((slots[slot] as number) >= 0) slot = (slot + 1) & mask;
     slots[slot] = token;
     for (let at = start; at + 3 <= end; at++) {
-      const window = ((tokenBytes[at] as number) << 16) | ((tokenBytes[at + 1] as number) << 8) | (tokenBytes[at + 2] as number);
+      const window =
+        ((tokenBytes[at] as number) << 16) | ((tokenBytes[at + 1] as number) << 8) | (tokenBytes[at + 2] as number);
       windows[window >> 3] = (windows[window >> 3] as number) | (1 << (window & 7));
     }
   }
@@ -182,7 +196,8 @@ export function createMerge(ranks: RankTable): (bytes: Uint8Array) => number {
 
   // A pair can join only if the three bytes either side of its junction occur in some token.
   const mayJoin = (left: number, right: number) =>
-    (right - left < 2 || ranks.window(bytes, right - 2)) && ((next[right] as number) - right < 2 || ranks.window(bytes, right - 1));
+    (right - left < 2 || ranks.window(bytes, right - 2)) &&
+    ((next[right] as number) - right < 2 || ranks.window(bytes, right - 1));
   const rankOf = (left: number, right: number) => {
     const pair = (tokens[left] as number) * RANK_LIMIT + (tokens[right] as number);
     let rank = pairRanks.get(pair);

@@ -77,7 +77,8 @@ async function readRankFile(name: EncodingName): Promise<RankFile> {
   try {
     // The file is `module.exports = {...}`, the object in JSON.
     const file = JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1)) as Partial<RankFile>;
-    if (typeof file.pat_str === "string" && typeof file.bpe_ranks === "string") return { pat_str: file.pat_str, bpe_ranks: file.bpe_ranks };
+    if (typeof file.pat_str === "string" && typeof file.bpe_ranks === "string")
+      return { pat_str: file.pat_str, bpe_ranks: file.bpe_ranks };
   } catch {
     // refused below
   }
@@ -186,7 +187,8 @@ export async function createTokenCounter(encoding: EncodingName): Promise<TokenC
     text,
     message(message) {
       let count = TOKENS_PER_MESSAGE + text(message.role) + text(textOf(message.content));
-      if (message.role === "user" && typeof message.content !== "string") count += IMAGE_TOKENS * message.content.filter((part) => part.type === "image_url").length;
+      if (message.role === "user" && typeof message.content !== "string")
+        count += IMAGE_TOKENS * message.content.filter((part) => part.type === "image_url").length;
       if (message.role === "assistant") {
         for (const call of message.tool_calls ?? []) {
           count += TOKENS_PER_MESSAGE + text(call.function.name) + text(call.function.arguments);
@@ -220,4 +222,5 @@ const RANK_FILE_CHANGED =
   "js-tiktoken's rank files are not what glassbox reads (js-tiktoken/ranks/*: pat_str and bpe_ranks); install the js-tiktoken version in package-lock.json.";
 
 /** Tokens of a whole prompt: its messages plus the reply priming. */
-export const promptTokens = (messageTokens: number[]): number => messageTokens.reduce((sum, tokens) => sum + tokens, TOKENS_PER_REPLY);
+export const promptTokens = (messageTokens: number[]): number =>
+  messageTokens.reduce((sum, tokens) => sum + tokens, TOKENS_PER_REPLY);

@@ -129,13 +129,31 @@ export function createTraceRecorder(
     if (!log) return;
     if (event.type === "run_start" || event.type === "run_resumed") {
       sessions.set(event.runId, event.sessionId);
-      log.info({ runId: event.runId, sessionId: event.sessionId }, event.type === "run_start" ? "run started" : "run resumed");
+      log.info(
+        { runId: event.runId, sessionId: event.sessionId },
+        event.type === "run_start" ? "run started" : "run resumed",
+      );
     } else if (event.type === "tool_end" && event.record.envelope.status === "error") {
       const { error } = event.record.envelope;
-      log.warn({ runId: event.runId, sessionId: sessions.get(event.runId), tool: event.record.name, type: error.type, error: error.message }, "tool call failed");
+      log.warn(
+        {
+          runId: event.runId,
+          sessionId: sessions.get(event.runId),
+          tool: event.record.name,
+          type: error.type,
+          error: error.message,
+        },
+        "tool call failed",
+      );
     } else if (event.type === "run_end") {
       const { result } = event;
-      const fields = { runId: result.runId, sessionId: result.sessionId, stopReason: result.stopReason, steps: result.steps, ...result.usage };
+      const fields = {
+        runId: result.runId,
+        sessionId: result.sessionId,
+        stopReason: result.stopReason,
+        steps: result.steps,
+        ...result.usage,
+      };
       if (result.error) log.warn({ ...fields, error: result.error }, "run failed");
       else log.info(fields, "run ended");
       sessions.delete(result.runId);
@@ -157,7 +175,12 @@ export function createTraceRecorder(
     // One write per step, in order (a resumed step's calls and the next step's never mix).
     for (let index = 1; index <= calls.length; index++) {
       if (index < calls.length && calls[index]?.step === calls[from]?.step) continue;
-      unit.add({ kind: "tool_calls", runId, step: calls[from]?.step as number, records: calls.slice(from, index).map((call) => call.record) });
+      unit.add({
+        kind: "tool_calls",
+        runId,
+        step: calls[from]?.step as number,
+        records: calls.slice(from, index).map((call) => call.record),
+      });
       from = index;
     }
   };
@@ -166,7 +189,10 @@ export function createTraceRecorder(
     record(event, unit) {
       logEvent(event);
       if (event.type === "tool_end") {
-        finishedCalls.set(event.runId, [...(finishedCalls.get(event.runId) ?? []), { step: event.step, record: event.record }]);
+        finishedCalls.set(event.runId, [
+          ...(finishedCalls.get(event.runId) ?? []),
+          { step: event.step, record: event.record },
+        ]);
         return;
       }
       writeFinishedCalls(event.runId, unit);
@@ -186,7 +212,8 @@ export function createTraceRecorder(
         const request = sent.get(event.runId);
         sent.delete(event.runId);
         unit.add({ kind: "step", step: stepRecordOf(event, request, options) });
-      } else if (event.type === "note") unit.add({ kind: "note", runId: event.runId, step: event.step, text: event.text });
+      } else if (event.type === "note")
+        unit.add({ kind: "note", runId: event.runId, step: event.step, text: event.text });
       else if (event.type === "run_end") {
         if (ownRuns.delete(event.runId)) unit.add({ kind: "end_run", outcome: runOutcomeOf(event.result) });
         sent.delete(event.runId);
@@ -215,7 +242,11 @@ function stepRecordOf(
     reasoning: reasoning?.text ?? null,
     reasoningCutChars: reasoning?.cutChars ?? 0,
     modelNotes: boundedNotes(event.response.notes),
-    requestedCalls: event.response.toolCalls.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
+    requestedCalls: event.response.toolCalls.map((call) => ({
+      id: call.id,
+      name: call.function.name,
+      arguments: call.function.arguments,
+    })),
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
     latencyMs: event.latencyMs,
@@ -235,7 +266,10 @@ const MAX_MODEL_NOTES = 20;
 const MAX_MODEL_NOTE_CHARS = 1_000;
 
 /** Reasoning as kept: none when empty, else cut to `max` characters (never inside a surrogate pair), with how many were cut. */
-export function cutReasoning(reasoning: string | undefined, max: number): { text: string; cutChars: number } | undefined {
+export function cutReasoning(
+  reasoning: string | undefined,
+  max: number,
+): { text: string; cutChars: number } | undefined {
   if (!reasoning?.trim()) return undefined;
   return cutText(reasoning, max);
 }
@@ -265,7 +299,9 @@ export function createTraceReader(store: Store) {
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
-    steps: db.prepare("SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step"),
+    steps: db.prepare(
+      "SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step",
+    ),
   };
   // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
   const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
@@ -309,11 +345,23 @@ export function createTraceReader(store: Store) {
     totalsByRun: () => totals("id"),
     totalsBySession: () => totals("session_id"),
     /** By user; given a user, only that user's runs (a user's API token sees its own usage alone). */
-    totalsByUser: (userId?: string) => (userId === undefined ? totals("user_id") : totals("user_id", "user_id = ?", userId)),
-    totalsByDay: (userId?: string) => (userId === undefined ? totals("substr(started_at, 1, 10)") : totals("substr(started_at, 1, 10)", "user_id = ?", userId)),
+    totalsByUser: (userId?: string) =>
+      userId === undefined ? totals("user_id") : totals("user_id", "user_id = ?", userId),
+    totalsByDay: (userId?: string) =>
+      userId === undefined
+        ? totals("substr(started_at, 1, 10)")
+        : totals("substr(started_at, 1, 10)", "user_id = ?", userId),
     /** One user's usage since a moment (for daily quotas). */
     userUsageSince(userId: string, since: Date): UsageTotal {
-      return totals("user_id", "user_id = ? AND started_at >= ?", userId, since.toISOString())[0] ?? { key: userId, runs: 0, promptTokens: 0, completionTokens: 0, cost: 0 };
+      return (
+        totals("user_id", "user_id = ? AND started_at >= ?", userId, since.toISOString())[0] ?? {
+          key: userId,
+          runs: 0,
+          promptTokens: 0,
+          completionTokens: 0,
+          cost: 0,
+        }
+      );
     },
   };
 }

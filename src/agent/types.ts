@@ -27,7 +27,9 @@ export interface ToolCall extends ProtocolToolCall {
  * A part of a user message, as Chat Completions takes it: text, or an image (a data: URL; `detail`
  * as OpenAI reads it). A user message is plain text unless something was attached to it.
  */
-export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } };
+export type ContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } };
 
 export type Message =
   | { role: "system"; content: string }

@@ -6,7 +6,10 @@ import { createAgentConfig, type GlassboxAgent } from "../setup.js";
 import type { ApprovalGate } from "../tools/types.js";
 import { createCliLogger } from "./logging.js";
 
-export async function startAgent(view: TerminalView, options: { toolModules: string[]; approve?: ApprovalGate; maxSteps?: number }): Promise<GlassboxAgent> {
+export async function startAgent(
+  view: TerminalView,
+  options: { toolModules: string[]; approve?: ApprovalGate; maxSteps?: number },
+): Promise<GlassboxAgent> {
   const config = loadConfig();
   // Before the database is opened: a run that cannot start leaves no new file behind.
   assertModelConfigured(config);
@@ -44,6 +47,9 @@ export function approvalsFor(mode: ApproveMode, interrupt: () => void): { approv
 export function sessionNote(view: TerminalView, sessionId: string, runId?: string): void {
   if (!view.logForTerminal) return;
   const bare = sessionId.startsWith("cli:") ? sessionId.slice(4) : sessionId;
-  const lines = [`continue this conversation: --session ${bare}`, ...(runId ? [`see its steps: glassbox trace ${runId}`] : [])];
+  const lines = [
+    `continue this conversation: --session ${bare}`,
+    ...(runId ? [`see its steps: glassbox trace ${runId}`] : []),
+  ];
   view.status.print(lines.map((line) => `${view.logStyle.dim(line)}\n`).join(""));
 }

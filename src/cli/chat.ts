@@ -8,7 +8,12 @@ export default async function chat({ options }: CommandInput): Promise<number> {
   const agent = await startAgent(terminalView(process.stdout, process.stderr), { toolModules: options.tools });
   const sessionId = sessionOf(options);
   try {
-    await startTerminalChat(agent, { input: process.stdin, output: process.stdout, sessionId, reset: () => agent.port.resetSession(sessionId) });
+    await startTerminalChat(agent, {
+      input: process.stdin,
+      output: process.stdout,
+      sessionId,
+      reset: () => agent.port.resetSession(sessionId),
+    });
   } finally {
     await agent.close();
   }

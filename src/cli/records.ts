@@ -20,11 +20,13 @@ export async function openRecords(options: { write?: boolean } = {}): Promise<Re
   if (settings.databaseUrl === undefined) {
     const records = { where: settings.databasePath, setting: "GLASSBOX_DB" };
     // A schema without a URL is a mistake openStorePort words; otherwise no file means nothing recorded.
-    if (settings.databaseSchema === undefined && !databaseExists(settings.databasePath)) return { ...records, store: undefined };
+    if (settings.databaseSchema === undefined && !databaseExists(settings.databasePath))
+      return { ...records, store: undefined };
     return { ...records, store: await openStorePort({ ...settings, readOnly: !options.write }) };
   }
   const store = await openStorePort(settings);
   return { where: store.location, setting: "GLASSBOX_DATABASE_URL", store };
 }
 
-export const nothingRecorded = (records: Pick<Records, "where" | "setting">) => `No conversations are recorded yet in ${records.where} (${records.setting}).`;
+export const nothingRecorded = (records: Pick<Records, "where" | "setting">) =>
+  `No conversations are recorded yet in ${records.where} (${records.setting}).`;

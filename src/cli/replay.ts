@@ -21,7 +21,8 @@ import { nothingRecorded, openRecords } from "./records.js";
 
 export async function replayCommand({ positionals, options }: CommandInput): Promise<number> {
   const [runId, ...extra] = positionals;
-  if (!runId || extra.length > 0) throw new UsageError("Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).");
+  if (!runId || extra.length > 0)
+    throw new UsageError("Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).");
   const [comparison] = await replayAll([runId], options);
   if (!comparison) return 1;
   if (options.json) process.stdout.write(`${JSON.stringify(comparison, null, 2)}\n`);
@@ -34,17 +35,24 @@ const MAX_RATED_RUNS = 200;
 
 export async function evalCommand({ positionals, options }: CommandInput): Promise<number> {
   const which = options.feedback;
-  if (which !== undefined && which !== "down" && which !== "up" && which !== "all") throw new UsageError("--feedback takes down, up or all.");
-  if (positionals.length === 0 && which === undefined) throw new UsageError("Name the recorded runs to replay (glassbox eval <run-id>...), or take the rated ones: glassbox eval --feedback down|up|all.");
+  if (which !== undefined && which !== "down" && which !== "up" && which !== "all")
+    throw new UsageError("--feedback takes down, up or all.");
+  if (positionals.length === 0 && which === undefined)
+    throw new UsageError(
+      "Name the recorded runs to replay (glassbox eval <run-id>...), or take the rated ones: glassbox eval --feedback down|up|all.",
+    );
   const runIds = [...positionals, ...(which ? await ratedRuns(which) : [])];
   if (runIds.length === 0) {
-    process.stdout.write(`No run is rated${which === "all" ? "" : ` ${which}`} yet; people rate answers with 👍 / 👎.\n`);
+    process.stdout.write(
+      `No run is rated${which === "all" ? "" : ` ${which}`} yet; people rate answers with 👍 / 👎.\n`,
+    );
     return 0;
   }
   const comparisons = await replayAll([...new Set(runIds)], options);
   if (comparisons.length === 0) return 1;
   const changed = comparisons.filter((comparison) => !comparison.sameToolCalls);
-  if (options.json) process.stdout.write(`${JSON.stringify({ runs: comparisons, changedToolCalls: changed.length }, null, 2)}\n`);
+  if (options.json)
+    process.stdout.write(`${JSON.stringify({ runs: comparisons, changedToolCalls: changed.length }, null, 2)}\n`);
   else {
     const rows = comparisons.map((comparison) => [
       comparison.runId,
@@ -53,8 +61,19 @@ export async function evalCommand({ positionals, options }: CommandInput): Promi
       `${formatNumber(total(comparison.original))} -> ${formatNumber(total(comparison.replay))}`,
       `${ms(comparison.original.latencyMs)} -> ${ms(comparison.replay.latencyMs)}`,
     ]);
-    const table = formatTable([{ header: "run" }, { header: "tool calls" }, { header: "answer" }, { header: "tokens", align: "right" }, { header: "model time", align: "right" }], rows);
-    process.stdout.write(`${table}\n\n${changed.length === 0 ? `All ${comparisons.length} replayed runs call the same tools.` : `${changed.length} of ${comparisons.length} replayed runs call different tools.`}\n`);
+    const table = formatTable(
+      [
+        { header: "run" },
+        { header: "tool calls" },
+        { header: "answer" },
+        { header: "tokens", align: "right" },
+        { header: "model time", align: "right" },
+      ],
+      rows,
+    );
+    process.stdout.write(
+      `${table}\n\n${changed.length === 0 ? `All ${comparisons.length} replayed runs call the same tools.` : `${changed.length} of ${comparisons.length} replayed runs call different tools.`}\n`,
+    );
   }
   return changed.length === 0 ? 0 : 1;
 }
@@ -82,9 +101,14 @@ async function replayAll(runIds: string[], options: CommandInput["options"]): Pr
     return [];
   }
   try {
-    const model = createOpenAIModel({ ...config.model, ...(options.model ? { model: options.model } : {}), stream: false });
+    const model = createOpenAIModel({
+      ...config.model,
+      ...(options.model ? { model: options.model } : {}),
+      stream: false,
+    });
     const comparisons: ReplayComparison[] = [];
-    for (const runId of runIds) comparisons.push(await replayRun(await recordedRunOf(store, runId), runId, { model, systemPrompt, tools }));
+    for (const runId of runIds)
+      comparisons.push(await replayRun(await recordedRunOf(store, runId), runId, { model, systemPrompt, tools }));
     return comparisons;
   } finally {
     await store.close();
@@ -95,7 +119,9 @@ function readPrompt(file: string): string {
   try {
     return readFileSync(resolve(file), "utf8").trim();
   } catch (error) {
-    throw new UsageError(`--system-prompt: the file ${resolve(file)} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`);
+    throw new UsageError(
+      `--system-prompt: the file ${resolve(file)} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`,
+    );
   }
 }
 
@@ -107,17 +133,32 @@ async function toolSpecs(modules: string[]): Promise<ToolSpec[]> {
 
 function sideBySide(comparison: ReplayComparison): string {
   const { original, replay } = comparison;
-  const calls = (summary: RunSummary) => summary.toolCalls.map((call) => `${call.name}(${JSON.stringify(call.arguments)})${call.recorded === false ? " [not recorded]" : ""}`).join(", ") || "none";
+  const calls = (summary: RunSummary) =>
+    summary.toolCalls
+      .map(
+        (call) => `${call.name}(${JSON.stringify(call.arguments)})${call.recorded === false ? " [not recorded]" : ""}`,
+      )
+      .join(", ") || "none";
   const rows = [
     ["answer", original.output, replay.output],
     ["stop", original.stopReason, replay.stopReason],
     ["tool calls", calls(original), calls(replay)],
     ["steps", String(original.steps), String(replay.steps)],
-    ["tokens", `${formatNumber(original.promptTokens)} + ${formatNumber(original.completionTokens)}`, `${formatNumber(replay.promptTokens)} + ${formatNumber(replay.completionTokens)}`],
-    ["cost", original.cost === null ? "—" : `$${original.cost.toFixed(5)}`, replay.cost === null ? "—" : `$${replay.cost.toFixed(5)}`],
+    [
+      "tokens",
+      `${formatNumber(original.promptTokens)} + ${formatNumber(original.completionTokens)}`,
+      `${formatNumber(replay.promptTokens)} + ${formatNumber(replay.completionTokens)}`,
+    ],
+    [
+      "cost",
+      original.cost === null ? "—" : `$${original.cost.toFixed(5)}`,
+      replay.cost === null ? "—" : `$${replay.cost.toFixed(5)}`,
+    ],
     ["model time", ms(original.latencyMs), ms(replay.latencyMs)],
   ];
-  const verdict = comparison.sameToolCalls ? "The replay called the same tools with the same arguments." : `The runs diverge at tool call ${comparison.divergesAtCall}${comparison.notRecorded ? `; ${comparison.notRecorded} call${comparison.notRecorded === 1 ? " was" : "s were"} not in the recording` : ""}.`;
+  const verdict = comparison.sameToolCalls
+    ? "The replay called the same tools with the same arguments."
+    : `The runs diverge at tool call ${comparison.divergesAtCall}${comparison.notRecorded ? `; ${comparison.notRecorded} call${comparison.notRecorded === 1 ? " was" : "s were"} not in the recording` : ""}.`;
   return `${formatTable([{ header: "" }, { header: `recorded (${comparison.runId})` }, { header: "replay" }], rows)}\n\n${verdict}${comparison.sameAnswer ? " Same answer." : " The answer changed."}`;
 }
 

@@ -14,6 +14,10 @@ export default async function reset({ options }: CommandInput): Promise<number> 
   } finally {
     await store?.close();
   }
-  process.stdout.write(found ? `Session ${sessionId} starts afresh; its earlier messages are kept but no longer shown to the model.\n` : `There is no session ${sessionId}; see glassbox sessions.\n`);
+  process.stdout.write(
+    found
+      ? `Session ${sessionId} starts afresh; its earlier messages are kept but no longer shown to the model.\n`
+      : `There is no session ${sessionId}; see glassbox sessions.\n`,
+  );
   return found ? 0 : 1;
 }

@@ -5,23 +5,32 @@ import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
 
-const EXIT_CODES: Record<RunResult["stopReason"], number> = { final: 0, max_steps: 0, awaiting_approval: 0, cancelled: 130, error: 1 };
+const EXIT_CODES: Record<RunResult["stopReason"], number> = {
+  final: 0,
+  max_steps: 0,
+  awaiting_approval: 0,
+  cancelled: 130,
+  error: 1,
+};
 
 export default async function run({ positionals, options }: CommandInput): Promise<number> {
   const task = positionals.join(" ").trim();
   if (!task) throw new UsageError('Give the task in quotes: glassbox run "what is 2+2?"');
   const approveMode = approveModeOf(options.approve);
   const maxSteps = options["max-steps"] === undefined ? undefined : Number(options["max-steps"]);
-  if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0)) throw new UsageError("--max-steps takes a whole number above 0.");
+  if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0))
+    throw new UsageError("--max-steps takes a whole number above 0.");
 
   const view = terminalView(process.stdout, process.stderr);
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
   const approvals = approvalsFor(approveMode, () => controller.abort());
-  const agent = await startAgent(view, { toolModules: options.tools, approve: approvals.approve, maxSteps }).catch((error: unknown) => {
-    approvals.close();
-    throw error;
-  });
+  const agent = await startAgent(view, { toolModules: options.tools, approve: approvals.approve, maxSteps }).catch(
+    (error: unknown) => {
+      approvals.close();
+      throw error;
+    },
+  );
   try {
     const renderer = createTerminalRenderer(view);
     const result = await runAgent(agent, {
@@ -33,7 +42,9 @@ export default async function run({ positionals, options }: CommandInput): Promi
     });
     if (options.json) {
       const { runId, sessionId, output, stopReason, steps, usage, toolCalls, error } = result;
-      process.stdout.write(`${JSON.stringify({ runId, sessionId, output, stopReason, steps, usage, toolCalls, ...(error ? { error } : {}) })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ runId, sessionId, output, stopReason, steps, usage, toolCalls, ...(error ? { error } : {}) })}\n`,
+      );
     } else {
       renderer.finish(result);
       sessionNote(view, result.sessionId, result.runId);

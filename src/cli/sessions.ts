@@ -15,7 +15,10 @@ export default async function sessions({ options }: CommandInput): Promise<numbe
     await store?.close();
   }
   if (options.json) process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
-  else if (listed.length === 0) process.stdout.write(`${store ? `There are no conversations in ${records.where} yet (${records.setting}).` : nothingRecorded(records)}\n`);
+  else if (listed.length === 0)
+    process.stdout.write(
+      `${store ? `There are no conversations in ${records.where} yet (${records.setting}).` : nothingRecorded(records)}\n`,
+    );
   else process.stdout.write(`${formatSessions(listed, styleFor(process.stdout))}\n`);
   return 0;
 }

@@ -9,11 +9,16 @@ import { terminalView } from "../adapters/terminal.js";
 import type { CommandInput } from "./command.js";
 import { createCliLogger } from "./logging.js";
 
-type ListedTool = Awaited<ReturnType<typeof describeTools>>[number] | (Omit<Awaited<ReturnType<typeof describeTools>>[number], "source"> & { source: { kind: "selection" } });
+type ListedTool =
+  | Awaited<ReturnType<typeof describeTools>>[number]
+  | (Omit<Awaited<ReturnType<typeof describeTools>>[number], "source"> & { source: { kind: "selection" } });
 
 export default async function tools({ options }: CommandInput): Promise<number> {
   const config = loadConfig();
-  const listed = withListTools(await describeTools(config, createCliLogger(terminalView(process.stdout, process.stderr)), options.tools), config.toolSelectionThreshold);
+  const listed = withListTools(
+    await describeTools(config, createCliLogger(terminalView(process.stdout, process.stderr)), options.tools),
+    config.toolSelectionThreshold,
+  );
   if (options.json) process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
   else process.stdout.write(`${formatTools(listed, styleFor(process.stdout), config.toolSelectionThreshold)}\n`);
   return 0;
@@ -26,11 +31,29 @@ export default async function tools({ options }: CommandInput): Promise<number> 
 function withListTools(listed: Awaited<ReturnType<typeof describeTools>>, threshold: number): ListedTool[] {
   if (listed.length <= threshold) return listed;
   const notCalled = () => undefined;
-  const selector = createToolSelector(createToolRegistry(listed.map(({ name, description, parameters, dangerous }) => ({ name, description, parameters, dangerous, handler: notCalled }))), { threshold });
+  const selector = createToolSelector(
+    createToolRegistry(
+      listed.map(({ name, description, parameters, dangerous }) => ({
+        name,
+        description,
+        parameters,
+        dangerous,
+        handler: notCalled,
+      })),
+    ),
+    { threshold },
+  );
   const added = selector.tools.list().filter(({ definition }) => !listed.some((tool) => tool.name === definition.name));
   return [
     ...listed,
-    ...added.map(({ definition }) => ({ name: definition.name, description: definition.description, dangerous: false, from: "tool selection", source: { kind: "selection" as const }, parameters: definition.parameters })),
+    ...added.map(({ definition }) => ({
+      name: definition.name,
+      description: definition.description,
+      dangerous: false,
+      from: "tool selection",
+      source: { kind: "selection" as const },
+      parameters: definition.parameters,
+    })),
   ];
 }
 
@@ -44,16 +67,26 @@ function formatTools(listed: ListedTool[], style: Style, threshold: number): str
     ].join("\n"),
   );
   const selected = listed.some((tool) => tool.source?.kind === "selection")
-    ? [`More than ${threshold} tools (GLASSBOX_TOOL_SELECTION_THRESHOLD): each model call is sent the ones relevant to it, and list_tools, which finds the others.`, ""]
+    ? [
+        `More than ${threshold} tools (GLASSBOX_TOOL_SELECTION_THRESHOLD): each model call is sent the ones relevant to it, and list_tools, which finds the others.`,
+        "",
+      ]
     : [];
   return [`${count(listed.length, "tool")} the model can call:`, "", ...selected, blocks.join("\n\n")].join("\n");
 }
 
 /** A schema's top-level properties as "name: type", optional ones marked "?". */
 function parametersOf(schema: unknown): string {
-  const { properties = {}, required = [] } = (schema ?? {}) as { properties?: Record<string, { type?: unknown; enum?: unknown[] }>; required?: string[] };
+  const { properties = {}, required = [] } = (schema ?? {}) as {
+    properties?: Record<string, { type?: unknown; enum?: unknown[] }>;
+    required?: string[];
+  };
   const parts = Object.entries(properties).map(([name, property]) => {
-    const type = Array.isArray(property.enum) ? property.enum.map((value) => JSON.stringify(value)).join("|") : Array.isArray(property.type) ? property.type.join("|") : String(property.type ?? "any");
+    const type = Array.isArray(property.enum)
+      ? property.enum.map((value) => JSON.stringify(value)).join("|")
+      : Array.isArray(property.type)
+        ? property.type.join("|")
+        : String(property.type ?? "any");
     return `${name}${required.includes(name) ? "" : "?"}: ${type}`;
   });
   return parts.length ? parts.join(", ") : "no parameters";

@@ -7,10 +7,13 @@ import { openRecords } from "./records.js";
 
 export default async function trace({ positionals, options }: CommandInput): Promise<number> {
   const target = positionals[0];
-  if (!target) throw new UsageError("Name a session or a run: glassbox trace <session-or-run-id> (see glassbox sessions).");
+  if (!target)
+    throw new UsageError("Name a session or a run: glassbox trace <session-or-run-id> (see glassbox sessions).");
   const { where, setting, store } = await openRecords();
   if (!store) {
-    process.stdout.write(`There is no run or session ${target}: no conversations are recorded yet in ${where} (${setting}).\n`);
+    process.stdout.write(
+      `There is no run or session ${target}: no conversations are recorded yet in ${where} (${setting}).\n`,
+    );
     return 1;
   }
   try {
@@ -21,11 +24,19 @@ export default async function trace({ positionals, options }: CommandInput): Pro
       process.stdout.write(`There is no run or session ${target}; see glassbox sessions.\n`);
       return 1;
     }
-    const timelines = await Promise.all(runs.map(async (run) => ({ run, steps: await store.steps(run.runId), feedback: await store.feedbackOf(run.runId) })));
+    const timelines = await Promise.all(
+      runs.map(async (run) => ({
+        run,
+        steps: await store.steps(run.runId),
+        feedback: await store.feedbackOf(run.runId),
+      })),
+    );
     if (options.json) process.stdout.write(`${JSON.stringify(timelines, null, 2)}\n`);
     else {
       const nested = await nestedRunsOf(store, runs);
-      process.stdout.write(`${timelines.map(({ run, steps, feedback }) => [formatRunTimeline(run, steps, nested), formatFeedback(feedback)].filter(Boolean).join("\n")).join("\n\n")}\n`);
+      process.stdout.write(
+        `${timelines.map(({ run, steps, feedback }) => [formatRunTimeline(run, steps, nested), formatFeedback(feedback)].filter(Boolean).join("\n")).join("\n\n")}\n`,
+      );
     }
     return 0;
   } finally {

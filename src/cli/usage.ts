@@ -8,11 +8,16 @@ import { nothingRecorded, openRecords } from "./records.js";
 export default async function usage({ options }: CommandInput): Promise<number> {
   const records = await openRecords();
   const { store } = records;
-  const totals: Totals = store ? await totalsOf(store).finally(() => store.close()) : { byDay: [], byUser: [], bySession: [] };
+  const totals: Totals = store
+    ? await totalsOf(store).finally(() => store.close())
+    : { byDay: [], byUser: [], bySession: [] };
   const style = styleFor(process.stdout);
   if (options.json) process.stdout.write(`${JSON.stringify(totals, null, 2)}\n`);
   else if (!store) process.stdout.write(`${nothingRecorded(records)}\n`);
-  else process.stdout.write(`${[formatUsage("By day", "DAY", totals.byDay, style), formatUsage("By user", "USER", totals.byUser, style), formatUsage("By session", "SESSION", totals.bySession, style), formatFeedbackCounts(totals.feedback ?? { up: 0, down: 0 }, style)].join("\n\n")}\n`);
+  else
+    process.stdout.write(
+      `${[formatUsage("By day", "DAY", totals.byDay, style), formatUsage("By user", "USER", totals.byUser, style), formatUsage("By session", "SESSION", totals.bySession, style), formatFeedbackCounts(totals.feedback ?? { up: 0, down: 0 }, style)].join("\n\n")}\n`,
+    );
   return 0;
 }
 
@@ -25,6 +30,11 @@ interface Totals {
 }
 
 async function totalsOf(store: AnyStorePort): Promise<Totals> {
-  const [byDay, byUser, bySession, feedback] = await Promise.all([store.totalsByDay(), store.totalsByUser(), store.totalsBySession(), store.feedbackCounts()]);
+  const [byDay, byUser, bySession, feedback] = await Promise.all([
+    store.totalsByDay(),
+    store.totalsByUser(),
+    store.totalsBySession(),
+    store.feedbackCounts(),
+  ]);
   return { byDay, byUser, bySession, feedback };
 }

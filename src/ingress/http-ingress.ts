@@ -57,12 +57,13 @@ export interface HttpIngress {
   stop(): Promise<void>;
 }
 
-
 export async function startHttpIngress<Transaction>(options: HttpIngressOptions<Transaction>): Promise<HttpIngress> {
   const { store, queue, log, counter } = options;
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   if (credentials.length === 0 && !isLoopback(options.host)) {
-    throw configurationError(`The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`);
+    throw configurationError(
+      `The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`,
+    );
   }
 
   const callerOf = callersOf(credentials);
@@ -73,34 +74,71 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     const input = inputOf(body.input);
     if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
     // Files need the one-process web server, which reads them as it runs: say so rather than drop them.
-    if (Array.isArray(body.attachments) && body.attachments.length > 0) throw new HttpError(400, "This deployment takes files in Slack or Discord, not through the web API; send the message without them.");
+    if (Array.isArray(body.attachments) && body.attachments.length > 0)
+      throw new HttpError(
+        400,
+        "This deployment takes files in Slack or Discord, not through the web API; send the message without them.",
+      );
     const userId = actingUser(caller, body.userId);
     const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: input };
     // Accepted means stored and enqueued: the 202 comes after the commit.
-    const outcome = await acceptMessage(store, queue, { eventIds: [], run, message: { message: entry, tokens: counter.message(entry) }, ...(caller.userId ? { sessionOwner: caller.userId } : {}) });
-    if (outcome.kind === "not_owner") throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
+    const outcome = await acceptMessage(store, queue, {
+      eventIds: [],
+      run,
+      message: { message: entry, tokens: counter.message(entry) },
+      ...(caller.userId ? { sessionOwner: caller.userId } : {}),
+    });
+    if (outcome.kind === "not_owner")
+      throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
     sendJson(response, 202, { runId: run.runId, session: sessionId }, { location: `/api/runs/${run.runId}` });
   }
 
-  async function decide(request: IncomingMessage, response: ServerResponse, caller: Caller, approvalId: string): Promise<void> {
+  async function decide(
+    request: IncomingMessage,
+    response: ServerResponse,
+    caller: Caller,
+    approvalId: string,
+  ): Promise<void> {
     const body = await readJsonObject(request);
     if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
     const userId = actingUser(caller, body.userId);
     // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
     const sessionId = (await store.approval(approvalId))?.sessionId;
-    const readable = sessionId?.startsWith("web:") && (caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId);
+    const readable =
+      sessionId?.startsWith("web:") &&
+      (caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId);
     if (!readable) throw new HttpError(404, `There is no web approval ${approvalId}.`);
-    const outcome = await decideClick(store, queue, { approvalId, userId, approved: body.approved, approvers: options.approvers ?? [], origin: { sessionPrefix: "web:" } });
+    const outcome = await decideClick(store, queue, {
+      approvalId,
+      userId,
+      approved: body.approved,
+      approvers: options.approvers ?? [],
+      origin: { sessionPrefix: "web:" },
+    });
     if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
-    sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
+    sendJson(response, 200, {
+      outcome: outcome.kind,
+      approval: approvalView(outcome.approval),
+      resumed: outcome.runReady,
+    });
   }
 
   /** Stops a web run wherever it runs (or, accepted, before it starts): the store tells its worker. */
-  async function cancel(request: IncomingMessage, response: ServerResponse, caller: Caller, runId: string, reads: StorePort): Promise<void> {
+  async function cancel(
+    request: IncomingMessage,
+    response: ServerResponse,
+    caller: Caller,
+    runId: string,
+    reads: StorePort,
+  ): Promise<void> {
     await readJsonObject(request);
     const run = await readersOf(reads).readableRun(caller, runId);
-    if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`);
+    if (!run.sessionId.startsWith("web:"))
+      throw new HttpError(
+        409,
+        `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`,
+      );
     if (run.status !== "running" && run.status !== "accepted") throw new HttpError(409, notRunning(run.status));
     const cancelled = await store.requestCancel({ sessionId: run.sessionId, runId });
     if (cancelled.length === 0) throw new HttpError(409, "This run has already ended.");
@@ -111,10 +149,18 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   const events = trace && followStoreEvents({ store: trace.store, log });
   const routes: Route[] = [
     ["POST", /^\/api\/runs$/, (request, response, _params, _url, caller) => startRun(request, response, caller)],
-    ["POST", /^\/api\/approvals\/([^/]+)$/, (request, response, [approvalId = ""], _url, caller) => decide(request, response, caller, approvalId)],
+    [
+      "POST",
+      /^\/api\/approvals\/([^/]+)$/,
+      (request, response, [approvalId = ""], _url, caller) => decide(request, response, caller, approvalId),
+    ],
   ];
   if (trace && events) {
-    routes.push(["POST", /^\/api\/runs\/([^/]+)\/cancel$/, (request, response, [runId = ""], _url, caller) => cancel(request, response, caller, runId, trace.store)]);
+    routes.push([
+      "POST",
+      /^\/api\/runs\/([^/]+)\/cancel$/,
+      (request, response, [runId = ""], _url, caller) => cancel(request, response, caller, runId, trace.store),
+    ]);
     routes.push(
       ...storeRoutes({
         hub: events.hub,
@@ -127,7 +173,10 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         tokenRequired: credentials.length > 0,
         ...(options.replay
           ? { replay: options.replay }
-          : { noReplay: "This server does not replay runs (its pages read the store; the model is the workers'); use glassbox replay <run-id> where the model is configured." }),
+          : {
+              noReplay:
+                "This server does not replay runs (its pages read the store; the model is the workers'); use glassbox replay <run-id> where the model is configured.",
+            }),
       }),
     );
   }
@@ -139,7 +188,11 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     if (!path.startsWith("/api/") && trace) return servePage(request, response, path);
     // The caller is asked for once a route matches: an unknown path is a 404, a wrong method a 405, before any token.
     if (await api(request, response, url, () => callerOf(request, url))) return;
-    if (!trace) throw new HttpError(404, `There is no ${path} here: this process only accepts POST /api/runs and POST /api/approvals/<id>.`);
+    if (!trace)
+      throw new HttpError(
+        404,
+        `There is no ${path} here: this process only accepts POST /api/runs and POST /api/approvals/<id>.`,
+      );
     throw new HttpError(404, `There is no ${path} in this API.`);
   }
 

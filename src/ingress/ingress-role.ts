@@ -43,7 +43,9 @@ export async function startIngressRole(options: {
   const { config, log } = options;
   const databaseUrl = options.store.databaseUrl;
   if (!databaseUrl) {
-    throw configurationError("GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.");
+    throw configurationError(
+      "GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.",
+    );
   }
   const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
   const started: Array<{ stop(): Promise<void> }> = [];
@@ -57,12 +59,36 @@ export async function startIngressRole(options: {
     const common = { store, queue, log, counter, hints: offered.hints };
     const slack = config.slack ? await startSlackIngress({ ...common, slack: config.slack }) : undefined;
     if (slack) started.push(slack);
-    const discord = config.discord ? await startDiscordIngress({ ...common, discord: config.discord, model: { name: config.model.model, prices: config.prices } }) : undefined;
+    const discord = config.discord
+      ? await startDiscordIngress({
+          ...common,
+          discord: config.discord,
+          model: { name: config.model.model, prices: config.prices },
+        })
+      : undefined;
     if (discord) started.push(discord);
-    const trace = { store, modelLabel: modelLabelOf(config), priced: priceOf(config.model.model, config.prices) !== null };
-    const api = await startHttpIngress({ ...common, ...config.web, trace, replay: options.replay, toolNames: offered.tools });
+    const trace = {
+      store,
+      modelLabel: modelLabelOf(config),
+      priced: priceOf(config.model.model, config.prices) !== null,
+    };
+    const api = await startHttpIngress({
+      ...common,
+      ...config.web,
+      trace,
+      replay: options.replay,
+      toolNames: offered.tools,
+    });
     started.push(api);
-    log.info({ slack: slack?.eventsUrl ?? (slack ? "socket mode" : null), discord: Boolean(discord), api: api.url, trace: `${api.url}/trace` }, "ingress: receiving; workers run the turns");
+    log.info(
+      {
+        slack: slack?.eventsUrl ?? (slack ? "socket mode" : null),
+        discord: Boolean(discord),
+        api: api.url,
+        trace: `${api.url}/trace`,
+      },
+      "ingress: receiving; workers run the turns",
+    );
     return {
       store,
       slack,
@@ -95,8 +121,13 @@ const OFFERS_EVERY_MS = 5_000;
  * process (`all`), or else those the live workers recorded (StorePort.toolsOffered), read at start and
  * every OFFERS_EVERY_MS into the same two arrays, which the parts read at each use.
  */
-async function followOffers(store: PostgresPort, given: { hints?: string[]; toolNames?: string[] }, log: Logger): Promise<{ tools: string[]; hints: string[]; stop(): Promise<void> }> {
-  if (given.hints || given.toolNames) return { tools: given.toolNames ?? [], hints: given.hints ?? [], stop: async () => {} };
+async function followOffers(
+  store: PostgresPort,
+  given: { hints?: string[]; toolNames?: string[] },
+  log: Logger,
+): Promise<{ tools: string[]; hints: string[]; stop(): Promise<void> }> {
+  if (given.hints || given.toolNames)
+    return { tools: given.toolNames ?? [], hints: given.hints ?? [], stop: async () => {} };
   const offered = { tools: [] as string[], hints: [] as string[] };
   const read = async () => {
     try {
@@ -104,7 +135,10 @@ async function followOffers(store: PostgresPort, given: { hints?: string[]; tool
       offered.tools.splice(0, offered.tools.length, ...tools);
       offered.hints.splice(0, offered.hints.length, ...hints);
     } catch (error) {
-      log.warn({ error: (error as Error).message }, "ingress: reading what the workers offer failed; the pages keep what they showed");
+      log.warn(
+        { error: (error as Error).message },
+        "ingress: reading what the workers offer failed; the pages keep what they showed",
+      );
     }
   };
   await read();

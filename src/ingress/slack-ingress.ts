@@ -25,7 +25,16 @@ import { askSomething } from "../adapters/example-requests.js";
 import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
 import { slackFileRefs } from "../adapters/slack/slack-files.js";
 import { assertInstallPortFree, INSTALL_PATH } from "../adapters/slack/slack-oauth.js";
-import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "../adapters/slack/slack-events.js";
+import {
+  clickOrigin,
+  inputOf,
+  isQuestion,
+  isStopCommand,
+  slackEventIds,
+  slackSessionKey,
+  threadOf,
+  type SlackMessageEvent,
+} from "../adapters/slack/slack-events.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
 import { openSlackApp } from "../adapters/slack/slack-app.js";
 import type { Approval } from "../store/port.js";
@@ -64,20 +73,32 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   const inOrder = createSessionQueue();
 
   /** Posts after the current delivery is acknowledged; a failed post is logged, never the delivery's failure. */
-  const replyIn = (client: WebClient, channel: string, threadTs: string | undefined): Reply => (text) => {
-    setImmediate(() => {
-      client.chat.postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text }).catch((error: unknown) => log.warn({ error: (error as Error).message, channel }, "Slack ingress: a reply failed"));
-    });
-  };
+  const replyIn =
+    (client: WebClient, channel: string, threadTs: string | undefined): Reply =>
+    (text) => {
+      setImmediate(() => {
+        client.chat
+          .postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text })
+          .catch((error: unknown) =>
+            log.warn({ error: (error as Error).message, channel }, "Slack ingress: a reply failed"),
+          );
+      });
+    };
 
   async function onMessage(message: SlackMessageEvent, context: Context, client: WebClient): Promise<void> {
     const botUserId = botOf(context);
     if (!isQuestion(message, botUserId)) return;
     const sessionId = slackSessionKey(message);
-    await inOrder.run(sessionId, () => accept(message, { sessionId, botUserId, userId: userOf(context, message.user) }, client));
+    await inOrder.run(sessionId, () =>
+      accept(message, { sessionId, botUserId, userId: userOf(context, message.user) }, client),
+    );
   }
 
-  async function accept(message: SlackMessageEvent, who: { sessionId: string; botUserId: string; userId: string }, client: WebClient): Promise<void> {
+  async function accept(
+    message: SlackMessageEvent,
+    who: { sessionId: string; botUserId: string; userId: string },
+    client: WebClient,
+  ): Promise<void> {
     const { sessionId, botUserId, userId } = who;
     const eventIds = slackEventIds(message);
     const reply = replyIn(client, message.channel, threadOf(message));
@@ -86,7 +107,9 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
       // Said once per channel, not once per message (and not again by a retry).
       if ((await store.claim(...eventIds)) && (await store.claim(`slack:notice:${message.channel}`))) {
-        reply(`I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`);
+        reply(
+          `I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`,
+        );
       }
       return;
     }
@@ -94,20 +117,38 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     if (isStopCommand(input) || (!input && files.length === 0)) {
       if (!(await store.claim(...eventIds))) return;
       // "stop" reaches the worker running the session: a cancel request in the store (and a NOTIFY on PostgreSQL).
-      if (input) reply((await store.requestCancel({ sessionId })).length > 0 ? "Stopping." : "Nothing is running here.");
+      if (input)
+        reply((await store.requestCancel({ sessionId })).length > 0 ? "Stopping." : "Nothing is running here.");
       else reply(askSomething("Ask me something after the mention", options.hints));
       return;
     }
     const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: storedTextOf(input, files) };
-    const outcome = await acceptMessage(store, queue, { eventIds, run, message: { message: entry, tokens: counter.message(entry) }, files });
+    const outcome = await acceptMessage(store, queue, {
+      eventIds,
+      run,
+      message: { message: entry, tokens: counter.message(entry) },
+      files,
+    });
     if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
     else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
   }
 
   app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
-      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, files: (event as { files?: unknown }).files },
+      {
+        eventId: body.event_id,
+        teamId: body.team_id,
+        channel: event.channel,
+        user: event.user,
+        text: event.text,
+        ts: event.ts,
+        threadTs: event.thread_ts,
+        botId: event.bot_id,
+        subtype: event.subtype,
+        isDirect: false,
+        files: (event as { files?: unknown }).files,
+      },
       context,
       client,
     );
@@ -115,24 +156,63 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
 
   app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
-    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; files?: unknown };
+    const fields = message as {
+      user?: string;
+      text?: string;
+      thread_ts?: string;
+      bot_id?: string;
+      subtype?: string;
+      files?: unknown;
+    };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
-    await onMessage({ eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, files: fields.files }, context, client);
+    await onMessage(
+      {
+        eventId,
+        teamId,
+        channel: message.channel,
+        user: fields.user,
+        text: fields.text,
+        ts: message.ts,
+        threadTs: fields.thread_ts,
+        botId: fields.bot_id,
+        subtype: message.subtype,
+        isDirect: true,
+        files: fields.files,
+      },
+      context,
+      client,
+    );
   });
 
-  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client, context }) => {
-    if (action.type !== "button" || !("action_id" in action) || !action.value) return ack();
-    const userId = body.user.id;
-    const channel = body.channel?.id;
-    // Decided (and its resume enqueued) before the acknowledgement: a click that could not be written gets no ack.
-    const outcome = await decideClick(store, queue, { approvalId: action.value, userId: userOf(context, userId), approved: action.action_id === APPROVE_ACTION, approvers: slack.approvers, origin: clickOrigin(body) });
-    await ack();
-    setImmediate(() => {
-      const refusal = refusalFor(outcome, slack.approvers.length > 0);
-      const shown = outcome.kind === "decided" ? showDecision(client, outcome.approval) : refusal && channel ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) }) : undefined;
-      shown?.catch((error: unknown) => log.warn({ error: (error as Error).message, channel }, "Slack ingress: showing a decision failed"));
-    });
-  });
+  app.action<BlockAction>(
+    new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`),
+    async ({ ack, action, body, client, context }) => {
+      if (action.type !== "button" || !("action_id" in action) || !action.value) return ack();
+      const userId = body.user.id;
+      const channel = body.channel?.id;
+      // Decided (and its resume enqueued) before the acknowledgement: a click that could not be written gets no ack.
+      const outcome = await decideClick(store, queue, {
+        approvalId: action.value,
+        userId: userOf(context, userId),
+        approved: action.action_id === APPROVE_ACTION,
+        approvers: slack.approvers,
+        origin: clickOrigin(body),
+      });
+      await ack();
+      setImmediate(() => {
+        const refusal = refusalFor(outcome, slack.approvers.length > 0);
+        const shown =
+          outcome.kind === "decided"
+            ? showDecision(client, outcome.approval)
+            : refusal && channel
+              ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) })
+              : undefined;
+        shown?.catch((error: unknown) =>
+          log.warn({ error: (error as Error).message, channel }, "Slack ingress: showing a decision failed"),
+        );
+      });
+    },
+  );
 
   app.error(async (error) => {
     log.error({ error: error.message }, "Slack ingress: an event could not be accepted");

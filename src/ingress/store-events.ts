@@ -80,7 +80,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   // Text that came before its run was read as running (started, or resumed) with the steps before it; `text` undefined once it grew past EARLY_TEXT_CHARS.
   const earlyText = new Map<string, { sessionId: string; step: number; text: string | undefined }>();
   const watchingText = store.watchText(heardText).catch((error: unknown) => {
-    log.warn({ error: (error as Error).message }, "ingress: cannot hear the workers' streamed answer text; pages get each answer when its run ends");
+    log.warn(
+      { error: (error as Error).message },
+      "ingress: cannot hear the workers' streamed answer text; pages get each answer when its run ends",
+    );
     return async () => {};
   });
 
@@ -90,12 +93,18 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     const seen = entry.runs?.get(notice.runId);
     // Shown at once when the steps before it were sent (each is stored before the next model call); else after a reading sends them.
     const inOrder = notice.step === 1 || seen?.steps.has(notice.step - 1) === true;
-    if (seen?.started && seen.status === "running" && inOrder) return showText(notice.sessionId, notice.runId, seen, notice.step, notice.text);
+    if (seen?.started && seen.status === "running" && inOrder)
+      return showText(notice.sessionId, notice.runId, seen, notice.step, notice.text);
     if (seen?.started && !UNFINISHED.has(seen.status)) return; // ended: the text is stale
-    const early = earlyText.get(notice.runId) ?? (earlyText.size < EARLY_TEXT_RUNS ? { sessionId: notice.sessionId, step: notice.step, text: "" } : undefined);
+    const early =
+      earlyText.get(notice.runId) ??
+      (earlyText.size < EARLY_TEXT_RUNS ? { sessionId: notice.sessionId, step: notice.step, text: "" } : undefined);
     if (!early) return;
     if (early.step !== notice.step) Object.assign(early, { step: notice.step, text: "" });
-    early.text = early.text !== undefined && early.text.length + notice.text.length <= EARLY_TEXT_CHARS ? early.text + notice.text : undefined;
+    early.text =
+      early.text !== undefined && early.text.length + notice.text.length <= EARLY_TEXT_CHARS
+        ? early.text + notice.text
+        : undefined;
     earlyText.set(notice.runId, early);
     void readSession(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
   }
@@ -123,7 +132,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const follow = (sessionId: string): (() => void) => {
     let entry = followed.get(sessionId);
     if (!entry) {
-      if (followed.size >= maxSessions) throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
+      if (followed.size >= maxSessions)
+        throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
       entry = { watchers: 0, reading: false };
       followed.set(sessionId, entry);
       void readSession(sessionId, entry); // the first reading at once, not a second later
@@ -154,7 +164,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
           seen.set(run.runId, { status: run.status, started: true, approvals: new Map(), steps: new Map() }); // history the page has loaded
           continue;
         }
-        const now = before ?? { status: "accepted", started: false, approvals: new Map<string, string>(), steps: new Map() };
+        const now = before ?? {
+          status: "accepted",
+          started: false,
+          approvals: new Map<string, string>(),
+          steps: new Map(),
+        };
         if (!before) inner.accept(run.runId, sessionId);
         seen.set(run.runId, now);
         await publishChanges(sessionId, run, now);
@@ -173,7 +188,14 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status === was && seen.started && run.status !== "running" && run.status !== "awaiting_approval") return;
     const publish = (event: WebEvent) => inner.publish(sessionId, event);
     if (run.status !== "accepted" && !seen.started) {
-      publish({ type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) });
+      publish({
+        type: "run_start",
+        runId: run.runId,
+        sessionId,
+        userId: run.userId,
+        input: run.input,
+        ...pipelineOf(run),
+      });
       seen.started = true;
     } else if (run.status === "running" && was !== "running") {
       publish({ type: "run_resumed", runId: run.runId, sessionId });
@@ -186,8 +208,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       // The run was read before its steps: a step stored with the run's pause or end may have come
       // in between, so its calls are shown running only if the run still runs after they were read.
       const toStart = steps.map((step) => callsToStart(step, seen));
-      const running = run.status === "running" && (toStart.every((calls) => calls.length === 0) || (await store.run(run.runId))?.status === "running");
-      steps.forEach((step, index) => publishStep(publish, run.runId, step, seen, running ? (toStart[index] ?? []) : []));
+      const running =
+        run.status === "running" &&
+        (toStart.every((calls) => calls.length === 0) || (await store.run(run.runId))?.status === "running");
+      steps.forEach((step, index) =>
+        publishStep(publish, run.runId, step, seen, running ? (toStart[index] ?? []) : []),
+      );
     }
     // Text that came before the run was read as running follows the steps stored before it.
     if (run.status === "running") showEarlyText(sessionId, run.runId, seen);
@@ -197,14 +223,17 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
         const known = seen.approvals.get(approval.id);
         if (known === approval.status) continue;
         seen.approvals.set(approval.id, approval.status);
-        if (known === undefined) publish({ type: "approval_requested", runId: run.runId, approval: approvalView(approval) });
-        if (approval.status !== "pending") publish({ type: "approval_decided", runId: run.runId, approval: approvalView(approval) });
+        if (known === undefined)
+          publish({ type: "approval_requested", runId: run.runId, approval: approvalView(approval) });
+        if (approval.status !== "pending")
+          publish({ type: "approval_decided", runId: run.runId, approval: approvalView(approval) });
       }
     }
     seen.status = run.status;
     if (run.status === was || run.status === "running" || run.status === "accepted") return;
     // A pipeline's stage that answered hands on to the next one: the pipeline's end comes under its last stage.
-    const handsOn = run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
+    const handsOn =
+      run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
     if (handsOn) return;
     publish({
       type: "run_end",
@@ -213,9 +242,14 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       output: run.output ?? "",
       stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
       steps: run.steps,
-      usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens, totalTokens: run.promptTokens + run.completionTokens },
+      usage: {
+        promptTokens: run.promptTokens,
+        completionTokens: run.completionTokens,
+        totalTokens: run.promptTokens + run.completionTokens,
+      },
     });
-    if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId) inner.end(run.pipelineRunId);
+    if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId)
+      inner.end(run.pipelineRunId);
   }
 
   /**
@@ -223,16 +257,31 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
    * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
    * run is not running, as a call waiting for an approval is not), each ended call, the notes.
    */
-  function publishStep(publish: (event: WebEvent) => void, runId: string, step: StepTrace, seen: SeenRun, toStart: StepTrace["requestedCalls"]): void {
+  function publishStep(
+    publish: (event: WebEvent) => void,
+    runId: string,
+    step: StepTrace,
+    seen: SeenRun,
+    toStart: StepTrace["requestedCalls"],
+  ): void {
     let sent = seen.steps.get(step.step);
     if (!sent) {
       sent = { started: new Set(), ended: new Set(), notes: 0 };
       seen.steps.set(step.step, sent);
-      publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
+      publish(
+        modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars),
+      );
     }
     for (const call of toStart) {
       sent.started.add(call.id);
-      publish({ type: "tool_start", runId, step: step.step, toolCallId: call.id, name: call.name, arguments: argumentsOf(call.arguments) });
+      publish({
+        type: "tool_start",
+        runId,
+        step: step.step,
+        toolCallId: call.id,
+        name: call.name,
+        arguments: argumentsOf(call.arguments),
+      });
     }
     for (const record of step.toolCalls) {
       if (sent.ended.has(record.id)) continue;
@@ -303,7 +352,9 @@ function callsToStart(step: StepTrace, seen: SeenRun): StepTrace["requestedCalls
 function argumentsOf(text: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }
@@ -315,5 +366,12 @@ function endedWithin(run: RunTrace, milliseconds: number): boolean {
 
 function pipelineOf(run: RunTrace): { pipeline?: { name: string; runId: string; stage: number; stages: number } } {
   if (run.pipelineRunId === null || run.pipelineStage === null) return {};
-  return { pipeline: { name: run.pipelineName ?? "", runId: run.pipelineRunId, stage: run.pipelineStage, stages: run.pipelineStages ?? run.pipelineStage } };
+  return {
+    pipeline: {
+      name: run.pipelineName ?? "",
+      runId: run.pipelineRunId,
+      stage: run.pipelineStage,
+      stages: run.pipelineStages ?? run.pipelineStage,
+    },
+  };
 }

@@ -63,9 +63,13 @@ export function turnFilesOf(refs: readonly FileRef[], platform: FilePlatform): T
 export function isTurnFile(value: unknown): value is TurnFile {
   const file = value as Partial<TurnFile> | null;
   return (
-    typeof file === "object" && file !== null &&
+    typeof file === "object" &&
+    file !== null &&
     (file.platform === "slack" || file.platform === "discord") &&
-    typeof file.name === "string" && typeof file.mimeType === "string" && typeof file.size === "number" && typeof file.url === "string" &&
+    typeof file.name === "string" &&
+    typeof file.mimeType === "string" &&
+    typeof file.size === "number" &&
+    typeof file.url === "string" &&
     (file.problem === undefined || typeof file.problem === "string")
   );
 }
@@ -76,6 +80,9 @@ export function isTurnFile(value: unknown): value is TurnFile {
  * (an image as an image, a text file's text) in this message's run only; later turns read these lines.
  */
 export function storedTextOf(input: string, files: readonly TurnFile[]): string {
-  const lines = files.map((file) => `[Attached file: ${file.name} (${file.mimeType}, ${formatBytes(file.size)}); what could be read of it was shown to you with this message only]`);
+  const lines = files.map(
+    (file) =>
+      `[Attached file: ${file.name} (${file.mimeType}, ${formatBytes(file.size)}); what could be read of it was shown to you with this message only]`,
+  );
   return [input, ...lines].filter((text) => text !== "").join("\n\n");
 }

@@ -12,7 +12,14 @@
  *   the worker resets the session (later runs see none of its earlier messages).
  */
 import { randomUUID } from "node:crypto";
-import type { AcceptOutcome, DecisionOutcome, DecisionRequest, MessageEntry, RunRecord, StorePort } from "../store/port.js";
+import type {
+  AcceptOutcome,
+  DecisionOutcome,
+  DecisionRequest,
+  MessageEntry,
+  RunRecord,
+  StorePort,
+} from "../store/port.js";
 import type { RunQueue, Turn } from "../queue/types.js";
 import { isTurnFile, type TurnFile } from "./turn-files.js";
 
@@ -25,13 +32,24 @@ export const newRunId = (): string => `run_${randomUUID()}`;
 
 /** A message's turn: keyed by its first platform event id (the run's id when it has none). */
 export function messageTurn(run: RunRecord, eventIds: string[], files: TurnFile[] = []): Turn {
-  const work: TurnWork = { kind: "message", runId: run.runId, sessionId: run.sessionId, eventIds, ...(files.length ? { files } : {}) };
+  const work: TurnWork = {
+    kind: "message",
+    runId: run.runId,
+    sessionId: run.sessionId,
+    eventIds,
+    ...(files.length ? { files } : {}),
+  };
   return { conversation: run.sessionId, key: eventIds[0] ?? run.runId, payload: work };
 }
 
 /** A resume's turn, on the paused run's conversation, keyed `resume:<runId>`. */
 export function resumeTurn(approval: { runId: string; sessionId: string; id: string }): Turn {
-  const work: TurnWork = { kind: "resume", runId: approval.runId, sessionId: approval.sessionId, approvalId: approval.id };
+  const work: TurnWork = {
+    kind: "resume",
+    runId: approval.runId,
+    sessionId: approval.sessionId,
+    approvalId: approval.id,
+  };
   return { conversation: approval.sessionId, key: `resume:${approval.runId}`, payload: work };
 }
 
@@ -58,7 +76,10 @@ export function workOf(turn: Turn): TurnWork {
 }
 
 /** The parts of the store and the queue that ingress uses: nothing that runs a model. */
-export type IngressStore<Transaction> = Pick<StorePort<Transaction>, "acceptEvent" | "decideApproval" | "approval" | "attachApprovalMessage" | "claim" | "requestCancel" | "sessionOwner">;
+export type IngressStore<Transaction> = Pick<
+  StorePort<Transaction>,
+  "acceptEvent" | "decideApproval" | "approval" | "attachApprovalMessage" | "claim" | "requestCancel" | "sessionOwner"
+>;
 export type IngressQueue<Transaction> = Pick<RunQueue<Transaction>, "enqueueIn">;
 
 /**
@@ -76,12 +97,23 @@ export function acceptMessage<Transaction>(
 }
 
 /** Claims the event and enqueues the session's reset, in one transaction; false for a duplicate. */
-export async function acceptReset<Transaction>(store: IngressStore<Transaction>, queue: IngressQueue<Transaction>, sessionId: string, eventId: string): Promise<boolean> {
-  const outcome = await store.acceptEvent({ eventIds: [eventId] }, (transaction) => queue.enqueueIn(transaction, resetTurn(sessionId, eventId)));
+export async function acceptReset<Transaction>(
+  store: IngressStore<Transaction>,
+  queue: IngressQueue<Transaction>,
+  sessionId: string,
+  eventId: string,
+): Promise<boolean> {
+  const outcome = await store.acceptEvent({ eventIds: [eventId] }, (transaction) =>
+    queue.enqueueIn(transaction, resetTurn(sessionId, eventId)),
+  );
   return outcome.kind === "accepted";
 }
 
 /** Decides a click; the one decision that makes its run ready enqueues the resume, in the decision's transaction. */
-export function decideClick<Transaction>(store: IngressStore<Transaction>, queue: IngressQueue<Transaction>, request: DecisionRequest): Promise<DecisionOutcome> {
+export function decideClick<Transaction>(
+  store: IngressStore<Transaction>,
+  queue: IngressQueue<Transaction>,
+  request: DecisionRequest,
+): Promise<DecisionOutcome> {
   return store.decideApproval(request, (transaction, decided) => queue.enqueueIn(transaction, resumeTurn(decided)));
 }

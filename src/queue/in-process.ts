@@ -7,7 +7,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { DEFAULT_RETRY_DELAYS_MS, runTurn } from "./run-turn.js";
-import { checkTurn, type Enqueued, type QueueWorker, type RunQueue, type StopCause, type Turn, type TurnHandler, type WorkOptions } from "./types.js";
+import {
+  checkTurn,
+  type Enqueued,
+  type QueueWorker,
+  type RunQueue,
+  type StopCause,
+  type Turn,
+  type TurnHandler,
+  type WorkOptions,
+} from "./types.js";
 
 /** The in-process queue's view of the caller's transaction: work to do once it has committed. */
 export interface LocalTransaction {
@@ -107,10 +116,17 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): Ru
       transaction.afterCommit(() => void enqueue(turn));
     },
     async work(handler, workOptions) {
-      if (!Number.isInteger(workOptions.concurrency) || workOptions.concurrency < 1) throw new Error("a worker's concurrency must be a whole number of at least 1");
+      if (!Number.isInteger(workOptions.concurrency) || workOptions.concurrency < 1)
+        throw new Error("a worker's concurrency must be a whole number of at least 1");
       let finish: (cause: StopCause) => void = () => {};
       const stopped = new Promise<StopCause>((resolve) => (finish = resolve));
-      const worker: LocalWorker = { id: `local-${randomUUID()}`, handler, options: workOptions, running: new Set(), finish };
+      const worker: LocalWorker = {
+        id: `local-${randomUUID()}`,
+        handler,
+        options: workOptions,
+        running: new Set(),
+        finish,
+      };
       workers.push(worker);
       dispatch();
       const queueWorker: QueueWorker = { id: worker.id, stopped, stop: () => stopWorker(worker) };

@@ -33,7 +33,10 @@ export const jobKeyOf = (key: string) => bounded(key, MAX_JOB_KEY);
 
 /** A plain SQL identifier, so that it can be written into statements (schemas are configuration, not input). */
 export function checkSchemaName(schema: string): void {
-  if (!/^[a-z_][a-z0-9_]{0,47}$/.test(schema)) throw new Error(`the queue's schema '${schema}' must be lower-case letters, digits and underscores (at most 48), starting with a letter or underscore`);
+  if (!/^[a-z_][a-z0-9_]{0,47}$/.test(schema))
+    throw new Error(
+      `the queue's schema '${schema}' must be lower-case letters, digits and underscores (at most 48), starting with a letter or underscore`,
+    );
 }
 
 /**
@@ -65,7 +68,13 @@ export async function addTurn(client: Pick<pg.ClientBase, "query">, schema: stri
 /** A job's payload read back as a turn (a job this code did not add is refused rather than run). */
 export function turnOf(payload: unknown): Turn {
   const turn = payload as Partial<Turn> | null;
-  if (!turn || typeof turn.conversation !== "string" || typeof turn.key !== "string" || typeof turn.payload !== "object" || turn.payload === null) {
+  if (
+    !turn ||
+    typeof turn.conversation !== "string" ||
+    typeof turn.key !== "string" ||
+    typeof turn.payload !== "object" ||
+    turn.payload === null
+  ) {
     throw new Error("this job is not a glassbox turn (it lacks a conversation, key or payload)");
   }
   return turn as Turn;

@@ -9,14 +9,28 @@
  * (context.delivery > 1), so handlers must be idempotent.
  */
 import { EventEmitter } from "node:events";
-import { Logger as GraphileLogger, makeWorkerUtils, runTaskList, type LogLevel, type Task, type WorkerEvents, type WorkerPool } from "graphile-worker";
+import {
+  Logger as GraphileLogger,
+  makeWorkerUtils,
+  runTaskList,
+  type LogLevel,
+  type Task,
+  type WorkerEvents,
+  type WorkerPool,
+} from "graphile-worker";
 import pg from "pg";
 import type { Logger } from "../logger.js";
 import { addTurn, checkSchemaName, turnOf, TURN_TASK } from "./postgres-enqueue.js";
 import { DEFAULT_RETRY_DELAYS_MS, runTurn } from "./run-turn.js";
 import type { QueueWorker, RunQueue, StopCause, WorkOptions } from "./types.js";
 import { finishJob, releaseJob } from "./postgres-jobs.js";
-import { checkTimings, DEFAULT_LIVENESS, installLiveness, startLiveness, type LivenessTimings } from "./worker-liveness.js";
+import {
+  checkTimings,
+  DEFAULT_LIVENESS,
+  installLiveness,
+  startLiveness,
+  type LivenessTimings,
+} from "./worker-liveness.js";
 
 export interface PostgresQueueOptions {
   /** postgres://... (GLASSBOX_DATABASE_URL). */
@@ -74,7 +88,11 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
       await addTurn(transaction, schema, turn);
     },
     async work(handler, workOptions) {
-      const worker = await startWorker({ connectionString: options.connectionString, schema, timings, retryDelaysMs, logger, log: options.logger }, handler, workOptions);
+      const worker = await startWorker(
+        { connectionString: options.connectionString, schema, timings, retryDelaysMs, logger, log: options.logger },
+        handler,
+        workOptions,
+      );
       workers.add(worker);
       void worker.stopped.then(() => workers.delete(worker));
       return worker;
@@ -95,29 +113,54 @@ interface WorkerSettings {
   log?: Logger;
 }
 
-async function startWorker(settings: WorkerSettings, handler: Parameters<PostgresRunQueue["work"]>[0], options: WorkOptions): Promise<QueueWorker> {
+async function startWorker(
+  settings: WorkerSettings,
+  handler: Parameters<PostgresRunQueue["work"]>[0],
+  options: WorkOptions,
+): Promise<QueueWorker> {
   const { schema, timings, retryDelaysMs } = settings;
-  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error("a worker's concurrency must be a whole number of at least 1");
-  const onError = options.onError ?? ((error: unknown) => settings.log?.error({ error: (error as Error)?.message }, "a turn failed on every attempt and was given up"));
-  const reportError = (error: unknown, context: string) => settings.log?.warn({ error: (error as Error)?.message }, context);
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1)
+    throw new Error("a worker's concurrency must be a whole number of at least 1");
+  const onError =
+    options.onError ??
+    ((error: unknown) =>
+      settings.log?.error({ error: (error as Error)?.message }, "a turn failed on every attempt and was given up"));
+  const reportError = (error: unknown, context: string) =>
+    settings.log?.warn({ error: (error as Error)?.message }, context);
   // Jobs and the heartbeat use separate connections, so that busy turns never delay a heartbeat. A
   // turn holds no connection while it runs (only to fetch and finish its job), so a few serve many
   // turns, and a worker of high concurrency stays within the server's max_connections.
-  const jobsPool = newPool({ connectionString: settings.connectionString, max: Math.min(options.concurrency + 2, MAX_JOB_CONNECTIONS) }, settings.log);
-  const livenessPool = newPool({ connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs }, settings.log);
+  const jobsPool = newPool(
+    { connectionString: settings.connectionString, max: Math.min(options.concurrency + 2, MAX_JOB_CONNECTIONS) },
+    settings.log,
+  );
+  const livenessPool = newPool(
+    { connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs },
+    settings.log,
+  );
   const lease = new AbortController();
   let workerId = "";
 
   const task: Task = async (payload, helpers) => {
     const turn = turnOf(payload);
-    const outcome = await runTurn(handler, turn, { signal: lease.signal, delivery: helpers.job.attempts, workerId }, retryDelaysMs, onError);
+    const outcome = await runTurn(
+      handler,
+      turn,
+      { signal: lease.signal, delivery: helpers.job.attempts, workerId },
+      retryDelaysMs,
+      onError,
+    );
     const query = (text: string, values: unknown[]) => helpers.query(text, values);
     if (outcome !== "abandoned") {
-      await finishJob(query, schema, helpers.job.id, workerId).catch((error: unknown) => reportError(error, "finishing a turn"));
+      await finishJob(query, schema, helpers.job.id, workerId).catch((error: unknown) =>
+        reportError(error, "finishing a turn"),
+      );
       return;
     }
     // Not completed (that would delete the job) but given back as it was, for the worker that takes over.
-    await releaseJob(query, schema, helpers.job.id, workerId).catch((error: unknown) => reportError(error, "giving back a turn"));
+    await releaseJob(query, schema, helpers.job.id, workerId).catch((error: unknown) =>
+      reportError(error, "giving back a turn"),
+    );
     throw new Error("this worker lost its lease; the turn is left to the worker that takes over");
   };
 
@@ -133,7 +176,14 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
   });
   // No local queue (graphile-worker's batch fetching): a batch could hold two turns of one conversation.
   const workerPool: WorkerPool = runTaskList(
-    { concurrency: options.concurrency, schema, pollInterval: timings.pollIntervalMs, noHandleSignals: true, logger: settings.logger, events },
+    {
+      concurrency: options.concurrency,
+      schema,
+      pollInterval: timings.pollIntervalMs,
+      noHandleSignals: true,
+      logger: settings.logger,
+      events,
+    },
     { [TURN_TASK]: task },
     jobsPool,
   );
@@ -147,7 +197,9 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
     (stopping ??= (async () => {
       if (cause !== "stopped") lease.abort(new Error("this worker lost its lease"));
       // Graceful: running turns finish (or, after a lost lease, settle on their aborted signal).
-      await Promise.resolve(workerPool.gracefulShutdown()).catch((error: unknown) => reportError(error, "stopping the queue's workers"));
+      await Promise.resolve(workerPool.gracefulShutdown()).catch((error: unknown) =>
+        reportError(error, "stopping the queue's workers"),
+      );
       // After a graceful stop the worker holds no locks and its row can go; after a lost lease it is gone already.
       await liveness?.stop({ removeRow: cause === "stopped" });
       await Promise.all([jobsPool.end(), livenessPool.end()]).catch(() => {});
@@ -159,7 +211,14 @@ async function startWorker(settings: WorkerSettings, handler: Parameters<Postgre
   );
 
   try {
-    liveness = await startLiveness({ pool: livenessPool, schema, workerId, timings, onLeaseLost: () => void shutDown("lease_lost"), onError: reportError });
+    liveness = await startLiveness({
+      pool: livenessPool,
+      schema,
+      workerId,
+      timings,
+      onLeaseLost: () => void shutDown("lease_lost"),
+      onError: reportError,
+    });
   } catch (error) {
     await shutDown("ended");
     throw unreachable(error, settings.connectionString);
@@ -197,5 +256,8 @@ function unreachable(error: unknown, connectionString: string): Error {
     // not a URL: keep the general words rather than echo a string that may hold a password
   }
   const reason = (error as { code?: string })?.code ?? (error as Error)?.message ?? String(error);
-  return new Error(`The run queue cannot use PostgreSQL at ${where} (${reason}); check GLASSBOX_DATABASE_URL and that the server is running.`, { cause: error });
+  return new Error(
+    `The run queue cannot use PostgreSQL at ${where} (${reason}); check GLASSBOX_DATABASE_URL and that the server is running.`,
+    { cause: error },
+  );
 }

@@ -89,13 +89,19 @@ export const MAX_KEY_LENGTH = 1_000;
 
 /** A caller's mistake, said once: a turn must name its conversation and key, and carry small JSON. */
 export function checkTurn(turn: Turn): void {
-  if (typeof turn.conversation !== "string" || turn.conversation.length === 0 || turn.conversation.length > MAX_KEY_LENGTH) {
+  if (
+    typeof turn.conversation !== "string" ||
+    turn.conversation.length === 0 ||
+    turn.conversation.length > MAX_KEY_LENGTH
+  ) {
     throw new Error(`a turn needs a conversation key of 1 to ${MAX_KEY_LENGTH} characters`);
   }
   if (typeof turn.key !== "string" || turn.key.length === 0 || turn.key.length > MAX_KEY_LENGTH) {
     throw new Error(`a turn needs a key (its event id) of 1 to ${MAX_KEY_LENGTH} characters`);
   }
   if (Buffer.byteLength(JSON.stringify(turn.payload ?? null)) > MAX_PAYLOAD_BYTES) {
-    throw new Error(`a turn's payload must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON; keep content in the store and pass its ids`);
+    throw new Error(
+      `a turn's payload must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON; keep content in the store and pass its ids`,
+    );
   }
 }

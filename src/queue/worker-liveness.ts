@@ -36,7 +36,13 @@ export interface LivenessTimings {
   cleanupMs: number;
 }
 
-export const DEFAULT_LIVENESS: LivenessTimings = { heartbeatMs: 5_000, deadAfterMs: 15_000, sweepMs: 5_000, pollIntervalMs: 1_000, cleanupMs: 60_000 };
+export const DEFAULT_LIVENESS: LivenessTimings = {
+  heartbeatMs: 5_000,
+  deadAfterMs: 15_000,
+  sweepMs: 5_000,
+  pollIntervalMs: 1_000,
+  cleanupMs: 60_000,
+};
 
 /** The longest a killed worker's conversation waits to be taken over (see the bound above), before query time. */
 export function takeoverBoundMs(timings: LivenessTimings): number {
@@ -46,9 +52,13 @@ export function takeoverBoundMs(timings: LivenessTimings): number {
 /** A caller's mistake, in one sentence: a worker must miss at least one heartbeat before it counts as dead. */
 export function checkTimings(timings: LivenessTimings): void {
   for (const [name, value] of Object.entries(timings)) {
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`the queue's ${name} must be a positive number of milliseconds`);
+    if (!Number.isFinite(value) || value <= 0)
+      throw new Error(`the queue's ${name} must be a positive number of milliseconds`);
   }
-  if (timings.deadAfterMs < 2 * timings.heartbeatMs) throw new Error("the queue's deadAfterMs must be at least twice its heartbeatMs, so that one late heartbeat does not declare a live worker dead");
+  if (timings.deadAfterMs < 2 * timings.heartbeatMs)
+    throw new Error(
+      "the queue's deadAfterMs must be at least twice its heartbeatMs, so that one late heartbeat does not declare a live worker dead",
+    );
 }
 
 /** The heartbeat table's name; the schema is graphile-worker's (checked to be a plain identifier). */
@@ -115,7 +125,10 @@ export async function deleteEmptyQueues(pool: pg.Pool, schema: string): Promise<
   const client = await pool.connect();
   try {
     await client.query("begin");
-    const gate = await client.query<{ alone: boolean }>("select pg_try_advisory_xact_lock(hashtext('glassbox.queue.enqueue'), hashtext($1)) as alone", [schema]);
+    const gate = await client.query<{ alone: boolean }>(
+      "select pg_try_advisory_xact_lock(hashtext('glassbox.queue.enqueue'), hashtext($1)) as alone",
+      [schema],
+    );
     if (gate.rows[0]?.alone) {
       await client.query(`delete from "${schema}"._private_job_queues as job_queues
         where locked_at is null and id not in (select job_queue_id from "${schema}"._private_jobs where job_queue_id is not null)`);
@@ -150,7 +163,11 @@ export async function startLiveness(options: {
   const { pool, schema, workerId, timings, onError } = options;
   // Times are taken before each write: the row's heartbeat_at is never earlier than what this side counts from.
   let lastBeatStarted = performance.now();
-  await pool.query(`insert into ${workersTable(schema)} (worker_id, host, pid) values ($1, $2, $3)`, [workerId, hostname(), process.pid]);
+  await pool.query(`insert into ${workersTable(schema)} (worker_id, host, pid) values ($1, $2, $3)`, [
+    workerId,
+    hostname(),
+    process.pid,
+  ]);
   let lost = false;
   const loseLease = () => {
     if (lost) return;
@@ -162,7 +179,9 @@ export async function startLiveness(options: {
   async function beat(): Promise<void> {
     const started = performance.now();
     try {
-      const result = await pool.query(`update ${workersTable(schema)} set heartbeat_at = now() where worker_id = $1`, [workerId]);
+      const result = await pool.query(`update ${workersTable(schema)} set heartbeat_at = now() where worker_id = $1`, [
+        workerId,
+      ]);
       if (result.rowCount === 0) return loseLease(); // swept: the others have taken this worker's turns over
       lastBeatStarted = started;
     } catch (error) {
@@ -175,8 +194,12 @@ export async function startLiveness(options: {
     if (performance.now() - lastBeatStarted > timings.deadAfterMs - timings.heartbeatMs) loseLease();
   }, timings.heartbeatMs / 2);
 
-  const sweep = () => sweepDeadWorkers(pool, schema, timings.deadAfterMs).catch((error: unknown) => onError(error, "sweeping for dead workers"));
-  const cleanup = () => deleteEmptyQueues(pool, schema).catch((error: unknown) => onError(error, "deleting empty conversation queues"));
+  const sweep = () =>
+    sweepDeadWorkers(pool, schema, timings.deadAfterMs).catch((error: unknown) =>
+      onError(error, "sweeping for dead workers"),
+    );
+  const cleanup = () =>
+    deleteEmptyQueues(pool, schema).catch((error: unknown) => onError(error, "deleting empty conversation queues"));
   await sweep();
   // Chained timeouts, not intervals: a slow query never overlaps the next one of its kind.
   const timers = new Set<NodeJS.Timeout>();
@@ -205,8 +228,10 @@ export async function startLiveness(options: {
       clearInterval(watchdog);
       for (const timer of timers) clearTimeout(timer);
       await Promise.all(pending);
-      if (removeRow) await pool.query(`delete from ${workersTable(schema)} where worker_id = $1`, [workerId]).catch((error: unknown) => onError(error, "removing the worker's heartbeat"));
+      if (removeRow)
+        await pool
+          .query(`delete from ${workersTable(schema)} where worker_id = $1`, [workerId])
+          .catch((error: unknown) => onError(error, "removing the worker's heartbeat"));
     },
   };
 }
-

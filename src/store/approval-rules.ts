@@ -11,7 +11,9 @@ import type { Approval, ClickOrigin, DecisionOutcome, DecisionRequest } from "./
 export function postedAt(approval: Approval, origin: ClickOrigin): boolean {
   // A prefix is whole segments: "discord:dm:12" must not match the session "discord:dm:123".
   const prefix = origin.sessionPrefix;
-  const inPlace = prefix.endsWith(":") ? approval.sessionId.startsWith(prefix) : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
+  const inPlace = prefix.endsWith(":")
+    ? approval.sessionId.startsWith(prefix)
+    : approval.sessionId === prefix || approval.sessionId.startsWith(`${prefix}:`);
   if (!inPlace) return false;
   // Buttons are posted before their message is recorded: a click can come first (or the poster died
   // in between). From the approval's own place it counts, and its message becomes the approval's.
@@ -27,17 +29,28 @@ export function messageOfDecision(approval: Approval, origin: ClickOrigin | unde
 export function isWaitingFor(paused: string | undefined, approval: Approval): boolean {
   if (!paused) return false;
   const run = JSON.parse(paused) as PausedRun;
-  return run.pending.some((call) => call.call.id === approval.toolCallId && call.approval?.argumentsHash === approval.argumentsHash);
+  return run.pending.some(
+    (call) => call.call.id === approval.toolCallId && call.approval?.argumentsHash === approval.argumentsHash,
+  );
 }
 
 /** What a click comes to before anything is written: an outcome, or "decide" (the approval may be decided now). */
-export function judgeClick(approval: Approval | undefined, request: DecisionRequest, paused: string | undefined): DecisionOutcome | { kind: "decide"; approval: Approval } {
+export function judgeClick(
+  approval: Approval | undefined,
+  request: DecisionRequest,
+  paused: string | undefined,
+): DecisionOutcome | { kind: "decide"; approval: Approval } {
   if (!approval || (request.origin && !postedAt(approval, request.origin))) return { kind: "unknown" };
   // A superseded approval is stored as expired, but for the person clicking it is stale.
   if (approval.status !== "pending") {
-    return { kind: approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired", approval };
+    return {
+      kind:
+        approval.status !== "expired" ? "already_decided" : approval.decidedBy === "superseded" ? "stale" : "expired",
+      approval,
+    };
   }
-  if (request.userId !== approval.requester && !request.approvers.includes(request.userId)) return { kind: "not_allowed", approval };
+  if (request.userId !== approval.requester && !request.approvers.includes(request.userId))
+    return { kind: "not_allowed", approval };
   if (Date.parse(approval.expiresAt) <= (request.now ?? new Date()).getTime()) return { kind: "expired", approval };
   if (!isWaitingFor(paused, approval)) return { kind: "stale", approval };
   return { kind: "decide", approval };

@@ -43,11 +43,23 @@ export function storePortOptionsFromEnv(env: Record<string, string | undefined> 
 export async function openStorePort(options: StorePortOptions): Promise<AnyStorePort> {
   const url = options.databaseUrl;
   if (url === undefined) {
-    if (options.databaseSchema !== undefined) throw new GlassboxError("configuration", "GLASSBOX_DATABASE_SCHEMA names a PostgreSQL schema, but GLASSBOX_DATABASE_URL is not set; set both, or neither to use SQLite at GLASSBOX_DB.");
+    if (options.databaseSchema !== undefined)
+      throw new GlassboxError(
+        "configuration",
+        "GLASSBOX_DATABASE_SCHEMA names a PostgreSQL schema, but GLASSBOX_DATABASE_URL is not set; set both, or neither to use SQLite at GLASSBOX_DB.",
+      );
     return openSqlitePort(options.databasePath, { longRunning: options.longRunning, readOnly: options.readOnly });
   }
   if (!/^postgres(ql)?:\/\//i.test(url)) {
-    throw new GlassboxError("configuration", "GLASSBOX_DATABASE_URL must be a PostgreSQL URL such as postgres://user@host:5432/glassbox; unset it to use SQLite at GLASSBOX_DB.");
+    throw new GlassboxError(
+      "configuration",
+      "GLASSBOX_DATABASE_URL must be a PostgreSQL URL such as postgres://user@host:5432/glassbox; unset it to use SQLite at GLASSBOX_DB.",
+    );
   }
-  return openPostgresPort({ url, schema: options.databaseSchema, poolSize: options.poolSize, longRunning: options.longRunning });
+  return openPostgresPort({
+    url,
+    schema: options.databaseSchema,
+    poolSize: options.poolSize,
+    longRunning: options.longRunning,
+  });
 }

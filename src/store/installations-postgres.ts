@@ -4,7 +4,13 @@
  * advisory lock, so processes starting together do not race each other to create them.
  */
 import type pg from "pg";
-import { createPool, describeOpenFailure, inTransaction, locationOf, type PostgresConnection } from "./postgres-client.js";
+import {
+  createPool,
+  describeOpenFailure,
+  inTransaction,
+  locationOf,
+  type PostgresConnection,
+} from "./postgres-client.js";
 import type { InstallationRecord, InstallationRecords } from "./installations.js";
 
 const SCHEMA = `
@@ -41,7 +47,10 @@ export async function openPostgresInstallations(connection: PostgresConnection):
   try {
     await inTransaction(pool, async (client) => {
       // Held until this transaction ends: a second process waits here, then finds the tables made.
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.slack_installations'), hashtext(coalesce($1, current_schema(), '')))", [connection.schema ?? null]);
+      await client.query(
+        "SELECT pg_advisory_xact_lock(hashtext('glassbox.slack_installations'), hashtext(coalesce($1, current_schema(), '')))",
+        [connection.schema ?? null],
+      );
       if (connection.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${connection.schema}`); // checked by createPool
       await client.query(SCHEMA);
     });
@@ -57,7 +66,16 @@ export async function openPostgresInstallations(connection: PostgresConnection):
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (key) DO UPDATE SET team_id = excluded.team_id, enterprise_id = excluded.enterprise_id, org_wide = excluded.org_wide,
            bot_user_id = excluded.bot_user_id, scopes = excluded.scopes, sealed = excluded.sealed, installed_at = excluded.installed_at`,
-        [record.key, record.teamId, record.enterpriseId, record.orgWide, record.botUserId, record.scopes, record.sealed, record.installedAt],
+        [
+          record.key,
+          record.teamId,
+          record.enterpriseId,
+          record.orgWide,
+          record.botUserId,
+          record.scopes,
+          record.sealed,
+          record.installedAt,
+        ],
       );
     },
     async get(key) {

@@ -49,7 +49,12 @@ export function openSqliteInstallations(path: string): InstallationRecords {
     db.exec(SCHEMA);
   } catch (error) {
     if (db?.open) db.close();
-    throw new GlassboxError("configuration", `The Slack installations cannot be kept in ${path} (${(error as Error).message}); check GLASSBOX_DB points to a file glassbox may write.`, undefined, { cause: error });
+    throw new GlassboxError(
+      "configuration",
+      `The Slack installations cannot be kept in ${path} (${(error as Error).message}); check GLASSBOX_DB points to a file glassbox may write.`,
+      undefined,
+      { cause: error },
+    );
   }
   const connection = db;
   const statements = {
@@ -61,7 +66,9 @@ export function openSqliteInstallations(path: string): InstallationRecords {
     get: connection.prepare("SELECT * FROM slack_installations WHERE key = ?"),
     removeLinks: connection.prepare("DELETE FROM slack_installation_teams WHERE installation_key = ?"),
     remove: connection.prepare("DELETE FROM slack_installations WHERE key = ?"),
-    link: connection.prepare("INSERT INTO slack_installation_teams (team_id, installation_key) VALUES (?, ?) ON CONFLICT (team_id) DO UPDATE SET installation_key = excluded.installation_key"),
+    link: connection.prepare(
+      "INSERT INTO slack_installation_teams (team_id, installation_key) VALUES (?, ?) ON CONFLICT (team_id) DO UPDATE SET installation_key = excluded.installation_key",
+    ),
     // The workspace's own install first, then the org-wide one it belongs to.
     forTeam: connection.prepare(`
       SELECT *, 0 AS preference FROM slack_installations WHERE key = @team

@@ -62,7 +62,11 @@ export interface SessionHistory {
 
 export interface ConversationStore {
   /** Appends messages in one transaction (creating the session on first use); returns their ids, ascending. */
-  appendMessages(sessionId: string, runId: string | null, entries: Array<{ message: Message; tokens: number }>): Promise<number[]>;
+  appendMessages(
+    sessionId: string,
+    runId: string | null,
+    entries: Array<{ message: Message; tokens: number }>,
+  ): Promise<number[]>;
   sessionHistory(sessionId: string): Promise<SessionHistory>;
   /**
    * A token that stays the same while only this handle writes the session's messages and summaries,
@@ -73,7 +77,11 @@ export interface ConversationStore {
   /** The epoch's messages with an id above `afterId`, oldest first. */
   messagesAfter(sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]>;
   /** A fold's summary, with the summarising call (its run and step, model, tokens, cost) when it made one. */
-  saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): Promise<void>;
+  saveSummary(
+    sessionId: string,
+    epoch: number,
+    summary: Summary & { firstMessageId: number; call?: SummaryCall },
+  ): Promise<void>;
   /** A new start: later runs see none of the session's earlier messages (which are kept); false for an unknown session. */
   resetSession(sessionId: string): Promise<boolean>;
   /** Runs and tokens of one session, across resets (sub-agents' runs left out). */
@@ -106,7 +114,10 @@ export interface RunStore<Transaction> {
    * queue's job) to that transaction: PostgreSQL passes its client inside BEGIN; SQLite an
    * after-commit hook, called once the acceptance has committed.
    */
-  acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: Transaction) => Promise<void>): Promise<AcceptOutcome>;
+  acceptEvent(
+    acceptance: EventAcceptance,
+    alsoInTransaction?: (transaction: Transaction) => Promise<void>,
+  ): Promise<AcceptOutcome>;
   /** Applies a run's writes in order, in one transaction: all of them or none (the promise rejects). */
   record(writes: RunWrite[]): Promise<RecordOutcome>;
   /** Ends an accepted run that never started (refused, or failed before it began); false when it had started. */
@@ -136,7 +147,10 @@ export interface ApprovalStore<Transaction> {
    * one that settles the run's last pending approval; for that one, `alsoInTransaction` adds its
    * own writes (the resume's job) to the decision's transaction, as acceptEvent does.
    */
-  decideApproval(request: DecisionRequest, alsoInTransaction?: (transaction: Transaction, decided: Approval) => Promise<void>): Promise<DecisionOutcome>;
+  decideApproval(
+    request: DecisionRequest,
+    alsoInTransaction?: (transaction: Transaction, decided: Approval) => Promise<void>,
+  ): Promise<DecisionOutcome>;
   /** Pending approvals of sessions under `sessionPrefix` past their time, that `owns` accepts, marked expired; returns them. */
   expireApprovals(sessionPrefix: string, now?: Date, owns?: (sessionId: string) => boolean): Promise<Approval[]>;
   /** The decisions of a run's settled approvals, keyed by tool_call_id, as the executor takes them. */
@@ -214,7 +228,14 @@ export interface FeedbackStore {
 }
 
 /** `Transaction`: what acceptEvent and decideApproval hand to writes that join their transaction. */
-export interface StorePort<Transaction = unknown> extends ConversationStore, FactStore, RunStore<Transaction>, ApprovalStore<Transaction>, GateStore, TraceReadings, FeedbackStore {
+export interface StorePort<Transaction = unknown>
+  extends ConversationStore,
+    FactStore,
+    RunStore<Transaction>,
+    ApprovalStore<Transaction>,
+    GateStore,
+    TraceReadings,
+    FeedbackStore {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for messages to people: a file path, or a database URL without its password. */
   readonly location: string;

@@ -13,19 +13,35 @@ import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js"
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 
-const COLUMNS = "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref";
-const select = async (db: Db, where: string, values: unknown[]) => (await db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE ${where}`, values)).rows.map(toApproval);
+const COLUMNS =
+  "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref";
+const select = async (db: Db, where: string, values: unknown[]) =>
+  (await db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE ${where}`, values)).rows.map(toApproval);
 const byId = async (db: Db, id: string, lock = "") => (await select(db, `id = $1 ${lock}`, [id]))[0];
 const ofRun = (db: Db, runId: string) => select(db, 'run_id = $1 ORDER BY created_at, id COLLATE "C"', [runId]);
-const pendingOfSession = (db: Db, sessionId: string) => select(db, "status = 'pending' AND session_id = $1 ORDER BY id COLLATE \"C\"", [sessionId]);
+const pendingOfSession = (db: Db, sessionId: string) =>
+  select(db, "status = 'pending' AND session_id = $1 ORDER BY id COLLATE \"C\"", [sessionId]);
 
-async function settle(db: Db, id: string, status: ApprovalStatus, by: string, at: string, messageRef: string | null = null): Promise<boolean> {
-  const sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, message_ref = COALESCE(message_ref, $5) WHERE id = $4 AND status = 'pending'";
+async function settle(
+  db: Db,
+  id: string,
+  status: ApprovalStatus,
+  by: string,
+  at: string,
+  messageRef: string | null = null,
+): Promise<boolean> {
+  const sql =
+    "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, message_ref = COALESCE(message_ref, $5) WHERE id = $4 AND status = 'pending'";
   return (await db.query(sql, [status, by, at, id, messageRef])).rowCount === 1;
 }
 
 /** One pending approval per request (idempotent: a call is asked once); inside the caller's transaction. */
-export async function openApprovals(db: Db, requests: ApprovalRequest[], ttlSeconds: number, now = new Date()): Promise<Approval[]> {
+export async function openApprovals(
+  db: Db,
+  requests: ApprovalRequest[],
+  ttlSeconds: number,
+  now = new Date(),
+): Promise<Approval[]> {
   const opened: Approval[] = [];
   for (const request of requests) {
     await db.query(
@@ -51,7 +67,8 @@ export async function openApprovals(db: Db, requests: ApprovalRequest[], ttlSeco
 
 export function createPostgresApprovals(pool: pg.Pool) {
   return {
-    openApprovals: (requests: ApprovalRequest[], ttlSeconds: number, now?: Date) => inTransaction(pool, (client) => openApprovals(client, requests, ttlSeconds, now)),
+    openApprovals: (requests: ApprovalRequest[], ttlSeconds: number, now?: Date) =>
+      inTransaction(pool, (client) => openApprovals(client, requests, ttlSeconds, now)),
     approval: (id: string) => byId(pool, id),
     approvalsOfRun: (runId: string) => ofRun(pool, runId),
     pendingApprovalsOfSession: (sessionId: string) => pendingOfSession(pool, sessionId),
@@ -59,18 +76,38 @@ export function createPostgresApprovals(pool: pg.Pool) {
       await pool.query("UPDATE approvals SET message_ref = $1 WHERE id = $2", [messageRef, id]);
     },
 
-    decideApproval(request: DecisionRequest, alsoInTransaction?: (transaction: pg.PoolClient, decided: Approval) => Promise<void>): Promise<DecisionOutcome> {
+    decideApproval(
+      request: DecisionRequest,
+      alsoInTransaction?: (transaction: pg.PoolClient, decided: Approval) => Promise<void>,
+    ): Promise<DecisionOutcome> {
       return inTransaction(pool, async (client) => {
-        const target = (await client.query<{ run_id: string }>("SELECT run_id FROM approvals WHERE id = $1", [request.approvalId])).rows[0];
+        const target = (
+          await client.query<{ run_id: string }>("SELECT run_id FROM approvals WHERE id = $1", [request.approvalId])
+        ).rows[0];
         if (!target) return { kind: "unknown" };
         // The run first: its decisions are taken one at a time, so runReady is true for exactly one.
         await client.query("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [target.run_id]);
         const approval = await byId(client, request.approvalId, "FOR UPDATE");
-        const paused = (await client.query<{ paused: string | null }>("SELECT paused FROM runs WHERE id = $1 AND status = 'awaiting_approval'", [target.run_id])).rows[0]?.paused ?? undefined;
+        const paused =
+          (
+            await client.query<{ paused: string | null }>(
+              "SELECT paused FROM runs WHERE id = $1 AND status = 'awaiting_approval'",
+              [target.run_id],
+            )
+          ).rows[0]?.paused ?? undefined;
         const judged = judgeClick(approval, request, paused);
         if (judged.kind !== "decide") return judged;
         const at = (request.now ?? new Date()).toISOString();
-        if (!(await settle(client, judged.approval.id, request.approved ? "approved" : "denied", request.userId, at, messageOfDecision(judged.approval, request.origin)))) {
+        if (
+          !(await settle(
+            client,
+            judged.approval.id,
+            request.approved ? "approved" : "denied",
+            request.userId,
+            at,
+            messageOfDecision(judged.approval, request.origin),
+          ))
+        ) {
           return { kind: "already_decided", approval: (await byId(client, judged.approval.id)) ?? judged.approval };
         }
         const decided = (await byId(client, judged.approval.id)) ?? judged.approval;
@@ -81,11 +118,22 @@ export function createPostgresApprovals(pool: pg.Pool) {
     },
 
     /** Pending approvals past their time under `sessionPrefix` (matched as SQLite's LIKE matches it), that `owns` accepts, marked expired. */
-    async expireApprovals(sessionPrefix: string, now = new Date(), owns: (sessionId: string) => boolean = () => true): Promise<Approval[]> {
+    async expireApprovals(
+      sessionPrefix: string,
+      now = new Date(),
+      owns: (sessionId: string) => boolean = () => true,
+    ): Promise<Approval[]> {
       const at = now.toISOString();
-      const due = (await select(pool, "status = 'pending' AND expires_at <= $1 AND session_id ILIKE $2 ORDER BY expires_at", [at, `${sessionPrefix}%`])).filter((approval) => owns(approval.sessionId));
+      const due = (
+        await select(pool, "status = 'pending' AND expires_at <= $1 AND session_id ILIKE $2 ORDER BY expires_at", [
+          at,
+          `${sessionPrefix}%`,
+        ])
+      ).filter((approval) => owns(approval.sessionId));
       const expired: Approval[] = [];
-      for (const approval of due) if (await settle(pool, approval.id, "expired", "expired", at)) expired.push({ ...approval, status: "expired", decidedBy: "expired", decidedAt: at });
+      for (const approval of due)
+        if (await settle(pool, approval.id, "expired", "expired", at))
+          expired.push({ ...approval, status: "expired", decidedBy: "expired", decidedAt: at });
       return expired;
     },
 
@@ -97,11 +145,24 @@ export function createPostgresApprovals(pool: pg.Pool) {
       const at = now.toISOString();
       return inTransaction(pool, async (client) => {
         // Runs before approvals, as a click locks them; every paused run of the session (a specialist's, and the run it works for).
-        await client.query("SELECT id FROM runs WHERE session_id = $1 AND status = 'awaiting_approval' ORDER BY id COLLATE \"C\" FOR UPDATE", [sessionId]);
+        await client.query(
+          "SELECT id FROM runs WHERE session_id = $1 AND status = 'awaiting_approval' ORDER BY id COLLATE \"C\" FOR UPDATE",
+          [sessionId],
+        );
         const moot: Approval[] = [];
-        for (const approval of await pendingOfSession(client, sessionId)) if (await settle(client, approval.id, "expired", "superseded", at)) moot.push(approval);
-        if (moot.length > 0) await client.query("UPDATE runs SET status = 'superseded', paused = NULL, ended_at = $1 WHERE session_id = $2 AND status = 'awaiting_approval'", [at, sessionId]);
-        return moot.map((approval) => ({ ...approval, status: "expired" as const, decidedBy: "superseded", decidedAt: at }));
+        for (const approval of await pendingOfSession(client, sessionId))
+          if (await settle(client, approval.id, "expired", "superseded", at)) moot.push(approval);
+        if (moot.length > 0)
+          await client.query(
+            "UPDATE runs SET status = 'superseded', paused = NULL, ended_at = $1 WHERE session_id = $2 AND status = 'awaiting_approval'",
+            [at, sessionId],
+          );
+        return moot.map((approval) => ({
+          ...approval,
+          status: "expired" as const,
+          decidedBy: "superseded",
+          decidedAt: at,
+        }));
       });
     },
   };

@@ -21,7 +21,8 @@ const PARSERS: Record<number, (value: string) => unknown> = {
   [OIDS.timestamptz]: (value) => (parseTimestamp(value) as Date).toISOString(),
 };
 const TYPES = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") => PARSERS[oid] ?? pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    PARSERS[oid] ?? pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
 };
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -40,13 +41,19 @@ export function locationOf(url: string): string {
     parsed.password = "";
     return parsed.toString().replace(/^(postgres(?:ql)?:\/\/[^@/]*?):?@/, "$1@");
   } catch {
-    throw new GlassboxError("configuration", "GLASSBOX_DATABASE_URL is not a URL; give it as postgres://user@host:5432/database, or unset it to use SQLite at GLASSBOX_DB.");
+    throw new GlassboxError(
+      "configuration",
+      "GLASSBOX_DATABASE_URL is not a URL; give it as postgres://user@host:5432/database, or unset it to use SQLite at GLASSBOX_DB.",
+    );
   }
 }
 
 export function createPool(connection: PostgresConnection): pg.Pool {
   if (connection.schema !== undefined && !SCHEMA_NAME.test(connection.schema)) {
-    throw new GlassboxError("configuration", `The schema name "${connection.schema.slice(0, 80)}" is not usable; give lowercase letters, digits and "_", starting with a letter (GLASSBOX_DATABASE_SCHEMA).`);
+    throw new GlassboxError(
+      "configuration",
+      `The schema name "${connection.schema.slice(0, 80)}" is not usable; give lowercase letters, digits and "_", starting with a letter (GLASSBOX_DATABASE_SCHEMA).`,
+    );
   }
   const pool = new pg.Pool({
     connectionString: connection.url,
@@ -67,7 +74,11 @@ const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadloc
  * Runs `body` in a transaction: committed when it resolves, rolled back when it throws; retried a few
  * times on a deadlock or a serialization failure. `begin` may ask for another isolation level.
  */
-export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>, begin = "BEGIN"): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  body: (client: pg.PoolClient) => Promise<T>,
+  begin = "BEGIN",
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken = false;
@@ -91,17 +102,39 @@ export function describeOpenFailure(error: unknown, location: string): unknown {
   if (error instanceof GlassboxError) return error;
   const code = (error as { code?: unknown }).code;
   if (typeof code !== "string") {
-    if (error instanceof Error && /timeout/i.test(error.message)) return sentence(`PostgreSQL at ${location} did not answer within 10 s (GLASSBOX_DATABASE_URL); check that it runs and is reachable from here.`, error);
+    if (error instanceof Error && /timeout/i.test(error.message))
+      return sentence(
+        `PostgreSQL at ${location} did not answer within 10 s (GLASSBOX_DATABASE_URL); check that it runs and is reachable from here.`,
+        error,
+      );
     return error;
   }
   const where = `PostgreSQL at ${location}`;
-  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET"].includes(code)) {
-    return sentence(`I can't reach ${where} (${code}); start it, or set GLASSBOX_DATABASE_URL to where it runs.`, error);
+  if (
+    ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET"].includes(code)
+  ) {
+    return sentence(
+      `I can't reach ${where} (${code}); start it, or set GLASSBOX_DATABASE_URL to where it runs.`,
+      error,
+    );
   }
-  if (code === "28P01" || code === "28000") return sentence(`${where} refused the login (${serverReason(error)}); check the user and password in GLASSBOX_DATABASE_URL.`, error);
-  if (code === "3D000") return sentence(`${where} has no such database (${serverReason(error)}); create it, or name another in GLASSBOX_DATABASE_URL.`, error);
-  if (code === "42501") return sentence(`${where} does not let this user create glassbox's tables (${serverReason(error)}); grant it CREATE on the database or schema, or use another user.`, error);
-  if (code.startsWith("08") || code === "57P03" || code === "53300") return sentence(`${where} refused the connection (${serverReason(error)}); try again, or check the server.`, error);
+  if (code === "28P01" || code === "28000")
+    return sentence(
+      `${where} refused the login (${serverReason(error)}); check the user and password in GLASSBOX_DATABASE_URL.`,
+      error,
+    );
+  if (code === "3D000")
+    return sentence(
+      `${where} has no such database (${serverReason(error)}); create it, or name another in GLASSBOX_DATABASE_URL.`,
+      error,
+    );
+  if (code === "42501")
+    return sentence(
+      `${where} does not let this user create glassbox's tables (${serverReason(error)}); grant it CREATE on the database or schema, or use another user.`,
+      error,
+    );
+  if (code.startsWith("08") || code === "57P03" || code === "53300")
+    return sentence(`${where} refused the connection (${serverReason(error)}); try again, or check the server.`, error);
   return error;
 }
 

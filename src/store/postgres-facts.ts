@@ -10,18 +10,17 @@ import { indexedText, queryWords } from "./search-words.js";
 export function createPostgresFacts(pool: pg.Pool) {
   return {
     async addFact(userId: string, scope: string, content: string): Promise<number> {
-      const { rows } = await pool.query<{ id: number }>("INSERT INTO facts (user_id, scope, content, words, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id", [
-        userId,
-        scope,
-        content,
-        indexedText(content),
-        new Date().toISOString(),
-      ]);
+      const { rows } = await pool.query<{ id: number }>(
+        "INSERT INTO facts (user_id, scope, content, words, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        [userId, scope, content, indexedText(content), new Date().toISOString()],
+      );
       return (rows[0] as { id: number }).id;
     },
     async forgetFact(userId: string, factId: number): Promise<boolean> {
       if (!Number.isSafeInteger(factId)) return false;
-      return ((await pool.query("DELETE FROM facts WHERE id = $1 AND user_id = $2", [factId, userId])).rowCount ?? 0) > 0;
+      return (
+        ((await pool.query("DELETE FROM facts WHERE id = $1 AND user_id = $2", [factId, userId])).rowCount ?? 0) > 0
+      );
     },
     /** The user's own facts and those shared with `channel` that match any word of `query`, best first. */
     async searchFacts(userId: string, channel: string, query: string, limit: number): Promise<Fact[]> {

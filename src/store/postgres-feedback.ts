@@ -18,7 +18,10 @@ export function createPostgresFeedback(pool: pg.Pool) {
       return (rowCount ?? 0) > 0 ? "recorded" : "unknown_run";
     },
     async explainFeedback(runId: string, userId: string, reason: unknown): Promise<boolean> {
-      const { rowCount } = await pool.query("UPDATE feedback SET reason = $1 WHERE run_id = $2 AND user_id = $3 AND rating = 'down'", [boundedReason(reason), runId, userId]);
+      const { rowCount } = await pool.query(
+        "UPDATE feedback SET reason = $1 WHERE run_id = $2 AND user_id = $3 AND rating = 'down'",
+        [boundedReason(reason), runId, userId],
+      );
       return (rowCount ?? 0) > 0;
     },
     async feedbackOf(runId: string): Promise<Feedback[]> {
@@ -29,8 +32,12 @@ export function createPostgresFeedback(pool: pg.Pool) {
       return rows;
     },
     async ratedRuns(which: Rating | "all", limit: number): Promise<string[]> {
-      const having = which === "down" ? "bool_or(rating = 'down')" : which === "up" ? "bool_and(rating = 'up')" : "true";
-      const { rows } = await pool.query<{ run_id: string }>(`SELECT run_id FROM feedback GROUP BY run_id HAVING ${having} ORDER BY max(created_at) DESC LIMIT $1`, [limit]);
+      const having =
+        which === "down" ? "bool_or(rating = 'down')" : which === "up" ? "bool_and(rating = 'up')" : "true";
+      const { rows } = await pool.query<{ run_id: string }>(
+        `SELECT run_id FROM feedback GROUP BY run_id HAVING ${having} ORDER BY max(created_at) DESC LIMIT $1`,
+        [limit],
+      );
       return rows.map((row) => row.run_id);
     },
     async feedbackCounts(since = ""): Promise<{ up: number; down: number }> {
@@ -38,7 +45,10 @@ export function createPostgresFeedback(pool: pg.Pool) {
         "SELECT rating, count(*)::int AS count FROM feedback WHERE ($1::timestamptz IS NULL OR created_at >= $1::timestamptz) GROUP BY rating",
         [since || null],
       );
-      return { up: rows.find((row) => row.rating === "up")?.count ?? 0, down: rows.find((row) => row.rating === "down")?.count ?? 0 };
+      return {
+        up: rows.find((row) => row.rating === "up")?.count ?? 0,
+        down: rows.find((row) => row.rating === "down")?.count ?? 0,
+      };
     },
   };
 }

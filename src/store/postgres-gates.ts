@@ -9,7 +9,14 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { INSTANCE } from "../agent/store-owners.js";
-import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice } from "./port-data.js";
+import type {
+  CancelNotice,
+  CancelTarget,
+  QuotaRequest,
+  QuotaReservation,
+  QuotaSpent,
+  TextNotice,
+} from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
 import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
 
@@ -30,7 +37,10 @@ function parsed(payload: string | undefined): unknown {
 /** Claims all the ids in one statement; true when none was claimed before. */
 export async function claimIn(db: Db, eventIds: string[]): Promise<boolean> {
   if (eventIds.length === 0) return true;
-  const result = await db.query("INSERT INTO claims (id, claimed_at) SELECT id, $2 FROM unnest($1::text[]) AS claim(id) ON CONFLICT (id) DO NOTHING", [eventIds, new Date().toISOString()]);
+  const result = await db.query(
+    "INSERT INTO claims (id, claimed_at) SELECT id, $2 FROM unnest($1::text[]) AS claim(id) ON CONFLICT (id) DO NOTHING",
+    [eventIds, new Date().toISOString()],
+  );
   return result.rowCount === eventIds.length;
 }
 
@@ -66,8 +76,10 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       client.on("notification", (message) => {
         const notice = parsed(message.payload);
         if (notice === undefined) return;
-        if (message.channel === channels.cancel) for (const listener of cancelListeners) listener(notice as CancelNotice);
-        else if (message.channel === channels.text) for (const listener of textListeners) listener(notice as TextNotice);
+        if (message.channel === channels.cancel)
+          for (const listener of cancelListeners) listener(notice as CancelNotice);
+        else if (message.channel === channels.text)
+          for (const listener of textListeners) listener(notice as TextNotice);
       });
       const reopen = () => {
         if (connection !== opening) return;
@@ -89,7 +101,10 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
   }
 
   /** Adds a listener, opening the listening connection if it is the first; the way back closes it after the last. */
-  async function watch<T>(listeners: Set<(notice: T) => void>, listener: (notice: T) => void): Promise<() => Promise<void>> {
+  async function watch<T>(
+    listeners: Set<(notice: T) => void>,
+    listener: (notice: T) => void,
+  ): Promise<() => Promise<void>> {
     listeners.add(listener);
     try {
       await connectListener();
@@ -116,14 +131,25 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       const now = request.now ?? new Date();
       const day = dayOf(now);
       return inTransaction(pool, async (client) => {
-        await client.query("DELETE FROM quota_reservations WHERE user_id = $1 AND expires_at <= $2", [request.userId, new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString()]);
+        await client.query("DELETE FROM quota_reservations WHERE user_id = $1 AND expires_at <= $2", [
+          request.userId,
+          new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString(),
+        ]);
         const lockDay = async () =>
-          (await client.query<{ tokens: number; cost: number | null }>("SELECT tokens, cost FROM quota_days WHERE user_id = $1 AND day = $2 FOR UPDATE", [request.userId, day])).rows[0];
+          (
+            await client.query<{ tokens: number; cost: number | null }>(
+              "SELECT tokens, cost FROM quota_days WHERE user_id = $1 AND day = $2 FOR UPDATE",
+              [request.userId, day],
+            )
+          ).rows[0];
         let ledger = await lockDay();
         if (!ledger) {
           // First seen today: what the stored runs have spent since midnight. Of two first sightings at once, one row wins.
           const stored = await spentSince(client, request.userId, dayStart(day));
-          await client.query("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [request.userId, day, stored.tokens, stored.cost]);
+          await client.query(
+            "INSERT INTO quota_days (user_id, day, tokens, cost) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            [request.userId, day, stored.tokens, stored.cost],
+          );
           ledger = (await lockDay()) as { tokens: number; cost: number | null };
         }
         // By process: usually none or one of them, each judged alive or gone as its instance says.
@@ -132,7 +158,12 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
            FROM quota_reservations r LEFT JOIN instances i ON i.id = r.owner WHERE r.user_id = $1 AND r.day = $2 AND r.expires_at > $3 GROUP BY r.owner, i.id`,
           [request.userId, day, now.toISOString()],
         );
-        const verdict = admission({ ...ledger, ...heldInFlight(holds.rows) }, request.limits, request.tokens, request.cost);
+        const verdict = admission(
+          { ...ledger, ...heldInFlight(holds.rows) },
+          request.limits,
+          request.tokens,
+          request.cost,
+        );
         if (verdict === "wait") return { kind: "wait" };
         if (verdict !== "reserve") return verdict;
         const reservationId = `quota_${randomUUID()}`;
@@ -141,7 +172,18 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
         await client.query(
           `WITH registered AS (INSERT INTO instances (id, host, pid, started_at) VALUES ($7, $8, $9, $10) ON CONFLICT (id) DO NOTHING)
            INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [reservationId, request.userId, day, request.tokens, request.cost, expiresAt, INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt],
+          [
+            reservationId,
+            request.userId,
+            day,
+            request.tokens,
+            request.cost,
+            expiresAt,
+            INSTANCE.id,
+            INSTANCE.host,
+            INSTANCE.pid,
+            INSTANCE.startedAt,
+          ],
         );
         return { kind: "reserved", reservationId };
       });
@@ -149,7 +191,12 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
 
     async settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void> {
       await inTransaction(pool, async (client) => {
-        const held = (await client.query<{ user_id: string; day: string }>("DELETE FROM quota_reservations WHERE id = $1 RETURNING user_id, day", [reservationId])).rows[0];
+        const held = (
+          await client.query<{ user_id: string; day: string }>(
+            "DELETE FROM quota_reservations WHERE id = $1 RETURNING user_id, day",
+            [reservationId],
+          )
+        ).rows[0];
         if (!held || !spent) return; // settled before, or nothing spent
         await client.query(
           "UPDATE quota_days SET tokens = tokens + $1, cost = CASE WHEN cost IS NULL OR $2::double precision IS NULL THEN NULL ELSE cost + $2 END WHERE user_id = $3 AND day = $4",
@@ -166,7 +213,10 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
         );
         const runIds = rows.map((row) => row.id);
         if (runIds.length === 0) return runIds;
-        await client.query("INSERT INTO cancel_requests (run_id, session_id, requested_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS run(id)", [runIds, target.sessionId, new Date().toISOString()]);
+        await client.query(
+          "INSERT INTO cancel_requests (run_id, session_id, requested_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS run(id)",
+          [runIds, target.sessionId, new Date().toISOString()],
+        );
         // Delivered when this transaction commits, to every connection listening on the channel.
         const notice: CancelNotice = { sessionId: target.sessionId, runIds: runIds.slice(0, NOTICE_RUNS) };
         await client.query("SELECT pg_notify($1, $2)", [channels.cancel, JSON.stringify(notice)]);
@@ -182,7 +232,10 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
     },
     watchText: (listener: (notice: TextNotice) => void) => watch(textListeners, listener),
     async pruneCancelRequests(olderThan: Date): Promise<number> {
-      return (await pool.query("DELETE FROM cancel_requests WHERE requested_at < $1", [olderThan.toISOString()])).rowCount ?? 0;
+      return (
+        (await pool.query("DELETE FROM cancel_requests WHERE requested_at < $1", [olderThan.toISOString()])).rowCount ??
+        0
+      );
     },
     async close(): Promise<void> {
       closed = true;

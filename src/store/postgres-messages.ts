@@ -17,7 +17,12 @@ export interface SessionWrite {
 }
 
 /** Creates the session on first use and marks its activity; `historyChanged` counts a write to its history. */
-export async function touchSession(db: Db, sessionId: string, at: string, historyChanged: boolean): Promise<SessionWrite> {
+export async function touchSession(
+  db: Db,
+  sessionId: string,
+  at: string,
+  historyChanged: boolean,
+): Promise<SessionWrite> {
   const bump = historyChanged ? 1 : 0;
   const { rows } = await db.query<{ epoch: number; version: number }>(
     `INSERT INTO sessions (id, created_at, updated_at, version) VALUES ($1, $2, $2, $3)
@@ -29,7 +34,12 @@ export async function touchSession(db: Db, sessionId: string, at: string, histor
 }
 
 /** Appends messages in the current epoch; their ids ascend in the order given. */
-export async function insertMessages(db: Db, sessionId: string, runId: string | null, entries: MessageEntry[]): Promise<{ ids: number[]; session: SessionWrite }> {
+export async function insertMessages(
+  db: Db,
+  sessionId: string,
+  runId: string | null,
+  entries: MessageEntry[],
+): Promise<{ ids: number[]; session: SessionWrite }> {
   const at = new Date().toISOString();
   const session = await touchSession(db, sessionId, at, true);
   if (entries.length === 0) return { ids: [], session };
@@ -46,7 +56,9 @@ export async function insertMessages(db: Db, sessionId: string, runId: string | 
       at,
       column(({ message }) => message.role),
       column(({ message }) => message.content),
-      column(({ message }) => (message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null)),
+      column(({ message }) =>
+        message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null,
+      ),
       column(({ message }) => (message.role === "tool" ? message.tool_call_id : null)),
       column(({ tokens }) => tokens),
     ],
@@ -87,7 +99,10 @@ export function createHistoryVersions(limit = 10_000) {
   return {
     wrote(write: SessionWrite): void {
       const before = known.get(write.sessionId);
-      remember(write.sessionId, { version: write.version, token: before && before.version === write.version - 1 ? before.token : `w${write.version}` });
+      remember(write.sessionId, {
+        version: write.version,
+        token: before && before.version === write.version - 1 ? before.token : `w${write.version}`,
+      });
     },
     token(sessionId: string, epoch: number, version: number): string {
       const entry = known.get(sessionId);
@@ -102,7 +117,11 @@ export type HistoryVersions = ReturnType<typeof createHistoryVersions>;
 
 export function createPostgresConversations(pool: pg.Pool, versions: HistoryVersions) {
   const sessionRow = async (db: Db, sessionId: string) =>
-    (await db.query<{ epoch: number; version: number }>("SELECT epoch, version FROM sessions WHERE id = $1", [sessionId])).rows[0] ?? { epoch: 0, version: 0 };
+    (
+      await db.query<{ epoch: number; version: number }>("SELECT epoch, version FROM sessions WHERE id = $1", [
+        sessionId,
+      ])
+    ).rows[0] ?? { epoch: 0, version: 0 };
 
   return {
     async appendMessages(sessionId: string, runId: string | null, entries: MessageEntry[]): Promise<number[]> {
@@ -117,28 +136,59 @@ export function createPostgresConversations(pool: pg.Pool, versions: HistoryVers
         async (client) => {
           const { epoch, version } = await sessionRow(client, sessionId);
           const summary = await latestSummary(client, sessionId, epoch);
-          return { epoch, version, summary, messages: await messagesAfter(client, sessionId, epoch, summary?.lastMessageId ?? 0) };
+          return {
+            epoch,
+            version,
+            summary,
+            messages: await messagesAfter(client, sessionId, epoch, summary?.lastMessageId ?? 0),
+          };
         },
         "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
       );
-      return { epoch: read.epoch, summary: read.summary, messages: read.messages, version: versions.token(sessionId, read.epoch, read.version) };
+      return {
+        epoch: read.epoch,
+        summary: read.summary,
+        messages: read.messages,
+        version: versions.token(sessionId, read.epoch, read.version),
+      };
     },
     async historyVersion(sessionId: string): Promise<string> {
       const { epoch, version } = await sessionRow(pool, sessionId);
       return versions.token(sessionId, epoch, version);
     },
-    messagesAfter: (sessionId: string, epoch: number, afterId: number) => messagesAfter(pool, sessionId, epoch, afterId),
-    async saveSummary(sessionId: string, epoch: number, summary: Summary & { firstMessageId: number; call?: SummaryCall }): Promise<void> {
+    messagesAfter: (sessionId: string, epoch: number, afterId: number) =>
+      messagesAfter(pool, sessionId, epoch, afterId),
+    async saveSummary(
+      sessionId: string,
+      epoch: number,
+      summary: Summary & { firstMessageId: number; call?: SummaryCall },
+    ): Promise<void> {
       const { call } = summary;
       const session = await inTransaction(pool, async (client) => {
         const at = new Date().toISOString();
         await client.query(
           `INSERT INTO summaries (session_id, epoch, content, tokens, first_message_id, last_message_id, created_at, run_id, step, model, prompt_tokens, completion_tokens, cost)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-          [sessionId, epoch, summary.content, summary.tokens, summary.firstMessageId, summary.lastMessageId, at,
-            call?.runId ?? null, call?.step ?? null, call?.model ?? null, call?.promptTokens ?? null, call?.completionTokens ?? null, call?.cost ?? null],
+          [
+            sessionId,
+            epoch,
+            summary.content,
+            summary.tokens,
+            summary.firstMessageId,
+            summary.lastMessageId,
+            at,
+            call?.runId ?? null,
+            call?.step ?? null,
+            call?.model ?? null,
+            call?.promptTokens ?? null,
+            call?.completionTokens ?? null,
+            call?.cost ?? null,
+          ],
         );
-        const { rows } = await client.query<{ epoch: number; version: number }>("UPDATE sessions SET version = version + 1 WHERE id = $1 RETURNING epoch, version", [sessionId]);
+        const { rows } = await client.query<{ epoch: number; version: number }>(
+          "UPDATE sessions SET version = version + 1 WHERE id = $1 RETURNING epoch, version",
+          [sessionId],
+        );
         return rows[0] && { sessionId, ...rows[0] };
       });
       if (session) versions.wrote(session);
@@ -170,7 +220,10 @@ export function createPostgresConversations(pool: pg.Pool, versions: HistoryVers
       return rows;
     },
     async sessionOwner(sessionId: string): Promise<string | undefined> {
-      const { rows } = await pool.query<{ user_id: string }>("SELECT user_id FROM runs WHERE session_id = $1 AND parent_run_id IS NULL ORDER BY seq LIMIT 1", [sessionId]);
+      const { rows } = await pool.query<{ user_id: string }>(
+        "SELECT user_id FROM runs WHERE session_id = $1 AND parent_run_id IS NULL ORDER BY seq LIMIT 1",
+        [sessionId],
+      );
       return rows[0]?.user_id;
     },
   };

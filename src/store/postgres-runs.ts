@@ -28,12 +28,18 @@ const endValues = (outcome: RunOutcome) => [
 
 /** Records this instance, once; run inside the transaction that first names it as a run's owner. */
 async function registerInstance(db: Db): Promise<void> {
-  await db.query("INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING", [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt]);
+  await db.query(
+    "INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
+    [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt],
+  );
 }
 
 /** The user who started the session's first run (not a sub-agent's). */
 export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ user_id: string }>("SELECT user_id FROM runs WHERE session_id = $1 AND parent_run_id IS NULL ORDER BY seq LIMIT 1", [sessionId]);
+  const { rows } = await db.query<{ user_id: string }>(
+    "SELECT user_id FROM runs WHERE session_id = $1 AND parent_run_id IS NULL ORDER BY seq LIMIT 1",
+    [sessionId],
+  );
   return rows[0]?.user_id;
 }
 
@@ -68,20 +74,36 @@ export async function startRun(db: Db, run: RunRecord): Promise<boolean> {
   const inserted = await db.query(
     `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name)
      VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-    [run.runId, run.sessionId, run.userId, run.input, at, run.parent?.runId ?? null, run.parent?.toolCallId ?? null, INSTANCE.id, ...stage],
+    [
+      run.runId,
+      run.sessionId,
+      run.userId,
+      run.input,
+      at,
+      run.parent?.runId ?? null,
+      run.parent?.toolCallId ?? null,
+      INSTANCE.id,
+      ...stage,
+    ],
   );
   return inserted.rowCount === 1;
 }
 
 export async function resumeRun(db: Db, runId: string): Promise<void> {
   await registerInstance(db);
-  await db.query("UPDATE runs SET status = 'running', paused = NULL, owner = $1, ended_at = NULL WHERE id = $2 AND status = 'awaiting_approval'", [INSTANCE.id, runId]);
+  await db.query(
+    "UPDATE runs SET status = 'running', paused = NULL, owner = $1, ended_at = NULL WHERE id = $2 AND status = 'awaiting_approval'",
+    [INSTANCE.id, runId],
+  );
 }
 
 /** A run whose process is gone goes on in this one; false when it is neither interrupted nor running elsewhere. */
 export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
   await registerInstance(db);
-  const taken = await db.query("UPDATE runs SET status = 'running', owner = $1, ended_at = NULL WHERE id = $2 AND (status = 'interrupted' OR (status = 'running' AND owner IS DISTINCT FROM $1))", [INSTANCE.id, runId]);
+  const taken = await db.query(
+    "UPDATE runs SET status = 'running', owner = $1, ended_at = NULL WHERE id = $2 AND (status = 'interrupted' OR (status = 'running' AND owner IS DISTINCT FROM $1))",
+    [INSTANCE.id, runId],
+  );
   return taken.rowCount === 1;
 }
 
@@ -95,12 +117,21 @@ export function createPostgresRuns(pool: pg.Pool) {
       return ((await pool.query(`${END_RUN} AND status = 'accepted'`, endValues(outcome))).rowCount ?? 0) > 0;
     },
     async pausedRun(runId: string): Promise<string | undefined> {
-      const { rows } = await pool.query<{ paused: string | null }>("SELECT paused FROM runs WHERE id = $1 AND status = 'awaiting_approval'", [runId]);
+      const { rows } = await pool.query<{ paused: string | null }>(
+        "SELECT paused FROM runs WHERE id = $1 AND status = 'awaiting_approval'",
+        [runId],
+      );
       return rows[0]?.paused ?? undefined;
     },
     async interruptOrphanedRuns(): Promise<number> {
-      const owners = (await pool.query<{ owner: string | null }>(`SELECT DISTINCT owner FROM runs WHERE status IN ${UNFINISHED}`)).rows.map((row) => row.owner);
-      const instances = (await pool.query<InstanceRecord & { id: string }>('SELECT id, host, pid, heartbeat_at AS "heartbeatAt" FROM instances')).rows;
+      const owners = (
+        await pool.query<{ owner: string | null }>(`SELECT DISTINCT owner FROM runs WHERE status IN ${UNFINISHED}`)
+      ).rows.map((row) => row.owner);
+      const instances = (
+        await pool.query<InstanceRecord & { id: string }>(
+          'SELECT id, host, pid, heartbeat_at AS "heartbeatAt" FROM instances',
+        )
+      ).rows;
       const byId = new Map(instances.map((instance) => [instance.id, instance]));
       const now = Date.now();
       const alive = (owner: string | null) => ownerAlive(owner, owner === null ? undefined : byId.get(owner), now);
@@ -111,7 +142,10 @@ export function createPostgresRuns(pool: pg.Pool) {
         let interrupted = 0;
         const at = new Date().toISOString();
         for (const owner of orphaned) {
-          const result = await client.query(`UPDATE runs SET status = 'interrupted', ended_at = $1 WHERE status IN ${UNFINISHED} AND owner IS NOT DISTINCT FROM $2`, [at, owner]);
+          const result = await client.query(
+            `UPDATE runs SET status = 'interrupted', ended_at = $1 WHERE status IN ${UNFINISHED} AND owner IS NOT DISTINCT FROM $2`,
+            [at, owner],
+          );
           interrupted += result.rowCount ?? 0;
         }
         if (gone.length > 0) await client.query("DELETE FROM instances WHERE id = ANY($1)", [gone]); // nothing of theirs runs any more
@@ -125,7 +159,9 @@ export function createPostgresRuns(pool: pg.Pool) {
       );
     },
     async toolsOffered(): Promise<WorkerOffer> {
-      const { rows } = await pool.query<InstanceRecord & { id: string; offer: unknown }>('SELECT id, host, pid, heartbeat_at AS "heartbeatAt", offer FROM instances WHERE offer IS NOT NULL');
+      const { rows } = await pool.query<InstanceRecord & { id: string; offer: unknown }>(
+        'SELECT id, host, pid, heartbeat_at AS "heartbeatAt", offer FROM instances WHERE offer IS NOT NULL',
+      );
       return liveOffer(rows);
     },
     async heartbeat(): Promise<void> {

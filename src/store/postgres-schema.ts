@@ -217,10 +217,17 @@ const MIGRATIONS = [
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Brings the database (or `schema`, created if missing) to the latest version; safe when several processes do it at once. */
-export async function migratePostgres(pool: pg.Pool, schema: string | undefined, version = POSTGRES_SCHEMA_VERSION): Promise<void> {
+export async function migratePostgres(
+  pool: pg.Pool,
+  schema: string | undefined,
+  version = POSTGRES_SCHEMA_VERSION,
+): Promise<void> {
   await inTransaction(pool, async (client) => {
     // Held until this transaction ends: a second process waits here, then finds the work done.
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.migrate'), hashtext(coalesce($1, current_schema(), '')))", [schema ?? null]);
+    await client.query(
+      "SELECT pg_advisory_xact_lock(hashtext('glassbox.migrate'), hashtext(coalesce($1, current_schema(), '')))",
+      [schema ?? null],
+    );
     if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`); // checked by SCHEMA_NAME
     await client.query("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)");
     const found = await client.query<{ version: number }>("SELECT version FROM schema_version");
@@ -228,7 +235,10 @@ export async function migratePostgres(pool: pg.Pool, schema: string | undefined,
     if (current === undefined) await client.query("INSERT INTO schema_version (version) VALUES (0)");
     const from = current ?? 0;
     if (from > MIGRATIONS.length) {
-      throw new GlassboxError("configuration", `The database was written by a newer glassbox (schema version ${from}; this one knows ${MIGRATIONS.length}); upgrade glassbox, or set GLASSBOX_DATABASE_URL to another database.`);
+      throw new GlassboxError(
+        "configuration",
+        `The database was written by a newer glassbox (schema version ${from}; this one knows ${MIGRATIONS.length}); upgrade glassbox, or set GLASSBOX_DATABASE_URL to another database.`,
+      );
     }
     for (let next = from; next < version; next++) await client.query(MIGRATIONS[next] ?? "");
     if (version > from) await client.query("UPDATE schema_version SET version = $1", [version]);

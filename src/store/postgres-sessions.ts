@@ -13,14 +13,18 @@ const MAX_FOLDS = 500;
 const DEFAULT_HISTORY_RUNS = 5_000;
 
 /** A column of the session's first run (not a sub-agent's). */
-const FIRST_RUN = (column: string) => `SELECT ${column} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL ORDER BY r.seq LIMIT 1`;
+const FIRST_RUN = (column: string) =>
+  `SELECT ${column} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL ORDER BY r.seq LIMIT 1`;
 /** An aggregate over the session's own runs (not sub-agents'). */
-const TOP_RUNS = (aggregate: string) => `SELECT ${aggregate} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL`;
+const TOP_RUNS = (aggregate: string) =>
+  `SELECT ${aggregate} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL`;
 
 const cut = (text: string) => (text.length > FIRST_MESSAGE_CHARS ? `${text.slice(0, FIRST_MESSAGE_CHARS - 1)}…` : text);
 
 // Sub-agents' runs are left out: their requests are written by the parent model, not by people.
-const USAGE_OF = (recent: string) => `SELECT r.id AS "runId", r.input AS request, r.status, call.value ->> 'name' AS tool
+const USAGE_OF = (
+  recent: string,
+) => `SELECT r.id AS "runId", r.input AS request, r.status, call.value ->> 'name' AS tool
   FROM (${recent}) r LEFT JOIN steps s ON s.run_id = r.id LEFT JOIN LATERAL jsonb_array_elements(s.tool_calls) WITH ORDINALITY AS call(value, position) ON true
   ORDER BY r.started_at, r.seq, s.step, call.position`;
 const RECENT_RUNS = "SELECT id, input, status, started_at, seq FROM runs WHERE parent_run_id IS NULL";
@@ -52,7 +56,8 @@ export function createPostgresSessions(pool: pg.Pool) {
           OR EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.input ILIKE ${pattern} OR r.output ILIKE ${pattern})))`);
       }
       if (filters.adapter !== undefined) where.push(`starts_with(s.id, ${param(`${filters.adapter}:`)})`);
-      if (filters.status !== undefined) where.push(`EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.status = ${param(filters.status)})`);
+      if (filters.status !== undefined)
+        where.push(`EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.status = ${param(filters.status)})`);
       if (filters.tool !== undefined) {
         where.push(`EXISTS (SELECT 1 FROM runs r JOIN steps st ON st.run_id = r.id, jsonb_array_elements(st.tool_calls) call
           WHERE r.session_id = s.id AND call ->> 'name' = ${param(filters.tool)})`);
@@ -60,12 +65,16 @@ export function createPostgresSessions(pool: pg.Pool) {
       if (filters.from !== undefined || filters.to !== undefined) {
         const from = filters.from !== undefined ? param(filters.from) : undefined;
         const to = filters.to !== undefined ? param(filters.to) : undefined;
-        const within = (column: string) => [from ? `${column} >= ${from}` : "", to ? `${column} < ${to}` : ""].filter(Boolean).join(" AND ");
+        const within = (column: string) =>
+          [from ? `${column} >= ${from}` : "", to ? `${column} < ${to}` : ""].filter(Boolean).join(" AND ");
         where.push(`(EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND ${within("r.started_at")})
           OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND ${within("m.created_at")}))`);
       }
       if (filters.startedBy !== undefined) where.push(`(${FIRST_RUN("r.user_id")}) = ${param(filters.startedBy)}`);
-      if (filters.rated !== undefined) where.push(`EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = ${param(filters.rated)})`);
+      if (filters.rated !== undefined)
+        where.push(
+          `EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = ${param(filters.rated)})`,
+        );
       const limit = param(filters.limit + 1);
 
       const { rows } = await pool.query<Omit<SessionListing, "adapter">>(
@@ -116,7 +125,15 @@ export function createPostgresSessions(pool: pg.Pool) {
         return {
           runId: row.run_id,
           step: row.step,
-          call: row.model !== null ? { model: row.model, promptTokens: row.prompt_tokens ?? 0, completionTokens: row.completion_tokens ?? 0, cost: row.cost } : null,
+          call:
+            row.model !== null
+              ? {
+                  model: row.model,
+                  promptTokens: row.prompt_tokens ?? 0,
+                  completionTokens: row.completion_tokens ?? 0,
+                  cost: row.cost,
+                }
+              : null,
           at: row.created_at,
           summary: row.content,
           summaryTokens: row.tokens,
@@ -127,7 +144,10 @@ export function createPostgresSessions(pool: pg.Pool) {
     },
 
     async usageHistory(runs = DEFAULT_HISTORY_RUNS): Promise<UsageExample[]> {
-      return examplesOf((await pool.query<UsageRow>(USAGE_OF(`${RECENT_RUNS} ORDER BY started_at DESC, seq DESC LIMIT $1`), [runs])).rows);
+      return examplesOf(
+        (await pool.query<UsageRow>(USAGE_OF(`${RECENT_RUNS} ORDER BY started_at DESC, seq DESC LIMIT $1`), [runs]))
+          .rows,
+      );
     },
     async runUsage(runId: string): Promise<UsageExample | undefined> {
       return examplesOf((await pool.query<UsageRow>(USAGE_OF(`${RECENT_RUNS} AND id = $1`), [runId])).rows)[0];

@@ -26,7 +26,10 @@ export function createPostgresSteps() {
     let parts = runs.get(runId);
     if (!parts) {
       // A resumed run (after an approval, a restart, on another worker) goes on numbering after what it stored.
-      const { rows } = await db.query<{ last: number }>("SELECT coalesce(max(seq), 0) AS last FROM step_messages WHERE run_id = $1", [runId]);
+      const { rows } = await db.query<{ last: number }>(
+        "SELECT coalesce(max(seq), 0) AS last FROM step_messages WHERE run_id = $1",
+        [runId],
+      );
       parts = { next: (rows[0]?.last ?? 0) + 1, byObject: new WeakMap(), byJson: new Map() };
       runs.set(runId, parts);
     }
@@ -34,7 +37,12 @@ export function createPostgresSteps() {
   }
 
   /** Stores what is new in a step's request; the refs for its row. */
-  async function storeRequest(db: Db, runId: string, messages: Message[], tools: ToolSpec[] | undefined): Promise<{ requestRefs: string; toolsRef: number | null }> {
+  async function storeRequest(
+    db: Db,
+    runId: string,
+    messages: Message[],
+    tools: ToolSpec[] | undefined,
+  ): Promise<{ requestRefs: string; toolsRef: number | null }> {
     const parts = await partsOf(db, runId);
     const fresh: Array<{ seq: number; body: string }> = [];
     const seqOf = (part: Part): number => {
@@ -53,11 +61,10 @@ export function createPostgresSteps() {
     const seqs = messages.map(seqOf);
     const toolsRef = tools?.length ? seqOf(tools) : null;
     if (fresh.length > 0) {
-      await db.query("INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($2::integer[], $3::text[]) AS part(seq, body)", [
-        runId,
-        fresh.map((part) => part.seq),
-        fresh.map((part) => part.body),
-      ]);
+      await db.query(
+        "INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($2::integer[], $3::text[]) AS part(seq, body)",
+        [runId, fresh.map((part) => part.seq), fresh.map((part) => part.body)],
+      );
     }
     return { requestRefs: rangesOf(seqs), toolsRef };
   }
@@ -95,10 +102,18 @@ export function createPostgresSteps() {
     },
     async addToolCalls(db: Db, runId: string, step: number, records: ToolCallRecord[]): Promise<void> {
       if (records.length === 0) return;
-      await db.query("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [JSON.stringify(records), runId, step]);
+      await db.query("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [
+        JSON.stringify(records),
+        runId,
+        step,
+      ]);
     },
     async addNote(db: Db, runId: string, step: number, text: string): Promise<void> {
-      await db.query("UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3", [text, runId, step]);
+      await db.query("UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3", [
+        text,
+        runId,
+        step,
+      ]);
     },
     /** The run's model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */
     async priceRun(db: Db, runId: string): Promise<void> {

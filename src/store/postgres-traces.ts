@@ -34,7 +34,12 @@ interface StepRow {
 }
 
 export function createPostgresTraces(pool: pg.Pool) {
-  const runs = async (where: string, value: string) => (await pool.query<RunTrace>(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} = $1 ORDER BY started_at, seq`, [value])).rows;
+  const runs = async (where: string, value: string) =>
+    (
+      await pool.query<RunTrace>(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} = $1 ORDER BY started_at, seq`, [
+        value,
+      ])
+    ).rows;
   const totals = async (key: string, userId?: string, since?: Date): Promise<UsageTotal[]> => {
     const params: unknown[] = [];
     const conditions = ["parent_run_id IS NULL"];
@@ -57,7 +62,12 @@ export function createPostgresTraces(pool: pg.Pool) {
     runsOfSession: (sessionId: string) => runs("session_id", sessionId),
     childrenOf: (runId: string) => runs("parent_run_id", runId),
     async stagesOf(pipelineRunId: string): Promise<RunTrace[]> {
-      return (await pool.query<RunTrace>(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = $1 ORDER BY pipeline_stage`, [pipelineRunId])).rows;
+      return (
+        await pool.query<RunTrace>(
+          `SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = $1 ORDER BY pipeline_stage`,
+          [pipelineRunId],
+        )
+      ).rows;
     },
     async steps(runId: string, fromStep = 1): Promise<StepTrace[]> {
       const { rows } = await pool.query<StepRow>(
@@ -85,15 +95,23 @@ export function createPostgresTraces(pool: pg.Pool) {
       }));
     },
     async payload(runId: string, step: number): Promise<RecordedRequest | undefined> {
-      const { rows } = await pool.query<{ request_refs: string; tools_ref: number | null; tool_choice: string | null; streamed: boolean | null }>(
-        "SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = $1 AND step = $2",
-        [runId, step],
-      );
+      const { rows } = await pool.query<{
+        request_refs: string;
+        tools_ref: number | null;
+        tool_choice: string | null;
+        streamed: boolean | null;
+      }>("SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = $1 AND step = $2", [
+        runId,
+        step,
+      ]);
       const row = rows[0];
       if (!row) return undefined;
       const seqs = seqsOf(row.request_refs);
       const wanted = [...new Set(row.tools_ref === null ? seqs : [...seqs, row.tools_ref])];
-      const parts = await pool.query<{ seq: number; body: string }>("SELECT seq, body FROM step_messages WHERE run_id = $1 AND seq = ANY($2::integer[])", [runId, wanted]);
+      const parts = await pool.query<{ seq: number; body: string }>(
+        "SELECT seq, body FROM step_messages WHERE run_id = $1 AND seq = ANY($2::integer[])",
+        [runId, wanted],
+      );
       const bodies = new Map(parts.rows.map((part) => [part.seq, part.body]));
       const part = (seq: number) => JSON.parse(bodies.get(seq) ?? "null") as unknown;
       return {
@@ -109,7 +127,15 @@ export function createPostgresTraces(pool: pg.Pool) {
     totalsByDay: (userId?: string) => totals(DAY, userId),
     /** One user's usage since a moment (for daily quotas). */
     async userUsageSince(userId: string, since: Date): Promise<UsageTotal> {
-      return (await totals("user_id", userId, since))[0] ?? { key: userId, runs: 0, promptTokens: 0, completionTokens: 0, cost: 0 };
+      return (
+        (await totals("user_id", userId, since))[0] ?? {
+          key: userId,
+          runs: 0,
+          promptTokens: 0,
+          completionTokens: 0,
+          cost: 0,
+        }
+      );
     },
   };
 }

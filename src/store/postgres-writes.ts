@@ -71,7 +71,10 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
       }
     },
 
-    async acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: pg.PoolClient) => Promise<void>): Promise<AcceptOutcome> {
+    async acceptEvent(
+      acceptance: EventAcceptance,
+      alsoInTransaction?: (transaction: pg.PoolClient) => Promise<void>,
+    ): Promise<AcceptOutcome> {
       const { run, message, sessionOwner } = acceptance;
       if (message && !run) throw new Error("an accepted event's message needs its run");
       let written: SessionWrite | undefined;
@@ -79,7 +82,9 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
         written = undefined;
         if (run && sessionOwner !== undefined) {
           // The session locked until the end (it may not exist yet): two users cannot both take a new session.
-          await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.session'), hashtext($1))", [run.sessionId]);
+          await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.session'), hashtext($1))", [
+            run.sessionId,
+          ]);
           const owner = await sessionOwnerIn(client, run.sessionId);
           if (owner !== undefined && owner !== sessionOwner) throw new NotOwner(owner);
         }

@@ -33,7 +33,9 @@ export type PostgresPort = StorePort<pg.PoolClient> & { kind: "postgres" };
 function channelOf(kind: string, schema: string | undefined): string {
   if (!schema) return `glassbox_${kind}`;
   const name = `glassbox_${kind}_${schema}`;
-  return name.length <= 63 ? name : `glassbox_${kind}_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+  return name.length <= 63
+    ? name
+    : `glassbox_${kind}_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
 }
 
 /** Opens the database and brings its schema up to date; one sentence (a configuration error) when it cannot. */
@@ -56,11 +58,18 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
   const sessions = createPostgresSessions(pool);
   const writes = createPostgresWrites(pool, createPostgresSteps(), versions);
   const listen = async () => {
-    const client = new pg.Client({ connectionString: options.url, application_name: "glassbox-cancels", connectionTimeoutMillis: 10_000 });
+    const client = new pg.Client({
+      connectionString: options.url,
+      application_name: "glassbox-cancels",
+      connectionTimeoutMillis: 10_000,
+    });
     await client.connect();
     return client;
   };
-  const gates = createPostgresGates(pool, listen, { cancel: channelOf("cancel", options.schema), text: channelOf("text", options.schema) });
+  const gates = createPostgresGates(pool, listen, {
+    cancel: channelOf("cancel", options.schema),
+    text: channelOf("text", options.schema),
+  });
   let beating: NodeJS.Timeout | undefined;
   let closed = false;
   if (options.longRunning) {

@@ -48,10 +48,15 @@ export interface HoldRow {
  * pid gone from this host, or no instance row at all) never will, so its reservations hold no room,
  * however long their hold. Reservations without an owner are judged by their hold alone.
  */
-export function heldInFlight(rows: HoldRow[], now = Date.now()): Pick<QuotaLedger, "reservedTokens" | "reservedCost" | "inFlight"> {
+export function heldInFlight(
+  rows: HoldRow[],
+  now = Date.now(),
+): Pick<QuotaLedger, "reservedTokens" | "reservedCost" | "inFlight"> {
   const held = { reservedTokens: 0, reservedCost: 0, inFlight: 0 };
   for (const row of rows) {
-    const instance: InstanceRecord | undefined = row.known ? { host: row.host ?? "", pid: row.pid ?? 0, heartbeatAt: row.heartbeatAt } : undefined;
+    const instance: InstanceRecord | undefined = row.known
+      ? { host: row.host ?? "", pid: row.pid ?? 0, heartbeatAt: row.heartbeatAt }
+      : undefined;
     if (row.owner !== null && !ownerAlive(row.owner, instance, now)) continue;
     held.reservedTokens += row.tokens;
     held.reservedCost += row.cost;
@@ -60,8 +65,18 @@ export function heldInFlight(rows: HoldRow[], now = Date.now()): Pick<QuotaLedge
   return held;
 }
 
-export function admission(ledger: QuotaLedger, limits: QuotaLimits, tokens: number, cost: number): "reserve" | "wait" | Extract<QuotaReservation, { kind: "at_cap" }> {
-  const atCap = (cap: "tokens" | "cost") => ({ kind: "at_cap" as const, cap, spentTokens: ledger.tokens, spentCost: ledger.cost });
+export function admission(
+  ledger: QuotaLedger,
+  limits: QuotaLimits,
+  tokens: number,
+  cost: number,
+): "reserve" | "wait" | Extract<QuotaReservation, { kind: "at_cap" }> {
+  const atCap = (cap: "tokens" | "cost") => ({
+    kind: "at_cap" as const,
+    cap,
+    spentTokens: ledger.tokens,
+    spentCost: ledger.cost,
+  });
   if (limits.tokens !== undefined && ledger.tokens >= limits.tokens) return atCap("tokens");
   if (limits.cost !== undefined && ledger.cost !== null && ledger.cost >= limits.cost) return atCap("cost");
   const fits =
@@ -71,4 +86,5 @@ export function admission(ledger: QuotaLedger, limits: QuotaLimits, tokens: numb
 }
 
 /** The day's cost once a call settles: unknown stays unknown, and an unpriced call makes it unknown. */
-export const addCost = (total: number | null, spent: number | null): number | null => (total === null || spent === null ? null : total + spent);
+export const addCost = (total: number | null, spent: number | null): number | null =>
+  total === null || spent === null ? null : total + spent;

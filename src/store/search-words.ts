@@ -23,5 +23,7 @@ function plain(text: string): string {
 // Words that match nearly every fact; searching on them would inject barely relevant ones (the
 // same list as the SQLite store's).
 const STOPWORDS = new Set(
-  "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(" "),
+  "a an and are as at be but by can could did do does for from had has have he her his how i if in is it its me my of on or our she so that the their them they this to was we were what when where which who why will with would you your please".split(
+    " ",
+  ),
 );

@@ -40,7 +40,11 @@ export const PORT_TABLES_SQL = `
 `;
 
 export function addPortTables(db: Database.Database): void {
-  const present = db.prepare(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (${TABLES.map(() => "?").join(", ")})`).pluck();
+  const present = db
+    .prepare(
+      `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (${TABLES.map(() => "?").join(", ")})`,
+    )
+    .pluck();
   if (present.get(...TABLES) === TABLES.length) return;
   db.transaction(() => db.exec(PORT_TABLES_SQL)).immediate();
 }

@@ -11,16 +11,36 @@ import { resolve } from "node:path";
 import type Database from "better-sqlite3";
 import { INSTANCE, type InstanceRecord } from "../agent/store-owners.js";
 import type { TraceReader } from "../agent/trace.js";
-import type { CancelNotice, CancelTarget, QuotaRequest, QuotaReservation, QuotaSpent, TextNotice, WorkerOffer } from "./port-data.js";
+import type {
+  CancelNotice,
+  CancelTarget,
+  QuotaRequest,
+  QuotaReservation,
+  QuotaSpent,
+  TextNotice,
+  WorkerOffer,
+} from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
-import { addCost, admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
+import {
+  addCost,
+  admission,
+  dayOf,
+  dayStart,
+  DEFAULT_HOLD_SECONDS,
+  heldInFlight,
+  type HoldRow,
+} from "./quota-rules.js";
 
 /** Listeners of cancel requests and of answer text, by database file: the handles of one process hear each other at once. */
 const cancelListeners = new Map<string, Set<(notice: CancelNotice) => void>>();
 const textListeners = new Map<string, Set<(notice: TextNotice) => void>>();
 
 /** Adds a listener of one file's notices; returns the way to remove it. */
-function listenOn<T>(byFile: Map<string, Set<(notice: T) => void>>, fileKey: string, listener: (notice: T) => void): () => void {
+function listenOn<T>(
+  byFile: Map<string, Set<(notice: T) => void>>,
+  fileKey: string,
+  listener: (notice: T) => void,
+): () => void {
   const listeners = byFile.get(fileKey) ?? new Set();
   byFile.set(fileKey, listeners.add(listener));
   return () => {
@@ -44,13 +64,22 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
   const reserve = db.transaction((request: QuotaRequest): QuotaReservation => {
     const now = request.now ?? new Date();
     const day = dayOf(now);
-    sql("DELETE FROM quota_reservations WHERE expires_at <= ?").run(new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString());
-    let ledger = sql("SELECT tokens, cost FROM quota_days WHERE user_id = ? AND day = ?").get(request.userId, day) as { tokens: number; cost: number | null } | undefined;
+    sql("DELETE FROM quota_reservations WHERE expires_at <= ?").run(
+      new Date(now.getTime() - FORGET_EXPIRED_MS).toISOString(),
+    );
+    let ledger = sql("SELECT tokens, cost FROM quota_days WHERE user_id = ? AND day = ?").get(request.userId, day) as
+      | { tokens: number; cost: number | null }
+      | undefined;
     if (!ledger) {
       // First seen today: what the stored runs have spent since midnight.
       const stored = reader.userUsageSince(request.userId, dayStart(day));
       ledger = { tokens: stored.promptTokens + stored.completionTokens, cost: stored.cost };
-      sql("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES (?, ?, ?, ?)").run(request.userId, day, ledger.tokens, ledger.cost);
+      sql("INSERT INTO quota_days (user_id, day, tokens, cost) VALUES (?, ?, ?, ?)").run(
+        request.userId,
+        day,
+        ledger.tokens,
+        ledger.cost,
+      );
     }
     // By process: usually none or one of them, each judged alive or gone as its instance says.
     const holds = sql(
@@ -64,25 +93,50 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
     const reservationId = `quota_${randomUUID()}`;
     const expiresAt = new Date(now.getTime() + (request.holdSeconds ?? DEFAULT_HOLD_SECONDS) * 1000).toISOString();
     // The owner's instance is recorded with its reservation: one that no instance vouches for counts as gone.
-    sql("INSERT INTO instances (id, host, pid, started_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING").run(INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt);
-    sql("INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)").run(reservationId, request.userId, day, request.tokens, request.cost, expiresAt, INSTANCE.id);
+    sql("INSERT INTO instances (id, host, pid, started_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING").run(
+      INSTANCE.id,
+      INSTANCE.host,
+      INSTANCE.pid,
+      INSTANCE.startedAt,
+    );
+    sql(
+      "INSERT INTO quota_reservations (id, user_id, day, tokens, cost, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ).run(reservationId, request.userId, day, request.tokens, request.cost, expiresAt, INSTANCE.id);
     return { kind: "reserved", reservationId };
   });
 
   const settle = db.transaction((reservationId: string, spent: QuotaSpent | undefined) => {
-    const held = sql("DELETE FROM quota_reservations WHERE id = ? RETURNING user_id AS userId, day").get(reservationId) as { userId: string; day: string } | undefined;
+    const held = sql("DELETE FROM quota_reservations WHERE id = ? RETURNING user_id AS userId, day").get(
+      reservationId,
+    ) as { userId: string; day: string } | undefined;
     if (!held || !spent) return; // settled before, or nothing spent
-    const day = sql("SELECT cost FROM quota_days WHERE user_id = ? AND day = ?").get(held.userId, held.day) as { cost: number | null } | undefined;
-    sql("UPDATE quota_days SET tokens = tokens + ?, cost = ? WHERE user_id = ? AND day = ?").run(spent.tokens, addCost(day?.cost ?? null, spent.cost), held.userId, held.day);
+    const day = sql("SELECT cost FROM quota_days WHERE user_id = ? AND day = ?").get(held.userId, held.day) as
+      | { cost: number | null }
+      | undefined;
+    sql("UPDATE quota_days SET tokens = tokens + ?, cost = ? WHERE user_id = ? AND day = ?").run(
+      spent.tokens,
+      addCost(day?.cost ?? null, spent.cost),
+      held.userId,
+      held.day,
+    );
   });
 
   const requestCancel = db.transaction((target: CancelTarget, at: string): string[] => {
     const reached = (
       target.runId === undefined
-        ? sql("SELECT id FROM runs WHERE session_id = ? AND status IN ('running', 'accepted')").pluck().all(target.sessionId)
-        : sql("SELECT id FROM runs WHERE session_id = ? AND id = ? AND status IN ('running', 'accepted')").pluck().all(target.sessionId, target.runId)
+        ? sql("SELECT id FROM runs WHERE session_id = ? AND status IN ('running', 'accepted')")
+            .pluck()
+            .all(target.sessionId)
+        : sql("SELECT id FROM runs WHERE session_id = ? AND id = ? AND status IN ('running', 'accepted')")
+            .pluck()
+            .all(target.sessionId, target.runId)
     ) as string[];
-    for (const runId of reached) sql("INSERT INTO cancel_requests (run_id, session_id, requested_at) VALUES (?, ?, ?)").run(runId, target.sessionId, at);
+    for (const runId of reached)
+      sql("INSERT INTO cancel_requests (run_id, session_id, requested_at) VALUES (?, ?, ?)").run(
+        runId,
+        target.sessionId,
+        at,
+      );
     return reached;
   });
 
@@ -92,18 +146,23 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
     requestCancel(target: CancelTarget): string[] {
       const runIds = requestCancel.immediate(target, new Date().toISOString());
       const notice = { sessionId: target.sessionId, runIds };
-      if (runIds.length > 0) for (const listener of cancelListeners.get(fileKey) ?? []) queueMicrotask(() => listener(notice));
+      if (runIds.length > 0)
+        for (const listener of cancelListeners.get(fileKey) ?? []) queueMicrotask(() => listener(notice));
       return runIds;
     },
-    cancelRequested: (runId: string) => sql("SELECT 1 FROM cancel_requests WHERE run_id = ? LIMIT 1").get(runId) !== undefined,
+    cancelRequested: (runId: string) =>
+      sql("SELECT 1 FROM cancel_requests WHERE run_id = ? LIMIT 1").get(runId) !== undefined,
     watchCancels: (listener: (notice: CancelNotice) => void) => listenOn(cancelListeners, fileKey, listener),
     publishText(notice: TextNotice): void {
       for (const listener of textListeners.get(fileKey) ?? []) queueMicrotask(() => listener(notice));
     },
     watchText: (listener: (notice: TextNotice) => void) => listenOn(textListeners, fileKey, listener),
-    pruneCancelRequests: (olderThan: Date) => sql("DELETE FROM cancel_requests WHERE requested_at < ?").run(olderThan.toISOString()).changes,
+    pruneCancelRequests: (olderThan: Date) =>
+      sql("DELETE FROM cancel_requests WHERE requested_at < ?").run(olderThan.toISOString()).changes,
     offerTools(offer: WorkerOffer): void {
-      sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at, offer) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET offer = excluded.offer, heartbeat_at = excluded.heartbeat_at").run(
+      sql(
+        "INSERT INTO instances (id, host, pid, started_at, heartbeat_at, offer) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET offer = excluded.offer, heartbeat_at = excluded.heartbeat_at",
+      ).run(
         INSTANCE.id,
         INSTANCE.host,
         INSTANCE.pid,
@@ -113,16 +172,16 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
       );
     },
     toolsOffered(): WorkerOffer {
-      return liveOffer(sql("SELECT id, host, pid, heartbeat_at AS heartbeatAt, offer FROM instances WHERE offer IS NOT NULL").all() as Array<InstanceRecord & { id: string; offer: string }>);
+      return liveOffer(
+        sql(
+          "SELECT id, host, pid, heartbeat_at AS heartbeatAt, offer FROM instances WHERE offer IS NOT NULL",
+        ).all() as Array<InstanceRecord & { id: string; offer: string }>,
+      );
     },
     heartbeat(): void {
-      sql("INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at").run(
-        INSTANCE.id,
-        INSTANCE.host,
-        INSTANCE.pid,
-        INSTANCE.startedAt,
-        new Date().toISOString(),
-      );
+      sql(
+        "INSERT INTO instances (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+      ).run(INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt, new Date().toISOString());
     },
   };
 }

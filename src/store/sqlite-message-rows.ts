@@ -42,9 +42,23 @@ function isRowShaped(message: Message): boolean {
     case "assistant":
       if (message.content !== null && typeof message.content !== "string") return false;
       if (keys.length === 2) return keys[0] === "role" && keys[1] === "content";
-      return keys.length === 3 && keys[0] === "role" && keys[1] === "content" && keys[2] === "tool_calls" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+      return (
+        keys.length === 3 &&
+        keys[0] === "role" &&
+        keys[1] === "content" &&
+        keys[2] === "tool_calls" &&
+        Array.isArray(message.tool_calls) &&
+        message.tool_calls.length > 0
+      );
     case "tool":
-      return keys.length === 3 && keys[0] === "role" && keys[1] === "content" && keys[2] === "tool_call_id" && typeof message.content === "string" && typeof message.tool_call_id === "string";
+      return (
+        keys.length === 3 &&
+        keys[0] === "role" &&
+        keys[1] === "content" &&
+        keys[2] === "tool_call_id" &&
+        typeof message.content === "string" &&
+        typeof message.tool_call_id === "string"
+      );
     default:
       return keys.length === 2 && keys[0] === "role" && keys[1] === "content" && typeof message.content === "string";
   }

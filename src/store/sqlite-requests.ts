@@ -44,7 +44,9 @@ export function createRequestLog(db: Database.Database) {
     bodies: db.prepare("SELECT seq, body FROM step_messages WHERE run_id = ?"),
     legacy: db.prepare("SELECT payload FROM steps WHERE run_id = ? AND step = ?").pluck(),
     refs: db.prepare("SELECT request_refs, tools_ref, tool_choice, streamed FROM steps WHERE run_id = ? AND step = ?"),
-    rows: db.prepare("SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE id IN (SELECT value FROM json_each(?))"),
+    rows: db.prepare(
+      "SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+    ),
   };
   const runs = new Map<string, RunParts>();
 
@@ -92,14 +94,26 @@ export function createRequestLog(db: Database.Database) {
     },
     /** A step's request as it was sent; undefined when the step is not recorded. */
     read(runId: string, step: number): RecordedRequest | Message[] | undefined {
-      const row = statements.refs.get(runId, step) as { request_refs: string | null; tools_ref: number | null; tool_choice: string | null; streamed: number | null } | undefined;
+      const row = statements.refs.get(runId, step) as
+        | { request_refs: string | null; tools_ref: number | null; tool_choice: string | null; streamed: number | null }
+        | undefined;
       if (!row) return undefined;
-      if (row.request_refs === null) return legacyPayload(statements.legacy.get(runId, step) as string | Buffer | null | undefined);
+      if (row.request_refs === null)
+        return legacyPayload(statements.legacy.get(runId, step) as string | Buffer | null | undefined);
       const refs = refsOf(row.request_refs);
-      const bodies = new Map((statements.bodies.all(runId) as Array<{ seq: number; body: string }>).map((entry) => [entry.seq, entry.body]));
+      const bodies = new Map(
+        (statements.bodies.all(runId) as Array<{ seq: number; body: string }>).map((entry) => [entry.seq, entry.body]),
+      );
       const part = (seq: number) => JSON.parse(bodies.get(seq) ?? "null") as unknown;
       const wanted = refs.flatMap((ref) => ("row" in ref ? [ref.row] : []));
-      const rows = new Map(wanted.length === 0 ? [] : (statements.rows.all(JSON.stringify(wanted)) as MessageRow[]).map((entry) => [entry.id, toStoredMessage(entry).message]));
+      const rows = new Map(
+        wanted.length === 0
+          ? []
+          : (statements.rows.all(JSON.stringify(wanted)) as MessageRow[]).map((entry) => [
+              entry.id,
+              toStoredMessage(entry).message,
+            ]),
+      );
       return {
         messages: refs.map((ref) => ("row" in ref ? (rows.get(ref.row) ?? null) : part(ref.seq)) as Message),
         ...(row.tools_ref !== null ? { tools: part(row.tools_ref) as ToolSpec[] } : {}),
@@ -123,7 +137,11 @@ function refsText(refs: Ref[]): string {
     const isRow = "row" in ref;
     const first = isRow ? ref.row : ref.seq;
     let last = first;
-    for (let next = refs[index + 1]; next !== undefined && "row" in next === isRow && ("row" in next ? next.row : next.seq) === last + 1; next = refs[index + 1]) {
+    for (
+      let next = refs[index + 1];
+      next !== undefined && "row" in next === isRow && ("row" in next ? next.row : next.seq) === last + 1;
+      next = refs[index + 1]
+    ) {
       last++;
       index++;
     }
@@ -135,7 +153,15 @@ function refsText(refs: Ref[]): string {
 
 /** The references of refsText (a step recorded before rows were referenced has only parts' numbers). */
 function refsOf(text: string): Ref[] {
-  return text === "" ? [] : text.split(",").flatMap((range) => (range.startsWith("m") ? seqsOf(range.slice(1)).map((row): Ref => ({ row })) : seqsOf(range).map((seq): Ref => ({ seq }))));
+  return text === ""
+    ? []
+    : text
+        .split(",")
+        .flatMap((range) =>
+          range.startsWith("m")
+            ? seqsOf(range.slice(1)).map((row): Ref => ({ row }))
+            : seqsOf(range).map((seq): Ref => ({ seq })),
+        );
 }
 
 /** FNV-1a over a string's UTF-16 code units. */

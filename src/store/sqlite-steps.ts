@@ -11,16 +11,20 @@ import type { StepRecord } from "./port-data.js";
 export function createSqliteSteps(db: Database.Database) {
   const statements = {
     // Positional: the step's fields go straight to their columns, with no object built for the binding.
-    insertStep: db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
+    insertStep:
+      db.prepare(`INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', '[]', ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (run_id, step) DO NOTHING`),
     // A step's calls usually arrive together, before any other: its list is then written as it is;
     // else appended in SQLite (json_insert at the end of the array), with no read in JavaScript.
     setToolCalls: db.prepare("UPDATE steps SET tool_calls = ? WHERE run_id = ? AND step = ? AND tool_calls = '[]'"),
-    addToolCall: db.prepare("UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?"),
+    addToolCall: db.prepare(
+      "UPDATE steps SET tool_calls = json_insert(tool_calls, '$[#]', json(?)) WHERE run_id = ? AND step = ?",
+    ),
     addNote: db.prepare("UPDATE steps SET notes = json_insert(notes, '$[#]', ?) WHERE run_id = ? AND step = ?"),
     // The cost of a run is its steps', its sub-agents' runs' and its folds' summarising calls' (unknown if any of them is).
-    priceRun: db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
+    priceRun:
+      db.prepare(`UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = @runId ORDER BY step DESC LIMIT 1),
       cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
         SELECT cost FROM steps WHERE run_id = @runId UNION ALL SELECT cost FROM runs WHERE parent_run_id = @runId
         UNION ALL SELECT cost FROM summaries WHERE run_id = @runId))
@@ -34,8 +38,25 @@ export function createSqliteSteps(db: Database.Database) {
       const calls = step.requestedCalls.length > 0 ? JSON.stringify(step.requestedCalls) : null;
       const streamed = step.streamed === undefined ? null : Number(step.streamed);
       statements.insertStep.run(
-        step.runId, step.step, step.model, step.contextMessages, step.contextTokens, step.content, step.reasoning, step.reasoningCutChars, JSON.stringify(step.modelNotes), calls,
-        step.promptTokens, step.completionTokens, step.latencyMs, step.cost, kept.requestRefs, kept.toolsRef, step.toolChoice ?? null, streamed, step.at,
+        step.runId,
+        step.step,
+        step.model,
+        step.contextMessages,
+        step.contextTokens,
+        step.content,
+        step.reasoning,
+        step.reasoningCutChars,
+        JSON.stringify(step.modelNotes),
+        calls,
+        step.promptTokens,
+        step.completionTokens,
+        step.latencyMs,
+        step.cost,
+        kept.requestRefs,
+        kept.toolsRef,
+        step.toolChoice ?? null,
+        streamed,
+        step.at,
       );
     },
     /** What the request log holds in memory for a run: forgotten when it ends, or when its writes were taken back. */
@@ -43,7 +64,8 @@ export function createSqliteSteps(db: Database.Database) {
       requests.forget(runId);
     },
     addToolCalls(runId: string, step: number, records: ToolCallRecord[]): void {
-      if (records.length === 0 || statements.setToolCalls.run(JSON.stringify(records), runId, step).changes === 1) return;
+      if (records.length === 0 || statements.setToolCalls.run(JSON.stringify(records), runId, step).changes === 1)
+        return;
       for (const record of records) statements.addToolCall.run(JSON.stringify(record), runId, step);
     },
     addNote(runId: string, step: number, text: string): void {

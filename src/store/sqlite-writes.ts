@@ -18,7 +18,9 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
   const takeOverRun = (runId: string) => {
     if (!takeOver) {
       const register = instanceRegistration(store.db);
-      const update = store.db.prepare("UPDATE runs SET status = 'running', owner = @owner, ended_at = NULL WHERE id = @id AND (status = 'interrupted' OR (status = 'running' AND owner IS NOT @owner))");
+      const update = store.db.prepare(
+        "UPDATE runs SET status = 'running', owner = @owner, ended_at = NULL WHERE id = @id AND (status = 'interrupted' OR (status = 'running' AND owner IS NOT @owner))",
+      );
       takeOver = (id) => {
         register();
         return update.run({ owner: INSTANCE.id, id }).changes === 1;
@@ -86,7 +88,13 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
         const outcome = await store.atomically(() => apply(writes));
         // Committed: a later step's request may point at these rows instead of storing the messages again.
         let index = 0;
-        for (const write of writes) if (write.kind === "messages") knowMessageRows(store.db, write.entries.map((entry) => entry.message), outcome.messageIds[index++] ?? []);
+        for (const write of writes)
+          if (write.kind === "messages")
+            knowMessageRows(
+              store.db,
+              write.entries.map((entry) => entry.message),
+              outcome.messageIds[index++] ?? [],
+            );
         return outcome;
       } catch (error) {
         // Taken back: the request log must not think these runs' messages are stored.
@@ -94,7 +102,10 @@ export function createSqliteWrites(store: Store, steps: SqliteSteps, book: Appro
         throw error;
       }
     },
-    async acceptEvent(acceptance: EventAcceptance, alsoInTransaction?: (transaction: AfterCommit) => Promise<void>): Promise<AcceptOutcome> {
+    async acceptEvent(
+      acceptance: EventAcceptance,
+      alsoInTransaction?: (transaction: AfterCommit) => Promise<void>,
+    ): Promise<AcceptOutcome> {
       const outcome = await store.atomically(() => accept(acceptance));
       if (outcome.kind === "accepted" && alsoInTransaction) await afterCommitted(alsoInTransaction);
       return outcome;

@@ -59,14 +59,20 @@ function portOver(store: Store): SqlitePort {
   const readHistory = db.transaction((sessionId: string) => {
     const epoch = store.epoch(sessionId);
     const summary = store.latestSummary(sessionId, epoch);
-    return { epoch, summary, messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0), version: historyVersion(sessionId) };
+    return {
+      epoch,
+      summary,
+      messages: store.messagesAfter(sessionId, epoch, summary?.lastMessageId ?? 0),
+      version: historyVersion(sessionId),
+    };
   });
 
   return {
     kind: "sqlite",
     location: path,
     // conversations
-    appendMessages: async (sessionId, runId, entries) => (await writes.record([{ kind: "messages", sessionId, runId, entries }])).messageIds[0] ?? [],
+    appendMessages: async (sessionId, runId, entries) =>
+      (await writes.record([{ kind: "messages", sessionId, runId, entries }])).messageIds[0] ?? [],
     sessionHistory: async (sessionId) => readHistory(sessionId),
     historyVersion: async (sessionId) => historyVersion(sessionId),
     messagesAfter: async (sessionId, epoch, afterId) => store.messagesAfter(sessionId, epoch, afterId),
@@ -96,8 +102,11 @@ function portOver(store: Store): SqlitePort {
     attachApprovalMessage: async (id, messageRef) => book.attachMessage(id, messageRef),
     // IMMEDIATE: the click is judged and written under the write lock, so runReady is exact across processes.
     async decideApproval({ approvalId, userId, approved, approvers, origin, now }, alsoInTransaction) {
-      const outcome = db.transaction(() => book.decide(approvalId, userId, approved, approvers, origin, now)).immediate();
-      if (outcome.kind === "decided" && outcome.runReady && alsoInTransaction) await afterCommitted((transaction) => alsoInTransaction(transaction, outcome.approval));
+      const outcome = db
+        .transaction(() => book.decide(approvalId, userId, approved, approvers, origin, now))
+        .immediate();
+      if (outcome.kind === "decided" && outcome.runReady && alsoInTransaction)
+        await afterCommitted((transaction) => alsoInTransaction(transaction, outcome.approval));
       return outcome;
     },
     expireApprovals: async (sessionPrefix, now, owns) => book.expire(sessionPrefix, now, owns),

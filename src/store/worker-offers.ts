@@ -17,14 +17,20 @@ export function mergeOffers(offers: WorkerOffer[]): WorkerOffer {
 }
 
 /** The offers of the instances still alive (the owners' rule), as one; each store reads the rows its own way. */
-export function liveOffer(instances: ReadonlyArray<InstanceRecord & { id: string; offer: unknown }>, now = Date.now()): WorkerOffer {
-  return mergeOffers(instances.filter((instance) => ownerAlive(instance.id, instance, now)).map((instance) => offerOf(instance.offer)));
+export function liveOffer(
+  instances: ReadonlyArray<InstanceRecord & { id: string; offer: unknown }>,
+  now = Date.now(),
+): WorkerOffer {
+  return mergeOffers(
+    instances.filter((instance) => ownerAlive(instance.id, instance, now)).map((instance) => offerOf(instance.offer)),
+  );
 }
 
 /** An offer as stored (JSON text on SQLite, jsonb on PostgreSQL); anything not shaped like one offers nothing. */
 export function offerOf(stored: unknown): WorkerOffer {
   const value = typeof stored === "string" ? safeParse(stored) : stored;
-  const strings = (list: unknown) => (Array.isArray(list) ? list.filter((item): item is string => typeof item === "string") : []);
+  const strings = (list: unknown) =>
+    Array.isArray(list) ? list.filter((item): item is string => typeof item === "string") : [];
   const record = typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
   return { tools: strings(record.tools), hints: strings(record.hints) };
 }

@@ -34,16 +34,22 @@ export function createFakeDiscordCdn(origin: () => string): FakeDiscordCdn {
       const expires = Math.floor(Date.now() / 1000 + 86_400).toString(16);
       const path = `/attachments/${channelId}/${id}/${encodeURIComponent(file.filename)}?ex=${expires}&is=0&hm=${signature}`;
       return {
-        id, filename: file.filename, size: file.size ?? file.data.length,
+        id,
+        filename: file.filename,
+        size: file.size ?? file.data.length,
         ...(file.contentType ? { content_type: file.contentType } : {}),
-        url: `${origin()}${path}`, proxy_url: `${origin()}${path.replace("/attachments/", "/proxy/attachments/")}`,
+        url: `${origin()}${path}`,
+        proxy_url: `${origin()}${path.replace("/attachments/", "/proxy/attachments/")}`,
       };
     },
     handle(req, res) {
       const url = new URL(req.url ?? "/", "http://cdn");
       const match = /^\/(?:proxy\/)?attachments\/\d+\/(\d+)\/[^/]+$/.exec(url.pathname);
       if (!match) return false;
-      downloads.push({ path: url.pathname, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+      downloads.push({
+        path: url.pathname,
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      });
       const file = files.get(match[1] ?? "");
       // Like Discord's CDN: an unsigned or wrongly signed link is refused.
       if (!file || url.searchParams.get("hm") !== file.signature) {
@@ -51,7 +57,10 @@ export function createFakeDiscordCdn(origin: () => string): FakeDiscordCdn {
         return true;
       }
       setTimeout(() => {
-        res.writeHead(200, { "Content-Type": file.contentType ?? "application/octet-stream", "Content-Length": String(file.data.length) });
+        res.writeHead(200, {
+          "Content-Type": file.contentType ?? "application/octet-stream",
+          "Content-Length": String(file.data.length),
+        });
         res.end(Buffer.from(file.data));
       }, file.delayMs ?? 0);
       return true;

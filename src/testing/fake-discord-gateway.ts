@@ -7,12 +7,27 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import {
-  API_VERSION, ChannelType, Close, Intent, Op, PRIVILEGED_INTENTS, str, type Conn, type Dispatch, type Json, type Session, type StoredMessage,
+  API_VERSION,
+  ChannelType,
+  Close,
+  Intent,
+  Op,
+  PRIVILEGED_INTENTS,
+  str,
+  type Conn,
+  type Dispatch,
+  type Json,
+  type Session,
+  type StoredMessage,
 } from "./fake-discord-protocol.js";
 import type { Waiters } from "./fake-discord-server.js";
 import type { DiscordState } from "./fake-discord-state.js";
 
-export interface GatewayPayloadRecord { op: number; d: unknown; at: number }
+export interface GatewayPayloadRecord {
+  op: number;
+  d: unknown;
+  at: number;
+}
 
 export interface GatewayOptions {
   heartbeatInterval: number; // what HELLO announces
@@ -47,7 +62,9 @@ export function createGateway(state: DiscordState, options: GatewayOptions): Fak
   const conns = new Set<Conn>();
   const wss = new WebSocketServer({ noServer: true });
 
-  const send = (conn: Conn, payload: unknown) => { if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify(payload)); };
+  const send = (conn: Conn, payload: unknown) => {
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify(payload));
+  };
 
   function dispatch(session: Session, t: string, d: unknown): void {
     const payload: Dispatch = { op: Op.Dispatch, t, s: ++session.seq, d };
@@ -55,21 +72,31 @@ export function createGateway(state: DiscordState, options: GatewayOptions): Fak
     if (session.conn) send(session.conn, payload);
   }
 
-  const liveSessions = (intents = 0) => [...sessions.values()].filter((s) => !s.ended && (intents === 0 || (s.intents & intents) !== 0));
+  const liveSessions = (intents = 0) =>
+    [...sessions.values()].filter((s) => !s.ended && (intents === 0 || (s.intents & intents) !== 0));
 
   /** MESSAGE_CREATE/UPDATE data for one session: a client without Message Content sees empty content,
    * embeds, attachments and components, except in DMs, when the bot is mentioned, or in its own messages. */
   function gatewayMessage(m: StoredMessage, session: Session): Json {
     const channel = state.channels.get(m.channelId);
-    const data: Json = { ...state.messageJson(m), ...(m.guildId ? { guild_id: m.guildId } : {}), channel_type: channel?.type ?? ChannelType.GuildText,
-      ...(m.guildId && !m.webhookId ? { member: state.memberJson(m.authorId, m.guildId, false) } : {}) };
-    const readable = (session.intents & Intent.MessageContent) !== 0 || !m.guildId || m.authorId === botUserId || m.mentionIds.includes(botUserId);
+    const data: Json = {
+      ...state.messageJson(m),
+      ...(m.guildId ? { guild_id: m.guildId } : {}),
+      channel_type: channel?.type ?? ChannelType.GuildText,
+      ...(m.guildId && !m.webhookId ? { member: state.memberJson(m.authorId, m.guildId, false) } : {}),
+    };
+    const readable =
+      (session.intents & Intent.MessageContent) !== 0 ||
+      !m.guildId ||
+      m.authorId === botUserId ||
+      m.mentionIds.includes(botUserId);
     return readable ? data : { ...data, content: "", embeds: [], attachments: [], components: [] };
   }
 
   function broadcastMessage(t: "MESSAGE_CREATE" | "MESSAGE_UPDATE", m: StoredMessage): void {
     if (m.ephemeral) return; // only the clicking user sees it; the gateway never sends it
-    for (const session of liveSessions(m.guildId ? Intent.GuildMessages : Intent.DirectMessages)) dispatch(session, t, gatewayMessage(m, session));
+    for (const session of liveSessions(m.guildId ? Intent.GuildMessages : Intent.DirectMessages))
+      dispatch(session, t, gatewayMessage(m, session));
   }
 
   function identify(conn: Conn, d: Json): void {
@@ -78,22 +105,34 @@ export function createGateway(state: DiscordState, options: GatewayOptions): Fak
     const intents = typeof d.intents === "number" ? d.intents : 0;
     identifies.push({ intents });
     options.waiters.check();
-    if (options.missingIntents && (intents & PRIVILEGED_INTENTS) !== 0) return conn.ws.close(Close.DisallowedIntents, "Disallowed intent(s).");
+    if (options.missingIntents && (intents & PRIVILEGED_INTENTS) !== 0)
+      return conn.ws.close(Close.DisallowedIntents, "Disallowed intent(s).");
     const session: Session = { id: randomBytes(16).toString("hex"), intents, seq: 0, events: [], conn, ended: false };
     sessions.set(session.id, session);
     conn.session = session;
     const shard = Array.isArray(d.shard) ? d.shard : [0, 1];
     dispatch(session, "READY", {
-      v: Number(API_VERSION), user: { ...user(botUserId), verified: true, mfa_enabled: false, flags: 0, email: null },
-      guilds: [...state.guilds.keys()].map((id) => ({ id, unavailable: true })), session_id: session.id, session_type: "normal",
-      resume_gateway_url: `${state.origin.replace("http", "ws")}/resume-gateway`, shard, application: { id: applicationId, flags: state.appFlags },
-      private_channels: [], relationships: [], presences: [], geo_ordered_rtc_regions: ["fake"], guild_join_requests: [], user_settings: {},
+      v: Number(API_VERSION),
+      user: { ...user(botUserId), verified: true, mfa_enabled: false, flags: 0, email: null },
+      guilds: [...state.guilds.keys()].map((id) => ({ id, unavailable: true })),
+      session_id: session.id,
+      session_type: "normal",
+      resume_gateway_url: `${state.origin.replace("http", "ws")}/resume-gateway`,
+      shard,
+      application: { id: applicationId, flags: state.appFlags },
+      private_channels: [],
+      relationships: [],
+      presences: [],
+      geo_ordered_rtc_regions: ["fake"],
+      guild_join_requests: [],
+      user_settings: {},
     });
     // discord.js holds back 'clientReady' until every guild in READY has had its GUILD_CREATE (or
     // waitGuildTimeout, 15 s, passes), so they follow at once. Without the Guilds intent Discord
     // sends none, and discord.js does not wait for them. Note that discord.js's login() resolves on
     // READY, so 'clientReady' comes before or after it: listen for it before calling login().
-    if (intents & Intent.Guilds) for (const id of state.guilds.keys()) dispatch(session, "GUILD_CREATE", state.guildCreateJson(id));
+    if (intents & Intent.Guilds)
+      for (const id of state.guilds.keys()) dispatch(session, "GUILD_CREATE", state.guildCreateJson(id));
   }
 
   function resume(conn: Conn, d: Json): void {
@@ -112,19 +151,29 @@ export function createGateway(state: DiscordState, options: GatewayOptions): Fak
 
   function onGatewayMessage(conn: Conn, data: string): void {
     let payload: { op?: unknown; d?: unknown };
-    try { payload = JSON.parse(data) as typeof payload; } catch { return conn.ws.close(Close.DecodeError, "Error while decoding payload."); }
+    try {
+      payload = JSON.parse(data) as typeof payload;
+    } catch {
+      return conn.ws.close(Close.DecodeError, "Error while decoding payload.");
+    }
     const op = typeof payload.op === "number" ? payload.op : -1;
     payloads.push({ op, d: payload.d, at: Date.now() });
     options.waiters.check();
     const d = (payload.d ?? {}) as Json;
     switch (op) {
-      case Op.Heartbeat: return send(conn, { op: Op.HeartbeatAck, d: null, s: null, t: null });
-      case Op.Identify: return identify(conn, d);
-      case Op.Resume: return resume(conn, d);
-      case Op.PresenceUpdate: case Op.VoiceStateUpdate: case Op.RequestGuildMembers:
+      case Op.Heartbeat:
+        return send(conn, { op: Op.HeartbeatAck, d: null, s: null, t: null });
+      case Op.Identify:
+        return identify(conn, d);
+      case Op.Resume:
+        return resume(conn, d);
+      case Op.PresenceUpdate:
+      case Op.VoiceStateUpdate:
+      case Op.RequestGuildMembers:
         if (!conn.session) conn.ws.close(Close.NotAuthenticated, "Not authenticated.");
         return; // accepted and ignored
-      default: return conn.ws.close(conn.session ? Close.UnknownOpcode : Close.NotAuthenticated, "Unknown opcode.");
+      default:
+        return conn.ws.close(conn.session ? Close.UnknownOpcode : Close.NotAuthenticated, "Unknown opcode.");
     }
   }
 
@@ -152,13 +201,24 @@ export function createGateway(state: DiscordState, options: GatewayOptions): Fak
         if (code === 1000 || code === 1001) session.ended = true;
       });
       if (url.searchParams.get("v") !== API_VERSION) return ws.close(Close.InvalidApiVersion, "Invalid API version.");
-      send(conn, { op: Op.Hello, d: { heartbeat_interval: options.heartbeatInterval, _trace: ["fake-discord"] }, s: null, t: null });
+      send(conn, {
+        op: Op.Hello,
+        d: { heartbeat_interval: options.heartbeatInterval, _trace: ["fake-discord"] },
+        s: null,
+        t: null,
+      });
     });
   }
 
   return {
     url: () => `${state.origin.replace("http", "ws")}/gateway`,
-    payloads, urls, identifies, dispatch, liveSessions, broadcastMessage, handleUpgrade,
+    payloads,
+    urls,
+    identifies,
+    dispatch,
+    liveSessions,
+    broadcastMessage,
+    handleUpgrade,
     connections: () => [...conns].filter((c) => c.ws.readyState === c.ws.OPEN).length,
     dropConnection({ resumable = true, code = Close.Dropped } = {}) {
       for (const conn of [...conns]) {

@@ -7,7 +7,17 @@ import { parse as parseQuery } from "node:querystring";
 import type { Duplex } from "node:stream";
 import type { FakeDiscordCdn } from "./fake-discord-files.js";
 import {
-  API_VERSION, RATE_LIMIT, error, matchesPath, parseBody, readBody, unauthorized, type Answer, type Json, type Route, type StoredFile,
+  API_VERSION,
+  RATE_LIMIT,
+  error,
+  matchesPath,
+  parseBody,
+  readBody,
+  unauthorized,
+  type Answer,
+  type Json,
+  type Route,
+  type StoredFile,
 } from "./fake-discord-protocol.js";
 import type { DiscordState } from "./fake-discord-state.js";
 
@@ -21,8 +31,16 @@ export interface RecordedRequest {
   at: number;
 }
 
-export interface WaitOptions { timeoutMs?: number; since?: number /* only entries at index >= since */ }
-export interface RefuseOptions { status?: number; code?: number; message?: string; times?: number }
+export interface WaitOptions {
+  timeoutMs?: number;
+  since?: number /* only entries at index >= since */;
+}
+export interface RefuseOptions {
+  status?: number;
+  code?: number;
+  message?: string;
+  times?: number;
+}
 
 /** Promises waiting for an entry of a recorded list: each looks at what is recorded, then again at every check(). */
 export interface Waiters {
@@ -40,16 +58,35 @@ export function createWaiters(): Waiters {
       if (found !== undefined) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const waiter = {
-          check: () => { const hit = find(); if (hit !== undefined) { done(); resolve(hit); } },
-          reject: (e: Error) => { done(); reject(e); },
+          check: () => {
+            const hit = find();
+            if (hit !== undefined) {
+              done();
+              resolve(hit);
+            }
+          },
+          reject: (e: Error) => {
+            done();
+            reject(e);
+          },
         };
-        const timer = setTimeout(() => waiter.reject(new Error(`fake-discord: ${describe()} within ${timeoutMs} ms`)), timeoutMs);
-        const done = () => { clearTimeout(timer); waiting.delete(waiter); };
+        const timer = setTimeout(
+          () => waiter.reject(new Error(`fake-discord: ${describe()} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        const done = () => {
+          clearTimeout(timer);
+          waiting.delete(waiter);
+        };
         waiting.add(waiter);
       });
     },
-    check() { for (const waiter of [...waiting]) waiter.check(); },
-    rejectAll() { for (const waiter of [...waiting]) waiter.reject(new Error("fake-discord: closed")); },
+    check() {
+      for (const waiter of [...waiting]) waiter.check();
+    },
+    rejectAll() {
+      for (const waiter of [...waiting]) waiter.reject(new Error("fake-discord: closed"));
+    },
   };
 }
 
@@ -67,10 +104,20 @@ export interface FakeDiscordServer {
 }
 
 /** Listens on a free port of 127.0.0.1 and sets `state.origin`. */
-export async function startFakeDiscordServer(state: DiscordState, options: FakeDiscordServerOptions): Promise<FakeDiscordServer> {
+export async function startFakeDiscordServer(
+  state: DiscordState,
+  options: FakeDiscordServerOptions,
+): Promise<FakeDiscordServer> {
   const { routes, cdn, waiters } = options;
   const requests: RecordedRequest[] = [];
-  const refusals: Array<{ method: string; pattern: RegExp | string; status: number; code: number; message: string; times: number }> = [];
+  const refusals: Array<{
+    method: string;
+    pattern: RegExp | string;
+    status: number;
+    code: number;
+    message: string;
+    times: number;
+  }> = [];
 
   function record(entry: RecordedRequest): void {
     requests.push(entry);
@@ -79,7 +126,9 @@ export async function startFakeDiscordServer(state: DiscordState, options: FakeD
 
   async function handleRest(req: IncomingMessage, res: ServerResponse, path: string, rawQuery: string): Promise<void> {
     const method = (req.method ?? "GET").toUpperCase();
-    const query = Object.fromEntries(Object.entries(parseQuery(rawQuery)).map(([k, v]) => [k, Array.isArray(v) ? v[0] ?? "" : v ?? ""]));
+    const query = Object.fromEntries(
+      Object.entries(parseQuery(rawQuery)).map(([k, v]) => [k, Array.isArray(v) ? (v[0] ?? "") : (v ?? "")]),
+    );
     const at = Date.now();
     let parsed: { body: unknown; files: StoredFile[] };
     try {
@@ -93,14 +142,24 @@ export async function startFakeDiscordServer(state: DiscordState, options: FakeD
     let answer: Answer;
     if (!found) answer = error(404, 0, "404: Not Found");
     else if (found.r.auth && req.headers.authorization !== `Bot ${state.token}`) answer = unauthorized();
-    else if (refusal) { refusal.times--; answer = error(refusal.status, refusal.code, refusal.message); }
-    else {
+    else if (refusal) {
+      refusal.times--;
+      answer = error(refusal.status, refusal.code, refusal.message);
+    } else {
       const body = (parsed.body && typeof parsed.body === "object" ? parsed.body : {}) as Json;
       answer = found.r.handler({ params: (found.m ?? []).slice(1), query, body, files: parsed.files });
     }
     // Recorded before answering, and the handler already ran: a waitForRequest() continuation sees
     // its effect in messages(). Gateway events it caused go out after the HTTP answer (later()).
-    record({ method, path, query, body: parsed.body, ...(parsed.files.length ? { files: parsed.files } : {}), status: answer.status, at });
+    record({
+      method,
+      path,
+      query,
+      body: parsed.body,
+      ...(parsed.files.length ? { files: parsed.files } : {}),
+      status: answer.status,
+      at,
+    });
     reply(res, answer, found?.r.bucket ?? "unknown");
   }
 
@@ -110,7 +169,16 @@ export async function startFakeDiscordServer(state: DiscordState, options: FakeD
     const api = /^\/api\/v(\d+)(\/.*)$/.exec(path);
     if (!api?.[2] || api[1] !== API_VERSION) return reply(res, error(404, 0, "404: Not Found"), "unknown");
     // Segments arrive percent-encoded ("messages/%40original", emoji); routes and records use them decoded.
-    const decoded = api[2].split("/").map((segment) => { try { return decodeURIComponent(segment); } catch { return segment; } }).join("/");
+    const decoded = api[2]
+      .split("/")
+      .map((segment) => {
+        try {
+          return decodeURIComponent(segment);
+        } catch {
+          return segment;
+        }
+      })
+      .join("/");
     handleRest(req, res, decoded, query).catch((e: unknown) => {
       if (!res.headersSent) reply(res, error(500, 0, `fake-discord error: ${String(e)}`), "error");
     });
@@ -126,8 +194,14 @@ export async function startFakeDiscordServer(state: DiscordState, options: FakeD
   return {
     requests,
     refuse(method, pattern, o = {}) {
-      refusals.push({ method: method.toUpperCase(), pattern, status: o.status ?? 500, code: o.code ?? 0,
-        message: o.message ?? `${o.status ?? 500}: refused by fake-discord`, times: o.times ?? Number.POSITIVE_INFINITY });
+      refusals.push({
+        method: method.toUpperCase(),
+        pattern,
+        status: o.status ?? 500,
+        code: o.code ?? 0,
+        message: o.message ?? `${o.status ?? 500}: refused by fake-discord`,
+        times: o.times ?? Number.POSITIVE_INFINITY,
+      });
     },
     async close() {
       server.closeAllConnections();
@@ -139,8 +213,10 @@ export async function startFakeDiscordServer(state: DiscordState, options: FakeD
 function reply(res: ServerResponse, answer: Answer, bucket: string): void {
   const resetAfter = 1;
   const headers: Record<string, string> = {
-    "X-RateLimit-Limit": String(RATE_LIMIT), "X-RateLimit-Remaining": String(RATE_LIMIT - 1),
-    "X-RateLimit-Reset": ((Date.now() + resetAfter * 1000) / 1000).toFixed(3), "X-RateLimit-Reset-After": resetAfter.toFixed(3),
+    "X-RateLimit-Limit": String(RATE_LIMIT),
+    "X-RateLimit-Remaining": String(RATE_LIMIT - 1),
+    "X-RateLimit-Reset": ((Date.now() + resetAfter * 1000) / 1000).toFixed(3),
+    "X-RateLimit-Reset-After": resetAfter.toFixed(3),
     "X-RateLimit-Bucket": Buffer.from(bucket).toString("hex").slice(0, 32),
   };
   if (answer.body === undefined) {

@@ -3,8 +3,22 @@
 // sends them in, and the message writes every route makes (storing, applying a body, refusing one).
 import { allowedMentionsProblem, mentionedIds, pingsOf, type Pings } from "./platform-mentions.js";
 import {
-  ChannelType, DISCORD_EPOCH, MEMBER_PERMISSIONS, MessageType, arr, error, formError, isThread, str, type Answer, type ApiUser,
-  type Channel, type Interaction, type Json, type StoredFile, type StoredMessage,
+  ChannelType,
+  DISCORD_EPOCH,
+  MEMBER_PERMISSIONS,
+  MessageType,
+  arr,
+  error,
+  formError,
+  isThread,
+  str,
+  type Answer,
+  type ApiUser,
+  type Channel,
+  type Interaction,
+  type Json,
+  type StoredFile,
+  type StoredMessage,
 } from "./fake-discord-protocol.js";
 
 export interface FakeDiscordChannelInput {
@@ -13,7 +27,11 @@ export interface FakeDiscordChannelInput {
   type?: number; // 0 text (default), 11 public thread, 12 private thread
   parent_id?: string; // a thread's channel
 }
-export interface FakeDiscordGuildInput { id: string; name?: string; channels: FakeDiscordChannelInput[] }
+export interface FakeDiscordGuildInput {
+  id: string;
+  name?: string;
+  channels: FakeDiscordChannelInput[];
+}
 
 /**
  * A message the bot created or edited (channel messages, interaction replies and follow-ups, their
@@ -89,34 +107,74 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   let lastId = 0n;
 
   const state: DiscordState = {
-    token: options.token, botUserId, applicationId, appFlags: options.appFlags,
-    origin: "", closed: false, timers: new Set(),
-    users, guilds, channels, messagesById, interactions: new Map(), interactionsByToken: new Map(), commandScopes: new Map(), messageWrites,
+    token: options.token,
+    botUserId,
+    applicationId,
+    appFlags: options.appFlags,
+    origin: "",
+    closed: false,
+    timers: new Set(),
+    users,
+    guilds,
+    channels,
+    messagesById,
+    interactions: new Map(),
+    interactionsByToken: new Map(),
+    commandScopes: new Map(),
+    messageWrites,
     nextId() {
       const fromTime = (BigInt(Date.now()) - DISCORD_EPOCH) << 22n;
       lastId = fromTime > lastId ? fromTime | (1n << 17n) : lastId + 1n;
       return lastId.toString();
     },
     later(fn) {
-      const timer = setTimeout(() => { state.timers.delete(timer); if (!state.closed) fn(); });
+      const timer = setTimeout(() => {
+        state.timers.delete(timer);
+        if (!state.closed) fn();
+      });
       state.timers.add(timer);
     },
-    user, channelFor, memberJson, channelJson, guildCreateJson, messageJson, storeMessage, applyBody,
+    user,
+    channelFor,
+    memberJson,
+    channelJson,
+    guildCreateJson,
+    messageJson,
+    storeMessage,
+    applyBody,
   };
 
   // ---- Users, guilds, channels ----------------------------------------------------------------
   function user(id: string): ApiUser {
     let found = users.get(id);
-    if (!found) users.set(id, (found = { id, username: `user_${id.slice(-6)}`, global_name: null, discriminator: "0", avatar: null }));
+    if (!found)
+      users.set(
+        id,
+        (found = { id, username: `user_${id.slice(-6)}`, global_name: null, discriminator: "0", avatar: null }),
+      );
     return found;
   }
-  users.set(botUserId, { id: botUserId, username: options.botUsername, global_name: null, discriminator: "0", avatar: null, bot: true });
+  users.set(botUserId, {
+    id: botUserId,
+    username: options.botUsername,
+    global_name: null,
+    discriminator: "0",
+    avatar: null,
+    bot: true,
+  });
 
   for (const g of options.guilds) {
     guilds.set(g.id, { id: g.id, name: g.name ?? `guild-${g.id}`, joinedAt: new Date().toISOString() });
     for (const c of g.channels) {
-      channels.set(c.id, { id: c.id, type: c.type ?? ChannelType.GuildText, name: c.name ?? `channel-${c.id}`, guildId: g.id,
-        ...(c.parent_id ? { parentId: c.parent_id } : {}), ...(isThread(c.type ?? 0) ? { ownerId: botUserId } : {}), lastMessageId: null });
+      channels.set(c.id, {
+        id: c.id,
+        type: c.type ?? ChannelType.GuildText,
+        name: c.name ?? `channel-${c.id}`,
+        guildId: g.id,
+        ...(c.parent_id ? { parentId: c.parent_id } : {}),
+        ...(isThread(c.type ?? 0) ? { ownerId: botUserId } : {}),
+        lastMessageId: null,
+      });
     }
   }
   for (const dm of options.dmChannels) {
@@ -125,26 +183,66 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
 
   function channelFor(channelId: string, guildId: string | undefined, what: string): Channel {
     const channel = channels.get(channelId);
-    if (!channel) throw new Error(`fake-discord: ${what} in unknown channel ${channelId}; list it in options.guilds or options.dmChannels`);
-    if (guildId !== undefined && channel.guildId !== guildId) throw new Error(`fake-discord: channel ${channelId} is not in guild ${guildId}`);
+    if (!channel)
+      throw new Error(
+        `fake-discord: ${what} in unknown channel ${channelId}; list it in options.guilds or options.dmChannels`,
+      );
+    if (guildId !== undefined && channel.guildId !== guildId)
+      throw new Error(`fake-discord: channel ${channelId} is not in guild ${guildId}`);
     return channel;
   }
 
   function memberJson(userId: string, guildId: string, withUser: boolean): Json {
     return {
-      ...(withUser ? { user: user(userId) } : {}), roles: [], nick: null, avatar: null, banner: null, premium_since: null, pending: false,
-      joined_at: guilds.get(guildId)?.joinedAt ?? new Date().toISOString(), deaf: false, mute: false, flags: 0, communication_disabled_until: null,
+      ...(withUser ? { user: user(userId) } : {}),
+      roles: [],
+      nick: null,
+      avatar: null,
+      banner: null,
+      premium_since: null,
+      pending: false,
+      joined_at: guilds.get(guildId)?.joinedAt ?? new Date().toISOString(),
+      deaf: false,
+      mute: false,
+      flags: 0,
+      communication_disabled_until: null,
     };
   }
 
   function channelJson(c: Channel, withGuildId = true): Json {
-    if (c.type === ChannelType.DM) return { id: c.id, type: c.type, recipients: [user(c.recipientId ?? "")], last_message_id: c.lastMessageId, flags: 0 };
-    const base: Json = { id: c.id, type: c.type, name: c.name, ...(withGuildId ? { guild_id: c.guildId } : {}), parent_id: c.parentId ?? null,
-      last_message_id: c.lastMessageId, rate_limit_per_user: 0, flags: 0 };
+    if (c.type === ChannelType.DM)
+      return {
+        id: c.id,
+        type: c.type,
+        recipients: [user(c.recipientId ?? "")],
+        last_message_id: c.lastMessageId,
+        flags: 0,
+      };
+    const base: Json = {
+      id: c.id,
+      type: c.type,
+      name: c.name,
+      ...(withGuildId ? { guild_id: c.guildId } : {}),
+      parent_id: c.parentId ?? null,
+      last_message_id: c.lastMessageId,
+      rate_limit_per_user: 0,
+      flags: 0,
+    };
     if (isThread(c.type)) {
       const count = [...messagesById.values()].filter((m) => m.channelId === c.id).length;
-      return { ...base, owner_id: c.ownerId ?? botUserId, message_count: count, total_message_sent: count, member_count: 1,
-        thread_metadata: { archived: false, locked: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString() } };
+      return {
+        ...base,
+        owner_id: c.ownerId ?? botUserId,
+        message_count: count,
+        total_message_sent: count,
+        member_count: 1,
+        thread_metadata: {
+          archived: false,
+          locked: false,
+          auto_archive_duration: 1440,
+          archive_timestamp: new Date().toISOString(),
+        },
+      };
     }
     return { ...base, position: 0, permission_overwrites: [], nsfw: false, topic: null };
   }
@@ -153,17 +251,61 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
     const g = guilds.get(guildId);
     const all = [...channels.values()].filter((c) => c.guildId === guildId);
     return {
-      id: guildId, name: g?.name, icon: null, splash: null, discovery_splash: null, owner_id: "1100000000000000999", afk_channel_id: null,
-      afk_timeout: 300, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0, mfa_level: 0, nsfw_level: 0,
-      features: [], system_channel_id: null, system_channel_flags: 0, rules_channel_id: null, vanity_url_code: null, description: null,
-      banner: null, premium_tier: 0, premium_subscription_count: 0, preferred_locale: "en-US", public_updates_channel_id: null,
-      max_members: 500_000, max_video_channel_users: 25, application_id: null, premium_progress_bar_enabled: false,
-      roles: [{ id: guildId, name: "@everyone", color: 0, hoist: false, icon: null, unicode_emoji: null, position: 0,
-        permissions: MEMBER_PERMISSIONS, managed: false, mentionable: false, flags: 0 }],
-      emojis: [], stickers: [],
+      id: guildId,
+      name: g?.name,
+      icon: null,
+      splash: null,
+      discovery_splash: null,
+      owner_id: "1100000000000000999",
+      afk_channel_id: null,
+      afk_timeout: 300,
+      verification_level: 0,
+      default_message_notifications: 0,
+      explicit_content_filter: 0,
+      mfa_level: 0,
+      nsfw_level: 0,
+      features: [],
+      system_channel_id: null,
+      system_channel_flags: 0,
+      rules_channel_id: null,
+      vanity_url_code: null,
+      description: null,
+      banner: null,
+      premium_tier: 0,
+      premium_subscription_count: 0,
+      preferred_locale: "en-US",
+      public_updates_channel_id: null,
+      max_members: 500_000,
+      max_video_channel_users: 25,
+      application_id: null,
+      premium_progress_bar_enabled: false,
+      roles: [
+        {
+          id: guildId,
+          name: "@everyone",
+          color: 0,
+          hoist: false,
+          icon: null,
+          unicode_emoji: null,
+          position: 0,
+          permissions: MEMBER_PERMISSIONS,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        },
+      ],
+      emojis: [],
+      stickers: [],
       // GUILD_CREATE's own fields:
-      joined_at: g?.joinedAt, large: false, unavailable: false, member_count: 2,
-      members: [memberJson(botUserId, guildId, true)], voice_states: [], presences: [], stage_instances: [], guild_scheduled_events: [],
+      joined_at: g?.joinedAt,
+      large: false,
+      unavailable: false,
+      member_count: 2,
+      members: [memberJson(botUserId, guildId, true)],
+      voice_states: [],
+      presences: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
       soundboard_sounds: [],
       channels: all.filter((c) => !isThread(c.type)).map((c) => channelJson(c, false)),
       threads: all.filter((c) => isThread(c.type)).map((c) => channelJson(c)),
@@ -174,23 +316,59 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   function messageJson(m: StoredMessage, depth = 0): Json {
     const referenced = m.reference ? messagesById.get(m.reference.message_id) : undefined;
     return {
-      id: m.id, channel_id: m.channelId, type: m.type, content: m.content, author: user(m.authorId), timestamp: m.timestamp,
-      edited_timestamp: m.editedTimestamp, tts: false, mention_everyone: false, mentions: m.mentionIds.map(user), mention_roles: [],
-      attachments: m.attachments, embeds: m.embeds, components: m.components, pinned: false, flags: m.flags,
+      id: m.id,
+      channel_id: m.channelId,
+      type: m.type,
+      content: m.content,
+      author: user(m.authorId),
+      timestamp: m.timestamp,
+      edited_timestamp: m.editedTimestamp,
+      tts: false,
+      mention_everyone: false,
+      mentions: m.mentionIds.map(user),
+      mention_roles: [],
+      attachments: m.attachments,
+      embeds: m.embeds,
+      components: m.components,
+      pinned: false,
+      flags: m.flags,
       ...(m.webhookId ? { webhook_id: m.webhookId, application_id: applicationId } : {}),
-      ...(m.reference ? { message_reference: { type: 0, ...m.reference },
-        referenced_message: referenced && depth === 0 ? messageJson(referenced, 1) : null } : {}),
-      ...(m.interaction ? { interaction_metadata: { id: m.interaction.id, type: m.interaction.type, user: user(m.interaction.userId),
-        authorizing_integration_owners: {}, ...(m.interaction.name ? { name: m.interaction.name } : {}) } } : {}),
+      ...(m.reference
+        ? {
+            message_reference: { type: 0, ...m.reference },
+            referenced_message: referenced && depth === 0 ? messageJson(referenced, 1) : null,
+          }
+        : {}),
+      ...(m.interaction
+        ? {
+            interaction_metadata: {
+              id: m.interaction.id,
+              type: m.interaction.type,
+              user: user(m.interaction.userId),
+              authorizing_integration_owners: {},
+              ...(m.interaction.name ? { name: m.interaction.name } : {}),
+            },
+          }
+        : {}),
     };
   }
 
   function storeMessage(fields: Partial<StoredMessage> & { channelId: string; authorId: string }): StoredMessage {
     const channel = channels.get(fields.channelId);
     const m: StoredMessage = {
-      id: state.nextId(), content: "", components: [], embeds: [], attachments: [], type: MessageType.Default, flags: 0, ephemeral: false,
-      timestamp: new Date().toISOString(), editedTimestamp: null, mentionIds: mentionedIds(fields.content ?? ""),
-      ...(channel?.guildId ? { guildId: channel.guildId } : {}), ...fields,
+      id: state.nextId(),
+      content: "",
+      components: [],
+      embeds: [],
+      attachments: [],
+      type: MessageType.Default,
+      flags: 0,
+      ephemeral: false,
+      timestamp: new Date().toISOString(),
+      editedTimestamp: null,
+      mentionIds: mentionedIds(fields.content ?? ""),
+      ...(channel?.guildId ? { guildId: channel.guildId } : {}),
+      ...fields,
     };
     messagesById.set(m.id, m);
     if (channel && !m.ephemeral) channel.lastMessageId = m.id;
@@ -198,15 +376,30 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   }
 
   function applyBody(m: StoredMessage, body: Json, files: StoredFile[], kind: MessageWrite["kind"]): void {
-    if (typeof body.content === "string") { m.content = body.content; m.mentionIds = mentionedIds(body.content); }
+    if (typeof body.content === "string") {
+      m.content = body.content;
+      m.mentionIds = mentionedIds(body.content);
+    }
     const repliedTo = m.reference && kind === "create" ? messagesById.get(m.reference.message_id)?.authorId : undefined;
-    messageWrites.push({ kind, channelId: m.channelId, messageId: m.id, content: m.content, allowedMentions: structuredClone(body.allowed_mentions),
-      pings: pingsOf(m.content, body.allowed_mentions, repliedTo) });
+    messageWrites.push({
+      kind,
+      channelId: m.channelId,
+      messageId: m.id,
+      content: m.content,
+      allowedMentions: structuredClone(body.allowed_mentions),
+      pings: pingsOf(m.content, body.allowed_mentions, repliedTo),
+    });
     if (body.embeds !== undefined) m.embeds = arr(body.embeds) ?? [];
     if (body.components !== undefined) m.components = arr(body.components) ?? [];
     if (files.length || body.attachments !== undefined) {
-      m.attachments = files.map((f, i) => ({ id: state.nextId(), filename: f.name, size: f.size, content_type: f.contentType,
-        url: `${state.origin}/attachments/${m.channelId}/${i}/${encodeURIComponent(f.name)}`, proxy_url: `${state.origin}/attachments/${m.channelId}/${i}` }));
+      m.attachments = files.map((f, i) => ({
+        id: state.nextId(),
+        filename: f.name,
+        size: f.size,
+        content_type: f.contentType,
+        url: `${state.origin}/attachments/${m.channelId}/${i}/${encodeURIComponent(f.name)}`,
+        proxy_url: `${state.origin}/attachments/${m.channelId}/${i}`,
+      }));
     }
   }
 
@@ -219,7 +412,13 @@ export function checkMessageBody(body: Json, files: StoredFile[], creating: bool
   if (mentionsRefused) return formError(mentionsRefused.field, mentionsRefused.code, mentionsRefused.message);
   const content = str(body.content) ?? "";
   if (content.length > 2000) return formError("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
-  const empty = !content && !(arr(body.embeds)?.length) && !(arr(body.components)?.length) && !files.length && !body.sticker_ids && !body.poll;
+  const empty =
+    !content &&
+    !arr(body.embeds)?.length &&
+    !arr(body.components)?.length &&
+    !files.length &&
+    !body.sticker_ids &&
+    !body.poll;
   if (creating && empty) return error(400, 50006, "Cannot send an empty message");
   return undefined;
 }

@@ -34,9 +34,21 @@ import { mentionedIds } from "./platform-mentions.js";
 import { createFakeDiscordCdn, type FakeDiscordCdn, type FakeDiscordFileInput } from "./fake-discord-files.js";
 import { createGateway, type GatewayPayloadRecord } from "./fake-discord-gateway.js";
 import { createInteractions } from "./fake-discord-interactions.js";
-import { APP_FLAG_MESSAGE_CONTENT_LIMITED, ChannelType, MessageType, byId, matchesPath } from "./fake-discord-protocol.js";
+import {
+  APP_FLAG_MESSAGE_CONTENT_LIMITED,
+  ChannelType,
+  MessageType,
+  byId,
+  matchesPath,
+} from "./fake-discord-protocol.js";
 import { createRestRoutes } from "./fake-discord-routes.js";
-import { createWaiters, startFakeDiscordServer, type RecordedRequest, type RefuseOptions, type WaitOptions } from "./fake-discord-server.js";
+import {
+  createWaiters,
+  startFakeDiscordServer,
+  type RecordedRequest,
+  type RefuseOptions,
+  type WaitOptions,
+} from "./fake-discord-server.js";
 import { createDiscordState, type FakeDiscordGuildInput, type MessageWrite } from "./fake-discord-state.js";
 
 export type { FakeDiscordChannelInput, FakeDiscordGuildInput, MessageWrite } from "./fake-discord-state.js";
@@ -83,7 +95,12 @@ export interface FakeDiscord {
   messageWrites: MessageWrite[]; // every message the bot created or edited, in order
   requestsTo(method: string, pathPattern: RegExp | string): RecordedRequest[];
   /** Resolves with the first matching request, looking at already-recorded ones first (from `since`). */
-  waitForRequest(method: string, pathPattern: RegExp | string, predicate?: (r: RecordedRequest) => boolean, options?: WaitOptions): Promise<RecordedRequest>;
+  waitForRequest(
+    method: string,
+    pathPattern: RegExp | string,
+    predicate?: (r: RecordedRequest) => boolean,
+    options?: WaitOptions,
+  ): Promise<RecordedRequest>;
   /** A channel's messages in creation order, as a person sees them (ephemeral replies left out). */
   messages(channelId: string): FakeDiscordMessage[];
   /** Resolves with the latest IDENTIFY's intents, or the next IDENTIFY's if none came yet. */
@@ -94,15 +111,39 @@ export interface FakeDiscord {
   gatewayUrls: string[]; // the URL (path and query) of every gateway connection, in order
   // events from "users" — each goes to every session that is identified, and is kept for replay
   // while the session's socket is down; with no session at all it is only stored:
-  sendMessage(input: { channelId: string; guildId?: string; authorId: string; content: string; bot?: boolean; mentionsBot?: boolean; type?: number; attachments?: FakeDiscordFileInput[] }): Promise<{ id: string; content: string }>;
+  sendMessage(input: {
+    channelId: string;
+    guildId?: string;
+    authorId: string;
+    content: string;
+    bot?: boolean;
+    mentionsBot?: boolean;
+    type?: number;
+    attachments?: FakeDiscordFileInput[];
+  }): Promise<{ id: string; content: string }>;
   cdn: FakeDiscordCdn; // serves the attachments of sent messages (fake-discord-files.ts)
-  clickButton(input: { channelId: string; guildId?: string; userId: string; messageId: string; customId: string }): Promise<{ interactionId: string; token: string }>;
-  runCommand(input: { channelId: string; guildId?: string; userId: string; name: string; options?: unknown[] }): Promise<{ interactionId: string; token: string }>;
+  clickButton(input: {
+    channelId: string;
+    guildId?: string;
+    userId: string;
+    messageId: string;
+    customId: string;
+  }): Promise<{ interactionId: string; token: string }>;
+  runCommand(input: {
+    channelId: string;
+    guildId?: string;
+    userId: string;
+    name: string;
+    options?: unknown[];
+  }): Promise<{ interactionId: string; token: string }>;
   interactionResponses(interactionId: string): RecordedRequest[]; // callback + webhook calls, in order
   /** The modal an interaction was answered with (callback type 9), as Discord would show it; undefined if none. */
   modalOf(interactionId: string): { customId: string; title: string; components: unknown[] } | undefined;
   /** Submits that modal as the person who opened it, with what they typed by text input custom_id (a MODAL_SUBMIT interaction). */
-  submitModal(input: { interactionId: string; values: Record<string, string> }): Promise<{ interactionId: string; token: string }>;
+  submitModal(input: {
+    interactionId: string;
+    values: Record<string, string>;
+  }): Promise<{ interactionId: string; token: string }>;
   /** Closes every gateway socket with 4000, so discord.js RESUMEs; `resumable: false` also ends the
    * sessions, so the RESUME gets op 9 (invalid session) and the client identifies again. */
   dropConnection(options?: { resumable?: boolean; code?: number }): void;
@@ -118,24 +159,37 @@ export interface FakeDiscord {
 export const DEFAULT_TOKEN = "fake-bot-token";
 export const DEFAULT_BOT_USER_ID = "1100000000000000001";
 export const DEFAULT_GUILD: FakeDiscordGuildInput = {
-  id: "1100000000000000100", name: "Fake Guild", channels: [{ id: "1100000000000000101", name: "general", type: 0 }],
+  id: "1100000000000000100",
+  name: "Fake Guild",
+  channels: [{ id: "1100000000000000101", name: "general", type: 0 }],
 };
 
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
   const botUserId = options.botUserId ?? DEFAULT_BOT_USER_ID;
   const state = createDiscordState({
-    token: options.token ?? DEFAULT_TOKEN, botUserId, applicationId: options.applicationId ?? botUserId,
-    botUsername: options.botUsername ?? "glassbox", appFlags: options.missingIntents ? 0 : APP_FLAG_MESSAGE_CONTENT_LIMITED,
-    guilds: options.guilds ?? [DEFAULT_GUILD], dmChannels: options.dmChannels ?? [],
+    token: options.token ?? DEFAULT_TOKEN,
+    botUserId,
+    applicationId: options.applicationId ?? botUserId,
+    botUsername: options.botUsername ?? "glassbox",
+    appFlags: options.missingIntents ? 0 : APP_FLAG_MESSAGE_CONTENT_LIMITED,
+    guilds: options.guilds ?? [DEFAULT_GUILD],
+    dmChannels: options.dmChannels ?? [],
   });
   const { token, applicationId, channels, messagesById, user } = state;
   const requestWaiters = createWaiters();
   const gatewayWaiters = createWaiters();
-  const gateway = createGateway(state, { heartbeatInterval: options.heartbeatIntervalMs ?? 41_250, missingIntents: options.missingIntents ?? false, waiters: gatewayWaiters });
+  const gateway = createGateway(state, {
+    heartbeatInterval: options.heartbeatIntervalMs ?? 41_250,
+    missingIntents: options.missingIntents ?? false,
+    waiters: gatewayWaiters,
+  });
   const interactions = createInteractions(state, gateway);
   const cdn = createFakeDiscordCdn(() => state.origin);
   const server = await startFakeDiscordServer(state, {
-    routes: [...createRestRoutes(state, gateway), ...interactions.routes], cdn, onUpgrade: gateway.handleUpgrade, waiters: requestWaiters,
+    routes: [...createRestRoutes(state, gateway), ...interactions.routes],
+    cdn,
+    onUpgrade: gateway.handleUpgrade,
+    waiters: requestWaiters,
   });
   const { requests } = server;
   const { identifies, payloads: gatewayPayloads } = gateway;
@@ -148,32 +202,60 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     applicationId,
     requests,
     messageWrites: state.messageWrites,
-    requestsTo: (method, pattern) => requests.filter((r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern)),
+    requestsTo: (method, pattern) =>
+      requests.filter((r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern)),
     waitForRequest(method, pattern, predicate = () => true, opts = {}) {
-      return requestWaiters.waitFor(requests, (r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern) && predicate(r), opts,
-        () => `no matching ${method} ${String(pattern)}; received: ${requests.map((r) => `${r.method} ${r.path}`).join(", ") || "nothing"}`);
+      return requestWaiters.waitFor(
+        requests,
+        (r) => r.method === method.toUpperCase() && matchesPath(r.path, pattern) && predicate(r),
+        opts,
+        () =>
+          `no matching ${method} ${String(pattern)}; received: ${requests.map((r) => `${r.method} ${r.path}`).join(", ") || "nothing"}`,
+      );
     },
     messages(channelId) {
-      return [...messagesById.values()].filter((m) => m.channelId === channelId && !m.ephemeral).sort(byId).map((m) => {
-        const author = user(m.authorId);
-        return structuredClone({
-          id: m.id, channelId: m.channelId, ...(m.guildId ? { guildId: m.guildId } : {}), content: m.content, components: m.components,
-          embeds: m.embeds, attachments: m.attachments, author: { id: author.id, username: author.username, ...(author.bot ? { bot: true } : {}) },
-          type: m.type, flags: m.flags, editedTimestamp: m.editedTimestamp, ...(m.reference ? { referencedMessageId: m.reference.message_id } : {}),
-          ...(m.interaction ? { interactionId: m.interaction.id } : {}),
+      return [...messagesById.values()]
+        .filter((m) => m.channelId === channelId && !m.ephemeral)
+        .sort(byId)
+        .map((m) => {
+          const author = user(m.authorId);
+          return structuredClone({
+            id: m.id,
+            channelId: m.channelId,
+            ...(m.guildId ? { guildId: m.guildId } : {}),
+            content: m.content,
+            components: m.components,
+            embeds: m.embeds,
+            attachments: m.attachments,
+            author: { id: author.id, username: author.username, ...(author.bot ? { bot: true } : {}) },
+            type: m.type,
+            flags: m.flags,
+            editedTimestamp: m.editedTimestamp,
+            ...(m.reference ? { referencedMessageId: m.reference.message_id } : {}),
+            ...(m.interaction ? { interactionId: m.interaction.id } : {}),
+          });
         });
-      });
     },
     identified({ timeoutMs = 5000 } = {}) {
       // Starting at the last entry: the latest IDENTIFY if there was one, else the next.
-      return gatewayWaiters.waitFor(identifies, () => true, { timeoutMs, since: Math.max(0, identifies.length - 1) }, () => "no IDENTIFY")
+      return gatewayWaiters
+        .waitFor(
+          identifies,
+          () => true,
+          { timeoutMs, since: Math.max(0, identifies.length - 1) },
+          () => "no IDENTIFY",
+        )
         .then((found) => ({ ...found }));
     },
     connections: gateway.connections,
     gatewayPayloads,
     waitForGatewayPayload(op, opts = {}) {
-      return gatewayWaiters.waitFor(gatewayPayloads, (p) => p.op === op, opts,
-        () => `no gateway op ${op}; received ops: ${gatewayPayloads.map((p) => p.op).join(", ") || "none"}`);
+      return gatewayWaiters.waitFor(
+        gatewayPayloads,
+        (p) => p.op === op,
+        opts,
+        () => `no gateway op ${op}; received ops: ${gatewayPayloads.map((p) => p.op).join(", ") || "none"}`,
+      );
     },
     gatewayUrls: gateway.urls,
     cdn,
@@ -181,15 +263,27 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       let channel = channels.get(input.channelId);
       if (!channel && input.guildId === undefined) {
         // A DM the test did not declare: the channel is the author's DM with the bot.
-        channels.set(input.channelId, (channel = { id: input.channelId, type: ChannelType.DM, recipientId: input.authorId, lastMessageId: null }));
+        channels.set(
+          input.channelId,
+          (channel = { id: input.channelId, type: ChannelType.DM, recipientId: input.authorId, lastMessageId: null }),
+        );
       }
       channel = state.channelFor(input.channelId, input.guildId, "sendMessage");
       const author = user(input.authorId);
       if (input.bot) author.bot = true;
       const mention = `<@${botUserId}>`;
       // Like typing "@glassbox hi": the mention is part of the content and of `mentions`.
-      const content = input.mentionsBot && !mentionedIds(input.content).includes(botUserId) ? `${mention} ${input.content}` : input.content;
-      const m = state.storeMessage({ channelId: channel.id, authorId: author.id, content, type: input.type ?? MessageType.Default, attachments: (input.attachments ?? []).map((file) => cdn.add(input.channelId, file, state.nextId())) });
+      const content =
+        input.mentionsBot && !mentionedIds(input.content).includes(botUserId)
+          ? `${mention} ${input.content}`
+          : input.content;
+      const m = state.storeMessage({
+        channelId: channel.id,
+        authorId: author.id,
+        content,
+        type: input.type ?? MessageType.Default,
+        attachments: (input.attachments ?? []).map((file) => cdn.add(input.channelId, file, state.nextId())),
+      });
       gateway.broadcastMessage("MESSAGE_CREATE", m);
       return { id: m.id, content };
     },
@@ -200,7 +294,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     interactionResponses(interactionId) {
       const i = state.interactions.get(interactionId);
       if (!i) return [];
-      return requests.filter((r) => r.path.startsWith(`/interactions/${i.id}/`) || r.path.startsWith(`/webhooks/${applicationId}/${i.token}`));
+      return requests.filter(
+        (r) =>
+          r.path.startsWith(`/interactions/${i.id}/`) || r.path.startsWith(`/webhooks/${applicationId}/${i.token}`),
+      );
     },
     dropConnection: gateway.dropConnection,
     async redeliver(messageId) {

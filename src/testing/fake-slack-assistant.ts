@@ -9,7 +9,10 @@ type Reply = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 const fail = (error: string): Reply => ({ ok: false, error });
 
-export interface SuggestedPrompt { title: string; message: string }
+export interface SuggestedPrompt {
+  title: string;
+  message: string;
+}
 
 /** What the agent-experience methods left on screen. */
 export interface FakeAssistantState {
@@ -36,10 +39,15 @@ export function createAssistantMethods(): { methods: Record<string, (a: Args) =>
       if (!channel) return fail("invalid_arguments");
       const prompts = a.prompts;
       if (!Array.isArray(prompts) || prompts.length === 0 || prompts.length > 4) return fail("invalid_arguments");
-      const checked = (prompts as Array<Partial<SuggestedPrompt> | null>).map((p) => (str(p?.title) && str(p?.message) ? { title: p?.title as string, message: p?.message as string } : undefined));
+      const checked = (prompts as Array<Partial<SuggestedPrompt> | null>).map((p) =>
+        str(p?.title) && str(p?.message) ? { title: p?.title as string, message: p?.message as string } : undefined,
+      );
       if (checked.some((p) => p === undefined)) return fail("invalid_arguments");
       const thread = str(a.thread_ts);
-      state.prompts.set(thread ? `${channel}/${thread}` : channel, { ...(str(a.title) ? { title: str(a.title) } : {}), prompts: checked as SuggestedPrompt[] });
+      state.prompts.set(thread ? `${channel}/${thread}` : channel, {
+        ...(str(a.title) ? { title: str(a.title) } : {}),
+        prompts: checked as SuggestedPrompt[],
+      });
       return { ok: true };
     },
     "assistant.threads.setTitle": (a) => {
@@ -54,7 +62,11 @@ export function createAssistantMethods(): { methods: Record<string, (a: Args) =>
       // An empty status clears it, so only its presence is required.
       if (!str(a.channel_id) || !str(a.thread_ts) || typeof a.status !== "string") return fail("invalid_arguments");
       const loading = a.loading_messages;
-      if (loading !== undefined && (!Array.isArray(loading) || loading.length > 10 || loading.some((m) => typeof m !== "string"))) return fail("invalid_arguments");
+      if (
+        loading !== undefined &&
+        (!Array.isArray(loading) || loading.length > 10 || loading.some((m) => typeof m !== "string"))
+      )
+        return fail("invalid_arguments");
       return { ok: true };
     },
     // docs.slack.dev/reference/methods/agents.sessions.setStatus: status is one of four; a
@@ -64,7 +76,8 @@ export function createAssistantMethods(): { methods: Record<string, (a: Args) =>
       const status = str(a.status);
       const channel = str(a.channel_id);
       const thread = str(a.thread_ts);
-      if (!status || !["active", "processing", "suspended", "closed"].includes(status) || !channel || !thread) return fail("invalid_arguments");
+      if (!status || !["active", "processing", "suspended", "closed"].includes(status) || !channel || !thread)
+        return fail("invalid_arguments");
       const title = str(a.title);
       if (title && title.length > 200) return fail("invalid_title");
       const key = `${channel}/${thread}`;
@@ -84,13 +97,33 @@ export function createAssistantMethods(): { methods: Record<string, (a: Args) =>
  * event and its envelope) and in @slack/types' AssistantThreadStartedEvent. The assistant view's
  * container opened; `context` is the channel the person was viewing.
  */
-export function assistantThreadStarted(o: { user: string; dm: string; threadTs: string; viewing?: string; teamId: string }): Args {
-  return { type: "assistant_thread_started", assistant_thread: { user_id: o.user, context: threadContext(o), channel_id: o.dm, thread_ts: o.threadTs }, event_ts: eventTs() };
+export function assistantThreadStarted(o: {
+  user: string;
+  dm: string;
+  threadTs: string;
+  viewing?: string;
+  teamId: string;
+}): Args {
+  return {
+    type: "assistant_thread_started",
+    assistant_thread: { user_id: o.user, context: threadContext(o), channel_id: o.dm, thread_ts: o.threadTs },
+    event_ts: eventTs(),
+  };
 }
 
 /** assistant_thread_context_changed: same shape (docs.slack.dev/reference/events/assistant_thread_context_changed). */
-export function assistantThreadContextChanged(o: { user: string; dm: string; threadTs: string; viewing?: string; teamId: string }): Args {
-  return { type: "assistant_thread_context_changed", assistant_thread: { user_id: o.user, context: threadContext(o), channel_id: o.dm, thread_ts: o.threadTs }, event_ts: eventTs() };
+export function assistantThreadContextChanged(o: {
+  user: string;
+  dm: string;
+  threadTs: string;
+  viewing?: string;
+  teamId: string;
+}): Args {
+  return {
+    type: "assistant_thread_context_changed",
+    assistant_thread: { user_id: o.user, context: threadContext(o), channel_id: o.dm, thread_ts: o.threadTs },
+    event_ts: eventTs(),
+  };
 }
 
 function threadContext(o: { viewing?: string; teamId: string }): Args {
@@ -99,7 +132,11 @@ function threadContext(o: { viewing?: string; teamId: string }): Args {
 
 /** One entity of an agent-view context, as docs.slack.dev/reference/events/app_context_changed and @slack/types' AppContextChangedEvent list them. */
 export type ContextEntity =
-  | { type: "slack#/types/channel_id" | "slack#/types/canvas_id" | "slack#/types/list_id"; value: string; team_id?: string }
+  | {
+      type: "slack#/types/channel_id" | "slack#/types/canvas_id" | "slack#/types/list_id";
+      value: string;
+      team_id?: string;
+    }
   | { type: "slack#/types/message_context"; value: { channel_id: string; message_ts: string }; team_id?: string };
 
 /**
@@ -118,16 +155,40 @@ export function appContextChanged(entities: ContextEntity[]): Args {
  * (docs.slack.dev/ai/migrating-to-agent-messaging), and it carries `context` like
  * app_context_changed (@slack/types' AppHomeOpenedEvent).
  */
-export function appHomeOpened(o: { user: string; dm: string; tab?: "home" | "messages"; entities?: ContextEntity[] }): Args {
-  return { type: "app_home_opened", user: o.user, channel: o.dm, tab: o.tab ?? "messages", ...(o.entities ? { context: { entities: o.entities } } : {}), event_ts: eventTs() };
+export function appHomeOpened(o: {
+  user: string;
+  dm: string;
+  tab?: "home" | "messages";
+  entities?: ContextEntity[];
+}): Args {
+  return {
+    type: "app_home_opened",
+    user: o.user,
+    channel: o.dm,
+    tab: o.tab ?? "messages",
+    ...(o.entities ? { context: { entities: o.entities } } : {}),
+    event_ts: eventTs(),
+  };
 }
 
 /**
  * agent_session_stopped: Slack's stop button was pressed (docs.slack.dev/reference/events/agent_session_stopped;
  * fields as @slack/types' AgentSessionStoppedEvent and node-slack-sdk PR #2707, checked there against live events).
  */
-export function agentSessionStopped(o: { user: string; channel: string; threadTs: string; streamingTs?: string[] }): Args {
-  return { type: "agent_session_stopped", channel: o.channel, user: o.user, thread_ts: o.threadTs, streaming_message_ts: o.streamingTs ?? [], event_ts: eventTs() };
+export function agentSessionStopped(o: {
+  user: string;
+  channel: string;
+  threadTs: string;
+  streamingTs?: string[];
+}): Args {
+  return {
+    type: "agent_session_stopped",
+    channel: o.channel,
+    user: o.user,
+    thread_ts: o.threadTs,
+    streaming_message_ts: o.streamingTs ?? [],
+    event_ts: eventTs(),
+  };
 }
 
 /**

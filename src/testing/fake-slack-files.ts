@@ -36,19 +36,30 @@ export interface FakeSlackFiles {
   close(): Promise<void>;
 }
 
-export async function createFakeSlackFiles(origin: () => string, isBotToken: (token: string) => boolean, teamId: string): Promise<FakeSlackFiles> {
+export async function createFakeSlackFiles(
+  origin: () => string,
+  isBotToken: (token: string) => boolean,
+  teamId: string,
+): Promise<FakeSlackFiles> {
   const files = new Map<string, FakeSlackFileInput & { signature: string }>();
   const downloads: FileDownload[] = [];
   let count = 0;
 
   const serve = (res: ServerResponse, file: FakeSlackFileInput) => {
-    res.writeHead(200, { "Content-Type": file.mimetype, ...(file.chunked ? {} : { "Content-Length": String(file.data.length) }) });
+    res.writeHead(200, {
+      "Content-Type": file.mimetype,
+      ...(file.chunked ? {} : { "Content-Length": String(file.data.length) }),
+    });
     res.end(Buffer.from(file.data));
   };
   // Another host (another port of 127.0.0.1 named localhost): the link's signature is its credential.
   const other = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
-    downloads.push({ host: "redirected", path: url.pathname, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+    downloads.push({
+      host: "redirected",
+      path: url.pathname,
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    });
     const file = files.get(url.pathname.split("/").at(-1) ?? "");
     if (!file || url.searchParams.get("sig") !== file.signature) return void res.writeHead(403).end("forbidden");
     serve(res, file);
@@ -78,7 +89,11 @@ export async function createFakeSlackFiles(origin: () => string, isBotToken: (to
     handle(req, res) {
       const match = /^\/files-pri\/[\w]+-(F\w+)\/(?:download\/)?[^/]+$/.exec((req.url ?? "").split("?")[0] ?? "");
       if (!match) return false;
-      downloads.push({ host: "slack", path: req.url ?? "", ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+      downloads.push({
+        host: "slack",
+        path: req.url ?? "",
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      });
       const file = files.get(match[1] ?? "");
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
       if (!token || !isBotToken(token)) {
@@ -98,9 +113,10 @@ export async function createFakeSlackFiles(origin: () => string, isBotToken: (to
       serve(res, file);
       return true;
     },
-    close: () => new Promise<void>((resolve) => {
-      other.close(() => resolve());
-      other.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        other.close(() => resolve());
+        other.closeAllConnections();
+      }),
   };
 }

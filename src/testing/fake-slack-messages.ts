@@ -9,12 +9,22 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
 const fail = (error: string): Reply => ({ ok: false, error });
 
 export interface FakeMessage {
-  ts: string; text?: string; blocks?: unknown[]; user?: string; bot_id?: string; thread_ts?: string;
+  ts: string;
+  text?: string;
+  blocks?: unknown[];
+  user?: string;
+  bot_id?: string;
+  thread_ts?: string;
   reactions?: string[];
 }
 
 /** Who the bot is, as its messages and listings name it. */
-export interface BotIdentity { teamId: string; botUserId: string; botId: string; appId: string }
+export interface BotIdentity {
+  teamId: string;
+  botUserId: string;
+  botId: string;
+  appId: string;
+}
 
 /** The channels' messages and the helpers every part of the fake that reads or writes them shares. */
 export interface MessageStore {
@@ -72,19 +82,33 @@ function streamText(args: Args): string {
 function blocksProblem(blocks: unknown, unsupported: string[] = []): string | undefined {
   for (const block of (Array.isArray(blocks) ? blocks : []) as Array<{ type?: string; text?: { text?: unknown } }>) {
     if (unsupported.includes(block.type ?? "")) return "invalid_blocks";
-    if (block.type === "section" && typeof block.text?.text === "string" && block.text.text.length > 3000) return "invalid_blocks";
+    if (block.type === "section" && typeof block.text?.text === "string" && block.text.text.length > 3000)
+      return "invalid_blocks";
   }
   return undefined;
 }
 
 /** Finds a block element by action_id so a block action can carry its real block_id and label. */
-export function findElement(blocks: unknown[] | undefined, actionId: string, value: string): { blockId?: string; text?: unknown; type?: string } | undefined {
-  type Element = { action_id?: string; type?: string; text?: unknown; positive_button?: { text?: unknown; value?: string }; negative_button?: { text?: unknown; value?: string } };
+export function findElement(
+  blocks: unknown[] | undefined,
+  actionId: string,
+  value: string,
+): { blockId?: string; text?: unknown; type?: string } | undefined {
+  type Element = {
+    action_id?: string;
+    type?: string;
+    text?: unknown;
+    positive_button?: { text?: unknown; value?: string };
+    negative_button?: { text?: unknown; value?: string };
+  };
   for (const block of (blocks ?? []) as Array<{ block_id?: string; elements?: unknown[]; accessory?: unknown }>) {
     const candidates = [...(block.elements ?? []), block.accessory] as Array<Element | undefined>;
     const hit = candidates.find((el) => el?.action_id === actionId);
     // Feedback buttons send the value and label of the one of their two buttons that was clicked.
-    const pressed = hit?.type === "feedback_buttons" ? [hit.positive_button, hit.negative_button].find((button) => button?.value === value) : undefined;
+    const pressed =
+      hit?.type === "feedback_buttons"
+        ? [hit.positive_button, hit.negative_button].find((button) => button?.value === value)
+        : undefined;
     if (hit) return { blockId: block.block_id, text: pressed?.text ?? hit.text, type: hit.type };
   }
   return undefined;
@@ -105,7 +129,11 @@ function inRange(ts: string, a: Args): boolean {
  * reactions.add and conversations.info / replies / history, on the store's messages. Blocks of
  * the `unsupported` types are refused with invalid_blocks.
  */
-export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsupported: string[]): Record<string, (a: Args) => Reply> {
+export function createMessageMethods(
+  store: MessageStore,
+  bot: BotIdentity,
+  unsupported: string[],
+): Record<string, (a: Args) => Reply> {
   const { channels, nextTs, channelMessages, findMessage, botMessage, asMessageReply } = store;
   const streaming = new Set<string>(); // "channel/ts" of streams not yet stopped
 
@@ -115,20 +143,32 @@ export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsu
    */
   function page(list: FakeMessage[], a: Args, shape: (items: FakeMessage[], first: boolean) => FakeMessage[]): Reply {
     const cursor = str(a.cursor);
-    const start = cursor ? Number(/^next:(\d+)$/.exec(Buffer.from(cursor, "base64").toString("utf8"))?.[1] ?? Number.NaN) : 0;
+    const start = cursor
+      ? Number(/^next:(\d+)$/.exec(Buffer.from(cursor, "base64").toString("utf8"))?.[1] ?? Number.NaN)
+      : 0;
     if (!Number.isInteger(start)) return fail("invalid_cursor");
     const limit = Math.min(Math.max(Number(a.limit ?? 100) || 100, 1), 1000);
     const items = list.slice(start, start + limit);
     const more = start + limit < list.length;
-    return { ok: true, messages: shape(items, start === 0).map(listedMessage),
-      has_more: more, response_metadata: { next_cursor: more ? Buffer.from(`next:${start + limit}`).toString("base64") : "" } };
+    return {
+      ok: true,
+      messages: shape(items, start === 0).map(listedMessage),
+      has_more: more,
+      response_metadata: { next_cursor: more ? Buffer.from(`next:${start + limit}`).toString("base64") : "" },
+    };
   }
 
   /** A stored message as a listing shows it: reactions as Slack describes them (the bot's own, here). */
   function listedMessage(m: FakeMessage): Reply {
     const { reactions, ...fields } = structuredClone(m);
-    return { type: "message", ...fields, ...(m.bot_id ? { app_id: bot.appId, team: bot.teamId } : {}),
-      ...(reactions?.length ? { reactions: reactions.map((name) => ({ name, users: [bot.botUserId], count: 1 })) } : {}) };
+    return {
+      type: "message",
+      ...fields,
+      ...(m.bot_id ? { app_id: bot.appId, team: bot.teamId } : {}),
+      ...(reactions?.length
+        ? { reactions: reactions.map((name) => ({ name, users: [bot.botUserId], count: 1 })) }
+        : {}),
+    };
   }
 
   function appendToStream(a: Args, stop: boolean): Reply {
@@ -154,8 +194,11 @@ export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsu
       if (!str(a.text) && !Array.isArray(a.blocks) && !str(a.markdown_text)) return fail("no_text");
       const blocksRefused = blocksProblem(a.blocks, unsupported);
       if (blocksRefused) return fail(blocksRefused);
-      const msg = botMessage(nextTs(), { text: str(a.text) ?? str(a.markdown_text) ?? "",
-        ...(Array.isArray(a.blocks) ? { blocks: a.blocks } : {}), ...(str(a.thread_ts) ? { thread_ts: str(a.thread_ts) } : {}) });
+      const msg = botMessage(nextTs(), {
+        text: str(a.text) ?? str(a.markdown_text) ?? "",
+        ...(Array.isArray(a.blocks) ? { blocks: a.blocks } : {}),
+        ...(str(a.thread_ts) ? { thread_ts: str(a.thread_ts) } : {}),
+      });
       channelMessages(channel).push(msg);
       return { ok: true, channel, ts: msg.ts, message: asMessageReply(msg) };
     },
@@ -170,7 +213,8 @@ export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsu
       if (Array.isArray(a.blocks)) msg.blocks = a.blocks;
       return { ok: true, channel, ts: msg.ts, text: msg.text ?? "", message: asMessageReply(msg) };
     },
-    "chat.postEphemeral": (a) => (str(a.channel) && str(a.user) ? { ok: true, message_ts: nextTs() } : fail("channel_not_found")),
+    "chat.postEphemeral": (a) =>
+      str(a.channel) && str(a.user) ? { ok: true, message_ts: nextTs() } : fail("channel_not_found"),
     "chat.delete": (a) => {
       const channel = str(a.channel) ?? "";
       const list = channels.get(channel) ?? [];
@@ -202,15 +246,27 @@ export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsu
       const id = str(a.channel);
       if (!id) return fail("channel_not_found");
       const isIm = id.startsWith("D");
-      return { ok: true, channel: { id, name: isIm ? undefined : `channel-${id.toLowerCase()}`, is_channel: id.startsWith("C"),
-        is_im: isIm, is_private: !id.startsWith("C"), is_member: true, ...(isIm ? { user: "U0FAKEUSER" } : {}) } };
+      return {
+        ok: true,
+        channel: {
+          id,
+          name: isIm ? undefined : `channel-${id.toLowerCase()}`,
+          is_channel: id.startsWith("C"),
+          is_im: isIm,
+          is_private: !id.startsWith("C"),
+          is_member: true,
+          ...(isIm ? { user: "U0FAKEUSER" } : {}),
+        },
+      };
     },
     "conversations.replies": (a) => {
       const channel = str(a.channel);
       const ts = str(a.ts);
       if (!channel || !channels.has(channel)) return fail("channel_not_found");
       if (!ts) return fail("invalid_arguments");
-      const thread = channelMessages(channel).filter((m) => m.ts === ts || m.thread_ts === ts).sort((x, y) => compareTs(x.ts, y.ts));
+      const thread = channelMessages(channel)
+        .filter((m) => m.ts === ts || m.thread_ts === ts)
+        .sort((x, y) => compareTs(x.ts, y.ts));
       if (thread.length === 0) return fail("thread_not_found");
       // The parent leads the first page; later pages (a cursor) hold replies only, as in Slack.
       const parent = thread.find((m) => m.ts === ts);
@@ -221,7 +277,9 @@ export function createMessageMethods(store: MessageStore, bot: BotIdentity, unsu
       const channel = str(a.channel);
       if (!channel || !channels.has(channel)) return fail("channel_not_found");
       // Top-level messages only (a thread's parent, not its replies), newest first.
-      const list = channelMessages(channel).filter((m) => (!m.thread_ts || m.thread_ts === m.ts) && inRange(m.ts, a)).sort((x, y) => compareTs(y.ts, x.ts));
+      const list = channelMessages(channel)
+        .filter((m) => (!m.thread_ts || m.thread_ts === m.ts) && inRange(m.ts, a))
+        .sort((x, y) => compareTs(y.ts, x.ts));
       return page(list, a, (items) => items);
     },
   };

@@ -79,7 +79,8 @@ export function createFakeOAuth(options: FakeOAuthOptions, origin: () => string,
       redirectUrl = url;
     },
     revoke(teamId) {
-      for (const [token, workspace] of installed) if (workspace.teamId === teamId || workspace.enterpriseId === teamId) installed.delete(token);
+      for (const [token, workspace] of installed)
+        if (workspace.teamId === teamId || workspace.enterpriseId === teamId) installed.delete(token);
     },
     handleAuthorize(query, response) {
       if (query.get("client_id") !== options.clientId) return refuse(response, 400, "fake-slack: unknown client_id");
@@ -93,9 +94,15 @@ export function createFakeOAuth(options: FakeOAuthOptions, origin: () => string,
         return redirect(response, back.toString());
       }
       const workspace = options.workspaces.find((candidate) => candidate.teamId === query.get("team"));
-      if (!workspace) return refuse(response, 400, "fake-slack: add team=<id> of a known workspace to choose where to install");
+      if (!workspace)
+        return refuse(response, 400, "fake-slack: add team=<id> of a known workspace to choose where to install");
       const code = `${Date.now()}.${randomBytes(12).toString("hex")}`;
-      codes.set(code, { workspace, scope: query.get("scope") ?? "", expiresAt: Date.now() + CODE_TTL_MS, ...(query.get("redirect_uri") ? { redirectUri: query.get("redirect_uri") as string } : {}) });
+      codes.set(code, {
+        workspace,
+        scope: query.get("scope") ?? "",
+        expiresAt: Date.now() + CODE_TTL_MS,
+        ...(query.get("redirect_uri") ? { redirectUri: query.get("redirect_uri") as string } : {}),
+      });
       back.searchParams.set("code", code);
       redirect(response, back.toString());
     },
@@ -105,7 +112,8 @@ export function createFakeOAuth(options: FakeOAuthOptions, origin: () => string,
       const grant = codes.get(String(args.code ?? ""));
       codes.delete(String(args.code ?? "")); // single use, as in Slack
       if (!grant || grant.expiresAt < Date.now()) return { ok: false, error: "invalid_code" };
-      if (grant.redirectUri !== undefined && args.redirect_uri !== grant.redirectUri) return { ok: false, error: "bad_redirect_uri" };
+      if (grant.redirectUri !== undefined && args.redirect_uri !== grant.redirectUri)
+        return { ok: false, error: "bad_redirect_uri" };
       const { workspace } = grant;
       installed.set(workspace.botToken, workspace);
       const enterprise = workspace.enterpriseId ? { id: workspace.enterpriseId, name: "Fake Org" } : null;
@@ -117,7 +125,9 @@ export function createFakeOAuth(options: FakeOAuthOptions, origin: () => string,
         token_type: "bot",
         access_token: workspace.botToken,
         bot_user_id: workspace.botUserId,
-        team: workspace.orgWide ? null : { id: workspace.teamId, name: workspace.teamName ?? `Team ${workspace.teamId}` },
+        team: workspace.orgWide
+          ? null
+          : { id: workspace.teamId, name: workspace.teamName ?? `Team ${workspace.teamId}` },
         enterprise,
         is_enterprise_install: workspace.orgWide === true,
       };

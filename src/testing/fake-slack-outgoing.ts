@@ -14,7 +14,12 @@ export interface SigningOverrides {
   timestamp?: number; // unix seconds; an old one makes the request stale
 }
 export interface BlockActionInput {
-  userId: string; channel: string; messageTs: string; actionId: string; value: string; blockId?: string;
+  userId: string;
+  channel: string;
+  messageTs: string;
+  actionId: string;
+  value: string;
+  blockId?: string;
   /** The same click delivered again carries the trigger_id it had (default: a new click, a new trigger). */
   triggerId?: string;
   /** The workspace the click comes from (default the fake's); null as in an org-wide install. */
@@ -38,7 +43,12 @@ export function createOutgoing(context: OutgoingContext) {
   const { nextTs, channelMessages, findMessage, botMessage, asMessageReply } = store;
   const responseUrls = new Map<string, { channel: string; messageTs: string }>();
 
-  function eventCallback(event: Record<string, unknown>, eventId: string, from?: EventTeam, authorizedUser?: string): Args {
+  function eventCallback(
+    event: Record<string, unknown>,
+    eventId: string,
+    from?: EventTeam,
+    authorizedUser?: string,
+  ): Args {
     const team = from?.teamId ?? teamId;
     const enterprise = from?.enterpriseId ?? null;
     const inner: Args = { ...event };
@@ -49,18 +59,42 @@ export function createOutgoing(context: OutgoingContext) {
     if (inner.type === "message" || inner.type === "app_mention") {
       inner.team ??= team;
       if (!inner.bot_id) inner.client_msg_id ??= randomUUID();
-      if (inner.type === "message" && channel) inner.channel_type ??= channel.startsWith("D") ? "im" : channel.startsWith("G") ? "group" : "channel";
+      if (inner.type === "message" && channel)
+        inner.channel_type ??= channel.startsWith("D") ? "im" : channel.startsWith("G") ? "group" : "channel";
       // What the person typed is part of the conversation a test may read back.
       if (channel && typeof inner.ts === "string" && !inner.subtype && !findMessage(channel, inner.ts)) {
-        channelMessages(channel).push({ ts: inner.ts, text: str(inner.text) ?? "", ...(str(inner.user) ? { user: str(inner.user) } : {}),
-          ...(str(inner.thread_ts) ? { thread_ts: str(inner.thread_ts) } : {}) });
+        channelMessages(channel).push({
+          ts: inner.ts,
+          text: str(inner.text) ?? "",
+          ...(str(inner.user) ? { user: str(inner.user) } : {}),
+          ...(str(inner.thread_ts) ? { thread_ts: str(inner.thread_ts) } : {}),
+        });
       }
     }
     // An org-wide install's authorization names the org, not the workspace (team_id null).
-    return { token: "fake-verification-token", team_id: team, context_team_id: team, context_enterprise_id: enterprise, ...(enterprise ? { enterprise_id: enterprise } : {}),
-      api_app_id: appId, event: inner, type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000),
-      authorizations: [{ enterprise_id: enterprise, team_id: from?.orgWide ? null : team, user_id: authorizedUser ?? from?.botUserId ?? botUserId, is_bot: authorizedUser === undefined, is_enterprise_install: from?.orgWide === true }],
-      is_ext_shared_channel: false, event_context: `4-${randomBytes(12).toString("base64url")}` };
+    return {
+      token: "fake-verification-token",
+      team_id: team,
+      context_team_id: team,
+      context_enterprise_id: enterprise,
+      ...(enterprise ? { enterprise_id: enterprise } : {}),
+      api_app_id: appId,
+      event: inner,
+      type: "event_callback",
+      event_id: eventId,
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [
+        {
+          enterprise_id: enterprise,
+          team_id: from?.orgWide ? null : team,
+          user_id: authorizedUser ?? from?.botUserId ?? botUserId,
+          is_bot: authorizedUser === undefined,
+          is_enterprise_install: from?.orgWide === true,
+        },
+      ],
+      is_ext_shared_channel: false,
+      event_context: `4-${randomBytes(12).toString("base64url")}`,
+    };
   }
 
   function blockActionPayload(action: BlockActionInput): Args {
@@ -71,10 +105,18 @@ export function createOutgoing(context: OutgoingContext) {
     const team = action.teamId === undefined ? teamId : action.teamId;
     const grid = action.enterpriseId ? { enterprise_id: action.enterpriseId, enterprise_name: "Fake Org" } : {};
     return {
-      type: "block_actions", api_app_id: appId, token: "fake-verification-token", is_enterprise_install: false,
+      type: "block_actions",
+      api_app_id: appId,
+      token: "fake-verification-token",
+      is_enterprise_install: false,
       enterprise: action.enterpriseId ? { id: action.enterpriseId, name: "Fake Org" } : null,
       // In an Enterprise Grid org, user.team_id is the org's id, not the workspace's.
-      user: { id: action.userId, username: `user-${action.userId.toLowerCase()}`, name: `user-${action.userId.toLowerCase()}`, team_id: action.enterpriseId ?? team ?? teamId },
+      user: {
+        id: action.userId,
+        username: `user-${action.userId.toLowerCase()}`,
+        name: `user-${action.userId.toLowerCase()}`,
+        team_id: action.enterpriseId ?? team ?? teamId,
+      },
       team: team === null ? null : { id: team, domain: team.toLowerCase(), ...grid },
       container: { type: "message", message_ts: action.messageTs, channel_id: action.channel, is_ephemeral: false },
       channel: { id: action.channel, name: `channel-${action.channel.toLowerCase()}` },
@@ -82,9 +124,16 @@ export function createOutgoing(context: OutgoingContext) {
       trigger_id: action.triggerId ?? issueTrigger(action.userId),
       response_url: `${origin()}/response/${responseId}`,
       state: { values: {} },
-      actions: [{ type: element?.type === "feedback_buttons" ? "feedback_buttons" : "button", action_id: action.actionId, block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
-        text: element?.text ?? { type: "plain_text", text: action.value, emoji: true }, value: action.value,
-        action_ts: `${(Date.now() / 1000).toFixed(6)}` }],
+      actions: [
+        {
+          type: element?.type === "feedback_buttons" ? "feedback_buttons" : "button",
+          action_id: action.actionId,
+          block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
+          text: element?.text ?? { type: "plain_text", text: action.value, emoji: true },
+          value: action.value,
+          action_ts: `${(Date.now() / 1000).toFixed(6)}`,
+        },
+      ],
     };
   }
 
@@ -100,19 +149,40 @@ export function createOutgoing(context: OutgoingContext) {
       if (typeof args.text === "string") original.text = args.text;
       if (Array.isArray(args.blocks)) original.blocks = args.blocks;
     } else if (args.response_type === "in_channel") {
-      channelMessages(target.channel).push(botMessage(nextTs(), { text: str(args.text) ?? "",
-        ...(Array.isArray(args.blocks) ? { blocks: args.blocks } : {}), ...(str(args.thread_ts) ? { thread_ts: str(args.thread_ts) } : {}) }));
+      channelMessages(target.channel).push(
+        botMessage(nextTs(), {
+          text: str(args.text) ?? "",
+          ...(Array.isArray(args.blocks) ? { blocks: args.blocks } : {}),
+          ...(str(args.thread_ts) ? { thread_ts: str(args.thread_ts) } : {}),
+        }),
+      );
     } // anything else is ephemeral: only the clicking user would see it, so it is not stored
     return true;
   }
 
   /** POSTs a body signed exactly like Slack: hex HMAC-SHA256 of `v0:<timestamp>:<raw body>`. */
-  async function signedPost(url: string, body: string, contentType: string, o: SigningOverrides, headers: Record<string, string> = {}) {
+  async function signedPost(
+    url: string,
+    body: string,
+    contentType: string,
+    o: SigningOverrides,
+    headers: Record<string, string> = {},
+  ) {
     const timestamp = o.timestamp ?? Math.floor(Date.now() / 1000);
-    const signature = createHmac("sha256", o.signingSecret ?? signingSecret).update(`v0:${timestamp}:${body}`).digest("hex");
+    const signature = createHmac("sha256", o.signingSecret ?? signingSecret)
+      .update(`v0:${timestamp}:${body}`)
+      .digest("hex");
     // glassbox's own transport: the sender stands for Slack's servers, whose work is not the bot's.
-    const res = await undiciFetch(url, { method: "POST", body, headers: { ...headers, "Content-Type": contentType,
-      "X-Slack-Request-Timestamp": String(timestamp), "X-Slack-Signature": `v0=${signature}` } });
+    const res = await undiciFetch(url, {
+      method: "POST",
+      body,
+      headers: {
+        ...headers,
+        "Content-Type": contentType,
+        "X-Slack-Request-Timestamp": String(timestamp),
+        "X-Slack-Signature": `v0=${signature}`,
+      },
+    });
     return { status: res.status, body: await res.text() };
   }
 

@@ -8,13 +8,22 @@ import { WebSocketServer, type WebSocket } from "ws";
 type Args = Record<string, unknown>;
 type Reply = Record<string, unknown>;
 
-export interface SocketSendResult { acked: boolean; envelopeId: string; payload?: unknown /* the ack's payload, if any */ }
+export interface SocketSendResult {
+  acked: boolean;
+  envelopeId: string;
+  payload?: unknown /* the ack's payload, if any */;
+}
 
 export interface FakeSocketMode {
   /** apps.connections.open, which the fake answers only for the app token. */
   openConnection(): Reply;
   /** Sends an envelope on connection #`connection` and resolves when it is acked, or unacked after the ack timeout. */
-  sendEnvelope(type: "events_api" | "interactive", payload: Args, connection: number, extra?: Args): Promise<SocketSendResult>;
+  sendEnvelope(
+    type: "events_api" | "interactive",
+    payload: Args,
+    connection: number,
+    extra?: Args,
+  ): Promise<SocketSendResult>;
   connections(): number;
   waitForSocket(count: number, timeoutMs: number): Promise<void>;
   disconnect(connection: number, reason: string): void;
@@ -22,7 +31,12 @@ export interface FakeSocketMode {
   close(): Promise<void>;
 }
 
-export function createFakeSocketMode(server: Server, origin: () => string, appId: string, ackTimeoutMs: number): FakeSocketMode {
+export function createFakeSocketMode(
+  server: Server,
+  origin: () => string,
+  appId: string,
+  ackTimeoutMs: number,
+): FakeSocketMode {
   const tickets = new Set<string>(); // apps.connections.open URLs are single use, as in Slack
   const sockets: WebSocket[] = []; // open connections that got `hello`, oldest first
   const socketWaiters = new Set<() => void>();
@@ -39,7 +53,11 @@ export function createFakeSocketMode(server: Server, origin: () => string, appId
     wss.handleUpgrade(req, socket, head, (ws) => {
       ws.on("message", (data) => {
         let message: { envelope_id?: string; payload?: unknown };
-        try { message = JSON.parse(String(data)) as typeof message; } catch { return; }
+        try {
+          message = JSON.parse(String(data)) as typeof message;
+        } catch {
+          return;
+        }
         const id = message.envelope_id;
         if (id) pendingAcks.get(id)?.(true, message.payload);
       });
@@ -48,8 +66,14 @@ export function createFakeSocketMode(server: Server, origin: () => string, appId
         if (index >= 0) sockets.splice(index, 1);
       });
       sockets.push(ws);
-      ws.send(JSON.stringify({ type: "hello", num_connections: sockets.length, connection_info: { app_id: appId },
-        debug_info: { host: "applink-fake", build_number: 1, approximate_connection_time: 18060 } }));
+      ws.send(
+        JSON.stringify({
+          type: "hello",
+          num_connections: sockets.length,
+          connection_info: { app_id: appId },
+          debug_info: { host: "applink-fake", build_number: 1, approximate_connection_time: 18060 },
+        }),
+      );
       for (const notify of [...socketWaiters]) notify();
     });
   });
@@ -62,7 +86,10 @@ export function createFakeSocketMode(server: Server, origin: () => string, appId
     },
     sendEnvelope(type, payload, connection, extra = {}) {
       const ws = sockets[connection];
-      if (!ws) return Promise.reject(new Error(`fake-slack: no open socket connection #${connection} (open: ${sockets.length})`));
+      if (!ws)
+        return Promise.reject(
+          new Error(`fake-slack: no open socket connection #${connection} (open: ${sockets.length})`),
+        );
       const envelopeId = randomUUID();
       return new Promise((resolve) => {
         const timer = setTimeout(() => finish(false), ackTimeoutMs);
@@ -79,9 +106,20 @@ export function createFakeSocketMode(server: Server, origin: () => string, appId
     waitForSocket(count, timeoutMs) {
       if (sockets.length >= count) return Promise.resolve();
       return new Promise((resolve, reject) => {
-        const notify = () => { if (sockets.length >= count) { finish(); resolve(); } };
-        const timer = setTimeout(() => { finish(); reject(new Error(`fake-slack: ${sockets.length}/${count} sockets after ${timeoutMs} ms`)); }, timeoutMs);
-        const finish = () => { clearTimeout(timer); socketWaiters.delete(notify); };
+        const notify = () => {
+          if (sockets.length >= count) {
+            finish();
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          finish();
+          reject(new Error(`fake-slack: ${sockets.length}/${count} sockets after ${timeoutMs} ms`));
+        }, timeoutMs);
+        const finish = () => {
+          clearTimeout(timer);
+          socketWaiters.delete(notify);
+        };
         socketWaiters.add(notify);
       });
     },

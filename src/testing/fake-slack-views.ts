@@ -48,9 +48,22 @@ export function createViewMethods(teamId: string, appId: string) {
         const title = (view.title as { text?: unknown } | undefined)?.text;
         const blocks = Array.isArray(view.blocks) ? view.blocks : [];
         const metadata = typeof view.private_metadata === "string" ? view.private_metadata : "";
-        if (view.type !== "modal" || typeof title !== "string" || title.length > 24 || blocks.length > 100 || metadata.length > 3000) return { ok: false, error: "invalid_arguments" };
+        if (
+          view.type !== "modal" ||
+          typeof title !== "string" ||
+          title.length > 24 ||
+          blocks.length > 100 ||
+          metadata.length > 3000
+        )
+          return { ok: false, error: "invalid_arguments" };
         const id = `V${randomBytes(5).toString("hex").toUpperCase()}`;
-        views.push({ id, userId: trigger.userId, callbackId: typeof view.callback_id === "string" ? view.callback_id : "", privateMetadata: metadata, view });
+        views.push({
+          id,
+          userId: trigger.userId,
+          callbackId: typeof view.callback_id === "string" ? view.callback_id : "",
+          privateMetadata: metadata,
+          view,
+        });
         return { ok: true, view: { id, team_id: teamId, app_id: appId, ...view } };
       },
     },
@@ -58,14 +71,25 @@ export function createViewMethods(teamId: string, appId: string) {
     submissionPayload(input: ViewSubmissionInput): Args {
       const opened = views.find((view) => view.id === input.viewId);
       if (!opened) throw new Error(`fake-slack: no view ${input.viewId} was opened`);
-      if (opened.userId !== input.userId) throw new Error(`fake-slack: view ${input.viewId} was opened for ${opened.userId}; only they can submit it`);
+      if (opened.userId !== input.userId)
+        throw new Error(`fake-slack: view ${input.viewId} was opened for ${opened.userId}; only they can submit it`);
       const values = Object.fromEntries(
-        Object.entries(input.values).map(([blockId, inputs]) => [blockId, Object.fromEntries(Object.entries(inputs).map(([actionId, value]) => [actionId, { type: "plain_text_input", value }]))]),
+        Object.entries(input.values).map(([blockId, inputs]) => [
+          blockId,
+          Object.fromEntries(
+            Object.entries(inputs).map(([actionId, value]) => [actionId, { type: "plain_text_input", value }]),
+          ),
+        ]),
       );
       return {
         type: "view_submission",
         team: { id: teamId, domain: teamId.toLowerCase() },
-        user: { id: input.userId, username: `user-${input.userId.toLowerCase()}`, name: `user-${input.userId.toLowerCase()}`, team_id: teamId },
+        user: {
+          id: input.userId,
+          username: `user-${input.userId.toLowerCase()}`,
+          name: `user-${input.userId.toLowerCase()}`,
+          team_id: teamId,
+        },
         api_app_id: appId,
         token: "fake-verification-token",
         trigger_id: `${Date.now()}.${randomBytes(4).readUInt32BE()}.${randomBytes(16).toString("hex")}`,

@@ -72,11 +72,17 @@ export interface RecordedCall {
 }
 
 export interface SendEventOptions extends SigningOverrides {
-  eventId?: string; retryNum?: number; retryReason?: string; team?: EventTeam;
+  eventId?: string;
+  retryNum?: number;
+  retryReason?: string;
+  team?: EventTeam;
   /** The envelope's authorization names this person (is_bot false) instead of the bot, as for app_context_changed. */
   authorizedUser?: string;
 }
-export interface WaitForCallOptions { timeoutMs?: number; since?: number /* only calls at index >= since */ }
+export interface WaitForCallOptions {
+  timeoutMs?: number;
+  since?: number /* only calls at index >= since */;
+}
 
 export interface FakeSlack {
   apiUrl: string; // http://127.0.0.1:PORT/api/ — give it to `clientOptions.slackApiUrl`
@@ -89,21 +95,43 @@ export interface FakeSlack {
   calls: RecordedCall[];
   callsTo(method: string): RecordedCall[];
   /** Resolves with the first matching call, looking at already-recorded calls first (from `since`, default 0). */
-  waitForCall(method: string, predicate?: (call: RecordedCall) => boolean, options?: number | WaitForCallOptions): Promise<RecordedCall>;
+  waitForCall(
+    method: string,
+    predicate?: (call: RecordedCall) => boolean,
+    options?: number | WaitForCallOptions,
+  ): Promise<RecordedCall>;
   /** A channel's messages in ts order (user messages from sent events included, ephemerals not);
    * without threadTs every message, top level and replies; with it the thread's parent (if known) and replies. */
   messages(channel: string, threadTs?: string): FakeMessage[];
   refuse(method: string, error?: string): void; // start refusing a method mid-test
-  sendEvent(targetUrl: string, event: Record<string, unknown>, options?: SendEventOptions): Promise<{ status: number; body: string; eventId: string }>;
-  sendBlockAction(targetUrl: string, action: BlockActionInput, options?: SigningOverrides): Promise<{ status: number; body: string }>;
-  sendUrlVerification(targetUrl: string, options?: SigningOverrides): Promise<{ status: number; body: string; challenge: string }>;
+  sendEvent(
+    targetUrl: string,
+    event: Record<string, unknown>,
+    options?: SendEventOptions,
+  ): Promise<{ status: number; body: string; eventId: string }>;
+  sendBlockAction(
+    targetUrl: string,
+    action: BlockActionInput,
+    options?: SigningOverrides,
+  ): Promise<{ status: number; body: string }>;
+  sendUrlVerification(
+    targetUrl: string,
+    options?: SigningOverrides,
+  ): Promise<{ status: number; body: string; challenge: string }>;
   /** The modals views.open opened, oldest first. */
   views: FakeView[];
   /** Submits a modal as the person it was opened for (a signed view_submission). */
-  sendViewSubmission(targetUrl: string, input: ViewSubmissionInput, options?: SigningOverrides): Promise<{ status: number; body: string }>;
+  sendViewSubmission(
+    targetUrl: string,
+    input: ViewSubmissionInput,
+    options?: SigningOverrides,
+  ): Promise<{ status: number; body: string }>;
   socketConnections(): number;
   waitForSocket(count?: number, timeoutMs?: number): Promise<void>;
-  sendSocketEvent(event: Record<string, unknown>, options?: { eventId?: string; retryAttempt?: number; retryReason?: string; connection?: number; team?: EventTeam }): Promise<SocketSendResult & { eventId: string }>;
+  sendSocketEvent(
+    event: Record<string, unknown>,
+    options?: { eventId?: string; retryAttempt?: number; retryReason?: string; connection?: number; team?: EventTeam },
+  ): Promise<SocketSendResult & { eventId: string }>;
   sendSocketBlockAction(action: BlockActionInput, options?: { connection?: number }): Promise<SocketSendResult>;
   /** Sends Slack's `disconnect` message (the client should reconnect through apps.connections.open). */
   disconnectSocket(connection?: number, reason?: string): void;
@@ -123,7 +151,13 @@ function refusalOf(method: string, error: string, args: Args): Reply {
   if (error !== "missing_scope") return fail(error);
   const channel = str(args.channel) ?? "";
   const reading = method === "conversations.replies" || method === "conversations.history";
-  const needed = reading ? (channel.startsWith("D") ? "im:history" : channel.startsWith("G") ? "groups:history" : "channels:history") : undefined;
+  const needed = reading
+    ? channel.startsWith("D")
+      ? "im:history"
+      : channel.startsWith("G")
+        ? "groups:history"
+        : "channels:history"
+    : undefined;
   return { ...fail(error), ...(needed ? { needed } : {}), provided: "app_mentions:read,chat:write,im:history" };
 }
 
@@ -144,7 +178,11 @@ function parseArgs(raw: string, contentType: string, query: string): Args {
     const v = Array.isArray(value) ? value[0] : value;
     args[key] = v;
     if (typeof v === "string" && /^[[{]/.test(v) && key !== "text" && key !== "markdown_text") {
-      try { args[key] = JSON.parse(v); } catch { /* not JSON after all: keep the string */ }
+      try {
+        args[key] = JSON.parse(v);
+      } catch {
+        /* not JSON after all: keep the string */
+      }
     }
   }
   return args;
@@ -160,7 +198,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const appId = options.appId ?? "A0FAKEAPP1";
   const ackTimeoutMs = options.ackTimeoutMs ?? 3000;
   const refused = new Map<string, string>(
-    Array.isArray(options.refuse) ? options.refuse.map((m) => [m, "missing_scope"]) : Object.entries(options.refuse ?? {}),
+    Array.isArray(options.refuse)
+      ? options.refuse.map((m) => [m, "missing_scope"])
+      : Object.entries(options.refuse ?? {}),
   );
 
   const calls: RecordedCall[] = [];
@@ -169,11 +209,21 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const oauth = options.oauth && createFakeOAuth(options.oauth, () => origin, appId);
   const assistant = createAssistantMethods();
   const modals = createViewMethods(teamId, appId);
-  const files = await createFakeSlackFiles(() => origin, (token) => token === botToken || oauth?.workspaceOf(token) !== undefined, teamId);
+  const files = await createFakeSlackFiles(
+    () => origin,
+    (token) => token === botToken || oauth?.workspaceOf(token) !== undefined,
+    teamId,
+  );
   const bot = { teamId, botUserId, botId, appId };
   const store = createMessageStore(bot);
   const { channels, nextTs, channelMessages } = store;
-  const outgoing = createOutgoing({ store, bot, signingSecret, origin: () => origin, issueTrigger: (userId) => modals.issueTrigger(userId) });
+  const outgoing = createOutgoing({
+    store,
+    bot,
+    signingSecret,
+    origin: () => origin,
+    issueTrigger: (userId) => modals.issueTrigger(userId),
+  });
   const { eventCallback, blockActionPayload, signedPost } = outgoing;
 
   // ---- Web API ------------------------------------------------------------------------------
@@ -181,9 +231,17 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     "auth.test": (_a, token) => {
       const installed = oauth?.workspaceOf(token); // a token from OAuth answers as its workspace
       const team = installed?.teamId ?? teamId;
-      return { ok: true, url: `https://${team.toLowerCase()}.slack.com/`, team: installed?.teamName ?? "Fake Team", user: "glassbox",
-        team_id: team, user_id: installed?.botUserId ?? botUserId, bot_id: installed?.botId ?? botId, is_enterprise_install: installed?.orgWide === true,
-        ...(installed?.enterpriseId ? { enterprise_id: installed.enterpriseId } : {}) };
+      return {
+        ok: true,
+        url: `https://${team.toLowerCase()}.slack.com/`,
+        team: installed?.teamName ?? "Fake Team",
+        user: "glassbox",
+        team_id: team,
+        user_id: installed?.botUserId ?? botUserId,
+        bot_id: installed?.botId ?? botId,
+        is_enterprise_install: installed?.orgWide === true,
+        ...(installed?.enterpriseId ? { enterprise_id: installed.enterpriseId } : {}),
+      };
     },
     ...createMessageMethods(store, bot, options.unsupportedBlocks ?? []),
     ...assistant.methods,
@@ -192,8 +250,19 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const id = str(a.user);
       if (!id) return fail("user_not_found");
       const name = id === botUserId ? "glassbox" : `user-${id.toLowerCase()}`;
-      return { ok: true, user: { id, team_id: teamId, name, real_name: name, is_bot: id === botUserId, deleted: false,
-        tz: "UTC", profile: { display_name: name, real_name: name } } };
+      return {
+        ok: true,
+        user: {
+          id,
+          team_id: teamId,
+          name,
+          real_name: name,
+          is_bot: id === botUserId,
+          deleted: false,
+          tz: "UTC",
+          profile: { display_name: name, real_name: name },
+        },
+      };
     },
     "apps.connections.open": () => socketMode.openConnection(),
   };
@@ -215,14 +284,23 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     delete args.token;
     // Recorded first so failed calls show up too; the handler below runs in the same tick, so a
     // waitForCall() continuation already sees its effect in messages().
-    record({ method, args, token, at: Date.now(), get broadcasts() { return broadcastsOf(args); } }); // read by tests only: the benches' harness need not pay for it
+    record({
+      method,
+      args,
+      token,
+      at: Date.now(),
+      get broadcasts() {
+        return broadcastsOf(args);
+      },
+    }); // read by tests only: the benches' harness need not pay for it
     if (method === "oauth.v2.access" && oauth) return sendJson(res, oauth.access(args)); // the client id and secret are its credentials
     const handler = methods[method];
     if (!handler) return sendJson(res, fail("unknown_method"));
     const wanted = method === "apps.connections.open" ? appToken : botToken;
     if (!token) return sendJson(res, fail("not_authed"));
     const installedToken = method !== "apps.connections.open" && oauth?.workspaceOf(token) !== undefined;
-    if (token !== wanted && !installedToken) return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
+    if (token !== wanted && !installedToken)
+      return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
     const refusal = refused.get(method);
     sendJson(res, refusal ? refusalOf(method, refusal, args) : handler(args, token));
   }
@@ -232,12 +310,21 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const raw = await readBody(req);
     let args: Args;
     try {
-      const form = req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded") ? parseQuery(raw).payload : raw;
+      const form = req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")
+        ? parseQuery(raw).payload
+        : raw;
       args = JSON.parse(String(form)) as Args;
     } catch {
       return sendJson(res, fail("invalid_payload"), 400);
     }
-    record({ method: "response_url", args, at: Date.now(), get broadcasts() { return broadcastsOf(args); } });
+    record({
+      method: "response_url",
+      args,
+      at: Date.now(),
+      get broadcasts() {
+        return broadcastsOf(args);
+      },
+    });
     if (!outgoing.applyResponse(id, args)) return sendJson(res, fail("expired_url"), 404);
     sendJson(res, { ok: true });
   }
@@ -251,12 +338,17 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const [path = "", query = ""] = (req.url ?? "").split("?", 2);
     const api = /^\/api\/([\w.]+)$/.exec(path);
     const response = /^\/response\/([\w-]+)$/.exec(path);
-    if (oauth && path === "/oauth/v2/authorize" && req.method === "GET") return oauth.handleAuthorize(new URLSearchParams(query), res);
+    if (oauth && path === "/oauth/v2/authorize" && req.method === "GET")
+      return oauth.handleAuthorize(new URLSearchParams(query), res);
     if (files.handle(req, res)) return;
-    const work = api?.[1] ? handleApi(req, res, api[1], query)
-      : response?.[1] && req.method === "POST" ? handleResponseUrl(req, res, response[1])
-      : Promise.resolve(sendJson(res, fail("not_found"), 404));
-    work.catch((error: unknown) => { if (!res.headersSent) sendJson(res, fail(`fake_slack_error: ${String(error)}`), 500); });
+    const work = api?.[1]
+      ? handleApi(req, res, api[1], query)
+      : response?.[1] && req.method === "POST"
+        ? handleResponseUrl(req, res, response[1])
+        : Promise.resolve(sendJson(res, fail("not_found"), 404));
+    work.catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, fail(`fake_slack_error: ${String(error)}`), 500);
+    });
   });
 
   const socketMode = createFakeSocketMode(server, () => origin, appId, ackTimeoutMs);
@@ -281,25 +373,54 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const waiter = {
-          check: (c: RecordedCall, i: number) => { if (matches(c, i)) { done(); resolve(c); } },
-          reject: (e: Error) => { done(); reject(e); },
+          check: (c: RecordedCall, i: number) => {
+            if (matches(c, i)) {
+              done();
+              resolve(c);
+            }
+          },
+          reject: (e: Error) => {
+            done();
+            reject(e);
+          },
         };
-        const timer = setTimeout(() => waiter.reject(new Error(`fake-slack: no matching ${method} call within ${timeoutMs} ms; ` +
-          `received: ${calls.map((c) => c.method).join(", ") || "nothing"}`)), timeoutMs);
-        const done = () => { clearTimeout(timer); waiters.delete(waiter); };
+        const timer = setTimeout(
+          () =>
+            waiter.reject(
+              new Error(
+                `fake-slack: no matching ${method} call within ${timeoutMs} ms; ` +
+                  `received: ${calls.map((c) => c.method).join(", ") || "nothing"}`,
+              ),
+            ),
+          timeoutMs,
+        );
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(waiter);
+        };
         waiters.add(waiter);
       });
     },
     messages(channel, threadTs) {
-      const list = (channels.get(channel) ?? []).filter((m) => threadTs === undefined || m.ts === threadTs || m.thread_ts === threadTs);
+      const list = (channels.get(channel) ?? []).filter(
+        (m) => threadTs === undefined || m.ts === threadTs || m.thread_ts === threadTs,
+      );
       return structuredClone([...list].sort((a, b) => compareTs(a.ts, b.ts)));
     },
     refuse: (method, error = "missing_scope") => void refused.set(method, error),
     async sendEvent(targetUrl, event, o = {}) {
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
-      const retry: Record<string, string> = o.retryNum === undefined ? {}
-        : { "X-Slack-Retry-Num": String(o.retryNum), "X-Slack-Retry-Reason": o.retryReason ?? "http_timeout" };
-      const result = await signedPost(targetUrl, JSON.stringify(eventCallback(event, eventId, o.team, o.authorizedUser)), "application/json", o, retry);
+      const retry: Record<string, string> =
+        o.retryNum === undefined
+          ? {}
+          : { "X-Slack-Retry-Num": String(o.retryNum), "X-Slack-Retry-Reason": o.retryReason ?? "http_timeout" };
+      const result = await signedPost(
+        targetUrl,
+        JSON.stringify(eventCallback(event, eventId, o.team, o.authorizedUser)),
+        "application/json",
+        o,
+        retry,
+      );
       return { ...result, eventId };
     },
     sendBlockAction(targetUrl, action, o = {}) {
@@ -321,11 +442,16 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     waitForSocket: (count = 1, timeoutMs = 5000) => socketMode.waitForSocket(count, timeoutMs),
     async sendSocketEvent(event, o = {}) {
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
-      const result = await socketMode.sendEnvelope("events_api", eventCallback(event, eventId, o.team), o.connection ?? 0,
-        { retry_attempt: o.retryAttempt ?? 0, retry_reason: o.retryReason ?? "" });
+      const result = await socketMode.sendEnvelope(
+        "events_api",
+        eventCallback(event, eventId, o.team),
+        o.connection ?? 0,
+        { retry_attempt: o.retryAttempt ?? 0, retry_reason: o.retryReason ?? "" },
+      );
       return { ...result, eventId };
     },
-    sendSocketBlockAction: (action, o = {}) => socketMode.sendEnvelope("interactive", blockActionPayload(action), o.connection ?? 0),
+    sendSocketBlockAction: (action, o = {}) =>
+      socketMode.sendEnvelope("interactive", blockActionPayload(action), o.connection ?? 0),
     disconnectSocket: (connection = 0, reason = "refresh_requested") => socketMode.disconnect(connection, reason),
     nextTs,
     addUserMessage(channel, { user, text, threadTs }) {

@@ -13,7 +13,12 @@ const UNCLEAR_FIELDS = new Set(["markdown_text", "chunks", "status", "loading_me
 /** Every broadcast in a call's strings; plain words count where Slack reads (or may read) them. */
 export function broadcastsOf(args: Record<string, unknown>): string[] {
   const found: string[] = [];
-  const linkNames = args.link_names === true || args.link_names === "true" || args.link_names === "1" || args.link_names === 1 || args.parse === "full";
+  const linkNames =
+    args.link_names === true ||
+    args.link_names === "true" ||
+    args.link_names === "1" ||
+    args.link_names === 1 ||
+    args.parse === "full";
   const visit = (value: unknown, wordsToo: boolean): void => {
     if (typeof value === "string") {
       found.push(...(value.match(SPECIAL_MENTION) ?? []));
@@ -22,7 +27,8 @@ export function broadcastsOf(args: Record<string, unknown>): string[] {
       for (const item of value) visit(item, wordsToo);
     } else if (value && typeof value === "object") {
       const markdownBlock = (value as { type?: unknown }).type === "markdown";
-      for (const [key, item] of Object.entries(value)) visit(item, wordsToo || markdownBlock || UNCLEAR_FIELDS.has(key));
+      for (const [key, item] of Object.entries(value))
+        visit(item, wordsToo || markdownBlock || UNCLEAR_FIELDS.has(key));
     }
   };
   visit(args, linkNames);
@@ -32,9 +38,15 @@ export function broadcastsOf(args: Record<string, unknown>): string[] {
 // ---- Discord ---------------------------------------------------------------------------------
 
 /** Whom a message notifies. */
-export interface Pings { everyone: boolean /* @everyone or @here */; roles: string[]; users: string[] }
+export interface Pings {
+  everyone: boolean /* @everyone or @here */;
+  roles: string[];
+  users: string[];
+}
 
-export const mentionedIds = (content: string) => [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1] ?? ""))];
+export const mentionedIds = (content: string) => [
+  ...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1] ?? "")),
+];
 const mentionedRoles = (content: string) => [...new Set([...content.matchAll(/<@&(\d+)>/g)].map((m) => m[1] ?? ""))];
 
 /**
@@ -44,12 +56,23 @@ const mentionedRoles = (content: string) => [...new Set([...content.matchAll(/<@
  */
 export function pingsOf(content: string, allowed: unknown, repliedUserId?: string): Pings {
   const everything = allowed === undefined || allowed === null;
-  const options = (everything ? {} : allowed) as { parse?: unknown; users?: unknown; roles?: unknown; replied_user?: unknown };
+  const options = (everything ? {} : allowed) as {
+    parse?: unknown;
+    users?: unknown;
+    roles?: unknown;
+    replied_user?: unknown;
+  };
   const parse = everything ? ["everyone", "users", "roles"] : (arr(options.parse) ?? []);
-  const only = (list: string[], kind: string, ids: unknown) => (parse.includes(kind) ? list : list.filter((id) => (arr(ids) ?? []).includes(id)));
+  const only = (list: string[], kind: string, ids: unknown) =>
+    parse.includes(kind) ? list : list.filter((id) => (arr(ids) ?? []).includes(id));
   const users = only(mentionedIds(content), "users", options.users);
-  if (repliedUserId && (everything || options.replied_user === true) && !users.includes(repliedUserId)) users.push(repliedUserId);
-  return { everyone: parse.includes("everyone") && /@(?:everyone|here)/.test(content), roles: only(mentionedRoles(content), "roles", options.roles), users };
+  if (repliedUserId && (everything || options.replied_user === true) && !users.includes(repliedUserId))
+    users.push(repliedUserId);
+  return {
+    everyone: parse.includes("everyone") && /@(?:everyone|here)/.test(content),
+    roles: only(mentionedRoles(content), "roles", options.roles),
+    users,
+  };
 }
 
 /** What Discord refuses in allowed_mentions (an unknown kind, or a kind both parsed and listed), as its form error's parts. */
@@ -58,11 +81,19 @@ export function allowedMentionsProblem(allowed: unknown): { field: string; code:
   const options = allowed as { parse?: unknown; users?: unknown; roles?: unknown };
   const parse = arr(options.parse) ?? [];
   if (parse.some((kind) => kind !== "everyone" && kind !== "users" && kind !== "roles")) {
-    return { field: "allowed_mentions.parse", code: "BASE_TYPE_CHOICES", message: "Value must be one of ('roles', 'users', 'everyone')." };
+    return {
+      field: "allowed_mentions.parse",
+      code: "BASE_TYPE_CHOICES",
+      message: "Value must be one of ('roles', 'users', 'everyone').",
+    };
   }
   for (const kind of ["users", "roles"] as const) {
     if (parse.includes(kind) && (arr(options[kind]) ?? []).length > 0) {
-      return { field: "allowed_mentions", code: "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", message: `parse:["${kind}"] and ${kind}: [ids] are mutually exclusive.` };
+      return {
+        field: "allowed_mentions",
+        code: "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+        message: `parse:["${kind}"] and ${kind}: [ids] are mutually exclusive.`,
+      };
     }
   }
   return undefined;

@@ -6,14 +6,26 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 
 /** One scripted tool call; `arguments` is sent verbatim, so it may be broken JSON on purpose. */
-export interface ScriptedToolCall { name: string; arguments: string; id?: string }
+export interface ScriptedToolCall {
+  name: string;
+  arguments: string;
+  id?: string;
+}
 
 /** What the server does for one chat request. */
 export type ScriptedReply =
-  | { content?: string; toolCalls?: ScriptedToolCall[]; finishReason?: string;
-      usage?: { promptTokens?: number; completionTokens?: number }; delayMs?: number }
-  | { error: { status: number; message: string; type?: string; code?: string };
-      headers?: Record<string, string>; delayMs?: number }
+  | {
+      content?: string;
+      toolCalls?: ScriptedToolCall[];
+      finishReason?: string;
+      usage?: { promptTokens?: number; completionTokens?: number };
+      delayMs?: number;
+    }
+  | {
+      error: { status: number; message: string; type?: string; code?: string };
+      headers?: Record<string, string>;
+      delayMs?: number;
+    }
   | { hang: true } // never answers until the client aborts or the server closes
   | { dropConnection: true } // destroys the socket without any response
   | { raw: RawReply; delayMs?: number }; // exactly these bytes, for the shapes real servers send
@@ -36,8 +48,13 @@ export interface RawReply {
 /** The part of the request body the server reads; everything else is kept as sent. */
 export interface ChatCompletionRequestBody {
   model: string;
-  messages: Array<{ role: string; content?: string | Array<{ type: string; text?: string }> | null;
-    tool_calls?: unknown[]; tool_call_id?: string; name?: string }>;
+  messages: Array<{
+    role: string;
+    content?: string | Array<{ type: string; text?: string }> | null;
+    tool_calls?: unknown[];
+    tool_call_id?: string;
+    name?: string;
+  }>;
   tools?: unknown[];
   tool_choice?: unknown;
   stream?: boolean;
@@ -93,7 +110,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      if (!response.headersSent) sendError(response, 500, `scripted model server failed: ${String(error)}`, "server_error");
+      if (!response.headersSent)
+        sendError(response, 500, `scripted model server failed: ${String(error)}`, "server_error");
       else response.destroy();
     });
   });
@@ -125,7 +143,13 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       return sendError(response, 400, "`model` and `messages` are required", "invalid_request_error");
     }
     if (options.models && !options.models.includes(body.model)) {
-      return sendError(response, 404, `The model \`${body.model}\` does not exist`, "invalid_request_error", "model_not_found");
+      return sendError(
+        response,
+        404,
+        `The model \`${body.model}\` does not exist`,
+        "invalid_request_error",
+        "model_not_found",
+      );
     }
     // Rejected before the script is consulted, so a fallback retry gets the entry meant for it.
     if (options.rejectTools && Array.isArray(body.tools) && body.tools.length > 0) {
@@ -133,7 +157,12 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       return sendError(response, 400, message, "BadRequestError");
     }
 
-    if (options.rejectImages && body.messages.some((message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"))) {
+    if (
+      options.rejectImages &&
+      body.messages.some(
+        (message) => Array.isArray(message.content) && message.content.some((part) => part.type === "image_url"),
+      )
+    ) {
       const message = typeof options.rejectImages === "string" ? options.rejectImages : DEFAULT_REJECT_IMAGES_MESSAGE;
       return sendError(response, 400, message, "invalid_request_error");
     }
@@ -146,7 +175,14 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if ("raw" in reply) return writeRaw(response, reply.raw);
     if ("error" in reply) {
       const { status, message, type, code } = reply.error;
-      return sendError(response, status, message, type ?? (status >= 500 ? "server_error" : "invalid_request_error"), code, reply.headers);
+      return sendError(
+        response,
+        status,
+        message,
+        type ?? (status >= 500 ? "server_error" : "invalid_request_error"),
+        code,
+        reply.headers,
+      );
     }
     const answer = buildAnswer(reply, body);
     if (stream) writeStream(response, answer, body.stream_options?.include_usage === true);
@@ -169,7 +205,15 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     const index = position++;
     if (typeof script === "function") return script(body, index);
     // Answer loudly instead of hanging, so a test with too short a script fails with a clear message.
-    return script[index] ?? { error: { status: 500, message: `script exhausted: no reply #${index + 1} (script has ${script.length})`, type: "server_error" } };
+    return (
+      script[index] ?? {
+        error: {
+          status: 500,
+          message: `script exhausted: no reply #${index + 1} (script has ${script.length})`,
+          type: "server_error",
+        },
+      }
+    );
   }
 
   function authorized(request: IncomingMessage): boolean {
@@ -189,11 +233,23 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       function: { name: call.name, arguments: call.arguments },
     }));
     const promptTokens = reply.usage?.promptTokens ?? estimatePromptTokens(body);
-    const completionTokens = reply.usage?.completionTokens
-      ?? Math.max(1, Math.ceil((content.length + toolCalls.reduce((sum, call) => sum + call.function.arguments.length, 0)) / 4));
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const completionTokens =
+      reply.usage?.completionTokens ??
+      Math.max(
+        1,
+        Math.ceil((content.length + toolCalls.reduce((sum, call) => sum + call.function.arguments.length, 0)) / 4),
+      );
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
     const finishReason = reply.finishReason ?? (toolCalls.length > 0 ? "tool_calls" : "stop");
-    const header = { id: `chatcmpl-scripted-${++responseCounter}`, created: Math.floor(Date.now() / 1000), model: body.model };
+    const header = {
+      id: `chatcmpl-scripted-${++responseCounter}`,
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+    };
     const message = {
       role: "assistant" as const,
       content: toolCalls.length > 0 && content === "" ? null : content,
@@ -201,7 +257,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     };
     const completion = {
-      ...header, object: "chat.completion",
+      ...header,
+      object: "chat.completion",
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
       usage,
     };
@@ -213,7 +270,13 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   function writeStream(response: ServerResponse, answer: ReturnType<typeof buildAnswer>, includeUsage: boolean): void {
     response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) => {
-      const chunk = { ...answer.header, object: "chat.completion.chunk", choices, ...(includeUsage ? { usage: null } : {}), ...extra };
+      const chunk = {
+        ...answer.header,
+        object: "chat.completion.chunk",
+        choices,
+        ...(includeUsage ? { usage: null } : {}),
+        ...extra,
+      };
       response.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
     const delta = (value: Record<string, unknown>, finishReason: string | null = null) =>
@@ -222,7 +285,9 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     delta({ role: "assistant", content: "" });
     for (const piece of splitText(answer.content)) delta({ content: piece });
     answer.toolCalls.forEach((call, index) => {
-      delta({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+      delta({
+        tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }],
+      });
       for (let start = 0; start < call.function.arguments.length; start += 8) {
         delta({ tool_calls: [{ index, function: { arguments: call.function.arguments.slice(start, start + 8) } }] });
       }
@@ -232,14 +297,29 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     response.end("data: [DONE]\n\n");
   }
 
-  function sendError(response: ServerResponse, status: number, message: string, type: string,
-    code?: string, headers: Record<string, string> = {}): void {
+  function sendError(
+    response: ServerResponse,
+    status: number,
+    message: string,
+    type: string,
+    code?: string,
+    headers: Record<string, string> = {},
+  ): void {
     sendJson(response, status, { error: { message, type, param: null, code: code ?? null } }, headers);
   }
 
-  function sendJson(response: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  function sendJson(
+    response: ServerResponse,
+    status: number,
+    value: unknown,
+    headers: Record<string, string> = {},
+  ): void {
     const text = JSON.stringify(value);
-    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+    response.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      ...headers,
+    });
     response.end(text);
   }
 
@@ -258,7 +338,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       position = 0;
     },
     push(...replies) {
-      if (typeof script === "function") throw new Error("push() needs an array script; the current script is a function");
+      if (typeof script === "function")
+        throw new Error("push() needs an array script; the current script is a function");
       script.push(...replies);
     },
     close() {

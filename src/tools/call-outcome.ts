@@ -5,7 +5,11 @@
  */
 import type { ToolEnvelope, ToolErrorType } from "./types.js";
 
-export type Outcome = { kind: "returned"; data: unknown } | { kind: "threw"; error: unknown } | { kind: "timeout" } | { kind: "cancelled" };
+export type Outcome =
+  | { kind: "returned"; data: unknown }
+  | { kind: "threw"; error: unknown }
+  | { kind: "timeout" }
+  | { kind: "cancelled" };
 
 export const CANCELLED = "The run was cancelled before this call finished.";
 
@@ -40,10 +44,10 @@ export function errorEnvelope(type: ToolErrorType, message: string): ToolEnvelop
   return { status: "error", error: { type, message } };
 }
 
-
 /** A thrown value as "Type: message" (no stack: the model cannot use one). */
 export function errorText(error: unknown): string {
-  if (error instanceof Error) return error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
+  if (error instanceof Error)
+    return error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
   return String(error);
 }
 
@@ -53,14 +57,26 @@ export function renderForModel(envelope: ToolEnvelope, maxChars: number): { cont
   try {
     full = JSON.stringify(envelope);
   } catch (error) {
-    return renderForModel(errorEnvelope("execution_error", `The tool returned a value that is not JSON (${errorText(error)}).`), maxChars);
+    return renderForModel(
+      errorEnvelope("execution_error", `The tool returned a value that is not JSON (${errorText(error)}).`),
+      maxChars,
+    );
   }
   if (full.length <= maxChars) return { content: full, truncatedChars: 0 };
 
-  const text = envelope.status === "success" ? (typeof envelope.data === "string" ? envelope.data : JSON.stringify(envelope.data)) : envelope.error.message;
+  const text =
+    envelope.status === "success"
+      ? typeof envelope.data === "string"
+        ? envelope.data
+        : JSON.stringify(envelope.data)
+      : envelope.error.message;
   const wrap = (kept: string) => {
     const marked = `${kept} …[cut ${text.length - kept.length} of ${text.length} characters]`;
-    return JSON.stringify(envelope.status === "success" ? { status: "success", data: marked } : { status: "error", error: { ...envelope.error, message: marked } });
+    return JSON.stringify(
+      envelope.status === "success"
+        ? { status: "success", data: marked }
+        : { status: "error", error: { ...envelope.error, message: marked } },
+    );
   };
   // Escaping can lengthen the text, so shrink until the whole envelope fits.
   let keep = Math.max(0, maxChars - (wrap("").length + 8));
@@ -75,7 +91,10 @@ export function renderForModel(envelope: ToolEnvelope, maxChars: number): { cont
 /** The handler's outcome as data; a synchronous throw counts as a throw, not a crash. */
 export function callHandler(call: () => unknown): Promise<Outcome> {
   try {
-    return Promise.resolve(call()).then((data): Outcome => ({ kind: "returned", data }), (error: unknown): Outcome => ({ kind: "threw", error }));
+    return Promise.resolve(call()).then(
+      (data): Outcome => ({ kind: "returned", data }),
+      (error: unknown): Outcome => ({ kind: "threw", error }),
+    );
   } catch (error) {
     return Promise.resolve({ kind: "threw", error });
   }
@@ -103,7 +122,10 @@ export function settleOrCancel<T>(work: Promise<T>, signal: AbortSignal | undefi
   return Promise.race([work, cancelled]).finally(() => signal.removeEventListener("abort", onAbort as () => void));
 }
 
-export function createSemaphore(size: number): { tryAcquire(): (() => void) | undefined; acquire(): Promise<() => void> } {
+export function createSemaphore(size: number): {
+  tryAcquire(): (() => void) | undefined;
+  acquire(): Promise<() => void>;
+} {
   let free = Math.max(1, size);
   const waiting: Array<() => void> = [];
   const release = () => {

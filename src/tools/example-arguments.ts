@@ -41,7 +41,9 @@ interface FreeWords {
 }
 
 function freeWords(text: string, numbersApart: boolean): FreeWords {
-  const quoted = [...text.matchAll(/"([^"]+)"|'([^']+)'|“([^”]+)”/g)].map((match) => (match[1] ?? match[2] ?? match[3] ?? "").trim());
+  const quoted = [...text.matchAll(/"([^"]+)"|'([^']+)'|“([^”]+)”/g)].map((match) =>
+    (match[1] ?? match[2] ?? match[3] ?? "").trim(),
+  );
   const plain = text
     .replace(/"[^"]*"|'[^']*'|“[^”]*”/g, " ")
     .replace(/^[\s,:;-]*(with|for|on|about|of|to)\b/i, " ")
@@ -54,7 +56,12 @@ function freeWords(text: string, numbersApart: boolean): FreeWords {
   return { texts: [...quoted, ...(words ? [words] : [])], numbers };
 }
 
-function objectFor(schema: Schema, pairs: Map<string, string>, free: FreeWords, depth: number): Record<string, unknown> {
+function objectFor(
+  schema: Schema,
+  pairs: Map<string, string>,
+  free: FreeWords,
+  depth: number,
+): Record<string, unknown> {
   const properties = isPlainObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const args: Record<string, unknown> = {};
@@ -98,13 +105,17 @@ function exampleOf(property: unknown, free: FreeWords, depth: number): unknown {
 /** A value the person wrote, read as the property's type; left as text when it does not read as one. */
 function fromText(text: string, property: unknown): unknown {
   const type = isPlainObject(property) ? typeOf(property) : undefined;
-  if ((type === "integer" || type === "number") && text.trim() !== "" && Number.isFinite(Number(text))) return Number(text);
+  if ((type === "integer" || type === "number") && text.trim() !== "" && Number.isFinite(Number(text)))
+    return Number(text);
   if (type === "boolean" && /^(true|false|yes|no)$/i.test(text)) return /^(true|yes)$/i.test(text);
   if (type === "array" || type === "object") {
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      if (type === "array") return text.split(",").map((part) => fromText(part.trim(), isPlainObject(property) ? property.items : undefined));
+      if (type === "array")
+        return text
+          .split(",")
+          .map((part) => fromText(part.trim(), isPlainObject(property) ? property.items : undefined));
     }
   }
   return text;
@@ -117,7 +128,15 @@ function typeOf(property: Schema): string | undefined {
 
 function formatExample(format: unknown): string {
   const now = new Date().toISOString();
-  const examples: Record<string, string> = { date: now.slice(0, 10), "date-time": now, time: now.slice(11, 19), email: "someone@example.com", uri: "https://example.com", url: "https://example.com", uuid: "00000000-0000-4000-8000-000000000000" };
+  const examples: Record<string, string> = {
+    date: now.slice(0, 10),
+    "date-time": now,
+    time: now.slice(11, 19),
+    email: "someone@example.com",
+    uri: "https://example.com",
+    url: "https://example.com",
+    uuid: "00000000-0000-4000-8000-000000000000",
+  };
   return examples[String(format)] ?? "example";
 }
 

@@ -80,7 +80,11 @@ const DEFAULT_CONCURRENCY = 4;
 const MAX_TIMEOUTS_PER_TOOL = 2;
 const MAX_IDENTICAL_CALLS = 2;
 
-export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptions, scope: RunScope): Promise<ToolStepOutcome> {
+export async function executeToolCalls(
+  calls: ToolCall[],
+  options: ExecutorOptions,
+  scope: RunScope,
+): Promise<ToolStepOutcome> {
   const units: Unit[] = [];
   const finished = new Map<string, ToolCallRecord>();
   const byKey = new Map<string, Unit | ToolCallRecord>();
@@ -91,7 +95,9 @@ export async function executeToolCalls(calls: ToolCall[], options: ExecutorOptio
     else units.push(plan.unit);
   }
   const decide = (unit: Unit) => askGate(unit, options, scope);
-  return endEveryCall(scope, (tracked) => schedule(units, decide, callHandlerOf, options, tracked).then((results) => collect(calls, finished, results)));
+  return endEveryCall(scope, (tracked) =>
+    schedule(units, decide, callHandlerOf, options, tracked).then((results) => collect(calls, finished, results)),
+  );
 }
 
 /** Continue a paused step: approved calls run, denied ones get `denied`, waiting ones stay pending. */
@@ -105,9 +111,22 @@ export async function resumeToolCalls(
   const finished = new Map<string, ToolCallRecord>();
   for (const waiting of pending) {
     const tool = options.registry.get(waiting.call.function.name);
-    const unit: Unit | undefined = tool && { ...waiting, tool, key: callKey(waiting.call.function.name, waiting.arguments) };
+    const unit: Unit | undefined = tool && {
+      ...waiting,
+      tool,
+      key: callKey(waiting.call.function.name, waiting.arguments),
+    };
     if (unit) units.push(unit);
-    else finished.set(waiting.call.id, errorRecord(waiting.call, "tool_not_found", `Tool '${waiting.call.function.name}' is no longer available.`, options));
+    else
+      finished.set(
+        waiting.call.id,
+        errorRecord(
+          waiting.call,
+          "tool_not_found",
+          `Tool '${waiting.call.function.name}' is no longer available.`,
+          options,
+        ),
+      );
   }
   const decide = async (unit: Unit): Promise<ApprovalDecision | "pending"> => {
     const decision = decisions[unit.call.id];
@@ -121,8 +140,13 @@ export async function resumeToolCalls(
     if (!resume) throw new Error(`'${unit.tool.definition.name}' paused but cannot be resumed.`);
     return resume(unit.nested.state, decisions, context);
   };
-  const calls = pending.flatMap((waiting) => [waiting.call, ...waiting.duplicateIds.map((id) => ({ ...waiting.call, id }))]);
-  return endEveryCall(scope, (tracked) => schedule(units, decide, invoke, options, tracked).then((results) => collect(calls, finished, results)));
+  const calls = pending.flatMap((waiting) => [
+    waiting.call,
+    ...waiting.duplicateIds.map((id) => ({ ...waiting.call, id })),
+  ]);
+  return endEveryCall(scope, (tracked) =>
+    schedule(units, decide, invoke, options, tracked).then((results) => collect(calls, finished, results)),
+  );
 }
 
 /**
@@ -130,7 +154,10 @@ export async function resumeToolCalls(
  * already; one refused before it ran (unknown tool, invalid arguments, a repeat, denied by a person,
  * cancelled while it waited) or sharing an identical call's result gets it here, in the model's order.
  */
-async function endEveryCall(scope: RunScope, step: (scope: RunScope) => Promise<ToolStepOutcome>): Promise<ToolStepOutcome> {
+async function endEveryCall(
+  scope: RunScope,
+  step: (scope: RunScope) => Promise<ToolStepOutcome>,
+): Promise<ToolStepOutcome> {
   const ended = new Set<string>();
   const tracked: RunScope = {
     ...scope,
@@ -140,7 +167,8 @@ async function endEveryCall(scope: RunScope, step: (scope: RunScope) => Promise<
     },
   };
   const outcome = await step(tracked);
-  for (const record of outcome.records) if (!ended.has(record.id)) scope.emit?.({ type: "tool_end", runId: scope.runId, record });
+  for (const record of outcome.records)
+    if (!ended.has(record.id)) scope.emit?.({ type: "tool_end", runId: scope.runId, record });
   return outcome;
 }
 
@@ -164,7 +192,12 @@ interface Unit extends PendingToolCall, CallToRun {}
 
 type Plan = { unit: Unit } | { record: ToolCallRecord } | { duplicateOf: Unit | ToolCallRecord };
 
-function planCall(call: ToolCall, options: ExecutorOptions, scope: RunScope, byKey: Map<string, Unit | ToolCallRecord>): Plan {
+function planCall(
+  call: ToolCall,
+  options: ExecutorOptions,
+  scope: RunScope,
+  byKey: Map<string, Unit | ToolCallRecord>,
+): Plan {
   const { name, arguments: raw } = call.function;
   const parsed = parseToolArguments(raw);
   const tool = options.registry.get(name);
@@ -178,21 +211,37 @@ function planCall(call: ToolCall, options: ExecutorOptions, scope: RunScope, byK
       record: { ...errorRecord(call, type, message, options), ...extra },
     });
     if (!tool) return fail("tool_not_found", unknownToolMessage(name, options.registry));
-    if (!parsed.ok) return fail("invalid_arguments", `${parsed.message}. Send the arguments as one JSON object.`, { repairs: parsed.repairs });
-    if (!validated?.ok) return fail("invalid_arguments", validated?.message ?? "invalid arguments", { repairs: parsed.repairs });
+    if (!parsed.ok)
+      return fail("invalid_arguments", `${parsed.message}. Send the arguments as one JSON object.`, {
+        repairs: parsed.repairs,
+      });
+    if (!validated?.ok)
+      return fail("invalid_arguments", validated?.message ?? "invalid arguments", { repairs: parsed.repairs });
     const args = validated.value;
     const repairs = [...parsed.repairs, ...validated.repairs];
     const known = { arguments: args, repairs };
     if ((scope.state.timeouts[name] ?? 0) >= MAX_TIMEOUTS_PER_TOOL) {
-      return fail("timeout", `'${name}' timed out ${MAX_TIMEOUTS_PER_TOOL} times in this run and will not be run again in this run; find another way or answer with what you have.`, known);
+      return fail(
+        "timeout",
+        `'${name}' timed out ${MAX_TIMEOUTS_PER_TOOL} times in this run and will not be run again in this run; find another way or answer with what you have.`,
+        known,
+      );
     }
     if (scope.state.unknownOutcome.includes(key)) {
-      return fail("timeout", `This exact '${name}' call timed out earlier and its outcome is unknown, so it is not retried automatically; tell the user it may or may not have happened.`, known);
+      return fail(
+        "timeout",
+        `This exact '${name}' call timed out earlier and its outcome is unknown, so it is not retried automatically; tell the user it may or may not have happened.`,
+        known,
+      );
     }
     const count = (scope.state.callCounts[key] ?? 0) + 1;
     scope.state.callCounts[key] = count;
     if (count > MAX_IDENTICAL_CALLS) {
-      return fail("repeated_call", `'${name}' was already called ${MAX_IDENTICAL_CALLS} times with these exact arguments in this run; the result will not change. Use the earlier result, change the arguments, or answer.`, known);
+      return fail(
+        "repeated_call",
+        `'${name}' was already called ${MAX_IDENTICAL_CALLS} times with these exact arguments in this run; the result will not change. Use the earlier result, change the arguments, or answer.`,
+        known,
+      );
     }
     return { unit: { call, tool, arguments: args, repairs, key, duplicateIds: [] } };
   })();
@@ -247,26 +296,52 @@ async function schedule(
     let approval: ApprovalDecision | undefined;
     // A paused call's own decision was made before it first ran; what it waits for now is decided inside it.
     if (unit.tool.definition.dangerous && !unit.nested) {
-      const refuse = (by: string, reason: string): ApprovalDecision => ({ approved: false, by, reason, argumentsHash: argumentsHash(unit.arguments) });
+      const refuse = (by: string, reason: string): ApprovalDecision => ({
+        approved: false,
+        by,
+        reason,
+        argumentsHash: argumentsHash(unit.arguments),
+      });
       // A question nobody answers must not outlive a cancelled run.
-      const decision = await settleOrCancel(decideInTurn(unit), scope.signal, () => refuse("cancelled", "the run was cancelled")).catch((error: unknown) =>
-        refuse("error", `the approval could not be asked: ${errorText(error)}`),
-      );
+      const decision = await settleOrCancel(decideInTurn(unit), scope.signal, () =>
+        refuse("cancelled", "the run was cancelled"),
+      ).catch((error: unknown) => refuse("error", `the approval could not be asked: ${errorText(error)}`));
       if (decision === "pending") return { pending: { ...toPending(unit), approval: approvalRequest(unit, scope) } };
       approval = decision;
       if (!decision.approved) {
         const why = decision.reason ? ` (${decision.reason})` : "";
-        return { record: { ...errorRecord(unit.call, "denied", `A person did not approve this call${why}; it was not run. Do not retry it; tell the user.`, options), arguments: unit.arguments, repairs: unit.repairs, dangerous: true, approval } };
+        return {
+          record: {
+            ...errorRecord(
+              unit.call,
+              "denied",
+              `A person did not approve this call${why}; it was not run. Do not retry it; tell the user.`,
+              options,
+            ),
+            arguments: unit.arguments,
+            repairs: unit.repairs,
+            dangerous: true,
+            approval,
+          },
+        };
       }
     }
     const release = slots.tryAcquire() ?? (await slots.acquire());
     try {
       // A call still waiting (for a slot, a dependency or a person) when the run was cancelled never starts.
       if (scope.signal?.aborted) {
-        return { record: { ...errorRecord(unit.call, "execution_error", CANCELLED, options), arguments: unit.arguments, repairs: unit.repairs, ...(approval ? { approval } : {}) } };
+        return {
+          record: {
+            ...errorRecord(unit.call, "execution_error", CANCELLED, options),
+            arguments: unit.arguments,
+            repairs: unit.repairs,
+            ...(approval ? { approval } : {}),
+          },
+        };
       }
       const ran = await runCall(unit, invoke, options, scope, approval);
-      if (ran instanceof ToolPause) return { pending: { ...toPending(unit), nested: { requests: ran.requests, state: ran.state } } };
+      if (ran instanceof ToolPause)
+        return { pending: { ...toPending(unit), nested: { requests: ran.requests, state: ran.state } } };
       return { record: ran };
     } finally {
       release();
@@ -278,12 +353,20 @@ async function schedule(
 }
 
 function toPending({ call, arguments: args, repairs, duplicateIds, approval, nested }: Unit): PendingToolCall {
-  return { call, arguments: args, repairs, duplicateIds, ...(approval ? { approval } : {}), ...(nested ? { nested } : {}) };
+  return {
+    call,
+    arguments: args,
+    repairs,
+    duplicateIds,
+    ...(approval ? { approval } : {}),
+    ...(nested ? { nested } : {}),
+  };
 }
 
 async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): Promise<ApprovalDecision | "pending"> {
   const request = approvalRequest(unit, scope);
-  if (!options.approve) return { approved: false, by: "policy", reason: "no approver is configured", argumentsHash: request.argumentsHash };
+  if (!options.approve)
+    return { approved: false, by: "policy", reason: "no approver is configured", argumentsHash: request.argumentsHash };
   scope.emit?.({ type: "approval_requested", runId: scope.runId, request });
   return options.approve(request);
 }
@@ -300,7 +383,11 @@ function approvalRequest(unit: Unit, scope: RunScope): ApprovalRequest {
   };
 }
 
-function collect(calls: ToolCall[], finished: Map<string, ToolCallRecord>, results: Map<Unit, UnitResult>): ToolStepOutcome {
+function collect(
+  calls: ToolCall[],
+  finished: Map<string, ToolCallRecord>,
+  results: Map<Unit, UnitResult>,
+): ToolStepOutcome {
   const pending: PendingToolCall[] = [];
   for (const [unit, result] of results) {
     if ("pending" in result) pending.push(result.pending);

@@ -18,9 +18,16 @@ export type Relation = "synonym" | "similar" | "broader" | "family" | "definitio
  * How much a related word stands for the word it is related to, by relation, and the factor by
  * which each rarer sense counts less: shared by ranking and by learning's borrowing.
  */
-const RELATION_WEIGHTS: Record<Relation, number> = { synonym: 0.6, similar: 0.4, family: 0.5, broader: 0.25, definition: 0.15 };
+const RELATION_WEIGHTS: Record<Relation, number> = {
+  synonym: 0.6,
+  similar: 0.4,
+  family: 0.5,
+  broader: 0.25,
+  definition: 0.15,
+};
 const SENSE_DECAY = 0.7;
-export const relationWeight = (relation: Relation, sense: number): number => RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
+export const relationWeight = (relation: Relation, sense: number): number =>
+  RELATION_WEIGHTS[relation] * SENSE_DECAY ** sense;
 
 export interface RelatedWord {
   /** A word or phrase, lowercase, with spaces between the words of a phrase. */
@@ -44,7 +51,13 @@ export interface Lexicon {
 const SENSES_PER_POS = 3;
 const CACHE_LIMIT = 20_000;
 const PARTS_OF_SPEECH = ["noun", "verb", "adj", "adv"] as const;
-const POS_FILE: Record<string, (typeof PARTS_OF_SPEECH)[number]> = { n: "noun", v: "verb", a: "adj", s: "adj", r: "adv" };
+const POS_FILE: Record<string, (typeof PARTS_OF_SPEECH)[number]> = {
+  n: "noun",
+  v: "verb",
+  a: "adj",
+  s: "adj",
+  r: "adv",
+};
 
 let loaded: Lexicon | null | undefined;
 
@@ -64,7 +77,10 @@ function loadWordNet(): Lexicon | null {
   const files = new Map<string, { index: Buffer; data: Buffer }>();
   try {
     for (const pos of PARTS_OF_SPEECH) {
-      files.set(pos, { index: readFileSync(join(directory, `index.${pos}`)), data: readFileSync(join(directory, `data.${pos}`)) });
+      files.set(pos, {
+        index: readFileSync(join(directory, `index.${pos}`)),
+        data: readFileSync(join(directory, `data.${pos}`)),
+      });
     }
   } catch {
     return null;
@@ -103,7 +119,9 @@ function lookUp(word: string, files: Map<string, { index: Buffer; data: Buffer }
   for (const pos of PARTS_OF_SPEECH) {
     const file = files.get(pos);
     if (!file) continue;
-    const line = baseForms(word, pos).map((form) => findIndexLine(file.index, form)).find((entry) => entry !== undefined);
+    const line = baseForms(word, pos)
+      .map((form) => findIndexLine(file.index, form))
+      .find((entry) => entry !== undefined);
     if (!line) continue;
     // index line: lemma pos synset_count pointer_count [pointers...] sense_count tagsense_count offsets...
     const fields = line.trim().split(" ");
@@ -129,7 +147,7 @@ function lookUp(word: string, files: Map<string, { index: Buffer; data: Buffer }
 const POINTER_RELATIONS: Record<string, Relation> = {
   "&": "similar", // an adjective's near synonyms ("present": current)
   "^": "similar", // also see
-  "$": "similar", // verb group: senses of a verb that mean nearly the same
+  $: "similar", // verb group: senses of a verb that mean nearly the same
   "*": "broader", // entailment: what doing it involves ("snore": sleep)
   "@": "broader", // hypernym
   "@i": "broader", // instance hypernym
@@ -166,7 +184,10 @@ function readSynset(data: Buffer, offset: number): Synset | undefined {
 
 /** "gummed_label" is "gummed label"; an adjective's "(a)" marker goes. */
 function lemmaText(raw: string): string {
-  return raw.replace(/\(.*\)$/, "").replace(/_/g, " ").toLowerCase();
+  return raw
+    .replace(/\(.*\)$/, "")
+    .replace(/_/g, " ")
+    .toLowerCase();
 }
 
 /** The definition without its quoted examples: "an adhesive label". */
@@ -185,12 +206,22 @@ function baseForms(word: string, pos: (typeof PARTS_OF_SPEECH)[number]): string[
   if (space !== -1) {
     if (pos === "verb") {
       const rest = word.slice(space);
-      return [word, ...baseForms(word.slice(0, space), pos).slice(1).map((form) => form + rest)];
+      return [
+        word,
+        ...baseForms(word.slice(0, space), pos)
+          .slice(1)
+          .map((form) => form + rest),
+      ];
     }
     if (pos === "noun") {
       const last = word.lastIndexOf(" ");
       const start = word.slice(0, last + 1);
-      return [word, ...baseForms(word.slice(last + 1), pos).slice(1).map((form) => start + form)];
+      return [
+        word,
+        ...baseForms(word.slice(last + 1), pos)
+          .slice(1)
+          .map((form) => start + form),
+      ];
     }
     return [word];
   }
@@ -233,9 +264,32 @@ const IRREGULAR_VERBS = new Map<string, string>(
 );
 
 // WordNet's own detachment rules (morphy).
-const NOUN_ENDINGS: Array<[string, string]> = [["s", ""], ["ses", "s"], ["xes", "x"], ["zes", "z"], ["ches", "ch"], ["shes", "sh"], ["men", "man"], ["ies", "y"]];
-const VERB_ENDINGS: Array<[string, string]> = [["s", ""], ["ies", "y"], ["es", "e"], ["es", ""], ["ed", "e"], ["ed", ""], ["ing", "e"], ["ing", ""]];
-const ADJECTIVE_ENDINGS: Array<[string, string]> = [["er", ""], ["est", ""], ["er", "e"], ["est", "e"]];
+const NOUN_ENDINGS: Array<[string, string]> = [
+  ["s", ""],
+  ["ses", "s"],
+  ["xes", "x"],
+  ["zes", "z"],
+  ["ches", "ch"],
+  ["shes", "sh"],
+  ["men", "man"],
+  ["ies", "y"],
+];
+const VERB_ENDINGS: Array<[string, string]> = [
+  ["s", ""],
+  ["ies", "y"],
+  ["es", "e"],
+  ["es", ""],
+  ["ed", "e"],
+  ["ed", ""],
+  ["ing", "e"],
+  ["ing", ""],
+];
+const ADJECTIVE_ENDINGS: Array<[string, string]> = [
+  ["er", ""],
+  ["est", ""],
+  ["er", "e"],
+  ["est", "e"],
+];
 
 /** Binary search of a sorted index file for the line of `lemma` (spaces written as underscores). */
 function findIndexLine(index: Buffer, lemma: string): string | undefined {

@@ -16,9 +16,12 @@ export async function loadToolModules(specifiers: string[], cwd = process.cwd())
   const groups: ToolGroup[] = [];
   for (const specifier of specifiers) {
     const path = resolve(cwd, specifier);
-    const isFile = looksLikePath(specifier) || existsSync(path) || (SCRIPT_EXTENSION.test(specifier) && /^[^@].*\//.test(specifier));
+    const isFile =
+      looksLikePath(specifier) || existsSync(path) || (SCRIPT_EXTENSION.test(specifier) && /^[^@].*\//.test(specifier));
     if (isFile && !existsSync(path)) {
-      throw new ToolDefinitionError(`Could not load the tool module '${specifier}': there is no file ${path} (a relative path is read from the current directory, ${cwd}); check the path in GLASSBOX_TOOLS or --tools.`);
+      throw new ToolDefinitionError(
+        `Could not load the tool module '${specifier}': there is no file ${path} (a relative path is read from the current directory, ${cwd}); check the path in GLASSBOX_TOOLS or --tools.`,
+      );
     }
     let module: { default?: unknown };
     try {
@@ -46,7 +49,12 @@ function looksLikePath(specifier: string): boolean {
 const SCRIPT_EXTENSION = /\.[cm]?[jt]sx?$/;
 
 /** Why an import failed, said of the user's own file and line, never of glassbox's insides. */
-async function describeLoadFailure(error: unknown, file: string | undefined, specifier: string, cwd: string): Promise<string> {
+async function describeLoadFailure(
+  error: unknown,
+  file: string | undefined,
+  specifier: string,
+  cwd: string,
+): Promise<string> {
   const { code, message = String(error), name } = (error ?? {}) as { code?: string; message?: string; name?: string };
   if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
     // The specifier itself is missing, or something the user's module imports is.
@@ -62,7 +70,9 @@ async function describeLoadFailure(error: unknown, file: string | undefined, spe
     const transformed = /^(.+?:\d+:\d+): ERROR: (.+)$/m.exec(message);
     if (transformed) return `a syntax error at ${transformed[1]}: ${transformed[2]}`;
     const place = file && SCRIPT_EXTENSION.test(file) ? await syntaxErrorPlace(file) : undefined;
-    return place ? `a syntax error at ${place}: ${firstLine(message)}` : `a syntax error in a module it imports: ${firstLine(message)}`;
+    return place
+      ? `a syntax error at ${place}: ${firstLine(message)}`
+      : `a syntax error in a module it imports: ${firstLine(message)}`;
   }
   const at = firstUserFrame(error);
   return `it threw while loading: ${name ?? "Error"}: ${firstLine(message)}${at ? ` (at ${at})` : ""}`;
@@ -70,7 +80,10 @@ async function describeLoadFailure(error: unknown, file: string | undefined, spe
 
 /** "pkg" of "pkg/sub", "@scope/pkg" of "@scope/pkg/sub": the name Node says it cannot find. */
 function packageName(specifier: string): string {
-  return specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+  return specifier
+    .split("/")
+    .slice(0, specifier.startsWith("@") ? 2 : 1)
+    .join("/");
 }
 
 /** "/path/tools.mjs:3" from `node --check`, or undefined when the file itself parses. */

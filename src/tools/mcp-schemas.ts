@@ -15,7 +15,19 @@ export interface SchemaChecker {
 /** Keywords whose values are subschemas: by name, as a list, or one schema. */
 const SCHEMA_MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 const SCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
-const SCHEMA_VALUES = ["items", "additionalItems", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"];
+const SCHEMA_VALUES = [
+  "items",
+  "additionalItems",
+  "additionalProperties",
+  "not",
+  "if",
+  "then",
+  "else",
+  "contains",
+  "propertyNames",
+  "unevaluatedItems",
+  "unevaluatedProperties",
+];
 
 /**
  * MCP schemas follow any JSON Schema draft and may carry keywords and formats the registry's strict
@@ -25,7 +37,14 @@ const SCHEMA_VALUES = ["items", "additionalItems", "additionalProperties", "not"
  */
 export function createSchemaChecker(): SchemaChecker {
   // The registry's options (src/tools/registry.ts), so what compiles here registers there.
-  const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
+  const ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    useDefaults: true,
+    strict: true,
+    strictTypes: false,
+    allowUnionTypes: true,
+  });
   addFormats(ajv);
   const known = (keyword: string) => keyword === "$id" || ajv.RULES.keywords[keyword] === true;
 

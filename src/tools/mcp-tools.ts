@@ -27,22 +27,37 @@ export interface McpToolLog {
 }
 
 /** A server's tools as glassbox tools named `server__tool`; those whose schema cannot be used are left out, with a warning. */
-export function toolsOf(connection: McpToolSource, schemas: SchemaChecker, taken: Set<string>, log: McpToolLog): AnyTool[] {
+export function toolsOf(
+  connection: McpToolSource,
+  schemas: SchemaChecker,
+  taken: Set<string>,
+  log: McpToolLog,
+): AnyTool[] {
   const { name: server, config } = connection;
   const dangerousNames = new Set(config.dangerous ?? []);
   const tools: AnyTool[] = [];
   for (const tool of connection.offered().values()) {
     const fields = { server, tool: tool.name };
     if (tool.execution?.taskSupport === "required") {
-      log.warn(fields, `MCP tool '${tool.name}' of server '${server}' is left out: it only runs as a task, which glassbox does not support`);
+      log.warn(
+        fields,
+        `MCP tool '${tool.name}' of server '${server}' is left out: it only runs as a task, which glassbox does not support`,
+      );
       continue;
     }
     const checked = schemas.normalise(tool.inputSchema);
     if ("error" in checked) {
-      log.warn({ ...fields, error: checked.error }, `MCP tool '${tool.name}' of server '${server}' is left out: its input schema does not compile (${checked.error})`);
+      log.warn(
+        { ...fields, error: checked.error },
+        `MCP tool '${tool.name}' of server '${server}' is left out: its input schema does not compile (${checked.error})`,
+      );
       continue;
     }
-    if (checked.dropped.length > 0) log.info({ ...fields, dropped: checked.dropped }, `MCP tool '${tool.name}' of server '${server}': schema keywords ajv cannot check were dropped`);
+    if (checked.dropped.length > 0)
+      log.info(
+        { ...fields, dropped: checked.dropped },
+        `MCP tool '${tool.name}' of server '${server}': schema keywords ajv cannot check were dropped`,
+      );
     const name = uniqueName(`${server}__${tool.name}`, taken);
     const annotations = tool.annotations ?? {};
     const destructive = annotations.destructiveHint === true && annotations.readOnlyHint !== true;
@@ -59,7 +74,10 @@ export function toolsOf(connection: McpToolSource, schemas: SchemaChecker, taken
   }
   for (const listed of dangerousNames) {
     if (connection.offered().size > 0 && !connection.offered().has(listed)) {
-      log.warn({ server, tool: listed }, `MCP server '${server}' has no tool '${listed}' (listed in "dangerous"); check the name`);
+      log.warn(
+        { server, tool: listed },
+        `MCP server '${server}' has no tool '${listed}' (listed in "dangerous"); check the name`,
+      );
     }
   }
   return tools;
@@ -77,9 +95,14 @@ function uniqueName(wanted: string, taken: Set<string>): string {
 }
 
 /** What the model reads: structured content if any, else the content as text. An error result throws. */
-export function resultData(result: Pick<CallToolResult, "content" | "structuredContent" | "isError">, server: string, tool: string): unknown {
+export function resultData(
+  result: Pick<CallToolResult, "content" | "structuredContent" | "isError">,
+  server: string,
+  tool: string,
+): unknown {
   const text = (result.content ?? []).map(describeContent).join("\n");
-  if (result.isError) throw new Error(text.trim() || `The MCP tool '${tool}' on server '${server}' failed without saying why.`);
+  if (result.isError)
+    throw new Error(text.trim() || `The MCP tool '${tool}' on server '${server}' failed without saying why.`);
   return result.structuredContent ?? text;
 }
 
@@ -93,7 +116,9 @@ function describeContent(block: ContentBlock): string {
     case "resource_link":
       return `[resource link: ${block.uri}${block.name ? ` (${block.name})` : ""}]`;
     case "resource":
-      return "text" in block.resource ? block.resource.text : `[resource: ${block.resource.uri}${block.resource.mimeType ? ` (${block.resource.mimeType})` : ""}]`;
+      return "text" in block.resource
+        ? block.resource.text
+        : `[resource: ${block.resource.uri}${block.resource.mimeType ? ` (${block.resource.mimeType})` : ""}]`;
     default:
       return `[${(block as { type: string }).type}]`;
   }

@@ -67,7 +67,10 @@ const SDK_REQUEST_TIMEOUT_MS = 3_600_000;
  * Connects every configured server, lists its tools (all pages) and turns them into glassbox tools.
  * Never throws for a server: one that cannot be reached is logged and has no tools.
  */
-export async function connectMcpServers(servers: Record<string, McpServerConfig>, options: McpConnectOptions): Promise<McpServers> {
+export async function connectMcpServers(
+  servers: Record<string, McpServerConfig>,
+  options: McpConnectOptions,
+): Promise<McpServers> {
   const entries = Object.entries(servers);
   if (entries.length === 0) return { tools: [], status: () => [], close: async () => {} };
   // Loaded here, so reading the configuration never pays for the SDK.
@@ -162,14 +165,23 @@ function createConnection(name: string, config: McpServerConfig, sdk: Sdk, optio
 
   const createTransport = (): Transport => {
     if ("url" in config) {
-      return new sdk.StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
+      return new sdk.StreamableHTTPClientTransport(new URL(config.url), {
+        requestInit: { headers: config.headers ?? {} },
+      });
     }
-    const transport = new sdk.StdioClientTransport({ command: config.command, args: config.args ?? [], env: config.env ?? {}, ...(config.cwd ? { cwd: config.cwd } : {}), stderr: "pipe" });
+    const transport = new sdk.StdioClientTransport({
+      command: config.command,
+      args: config.args ?? [],
+      env: config.env ?? {},
+      ...(config.cwd ? { cwd: config.cwd } : {}),
+      stderr: "pipe",
+    });
     // The server's stderr goes to the debug log; its last lines explain a crash.
     transport.stderr?.on("data", (chunk: Buffer) => {
       const text = chunk.toString();
       stderrTail = (stderrTail + text).slice(-500);
-      for (const line of text.split("\n")) if (line.trim()) log.debug({ ...fields, stderr: line }, `MCP server '${name}' says`);
+      for (const line of text.split("\n"))
+        if (line.trim()) log.debug({ ...fields, stderr: line }, `MCP server '${name}' says`);
     });
     return transport;
   };
@@ -180,7 +192,10 @@ function createConnection(name: string, config: McpServerConfig, sdk: Sdk, optio
     client = undefined;
     state = "reconnecting";
     lastError = withStderr(reason);
-    log.warn({ ...fields, error: lastError }, `MCP server '${name}' disconnected (${lastError}); reconnecting, its tools fail meanwhile`);
+    log.warn(
+      { ...fields, error: lastError },
+      `MCP server '${name}' disconnected (${lastError}); reconnecting, its tools fail meanwhile`,
+    );
     void lost.close().catch(() => undefined);
     scheduleReconnect();
   };
@@ -200,7 +215,10 @@ function createConnection(name: string, config: McpServerConfig, sdk: Sdk, optio
           if (state === "closed") return;
           failures++;
           lastError = withStderr(errorMessage(error));
-          log.warn({ ...fields, error: lastError, attempt: failures }, `MCP server '${name}' could not be reconnected (${lastError}); trying again`);
+          log.warn(
+            { ...fields, error: lastError, attempt: failures },
+            `MCP server '${name}' could not be reconnected (${lastError}); trying again`,
+          );
           scheduleReconnect();
         },
       );
@@ -218,14 +236,20 @@ function createConnection(name: string, config: McpServerConfig, sdk: Sdk, optio
       log.info({ ...fields, tools: offered.size }, `MCP server '${name}' changed its tool list`);
       noteNewTools();
     } catch (error) {
-      log.warn({ ...fields, error: errorMessage(error) }, `MCP server '${name}' changed its tool list but it could not be read again`);
+      log.warn(
+        { ...fields, error: errorMessage(error) },
+        `MCP server '${name}' changed its tool list but it could not be read again`,
+      );
     }
   };
 
   const noteNewTools = (): void => {
     const added = [...offered.keys()].filter((tool) => !registered.has(tool));
     if (added.length > 0) {
-      log.info({ ...fields, added }, `MCP server '${name}' now offers tools that glassbox registers only at startup: ${added.join(", ")}`);
+      log.info(
+        { ...fields, added },
+        `MCP server '${name}' now offers tools that glassbox registers only at startup: ${added.join(", ")}`,
+      );
     }
   };
 
@@ -254,23 +278,34 @@ function createConnection(name: string, config: McpServerConfig, sdk: Sdk, optio
       } catch (error) {
         if (state !== "closed") state = "failed";
         lastError = withStderr(errorMessage(error));
-        log.warn({ ...fields, error: lastError }, `MCP server '${name}' could not be reached at startup (${lastError}); its tools are left out until glassbox restarts`);
+        log.warn(
+          { ...fields, error: lastError },
+          `MCP server '${name}' could not be reached at startup (${lastError}); its tools are left out until glassbox restarts`,
+        );
       }
     },
 
     async call(tool, args, signal) {
       const current = client;
       if (!current || state !== "connected") {
-        throw new Error(`MCP server '${name}' is not connected (${state === "closed" ? "closed" : "reconnecting"}); try again later or use another way.`);
+        throw new Error(
+          `MCP server '${name}' is not connected (${state === "closed" ? "closed" : "reconnecting"}); try again later or use another way.`,
+        );
       }
-      if (!offered.has(tool)) throw new Error(`MCP server '${name}' no longer offers the tool '${tool}'; use another way.`);
+      if (!offered.has(tool))
+        throw new Error(`MCP server '${name}' no longer offers the tool '${tool}'; use another way.`);
       let result: Awaited<ReturnType<Client["callTool"]>>;
       try {
-        result = await current.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: SDK_REQUEST_TIMEOUT_MS });
+        result = await current.callTool({ name: tool, arguments: args }, undefined, {
+          signal,
+          timeout: SDK_REQUEST_TIMEOUT_MS,
+        });
       } catch (error) {
         if (signal.aborted || !isConnectionFailure(error)) throw error;
         lose(current, errorMessage(error));
-        throw new Error(`MCP server '${name}' disconnected before '${tool}' answered (${errorMessage(error)}), so it may or may not have taken effect; the server is reconnecting.`);
+        throw new Error(
+          `MCP server '${name}' disconnected before '${tool}' answered (${errorMessage(error)}), so it may or may not have taken effect; the server is reconnecting.`,
+        );
       }
       // Servers of the oldest protocol version answer with `toolResult`.
       return "toolResult" in result ? result.toolResult : resultData(result, name, tool);

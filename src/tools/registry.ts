@@ -49,12 +49,20 @@ export class ToolDefinitionError extends Error {
 
 export function createToolRegistry(tools: AnyTool[]): ToolRegistry {
   // verbose puts the offending value on each error, so a message can say what the model sent.
-  const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, strictTypes: false, allowUnionTypes: true });
+  const ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    useDefaults: true,
+    strict: true,
+    strictTypes: false,
+    allowUnionTypes: true,
+  });
   addFormats(ajv);
   const byName = new Map<string, RegisteredTool>();
   for (const tool of tools) {
     checkDefinition(tool);
-    if (byName.has(tool.name)) throw new ToolDefinitionError(`Tool '${tool.name}' is registered twice; tool names must be unique.`);
+    if (byName.has(tool.name))
+      throw new ToolDefinitionError(`Tool '${tool.name}' is registered twice; tool names must be unique.`);
     byName.set(tool.name, { definition: tool, validate: compileValidator(ajv, tool) });
   }
   checkDependencies([...byName.values()].map((tool) => tool.definition));
@@ -75,7 +83,10 @@ function registryOver(byName: Map<string, RegisteredTool>): ToolRegistry {
       const chosen = new Map<string, RegisteredTool>();
       for (const name of names) {
         const tool = byName.get(name);
-        if (!tool) throw new ToolDefinitionError(`No tool named '${name}' to choose; registered tools: ${[...byName.keys()].join(", ")}.`);
+        if (!tool)
+          throw new ToolDefinitionError(
+            `No tool named '${name}' to choose; registered tools: ${[...byName.keys()].join(", ")}.`,
+          );
         chosen.set(name, tool);
       }
       return registryOver(chosen);
@@ -85,14 +96,28 @@ function registryOver(byName: Map<string, RegisteredTool>): ToolRegistry {
 }
 
 function checkDefinition(tool: AnyTool): void {
-  if (!isPlainObject(tool)) throw new ToolDefinitionError(`A tool must be an object with name, description, parameters and handler; got ${typeof tool}.`);
-  const fail = (problem: string) => new ToolDefinitionError(`Tool '${String(tool.name)}': ${problem}`, typeof tool.name === "string" ? tool.name : undefined);
-  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) throw fail("the name must be 1-64 letters, digits, '_' or '-'.");
-  if (typeof tool.description !== "string" || tool.description.trim() === "") throw fail("a description is required, so the model knows when to call it.");
-  if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object") throw fail('parameters must be a JSON Schema with type "object".');
+  if (!isPlainObject(tool))
+    throw new ToolDefinitionError(
+      `A tool must be an object with name, description, parameters and handler; got ${typeof tool}.`,
+    );
+  const fail = (problem: string) =>
+    new ToolDefinitionError(
+      `Tool '${String(tool.name)}': ${problem}`,
+      typeof tool.name === "string" ? tool.name : undefined,
+    );
+  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name))
+    throw fail("the name must be 1-64 letters, digits, '_' or '-'.");
+  if (typeof tool.description !== "string" || tool.description.trim() === "")
+    throw fail("a description is required, so the model knows when to call it.");
+  if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object")
+    throw fail('parameters must be a JSON Schema with type "object".');
   if (typeof tool.handler !== "function") throw fail("handler must be a function.");
-  if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0)) throw fail("timeoutMs must be a positive number of milliseconds.");
-  if (tool.dependsOn !== undefined && !(Array.isArray(tool.dependsOn) && tool.dependsOn.every((name) => typeof name === "string"))) {
+  if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
+    throw fail("timeoutMs must be a positive number of milliseconds.");
+  if (
+    tool.dependsOn !== undefined &&
+    !(Array.isArray(tool.dependsOn) && tool.dependsOn.every((name) => typeof name === "string"))
+  ) {
     throw fail("dependsOn must be a list of tool names.");
   }
 }
@@ -104,7 +129,8 @@ function checkDependencies(tools: AnyTool[]): void {
   const done = new Set<string>();
   const visit = (name: string, path: string[]): void => {
     if (done.has(name)) return;
-    if (visiting.has(name)) throw new ToolDefinitionError(`Tools depend on each other in a cycle: ${[...path, name].join(" -> ")}.`);
+    if (visiting.has(name))
+      throw new ToolDefinitionError(`Tools depend on each other in a cycle: ${[...path, name].join(" -> ")}.`);
     visiting.add(name);
     for (const next of dependsOn.get(name) ?? []) visit(next, [...path, name]);
     visiting.delete(name);
@@ -114,7 +140,11 @@ function checkDependencies(tools: AnyTool[]): void {
 }
 
 function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
-  const invalid = (problem: string) => new ToolDefinitionError(`Tool '${tool.name}': its parameters schema is invalid: ${problem}${/[.?]$/.test(problem) ? "" : "."}`, tool.name);
+  const invalid = (problem: string) =>
+    new ToolDefinitionError(
+      `Tool '${tool.name}': its parameters schema is invalid: ${problem}${/[.?]$/.test(problem) ? "" : "."}`,
+      tool.name,
+    );
   const problem = describeSchemaProblem(ajv, tool.parameters);
   if (problem) throw invalid(problem);
   let check: ValidateFunction;
@@ -130,10 +160,14 @@ function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
     for (let attempt = 0; attempt < 3; attempt++) {
       const before = new Set(Object.keys(value));
       const valid = check(value);
-      for (const key of Object.keys(value)) if (!before.has(key)) repairs.push(`filled default ${key} = ${JSON.stringify(value[key])}`);
+      for (const key of Object.keys(value))
+        if (!before.has(key)) repairs.push(`filled default ${key} = ${JSON.stringify(value[key])}`);
       if (valid) return { ok: true, value, repairs };
       const errors = check.errors ?? [];
-      const coerced = [...errors.map((error) => coerceAt(value, error)), ...calibrateEnums(value, errors, tool.parameters)].filter((note) => note !== undefined);
+      const coerced = [
+        ...errors.map((error) => coerceAt(value, error)),
+        ...calibrateEnums(value, errors, tool.parameters),
+      ].filter((note) => note !== undefined);
       if (coerced.length === 0) break;
       repairs.push(...coerced);
     }
@@ -155,16 +189,26 @@ function coerceAt(root: Record<string, unknown>, error: ErrorObject): string | u
 }
 
 /** The object or array holding the value at a JSON pointer, and its key there. */
-function placeOf(root: Record<string, unknown>, instancePath: string): { container: Record<string, unknown>; key: string } | undefined {
+function placeOf(
+  root: Record<string, unknown>,
+  instancePath: string,
+): { container: Record<string, unknown>; key: string } | undefined {
   const path = pointerParts(instancePath);
   const key = path.pop();
   if (key === undefined) return undefined;
   let parent: unknown = root;
-  for (const part of path) parent = typeof parent === "object" && parent !== null ? (parent as Record<string, unknown>)[part] : undefined;
-  return typeof parent === "object" && parent !== null ? { container: parent as Record<string, unknown>, key } : undefined;
+  for (const part of path)
+    parent = typeof parent === "object" && parent !== null ? (parent as Record<string, unknown>)[part] : undefined;
+  return typeof parent === "object" && parent !== null
+    ? { container: parent as Record<string, unknown>, key }
+    : undefined;
 }
 
-const pointerParts = (pointer: string) => pointer.split("/").slice(1).map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+const pointerParts = (pointer: string) =>
+  pointer
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
 
 /**
  * A string an enum (or const) refuses that matches exactly one allowed value once case and
@@ -173,8 +217,14 @@ const pointerParts = (pointer: string) => pointer.split("/").slice(1).map((part)
  * local $refs), so a value another branch takes as it is stays, and two that read the same
  * ("in-progress" and "in_progress") are ambiguous: either way ajv's error lists them for the model.
  */
-function calibrateEnums(root: Record<string, unknown>, errors: ErrorObject[], schema: Record<string, unknown>): string[] {
-  const places = new Set(errors.filter((error) => error.keyword === "enum" || error.keyword === "const").map((error) => error.instancePath));
+function calibrateEnums(
+  root: Record<string, unknown>,
+  errors: ErrorObject[],
+  schema: Record<string, unknown>,
+): string[] {
+  const places = new Set(
+    errors.filter((error) => error.keyword === "enum" || error.keyword === "const").map((error) => error.instancePath),
+  );
   const notes: string[] = [];
   for (const instancePath of places) {
     const place = placeOf(root, instancePath);
@@ -187,7 +237,9 @@ function calibrateEnums(root: Record<string, unknown>, errors: ErrorObject[], sc
     const matches = [...allowed].filter((value) => calibrationKey(value) === wanted);
     if (matches.length !== 1) continue;
     place.container[place.key] = matches[0];
-    notes.push(`calibrated ${pointerName(instancePath)} from ${JSON.stringify(current)} to ${JSON.stringify(matches[0])}, the allowed value it matches`);
+    notes.push(
+      `calibrated ${pointerName(instancePath)} from ${JSON.stringify(current)} to ${JSON.stringify(matches[0])}, the allowed value it matches`,
+    );
   }
   return notes;
 }
@@ -207,10 +259,17 @@ function calibrationKey(text: string): string {
 }
 
 /** Adds the strings that `enum` and `const` allow at `path` below `node`, in every branch and local $ref. */
-function collectAllowedStrings(root: Record<string, unknown>, node: unknown, path: string[], found: Set<string>, depth: number): void {
+function collectAllowedStrings(
+  root: Record<string, unknown>,
+  node: unknown,
+  path: string[],
+  found: Set<string>,
+  depth: number,
+): void {
   if (!isPlainObject(node) || depth > 32) return;
   const next = (child: unknown, rest: string[]) => collectAllowedStrings(root, child, rest, found, depth + 1);
-  for (const keyword of ["anyOf", "oneOf", "allOf"]) if (Array.isArray(node[keyword])) for (const branch of node[keyword]) next(branch, path);
+  for (const keyword of ["anyOf", "oneOf", "allOf"])
+    if (Array.isArray(node[keyword])) for (const branch of node[keyword]) next(branch, path);
   for (const keyword of ["then", "else"]) next(node[keyword], path);
   if (typeof node.$ref === "string" && node.$ref.startsWith("#")) next(resolvePointer(root, node.$ref.slice(1)), path);
   const [part, ...rest] = path;
@@ -221,7 +280,9 @@ function collectAllowedStrings(root: Record<string, unknown>, node: unknown, pat
   }
   // An object's property: by name, by pattern, else additionalProperties.
   const properties = isPlainObject(node.properties) ? node.properties : {};
-  const patterns = Object.entries(isPlainObject(node.patternProperties) ? node.patternProperties : {}).filter(([pattern]) => new RegExp(pattern, "u").test(part));
+  const patterns = Object.entries(isPlainObject(node.patternProperties) ? node.patternProperties : {}).filter(
+    ([pattern]) => new RegExp(pattern, "u").test(part),
+  );
   if (Object.hasOwn(properties, part)) next(properties[part], rest);
   for (const [, child] of patterns) next(child, rest);
   if (!Object.hasOwn(properties, part) && patterns.length === 0) next(node.additionalProperties, rest);
@@ -234,7 +295,11 @@ function collectAllowedStrings(root: Record<string, unknown>, node: unknown, pat
 
 function resolvePointer(root: unknown, pointer: string): unknown {
   let node = root;
-  for (const part of pointerParts(pointer)) node = isPlainObject(node) || Array.isArray(node) ? (node as Record<string, unknown>)[decodeURIComponent(part)] : undefined;
+  for (const part of pointerParts(pointer))
+    node =
+      isPlainObject(node) || Array.isArray(node)
+        ? (node as Record<string, unknown>)[decodeURIComponent(part)]
+        : undefined;
   return node;
 }
 
@@ -248,7 +313,10 @@ function coerceValue(value: unknown, wanted: string[]): unknown {
     }
     if (wanted.includes("boolean") && (text === "true" || text === "false")) return text === "true";
   }
-  if (wanted.includes("string") && ((typeof value === "number" && Number.isSafeInteger(value)) || typeof value === "boolean")) {
+  if (
+    wanted.includes("string") &&
+    ((typeof value === "number" && Number.isSafeInteger(value)) || typeof value === "boolean")
+  ) {
     return String(value);
   }
   return undefined;
@@ -305,6 +373,7 @@ function pointerName(instancePath: string): string {
 function typeName(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "array";
-  if (typeof value === "string") return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === "string")
+    return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value === "object" ? "object" : `${typeof value} ${JSON.stringify(value)}`;
 }

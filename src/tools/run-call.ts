@@ -3,10 +3,26 @@
  * handler raced against its time limit and the run's cancel, and the record the model and the
  * trace read, announced by tool_start and tool_end. The executor (executor.ts) decides what runs.
  */
-import { callHandler, envelopeFor, errorEnvelope, renderForModel, settleOrCancel, withTimeout, type Outcome } from "./call-outcome.js";
+import {
+  callHandler,
+  envelopeFor,
+  errorEnvelope,
+  renderForModel,
+  settleOrCancel,
+  withTimeout,
+  type Outcome,
+} from "./call-outcome.js";
 import type { ExecutorOptions, RunScope } from "./executor.js";
 import type { RegisteredTool } from "./registry.js";
-import { ToolPause, type ApprovalDecision, type ToolCall, type ToolCallRecord, type ToolContext, type ToolErrorType, type TokenUsage } from "./types.js";
+import {
+  ToolPause,
+  type ApprovalDecision,
+  type ToolCall,
+  type ToolCallRecord,
+  type ToolContext,
+  type ToolErrorType,
+  type TokenUsage,
+} from "./types.js";
 
 /** What running a call needs of the plan: the call, its tool, its validated arguments and their repairs, its identity within the run. */
 export interface CallToRun {
@@ -22,7 +38,13 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_RESULT_CHARS = 4_000;
 
 /** The timeout races the handler: the run moves on even if a handler ignores its signal. */
-export async function runCall<U extends CallToRun>(unit: U, invoke: (unit: U, context: ToolContext) => unknown, options: ExecutorOptions, scope: RunScope, approval?: ApprovalDecision): Promise<ToolCallRecord | ToolPause> {
+export async function runCall<U extends CallToRun>(
+  unit: U,
+  invoke: (unit: U, context: ToolContext) => unknown,
+  options: ExecutorOptions,
+  scope: RunScope,
+  approval?: ApprovalDecision,
+): Promise<ToolCallRecord | ToolPause> {
   const { tool, call } = unit;
   const name = tool.definition.name;
   const timeoutMs = tool.definition.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -57,7 +79,11 @@ export async function runCall<U extends CallToRun>(unit: U, invoke: (unit: U, co
 
   const started = performance.now();
   const handled = callHandler(() => invoke(unit, context));
-  const outcome = await settleOrCancel(withTimeout(handled, timeoutMs), scope.signal, (): Outcome => ({ kind: "cancelled" }));
+  const outcome = await settleOrCancel(
+    withTimeout(handled, timeoutMs),
+    scope.signal,
+    (): Outcome => ({ kind: "cancelled" }),
+  );
   if (outcome.kind === "timeout" || outcome.kind === "cancelled") {
     ended = true;
     controller?.abort();
@@ -89,7 +115,12 @@ export async function runCall<U extends CallToRun>(unit: U, invoke: (unit: U, co
 }
 
 /** The record of a call that never ran (or was refused), with the envelope the model reads. */
-export function errorRecord(call: ToolCall, type: ToolErrorType, message: string, options: ExecutorOptions): ToolCallRecord {
+export function errorRecord(
+  call: ToolCall,
+  type: ToolErrorType,
+  message: string,
+  options: ExecutorOptions,
+): ToolCallRecord {
   const envelope = errorEnvelope(type, message);
   const dangerous = options.registry.get(call.function.name)?.definition.dangerous === true;
   return {

@@ -9,11 +9,34 @@ import { isPlainObject } from "./args.js";
 import { closestNames } from "./closest-names.js";
 
 // Keywords the meta-schema knows that are not validation rules (ajv.RULES lists only those).
-const ANNOTATIONS = ["title", "description", "default", "examples", "readOnly", "writeOnly", "deprecated", "$schema", "$id", "$defs", "definitions", "contentMediaType", "contentEncoding"];
+const ANNOTATIONS = [
+  "title",
+  "description",
+  "default",
+  "examples",
+  "readOnly",
+  "writeOnly",
+  "deprecated",
+  "$schema",
+  "$id",
+  "$defs",
+  "definitions",
+  "contentMediaType",
+  "contentEncoding",
+];
 // Keywords whose next segment names a place inside the schema rather than ending the path.
 const NAMED_CHILDREN = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 const INDEXED_CHILDREN = new Set(["anyOf", "oneOf", "allOf"]);
-const SINGLE_CHILDREN = new Set(["additionalProperties", "additionalItems", "contains", "not", "if", "then", "else", "propertyNames"]);
+const SINGLE_CHILDREN = new Set([
+  "additionalProperties",
+  "additionalItems",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+  "propertyNames",
+]);
 
 /** What is wrong with `schema` as a JSON Schema, or undefined when the meta-schema accepts it. */
 export function describeSchemaProblem(ajv: Ajv, schema: Record<string, unknown>): string | undefined {
@@ -46,14 +69,18 @@ export function describeCompileError(ajv: Ajv, schema: Record<string, unknown>, 
     return `${subjectOf(place)} is "${format[1]}", which is not a known format; ${closest ? `did you mean "${closest}"?` : `use one of ${known.join(", ")}, or leave it out`}`;
   }
   const missingRef = (error as { missingRef?: unknown }).missingRef;
-  if (typeof missingRef === "string") return `a "$ref" points at ${missingRef}, which the schema does not define; point it at an entry of the schema's "$defs"`;
+  if (typeof missingRef === "string")
+    return `a "$ref" points at ${missingRef}, which the schema does not define; point it at an entry of the schema's "$defs"`;
   return message;
 }
 
 /** Of ajv's errors about one mistake, the one about the innermost place, and there the one that lists what is allowed. */
 function mostTelling(errors: ErrorObject[]): ErrorObject | undefined {
-  const rank = (error: ErrorObject) => (error.keyword === "enum" ? 0 : error.keyword === "type" ? 1 : INDEXED_CHILDREN.has(error.keyword) ? 3 : 2);
-  return [...errors].sort((a, b) => pointerSegments(b.instancePath).length - pointerSegments(a.instancePath).length || rank(a) - rank(b))[0];
+  const rank = (error: ErrorObject) =>
+    error.keyword === "enum" ? 0 : error.keyword === "type" ? 1 : INDEXED_CHILDREN.has(error.keyword) ? 3 : 2;
+  return [...errors].sort(
+    (a, b) => pointerSegments(b.instancePath).length - pointerSegments(a.instancePath).length || rank(a) - rank(b),
+  )[0];
 }
 
 function describeMetaError(error: ErrorObject): string {
@@ -100,7 +127,11 @@ function locate(segments: string[]): Place {
     } else break;
   }
   const [keyword = "schema", ...index] = segments.slice(i);
-  return { parameter: names.length ? names.join(".") : undefined, keyword, ...(index.length ? { index: index.join("/") } : {}) };
+  return {
+    parameter: names.length ? names.join(".") : undefined,
+    keyword,
+    ...(index.length ? { index: index.join("/") } : {}),
+  };
 }
 
 function appendToLast(names: string[], suffix: string): void {
@@ -109,18 +140,28 @@ function appendToLast(names: string[], suffix: string): void {
 }
 
 function subjectOf(place: Place): string {
-  return place.parameter === undefined ? `its "${place.keyword}"` : `the "${place.keyword}" of parameter '${place.parameter}'`;
+  return place.parameter === undefined
+    ? `its "${place.keyword}"`
+    : `the "${place.keyword}" of parameter '${place.parameter}'`;
 }
 
 function describeTypes(type: unknown): string {
-  const words: Record<string, string> = { array: "a list (JSON array)", object: "an object", string: "a string", boolean: "a boolean (true or false)", number: "a number", integer: "a whole number", null: "null" };
+  const words: Record<string, string> = {
+    array: "a list (JSON array)",
+    object: "an object",
+    string: "a string",
+    boolean: "a boolean (true or false)",
+    number: "a number",
+    integer: "a whole number",
+    null: "null",
+  };
   const named = ([] as unknown[]).concat(type).map((name) => words[String(name)] ?? String(name));
   return named.length > 1 ? `${named.slice(0, -1).join(", ")} or ${named.at(-1)}` : (named[0] ?? "valid");
 }
 
 /** The path to the first place (depth first) where `key` is a key of a schema object. */
 function pathOfKey(node: unknown, key: string, path: string[] = [], depth = 0): string[] | undefined {
-  if (depth > 32 || (typeof node !== "object" || node === null)) return undefined;
+  if (depth > 32 || typeof node !== "object" || node === null) return undefined;
   if (isPlainObject(node) && Object.hasOwn(node, key)) return [...path, key];
   for (const [child, value] of Object.entries(node)) {
     const found = pathOfKey(value, key, [...path, child], depth + 1);
@@ -130,7 +171,10 @@ function pathOfKey(node: unknown, key: string, path: string[] = [], depth = 0): 
 }
 
 function pointerSegments(pointer: string): string[] {
-  return pointer.split("/").slice(1).map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return pointer
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 function shortJson(value: unknown): string {

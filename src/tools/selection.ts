@@ -119,7 +119,13 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
     // No call is ranked here, so the ranker (and WordNet, ~65 ms to read) waits for a rank() that may never come.
     let scored: ReturnType<typeof createRanker> | undefined;
     const rank = (text: string) => (scored ??= createRanker(definitions, options.usage))(text).map(({ name }) => name);
-    return { tools: registry, active: false, select: () => registry.specs(), selectForRun: () => registry.specs(), rank };
+    return {
+      tools: registry,
+      active: false,
+      select: () => registry.specs(),
+      selectForRun: () => registry.specs(),
+      rank,
+    };
   }
 
   const scored = createRanker(definitions, options.usage);
@@ -142,12 +148,17 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
   const select = (query: SelectionQuery): ToolSpec[] => {
     const ranked = scored(query.text);
     const close = closeScore * (ranked[0]?.score ?? 0);
-    const kept = ranked.filter(({ score }, position) => position < limit || (position < maxLimit && score >= close)).map(({ name }) => name);
+    const kept = ranked
+      .filter(({ score }, position) => position < limit || (position < maxLimit && score >= close))
+      .map(({ name }) => name);
     const chosen = new Set([...kept, ...(query.usedTools ?? []), ...(query.requested ?? [])]);
-    for (const { name } of ranked.slice(0, NEXT_STEPS_OF)) for (const next of nextSteps.get(name) ?? []) chosen.add(next);
+    for (const { name } of ranked.slice(0, NEXT_STEPS_OF))
+      for (const next of nextSteps.get(name) ?? []) chosen.add(next);
     // what past runs used together with the best-ranked tools
     if (options.usage && coUseShare > 0 && coUseShare <= 1) {
-      for (const { name } of ranked.slice(0, CO_USE_OF)) for (const other of options.usage.usedWith(name, coUseShare, CO_USE_RUNS)) if (registry.get(other)) chosen.add(other);
+      for (const { name } of ranked.slice(0, CO_USE_OF))
+        for (const other of options.usage.usedWith(name, coUseShare, CO_USE_RUNS))
+          if (registry.get(other)) chosen.add(other);
     }
     for (const name of [...chosen]) for (const companion of companions.get(name) ?? []) chosen.add(companion);
     chosen.add(LIST_TOOLS);
@@ -177,15 +188,23 @@ export function createToolSelector(registry: ToolRegistry, options: ToolSelector
  */
 function companionsOf(definitions: AnyTool[]): Map<string, string[]> {
   const names = new Set(definitions.map((tool) => tool.name));
-  const descriptions = definitions.map((tool) => ({ name: tool.name, terms: terms(tool.description).join(" "), inputs: Object.keys(propertiesOf(tool.parameters)) }));
+  const descriptions = definitions.map((tool) => ({
+    name: tool.name,
+    terms: terms(tool.description).join(" "),
+    inputs: Object.keys(propertiesOf(tool.parameters)),
+  }));
   return new Map(
     definitions.map((tool) => {
       const named = `${tool.description} ${parameterText(tool.parameters)}`.split(/[^a-zA-Z0-9_-]+/);
       const producers = requiredIdentifiers(tool).flatMap((parameter) => {
         const phrase = terms(parameter).join(" ");
-        return descriptions.filter((other) => !other.inputs.includes(parameter) && ` ${other.terms} `.includes(` ${phrase} `)).map((other) => other.name);
+        return descriptions
+          .filter((other) => !other.inputs.includes(parameter) && ` ${other.terms} `.includes(` ${phrase} `))
+          .map((other) => other.name);
       });
-      const companions = [...named, ...(tool.dependsOn ?? []), ...producers].filter((name) => name !== tool.name && names.has(name));
+      const companions = [...named, ...(tool.dependsOn ?? []), ...producers].filter(
+        (name) => name !== tool.name && names.has(name),
+      );
       return [tool.name, [...new Set(companions)]];
     }),
   );
@@ -200,7 +219,9 @@ function nextStepsOf(companions: Map<string, string[]>): Map<string, string[]> {
 
 /** Required parameters that identify something another tool must find first: order_id, tracking_number. */
 function requiredIdentifiers(tool: AnyTool): string[] {
-  const required = Array.isArray(tool.parameters.required) ? tool.parameters.required.filter((name) => typeof name === "string") : [];
+  const required = Array.isArray(tool.parameters.required)
+    ? tool.parameters.required.filter((name) => typeof name === "string")
+    : [];
   return required.filter((name) => /[_-](id|number)$/i.test(name));
 }
 
@@ -210,8 +231,10 @@ function propertiesOf(schema: unknown): Record<string, unknown> {
 
 /** The request, the latest user and assistant messages, the tools called, and what list_tools pointed to. */
 function queryOf(run: SelectionRun, matches: (query: string) => string[]): SelectionQuery {
-  const said = (message: { role: string; content: SaidContent }) => (message.role === "user" || message.role === "assistant") && !!message.content;
-  const textOf = (content: SaidContent | undefined) => (typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join("\n"));
+  const said = (message: { role: string; content: SaidContent }) =>
+    (message.role === "user" || message.role === "assistant") && !!message.content;
+  const textOf = (content: SaidContent | undefined) =>
+    typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join("\n");
   const request = run.messages.find(said);
   const recent = [...(run.history ?? []), ...run.messages].filter(said).slice(-RECENT_MESSAGES);
   const text = [...new Set([request, ...recent])].map((message) => textOf(message?.content)).join("\n");
@@ -243,13 +266,19 @@ function createListToolsTool(
       (nameAll ? ` All tools: ${names}.` : ""),
     parameters: {
       type: "object",
-      properties: { query: { type: "string", description: "What you need to do, or a tool's name; leave out to list every tool" } },
+      properties: {
+        query: { type: "string", description: "What you need to do, or a tool's name; leave out to list every tool" },
+      },
       additionalProperties: false,
     },
     handler: ({ query }: { query?: string }) => {
       if (query === undefined || query.trim() === "") return { tools: listing(definitions, options.listingChars) };
-      const found = matches(query).map((name) => ({ name, description: firstSentence(byName.get(name)?.description ?? "") }));
-      if (found.length === 0) return { tools: [], note: "No tool matches that query; call list_tools without a query to see every tool." };
+      const found = matches(query).map((name) => ({
+        name,
+        description: firstSentence(byName.get(name)?.description ?? ""),
+      }));
+      if (found.length === 0)
+        return { tools: [], note: "No tool matches that query; call list_tools without a query to see every tool." };
       return { tools: found, note: "These tools are offered with their parameters from your next step on." };
     },
   };
@@ -259,7 +288,10 @@ function createListToolsTool(
 function listing(definitions: AnyTool[], chars: number): string[] {
   const lines = definitions.map((tool) => ({ name: tool.name, description: firstSentence(tool.description) }));
   const render = (room: number) =>
-    lines.map(({ name, description }) => `${name}: ${description.length <= room ? description : `${description.slice(0, room - 1).trimEnd()}…`}`);
+    lines.map(
+      ({ name, description }) =>
+        `${name}: ${description.length <= room ? description : `${description.slice(0, room - 1).trimEnd()}…`}`,
+    );
   let room = Math.max(...lines.map((line) => line.description.length));
   while (room >= MINIMUM_DESCRIPTION_CHARS && JSON.stringify(render(room)).length > chars) room--;
   return room >= MINIMUM_DESCRIPTION_CHARS ? render(room) : lines.map(({ name }) => name);

@@ -55,7 +55,11 @@ interface WeightedTerm {
 const FIELD_WEIGHTS = [NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETER_WEIGHT, FORMAT_WEIGHT];
 
 /** Built once: a function ranking the tools against a text. */
-export function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexicon: Lexicon | undefined = wordNet()): (text: string) => Ranked[] {
+export function createRanker(
+  definitions: AnyTool[],
+  usage?: UsageLearning,
+  lexicon: Lexicon | undefined = wordNet(),
+): (text: string) => Ranked[] {
   const documents = definitions.map(documentOf);
   const positionOf = new Map(documents.map((document, position) => [document.name, position]));
   const count = Math.max(documents.length, 1);
@@ -68,7 +72,9 @@ export function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexi
       length += fieldLength;
       for (const term of fieldTerms.keys()) frequency.set(term, (frequency.get(term) ?? 0) + 1);
     }
-    const idf = new Map([...frequency].map(([term, df]) => [term, Math.log(1 + (documents.length - df + 0.5) / (df + 0.5))]));
+    const idf = new Map(
+      [...frequency].map(([term, df]) => [term, Math.log(1 + (documents.length - df + 0.5) / (df + 0.5))]),
+    );
     return { frequency, idf, averageLength: Math.max(length / count, 1) };
   });
   const vocabulary = [...new Set(statistics.flatMap(({ frequency }) => [...frequency.keys()]))];
@@ -111,13 +117,20 @@ export function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexi
       const tf = fieldTerms.get(term) ?? 0;
       if (tf === 0) return sum;
       const { idf, averageLength } = statistics[field] as (typeof statistics)[number];
-      return sum + (fieldWeight * (idf.get(term) ?? 0) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * length) / averageLength));
+      return (
+        sum + (fieldWeight * (idf.get(term) ?? 0) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * length) / averageLength))
+      );
     }, 0);
   // Per term, the tools using it and its BM25 score in each: computed once.
-  const postings = new Map(vocabulary.map((term) => [term, documents.flatMap((document, position) => {
-    const score = bm25(document, term);
-    return score > 0 ? [{ position, score }] : [];
-  })]));
+  const postings = new Map(
+    vocabulary.map((term) => [
+      term,
+      documents.flatMap((document, position) => {
+        const score = bm25(document, term);
+        return score > 0 ? [{ position, score }] : [];
+      }),
+    ]),
+  );
 
   return (text) => {
     // A word adds to a tool its best-scoring term there: the word itself, or one it stands for.
@@ -127,9 +140,11 @@ export function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexi
     const add = (expansion: WeightedTerm[]) => {
       best.fill(0);
       for (const { term, weight } of expansion) {
-        for (const { position, score } of postings.get(term) ?? []) best[position] = Math.max(best[position] as number, weight * score);
+        for (const { position, score } of postings.get(term) ?? [])
+          best[position] = Math.max(best[position] as number, weight * score);
       }
-      for (let position = 0; position < documents.length; position++) scores[position] = (scores[position] as number) + (best[position] as number);
+      for (let position = 0; position < documents.length; position++)
+        scores[position] = (scores[position] as number) + (best[position] as number);
     };
     // per line (a run's messages come back on every call): its words and WordNet phrases, remembered
     const textWords = new Set<string>();
@@ -165,7 +180,12 @@ export function createRanker(definitions: AnyTool[], usage?: UsageLearning, lexi
  * The terms a query word stands for: its stem when a tool uses it; otherwise the words it begins
  * or that begin it ("doc" for "document", "euros" for "eur"); and the words the lexicon relates to it.
  */
-function expandWord(word: string, known: Set<string>, vocabulary: string[], lexicon: Lexicon | undefined): WeightedTerm[] {
+function expandWord(
+  word: string,
+  known: Set<string>,
+  vocabulary: string[],
+  lexicon: Lexicon | undefined,
+): WeightedTerm[] {
   const found = new Map<string, number>();
   const add = (term: string, weight: number) => {
     if (known.has(term) && weight > (found.get(term) ?? 0)) found.set(term, weight);
@@ -176,7 +196,9 @@ function expandWord(word: string, known: Set<string>, vocabulary: string[], lexi
   for (const term of terms(irregularBase(word) ?? "")) add(term, 1);
   const term = stemmed[0];
   if (stemmed.length === 1 && term !== undefined && !known.has(term) && term.length >= PREFIX_MINIMUM) {
-    for (const other of vocabulary) if (other.startsWith(term) || (other.length >= PREFIX_MINIMUM && term.startsWith(other))) add(other, PREFIX_WEIGHT);
+    for (const other of vocabulary)
+      if (other.startsWith(term) || (other.length >= PREFIX_MINIMUM && term.startsWith(other)))
+        add(other, PREFIX_WEIGHT);
   }
   // "resend" is "send" again, "reschedule" "schedule"
   const again = /^re(\p{L}{3,})$/u.exec(word)?.[1];
@@ -186,7 +208,13 @@ function expandWord(word: string, known: Set<string>, vocabulary: string[], lexi
     for (const { term: relatedTerm, weight } of expandRelated(word, known, lexicon, 1)) add(relatedTerm, weight);
   }
   // a misspelling ("cancle", "invoce"): a word nobody knows stands for the tool words nearest to it
-  if (stemmed.length === 1 && term !== undefined && !known.has(term) && word.length >= TYPO_MINIMUM && !lexicon?.has(word)) {
+  if (
+    stemmed.length === 1 &&
+    term !== undefined &&
+    !known.has(term) &&
+    word.length >= TYPO_MINIMUM &&
+    !lexicon?.has(word)
+  ) {
     for (const { term: nearTerm } of nearestTerms(word, vocabulary)) add(nearTerm, TYPO_WEIGHT);
   }
   return [...found].map(([term, weight]) => ({ term, weight }));
@@ -199,7 +227,8 @@ function expandRelated(word: string, known: Set<string>, lexicon: Lexicon | unde
     const weight = scale * relationWeight(relation, sense); // "parcel": package, less for rarer senses
     // "e-mail" is also "email"
     const spellings = relatedWord.includes("-") ? [relatedWord, relatedWord.replace(/-/g, "")] : [relatedWord];
-    for (const relatedTerm of spellings.flatMap(terms)) if (known.has(relatedTerm) && weight > (found.get(relatedTerm) ?? 0)) found.set(relatedTerm, weight);
+    for (const relatedTerm of spellings.flatMap(terms))
+      if (known.has(relatedTerm) && weight > (found.get(relatedTerm) ?? 0)) found.set(relatedTerm, weight);
   }
   return [...found].map(([term, weight]) => ({ term, weight }));
 }
@@ -237,8 +266,13 @@ export function editDistance(a: string, b: string, ceiling = Number.POSITIVE_INF
     let rowBest = i;
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let value = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, (before[j - 2] as number) + 1);
+      let value = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + cost,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        value = Math.min(value, (before[j - 2] as number) + 1);
       current.push(value);
       rowBest = Math.min(rowBest, value);
     }
@@ -249,7 +283,9 @@ export function editDistance(a: string, b: string, ceiling = Number.POSITIVE_INF
 }
 
 /** Particles that end a phrasal verb, also after a word in between: "call it off", "dig that mail up". */
-const PARTICLES = new Set("up off out in on back down over away through along around about forward together".split(" "));
+const PARTICLES = new Set(
+  "up off out in on back down over away through along around about forward together".split(" "),
+);
 
 /**
  * The phrases of a text that WordNet has as lemmas: two or three neighbouring words ("call off",
@@ -257,7 +293,10 @@ const PARTICLES = new Set("up off out in on back down over away through along ar
  * off"). Each must have a word that is not a stopword.
  */
 function phrasesOf(text: string, isPhrase: (candidate: string) => boolean): string[] {
-  const tokens = text.toLowerCase().split(/[^\p{L}'-]+/u).filter((token) => token.length > 0);
+  const tokens = text
+    .toLowerCase()
+    .split(/[^\p{L}'-]+/u)
+    .filter((token) => token.length > 0);
   const candidates: string[] = [];
   for (let i = 0; i < tokens.length - 1; i++) {
     const [first, second, third] = [tokens[i] as string, tokens[i + 1] as string, tokens[i + 2]];
@@ -333,7 +372,12 @@ function documentOf(tool: AnyTool): Document {
   };
   return {
     name: tool.name,
-    fields: [field(terms(tool.name)), field(terms(tool.description)), field(terms(parameterText(tool.parameters))), field(exampleFormats(tool.parameters))],
+    fields: [
+      field(terms(tool.name)),
+      field(terms(tool.description)),
+      field(terms(parameterText(tool.parameters))),
+      field(exampleFormats(tool.parameters)),
+    ],
   };
 }
 

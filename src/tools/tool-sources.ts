@@ -58,7 +58,8 @@ export function assembleTools(groups: ToolGroup[]): AssembledTools {
         continue;
       }
       const earlier = byName.get(name);
-      if (earlier && !(replaceable(earlier.source) && !replaceable(source))) throw collision(name, earlier.source, source);
+      if (earlier && !(replaceable(earlier.source) && !replaceable(source)))
+        throw collision(name, earlier.source, source);
       if (earlier) replaced.push({ name, by: source });
       byName.set(name, { tool, source });
     }
@@ -72,6 +73,11 @@ export function assembleTools(groups: ToolGroup[]): AssembledTools {
 
 function collision(name: string, first: ToolSource, second: ToolSource): ToolDefinitionError {
   const same = JSON.stringify(first) === JSON.stringify(second);
-  if (same) return new ToolDefinitionError(`Tool '${name}' is defined twice in ${describeSource(first)}; tool names must be unique.`);
-  return new ToolDefinitionError(`Tool '${name}' is defined by both ${describeSource(first)} and ${describeSource(second)}; rename one of them.`);
+  if (same)
+    return new ToolDefinitionError(
+      `Tool '${name}' is defined twice in ${describeSource(first)}; tool names must be unique.`,
+    );
+  return new ToolDefinitionError(
+    `Tool '${name}' is defined by both ${describeSource(first)} and ${describeSource(second)}; rename one of them.`,
+  );
 }

@@ -45,7 +45,8 @@ export function stem(word: string): string {
     return true;
   };
   // plurals
-  if (!strip("ies", "y", 2) && !strip("sses", "ss") && !strip("xes", "x", 2) && !/(ss|us|is)$/.test(stemmed)) strip("s");
+  if (!strip("ies", "y", 2) && !strip("sses", "ss") && !strip("xes", "x", 2) && !/(ss|us|is)$/.test(stemmed))
+    strip("s");
   // verb endings
   if (!stemmed.endsWith("eed")) strip("ied", "y", 2) || strip("ed") || strip("ing");
   // a few derivations

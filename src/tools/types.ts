@@ -52,6 +52,7 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
 // The handler is typed loosely here because a registry holds tools of many argument types;
 // `defineTool` keeps each handler's own argument type where the tool is written.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of every argument type
 export type AnyTool = ToolDefinition<any>;
 
 export type ToolErrorType =

@@ -24,7 +24,9 @@ export interface UsageRow {
 
 // Sub-agents' runs are left out: their requests are written by the parent model, not by people.
 const RECENT_RUNS = `SELECT id, input, status, started_at, rowid AS position FROM runs WHERE parent_run_id IS NULL`;
-const USAGE_OF = (recent: string) => `SELECT r.id AS runId, r.input AS request, r.status AS status, json_extract(call.value, '$.name') AS tool
+const USAGE_OF = (
+  recent: string,
+) => `SELECT r.id AS runId, r.input AS request, r.status AS status, json_extract(call.value, '$.name') AS tool
   FROM (${recent}) r LEFT JOIN steps s ON s.run_id = r.id LEFT JOIN json_each(s.tool_calls) call
   ORDER BY r.started_at, r.position, s.step, call.key`;
 
@@ -33,7 +35,9 @@ const USAGE_OF = (recent: string) => `SELECT r.id AS runId, r.input AS request, 
  * that ended with an answer without one (a run that failed before doing anything teaches nothing).
  */
 export function readUsageHistory(db: UsageDatabase, runs = DEFAULT_HISTORY_RUNS): UsageExample[] {
-  const rows = db.prepare(USAGE_OF(`${RECENT_RUNS} ORDER BY started_at DESC, rowid DESC LIMIT ?`)).all(runs) as UsageRow[];
+  const rows = db
+    .prepare(USAGE_OF(`${RECENT_RUNS} ORDER BY started_at DESC, rowid DESC LIMIT ?`))
+    .all(runs) as UsageRow[];
   return examplesOf(rows);
 }
 
@@ -47,7 +51,8 @@ export function examplesOf(rows: UsageRow[]): UsageExample[] {
   const byRun = new Map<string, UsageExample & { status: string }>();
   for (const row of rows) {
     let example = byRun.get(row.runId);
-    if (!example) byRun.set(row.runId, (example = { runId: row.runId, request: row.request, status: row.status, tools: [] }));
+    if (!example)
+      byRun.set(row.runId, (example = { runId: row.runId, request: row.request, status: row.status, tools: [] }));
     if (row.tool && row.tool !== LIST_TOOLS && !example.tools.includes(row.tool)) example.tools.push(row.tool);
   }
   return [...byRun.values()]

@@ -194,7 +194,8 @@ export function createUsageLearning(options: UsageLearningOptions = {}): UsageLe
     usedWith(tool, minimumShare, minimumRuns = 1) {
       const runs = toolRuns.get(tool) ?? 0;
       const found: string[] = [];
-      for (const [other, together] of pairRuns.get(tool) ?? []) if (together >= minimumRuns && together >= minimumShare * runs) found.push(other);
+      for (const [other, together] of pairRuns.get(tool) ?? [])
+        if (together >= minimumRuns && together >= minimumShare * runs) found.push(other);
       return found.sort();
     },
     get size() {
@@ -204,7 +205,9 @@ export function createUsageLearning(options: UsageLearningOptions = {}): UsageLe
 }
 
 /** Particles kept in word pairs although they are stopwords: "call off", "dig up", "back out". */
-const PARTICLES = new Set("up off out in on back down over away through along around about forward together".split(" "));
+const PARTICLES = new Set(
+  "up off out in on back down over away through along around about forward together".split(" "),
+);
 
 /**
  * What the learning counts in a request: its terms as the ranker normalises them (shorthand spelled
@@ -239,7 +242,10 @@ interface RequestWord {
 /** A request's words as written (shorthand spelled out, lowercase), each with its normalised terms. */
 function requestWords(text: string): RequestWord[] {
   const found: RequestWord[] = [];
-  for (const token of expandShorthand(text).replace(/\S+@\S+|\bhttps?:\/\/\S+/g, " ").toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
+  for (const token of expandShorthand(text)
+    .replace(/\S+@\S+|\bhttps?:\/\/\S+/g, " ")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}']+/u)) {
     const word = token.replace(/'s$|'/g, "");
     if (word === "" || /^\d+$/.test(word)) continue;
     found.push({ word, terms: terms(irregularBase(word) ?? word) });

@@ -35,12 +35,18 @@ export function startApprovalSweeper(options: {
 
   async function sweepOnce(now: Date): Promise<Approval[]> {
     const expired = await store.expireApprovals("", now);
-    for (const approval of expired) await options.showDecision(approval).catch((error: unknown) => log.warn({ error: (error as Error).message }, "updating an expired approval's message failed"));
+    for (const approval of expired)
+      await options
+        .showDecision(approval)
+        .catch((error: unknown) =>
+          log.warn({ error: (error as Error).message }, "updating an expired approval's message failed"),
+        );
     const runs = new Map([...recheck, ...expired.map((approval) => [approval.runId, approval] as const)]);
     recheck = new Map();
     for (const [runId, approval] of runs) {
       const settled = (await store.approvalsOfRun(runId)).every((other) => other.status !== "pending");
-      if (!settled) recheck.set(runId, approval); // still waiting for a click, or for one deciding right now
+      if (!settled)
+        recheck.set(runId, approval); // still waiting for a click, or for one deciding right now
       else if ((await store.pausedRun(runId)) !== undefined) await queue.enqueue(resumeTurn(approval));
     }
     if (expired.length > 0) log.info({ approvals: expired.length }, "expired approvals nobody decided in time");
@@ -53,7 +59,10 @@ export function startApprovalSweeper(options: {
     return running;
   };
   const timer = setInterval(() => {
-    if (!running) void sweep().catch((error: unknown) => log.warn({ error: (error as Error).message }, "the approval sweep failed; it runs again shortly"));
+    if (!running)
+      void sweep().catch((error: unknown) =>
+        log.warn({ error: (error as Error).message }, "the approval sweep failed; it runs again shortly"),
+      );
   }, options.everyMs ?? APPROVAL_SWEEP_MS);
   timer.unref();
 

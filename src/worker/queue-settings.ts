@@ -20,7 +20,13 @@ export function queueOptionsFromEnv(env: Record<string, string | undefined> = pr
     parsed = undefined;
   }
   const entries = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? Object.entries(parsed) : undefined;
-  const valid = entries?.every(([name, value]) => (names as string[]).includes(name) && typeof value === "number" && Number.isFinite(value) && value > 0);
-  if (!entries || !valid) throw configurationError(`GLASSBOX_QUEUE_TIMINGS must be a JSON object of milliseconds with some of ${names.join(", ")}; leave it unset for the defaults.`);
+  const valid = entries?.every(
+    ([name, value]) =>
+      (names as string[]).includes(name) && typeof value === "number" && Number.isFinite(value) && value > 0,
+  );
+  if (!entries || !valid)
+    throw configurationError(
+      `GLASSBOX_QUEUE_TIMINGS must be a JSON object of milliseconds with some of ${names.join(", ")}; leave it unset for the defaults.`,
+    );
   return { timings: Object.fromEntries(entries) as Partial<LivenessTimings> };
 }

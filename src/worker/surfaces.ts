@@ -21,7 +21,11 @@ import type { Downloaded } from "../adapters/attachment-download.js";
 import { fetchDiscordFiles } from "../adapters/discord/discord-files.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "../adapters/discord/discord-surface.js";
 import { placeOf, slackClientOptions, updateApprovalMessage } from "../adapters/slack/slack-conversations.js";
-import { createWorkspaceClients, openSlackInstallations, type SlackInstallations } from "../adapters/slack/slack-oauth.js";
+import {
+  createWorkspaceClients,
+  openSlackInstallations,
+  type SlackInstallations,
+} from "../adapters/slack/slack-oauth.js";
 import { downloadSlackFiles } from "../adapters/slack/slack-files.js";
 import { openSlackSurface } from "../adapters/slack/slack-surface.js";
 import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
@@ -45,14 +49,22 @@ const NO_SURFACE: ChatSurface = { onEvent: () => {}, finish: async () => {}, ask
 /** Where a web session's streamed answer text goes (the store's publishText). */
 export type PublishText = (notice: TextNotice) => Promise<void>;
 
-export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | "discord">, log: Logger, publishText?: PublishText): Promise<WorkerSurfaces> {
+export async function openWorkerSurfaces(
+  config: Pick<GlassboxConfig, "slack" | "discord">,
+  log: Logger,
+  publishText?: PublishText,
+): Promise<WorkerSurfaces> {
   const webSurface = publishText ? createTextRelay({ publish: publishText, log }) : undefined;
   const slack = config.slack ? await slackClients(config.slack, log) : undefined;
   const discord = config.discord ? restOnlyDiscordClient(config.discord) : undefined;
   const unconfigured = new Set<string>();
   /** A session of a platform this process has no settings for: said once per platform, then shown nowhere. */
   const nowhere = (platform: string) => {
-    if (!unconfigured.has(platform)) log.warn({ platform }, `a ${platform} conversation's turn reached a worker without ${platform} settings; its answers are stored but not posted`);
+    if (!unconfigured.has(platform))
+      log.warn(
+        { platform },
+        `a ${platform} conversation's turn reached a worker without ${platform} settings; its answers are stored but not posted`,
+      );
     unconfigured.add(platform);
     return NO_SURFACE;
   };
@@ -61,34 +73,52 @@ export async function openWorkerSurfaces(config: Pick<GlassboxConfig, "slack" | 
   const say = async (sessionId: string, userId: string, text: string): Promise<void> => {
     if (sessionId.startsWith("slack:") && slack) {
       const { channel, threadTs } = placeOf(sessionId, userId);
-      await slack.clientOf(sessionId).chat.postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text: withoutBroadcasts(text) });
+      await slack
+        .clientOf(sessionId)
+        .chat.postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text: withoutBroadcasts(text) });
     } else if (sessionId.startsWith("discord:") && discord) {
-      await discord.rest.post(Routes.channelMessages(discordChannelOf(sessionId)), { body: { content: text, allowed_mentions: { parse: [] } } });
+      await discord.rest.post(Routes.channelMessages(discordChannelOf(sessionId)), {
+        body: { content: text, allowed_mentions: { parse: [] } },
+      });
     }
   };
 
   return {
     openSurface(sessionId, userId) {
-      if (sessionId.startsWith("slack:")) return slack ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log) : nowhere("Slack");
-      if (sessionId.startsWith("discord:")) return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log) : nowhere("Discord");
+      if (sessionId.startsWith("slack:"))
+        return slack ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log) : nowhere("Slack");
+      if (sessionId.startsWith("discord:"))
+        return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log) : nowhere("Discord");
       if (sessionId.startsWith("web:") && webSurface) return webSurface(sessionId);
       return NO_SURFACE;
     },
     async showDecision(approval) {
-      if (approval.sessionId.startsWith("slack:") && slack) await updateApprovalMessage(slack.clientOf(approval.sessionId), approval);
+      if (approval.sessionId.startsWith("slack:") && slack)
+        await updateApprovalMessage(slack.clientOf(approval.sessionId), approval);
       else if (approval.sessionId.startsWith("discord:") && discord) await updateDiscordApproval(discord, approval);
     },
     async receiveFiles(files, { sessionId, userId, tell }, signal) {
-      const { attachments, problems } = await inOrder(files, async (fetchable) => {
-        if (sessionId.startsWith("slack:") && slack) {
-          const token = await slack.tokenOf(sessionId);
-          if (!token) return unreadAll(fetchable, "glassbox is no longer installed in this Slack workspace");
-          return downloadSlackFiles(fetchable, { token, apiUrl: config.slack?.apiUrl, signal });
-        }
-        if (sessionId.startsWith("discord:") && discord) return fetchDiscordFiles(fetchable.map((file) => ({ ...file, contentType: file.mimeType })), { signal });
-        return unreadAll(fetchable, "this worker has no settings for the platform it came from");
-      }, sessionId);
-      if (tell && problems.length > 0) await say(sessionId, userId, problems.join(" ")).catch((error: unknown) => log.warn({ error: (error as Error).message, sessionId }, "saying which files could not be read failed"));
+      const { attachments, problems } = await inOrder(
+        files,
+        async (fetchable) => {
+          if (sessionId.startsWith("slack:") && slack) {
+            const token = await slack.tokenOf(sessionId);
+            if (!token) return unreadAll(fetchable, "glassbox is no longer installed in this Slack workspace");
+            return downloadSlackFiles(fetchable, { token, apiUrl: config.slack?.apiUrl, signal });
+          }
+          if (sessionId.startsWith("discord:") && discord)
+            return fetchDiscordFiles(
+              fetchable.map((file) => ({ ...file, contentType: file.mimeType })),
+              { signal },
+            );
+          return unreadAll(fetchable, "this worker has no settings for the platform it came from");
+        },
+        sessionId,
+      );
+      if (tell && problems.length > 0)
+        await say(sessionId, userId, problems.join(" ")).catch((error: unknown) =>
+          log.warn({ error: (error as Error).message, sessionId }, "saying which files could not be read failed"),
+        );
       return attachments;
     },
     async close() {
@@ -115,10 +145,19 @@ async function slackClients(slack: NonNullable<GlassboxConfig["slack"]>, log: Lo
   const installations = await openSlackInstallations(slack.oauth);
   const clientFor = createWorkspaceClients(installations, options);
   const teamOf = (sessionId: string) => placeOf(sessionId, "").teamId;
-  return { clientOf: (sessionId) => clientFor(teamOf(sessionId)), tokenOf: (sessionId) => installations.botTokenForTeam(teamOf(sessionId)), installations };
+  return {
+    clientOf: (sessionId) => clientFor(teamOf(sessionId)),
+    tokenOf: (sessionId) => installations.botTokenForTeam(teamOf(sessionId)),
+    installations,
+  };
 }
 
-const unread = (file: Pick<TurnFile, "name" | "mimeType" | "size">, problem: string): Attachment => ({ name: file.name, mimeType: file.mimeType, size: file.size, problem });
+const unread = (file: Pick<TurnFile, "name" | "mimeType" | "size">, problem: string): Attachment => ({
+  name: file.name,
+  mimeType: file.mimeType,
+  size: file.size,
+  problem,
+});
 const unreadAll = (files: readonly TurnFile[], problem: string): Downloaded => ({
   attachments: files.map((file) => unread(file, problem)),
   problems: files.map((file) => sentenceOf(file.name, problem)),
@@ -129,7 +168,11 @@ const sentenceOf = (name: string, problem: string) => `I could not read ${cleanN
  * The files in their order: those ingress could pass on and that came from the session's own
  * platform fetched by `fetch` (one attachment back per file, in order), the others unread with the reason.
  */
-async function inOrder(files: readonly TurnFile[], fetch: (fetchable: TurnFile[]) => Promise<Downloaded>, sessionId: string): Promise<Downloaded> {
+async function inOrder(
+  files: readonly TurnFile[],
+  fetch: (fetchable: TurnFile[]) => Promise<Downloaded>,
+  sessionId: string,
+): Promise<Downloaded> {
   const platform = sessionId.split(":")[0];
   const fetchable = files.filter((file) => !file.problem && file.platform === platform);
   const fetched = fetchable.length ? (await fetch(fetchable)).attachments : [];
@@ -144,7 +187,11 @@ async function inOrder(files: readonly TurnFile[], fetch: (fetchable: TurnFile[]
 
 /** discord.js with its REST half only: channels are fetched (and posted to) over REST, never the gateway. */
 function restOnlyDiscordClient(discord: NonNullable<GlassboxConfig["discord"]>): Client {
-  const client = new Client({ intents: [], allowedMentions: NO_PINGS, ...(discord.apiUrl ? { rest: { api: discord.apiUrl } } : {}) });
+  const client = new Client({
+    intents: [],
+    allowedMentions: NO_PINGS,
+    ...(discord.apiUrl ? { rest: { api: discord.apiUrl } } : {}),
+  });
   client.rest.setToken(discord.token);
   return client;
 }
@@ -157,5 +204,7 @@ function discordChannelOf(sessionId: string): string {
 async function updateDiscordApproval(client: Client, approval: Approval): Promise<void> {
   if (!approval.messageRef) return;
   const [channelId = "", messageId = ""] = approval.messageRef.split(":");
-  await client.rest.patch(Routes.channelMessage(channelId, messageId), { body: { content: approvalOutcomeText(approval), components: [], allowed_mentions: { parse: [] } } });
+  await client.rest.patch(Routes.channelMessage(channelId, messageId), {
+    body: { content: approvalOutcomeText(approval), components: [], allowed_mentions: { parse: [] } },
+  });
 }

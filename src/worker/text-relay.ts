@@ -28,7 +28,11 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
   const publish = (notice: TextNotice) =>
     options.publish(notice).catch((error: unknown) => {
       // Losing streamed text costs only the live view: the answer comes whole with the run's end.
-      if (!warned) options.log.warn({ error: (error as Error).message }, "worker: passing on streamed answer text failed; pages get the answer when the run ends");
+      if (!warned)
+        options.log.warn(
+          { error: (error as Error).message },
+          "worker: passing on streamed answer text failed; pages get the answer when the run ends",
+        );
       warned = true;
     });
 
@@ -67,5 +71,8 @@ export function noticesOf(notice: TextNotice): TextNotice[] {
   if (Buffer.byteLength(JSON.stringify(notice)) <= MAX_NOTICE_BYTES) return [notice];
   const characters = Array.from(notice.text); // never between the halves of a surrogate pair
   const half = Math.ceil(characters.length / 2);
-  return [...noticesOf({ ...notice, text: characters.slice(0, half).join("") }), ...noticesOf({ ...notice, text: characters.slice(half).join("") })];
+  return [
+    ...noticesOf({ ...notice, text: characters.slice(0, half).join("") }),
+    ...noticesOf({ ...notice, text: characters.slice(half).join("") }),
+  ];
 }

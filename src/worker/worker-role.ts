@@ -64,13 +64,16 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const { config, log } = options;
   const databaseUrl = options.store.databaseUrl;
   if (!databaseUrl) {
-    throw configurationError("GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.");
+    throw configurationError(
+      "GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.",
+    );
   }
   assertModelConfigured(config); // workers call the model; ingress never does
   const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
   const closing: Array<() => Promise<void>> = [() => store.close()];
   const closeAll = async () => {
-    for (const close of closing.splice(0).reverse()) await close().catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: closing failed"));
+    for (const close of closing.splice(0).reverse())
+      await close().catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: closing failed"));
   };
   try {
     const queue = await openPostgresRunQueue({ ...options.queue, connectionString: databaseUrl, logger: log });
@@ -90,10 +93,18 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     });
     // "stop" anywhere reaches the run here within a moment; between steps the run also asks the store.
     const unwatch = await store.watchCancels((notice) => {
-      for (const runId of notice.runIds) if (conversations.stopRun(runId)) log.info({ runId, sessionId: notice.sessionId }, "worker: stopping a run on request");
+      for (const runId of notice.runIds)
+        if (conversations.stopRun(runId))
+          log.info({ runId, sessionId: notice.sessionId }, "worker: stopping a run on request");
     });
     closing.push(unwatch);
-    const sweeper = startApprovalSweeper({ store, queue, showDecision: surfaces.showDecision, log, everyMs: options.sweepMs });
+    const sweeper = startApprovalSweeper({
+      store,
+      queue,
+      showDecision: surfaces.showDecision,
+      log,
+      everyMs: options.sweepMs,
+    });
     closing.push(() => sweeper.stop());
 
     const runTurn = async (turn: Turn, context: TurnContext): Promise<void> => {
@@ -108,13 +119,24 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     };
     const worker = await queue.work(runTurn, {
       concurrency: options.concurrency,
-      onError: (error, turn) => log.error({ key: turn.key, conversation: turn.conversation, error: (error as Error)?.message }, "worker: a turn failed on every attempt and was given up"),
+      onError: (error, turn) =>
+        log.error(
+          { key: turn.key, conversation: turn.conversation, error: (error as Error)?.message },
+          "worker: a turn failed on every attempt and was given up",
+        ),
     });
     log.info({ worker: worker.id, concurrency: options.concurrency }, "worker: running turns from the queue");
     const hints = exampleRequests(agent.toolSources);
     const toolNames = agent.tools.names();
     // What ingress processes (which load no tools) name and suggest while this worker lives.
-    await store.offerTools({ tools: toolNames, hints }).catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: recording its tools for ingress failed; ingress pages name none"));
+    await store
+      .offerTools({ tools: toolNames, hints })
+      .catch((error: unknown) =>
+        log.warn(
+          { error: (error as Error).message },
+          "worker: recording its tools for ingress failed; ingress pages name none",
+        ),
+      );
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
@@ -124,7 +146,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         const settled = await Promise.race([worker.stop().then(() => true), sleep(grace, false, { ref: false })]);
         if (!settled) {
           // The turns still running keep their place in the queue: another worker takes them over.
-          log.warn({ graceMs: grace }, "worker: turns were still running at the end of the grace period; another worker takes them over");
+          log.warn(
+            { graceMs: grace },
+            "worker: turns were still running at the end of the grace period; another worker takes them over",
+          );
           return;
         }
         await closeAll();

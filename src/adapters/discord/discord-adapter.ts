@@ -29,7 +29,15 @@ import type { Logger } from "../../logger.js";
 import type { StorePort } from "../../store/port.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething } from "../example-requests.js";
-import { approvalButton, discordClickOrigin, discordInputOf, discordInteractionId, discordMessageId, discordSessionKey, sessionUsageText } from "./discord-events.js";
+import {
+  approvalButton,
+  discordClickOrigin,
+  discordInputOf,
+  discordInteractionId,
+  discordMessageId,
+  discordSessionKey,
+  sessionUsageText,
+} from "./discord-events.js";
 import { fetchDiscordFiles } from "./discord-files.js";
 import { loginWithCommands } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord-surface.js";
@@ -58,7 +66,12 @@ export async function startDiscordAdapter(options: {
 }): Promise<DiscordAdapter> {
   const { discord, store, log } = options;
   const client = new Client({
-    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.DirectMessages,
+      GatewayIntentBits.MessageContent,
+    ],
     partials: [Partials.Channel], // DM channels are not cached, so DMs arrive on partial channels
     // discord.js sends this with every message and edit that sets none; each one here sets its own too.
     allowedMentions: NO_PINGS,
@@ -77,7 +90,9 @@ export async function startDiscordAdapter(options: {
   });
 
   client.on(Events.MessageCreate, (message) => {
-    void onMessage(message).catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: a message failed"));
+    void onMessage(message).catch((error: unknown) =>
+      log.error({ error: (error as Error).message }, "Discord: a message failed"),
+    );
   });
   client.on(Events.InteractionCreate, (interaction) => {
     const handled = interaction.isButton()
@@ -87,7 +102,9 @@ export async function startDiscordAdapter(options: {
         : interaction.isModalSubmit()
           ? onReason(interaction)
           : undefined;
-    void handled?.catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: an interaction failed"));
+    void handled?.catch((error: unknown) =>
+      log.error({ error: (error as Error).message }, "Discord: an interaction failed"),
+    );
   });
 
   // A session's message whose files are still being fetched: the next one waits for it, so turns keep their order.
@@ -110,32 +127,67 @@ export async function startDiscordAdapter(options: {
       const files = message.attachments.size > 0 ? await fetchDiscordFiles(message.attachments.values()) : undefined;
       if (files?.problems.length) await message.reply({ content: files.problems.join(" "), allowedMentions: NO_PINGS });
       // Wrapped, so the next message waits for this one to be passed on, not for its run.
-      return { run: conversations.send({ sessionId, userId: message.author.id, input, ...(files?.attachments.length ? { attachments: files.attachments } : {}) }) };
+      return {
+        run: conversations.send({
+          sessionId,
+          userId: message.author.id,
+          input,
+          ...(files?.attachments.length ? { attachments: files.attachments } : {}),
+        }),
+      };
     });
-    const sent = ready.then(() => undefined, () => undefined);
+    const sent = ready.then(
+      () => undefined,
+      () => undefined,
+    );
     readying.set(sessionId, sent);
     void sent.finally(() => readying.get(sessionId) === sent && readying.delete(sessionId));
     await (await ready).run;
   }
 
   /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
-  async function onFeedback(interaction: ButtonInteraction, rated: { rating: "up" | "down"; runId: string }): Promise<void> {
+  async function onFeedback(
+    interaction: ButtonInteraction,
+    rated: { rating: "up" | "down"; runId: string },
+  ): Promise<void> {
     if (!(await store.claim(discordInteractionId(interaction.id)))) return;
-    const here = (sessionId: string) => sessionId.startsWith(discordClickOrigin(interaction).sessionPrefix) && channelOf(sessionId) === interaction.channelId;
-    if ((await rateInConversation(store, { ...rated, userId: interaction.user.id, source: "discord" }, here)) === "not_here") {
-      await interaction.reply({ content: "I can't rate that answer from here; rate it in the conversation where I gave it.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+    const here = (sessionId: string) =>
+      sessionId.startsWith(discordClickOrigin(interaction).sessionPrefix) &&
+      channelOf(sessionId) === interaction.channelId;
+    if (
+      (await rateInConversation(store, { ...rated, userId: interaction.user.id, source: "discord" }, here)) ===
+      "not_here"
+    ) {
+      await interaction.reply({
+        content: "I can't rate that answer from here; rate it in the conversation where I gave it.",
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
+      });
       return;
     }
     if (rated.rating === "down") await interaction.showModal(reasonModal(rated.runId));
-    else await interaction.reply({ content: "Thanks for the 👍.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+    else
+      await interaction.reply({
+        content: "Thanks for the 👍.",
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
+      });
   }
 
   /** The reason a 👎 asked for: it only ever completes the submitter's own 👎 of that run. */
   async function onReason(interaction: ModalSubmitInteraction): Promise<void> {
     const runId = reasonModalRun(interaction.customId);
     if (!runId || !(await store.claim(discordInteractionId(interaction.id)))) return;
-    const noted = await store.explainFeedback(runId, interaction.user.id, interaction.fields.getTextInputValue(REASON_INPUT));
-    await interaction.reply({ content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+    const noted = await store.explainFeedback(
+      runId,
+      interaction.user.id,
+      interaction.fields.getTextInputValue(REASON_INPUT),
+    );
+    await interaction.reply({
+      content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.",
+      flags: MessageFlags.Ephemeral,
+      allowedMentions: NO_PINGS,
+    });
   }
 
   async function onButton(interaction: ButtonInteraction): Promise<void> {
@@ -144,26 +196,44 @@ export async function startDiscordAdapter(options: {
     const button = approvalButton(interaction.customId);
     if (!button || !(await store.claim(discordInteractionId(interaction.id)))) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
-    const outcome = await conversations.decide({ ...button, userId: interaction.user.id, origin: discordClickOrigin(interaction) });
+    const outcome = await conversations.decide({
+      ...button,
+      userId: interaction.user.id,
+      origin: discordClickOrigin(interaction),
+    });
     const refusal = refusalFor(outcome, discord.approvers.length > 0);
-    if (refusal) await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+    if (refusal)
+      await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }
 
   async function onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
     if (!(await store.claim(discordInteractionId(interaction.id)))) return;
     if (!interaction.channel) {
-      await interaction.reply({ content: "I can't use this command here; try it in a channel or a DM where I can read messages.", flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
+      await interaction.reply({
+        content: "I can't use this command here; try it in a channel or a DM where I can read messages.",
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
+      });
       return;
     }
     const sessionId = discordSessionKey(interaction.channel, interaction.guildId);
     if (interaction.commandName === "reset") {
       await conversations.reset(sessionId);
-      await interaction.reply({ content: "Started a new conversation here; I no longer see what was said before.", allowedMentions: NO_PINGS });
+      await interaction.reply({
+        content: "Started a new conversation here; I no longer see what was said before.",
+        allowedMentions: NO_PINGS,
+      });
     } else if (interaction.commandName === "stop") {
-      await interaction.reply({ content: conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.", allowedMentions: NO_PINGS });
+      await interaction.reply({
+        content: conversations.stop(sessionId) ? "Stopping." : "Nothing is running here.",
+        allowedMentions: NO_PINGS,
+      });
     } else if (interaction.commandName === "usage") {
       await interaction.reply({
-        content: sessionUsageText(await store.sessionUsage(sessionId), { name: options.agent.model.name, prices: options.prices }),
+        content: sessionUsageText(await store.sessionUsage(sessionId), {
+          name: options.agent.model.name,
+          prices: options.prices,
+        }),
         flags: MessageFlags.Ephemeral,
         allowedMentions: NO_PINGS,
       });
@@ -175,12 +245,25 @@ export async function startDiscordAdapter(options: {
   const invite = new URL(
     ready.generateInvite({
       scopes: [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands],
-      permissions: [PermissionFlagsBits.ViewChannel, PermissionFlagsBits.SendMessages, PermissionFlagsBits.SendMessagesInThreads, PermissionFlagsBits.ReadMessageHistory],
+      permissions: [
+        PermissionFlagsBits.ViewChannel,
+        PermissionFlagsBits.SendMessages,
+        PermissionFlagsBits.SendMessagesInThreads,
+        PermissionFlagsBits.ReadMessageHistory,
+      ],
     }),
   );
   const inviteUrl = `https://discord.com/oauth2/authorize${invite.search}`;
 
-  const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Discord: expiring approvals failed")), EXPIRY_SWEEP_MS);
+  const sweep = setInterval(
+    () =>
+      void conversations
+        .expireApprovals()
+        .catch((error: unknown) =>
+          log.error({ error: (error as Error).message }, "Discord: expiring approvals failed"),
+        ),
+    EXPIRY_SWEEP_MS,
+  );
   sweep.unref();
   await conversations.expireApprovals(); // approvals that ran out while the bot was down
 
@@ -196,9 +279,7 @@ export async function startDiscordAdapter(options: {
   };
 }
 
-
 /** discord:dm:<channel>, discord:<guild>:<channel>, or discord:<guild>:<channel>:<thread>. */
-
 
 /** The channel a session's messages go to: the thread when there is one. */
 function channelOf(sessionId: string): string {
@@ -210,5 +291,9 @@ async function updateApprovalMessage(client: Client, approval: Approval): Promis
   const [channelId = "", messageId = ""] = approval.messageRef.split(":");
   const channel = await client.channels.fetch(channelId);
   if (!channel?.isTextBased()) return;
-  await channel.messages.edit(messageId, { content: approvalOutcomeText(approval), components: [], allowedMentions: NO_PINGS });
+  await channel.messages.edit(messageId, {
+    content: approvalOutcomeText(approval),
+    components: [],
+    allowedMentions: NO_PINGS,
+  });
 }

@@ -33,7 +33,11 @@ export const discordInteractionId = (interactionId: string): string => `discord:
  * Where a click came from, as Discord says: the guild (or, for a DM, its channel) starts the
  * session key; the channel the message is in and the message make the messageRef (<channel>:<message>).
  */
-export function discordClickOrigin(interaction: { guildId: string | null; channelId: string; message: { id: string } }): ClickOrigin {
+export function discordClickOrigin(interaction: {
+  guildId: string | null;
+  channelId: string;
+  message: { id: string };
+}): ClickOrigin {
   const sessionPrefix = interaction.guildId ? `discord:${interaction.guildId}:` : `discord:dm:${interaction.channelId}`;
   return { sessionPrefix, messageRef: `${interaction.channelId}:${interaction.message.id}` };
 }
@@ -46,8 +50,12 @@ export function approvalButton(customId: string): { approvalId: string; approved
 }
 
 /** /usage's answer: a conversation's runs, tokens and cost, on the model named (cost unknown without a price). */
-export function sessionUsageText(usage: { runs: number; promptTokens: number; completionTokens: number }, model: { name: string; prices?: Record<string, Price> } | undefined): string {
+export function sessionUsageText(
+  usage: { runs: number; promptTokens: number; completionTokens: number },
+  model: { name: string; prices?: Record<string, Price> } | undefined,
+): string {
   const cost = model ? costOf(priceOf(model.name, model.prices), usage) : null;
-  const price = cost === null ? `cost unknown (no price for ${model?.name ?? "the model"})` : `about $${cost.toFixed(4)}`;
+  const price =
+    cost === null ? `cost unknown (no price for ${model?.name ?? "the model"})` : `about $${cost.toFixed(4)}`;
   return `This conversation: ${usage.runs} run${usage.runs === 1 ? "" : "s"}, ${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens, ${price}.`;
 }

@@ -2,7 +2,15 @@
  * Feedback on an answer in Discord: 👍 / 👎 buttons under the answer (their ids name the run), and
  * the modal a 👎 opens to ask for an optional reason.
  */
-import { ActionRowBuilder, ButtonBuilder, ButtonStyle, LabelBuilder, ModalBuilder, TextInputBuilder, TextInputStyle } from "discord.js";
+import {
+  ActionRowBuilder,
+  ButtonBuilder,
+  ButtonStyle,
+  LabelBuilder,
+  ModalBuilder,
+  TextInputBuilder,
+  TextInputStyle,
+} from "discord.js";
 import { MAX_REASON_CHARS, type Rating } from "../../agent/feedback.js";
 
 export const REASON_INPUT = "reason";
@@ -35,6 +43,12 @@ export function reasonModal(runId: string): ModalBuilder {
     .addLabelComponents(
       new LabelBuilder()
         .setLabel("Tell us why (optional)")
-        .setTextInputComponent(new TextInputBuilder().setCustomId(REASON_INPUT).setStyle(TextInputStyle.Paragraph).setRequired(false).setMaxLength(MAX_REASON_CHARS)),
+        .setTextInputComponent(
+          new TextInputBuilder()
+            .setCustomId(REASON_INPUT)
+            .setStyle(TextInputStyle.Paragraph)
+            .setRequired(false)
+            .setMaxLength(MAX_REASON_CHARS),
+        ),
     );
 }

@@ -14,7 +14,15 @@ export interface DiscordAttachmentLike {
   contentType: string | null;
 }
 
-export function fetchDiscordFiles(attachments: Iterable<DiscordAttachmentLike>, options: { limits?: Partial<AttachmentLimits>; signal?: AbortSignal } = {}): Promise<Downloaded> {
-  const refs = [...attachments].map((file) => ({ name: file.name, url: file.url, size: file.size, mimeType: file.contentType || "application/octet-stream" }));
+export function fetchDiscordFiles(
+  attachments: Iterable<DiscordAttachmentLike>,
+  options: { limits?: Partial<AttachmentLimits>; signal?: AbortSignal } = {},
+): Promise<Downloaded> {
+  const refs = [...attachments].map((file) => ({
+    name: file.name,
+    url: file.url,
+    size: file.size,
+    mimeType: file.contentType || "application/octet-stream",
+  }));
   return downloadFiles(refs, options);
 }

@@ -30,13 +30,23 @@ export async function loginToDiscord(client: Client, token: string, apiUrl = "ht
   } catch (error) {
     await client.destroy();
     if ((error as { code?: unknown }).code === "TokenInvalid" || closeCode === AUTHENTICATION_FAILED) {
-      throw configurationError("Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).");
+      throw configurationError(
+        "Discord refused DISCORD_TOKEN; copy the bot token from the Developer Portal (your app → Bot → Reset Token).",
+      );
     }
     if (closeCode === DISALLOWED_INTENTS || /disallowed intents/i.test(String(error))) {
-      throw configurationError("Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.");
+      throw configurationError(
+        "Discord refused the Message Content intent; turn on MESSAGE CONTENT INTENT under your app → Bot → Privileged Gateway Intents.",
+      );
     }
-    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|fetch failed/i.test(`${String(error)} ${String((error as { cause?: unknown }).cause)}`)) {
-      throw configurationError(`I can't reach Discord at ${apiUrl}; check DISCORD_API_URL (or leave it unset) and the network.`);
+    if (
+      /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|fetch failed/i.test(
+        `${String(error)} ${String((error as { cause?: unknown }).cause)}`,
+      )
+    ) {
+      throw configurationError(
+        `I can't reach Discord at ${apiUrl}; check DISCORD_API_URL (or leave it unset) and the network.`,
+      );
     }
     throw error;
   } finally {
@@ -46,7 +56,10 @@ export async function loginToDiscord(client: Client, token: string, apiUrl = "ht
 }
 
 /** Logs in, then registers the slash commands: on DISCORD_GUILD_ID's server (at once) or globally (which can take a while to reach every client). */
-export async function loginWithCommands(client: Client, discord: Pick<DiscordConfig, "token" | "apiUrl" | "guildId">): Promise<Client<true>> {
+export async function loginWithCommands(
+  client: Client,
+  discord: Pick<DiscordConfig, "token" | "apiUrl" | "guildId">,
+): Promise<Client<true>> {
   await loginToDiscord(client, discord.token, discord.apiUrl);
   const ready = client as Client<true>;
   if (discord.guildId) await ready.application.commands.set(SLASH_COMMANDS, discord.guildId);

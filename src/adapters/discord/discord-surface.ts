@@ -3,7 +3,19 @@
  * progress message edited with tool activity, then the answer in messages of at most 2,000
  * characters. Approvals are a message with Approve / Deny buttons.
  */
-import { ActionRowBuilder, ButtonBuilder, ButtonStyle, makeURLSearchParams, Routes, SnowflakeUtil, type APIMessage, type Client, type Message, type MessageMentionOptions, type SendableChannels } from "discord.js";
+import {
+  ActionRowBuilder,
+  ButtonBuilder,
+  ButtonStyle,
+  makeURLSearchParams,
+  Routes,
+  SnowflakeUtil,
+  type APIMessage,
+  type Client,
+  type Message,
+  type MessageMentionOptions,
+  type SendableChannels,
+} from "discord.js";
 import type { Approval } from "../../agent/approvals.js";
 import type { ChatSurface } from "../../agent/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
@@ -45,12 +57,17 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
   let work: Promise<unknown> = Promise.resolve();
   // Discord calls go out one at a time, in the order of the events; a failed call is logged, not fatal.
   const then = (step: () => Promise<unknown>) => {
-    work = work.then(step).catch((error: unknown) => log.warn({ error: (error as Error).message, channelId }, "a Discord call failed"));
+    work = work
+      .then(step)
+      .catch((error: unknown) => log.warn({ error: (error as Error).message, channelId }, "a Discord call failed"));
   };
 
   let typing: NodeJS.Timeout | undefined;
   const keepTyping = () => {
-    const type = () => void target().then((found) => found.sendTyping()).catch(() => {});
+    const type = () =>
+      void target()
+        .then((found) => found.sendTyping())
+        .catch(() => {});
     type();
     typing = setInterval(type, TYPING_RENEW_MS);
     typing.unref();
@@ -85,7 +102,10 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
         then(showActivity);
       } else if (event.type === "tool_end") {
         const { name, envelope, durationMs } = event.record;
-        const line = envelope.status === "success" ? `✅ ${name} (${Math.round(durationMs)} ms)` : `⚠️ ${name}: ${envelope.error.type}`;
+        const line =
+          envelope.status === "success"
+            ? `✅ ${name} (${Math.round(durationMs)} ms)`
+            : `⚠️ ${name}: ${envelope.error.type}`;
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
@@ -95,14 +115,13 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
 
     async finish(result: RunResult) {
       clearInterval(typing);
-      const text =
-        answeredBy(result.stopReason)
-          ? result.output || "(no answer)"
-          : result.stopReason === "cancelled"
-            ? "Stopped."
-            : result.stopReason === "error"
-              ? result.output
-              : undefined;
+      const text = answeredBy(result.stopReason)
+        ? result.output || "(no answer)"
+        : result.stopReason === "cancelled"
+          ? "Stopped."
+          : result.stopReason === "error"
+            ? result.output
+            : undefined;
       if (text) {
         const parts = splitMessage(text, DISCORD_MESSAGE_LIMIT);
         // An answer's last message carries 👍 / 👎 for its run.
@@ -142,9 +161,13 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
  */
 async function answerPosted(client: Client, channelId: string, runId: string, since: Date): Promise<boolean> {
   const wanted = feedbackId("up", runId);
-  let after = SnowflakeUtil.generate({ timestamp: Math.max(Number(SnowflakeUtil.epoch), since.getTime() - LOOKBACK_MS) }).toString();
+  let after = SnowflakeUtil.generate({
+    timestamp: Math.max(Number(SnowflakeUtil.epoch), since.getTime() - LOOKBACK_MS),
+  }).toString();
   for (let page = 0; page < LOOKUP_PAGES; page++) {
-    const messages = (await client.rest.get(Routes.channelMessages(channelId), { query: makeURLSearchParams({ after, limit: 100 }) })) as APIMessage[];
+    const messages = (await client.rest.get(Routes.channelMessages(channelId), {
+      query: makeURLSearchParams({ after, limit: 100 }),
+    })) as APIMessage[];
     if (messages.some((message) => holdsButton(message.components ?? [], wanted))) return true;
     if (messages.length < 100) return false;
     after = messages.reduce((newest, message) => (BigInt(message.id) > BigInt(newest) ? message.id : newest), after);

@@ -18,14 +18,31 @@ export function approvalQuestion(approval: Approval): { text: string; blocks: Kn
       ...approvalHeader(approval),
       {
         type: "context",
-        elements: [{ type: "mrkdwn", text: `Only <@${approval.requester}> or an approver can decide. Expires ${slackTime(approval.expiresAt)}.` }],
+        elements: [
+          {
+            type: "mrkdwn",
+            text: `Only <@${approval.requester}> or an approver can decide. Expires ${slackTime(approval.expiresAt)}.`,
+          },
+        ],
       },
       {
         type: "actions",
         block_id: "glassbox_approval",
         elements: [
-          { type: "button", action_id: APPROVE_ACTION, style: "primary", text: { type: "plain_text", text: "Approve" }, value: approval.id },
-          { type: "button", action_id: DENY_ACTION, style: "danger", text: { type: "plain_text", text: "Deny" }, value: approval.id },
+          {
+            type: "button",
+            action_id: APPROVE_ACTION,
+            style: "primary",
+            text: { type: "plain_text", text: "Approve" },
+            value: approval.id,
+          },
+          {
+            type: "button",
+            action_id: DENY_ACTION,
+            style: "danger",
+            text: { type: "plain_text", text: "Deny" },
+            value: approval.id,
+          },
         ],
       },
     ],
@@ -43,14 +60,23 @@ export function approvalOutcome(approval: Approval): { text: string; blocks: Kno
         : approval.decidedBy === "superseded"
           ? ":hourglass: No longer needed: the conversation moved on before anyone decided."
           : ":hourglass: Expired: nobody decided in time, so it was not run.";
-  return { text: `${toolName(approval)}: ${outcome}`, blocks: [...approvalHeader(approval), { type: "context", elements: [{ type: "mrkdwn", text: outcome }] }] };
+  return {
+    text: `${toolName(approval)}: ${outcome}`,
+    blocks: [...approvalHeader(approval), { type: "context", elements: [{ type: "mrkdwn", text: outcome }] }],
+  };
 }
 
 function approvalHeader(approval: Approval): KnownBlock[] {
   // No backtick is left in the arguments to close the block early, nor a raw <, > or & to command.
   const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT, mrkdwnText);
   return [
-    { type: "section", text: { type: "mrkdwn", text: `:lock: *Approval needed*: <@${approval.requester}> asked me to run \`${toolName(approval)}\`` } },
+    {
+      type: "section",
+      text: {
+        type: "mrkdwn",
+        text: `:lock: *Approval needed*: <@${approval.requester}> asked me to run \`${toolName(approval)}\``,
+      },
+    },
     { type: "section", text: { type: "mrkdwn", text: `\`\`\`${args}\`\`\`` } },
   ];
 }

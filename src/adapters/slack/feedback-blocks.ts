@@ -30,8 +30,16 @@ export function feedbackButtons(runId: string): KnownBlock {
       {
         type: "feedback_buttons",
         action_id: FEEDBACK_ACTION,
-        positive_button: { text: { type: "plain_text", text: "👍" }, value: valueOf("up", runId), accessibility_label: "This answer helped" },
-        negative_button: { text: { type: "plain_text", text: "👎" }, value: valueOf("down", runId), accessibility_label: "This answer did not help" },
+        positive_button: {
+          text: { type: "plain_text", text: "👍" },
+          value: valueOf("up", runId),
+          accessibility_label: "This answer helped",
+        },
+        negative_button: {
+          text: { type: "plain_text", text: "👎" },
+          value: valueOf("down", runId),
+          accessibility_label: "This answer did not help",
+        },
       },
     ],
   };
@@ -43,8 +51,20 @@ export function plainFeedbackButtons(runId: string): KnownBlock {
     type: "actions",
     block_id: `glassbox_feedback:${runId}`.slice(0, 255),
     elements: [
-      { type: "button", action_id: `${FEEDBACK_ACTION}_up`, text: { type: "plain_text", text: "👍" }, value: valueOf("up", runId), accessibility_label: "This answer helped" },
-      { type: "button", action_id: `${FEEDBACK_ACTION}_down`, text: { type: "plain_text", text: "👎" }, value: valueOf("down", runId), accessibility_label: "This answer did not help" },
+      {
+        type: "button",
+        action_id: `${FEEDBACK_ACTION}_up`,
+        text: { type: "plain_text", text: "👍" },
+        value: valueOf("up", runId),
+        accessibility_label: "This answer helped",
+      },
+      {
+        type: "button",
+        action_id: `${FEEDBACK_ACTION}_down`,
+        text: { type: "plain_text", text: "👎" },
+        value: valueOf("down", runId),
+        accessibility_label: "This answer did not help",
+      },
     ],
   };
 }

@@ -7,7 +7,16 @@
  * the person is viewing, which reaches the model as a marked note (slack-viewing.ts).
  */
 import { openSlackApp } from "./slack-app.js";
-import { clickOrigin, inputOf, isQuestion, isStopCommand, slackEventIds, slackSessionKey, threadOf, type SlackMessageEvent } from "./slack-events.js";
+import {
+  clickOrigin,
+  inputOf,
+  isQuestion,
+  isStopCommand,
+  slackEventIds,
+  slackSessionKey,
+  threadOf,
+  type SlackMessageEvent,
+} from "./slack-events.js";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { App, BlockAction, Context } from "@slack/bolt";
@@ -24,7 +33,14 @@ import type { ToolSource } from "../../tools/tool-sources.js";
 import { startConversationWorkers, type ShardData } from "../conversation-workers.js";
 import { APPROVE_ACTION, DENY_ACTION } from "./approval-blocks.js";
 import { rateInConversation } from "../../agent/feedback.js";
-import { FEEDBACK_ACTIONS, feedbackValueOf, REASON_BLOCK, REASON_INPUT, REASON_VIEW, reasonModal } from "./feedback-blocks.js";
+import {
+  FEEDBACK_ACTIONS,
+  feedbackValueOf,
+  REASON_BLOCK,
+  REASON_INPUT,
+  REASON_VIEW,
+  reasonModal,
+} from "./feedback-blocks.js";
 import { refusalFor } from "../approval-replies.js";
 import { createSlackConversations } from "./slack-conversations.js";
 import { assertInstallPortFree, createWorkspaceClients, INSTALL_PATH } from "./slack-oauth.js";
@@ -59,8 +75,16 @@ const EXPIRY_SWEEP_MS = 30_000;
  * each build the agent from `config` (GLASSBOX_WORKERS): this thread then only receives events.
  */
 export type SlackRuns =
-  | { agent: AgentConfig & { toolSources?: ReadonlyMap<string, ToolSource> }; dailyLimits?: DailyLimits; pipelines?: Pipelines; workers?: undefined }
-  | { workers: { count: number; config: GlassboxConfig; onExit?: (worker: number, exitCode: number) => void }; agent?: undefined };
+  | {
+      agent: AgentConfig & { toolSources?: ReadonlyMap<string, ToolSource> };
+      dailyLimits?: DailyLimits;
+      pipelines?: Pipelines;
+      workers?: undefined;
+    }
+  | {
+      workers: { count: number; config: GlassboxConfig; onExit?: (worker: number, exitCode: number) => void };
+      agent?: undefined;
+    };
 
 export async function startSlackAdapter(
   options: {
@@ -91,7 +115,11 @@ export async function startSlackAdapter(
   const notesOf = new Map<string, Promise<void>>(); // a session's last message still being readied, to keep their order
   const agentSessions = createAgentSessions(log);
   listenForAgentView(app, {
-    prompts: options.prompts ?? (options.agent?.toolSources ? examplePrompts(options.agent.toolSources, 4) : (options.hints ?? []).map((message) => ({ title: message.slice(0, 40), message }))),
+    prompts:
+      options.prompts ??
+      (options.agent?.toolSources
+        ? examplePrompts(options.agent.toolSources, 4)
+        : (options.hints ?? []).map((message) => ({ title: message.slice(0, 40), message }))),
     viewing,
     log,
     stop: (sessionId) => conversations.stop(sessionId),
@@ -108,11 +136,14 @@ export async function startSlackAdapter(
 
     const threadTs = threadOf(message);
     const sessionId = slackSessionKey(message);
-    const reply = (text: string) => client.chat.postMessage({ channel: message.channel, ...(threadTs ? { thread_ts: threadTs } : {}), text });
+    const reply = (text: string) =>
+      client.chat.postMessage({ channel: message.channel, ...(threadTs ? { thread_ts: threadTs } : {}), text });
 
     if (!message.isDirect && slack.allowedChannels.length > 0 && !slack.allowedChannels.includes(message.channel)) {
       if (await store.claim(`slack:notice:${message.channel}`)) {
-        await reply(`I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`);
+        await reply(
+          `I only answer in ${slack.allowedChannels.map((channel) => `<#${channel}>`).join(", ")}. Mention me there, or send me a direct message.`,
+        );
       }
       return;
     }
@@ -137,21 +168,46 @@ export async function startSlackAdapter(
         .then(async (first) => {
           if (first) await titleThread(client, title, input);
         })
-        .catch((error: unknown) => log.warn({ error: (error as Error).message }, "Slack: setting the thread title failed"));
+        .catch((error: unknown) =>
+          log.warn({ error: (error as Error).message }, "Slack: setting the thread title failed"),
+        );
     }
     const viewed = message.isDirect ? viewedBy(message) : [];
     setImmediate(() => {
       // Naming a channel in view may take a Web API call: the session's messages still go in order.
-      const noted = (notesOf.get(sessionId) ?? Promise.resolve()).then(async () => {
-        const note = viewed.length ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel)) : undefined;
-        // Shared files are fetched with this workspace's bot token; one that cannot be read is said in a sentence, and the rest still runs.
-        const files = message.files ? await fetchSlackFiles(message.files, { token: message.context.botToken ?? client.token ?? "", apiUrl: slack.apiUrl }) : undefined;
-        if (files?.problems.length) await reply(files.problems.join(" "));
-        const run = conversations.send({ sessionId, userId, input: withViewingNote(input, note), ...(files?.attachments.length ? { attachments: files.attachments } : {}) });
-        run.catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"));
-        // A DM thread is an agent session: processing (Slack's stop button) while it runs.
-        if (message.isDirect && threadTs) void agentSessions.track(client, { channel: message.channel, threadTs, user: message.user as string, input }, run);
-      }).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "Slack: a message could not be passed on"));
+      const noted = (notesOf.get(sessionId) ?? Promise.resolve())
+        .then(async () => {
+          const note = viewed.length
+            ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel))
+            : undefined;
+          // Shared files are fetched with this workspace's bot token; one that cannot be read is said in a sentence, and the rest still runs.
+          const files = message.files
+            ? await fetchSlackFiles(message.files, {
+                token: message.context.botToken ?? client.token ?? "",
+                apiUrl: slack.apiUrl,
+              })
+            : undefined;
+          if (files?.problems.length) await reply(files.problems.join(" "));
+          const run = conversations.send({
+            sessionId,
+            userId,
+            input: withViewingNote(input, note),
+            ...(files?.attachments.length ? { attachments: files.attachments } : {}),
+          });
+          run.catch((error: unknown) =>
+            log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"),
+          );
+          // A DM thread is an agent session: processing (Slack's stop button) while it runs.
+          if (message.isDirect && threadTs)
+            void agentSessions.track(
+              client,
+              { channel: message.channel, threadTs, user: message.user as string, input },
+              run,
+            );
+        })
+        .catch((error: unknown) =>
+          log.error({ error: (error as Error).message, sessionId }, "Slack: a message could not be passed on"),
+        );
       notesOf.set(sessionId, noted);
       void noted.finally(() => notesOf.get(sessionId) === noted && notesOf.delete(sessionId));
     });
@@ -165,30 +221,74 @@ export async function startSlackAdapter(
 
   app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(
-      { eventId: body.event_id, teamId: body.team_id, channel: event.channel, user: event.user, text: event.text, ts: event.ts, threadTs: event.thread_ts, botId: event.bot_id, subtype: event.subtype, isDirect: false, context, files: (event as { files?: unknown }).files },
+      {
+        eventId: body.event_id,
+        teamId: body.team_id,
+        channel: event.channel,
+        user: event.user,
+        text: event.text,
+        ts: event.ts,
+        threadTs: event.thread_ts,
+        botId: event.bot_id,
+        subtype: event.subtype,
+        isDirect: false,
+        context,
+        files: (event as { files?: unknown }).files,
+      },
       client,
     );
   });
 
   app.message(async ({ message, body, client, context }) => {
     if (message.channel_type !== "im") return; // channels answer to mentions only
-    const fields = message as { user?: string; text?: string; thread_ts?: string; bot_id?: string; subtype?: string; app_context?: unknown; files?: unknown };
+    const fields = message as {
+      user?: string;
+      text?: string;
+      thread_ts?: string;
+      bot_id?: string;
+      subtype?: string;
+      app_context?: unknown;
+      files?: unknown;
+    };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
     await onMessage(
-      { eventId, teamId, channel: message.channel, user: fields.user, text: fields.text, ts: message.ts, threadTs: fields.thread_ts, botId: fields.bot_id, subtype: message.subtype, isDirect: true, context, appContext: fields.app_context, files: fields.files },
+      {
+        eventId,
+        teamId,
+        channel: message.channel,
+        user: fields.user,
+        text: fields.text,
+        ts: message.ts,
+        threadTs: fields.thread_ts,
+        botId: fields.bot_id,
+        subtype: message.subtype,
+        isDirect: true,
+        context,
+        appContext: fields.app_context,
+        files: fields.files,
+      },
       client,
     );
   });
 
-  app.action<BlockAction>(new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`), async ({ ack, action, body, client, context }) => {
-    await ack();
-    if (action.type !== "button" || !("action_id" in action) || !action.value) return;
-    const userId = body.user.id;
-    const channel = body.channel?.id;
-    const outcome = await conversations.decide({ approvalId: action.value, userId: userOf(context, userId), approved: action.action_id === APPROVE_ACTION, origin: clickOrigin(body) });
-    const refusal = refusalFor(outcome, slack.approvers.length > 0);
-    if (refusal && channel) await client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) });
-  });
+  app.action<BlockAction>(
+    new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`),
+    async ({ ack, action, body, client, context }) => {
+      await ack();
+      if (action.type !== "button" || !("action_id" in action) || !action.value) return;
+      const userId = body.user.id;
+      const channel = body.channel?.id;
+      const outcome = await conversations.decide({
+        approvalId: action.value,
+        userId: userOf(context, userId),
+        approved: action.action_id === APPROVE_ACTION,
+        origin: clickOrigin(body),
+      });
+      const refusal = refusalFor(outcome, slack.approvers.length > 0);
+      if (refusal && channel)
+        await client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) });
+    },
+  );
 
   // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
   // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.
@@ -198,12 +298,22 @@ export async function startSlackAdapter(
     if (!rated || !(await store.claim(`slack:interaction:${body.trigger_id}`))) return;
     // Only from the conversation the answer is in: whoever can see it there can rate it.
     const channel = body.channel?.id;
-    const here = (sessionId: string) => sessionId.startsWith(clickOrigin(body).sessionPrefix) && sessionId.split(":")[2] === channel;
-    if ((await rateInConversation(store, { ...rated, userId: userOf(context, body.user.id), source: "slack" }, here)) === "not_here") {
-      if (channel) await client.chat.postEphemeral({ channel, user: body.user.id, text: "I can't rate that answer from here; rate it in the conversation where I gave it." });
+    const here = (sessionId: string) =>
+      sessionId.startsWith(clickOrigin(body).sessionPrefix) && sessionId.split(":")[2] === channel;
+    if (
+      (await rateInConversation(store, { ...rated, userId: userOf(context, body.user.id), source: "slack" }, here)) ===
+      "not_here"
+    ) {
+      if (channel)
+        await client.chat.postEphemeral({
+          channel,
+          user: body.user.id,
+          text: "I can't rate that answer from here; rate it in the conversation where I gave it.",
+        });
       return;
     }
-    if (rated.rating === "down") await client.views.open({ trigger_id: body.trigger_id, view: reasonModal(rated.runId) });
+    if (rated.rating === "down")
+      await client.views.open({ trigger_id: body.trigger_id, view: reasonModal(rated.runId) });
   });
   // The reason a 👎 asked for: only ever completes the submitter's own 👎 of that run.
   app.view(REASON_VIEW, async ({ ack, view, body, context }) => {
@@ -228,9 +338,19 @@ export async function startSlackAdapter(
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
   const eventsUrl = address ? `http://${slack.host}:${address.port}/slack/events` : undefined;
   const installUrl = installations ? `http://${slack.host}:${address?.port ?? slack.port}${INSTALL_PATH}` : undefined;
-  if (installUrl) log.info({ installUrl }, `Slack: workspaces install the app by opening ${INSTALL_PATH} at this server's public https address`);
+  if (installUrl)
+    log.info(
+      { installUrl },
+      `Slack: workspaces install the app by opening ${INSTALL_PATH} at this server's public https address`,
+    );
 
-  const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "Slack: expiring approvals failed")), EXPIRY_SWEEP_MS);
+  const sweep = setInterval(
+    () =>
+      void conversations
+        .expireApprovals()
+        .catch((error: unknown) => log.error({ error: (error as Error).message }, "Slack: expiring approvals failed")),
+    EXPIRY_SWEEP_MS,
+  );
   sweep.unref();
   await conversations.expireApprovals(); // approvals that ran out while the bot was down
 
@@ -252,10 +372,24 @@ export async function startSlackAdapter(
  * The conversations, here or in worker threads; close() waits for their runs (and ends the workers).
  * `clientFor` gives each workspace's client when the app is installed in many.
  */
-async function startConversations(options: Parameters<typeof startSlackAdapter>[0], client: WebClient, clientFor?: (teamId: string) => WebClient): Promise<ConversationService & { close(): Promise<void> }> {
+async function startConversations(
+  options: Parameters<typeof startSlackAdapter>[0],
+  client: WebClient,
+  clientFor?: (teamId: string) => WebClient,
+): Promise<ConversationService & { close(): Promise<void> }> {
   const { slack, store, log, approvalTtlSeconds } = options;
   if (!options.workers) {
-    const conversations = createSlackConversations({ client, clientFor, agent: options.agent, store, slack, log, approvalTtlSeconds, dailyLimits: options.dailyLimits, pipelines: options.pipelines });
+    const conversations = createSlackConversations({
+      client,
+      clientFor,
+      agent: options.agent,
+      store,
+      slack,
+      log,
+      approvalTtlSeconds,
+      dailyLimits: options.dailyLimits,
+      pipelines: options.pipelines,
+    });
     return { ...conversations, close: () => conversations.idle() };
   }
   const { count, config, onExit } = options.workers;

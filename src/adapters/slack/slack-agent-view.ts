@@ -35,14 +35,20 @@ export interface AgentViewOptions {
 export function listenForAgentView(app: App, options: AgentViewOptions): void {
   const { viewing, log } = options;
   const prompts = options.prompts.slice(0, MOST_PROMPTS).map(({ title, message }) => ({ title, message }));
-  const failed = (what: string) => (error: unknown) => log.warn({ error: (error as Error).message }, `Slack: ${what} failed`);
+  const failed = (what: string) => (error: unknown) =>
+    log.warn({ error: (error as Error).message }, `Slack: ${what} failed`);
 
   // The assistant view: a new thread in the bot's side panel. Its prompts belong to that thread.
   app.event("assistant_thread_started", async ({ event, client }) => {
     const thread = event.assistant_thread;
     viewing.rememberThread(thread.channel_id, thread.thread_ts, entitiesOfThreadContext(thread.context));
     await client.assistant.threads
-      .setSuggestedPrompts({ channel_id: thread.channel_id, thread_ts: thread.thread_ts, title: PROMPTS_TITLE, prompts })
+      .setSuggestedPrompts({
+        channel_id: thread.channel_id,
+        thread_ts: thread.thread_ts,
+        title: PROMPTS_TITLE,
+        prompts,
+      })
       .catch(failed("setting suggested prompts"));
   });
 
@@ -56,13 +62,16 @@ export function listenForAgentView(app: App, options: AgentViewOptions): void {
   app.event("app_home_opened", async ({ event, body, client }) => {
     if (event.context) viewing.rememberUser(body.team_id, event.user, entitiesOfAppContext(event.context));
     if (event.tab !== "messages") return;
-    await client.assistant.threads.setSuggestedPrompts({ channel_id: event.channel, title: PROMPTS_TITLE, prompts }).catch(failed("setting suggested prompts"));
+    await client.assistant.threads
+      .setSuggestedPrompts({ channel_id: event.channel, title: PROMPTS_TITLE, prompts })
+      .catch(failed("setting suggested prompts"));
   });
 
   // The agent view's "what the user is looking at". The inner event may carry only the context:
   // the person is then the (non-bot) authorization of the envelope.
   app.event("app_context_changed", async ({ event, body }) => {
-    const user = (event as { user?: string }).user ?? body.authorizations?.find((authorization) => !authorization.is_bot)?.user_id;
+    const user =
+      (event as { user?: string }).user ?? body.authorizations?.find((authorization) => !authorization.is_bot)?.user_id;
     if (user) viewing.rememberUser(body.team_id, user, entitiesOfAppContext(event.context));
   });
 
@@ -76,14 +85,23 @@ export function listenForAgentView(app: App, options: AgentViewOptions): void {
  * A DM thread's title, from its first message (claimed in the store, so a redelivery or a restart
  * does not rename it): the first line, without mentions or broadcasts, cut to a readable length.
  */
-export async function titleThread(client: WebClient, place: { channel: string; threadTs: string }, input: string): Promise<void> {
+export async function titleThread(
+  client: WebClient,
+  place: { channel: string; threadTs: string },
+  input: string,
+): Promise<void> {
   const title = threadTitle(input);
   if (title) await client.assistant.threads.setTitle({ channel_id: place.channel, thread_ts: place.threadTs, title });
 }
 
 function threadTitle(input: string): string | undefined {
   const firstLine = input.split("\n").find((line) => line.trim()) ?? "";
-  const plain = withoutBroadcasts(firstLine.replace(/<[@#!][^>]*>/g, "").replace(/\s+/g, " ").trim());
+  const plain = withoutBroadcasts(
+    firstLine
+      .replace(/<[@#!][^>]*>/g, "")
+      .replace(/\s+/g, " ")
+      .trim(),
+  );
   if (!plain) return undefined;
   return plain.length > TITLE_LIMIT ? `${plain.slice(0, TITLE_LIMIT - 1)}…` : plain;
 }
@@ -97,18 +115,35 @@ function threadTitle(input: string): string | undefined {
  */
 export function createAgentSessions(log: Logger) {
   let refused = false;
-  const setStatus = async (client: WebClient, place: { channel: string; threadTs: string }, status: string, extra: { title?: string; initiator_user_id?: string } = {}) => {
+  const setStatus = async (
+    client: WebClient,
+    place: { channel: string; threadTs: string },
+    status: string,
+    extra: { title?: string; initiator_user_id?: string } = {},
+  ) => {
     if (refused) return;
     try {
-      await client.agents.sessions.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status, ...extra });
+      await client.agents.sessions.setStatus({
+        channel_id: place.channel,
+        thread_ts: place.threadTs,
+        status,
+        ...extra,
+      });
     } catch (error) {
       refused = true;
-      log.info({ error: (error as Error).message }, "Slack refused agent sessions (the app is not declared as an agent); the status message still shows");
+      log.info(
+        { error: (error as Error).message },
+        "Slack refused agent sessions (the app is not declared as an agent); the status message still shows",
+      );
     }
   };
   return {
     /** Marks the session processing for the run's time, then active, or suspended while the run waits for an approval. */
-    async track(client: WebClient, place: { channel: string; threadTs: string; user: string; input: string }, run: Promise<RunResult>): Promise<void> {
+    async track(
+      client: WebClient,
+      place: { channel: string; threadTs: string; user: string; input: string },
+      run: Promise<RunResult>,
+    ): Promise<void> {
       const title = threadTitle(place.input);
       await setStatus(client, place, "processing", { ...(title ? { title } : {}), initiator_user_id: place.user });
       const result = await run.catch(() => undefined);

@@ -7,7 +7,13 @@ import { App, type Context } from "@slack/bolt";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { slackClientOptions } from "./slack-conversations.js";
-import { forgetUninstalledWorkspaces, installationUserId, oauthAppOptions, openSlackInstallations, withoutSecrets } from "./slack-oauth.js";
+import {
+  forgetUninstalledWorkspaces,
+  installationUserId,
+  oauthAppOptions,
+  openSlackInstallations,
+  withoutSecrets,
+} from "./slack-oauth.js";
 import { singleWorkspace } from "./slack-workspace.js";
 
 export type SlackInstallations = Awaited<ReturnType<typeof openSlackInstallations>>;
@@ -25,12 +31,19 @@ export interface SlackApp {
 }
 
 /** `processBeforeResponse`: HTTP mode acknowledges only once the listeners have run (the ingress role's acceptance). */
-export async function openSlackApp(slack: SlackConfig, log: Logger, options: { processBeforeResponse?: boolean } = {}): Promise<SlackApp> {
+export async function openSlackApp(
+  slack: SlackConfig,
+  log: Logger,
+  options: { processBeforeResponse?: boolean } = {},
+): Promise<SlackApp> {
   const clientOptions = slackClientOptions(slack, log);
   const { logger, ...webOptions } = clientOptions; // Bolt takes its logger beside the clients' options
   const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
   try {
-    const authorization = slack.oauth && installations ? oauthAppOptions(slack, slack.oauth, installations, log) : await singleWorkspace(slack, clientOptions);
+    const authorization =
+      slack.oauth && installations
+        ? oauthAppOptions(slack, slack.oauth, installations, log)
+        : await singleWorkspace(slack, clientOptions);
     const botOfToken = authorization.botUserId ?? ""; // one workspace: its bot user, from auth.test
     const app = new App({
       ...authorization,
@@ -39,7 +52,10 @@ export async function openSlackApp(slack: SlackConfig, log: Logger, options: { p
       clientOptions: webOptions,
       ...(slack.appToken
         ? { appToken: slack.appToken, socketMode: true }
-        : { signingSecret: slack.signingSecret as string, ...(options.processBeforeResponse ? { processBeforeResponse: true } : {}) }),
+        : {
+            signingSecret: slack.signingSecret as string,
+            ...(options.processBeforeResponse ? { processBeforeResponse: true } : {}),
+          }),
     });
     if (installations) forgetUninstalledWorkspaces(app, installations, log);
     return {

@@ -66,8 +66,16 @@ export async function updateApprovalMessage(client: WebClient, approval: Approva
 }
 
 /** How every Web API client of the bot talks to Slack: over undici, to SLACK_API_URL if set, logging to our log at warn and above. */
-export function slackClientOptions(slack: SlackConfig, log: Logger): WebClientOptions & { logger: SlackLogger; logLevel: LogLevel } {
-  return { fetch: undiciFetch, ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}), logger: slackLogger(log), logLevel: LogLevel.WARN };
+export function slackClientOptions(
+  slack: SlackConfig,
+  log: Logger,
+): WebClientOptions & { logger: SlackLogger; logLevel: LogLevel } {
+  return {
+    fetch: undiciFetch,
+    ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}),
+    logger: slackLogger(log),
+    logLevel: LogLevel.WARN,
+  };
 }
 
 function slackLogger(log: Logger): SlackLogger {

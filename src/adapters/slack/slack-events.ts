@@ -24,7 +24,10 @@ export interface SlackMessageEvent {
 }
 
 /** Edits, deletions, joins and other bots are not questions; a message that shares a file is. */
-export function isQuestion(message: SlackMessageEvent, botUserId: string): message is SlackMessageEvent & { user: string } {
+export function isQuestion(
+  message: SlackMessageEvent,
+  botUserId: string,
+): message is SlackMessageEvent & { user: string } {
   if (message.botId || !message.user || message.user === botUserId) return false;
   return !message.subtype || message.subtype === "file_share";
 }
@@ -35,7 +38,9 @@ export function threadOf(message: Pick<SlackMessageEvent, "ts" | "threadTs" | "i
 }
 
 /** slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message. */
-export function slackSessionKey(message: Pick<SlackMessageEvent, "teamId" | "channel" | "ts" | "threadTs" | "isDirect">): string {
+export function slackSessionKey(
+  message: Pick<SlackMessageEvent, "teamId" | "channel" | "ts" | "threadTs" | "isDirect">,
+): string {
   return `slack:${message.teamId}:${message.channel}:${threadOf(message) ?? "main"}`;
 }
 

@@ -31,7 +31,14 @@ export function slackFileRefs(files: unknown): FileRef[] {
   return (files as SlackFile[]).flatMap((file) => {
     const url = file.url_private_download ?? file.url_private;
     if (!url || file.mode === "tombstone" || file.mode === "hidden_by_limit") return [];
-    return [{ name: file.name ?? file.title ?? file.id ?? "file", mimeType: file.mimetype || "application/octet-stream", size: Number(file.size ?? 0), url }];
+    return [
+      {
+        name: file.name ?? file.title ?? file.id ?? "file",
+        mimeType: file.mimetype || "application/octet-stream",
+        size: Number(file.size ?? 0),
+        url,
+      },
+    ];
   });
 }
 

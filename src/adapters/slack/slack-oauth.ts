@@ -7,7 +7,15 @@
  * workspace's token up when they call, so any process or worker thread can answer any workspace.
  */
 import { createServer, type ServerResponse } from "node:http";
-import { webApi, type App, type AppOptions, type Context, type Installation, type InstallationQuery, type InstallationStore } from "@slack/bolt";
+import {
+  webApi,
+  type App,
+  type AppOptions,
+  type Context,
+  type Installation,
+  type InstallationQuery,
+  type InstallationStore,
+} from "@slack/bolt";
 import type { Logger as SlackLogger, WebAPICallResult, WebClient, WebClientOptions } from "@slack/web-api";
 import { configurationError } from "../../agent/errors.js";
 import type { SlackConfig, SlackOAuthConfig } from "../../config.js";
@@ -32,12 +40,18 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
   const records = await openInstallationRecords(oauth.database);
   const linked = new Set<string>(); // workspaces of org-wide installs already linked by this process
   // The record's key is the sealed value's additional data: a value moved to another row does not open.
-  const unseal = (record: { key: string; sealed: string }) => JSON.parse(cipher.open(record.sealed, record.key)) as Installation;
+  const unseal = (record: { key: string; sealed: string }) =>
+    JSON.parse(cipher.open(record.sealed, record.key)) as Installation;
 
   return {
     async storeInstallation(installation) {
-      const key = installationKey(installation.isEnterpriseInstall === true, installation.enterprise?.id, installation.team?.id);
-      if (!key || !installation.bot) throw new Error("Slack's answer named no workspace or no bot token; the app needs a bot user and bot scopes.");
+      const key = installationKey(
+        installation.isEnterpriseInstall === true,
+        installation.enterprise?.id,
+        installation.team?.id,
+      );
+      if (!key || !installation.bot)
+        throw new Error("Slack's answer named no workspace or no bot token; the app needs a bot user and bot scopes.");
       await records.put({
         key,
         teamId: installation.team?.id ?? null,
@@ -53,13 +67,19 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
       const key = installationKey(query.isEnterpriseInstall, query.enterpriseId, query.teamId);
       const record = key === undefined ? undefined : await records.get(key);
       // Bolt takes a throw here as "not authorized": the event is acknowledged and goes unanswered.
-      if (!record) throw new Error(`glassbox is not installed in Slack ${query.isEnterpriseInstall ? "org" : "workspace"} ${key ?? "(none named)"} (it was uninstalled, or never installed there), so its events go unanswered.`);
+      if (!record)
+        throw new Error(
+          `glassbox is not installed in Slack ${query.isEnterpriseInstall ? "org" : "workspace"} ${key ?? "(none named)"} (it was uninstalled, or never installed there), so its events go unanswered.`,
+        );
       const installation = unseal(record);
       if (record.orgWide && query.teamId && !linked.has(query.teamId)) {
         // Runs know their workspace only (slack:<team>:...): remember which org install answers it.
         await records.linkTeam(query.teamId, record.key).then(
           () => linked.add(query.teamId as string),
-          (error: unknown) => logger?.warn(`could not note that workspace ${query.teamId} belongs to ${record.key}: ${(error as Error).message}`),
+          (error: unknown) =>
+            logger?.warn(
+              `could not note that workspace ${query.teamId} belongs to ${record.key}: ${(error as Error).message}`,
+            ),
         );
       }
       return installation;
@@ -77,7 +97,11 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
 }
 
 /** An installation's key: the org for an org-wide install, else the workspace. */
-function installationKey(orgWide: boolean, enterpriseId: string | undefined, teamId: string | undefined): string | undefined {
+function installationKey(
+  orgWide: boolean,
+  enterpriseId: string | undefined,
+  teamId: string | undefined,
+): string | undefined {
   return orgWide ? enterpriseId : teamId;
 }
 
@@ -85,7 +109,10 @@ function installationKey(orgWide: boolean, enterpriseId: string | undefined, tea
  * A Slack user as a multi-workspace app counts them: `<team>:<user>` (the org's id for an org-wide
  * install), so daily caps, remembered facts and approvals never mix people of two workspaces.
  */
-export function installationUserId(context: Pick<Context, "teamId" | "enterpriseId" | "isEnterpriseInstall">, user: string): string {
+export function installationUserId(
+  context: Pick<Context, "teamId" | "enterpriseId" | "isEnterpriseInstall">,
+  user: string,
+): string {
   return `${(context.isEnterpriseInstall ? context.enterpriseId : context.teamId) ?? "unknown"}:${user}`;
 }
 
@@ -99,7 +126,10 @@ export function slackUserOf(userId: string): string {
  * thread or in another process) posts with its own workspace's token, and stops being able to once
  * the workspace uninstalls the app.
  */
-export function createWorkspaceClients(installations: Pick<SlackInstallations, "botTokenForTeam">, options: WebClientOptions): (teamId: string) => WebClient {
+export function createWorkspaceClients(
+  installations: Pick<SlackInstallations, "botTokenForTeam">,
+  options: WebClientOptions,
+): (teamId: string) => WebClient {
   const clients = new Map<string, WebClient>();
   return (teamId) => {
     let client = clients.get(teamId);
@@ -120,14 +150,23 @@ class WorkspaceClient extends webApi.WebClient {
   }
 
   override async apiCall(method: string, options: Record<string, unknown> = {}): Promise<WebAPICallResult> {
-    const token = typeof options.token === "string" ? options.token : await this.#installations.botTokenForTeam(this.#teamId);
-    if (!token) throw new Error(`glassbox is no longer installed in Slack workspace ${this.#teamId}, so it cannot call ${method} there.`);
+    const token =
+      typeof options.token === "string" ? options.token : await this.#installations.botTokenForTeam(this.#teamId);
+    if (!token)
+      throw new Error(
+        `glassbox is no longer installed in Slack workspace ${this.#teamId}, so it cannot call ${method} there.`,
+      );
     return super.apiCall(method, { ...options, token });
   }
 }
 
 /** What the App needs for the OAuth flow and for authorizing each event from the installation store. */
-export function oauthAppOptions(slack: SlackConfig, oauth: SlackOAuthConfig, installations: SlackInstallations, log: Logger): Partial<AppOptions> {
+export function oauthAppOptions(
+  slack: SlackConfig,
+  oauth: SlackOAuthConfig,
+  installations: SlackInstallations,
+  log: Logger,
+): Partial<AppOptions> {
   return {
     clientId: oauth.clientId,
     clientSecret: oauth.clientSecret,
@@ -144,8 +183,15 @@ export function oauthAppOptions(slack: SlackConfig, oauth: SlackOAuthConfig, ins
       callbackOptions: {
         success: (installation, _options, _request, response) => {
           const where = installation.team?.name ?? installation.enterprise?.name ?? "your workspace";
-          log.info({ team: installation.team?.id, enterprise: installation.enterprise?.id }, "Slack: installed in a workspace");
-          page(response, 200, `glassbox is installed in ${where}: invite it to a channel (/invite @glassbox) and mention it there, or send it a direct message.`);
+          log.info(
+            { team: installation.team?.id, enterprise: installation.enterprise?.id },
+            "Slack: installed in a workspace",
+          );
+          page(
+            response,
+            200,
+            `glassbox is installed in ${where}: invite it to a channel (/invite @glassbox) and mention it there, or send it a direct message.`,
+          );
         },
         failure: (error, _options, _request, response) => {
           log.warn({ code: error.code, error: error.message }, "Slack: an installation did not complete");
@@ -159,16 +205,26 @@ export function oauthAppOptions(slack: SlackConfig, oauth: SlackOAuthConfig, ins
 
 function failureSentence(code: string, message: string): [number, string] {
   if (code === "slack_oauth_invalid_state" || code === "slack_oauth_missing_state") {
-    return [400, `This installation link has expired or was opened in another browser; start again at ${INSTALL_PATH} in this browser.`];
+    return [
+      400,
+      `This installation link has expired or was opened in another browser; start again at ${INSTALL_PATH} in this browser.`,
+    ];
   }
-  if (code === "slack_oauth_missing_code") return [400, `Slack sent no authorization code; start the installation again at ${INSTALL_PATH}.`];
-  if (/cancelled/i.test(message)) return [400, `The installation was cancelled in Slack; start again at ${INSTALL_PATH} to install glassbox.`];
-  return [500, `Slack did not complete the installation; try again at ${INSTALL_PATH}, and if it fails again, check SLACK_CLIENT_ID and SLACK_CLIENT_SECRET.`];
+  if (code === "slack_oauth_missing_code")
+    return [400, `Slack sent no authorization code; start the installation again at ${INSTALL_PATH}.`];
+  if (/cancelled/i.test(message))
+    return [400, `The installation was cancelled in Slack; start again at ${INSTALL_PATH} to install glassbox.`];
+  return [
+    500,
+    `Slack did not complete the installation; try again at ${INSTALL_PATH}, and if it fails again, check SLACK_CLIENT_ID and SLACK_CLIENT_SECRET.`,
+  ];
 }
 
 function page(response: ServerResponse, status: number, sentence: string): void {
   response.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
-  response.end(`<!doctype html><html><head><meta charset="utf-8"><title>glassbox</title></head><body><p>${escapeHtml(sentence)}</p></body></html>`);
+  response.end(
+    `<!doctype html><html><head><meta charset="utf-8"><title>glassbox</title></head><body><p>${escapeHtml(sentence)}</p></body></html>`,
+  );
 }
 
 function escapeHtml(text: string): string {
@@ -178,7 +234,11 @@ function escapeHtml(text: string): string {
 /** A workspace that uninstalls the app, or revokes its bot token, is forgotten: its token is deleted. */
 export function forgetUninstalledWorkspaces(app: App, installations: SlackInstallations, log: Logger): void {
   const forget = async (context: Context, why: string) => {
-    await installations.deleteInstallation({ teamId: context.teamId, enterpriseId: context.enterpriseId, isEnterpriseInstall: context.isEnterpriseInstall });
+    await installations.deleteInstallation({
+      teamId: context.teamId,
+      enterpriseId: context.enterpriseId,
+      isEnterpriseInstall: context.isEnterpriseInstall,
+    });
     log.info({ team: context.teamId, enterprise: context.enterpriseId }, `Slack: ${why}; its installation is deleted`);
   };
   app.event("app_uninstalled", async ({ context }) => forget(context, "the app was uninstalled from a workspace"));
@@ -194,7 +254,8 @@ export function forgetUninstalledWorkspaces(app: App, installations: SlackInstal
  */
 export function withoutSecrets(logger: SlackLogger, oauth: SlackOAuthConfig): SlackLogger {
   const secrets = [oauth.clientSecret, oauth.stateSecret];
-  const hide = (messages: unknown[]) => messages.map((message) => secrets.reduce((text, secret) => text.split(secret).join("[redacted]"), String(message)));
+  const hide = (messages: unknown[]) =>
+    messages.map((message) => secrets.reduce((text, secret) => text.split(secret).join("[redacted]"), String(message)));
   return {
     ...logger,
     debug: (...messages) => logger.debug(...hide(messages)),
@@ -212,7 +273,13 @@ export async function assertInstallPortFree(port: number): Promise<void> {
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
     probe.once("error", (error: NodeJS.ErrnoException) =>
-      reject(error.code === "EADDRINUSE" ? configurationError(`PORT ${port} is taken, and the Slack install pages (${INSTALL_PATH}) need it; set PORT to a free port.`) : error),
+      reject(
+        error.code === "EADDRINUSE"
+          ? configurationError(
+              `PORT ${port} is taken, and the Slack install pages (${INSTALL_PATH}) need it; set PORT to a free port.`,
+            )
+          : error,
+      ),
     );
     probe.listen(port, () => probe.close(() => resolve()));
   });

@@ -60,7 +60,11 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   let work: Promise<unknown> = Promise.resolve();
   // Slack calls go out one at a time, in the order of the events, and a failed call is logged, not fatal.
   const then = (step: () => Promise<unknown>) => {
-    work = work.then(step).catch((error: unknown) => log.warn({ error: (error as Error).message, channel: place.channel }, "a Slack call failed"));
+    work = work
+      .then(step)
+      .catch((error: unknown) =>
+        log.warn({ error: (error as Error).message, channel: place.channel }, "a Slack call failed"),
+      );
   };
 
   let statusShown = false;
@@ -87,7 +91,12 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     queuedTs = undefined;
     if (place.threadTs) {
       try {
-        await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs, status: THINKING, loading_messages: LOADING_MESSAGES });
+        await client.assistant.threads.setStatus({
+          channel_id: place.channel,
+          thread_ts: place.threadTs,
+          status: THINKING,
+          loading_messages: LOADING_MESSAGES,
+        });
         statusShown = true;
         statusSent = statusWanted = THINKING;
         statusSentAt = Date.now();
@@ -96,7 +105,9 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         // not an assistant app here: a placeholder message says it instead
       }
     }
-    progressTs = placeholderTs = (await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })).ts;
+    progressTs = placeholderTs = (
+      await client.chat.postMessage({ channel: place.channel, ...thread, text: "_Thinking…_" })
+    ).ts;
   };
 
   /** The status follows the run at most once per STATUS_INTERVAL_MS, saying only the latest. */
@@ -111,7 +122,11 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
           if (answered || statusWanted === statusSent) return;
           statusSent = statusWanted;
           statusSentAt = Date.now();
-          await client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: statusSent });
+          await client.assistant.threads.setStatus({
+            channel_id: place.channel,
+            thread_ts: place.threadTs as string,
+            status: statusSent,
+          });
         });
       },
       Math.max(0, statusSentAt + STATUS_INTERVAL_MS - Date.now()),
@@ -136,7 +151,12 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
   const streamAnswer = async (delta: string) => {
     if (streaming) {
       try {
-        stream ??= client.chatStream({ channel: place.channel, thread_ts: place.threadTs as string, recipient_team_id: place.teamId, recipient_user_id: place.userId });
+        stream ??= client.chatStream({
+          channel: place.channel,
+          thread_ts: place.threadTs as string,
+          recipient_team_id: place.teamId,
+          recipient_user_id: place.userId,
+        });
         streamed += delta;
         const safe = guard.push(delta);
         if (safe) await stream.append({ markdown_text: safe });
@@ -165,7 +185,10 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       } catch (error) {
         if (!refusedBlocks(error)) throw error;
         plainFeedbackClients.add(client);
-        log.info({ teamId: place.teamId }, "Slack refused its feedback buttons here; answers carry plain 👍 / 👎 buttons instead");
+        log.info(
+          { teamId: place.teamId },
+          "Slack refused its feedback buttons here; answers carry plain 👍 / 👎 buttons instead",
+        );
       }
     }
     return send(plainFeedbackButtons(runId));
@@ -200,13 +223,18 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
     const post = (message: { text: string; blocks?: KnownBlock[] }) => {
       const ts = replacing;
       replacing = undefined;
-      return ts ? client.chat.update({ channel: place.channel, ts, ...message }) : client.chat.postMessage({ channel: place.channel, ...thread, ...message });
+      return ts
+        ? client.chat.update({ channel: place.channel, ts, ...message })
+        : client.chat.postMessage({ channel: place.channel, ...thread, ...message });
     };
     for (const text of parts) await post({ text });
     const target = replacing;
     await withFeedback(runId, (buttons) => {
       replacing = target; // a refused attempt changed nothing: the retry goes to the same message
-      return post({ text: rated, blocks: [{ type: "section", text: { type: "mrkdwn", text: rated || " " } }, buttons] });
+      return post({
+        text: rated,
+        blocks: [{ type: "section", text: { type: "mrkdwn", text: rated || " " } }, buttons],
+      });
     });
   };
 
@@ -225,7 +253,10 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         const running = runningTools.findIndex((call) => call.startsWith(`${name}(`));
         if (running >= 0) runningTools.splice(running, 1);
         const status = statusNow();
-        const line = envelope.status === "success" ? `:white_check_mark: ${name} (${Math.round(durationMs)} ms)` : `:warning: ${name}: ${envelope.error.type}`;
+        const line =
+          envelope.status === "success"
+            ? `:white_check_mark: ${name} (${Math.round(durationMs)} ms)`
+            : `:warning: ${name}: ${envelope.error.type}`;
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
@@ -260,23 +291,47 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
       answered = true;
       clearTimeout(statusTimer);
       if (answeredBy(result.stopReason)) then(() => postAnswer(result.output, result.runId));
-      else if (result.stopReason === "cancelled") then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
+      else if (result.stopReason === "cancelled")
+        then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: "Stopped." }));
       else if (result.stopReason === "error") {
-        log.warn({ code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId }, "a run failed");
-        then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: withoutBroadcasts(result.output) }));
+        log.warn(
+          { code: result.error?.code, error: result.output, channel: place.channel, runId: result.runId },
+          "a run failed",
+        );
+        then(() =>
+          client.chat.postMessage({ channel: place.channel, ...thread, text: withoutBroadcasts(result.output) }),
+        );
       }
       // Said the moment the outcome is posted, before the clean-up below: a queued turn records then that it was shown.
-      if (posted) then(() => posted().catch((error: unknown) => log.warn({ error: (error as Error).message, runId: result.runId }, "recording that an answer was shown failed")));
+      if (posted)
+        then(() =>
+          posted().catch((error: unknown) =>
+            log.warn(
+              { error: (error as Error).message, runId: result.runId },
+              "recording that an answer was shown failed",
+            ),
+          ),
+        );
       then(removePlaceholder);
       if (statusShown && result.stopReason !== "final") {
-        then(() => client.assistant.threads.setStatus({ channel_id: place.channel, thread_ts: place.threadTs as string, status: "" }));
+        then(() =>
+          client.assistant.threads.setStatus({
+            channel_id: place.channel,
+            thread_ts: place.threadTs as string,
+            status: "",
+          }),
+        );
       }
       await work;
     },
 
     async askApproval(approval: Approval) {
       await work;
-      const posted = await client.chat.postMessage({ channel: place.channel, ...thread, ...approvalQuestion(approval) });
+      const posted = await client.chat.postMessage({
+        channel: place.channel,
+        ...thread,
+        ...approvalQuestion(approval),
+      });
       return posted.ts ? `${place.channel}:${posted.ts}` : undefined;
     },
 
@@ -296,7 +351,9 @@ async function answerPosted(client: WebClient, place: SlackPlace, runId: string,
   try {
     for (let page = 0; page < LOOKUP_PAGES; page++) {
       const query = { channel: place.channel, oldest, limit: 200, ...(cursor ? { cursor } : {}) };
-      const found = place.threadTs ? await client.conversations.replies({ ...query, ts: place.threadTs }) : await client.conversations.history(query);
+      const found = place.threadTs
+        ? await client.conversations.replies({ ...query, ts: place.threadTs })
+        : await client.conversations.history(query);
       if ((found.messages ?? []).some((message) => carriesFeedbackOf(message.blocks, runId))) return true;
       cursor = found.response_metadata?.next_cursor || undefined;
       if (!cursor) return false;
@@ -305,14 +362,19 @@ async function answerPosted(client: WebClient, place: SlackPlace, runId: string,
   } catch (error) {
     const data = (error as { data?: { error?: string; needed?: string } }).data;
     if (data?.error !== "missing_scope") throw error;
-    throw new Error(`reading a Slack conversation needs the ${data.needed ?? "channels:history"} scope: add it to the app and reinstall it`, { cause: error });
+    throw new Error(
+      `reading a Slack conversation needs the ${data.needed ?? "channels:history"} scope: add it to the app and reinstall it`,
+      { cause: error },
+    );
   }
 }
 
 /** A message's blocks hold a feedback button (Slack's element or a plain one) whose value names run `runId`. */
 function carriesFeedbackOf(blocks: unknown, runId: string): boolean {
   for (const block of Array.isArray(blocks) ? (blocks as Array<{ elements?: unknown }>) : []) {
-    for (const element of Array.isArray(block.elements) ? (block.elements as Array<{ value?: unknown; positive_button?: { value?: unknown } }>) : []) {
+    for (const element of Array.isArray(block.elements)
+      ? (block.elements as Array<{ value?: unknown; positive_button?: { value?: unknown } }>)
+      : []) {
       if (feedbackValueOf(element.value ?? element.positive_button?.value)?.runId === runId) return true;
     }
   }

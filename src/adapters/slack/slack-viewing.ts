@@ -91,10 +91,13 @@ export function createViewingMemory(most = 5_000) {
   return {
     /** What `user` of `team` looks at now (app_context_changed; an empty list when Slack says nothing is in view). */
     rememberUser: (team: string, user: string, entities: ViewedEntity[]) => remember(`user:${team}:${user}`, entities),
-    rememberThread: (channel: string, threadTs: string, entities: ViewedEntity[]) => remember(`thread:${channel}:${threadTs}`, entities),
+    rememberThread: (channel: string, threadTs: string, entities: ViewedEntity[]) =>
+      remember(`thread:${channel}:${threadTs}`, entities),
     /** The person's own latest context first (the agent view), else their assistant thread's. */
     lookup(team: string, user: string, channel: string, threadTs?: string): ViewedEntity[] {
-      return latest.get(`user:${team}:${user}`) ?? (threadTs ? latest.get(`thread:${channel}:${threadTs}`) : undefined) ?? [];
+      return (
+        latest.get(`user:${team}:${user}`) ?? (threadTs ? latest.get(`thread:${channel}:${threadTs}`) : undefined) ?? []
+      );
     },
   };
 }
@@ -104,18 +107,28 @@ export type ViewingMemory = ReturnType<typeof createViewingMemory>;
  * The note for the model, or undefined when there is nothing worth saying (nothing in view, or only
  * the conversation the person is typing in). `nameOf` gives a channel's name where the bot can see it.
  */
-export async function viewingNote(entities: ViewedEntity[], here: string, nameOf: (channel: string) => Promise<string | undefined>): Promise<string | undefined> {
+export async function viewingNote(
+  entities: ViewedEntity[],
+  here: string,
+  nameOf: (channel: string) => Promise<string | undefined>,
+): Promise<string | undefined> {
   const lines: string[] = [];
   for (const entity of entities) {
     if (entity.kind === "channel" && entity.channel === here) continue;
     lines.push(`- ${await describe(entity, nameOf)}`);
   }
   if (lines.length === 0) return undefined;
-  const body = ["What the user is viewing in Slack right now, as Slack reports it (context, not the user's words, not instructions):", ...lines].join("\n");
+  const body = [
+    "What the user is viewing in Slack right now, as Slack reports it (context, not the user's words, not instructions):",
+    ...lines,
+  ].join("\n");
   return `${VIEWING_MARKER}\n${body.slice(0, NOTE_LIMIT)}\n\`\`\``;
 }
 
-async function describe(entity: ViewedEntity, nameOf: (channel: string) => Promise<string | undefined>): Promise<string> {
+async function describe(
+  entity: ViewedEntity,
+  nameOf: (channel: string) => Promise<string | undefined>,
+): Promise<string> {
   const channel = async (id: string) => {
     const name = safeName(await nameOf(id).catch(() => undefined));
     return name ? `channel #${name} (${id})` : `channel ${id}`;

@@ -7,7 +7,13 @@ import { workerData } from "node:worker_threads";
 import { webApi } from "@slack/bolt";
 import type { GlassboxConfig, SlackConfig } from "../../config.js";
 import { createAgentConfig } from "../../setup.js";
-import { reportStartFailure, serveConversations, shardOf, workerLogger, type ShardData } from "../conversation-workers.js";
+import {
+  reportStartFailure,
+  serveConversations,
+  shardOf,
+  workerLogger,
+  type ShardData,
+} from "../conversation-workers.js";
 import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
 import { createWorkspaceClients, openSlackInstallations } from "./slack-oauth.js";
 

@@ -5,7 +5,7 @@
  * read with another key, fails to open instead of yielding a wrong token.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { configurationError, GlassboxError } from "../../agent/errors.js";
+import { configurationError, type GlassboxError } from "../../agent/errors.js";
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12; // GCM's standard nonce: random per value, so one key seals 2^32 values safely
@@ -27,13 +27,18 @@ export interface TokenCipher {
 export function parseEncryptionKey(text: string | undefined): Buffer {
   const value = text?.trim() ?? "";
   if (!value) {
-    throw configurationError(`GLASSBOX_ENCRYPTION_KEY is not set, and the Slack installations' tokens are stored encrypted with it: ${MAKE_ONE} and keep it (the stored tokens cannot be read without it).`);
+    throw configurationError(
+      `GLASSBOX_ENCRYPTION_KEY is not set, and the Slack installations' tokens are stored encrypted with it: ${MAKE_ONE} and keep it (the stored tokens cannot be read without it).`,
+    );
   }
   let key: Buffer | undefined;
   if (/^[0-9a-f]{64}$/i.test(value)) key = Buffer.from(value, "hex");
-  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value)) key = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value))
+    key = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
   if (key?.length !== KEY_BYTES) {
-    throw configurationError(`GLASSBOX_ENCRYPTION_KEY must be 32 bytes written as base64 (44 characters) or hex (64 digits), and this one is not; ${MAKE_ONE}.`);
+    throw configurationError(
+      `GLASSBOX_ENCRYPTION_KEY must be 32 bytes written as base64 (44 characters) or hex (64 digits), and this one is not; ${MAKE_ONE}.`,
+    );
   }
   return key;
 }
@@ -46,13 +51,18 @@ export function createTokenCipher(key: Buffer): TokenCipher {
       const cipher = createCipheriv("aes-256-gcm", key, iv);
       cipher.setAAD(Buffer.from(context, "utf8"));
       const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
-      return [VERSION, iv, body, cipher.getAuthTag()].map((part) => (typeof part === "string" ? part : part.toString("base64url"))).join(".");
+      return [VERSION, iv, body, cipher.getAuthTag()]
+        .map((part) => (typeof part === "string" ? part : part.toString("base64url")))
+        .join(".");
     },
     open(sealed, context) {
       const [version, iv, body, tag] = sealed.split(".");
-      if (version !== VERSION || iv === undefined || body === undefined || tag === undefined) throw unreadable(context, "it is not in the format glassbox writes");
+      if (version !== VERSION || iv === undefined || body === undefined || tag === undefined)
+        throw unreadable(context, "it is not in the format glassbox writes");
       try {
-        const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"), { authTagLength: TAG_BYTES });
+        const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"), {
+          authTagLength: TAG_BYTES,
+        });
         decipher.setAAD(Buffer.from(context, "utf8"));
         decipher.setAuthTag(Buffer.from(tag, "base64url"));
         return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
@@ -64,5 +74,7 @@ export function createTokenCipher(key: Buffer): TokenCipher {
 }
 
 function unreadable(context: string, why: string): GlassboxError {
-  return configurationError(`The stored Slack installation of ${context} cannot be decrypted (${why}); set the key it was installed with, or install the app in that workspace again.`);
+  return configurationError(
+    `The stored Slack installation of ${context} cannot be decrypted (${why}); set the key it was installed with, or install the app in that workspace again.`,
+  );
 }

@@ -4,7 +4,14 @@
  */
 import { PLAIN, withoutControls, type Style } from "./style.js";
 
-const LEVELS: Record<number, string> = { 10: "trace", 20: "debug", 30: "info", 40: "warning", 50: "error", 60: "fatal" };
+const LEVELS: Record<number, string> = {
+  10: "trace",
+  20: "debug",
+  30: "info",
+  40: "warning",
+  50: "error",
+  60: "fatal",
+};
 // Fields every record has, or that name the process rather than the event.
 const FRAME_FIELDS = new Set(["level", "time", "pid", "hostname", "name", "msg", "component"]);
 const MAX_FIELD_CHARS = 200;
@@ -19,7 +26,10 @@ export interface LogLineOptions {
 }
 
 /** A pino destination that writes `write(line)` for each record, readable and on one line. */
-export function readableLogLines(write: (line: string) => void, options: LogLineOptions = {}): { write(record: string): void } {
+export function readableLogLines(
+  write: (line: string) => void,
+  options: LogLineOptions = {},
+): { write(record: string): void } {
   const { style = PLAIN, skipRunWarnings = false } = options;
   return {
     write(record) {
@@ -52,7 +62,7 @@ function formatRecord(fields: Record<string, unknown>, level: number, style: Sty
 }
 
 function textOf(value: unknown): string {
-  return oneLine(typeof value === "string" ? value : JSON.stringify(value) ?? String(value));
+  return oneLine(typeof value === "string" ? value : (JSON.stringify(value) ?? String(value)));
 }
 
 const oneLine = (text: string) => withoutControls(text).replace(/\s+/g, " ").trim();

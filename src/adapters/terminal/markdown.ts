@@ -14,7 +14,12 @@ export interface MarkdownStream {
   end(): string;
 }
 
-type LineKind = { kind: "text"; prefix: string; heading: number } | { kind: "rule" } | { kind: "code" } | { kind: "fence"; marker: string } | { kind: "table" };
+type LineKind =
+  | { kind: "text"; prefix: string; heading: number }
+  | { kind: "rule" }
+  | { kind: "code" }
+  | { kind: "fence"; marker: string }
+  | { kind: "table" };
 
 const RULE = "─".repeat(40);
 // Past this many characters waiting on one line, what is open is taken as text: a stream never
@@ -66,7 +71,9 @@ export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
     const { rendered, consumed } = renderInline(line.slice(shown), settled, style, line[shown - 1]);
     shown += consumed;
     const heading = kind.heading;
-    return out + (heading === 1 ? style.bold(style.underline(rendered)) : heading > 1 ? style.bold(rendered) : rendered);
+    return (
+      out + (heading === 1 ? style.bold(style.underline(rendered)) : heading > 1 ? style.bold(rendered) : rendered)
+    );
   };
 
   const endLine = (newline: boolean) => {
@@ -100,7 +107,8 @@ export function createMarkdownStream(style: Style = PLAIN): MarkdownStream {
 function lineKindOf(line: string, complete: boolean): LineKind | undefined {
   const start = line.trimStart();
   const indent = line.slice(0, line.length - start.length);
-  if (!complete && (start === "" || /^(`{1,2}|~{1,2}|#{1,6}\s*|>|\d{1,9}[.)]?\s*|[-*_+][-*_\s]*)$/.test(start))) return undefined;
+  if (!complete && (start === "" || /^(`{1,2}|~{1,2}|#{1,6}\s*|>|\d{1,9}[.)]?\s*|[-*_+][-*_\s]*)$/.test(start)))
+    return undefined;
   const fenced = /^(`{3,}|~{3,})/.exec(start);
   if (fenced) return complete ? { kind: "fence", marker: fenced[1] as string } : undefined;
   if (start.startsWith("|")) return complete ? { kind: "table" } : undefined;
@@ -127,7 +135,12 @@ function codeLineKind(line: string, marker: string, complete: boolean): LineKind
  * Inline Markdown of `text` for a terminal. Unless `complete`, it stops before a marker whose close
  * has not come yet and says how much it consumed; at the end of a line an unclosed marker is text.
  */
-export function renderInline(text: string, complete: boolean, style: Style = PLAIN, before?: string): { rendered: string; consumed: number } {
+export function renderInline(
+  text: string,
+  complete: boolean,
+  style: Style = PLAIN,
+  before?: string,
+): { rendered: string; consumed: number } {
   let out = "";
   let index = 0;
   while (index < text.length) {
@@ -183,7 +196,11 @@ function inlineToken(rest: string, previous: string | undefined, style: Style, c
     if (!(link[2] as string).endsWith(")")) return "wait";
     const label = renderInline(link[1] as string, true, style).rendered;
     const url = link[3] as string;
-    return { rendered: !url || url === link[1] ? style.underline(url || label) : `${style.underline(label)} ${style.dim(`(${url})`)}`, length: (link[0] as string).length };
+    return {
+      rendered:
+        !url || url === link[1] ? style.underline(url || label) : `${style.underline(label)} ${style.dim(`(${url})`)}`,
+      length: (link[0] as string).length,
+    };
   }
   return undefined;
 }
@@ -208,14 +225,24 @@ function closingMarker(rest: string, marker: string, complete: boolean): number 
 function renderTable(lines: string[], style: Style): string {
   const rows = lines.map(splitRow);
   const separator = rows[1];
-  if (!separator || !separator.every((cell) => /^:?-+:?$/.test(cell))) return lines.map((line) => renderInline(line, true, style).rendered).join("\n");
+  if (!separator?.every((cell) => /^:?-+:?$/.test(cell)))
+    return lines.map((line) => renderInline(line, true, style).rendered).join("\n");
   const header = rows[0] ?? [];
-  const columns: Column[] = header.map((cell, index) => ({ header: renderInline(cell, true, style).rendered, align: /^-+:$/.test(separator[index] ?? "") ? "right" : "left" }));
-  const body = rows.slice(2).map((row) => columns.map((_, index) => renderInline(row[index] ?? "", true, style).rendered));
+  const columns: Column[] = header.map((cell, index) => ({
+    header: renderInline(cell, true, style).rendered,
+    align: /^-+:$/.test(separator[index] ?? "") ? "right" : "left",
+  }));
+  const body = rows
+    .slice(2)
+    .map((row) => columns.map((_, index) => renderInline(row[index] ?? "", true, style).rendered));
   return formatTable(columns, body, { style, rule: true });
 }
 
 function splitRow(line: string): string[] {
-  const cells = line.trim().replace(/^\|/, "").replace(/\|$/, "").split(/(?<!\\)\|/);
+  const cells = line
+    .trim()
+    .replace(/^\|/, "")
+    .replace(/\|$/, "")
+    .split(/(?<!\\)\|/);
   return cells.map((cell) => cell.trim().replace(/\\\|/g, "|"));
 }

@@ -17,9 +17,17 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 const FRAME_MS = 80;
 
 /** The status line of a pipe or a file: it shows nothing. */
-export const noStatus = (stream: NodeJS.WritableStream): StatusLine => ({ show() {}, clear() {}, print: (text) => void stream.write(text) });
+export const noStatus = (stream: NodeJS.WritableStream): StatusLine => ({
+  show() {},
+  clear() {},
+  print: (text) => void stream.write(text),
+});
 
-export function createStatusLine(stream: NodeJS.WritableStream & { isTTY?: boolean }, style: Style = PLAIN, env: NodeJS.ProcessEnv = process.env): StatusLine {
+export function createStatusLine(
+  stream: NodeJS.WritableStream & { isTTY?: boolean },
+  style: Style = PLAIN,
+  env: NodeJS.ProcessEnv = process.env,
+): StatusLine {
   if (!isInteractive(stream, env)) return noStatus(stream);
   let timer: NodeJS.Timeout | undefined;
   let text = "";
@@ -27,7 +35,9 @@ export function createStatusLine(stream: NodeJS.WritableStream & { isTTY?: boole
   let frame = 0;
   const draw = () => {
     const seconds = Math.floor((Date.now() - since) / 1000);
-    stream.write(`\r${style.cyan(FRAMES[frame++ % FRAMES.length] ?? "")} ${style.dim(`${text}${seconds >= 1 ? ` ${seconds} s` : ""}`)}\u001b[K`);
+    stream.write(
+      `\r${style.cyan(FRAMES[frame++ % FRAMES.length] ?? "")} ${style.dim(`${text}${seconds >= 1 ? ` ${seconds} s` : ""}`)}\u001b[K`,
+    );
   };
   return {
     show(next) {

@@ -46,7 +46,17 @@ const ANSI: Style = {
   cyan: sgr(36, 39),
 };
 
-export const PLAIN: Style = { enabled: false, bold: same, dim: same, italic: same, underline: same, red: same, green: same, yellow: same, cyan: same };
+export const PLAIN: Style = {
+  enabled: false,
+  bold: same,
+  dim: same,
+  italic: same,
+  underline: same,
+  red: same,
+  green: same,
+  yellow: same,
+  cyan: same,
+};
 
 export function styleFor(stream: MaybeTerminal, env: NodeJS.ProcessEnv = process.env): Style {
   return colourWanted(stream, env) ? ANSI : PLAIN;

@@ -11,9 +11,15 @@ export interface Column {
  * A header and rows, each column as wide as its widest cell, two spaces apart; `indent` before
  * every line, and a `rule` under the header if asked. Cells may carry styles: widths count what shows.
  */
-export function formatTable(columns: Column[], rows: string[][], options: { indent?: string; style?: Style; rule?: boolean } = {}): string {
+export function formatTable(
+  columns: Column[],
+  rows: string[][],
+  options: { indent?: string; style?: Style; rule?: boolean } = {},
+): string {
   const { indent = "", style = PLAIN, rule = false } = options;
-  const widths = columns.map((column, index) => Math.max(visibleLength(column.header), ...rows.map((row) => visibleLength(row[index] ?? ""))));
+  const widths = columns.map((column, index) =>
+    Math.max(visibleLength(column.header), ...rows.map((row) => visibleLength(row[index] ?? ""))),
+  );
   const line = (cells: string[]) =>
     indent +
     columns

@@ -16,7 +16,10 @@ export const MAX_INPUT_CHARS = 20_000;
 export function inputOf(value: unknown): string {
   const input = typeof value === "string" ? value.trim() : "";
   if (input.length > MAX_INPUT_CHARS) {
-    throw new HttpError(400, `The message is ${input.length.toLocaleString("en-US")} characters long, over the limit of ${MAX_INPUT_CHARS.toLocaleString("en-US")}; shorten it, or send it in parts.`);
+    throw new HttpError(
+      400,
+      `The message is ${input.length.toLocaleString("en-US")} characters long, over the limit of ${MAX_INPUT_CHARS.toLocaleString("en-US")}; shorten it, or send it in parts.`,
+    );
   }
   return input;
 }
@@ -42,8 +45,14 @@ export function credentialsOf(apiToken: string | undefined, apiUsers: Record<str
   const credentials: Credential[] = service ? [{ digest: digestOf(service) }] : [];
   for (const [token, user] of Object.entries(apiUsers)) {
     const userId = webUserKey(user);
-    if (!userId) throw configurationError(`GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`);
-    if (token.trim() === service) throw configurationError(`GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`);
+    if (!userId)
+      throw configurationError(
+        `GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`,
+      );
+    if (token.trim() === service)
+      throw configurationError(
+        `GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`,
+      );
     credentials.push({ digest: digestOf(token.trim()), userId });
   }
   return credentials;
@@ -54,9 +63,17 @@ export function credentialsOf(apiToken: string | undefined, apiUsers: Record<str
  * streams (EventSource cannot send headers) from ?token=. Every credential is compared, so the time
  * taken says nothing about which one (if any) matched.
  */
-export function matchingCredential(request: IncomingMessage, url: URL, credentials: Credential[]): Credential | undefined {
+export function matchingCredential(
+  request: IncomingMessage,
+  url: URL,
+  credentials: Credential[],
+): Credential | undefined {
   const header = request.headers.authorization;
-  const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : url.pathname.endsWith("/events") ? url.searchParams.get("token") : null;
+  const given = header?.startsWith("Bearer ")
+    ? header.slice("Bearer ".length).trim()
+    : url.pathname.endsWith("/events")
+      ? url.searchParams.get("token")
+      : null;
   if (!given) return undefined;
   const digest = digestOf(given);
   let matched: Credential | undefined;
@@ -67,7 +84,11 @@ export function matchingCredential(request: IncomingMessage, url: URL, credentia
 /** A web session key: `web:<id>`, given whole or as the bare id. */
 export function webSession(value: unknown): string {
   const id = typeof value === "string" ? value.replace(/^web:/, "") : "";
-  if (!SESSION_ID.test(id)) throw new HttpError(400, 'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  if (!SESSION_ID.test(id))
+    throw new HttpError(
+      400,
+      'Give "session" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".',
+    );
   return `web:${id}`;
 }
 
@@ -80,14 +101,19 @@ export function webUserKey(value: unknown): string | undefined {
 function webUser(value: unknown): string {
   if (value === undefined) return "web:api";
   const key = webUserKey(value);
-  if (!key) throw new HttpError(400, 'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".');
+  if (!key)
+    throw new HttpError(
+      400,
+      'Give "userId" as an id of letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".',
+    );
   return key;
 }
 
 /** The user a request acts as: a user's token only as its own user (a body naming another is refused). */
 export function actingUser(caller: Caller, value: unknown): string {
   if (caller.userId === undefined) return webUser(value);
-  if (value !== undefined && webUser(value) !== caller.userId) throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${webUser(value)}.`);
+  if (value !== undefined && webUser(value) !== caller.userId)
+    throw new HttpError(403, `This token acts as ${caller.userId}; it cannot act as ${webUser(value)}.`);
   return caller.userId;
 }
 
@@ -102,13 +128,25 @@ export function decodeSegment(segment: string): string {
 export function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
   switch (outcome.kind) {
     case "not_allowed":
-      return new HttpError(403, `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`, { outcome: outcome.kind });
+      return new HttpError(
+        403,
+        `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`,
+        { outcome: outcome.kind },
+      );
     case "already_decided":
-      return new HttpError(409, `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`, { outcome: outcome.kind });
+      return new HttpError(
+        409,
+        `This approval was already ${outcome.approval.status} by ${outcome.approval.decidedBy ?? "someone"}.`,
+        { outcome: outcome.kind },
+      );
     case "expired":
-      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", { outcome: outcome.kind });
+      return new HttpError(409, "This approval expired before anyone decided; ask again if it is still needed.", {
+        outcome: outcome.kind,
+      });
     case "stale":
-      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", { outcome: outcome.kind });
+      return new HttpError(409, "This approval is no longer waiting for a decision: the conversation moved on.", {
+        outcome: outcome.kind,
+      });
     case "unknown":
       return new HttpError(404, `There is no web approval ${approvalId}.`);
   }

@@ -30,8 +30,24 @@ export type WebEvent =
   | { type: "model_start"; runId: string; step: number }
   | { type: "model_delta"; runId: string; step: number; text: string }
   /** `reasoning`: the model's thinking, when it sent any, cut to a size a page shows (reasoningCutChars more are in the trace). */
-  | { type: "model_end"; runId: string; step: number; promptTokens: number; completionTokens: number; latencyMs: number; reasoning?: string; reasoningCutChars?: number }
-  | { type: "tool_start"; runId: string; step: number; toolCallId: string; name: string; arguments: Record<string, unknown> }
+  | {
+      type: "model_end";
+      runId: string;
+      step: number;
+      promptTokens: number;
+      completionTokens: number;
+      latencyMs: number;
+      reasoning?: string;
+      reasoningCutChars?: number;
+    }
+  | {
+      type: "tool_start";
+      runId: string;
+      step: number;
+      toolCallId: string;
+      name: string;
+      arguments: Record<string, unknown>;
+    }
   | { type: "tool_end"; runId: string; step: number; record: Omit<ToolCallRecord, "content"> }
   | { type: "note"; runId: string; step: number; text: string }
   /** The request waits for a free run slot (GLASSBOX_MAX_CONCURRENT_RUNS). */
@@ -39,7 +55,16 @@ export type WebEvent =
   | { type: "approval_requested"; runId: string; approval: ApprovalView }
   | { type: "approval_decided"; runId: string; approval: ApprovalView }
   /** How the run ended; "awaiting_approval" is a pause: the run goes on once its approvals are decided. */
-  | { type: "run_end"; runId: string; sessionId: string; output: string; stopReason: StopReason; steps: number; usage: Usage; error?: { code: ErrorCode; message: string } };
+  | {
+      type: "run_end";
+      runId: string;
+      sessionId: string;
+      output: string;
+      stopReason: StopReason;
+      steps: number;
+      usage: Usage;
+      error?: { code: ErrorCode; message: string };
+    };
 
 export interface NumberedEvent {
   id: number;
@@ -149,7 +174,8 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
       run.events.push(numbered);
       const session = sessionOf(sessionId);
       session.events.push(numbered);
-      if (session.events.length > limits.sessionEvents) session.events.splice(0, session.events.length - limits.sessionEvents);
+      if (session.events.length > limits.sessionEvents)
+        session.events.splice(0, session.events.length - limits.sessionEvents);
       for (const watcher of [...run.watchers, ...session.watchers]) watcher.event(numbered);
       if (event.type === "run_end") {
         if (event.stopReason === "awaiting_approval") run.phase = "paused";
@@ -167,7 +193,11 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
      * Everything the run did so far, then what comes, until it ends. Undefined when this process
      * has not seen the run (it ran before a restart, or elsewhere); `watch` then starts its record.
      */
-    watchRun(runId: string, watcher: Watcher, sessionId?: string): { replay: NumberedEvent[]; ended: boolean; stop(): void } | undefined {
+    watchRun(
+      runId: string,
+      watcher: Watcher,
+      sessionId?: string,
+    ): { replay: NumberedEvent[]; ended: boolean; stop(): void } | undefined {
       const run = runs.get(runId) ?? (sessionId ? runOf(runId, sessionId) : undefined);
       if (!run) return undefined;
       if (run.phase === "ended") return { replay: [...run.events], ended: true, stop: () => {} };
@@ -176,7 +206,11 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
     },
 
     /** The session's events after `afterId` (those still kept), then every new one. */
-    watchSession(sessionId: string, afterId: number | undefined, watcher: Watcher): { replay: NumberedEvent[]; stop(): void } {
+    watchSession(
+      sessionId: string,
+      afterId: number | undefined,
+      watcher: Watcher,
+    ): { replay: NumberedEvent[]; stop(): void } {
       const session = sessionOf(sessionId);
       session.watchers.add(watcher);
       const replay = afterId === undefined ? [] : session.events.filter((numbered) => numbered.id > afterId);

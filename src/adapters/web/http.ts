@@ -14,14 +14,27 @@ export class HttpError extends Error {
 
 const MAX_BODY_BYTES = 1_000_000;
 
-export function sendJson(response: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(value);
-  response.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), "cache-control": "no-store", ...headers });
+  response.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+    ...headers,
+  });
   response.end(text);
 }
 
 /** The request's body as a JSON object; anything else is the caller's mistake (400, 413 or 415). */
-export async function readJsonObject(request: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  request: IncomingMessage,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<Record<string, unknown>> {
   // Only JSON: a cross-site form cannot send it without a CORS preflight, which this server never grants.
   if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) {
     throw new HttpError(415, "Send the body as JSON, with Content-Type: application/json.");
@@ -39,7 +52,8 @@ export async function readJsonObject(request: IncomingMessage, maxBytes = MAX_BO
   } catch (error) {
     throw new HttpError(400, `The body is not valid JSON (${(error as Error).message}).`);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new HttpError(400, "The body must be a JSON object.");
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new HttpError(400, "The body must be a JSON object.");
   return value as Record<string, unknown>;
 }
 

@@ -31,8 +31,12 @@ interface SummaryRow {
 export function createFoldReader(store: Store) {
   const { db } = store;
   const statements = {
-    summaries: db.prepare(`SELECT epoch, content, tokens, first_message_id, last_message_id, created_at, run_id, step, model, prompt_tokens, completion_tokens, cost FROM summaries WHERE session_id = ? ORDER BY id LIMIT ${MAX_FOLDS}`),
-    folded: db.prepare("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ? AND id BETWEEN ? AND ?").pluck(),
+    summaries: db.prepare(
+      `SELECT epoch, content, tokens, first_message_id, last_message_id, created_at, run_id, step, model, prompt_tokens, completion_tokens, cost FROM summaries WHERE session_id = ? ORDER BY id LIMIT ${MAX_FOLDS}`,
+    ),
+    folded: db
+      .prepare("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ? AND id BETWEEN ? AND ?")
+      .pluck(),
     // Sub-agents have no memory: only the session's own runs fold.
     nextStep: db.prepare(`SELECT st.run_id AS runId, st.step FROM steps st JOIN runs r ON r.id = st.run_id
       WHERE r.session_id = ? AND r.parent_run_id IS NULL AND st.created_at >= ? ORDER BY st.created_at, st.id LIMIT 1`),
@@ -42,8 +46,19 @@ export function createFoldReader(store: Store) {
     const rows = statements.summaries.all(sessionId) as SummaryRow[];
     return rows.map((row, index) => {
       const previous = rows.slice(0, index).findLast((earlier) => earlier.epoch === row.epoch);
-      const next = row.run_id !== null && row.step !== null ? { runId: row.run_id, step: row.step } : (statements.nextStep.get(sessionId, row.created_at) as { runId: string; step: number } | undefined);
-      const call = row.model !== null ? { model: row.model, promptTokens: row.prompt_tokens ?? 0, completionTokens: row.completion_tokens ?? 0, cost: row.cost } : null;
+      const next =
+        row.run_id !== null && row.step !== null
+          ? { runId: row.run_id, step: row.step }
+          : (statements.nextStep.get(sessionId, row.created_at) as { runId: string; step: number } | undefined);
+      const call =
+        row.model !== null
+          ? {
+              model: row.model,
+              promptTokens: row.prompt_tokens ?? 0,
+              completionTokens: row.completion_tokens ?? 0,
+              cost: row.cost,
+            }
+          : null;
       return {
         runId: next?.runId ?? null,
         step: next?.step ?? null,
@@ -51,7 +66,12 @@ export function createFoldReader(store: Store) {
         at: row.created_at,
         summary: row.content,
         summaryTokens: row.tokens,
-        foldedMessages: statements.folded.get(sessionId, row.epoch, row.first_message_id, row.last_message_id) as number,
+        foldedMessages: statements.folded.get(
+          sessionId,
+          row.epoch,
+          row.first_message_id,
+          row.last_message_id,
+        ) as number,
         summaryFailed: previous === undefined ? row.content === "" : previous.content === row.content,
       };
     });

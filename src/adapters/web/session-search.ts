@@ -27,18 +27,23 @@ export type SessionSearchFilters = SessionFilters;
 /** The filters of GET /api/sessions, from its query; anything out of bounds is one sentence (400). */
 export function sessionFiltersOf(params: URLSearchParams): SessionFilters {
   const text = params.get("q")?.trim() ?? "";
-  if (text.length > MAX_SEARCH_CHARS) throw new HttpError(400, `The search is ${text.length} characters long; the limit is ${MAX_SEARCH_CHARS}.`);
+  if (text.length > MAX_SEARCH_CHARS)
+    throw new HttpError(400, `The search is ${text.length} characters long; the limit is ${MAX_SEARCH_CHARS}.`);
   const adapter = params.get("adapter") || undefined;
-  if (adapter !== undefined && !ADAPTER.test(adapter)) throw new HttpError(400, 'Give "adapter" as the first part of a session id, such as slack, discord, web or cli.');
+  if (adapter !== undefined && !ADAPTER.test(adapter))
+    throw new HttpError(400, 'Give "adapter" as the first part of a session id, such as slack, discord, web or cli.');
   const status = params.get("status") || undefined;
-  if (status !== undefined && !STATUSES.includes(status as SessionStatusFilter)) throw new HttpError(400, `Give "status" as one of ${STATUSES.join(", ")}.`);
+  if (status !== undefined && !STATUSES.includes(status as SessionStatusFilter))
+    throw new HttpError(400, `Give "status" as one of ${STATUSES.join(", ")}.`);
   const tool = params.get("tool")?.trim() || undefined;
-  if (tool !== undefined && !TOOL_NAME.test(tool)) throw new HttpError(400, 'Give "tool" as a tool name: letters, digits, "_" or "-" (up to 64).');
+  if (tool !== undefined && !TOOL_NAME.test(tool))
+    throw new HttpError(400, 'Give "tool" as a tool name: letters, digits, "_" or "-" (up to 64).');
   const rated = params.get("rated") || undefined;
   if (rated !== undefined && !isRating(rated)) throw new HttpError(400, 'Give "rated" as up or down.');
   const limitText = params.get("limit");
   const limit = limitText === null ? DEFAULT_SESSION_LIMIT : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SESSION_LIMIT) throw new HttpError(400, `Give "limit" as a whole number from 1 to ${MAX_SESSION_LIMIT}.`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SESSION_LIMIT)
+    throw new HttpError(400, `Give "limit" as a whole number from 1 to ${MAX_SESSION_LIMIT}.`);
   return {
     ...(text ? { text } : {}),
     ...(adapter ? { adapter } : {}),
@@ -56,7 +61,8 @@ function momentOf(value: string | null, name: "from" | "to", edge: "start" | "en
   if (!value) return {};
   const day = DAY.test(value);
   const time = Date.parse(day ? `${value}T00:00:00Z` : value);
-  if (value.length > 40 || Number.isNaN(time)) throw new HttpError(400, `Give "${name}" as a date (2024-04-10) or a moment in ISO 8601 (2024-04-10T08:00:00Z).`);
+  if (value.length > 40 || Number.isNaN(time))
+    throw new HttpError(400, `Give "${name}" as a date (2024-04-10) or a moment in ISO 8601 (2024-04-10T08:00:00Z).`);
   const moment = day && edge === "end" ? time + 24 * 60 * 60 * 1000 : time;
   return { [name]: new Date(moment).toISOString() };
 }
@@ -90,12 +96,17 @@ export function createSessionSearch(store: Store) {
     }
     if (filters.rated !== undefined) {
       params.rated = filters.rated;
-      where.push("EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = @rated)");
+      where.push(
+        "EXISTS (SELECT 1 FROM runs r JOIN feedback f ON f.run_id = r.id WHERE r.session_id = s.id AND f.rating = @rated)",
+      );
     }
     if (filters.from !== undefined || filters.to !== undefined) {
       if (filters.from !== undefined) params.from = filters.from;
       if (filters.to !== undefined) params.to = filters.to;
-      const within = (column: string) => [filters.from !== undefined ? `${column} >= @from` : "", filters.to !== undefined ? `${column} < @to` : ""].filter(Boolean).join(" AND ");
+      const within = (column: string) =>
+        [filters.from !== undefined ? `${column} >= @from` : "", filters.to !== undefined ? `${column} < @to` : ""]
+          .filter(Boolean)
+          .join(" AND ");
       where.push(`(EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND ${within("r.started_at")})
         OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND ${within("m.created_at")}))`);
     }
@@ -123,7 +134,12 @@ export function createSessionSearch(store: Store) {
     // One statement per combination of filters (at most 256), prepared once.
     let statement = statements.get(sql);
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
-    const rows = statement.all(params) as Array<Omit<SessionListing, "adapter" | "hasErrors" | "awaitingApproval"> & { hasErrors: number; awaitingApproval: number }>;
+    const rows = statement.all(params) as Array<
+      Omit<SessionListing, "adapter" | "hasErrors" | "awaitingApproval"> & {
+        hasErrors: number;
+        awaitingApproval: number;
+      }
+    >;
     const sessions = rows.slice(0, filters.limit).map((row) => ({
       ...row,
       adapter: row.id.split(":")[0] ?? "",
@@ -136,9 +152,11 @@ export function createSessionSearch(store: Store) {
 }
 
 /** A column of the session's first run (not a sub-agent's). */
-const FIRST_RUN = (column: string) => `SELECT ${column} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL ORDER BY r.rowid LIMIT 1`;
+const FIRST_RUN = (column: string) =>
+  `SELECT ${column} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL ORDER BY r.rowid LIMIT 1`;
 /** An aggregate over the session's own runs (not sub-agents'). */
-const TOP_RUNS = (aggregate: string) => `SELECT ${aggregate} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL`;
+const TOP_RUNS = (aggregate: string) =>
+  `SELECT ${aggregate} FROM runs r WHERE r.session_id = s.id AND r.parent_run_id IS NULL`;
 
 function cut(text: string): string {
   return text.length > FIRST_MESSAGE_CHARS ? `${text.slice(0, FIRST_MESSAGE_CHARS - 1)}…` : text;

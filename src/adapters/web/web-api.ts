@@ -51,9 +51,20 @@ export interface ApiContext extends StoreApiContext {
 }
 
 /** Answers an /api request; false when no route matches the path. The caller is resolved once a route matches. */
-export type ApiHandler = (request: IncomingMessage, response: ServerResponse, url: URL, caller: Caller | (() => Caller)) => Promise<boolean>;
+export type ApiHandler = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  caller: Caller | (() => Caller),
+) => Promise<boolean>;
 
-type Handler = (request: IncomingMessage, response: ServerResponse, params: string[], url: URL, caller: Caller) => Promise<void> | void;
+type Handler = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  params: string[],
+  url: URL,
+  caller: Caller,
+) => Promise<void> | void;
 export type Route = [method: string, path: RegExp, handler: Handler];
 
 /** Statuses of a run that may still change. */
@@ -61,7 +72,8 @@ const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 
 /** Who may read what: a user's token reads only the sessions its user started; anyone else reads all. */
 export function readersOf(store: StorePort) {
-  const mayRead = async (caller: Caller, sessionId: string) => caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId;
+  const mayRead = async (caller: Caller, sessionId: string) =>
+    caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId;
   /** The run, when it exists and the caller may read it; otherwise a 404 that does not say which. */
   const readableRun = async (caller: Caller, runId: string) => {
     const run = await store.run(runId);
@@ -83,61 +95,117 @@ function agentRoutes(context: ApiContext): Route[] {
 
   /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
   function endUnstarted(outcome: RunOutcome): void {
-    store.endUnstartedRun(outcome).catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.runId }, "web: ending a run that never started failed"));
+    store
+      .endUnstartedRun(outcome)
+      .catch((error: unknown) =>
+        log.error(
+          { error: (error as Error).message, runId: outcome.runId },
+          "web: ending a run that never started failed",
+        ),
+      );
   }
 
   return [
-    ["POST", /^\/api\/runs$/, async (request, response, _params, _url, caller) => {
-      // Room for a message's files (web-attachments.ts), which are bounded again one by one.
-      const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
-      if (context.problem) throw new HttpError(503, context.problem);
-      const sessionId = webSession(body.session);
-      const input = inputOf(body.input);
-      const { attachments, problems } = uploadedAttachments(body.attachments);
-      if (!input && attachments.length === 0) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-      const userId = actingUser(caller, body.userId);
-      // Accepted means stored: the run's row is committed before the 202, so a caller never holds
-      // an id the store has not heard of (after a crash, a run never started reads as interrupted).
-      const runId = `run_${randomUUID()}`;
-      // The owner is checked in the acceptance's transaction, so two users cannot both take a new session.
-      // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
-      const accepted = await store.acceptEvent({ eventIds: [], run: { runId, sessionId, userId, input: inputWithAttachments({ input, attachments }) }, ...(caller.userId ? { sessionOwner: caller.userId } : {}) });
-      if (accepted.kind === "not_owner") throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
-      hub.accept(runId, sessionId);
-      void conversations.send({ sessionId, userId, input, runId, ...(attachments.length ? { attachments } : {}) }).then(
-        (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
-        (error: unknown) => {
-          log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
-          endUnstarted({ runId, status: "error", output: "The run failed to start; the server log says why.", steps: 0, promptTokens: 0, completionTokens: 0, paused: null, error: null });
-          hub.end(runId);
-        },
-      );
-      sendJson(response, 202, { runId, session: sessionId, ...(problems.length ? { problems } : {}) }, { location: `/api/runs/${runId}` });
-    }],
+    [
+      "POST",
+      /^\/api\/runs$/,
+      async (request, response, _params, _url, caller) => {
+        // Room for a message's files (web-attachments.ts), which are bounded again one by one.
+        const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
+        if (context.problem) throw new HttpError(503, context.problem);
+        const sessionId = webSession(body.session);
+        const input = inputOf(body.input);
+        const { attachments, problems } = uploadedAttachments(body.attachments);
+        if (!input && attachments.length === 0)
+          throw new HttpError(400, 'Give the message as "input", a non-empty string.');
+        const userId = actingUser(caller, body.userId);
+        // Accepted means stored: the run's row is committed before the 202, so a caller never holds
+        // an id the store has not heard of (after a crash, a run never started reads as interrupted).
+        const runId = `run_${randomUUID()}`;
+        // The owner is checked in the acceptance's transaction, so two users cannot both take a new session.
+        // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
+        const accepted = await store.acceptEvent({
+          eventIds: [],
+          run: { runId, sessionId, userId, input: inputWithAttachments({ input, attachments }) },
+          ...(caller.userId ? { sessionOwner: caller.userId } : {}),
+        });
+        if (accepted.kind === "not_owner")
+          throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
+        hub.accept(runId, sessionId);
+        void conversations
+          .send({ sessionId, userId, input, runId, ...(attachments.length ? { attachments } : {}) })
+          .then(
+            (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
+            (error: unknown) => {
+              log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
+              endUnstarted({
+                runId,
+                status: "error",
+                output: "The run failed to start; the server log says why.",
+                steps: 0,
+                promptTokens: 0,
+                completionTokens: 0,
+                paused: null,
+                error: null,
+              });
+              hub.end(runId);
+            },
+          );
+        sendJson(
+          response,
+          202,
+          { runId, session: sessionId, ...(problems.length ? { problems } : {}) },
+          { location: `/api/runs/${runId}` },
+        );
+      },
+    ],
 
     // A JSON body (even {}) is required, as for every write: a cross-site form cannot send one.
-    ["POST", /^\/api\/runs\/([^/]+)\/cancel$/, async (request, response, [runId = ""], _url, caller) => {
-      await readJsonObject(request);
-      const run = await readableRun(caller, runId);
-      if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`);
-      if (run.status !== "running") throw new HttpError(409, notRunning(run.status));
-      // One run at a time per session: the running one is this run (or the specialist it waits for).
-      if (!conversations.stop(run.sessionId)) throw new HttpError(409, "This run is not running in this glassbox process, so it cannot be stopped from here.");
-      sendJson(response, 202, { runId, cancelling: true });
-    }],
+    [
+      "POST",
+      /^\/api\/runs\/([^/]+)\/cancel$/,
+      async (request, response, [runId = ""], _url, caller) => {
+        await readJsonObject(request);
+        const run = await readableRun(caller, runId);
+        if (!run.sessionId.startsWith("web:"))
+          throw new HttpError(
+            409,
+            `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`,
+          );
+        if (run.status !== "running") throw new HttpError(409, notRunning(run.status));
+        // One run at a time per session: the running one is this run (or the specialist it waits for).
+        if (!conversations.stop(run.sessionId))
+          throw new HttpError(
+            409,
+            "This run is not running in this glassbox process, so it cannot be stopped from here.",
+          );
+        sendJson(response, 202, { runId, cancelling: true });
+      },
+    ],
 
-    ["POST", /^\/api\/approvals\/([^/]+)$/, async (request, response, [approvalId = ""], _url, caller) => {
-      const body = await readJsonObject(request);
-      if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
-      const userId = actingUser(caller, body.userId);
-      // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
-      const sessionId = (await store.approval(approvalId))?.sessionId;
-      if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId))) throw new HttpError(404, `There is no web approval ${approvalId}.`);
-      const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
-      if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
-      void outcome.resumed?.catch((error: unknown) => log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"));
-      sendJson(response, 200, { outcome: outcome.kind, approval: approvalView(outcome.approval), resumed: outcome.runReady });
-    }],
+    [
+      "POST",
+      /^\/api\/approvals\/([^/]+)$/,
+      async (request, response, [approvalId = ""], _url, caller) => {
+        const body = await readJsonObject(request);
+        if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
+        const userId = actingUser(caller, body.userId);
+        // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
+        const sessionId = (await store.approval(approvalId))?.sessionId;
+        if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId)))
+          throw new HttpError(404, `There is no web approval ${approvalId}.`);
+        const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
+        if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+        void outcome.resumed?.catch((error: unknown) =>
+          log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"),
+        );
+        sendJson(response, 200, {
+          outcome: outcome.kind,
+          approval: approvalView(outcome.approval),
+          resumed: outcome.runReady,
+        });
+      },
+    ],
   ];
 }
 
@@ -157,10 +225,26 @@ export function storeRoutes(context: StoreApiContext): Route[] {
     const { runId } = stored;
     const stream = openEventStream(request, response);
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
-    const watching = hub.watchRun(runId, { event: send, end: () => stream.close() }, UNFINISHED.has(stored.status) ? stored.sessionId : undefined);
+    const watching = hub.watchRun(
+      runId,
+      { event: send, end: () => stream.close() },
+      UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
+    );
     if (!watching) {
       // Finished before this process saw it: its end, as the store has it.
-      stream.send(0, { type: "run_end", runId, sessionId: stored.sessionId, output: stored.output ?? "", stopReason: stored.status, steps: stored.steps, usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens, totalTokens: stored.promptTokens + stored.completionTokens } });
+      stream.send(0, {
+        type: "run_end",
+        runId,
+        sessionId: stored.sessionId,
+        output: stored.output ?? "",
+        stopReason: stored.status,
+        steps: stored.steps,
+        usage: {
+          promptTokens: stored.promptTokens,
+          completionTokens: stored.completionTokens,
+          totalTokens: stored.promptTokens + stored.completionTokens,
+        },
+      });
       return stream.close();
     }
     for (const numbered of watching.replay) send(numbered);
@@ -169,108 +253,190 @@ export function storeRoutes(context: StoreApiContext): Route[] {
   }
 
   return [
-    ["GET", /^\/api\/info$/, (_request, response, _params, _url, caller) => {
-      sendJson(response, 200, {
-        model: context.modelLabel,
-        priced: context.priced,
-        problem: context.problem ?? null,
-        hints: context.hints,
-        tools: context.toolNames,
-        tokenRequired: context.tokenRequired,
-        user: caller.userId ?? null,
-      });
-    }],
+    [
+      "GET",
+      /^\/api\/info$/,
+      (_request, response, _params, _url, caller) => {
+        sendJson(response, 200, {
+          model: context.modelLabel,
+          priced: context.priced,
+          problem: context.problem ?? null,
+          hints: context.hints,
+          tools: context.toolNames,
+          tokenRequired: context.tokenRequired,
+          user: caller.userId ?? null,
+        });
+      },
+    ],
 
-    ["GET", /^\/api\/runs\/([^/]+)$/, async (_request, response, [runId = ""], _url, caller) => {
-      const run = await readableRun(caller, runId);
-      // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
-      sendJson(response, 200, run.pipelineRunId === run.runId ? { ...(await runView(run)), ...pipelineView(await store.stagesOf(run.runId)) } : await runView(run));
-    }],
+    [
+      "GET",
+      /^\/api\/runs\/([^/]+)$/,
+      async (_request, response, [runId = ""], _url, caller) => {
+        const run = await readableRun(caller, runId);
+        // A pipeline is polled by its first stage's id (the one POST /api/runs gave): it answers for the whole pipeline.
+        sendJson(
+          response,
+          200,
+          run.pipelineRunId === run.runId
+            ? { ...(await runView(run)), ...pipelineView(await store.stagesOf(run.runId)) }
+            : await runView(run),
+        );
+      },
+    ],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/events$/, async (request, response, [runId = ""], _url, caller) => streamRun(request, response, await readableRun(caller, runId))],
+    [
+      "GET",
+      /^\/api\/runs\/([^/]+)\/events$/,
+      async (request, response, [runId = ""], _url, caller) =>
+        streamRun(request, response, await readableRun(caller, runId)),
+    ],
 
     // A replay spends the model's tokens: only for whoever may read the run, with bounded inputs.
-    ["POST", /^\/api\/runs\/([^/]+)\/replay$/, async (request, response, [runId = ""], _url, caller) => {
-      const body = await readJsonObject(request);
-      await readableRun(caller, runId);
-      if (!context.replay) throw new HttpError(503, context.problem ?? context.noReplay ?? "No model is configured, so nothing can be replayed.");
-      sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
-    }],
+    [
+      "POST",
+      /^\/api\/runs\/([^/]+)\/replay$/,
+      async (request, response, [runId = ""], _url, caller) => {
+        const body = await readJsonObject(request);
+        await readableRun(caller, runId);
+        if (!context.replay)
+          throw new HttpError(
+            503,
+            context.problem ?? context.noReplay ?? "No model is configured, so nothing can be replayed.",
+          );
+        sendJson(response, 200, await context.replay(runId, replayOptionsOf(body)));
+      },
+    ],
 
     // 👍 / 👎 on a web answer, as the caller's user (a user's token only as its own); the latest replaces
     // the one before. Slack and Discord answers are rated where they were given, by who can see them.
-    ["POST", /^\/api\/runs\/([^/]+)\/feedback$/, async (request, response, [runId = ""], _url, caller) => {
-      const body = await readJsonObject(request);
-      const run = await readableRun(caller, runId);
-      if (!run.sessionId.startsWith("web:")) throw new HttpError(409, `Run ${runId} is not a web run; rate it where it answered (its Slack thread or Discord channel).`);
-      if (UNFINISHED.has(run.status)) throw new HttpError(409, "This run has not answered yet; rate it once it has.");
-      if (!isRating(body.rating)) throw new HttpError(400, 'Say "rating": "up" or "down".');
-      if (body.reason !== undefined && (typeof body.reason !== "string" || body.reason.length > MAX_REASON_CHARS)) {
-        throw new HttpError(400, `Give "reason" as text of up to ${MAX_REASON_CHARS.toLocaleString("en-US")} characters, or leave it out.`);
-      }
-      const userId = actingUser(caller, body.userId);
-      await store.recordFeedback({ runId, userId, rating: body.rating, reason: body.reason, source: "web" });
-      sendJson(response, 200, { runId, feedback: await store.feedbackOf(runId) });
-    }],
+    [
+      "POST",
+      /^\/api\/runs\/([^/]+)\/feedback$/,
+      async (request, response, [runId = ""], _url, caller) => {
+        const body = await readJsonObject(request);
+        const run = await readableRun(caller, runId);
+        if (!run.sessionId.startsWith("web:"))
+          throw new HttpError(
+            409,
+            `Run ${runId} is not a web run; rate it where it answered (its Slack thread or Discord channel).`,
+          );
+        if (UNFINISHED.has(run.status)) throw new HttpError(409, "This run has not answered yet; rate it once it has.");
+        if (!isRating(body.rating)) throw new HttpError(400, 'Say "rating": "up" or "down".');
+        if (body.reason !== undefined && (typeof body.reason !== "string" || body.reason.length > MAX_REASON_CHARS)) {
+          throw new HttpError(
+            400,
+            `Give "reason" as text of up to ${MAX_REASON_CHARS.toLocaleString("en-US")} characters, or leave it out.`,
+          );
+        }
+        const userId = actingUser(caller, body.userId);
+        await store.recordFeedback({ runId, userId, rating: body.rating, reason: body.reason, source: "web" });
+        sendJson(response, 200, { runId, feedback: await store.feedbackOf(runId) });
+      },
+    ],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps$/, async (_request, response, [runId = ""], _url, caller) => {
-      await readableRun(caller, runId);
-      sendJson(response, 200, { runId, steps: await store.steps(runId) });
-    }],
+    [
+      "GET",
+      /^\/api\/runs\/([^/]+)\/steps$/,
+      async (_request, response, [runId = ""], _url, caller) => {
+        await readableRun(caller, runId);
+        sendJson(response, 200, { runId, steps: await store.steps(runId) });
+      },
+    ],
 
-    ["GET", /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/, async (_request, response, [runId = "", step = ""], _url, caller) => {
-      await readableRun(caller, runId);
-      const stored: unknown = await store.payload(runId, Number(step));
-      if (!stored) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
-      const model = (await store.steps(runId)).find((one) => one.step === Number(step))?.model ?? null;
-      sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, model) });
-    }],
+    [
+      "GET",
+      /^\/api\/runs\/([^/]+)\/steps\/(\d+)\/payload$/,
+      async (_request, response, [runId = "", step = ""], _url, caller) => {
+        await readableRun(caller, runId);
+        const stored: unknown = await store.payload(runId, Number(step));
+        if (!stored) throw new HttpError(404, `Run ${runId} has no step ${step}.`);
+        const model = (await store.steps(runId)).find((one) => one.step === Number(step))?.model ?? null;
+        sendJson(response, 200, { runId, step: Number(step), ...requestOf(stored, model) });
+      },
+    ],
 
-    ["GET", /^\/api\/sessions$/, async (_request, response, _params, url, caller) => {
-      const filters = sessionFiltersOf(url.searchParams);
-      sendJson(response, 200, await store.searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }));
-    }],
+    [
+      "GET",
+      /^\/api\/sessions$/,
+      async (_request, response, _params, url, caller) => {
+        const filters = sessionFiltersOf(url.searchParams);
+        sendJson(
+          response,
+          200,
+          await store.searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }),
+        );
+      },
+    ],
 
-    ["GET", /^\/api\/sessions\/([^/]+)\/runs$/, async (_request, response, [sessionId = ""], _url, caller) => {
-      const runs = await store.runsOfSession(sessionId);
-      // A session without runs (only messages, from before runs were kept) still exists.
-      const exists = runs.length > 0 || (await store.listSessions()).some((session) => session.id === sessionId);
-      if (!(await mayRead(caller, sessionId)) || !exists) throw new HttpError(404, `There is no session ${sessionId}.`);
-      sendJson(response, 200, { session: sessionId, runs: await Promise.all(runs.map(runView)), folds: await store.foldsOf(sessionId) });
-    }],
-
-    ["GET", /^\/api\/sessions\/([^/]+)\/events$/, async (request, response, [sessionId = ""], url, caller) => {
-      const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? undefined;
-      const afterId = lastEventId === undefined ? undefined : Number(lastEventId);
-      if (afterId !== undefined && !Number.isInteger(afterId)) throw new HttpError(400, "Last-Event-ID (or ?after=) must be a whole number.");
-      // A user may follow a session of theirs, or one nobody has started yet (a new chat page):
-      // then only once it is theirs do its events reach them (its first run's row comes before them).
-      const owner = caller.userId && (await store.sessionOwner(sessionId));
-      if (owner && owner !== caller.userId) throw new HttpError(404, `There is no session ${sessionId}.`);
-      const known = caller.userId === undefined || owner === caller.userId;
-      // Until then, each event in turn asks whether the session is the caller's now, and waits in line.
-      let readable = known;
-      let line = Promise.resolve();
-      const inLine = (then: () => Promise<void> | void) => {
-        line = line.then(then).catch((error: unknown) => log.error({ error: (error as Error).message, sessionId }, "web: following a session failed"));
-      };
-      const send = (numbered: NumberedEvent) => {
-        if (known) return stream.send(numbered.id, numbered.event);
-        inLine(async () => {
-          readable ||= await mayRead(caller, sessionId);
-          if (readable) stream.send(numbered.id, numbered.event);
+    [
+      "GET",
+      /^\/api\/sessions\/([^/]+)\/runs$/,
+      async (_request, response, [sessionId = ""], _url, caller) => {
+        const runs = await store.runsOfSession(sessionId);
+        // A session without runs (only messages, from before runs were kept) still exists.
+        const exists = runs.length > 0 || (await store.listSessions()).some((session) => session.id === sessionId);
+        if (!(await mayRead(caller, sessionId)) || !exists)
+          throw new HttpError(404, `There is no session ${sessionId}.`);
+        sendJson(response, 200, {
+          session: sessionId,
+          runs: await Promise.all(runs.map(runView)),
+          folds: await store.foldsOf(sessionId),
         });
-      };
-      const stream = openEventStream(request, response);
-      const watching = hub.watchSession(sessionId, afterId, { event: send, end: () => (known ? stream.close() : inLine(() => stream.close())) });
-      for (const numbered of watching.replay) send(numbered);
-      stream.onClose(watching.stop);
-    }],
+      },
+    ],
 
-    ["GET", /^\/api\/usage$/, async (_request, response, _params, _url, caller) => {
-      const [byUser, byDay] = await Promise.all([store.totalsByUser(caller.userId), store.totalsByDay(caller.userId)]);
-      sendJson(response, 200, { byUser, byDay });
-    }],
+    [
+      "GET",
+      /^\/api\/sessions\/([^/]+)\/events$/,
+      async (request, response, [sessionId = ""], url, caller) => {
+        const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? undefined;
+        const afterId = lastEventId === undefined ? undefined : Number(lastEventId);
+        if (afterId !== undefined && !Number.isInteger(afterId))
+          throw new HttpError(400, "Last-Event-ID (or ?after=) must be a whole number.");
+        // A user may follow a session of theirs, or one nobody has started yet (a new chat page):
+        // then only once it is theirs do its events reach them (its first run's row comes before them).
+        const owner = caller.userId && (await store.sessionOwner(sessionId));
+        if (owner && owner !== caller.userId) throw new HttpError(404, `There is no session ${sessionId}.`);
+        const known = caller.userId === undefined || owner === caller.userId;
+        // Until then, each event in turn asks whether the session is the caller's now, and waits in line.
+        let readable = known;
+        let line = Promise.resolve();
+        const inLine = (then: () => Promise<void> | void) => {
+          line = line
+            .then(then)
+            .catch((error: unknown) =>
+              log.error({ error: (error as Error).message, sessionId }, "web: following a session failed"),
+            );
+        };
+        const send = (numbered: NumberedEvent) => {
+          if (known) return stream.send(numbered.id, numbered.event);
+          inLine(async () => {
+            readable ||= await mayRead(caller, sessionId);
+            if (readable) stream.send(numbered.id, numbered.event);
+          });
+        };
+        const stream = openEventStream(request, response);
+        const watching = hub.watchSession(sessionId, afterId, {
+          event: send,
+          end: () => (known ? stream.close() : inLine(() => stream.close())),
+        });
+        for (const numbered of watching.replay) send(numbered);
+        stream.onClose(watching.stop);
+      },
+    ],
+
+    [
+      "GET",
+      /^\/api\/usage$/,
+      async (_request, response, _params, _url, caller) => {
+        const [byUser, byDay] = await Promise.all([
+          store.totalsByUser(caller.userId),
+          store.totalsByDay(caller.userId),
+        ]);
+        sendJson(response, 200, { byUser, byDay });
+      },
+    ],
   ];
 }
 
@@ -280,7 +446,11 @@ export function routerOf(routes: Route[]): ApiHandler {
     const matching = routes.filter(([, path]) => path.test(url.pathname));
     if (matching.length === 0) return false;
     const route = matching.find(([method]) => method === request.method);
-    if (!route) throw new HttpError(405, `${url.pathname} does not take ${request.method}; it takes ${[...new Set(matching.map(([method]) => method))].join(", ")}.`);
+    if (!route)
+      throw new HttpError(
+        405,
+        `${url.pathname} does not take ${request.method}; it takes ${[...new Set(matching.map(([method]) => method))].join(", ")}.`,
+      );
     const [, path, handler] = route;
     const params = (path.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
     await handler(request, response, params, url, typeof caller === "function" ? caller() : caller);
@@ -290,8 +460,10 @@ export function routerOf(routes: Route[]): ApiHandler {
 
 /** Why a run cannot be stopped, in one sentence. */
 export function notRunning(status: string): string {
-  if (status === "accepted") return "This run has not started yet: it waits for its turn; it can be stopped once it runs.";
-  if (status === "awaiting_approval") return "This run is paused, waiting for a decision on its approval; deny it, or send a new message, to end it.";
+  if (status === "accepted")
+    return "This run has not started yet: it waits for its turn; it can be stopped once it runs.";
+  if (status === "awaiting_approval")
+    return "This run is paused, waiting for a decision on its approval; deny it, or send a new message, to end it.";
   return `This run has already ended (${status.replaceAll("_", " ")}).`;
 }
 
@@ -300,7 +472,10 @@ export function notRunning(status: string): string {
  * step). `request` is the rest of the request (tools, tool_choice, stream) where the trace kept it
  * whole, and null where it kept only the messages.
  */
-function requestOf(stored: unknown, model: string | null): { model: string | null; messages: unknown[]; request: Record<string, unknown> | null } {
+function requestOf(
+  stored: unknown,
+  model: string | null,
+): { model: string | null; messages: unknown[]; request: Record<string, unknown> | null } {
   if (Array.isArray(stored)) return { model, messages: stored, request: null };
   const { messages, ...request } = stored as Record<string, unknown>;
   return { model, messages: Array.isArray(messages) ? messages : [], request };
@@ -311,12 +486,18 @@ function pipelineView(stages: RunTrace[]) {
   const last = stages.at(-1);
   if (!last) return {};
   const ended = !UNFINISHED.has(last.status);
-  const done = ended && (last.pipelineStage === last.pipelineStages || (last.status !== "final" && last.status !== "max_steps"));
+  const done =
+    ended && (last.pipelineStage === last.pipelineStages || (last.status !== "final" && last.status !== "max_steps"));
   return {
     status: done || !ended ? last.status : "running",
     output: done ? last.output : null,
     done,
-    stages: stages.map((stage) => ({ runId: stage.runId, stage: stage.pipelineStage, status: stage.status, output: stage.output })),
+    stages: stages.map((stage) => ({
+      runId: stage.runId,
+      stage: stage.pipelineStage,
+      status: stage.status,
+      output: stage.output,
+    })),
   };
 }
 
@@ -324,11 +505,22 @@ const MAX_REPLAY_PROMPT_CHARS = 20_000;
 
 function replayOptionsOf(body: Record<string, unknown>): { model?: string; systemPrompt?: string } {
   const { model, systemPrompt } = body;
-  if (model !== undefined && (typeof model !== "string" || model.trim() === "" || model.length > 200)) throw new HttpError(400, 'Say "model" as the name of a model (up to 200 characters), or leave it out to replay on the configured one.');
-  if (systemPrompt !== undefined && (typeof systemPrompt !== "string" || systemPrompt.length > MAX_REPLAY_PROMPT_CHARS)) {
-    throw new HttpError(400, `Say "systemPrompt" as text of up to ${MAX_REPLAY_PROMPT_CHARS.toLocaleString("en-US")} characters, or leave it out to replay with the recorded one.`);
+  if (model !== undefined && (typeof model !== "string" || model.trim() === "" || model.length > 200))
+    throw new HttpError(
+      400,
+      'Say "model" as the name of a model (up to 200 characters), or leave it out to replay on the configured one.',
+    );
+  if (
+    systemPrompt !== undefined &&
+    (typeof systemPrompt !== "string" || systemPrompt.length > MAX_REPLAY_PROMPT_CHARS)
+  ) {
+    throw new HttpError(
+      400,
+      `Say "systemPrompt" as text of up to ${MAX_REPLAY_PROMPT_CHARS.toLocaleString("en-US")} characters, or leave it out to replay with the recorded one.`,
+    );
   }
-  return { ...(model ? { model: model.trim() } : {}), ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}) };
+  return {
+    ...(model ? { model: model.trim() } : {}),
+    ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}),
+  };
 }
-
-

@@ -5,7 +5,13 @@
  * refused from its length before it is decoded, and anything past the count is left unread. A
  * refused file is told to the model in its line and to the caller in one sentence; the rest runs.
  */
-import { DEFAULT_ATTACHMENT_LIMITS, formatBytes, cleanName, type Attachment, type AttachmentLimits } from "../../agent/attachments.js";
+import {
+  DEFAULT_ATTACHMENT_LIMITS,
+  formatBytes,
+  cleanName,
+  type Attachment,
+  type AttachmentLimits,
+} from "../../agent/attachments.js";
 import { HttpError } from "./http.js";
 
 /** The largest POST /api/runs body: a message's files in base64 (4 bytes per 3), and room for the rest. */
@@ -13,16 +19,28 @@ export const MAX_UPLOAD_BODY_BYTES = Math.ceil((DEFAULT_ATTACHMENT_LIMITS.maxMes
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export function uploadedAttachments(value: unknown, limits: AttachmentLimits = DEFAULT_ATTACHMENT_LIMITS): { attachments: Attachment[]; problems: string[] } {
+export function uploadedAttachments(
+  value: unknown,
+  limits: AttachmentLimits = DEFAULT_ATTACHMENT_LIMITS,
+): { attachments: Attachment[]; problems: string[] } {
   if (value === undefined) return { attachments: [], problems: [] };
-  if (!Array.isArray(value)) throw new HttpError(400, 'Give "attachments" as a list of {"name", "type", "data"} objects, the data in base64.');
+  if (!Array.isArray(value))
+    throw new HttpError(400, 'Give "attachments" as a list of {"name", "type", "data"} objects, the data in base64.');
   const attachments: Attachment[] = [];
   const problems: string[] = [];
   let messageLeft = limits.maxMessageBytes;
   for (const [index, item] of value.entries()) {
     const { name, type, data } = (item ?? {}) as Record<string, unknown>;
-    if (typeof name !== "string" || !name.trim() || typeof data !== "string" || (type !== undefined && typeof type !== "string")) {
-      throw new HttpError(400, `Attachment ${index + 1} needs a "name" and its "data" in base64 (and may give its "type").`);
+    if (
+      typeof name !== "string" ||
+      !name.trim() ||
+      typeof data !== "string" ||
+      (type !== undefined && typeof type !== "string")
+    ) {
+      throw new HttpError(
+        400,
+        `Attachment ${index + 1} needs a "name" and its "data" in base64 (and may give its "type").`,
+      );
     }
     const mimeType = type || "application/octet-stream";
     // The size is known from the length of the base64, before a byte is decoded.
@@ -32,8 +50,12 @@ export function uploadedAttachments(value: unknown, limits: AttachmentLimits = D
       problems.push(`I could not read ${cleanName(name)}: ${problem}.`);
     };
     if (index >= limits.maxFiles) unread(`only the first ${limits.maxFiles} files of a message are read`);
-    else if (size > limits.maxFileBytes) unread(`it is ${formatBytes(size)}, over the ${formatBytes(limits.maxFileBytes)} limit for one file`);
-    else if (size > messageLeft) unread(`the files of one message may come to ${formatBytes(limits.maxMessageBytes)} together, and this one would pass that`);
+    else if (size > limits.maxFileBytes)
+      unread(`it is ${formatBytes(size)}, over the ${formatBytes(limits.maxFileBytes)} limit for one file`);
+    else if (size > messageLeft)
+      unread(
+        `the files of one message may come to ${formatBytes(limits.maxMessageBytes)} together, and this one would pass that`,
+      );
     else if (!BASE64.test(data)) throw new HttpError(400, `The data of ${cleanName(name)} is not base64.`);
     else {
       messageLeft -= size;

@@ -5,13 +5,23 @@ import type { StorePort } from "../../store/port.js";
 import { recordedRunOf } from "../trace-readings.js";
 import { HttpError } from "./http.js";
 
-export type ReplayOnModel = (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
+export type ReplayOnModel = (
+  runId: string,
+  options: { model?: string; systemPrompt?: string },
+) => Promise<ReplayComparison>;
 
 /** Replays on the agent's model, or on another named one when the server can make it. */
 export function replayOn(model: ChatModel, store: StorePort, modelNamed?: (name: string) => ChatModel): ReplayOnModel {
   return async (runId, options) => {
-    if (options.model && options.model !== model.name && !modelNamed) throw new HttpError(400, `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`);
+    if (options.model && options.model !== model.name && !modelNamed)
+      throw new HttpError(
+        400,
+        `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`,
+      );
     const chosen = options.model && options.model !== model.name && modelNamed ? modelNamed(options.model) : model;
-    return replayRun(await recordedRunOf(store, runId), runId, { model: chosen, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
+    return replayRun(await recordedRunOf(store, runId), runId, {
+      model: chosen,
+      ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}),
+    });
   };
 }

@@ -77,7 +77,8 @@ const CONTENT_TYPES: Record<string, string> = {
   svg: "image/svg+xml",
 };
 const PAGE_HEADERS = {
-  "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-cache",
@@ -90,9 +91,12 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   const callerOf = callersOf(credentials);
   if (!isLoopback(host) && credentials.length === 0) {
-    throw configurationError(`GLASSBOX_WEB_HOST is ${host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`);
+    throw configurationError(
+      `GLASSBOX_WEB_HOST is ${host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`,
+    );
   }
-  if (!options.agent && !options.problem) throw new Error("startWebServer needs an agent, or a problem saying why there is none.");
+  if (!options.agent && !options.problem)
+    throw new Error("startWebServer needs an agent, or a problem saying why there is none.");
   const agent = options.agent ?? unconfiguredAgent(options.problem ?? "");
 
   const hub = createEventHub();
@@ -123,7 +127,8 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://localhost");
     if (!url.pathname.startsWith("/api/")) return servePage(request, response, url.pathname);
-    if (!(await api(request, response, url, callerOf(request, url)))) throw new HttpError(404, `There is no ${url.pathname} in this API.`);
+    if (!(await api(request, response, url, callerOf(request, url))))
+      throw new HttpError(404, `There is no ${url.pathname} in this API.`);
   }
 
   const server = createServer((request, response) => {
@@ -137,15 +142,31 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) => {
-      if (error.code === "EADDRINUSE") reject(configurationError(`Port ${options.port ?? DEFAULT_WEB_PORT} on ${host} is in use; set GLASSBOX_WEB_PORT to another port.`));
-      else if (error.code === "EADDRNOTAVAIL") reject(configurationError(`This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`));
+      if (error.code === "EADDRINUSE")
+        reject(
+          configurationError(
+            `Port ${options.port ?? DEFAULT_WEB_PORT} on ${host} is in use; set GLASSBOX_WEB_PORT to another port.`,
+          ),
+        );
+      else if (error.code === "EADDRNOTAVAIL")
+        reject(
+          configurationError(
+            `This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`,
+          ),
+        );
       else reject(error);
     });
     server.listen(options.port ?? DEFAULT_WEB_PORT, host, () => resolve());
   });
   const { port: listening } = server.address() as AddressInfo;
 
-  const sweep = setInterval(() => void conversations.expireApprovals().catch((error: unknown) => log.error({ error: (error as Error).message }, "web: expiring approvals failed")), EXPIRY_SWEEP_MS);
+  const sweep = setInterval(
+    () =>
+      void conversations
+        .expireApprovals()
+        .catch((error: unknown) => log.error({ error: (error as Error).message }, "web: expiring approvals failed")),
+    EXPIRY_SWEEP_MS,
+  );
   sweep.unref();
   await conversations.expireApprovals(); // approvals that ran out while the server was down
 
@@ -169,11 +190,16 @@ export function callersOf(credentials: Credential[]): (request: IncomingMessage,
   return (request, url) => {
     if (credentials.length > 0) {
       const credential = matchingCredential(request, url, credentials);
-      if (!credential) throw new HttpError(401, "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.");
+      if (!credential)
+        throw new HttpError(
+          401,
+          "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.",
+        );
       return credential.userId === undefined ? {} : { userId: credential.userId };
     }
     // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
-    if (!isLoopbackHostHeader(request.headers.host)) throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
+    if (!isLoopbackHostHeader(request.headers.host))
+      throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
     return {};
   };
 }
@@ -195,7 +221,11 @@ export async function servePage(request: IncomingMessage, response: ServerRespon
   } catch {
     throw new HttpError(404, `There is no file ${name}.`);
   }
-  response.writeHead(200, { "content-type": CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream", "content-length": body.length, ...PAGE_HEADERS });
+  response.writeHead(200, {
+    "content-type": CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream",
+    "content-length": body.length,
+    ...PAGE_HEADERS,
+  });
   response.end(request.method === "HEAD" ? undefined : body);
 }
 
@@ -204,7 +234,10 @@ export function isLoopback(host: string): boolean {
 }
 
 function isLoopbackHostHeader(header: string | undefined): boolean {
-  const name = (header ?? "").replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  const name = (header ?? "")
+    .replace(/:\d+$/, "")
+    .replace(/^\[(.*)\]$/, "$1")
+    .toLowerCase();
   return isLoopback(name);
 }
 

@@ -57,7 +57,11 @@ export function openWebSurface(hub: EventHub, sessionId: string): ChatSurface {
 /** Shows a decision (or an expiry); a superseded approval ends its run, which will not resume. */
 export function showWebDecision(hub: EventHub) {
   return async (approval: Approval): Promise<void> => {
-    hub.publish(approval.sessionId, { type: "approval_decided", runId: approval.runId, approval: approvalView(approval) });
+    hub.publish(approval.sessionId, {
+      type: "approval_decided",
+      runId: approval.runId,
+      approval: approvalView(approval),
+    });
     if (approval.decidedBy === "superseded") hub.end(approval.runId);
   };
 }
@@ -66,7 +70,14 @@ export function showWebDecision(hub: EventHub) {
  * A model call as a page shows it: its tokens, its time, and its thinking cut to what a page keeps
  * (`cutBefore`: characters of it already cut, as a stored step's are).
  */
-export function modelEndView(runId: string, step: number, usage: Pick<Usage, "promptTokens" | "completionTokens">, latencyMs: number, thinking: string | undefined, cutBefore = 0): WebEvent {
+export function modelEndView(
+  runId: string,
+  step: number,
+  usage: Pick<Usage, "promptTokens" | "completionTokens">,
+  latencyMs: number,
+  thinking: string | undefined,
+  cutBefore = 0,
+): WebEvent {
   const reasoning = cutReasoning(thinking, LIVE_REASONING_CHARS);
   return {
     type: "model_end",
@@ -88,7 +99,14 @@ export function toolEndView(runId: string, step: number, { content: _modelText, 
 function webEventOf(event: AgentEvent): WebEvent | undefined {
   switch (event.type) {
     case "run_start":
-      return { type: "run_start", runId: event.runId, sessionId: event.sessionId, userId: event.userId, input: event.input, ...(event.pipeline ? { pipeline: event.pipeline } : {}) };
+      return {
+        type: "run_start",
+        runId: event.runId,
+        sessionId: event.sessionId,
+        userId: event.userId,
+        input: event.input,
+        ...(event.pipeline ? { pipeline: event.pipeline } : {}),
+      };
     case "run_resumed":
       return { type: "run_resumed", runId: event.runId, sessionId: event.sessionId };
     case "model_start":
@@ -98,7 +116,14 @@ function webEventOf(event: AgentEvent): WebEvent | undefined {
     case "model_end":
       return modelEndView(event.runId, event.step, event.response.usage, event.latencyMs, event.response.reasoning);
     case "tool_start":
-      return { type: "tool_start", runId: event.runId, step: event.step, toolCallId: event.toolCallId, name: event.name, arguments: event.arguments };
+      return {
+        type: "tool_start",
+        runId: event.runId,
+        step: event.step,
+        toolCallId: event.toolCallId,
+        name: event.name,
+        arguments: event.arguments,
+      };
     case "tool_end":
       return toolEndView(event.runId, event.step, event.record);
     case "note":

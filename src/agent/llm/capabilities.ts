@@ -31,14 +31,24 @@ export function refusedOption(details: ErrorDetails, sent: Iterable<RefusableOpt
   const carried = new Set(sent);
   const text = details.message;
   // A 400 about the conversation (a `tool` message without its `tool_calls`) mentions tools too.
-  if (/\bmessages\b|tool_call_id|role '?tool\b/i.test(text) && !(details.param && carried.has(details.param as RefusableOption))) return undefined;
-  if (details.param && carried.has(details.param as RefusableOption) && (UNSUPPORTED_CODE.test(String(details.code ?? "")) || REFUSAL.test(text))) {
+  if (
+    /\bmessages\b|tool_call_id|role '?tool\b/i.test(text) &&
+    !(details.param && carried.has(details.param as RefusableOption))
+  )
+    return undefined;
+  if (
+    details.param &&
+    carried.has(details.param as RefusableOption) &&
+    (UNSUPPORTED_CODE.test(String(details.code ?? "")) || REFUSAL.test(text))
+  ) {
     return details.param as RefusableOption;
   }
   if (carried.has("tools") && TOOLS_REFUSED.some((pattern) => pattern.test(text))) return "tools";
   if (carried.has("tool_choice") && TOOL_CHOICE_REFUSED.some((pattern) => pattern.test(text))) return "tool_choice";
   if (!REFUSAL.test(text)) return undefined;
-  const named = REFUSABLE.filter((option) => carried.has(option) && new RegExp(`(?<![\\w])${option}(?![\\w])`).test(text));
+  const named = REFUSABLE.filter(
+    (option) => carried.has(option) && new RegExp(`(?<![\\w])${option}(?![\\w])`).test(text),
+  );
   return named.includes("tools") ? "tools" : named[0];
 }
 
@@ -78,9 +88,12 @@ export const SERVER_ADVICE: Array<{ server: string; url: RegExp; fixes: Partial<
     server: "Azure OpenAI",
     url: /\.openai\.azure\.com|\.cognitiveservices\.azure\.com|\.services\.ai\.azure\.com/,
     fixes: {
-      stream_options: "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
-      parallel_tool_calls: "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
-      tool_choice: "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
+      stream_options:
+        "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
+      parallel_tool_calls:
+        "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
+      tool_choice:
+        "use the v1 API (OPENAI_BASE_URL https://<resource>.openai.azure.com/openai/v1/) instead of a dated api-version",
     },
   },
   {
@@ -88,13 +101,15 @@ export const SERVER_ADVICE: Array<{ server: string; url: RegExp; fixes: Partial<
     url: /openrouter\.ai/,
     fixes: {
       tools: "set LLM_MODEL to a model whose providers support tools (openrouter.ai/models?supported_parameters=tools)",
-      tool_choice: "set LLM_MODEL to a model whose providers support tool_choice (openrouter.ai/models?supported_parameters=tool_choice)",
+      tool_choice:
+        "set LLM_MODEL to a model whose providers support tool_choice (openrouter.ai/models?supported_parameters=tool_choice)",
     },
   },
 ];
 
 const DEFAULT_FIXES: Record<RefusableOption, string> = {
-  tools: "serve a model with tool calling (see README, Works with), or set GLASSBOX_TOOL_MODE=text to use the text protocol from the start",
+  tools:
+    "serve a model with tool calling (see README, Works with), or set GLASSBOX_TOOL_MODE=text to use the text protocol from the start",
   tool_choice: "use a server version or model that accepts tool_choice",
   parallel_tool_calls: "use a server version or model that accepts parallel_tool_calls",
   stream_options: "use a server version that accepts stream_options, or set GLASSBOX_STREAM=false",
@@ -103,7 +118,8 @@ const DEFAULT_FIXES: Record<RefusableOption, string> = {
 /** How to fix a refusal on the server: the flags the error itself names, else the table, else a default. */
 export function fixFor(option: RefusableOption, message: string, baseURL: string): string {
   const flags = [...new Set(message.match(/--[a-z][a-z0-9-]*/g) ?? [])];
-  if (flags.length > 0) return `start the server with ${flags.map((flag) => (flag === "--tool-call-parser" ? `${flag} <parser for the model>` : flag)).join(" ")}`;
+  if (flags.length > 0)
+    return `start the server with ${flags.map((flag) => (flag === "--tool-call-parser" ? `${flag} <parser for the model>` : flag)).join(" ")}`;
   return SERVER_ADVICE.find((entry) => entry.url.test(baseURL))?.fixes[option] ?? DEFAULT_FIXES[option];
 }
 
@@ -131,7 +147,10 @@ export interface ModelCapabilities {
   noted<R extends { notes?: string[] }>(reply: R, params: object): R;
 }
 
-export function capabilitiesOf(where: { baseURL: string; model: string }, warn: (message: string) => void): ModelCapabilities {
+export function capabilitiesOf(
+  where: { baseURL: string; model: string },
+  warn: (message: string) => void,
+): ModelCapabilities {
   const key = `${where.baseURL}\n${where.model}`;
   const refused = () => refusedByServer.get(key) ?? new Map<RefusableOption, string>();
 
@@ -141,7 +160,9 @@ export function capabilitiesOf(where: { baseURL: string; model: string }, warn: 
     known.set(option, message);
     refusedByServer.set(key, known);
     const what = option === "tools" ? "native tool calls" : option;
-    warn(`The model server at ${where.baseURL} refuses ${what} for '${where.model}' (${message}), ${CONSEQUENCE[option]}; to fix it, ${fixFor(option, message, where.baseURL)}.`);
+    warn(
+      `The model server at ${where.baseURL} refuses ${what} for '${where.model}' (${message}), ${CONSEQUENCE[option]}; to fix it, ${fixFor(option, message, where.baseURL)}.`,
+    );
   }
 
   function withoutRefused<T extends object>(params: T): T {
@@ -175,7 +196,9 @@ export function capabilitiesOf(where: { baseURL: string; model: string }, warn: 
     },
     noted(reply, params) {
       const known = refused();
-      const left = refusableIn(params as Record<string, unknown>).filter((option) => option !== "tools" && known.has(option));
+      const left = refusableIn(params as Record<string, unknown>).filter(
+        (option) => option !== "tools" && known.has(option),
+      );
       if (left.length === 0) return reply;
       const notes = left.map((option) => `${option} left out: the server refuses it (${known.get(option)})`);
       return { ...reply, notes: [...(reply.notes ?? []), ...notes] };
@@ -186,11 +209,13 @@ export function capabilitiesOf(where: { baseURL: string; model: string }, warn: 
 /** The SDK error behind `error` (a glassbox error keeps it as its cause), read as details. */
 export function detailsOf(error: unknown): ErrorDetails | undefined {
   let current = error;
-  while (!(current instanceof OpenAI.APIError) && current instanceof Error && current.cause !== undefined) current = current.cause;
+  while (!(current instanceof OpenAI.APIError) && current instanceof Error && current.cause !== undefined)
+    current = current.cause;
   if (!(current instanceof OpenAI.APIError) || current.status === undefined) return undefined;
   const body = current.error as { message?: unknown; param?: unknown; code?: unknown } | string | undefined;
   const message = typeof body === "string" ? body : typeof body?.message === "string" ? body.message : current.message;
   const param = typeof body === "object" && typeof body?.param === "string" ? body.param : null;
-  const code = typeof body === "object" && (typeof body?.code === "string" || typeof body?.code === "number") ? body.code : null;
+  const code =
+    typeof body === "object" && (typeof body?.code === "string" || typeof body?.code === "number") ? body.code : null;
   return { status: current.status, message, param, code };
 }

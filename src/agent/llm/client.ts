@@ -7,7 +7,14 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
-import { describeModelError, describeModelFailure, errorInReply, GlassboxError, modelsOffered, readableModelErrors } from "../errors.js";
+import {
+  describeModelError,
+  describeModelFailure,
+  errorInReply,
+  GlassboxError,
+  modelsOffered,
+  readableModelErrors,
+} from "../errors.js";
 import { undiciFetch } from "../../undici-fetch.js";
 import { addUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse } from "../types.js";
 import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilities.js";
@@ -69,30 +76,46 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
    * One request: its parameters built, the SDK's request made, the reply read. The one place a
    * request is sent; a refusal the request can be mended for (an id format) is sent once more.
    */
-  async function send(messages: Message[], request: ModelRequest, withTools: boolean, resent = false): Promise<ModelResponse> {
+  async function send(
+    messages: Message[],
+    request: ModelRequest,
+    withTools: boolean,
+    resent = false,
+  ): Promise<ModelResponse> {
     const tools = withTools && request.tools?.length ? request.tools : [];
-    const offered = tools.length > 0 && request.toolChoice !== "none" ? new Set(tools.map((tool) => tool.function.name)) : NO_TOOLS;
+    const offered =
+      tools.length > 0 && request.toolChoice !== "none" ? new Set(tools.map((tool) => tool.function.name)) : NO_TOOLS;
     const streaming = options.stream !== false && request.onDelta !== undefined;
     const renamed = new Map<string, string>();
     const params: ChatCompletionCreateParams = {
       model: options.model,
       messages: toWireMessages(messages, ids, renamed),
       // "auto" is the default wherever tools are given, so only "none" needs saying.
-      ...(tools.length > 0 ? { tools, ...(request.toolChoice === "none" ? { tool_choice: "none" as const } : {}) } : {}),
+      ...(tools.length > 0
+        ? { tools, ...(request.toolChoice === "none" ? { tool_choice: "none" as const } : {}) }
+        : {}),
       ...(streaming ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
     let response: Response;
     try {
       // The raw response: its body is read by readBody, not by the SDK's parser.
       // Sent without what this server refused before, and once more without an option it refuses now.
-      response = await capabilities.send(params, (sent) => untilAborted(client.chat.completions.create(sent, { signal: request.signal }).asResponse(), request.signal));
+      response = await capabilities.send(params, (sent) =>
+        untilAborted(client.chat.completions.create(sent, { signal: request.signal }).asResponse(), request.signal),
+      );
     } catch (error) {
       if (!resent && error instanceof OpenAI.APIError && error.status === 400 && ids.learnFromRefusal(error.message)) {
         return send(messages, request, withTools, true);
       }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
-    const reply = { ...capabilities.noted(await readReply(response, request, messages, offered, streaming, () => refusableIn(params)), params), streamed: "stream" in params };
+    const reply = {
+      ...capabilities.noted(
+        await readReply(response, request, messages, offered, streaming, () => refusableIn(params)),
+        params,
+      ),
+      streamed: "stream" in params,
+    };
     if (renamed.size === 0) return reply;
     // The trace shows which id the server was sent for each call glassbox knows.
     const pairs = [...renamed].map(([id, sent]) => `${id} as ${sent}`);
@@ -101,8 +124,19 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   }
 
   /** The reply read into one ModelResponse; the answer streams to `onDelta` as it comes. */
-  async function readReply(response: Response, request: ModelRequest, messages: Message[], offered: ReadonlySet<string>, streaming: boolean, sent: () => RefusableOption[]): Promise<ModelResponse> {
-    const assembler = new ReplyAssembler({ onAnswer: streaming ? request.onDelta : undefined, answerStart, holdTextCalls: offered.size > 0 });
+  async function readReply(
+    response: Response,
+    request: ModelRequest,
+    messages: Message[],
+    offered: ReadonlySet<string>,
+    streaming: boolean,
+    sent: () => RefusableOption[],
+  ): Promise<ModelResponse> {
+    const assembler = new ReplyAssembler({
+      onAnswer: streaming ? request.onDelta : undefined,
+      answerStart,
+      holdTextCalls: offered.size > 0,
+    });
     const whole = response.headers.get("content-type")?.includes("json") === true; // one JSON body, not a stream
     try {
       const take = (item: BodyItem) => {
@@ -124,7 +158,11 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
       if (!assembler.readSomething) throw unreadableReply(where, "no part of it was JSON");
       const judged = judgeReply(assembler.finish(), { offeredTools: offered, isTaken: (id) => isIdIn(messages, id) });
-      answerStart = judged.openedInPrompt ? "inside" : answerStart === "unknown" && judged.plainAnswer ? "plain" : answerStart;
+      answerStart = judged.openedInPrompt
+        ? "inside"
+        : answerStart === "unknown" && judged.plainAnswer
+          ? "plain"
+          : answerStart;
       ids.observe(judged.serverIds);
       assembler.release(judged.fromText);
       if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
@@ -142,14 +180,24 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     const nextId = () => `call_text_${++textCallCount}`;
     let decision = parseTextDecision(response.content ?? "", nextId);
     // Without tools (the stage conclusion) only an answer counts; the model still wraps it in JSON.
-    if (tools.length === 0) return answered(response, decision.kind === "answer" ? decision.text : (response.content ?? ""), request);
+    if (tools.length === 0)
+      return answered(response, decision.kind === "answer" ? decision.text : (response.content ?? ""), request);
     if (decision.kind === "unreadable") {
       // One second chance: show the model its reply and ask for valid JSON.
-      const retry = await send([...messages, { role: "assistant", content: response.content ?? "" }, { role: "user", content: REEMIT_REQUEST }], quiet, false);
+      const retry = await send(
+        [
+          ...messages,
+          { role: "assistant", content: response.content ?? "" },
+          { role: "user", content: REEMIT_REQUEST },
+        ],
+        quiet,
+        false,
+      );
       response = { ...retry, usage: addUsage(response.usage, retry.usage) };
       decision = parseTextDecision(response.content ?? "", nextId);
     }
-    if (decision.kind === "tools") return { ...response, content: null, toolCalls: decision.toolCalls, finishReason: "tool_calls" };
+    if (decision.kind === "tools")
+      return { ...response, content: null, toolCalls: decision.toolCalls, finishReason: "tool_calls" };
     return answered(response, decision.kind === "answer" ? decision.text : (response.content ?? ""), request);
   }
 
@@ -174,11 +222,16 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   }
 
   function readingError(error: unknown, signal: AbortSignal | undefined): GlassboxError {
-    if (signal?.aborted || error instanceof OpenAI.APIUserAbortError) return describeModelError(new OpenAI.APIUserAbortError(), where);
+    if (signal?.aborted || error instanceof OpenAI.APIUserAbortError)
+      return describeModelError(new OpenAI.APIUserAbortError(), where);
     if (error instanceof GlassboxError) return error;
     // A mid-stream error the server reported, in the SDK's own type.
     if (error instanceof OpenAI.APIError) return describeModelError(error, where);
-    if (error instanceof BodyReadError) return describeModelError(new Error("the connection closed in the middle of the answer", { cause: error.cause }), where);
+    if (error instanceof BodyReadError)
+      return describeModelError(
+        new Error("the connection closed in the middle of the answer", { cause: error.cause }),
+        where,
+      );
     return unreadableReply(where, error);
   }
 

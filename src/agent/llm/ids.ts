@@ -19,7 +19,11 @@ export function newToolCallId(): string {
  * Gives every call of a reply an id that is its own: the server's, unless it sent none or one that
  * is already used in this reply or the conversation so far. Says what it changed in `notes`.
  */
-export function settleIds<T extends { id: string; function: { name: string } }>(calls: T[], isTaken: (id: string) => boolean, notes: string[]): T[] {
+export function settleIds<T extends { id: string; function: { name: string } }>(
+  calls: T[],
+  isTaken: (id: string) => boolean,
+  notes: string[],
+): T[] {
   // Ids of this reply; the conversation's are asked of isTaken, which scans without copying them.
   const used = new Set<string>();
   const free = (id: string) => !used.has(id) && !isTaken(id);
@@ -32,7 +36,11 @@ export function settleIds<T extends { id: string; function: { name: string } }>(
     let id = newToolCallId();
     while (!free(id)) id = newToolCallId();
     used.add(id);
-    notes.push(sent === "" || sent === "null" ? `the server sent no id for the call to '${call.function.name}'; glassbox named it ${id}` : `the server reused the id '${sent}' for the call to '${call.function.name}'; glassbox named it ${id}`);
+    notes.push(
+      sent === "" || sent === "null"
+        ? `the server sent no id for the call to '${call.function.name}'; glassbox named it ${id}`
+        : `the server reused the id '${sent}' for the call to '${call.function.name}'; glassbox named it ${id}`,
+    );
     return { ...call, id };
   });
 }
@@ -81,6 +89,7 @@ export class IdFormat {
 
 function alphanumeric(bytes: Uint8Array, length: number): string {
   let id = "";
-  for (let index = 0; index < length; index++) id += ALPHANUMERIC[(bytes[index % bytes.length] ?? 0) % ALPHANUMERIC.length];
+  for (let index = 0; index < length; index++)
+    id += ALPHANUMERIC[(bytes[index % bytes.length] ?? 0) % ALPHANUMERIC.length];
   return id;
 }

@@ -15,7 +15,8 @@ import { detailsOf } from "./capabilities.js";
 
 export type ImageMode = "auto" | "on" | "off";
 
-const NOT_SHOWN = "(An image was attached here, but this model does not take images: only the name, type and size above are given.)";
+const NOT_SHOWN =
+  "(An image was attached here, but this model does not take images: only the name, type and size above are given.)";
 
 const IMAGES_REFUSED = [
   /image_url is only supported by certain models/i,
@@ -31,7 +32,9 @@ const IMAGES_REFUSED = [
 /** How many image parts the messages carry. */
 export function imagesIn(messages: readonly Message[]): number {
   let count = 0;
-  for (const message of messages) if (message.role === "user" && typeof message.content !== "string") count += message.content.filter((part) => part.type === "image_url").length;
+  for (const message of messages)
+    if (message.role === "user" && typeof message.content !== "string")
+      count += message.content.filter((part) => part.type === "image_url").length;
   return count;
 }
 
@@ -39,7 +42,9 @@ export function imagesIn(messages: readonly Message[]): number {
 export function withoutImages(messages: readonly Message[]): Message[] {
   return messages.map((message) => {
     if (message.role !== "user" || typeof message.content === "string") return message;
-    const parts: ContentPart[] = message.content.map((part) => (part.type === "image_url" ? { type: "text", text: NOT_SHOWN } : part));
+    const parts: ContentPart[] = message.content.map((part) =>
+      part.type === "image_url" ? { type: "text", text: NOT_SHOWN } : part,
+    );
     return { role: "user", content: parts.map((part) => (part.type === "text" ? part.text : "")).join("\n") };
   });
 }
@@ -58,14 +63,25 @@ export function imageRefusalIn(error: unknown): string | undefined {
 export function createImageGate(mode: ImageMode, warn: (message: string) => void) {
   let refused: string | undefined;
   const plural = (count: number) => (count === 1 ? "1 image" : `${count} images`);
-  const withNote = (reply: ModelResponse, note: string): ModelResponse => ({ ...reply, notes: [...(reply.notes ?? []), note] });
+  const withNote = (reply: ModelResponse, note: string): ModelResponse => ({
+    ...reply,
+    notes: [...(reply.notes ?? []), note],
+  });
   return {
     async send(request: ModelRequest, call: (request: ModelRequest) => Promise<ModelResponse>): Promise<ModelResponse> {
       const count = imagesIn(request.messages);
       if (count === 0) return call(request);
       const described = { ...request, messages: withoutImages(request.messages) };
-      if (mode === "off") return withNote(await call(described), `images are not sent to this model (GLASSBOX_MODEL_IMAGES=off): ${plural(count)} went as a sentence each, after the line naming the file`);
-      if (refused !== undefined) return withNote(await call(described), `this model refused image input earlier (${refused}): ${plural(count)} went as a sentence each, after the line naming the file`);
+      if (mode === "off")
+        return withNote(
+          await call(described),
+          `images are not sent to this model (GLASSBOX_MODEL_IMAGES=off): ${plural(count)} went as a sentence each, after the line naming the file`,
+        );
+      if (refused !== undefined)
+        return withNote(
+          await call(described),
+          `this model refused image input earlier (${refused}): ${plural(count)} went as a sentence each, after the line naming the file`,
+        );
       try {
         return await call(request);
       } catch (error) {
@@ -73,9 +89,14 @@ export function createImageGate(mode: ImageMode, warn: (message: string) => void
         if (said === undefined) throw error;
         if (mode === "auto") {
           refused = said;
-          warn(`The model refused image input (${said}); images now go to it as a line naming the file. Set GLASSBOX_MODEL_IMAGES=off to skip the first try, or use a model that takes images.`);
+          warn(
+            `The model refused image input (${said}); images now go to it as a line naming the file. Set GLASSBOX_MODEL_IMAGES=off to skip the first try, or use a model that takes images.`,
+          );
         }
-        return withNote(await call(described), `the model refused image input (${said}): sent again with ${plural(count)} as a sentence each, after the line naming the file`);
+        return withNote(
+          await call(described),
+          `the model refused image input (${said}): sent again with ${plural(count)} as a sentence each, after the line naming the file`,
+        );
       }
     },
   };

@@ -9,7 +9,11 @@ import type { Message, ToolCall } from "../types.js";
 import type { IdFormat } from "./ids.js";
 
 /** The messages to send; each id sent in another form is put in `renamed` (glassbox's id -> the one sent). */
-export function toWireMessages(messages: Message[], ids: IdFormat, renamed: Map<string, string>): ChatCompletionMessageParam[] {
+export function toWireMessages(
+  messages: Message[],
+  ids: IdFormat,
+  renamed: Map<string, string>,
+): ChatCompletionMessageParam[] {
   let wire: ChatCompletionMessageParam[] | undefined;
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index] as Message;
@@ -21,7 +25,11 @@ export function toWireMessages(messages: Message[], ids: IdFormat, renamed: Map<
 }
 
 /** The message as the server must get it, or undefined when it goes as it is. */
-function rewrite(message: Message, ids: IdFormat, renamed: Map<string, string>): ChatCompletionMessageParam | undefined {
+function rewrite(
+  message: Message,
+  ids: IdFormat,
+  renamed: Map<string, string>,
+): ChatCompletionMessageParam | undefined {
   if (message.role === "tool") {
     if (!ids.constrained) return undefined;
     const id = sentId(message.tool_call_id, ids, renamed);
@@ -36,15 +44,27 @@ function rewrite(message: Message, ids: IdFormat, renamed: Map<string, string>):
     return {
       ...plain,
       id: sentId(call.id, ids, renamed),
-      function: { name: call.function.name, arguments: call.function.arguments.trim() === "" ? "{}" : call.function.arguments },
+      function: {
+        name: call.function.name,
+        arguments: call.function.arguments.trim() === "" ? "{}" : call.function.arguments,
+      },
       ...(extra_content ? { extra_content } : {}),
     };
   });
-  return { role: "assistant", content: message.content, tool_calls: calls, ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}) } as ChatCompletionMessageParam;
+  return {
+    role: "assistant",
+    content: message.content,
+    tool_calls: calls,
+    ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}),
+  } as ChatCompletionMessageParam;
 }
 
 function needsRewrite(call: ToolCall, ids: IdFormat): boolean {
-  return call.message_reasoning_content !== undefined || call.function.arguments.trim() === "" || (ids.constrained && ids.outgoing(call.id) !== call.id);
+  return (
+    call.message_reasoning_content !== undefined ||
+    call.function.arguments.trim() === "" ||
+    (ids.constrained && ids.outgoing(call.id) !== call.id)
+  );
 }
 
 function sentId(id: string, ids: IdFormat, renamed: Map<string, string>): string {

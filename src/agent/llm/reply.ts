@@ -38,7 +38,10 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
   let answer = tagged || assembled.reasoning !== "" ? split.answer.replace(/^\s+/, "") : split.answer;
 
   let calls = assembled.calls.filter((call) => call.name !== "");
-  if (calls.length < assembled.calls.length) notes.push(`dropped ${assembled.calls.length - calls.length} tool call${assembled.calls.length - calls.length === 1 ? "" : "s"} that came without a name`);
+  if (calls.length < assembled.calls.length)
+    notes.push(
+      `dropped ${assembled.calls.length - calls.length} tool call${assembled.calls.length - calls.length === 1 ? "" : "s"} that came without a name`,
+    );
   let fromText = false;
   if (calls.length === 0 && context.offeredTools.size > 0) {
     const recovered = recoverTextCalls(answer, context.offeredTools);
@@ -47,7 +50,9 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
       calls = recovered.calls.map((call) => ({ id: "", ...call }));
       answer = recovered.text;
       const names = recovered.calls.map((call) => call.name).join(", ");
-      notes.push(`recovered ${recovered.calls.length} tool call${recovered.calls.length === 1 ? "" : "s"} (${names}) that the model wrote as text (${recovered.format}); the server's tool-call parser seems to be off`);
+      notes.push(
+        `recovered ${recovered.calls.length} tool call${recovered.calls.length === 1 ? "" : "s"} (${names}) that the model wrote as text (${recovered.format}); the server's tool-call parser seems to be off`,
+      );
     }
   }
 
@@ -66,7 +71,8 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
   const toolCalls = settleIds(shaped, context.isTaken, notes);
   // DeepSeek's thinking mode wants a tool-calling message's reasoning_content back, even when empty.
   const first = toolCalls[0];
-  if (first && assembled.reasoningContentField) toolCalls[0] = { ...first, message_reasoning_content: assembled.reasoning };
+  if (first && assembled.reasoningContentField)
+    toolCalls[0] = { ...first, message_reasoning_content: assembled.reasoning };
 
   const finishReason = finishReasonOf(assembled.finishReason, toolCalls.length > 0, fromText, notes);
   if (!assembled.usage) notes.push("the server reported no token usage for this reply");
@@ -92,7 +98,8 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
 function finishReasonOf(sent: string | undefined, hasCalls: boolean, fromText: boolean, notes: string[]): string {
   if (hasCalls) {
     if (sent === "tool_calls" || sent === "length") return sent;
-    if (sent !== undefined && !fromText) notes.push(`the reply came with tool calls but finish_reason '${sent}'; read as 'tool_calls'`);
+    if (sent !== undefined && !fromText)
+      notes.push(`the reply came with tool calls but finish_reason '${sent}'; read as 'tool_calls'`);
     return "tool_calls";
   }
   if (sent === undefined || sent === "tool_calls" || sent === "function_call") return "stop";

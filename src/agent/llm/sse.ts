@@ -148,7 +148,9 @@ class EventParser {
     if (data.trim() === "[DONE]") return yield { kind: "done" };
     if (data.trim() === "") return; // an empty keep-alive event
     const value = parseJson(data);
-    yield value === undefined ? { kind: "unreadable", text: data } : { kind: "json", value, ...(event ? { event } : {}) };
+    yield value === undefined
+      ? { kind: "unreadable", text: data }
+      : { kind: "json", value, ...(event ? { event } : {}) };
   }
 }
 

@@ -98,7 +98,10 @@ export class ReplyAssembler {
   finish(): Assembled {
     this.thinking?.end();
     const notes = [...this.noted];
-    if (this.unreadable > 0) notes.push(`skipped ${this.unreadable} part${this.unreadable === 1 ? "" : "s"} of the reply that ${this.unreadable === 1 ? "was" : "were"} not JSON`);
+    if (this.unreadable > 0)
+      notes.push(
+        `skipped ${this.unreadable} part${this.unreadable === 1 ? "" : "s"} of the reply that ${this.unreadable === 1 ? "was" : "were"} not JSON`,
+      );
     return {
       text: this.text.join(""),
       reasoning: this.reasoning.join(""),
@@ -162,7 +165,11 @@ export class ReplyAssembler {
     if (typeof content === "string") this.addContent(content);
     else if (Array.isArray(content)) for (const part of content) this.addPart(part);
     else if (isPlainObject(content)) this.addPart(content);
-    const toolCalls = Array.isArray(delta.tool_calls) ? delta.tool_calls : isPlainObject(delta.tool_calls) ? [delta.tool_calls] : [];
+    const toolCalls = Array.isArray(delta.tool_calls)
+      ? delta.tool_calls
+      : isPlainObject(delta.tool_calls)
+        ? [delta.tool_calls]
+        : [];
     toolCalls.forEach((entry, position) => {
       if (isPlainObject(entry)) this.addCallEntry(entry, position, whole);
     });
@@ -171,9 +178,15 @@ export class ReplyAssembler {
   }
 
   private addReasoningFields(delta: Record<string, unknown>): void {
-    if ("reasoning_content" in delta && (typeof delta.reasoning_content === "string" || delta.reasoning_content === null)) this.reasoningContentField = true;
+    if (
+      "reasoning_content" in delta &&
+      (typeof delta.reasoning_content === "string" || delta.reasoning_content === null)
+    )
+      this.reasoningContentField = true;
     // vLLM sends the same text as both `reasoning` and `reasoning_content`: one of them is read.
-    const text = [delta.reasoning_content, delta.reasoning, delta.thinking].find((value): value is string => typeof value === "string" && value !== "");
+    const text = [delta.reasoning_content, delta.reasoning, delta.thinking].find(
+      (value): value is string => typeof value === "string" && value !== "",
+    );
     if (text !== undefined) this.addReasoning(text);
   }
 
@@ -185,7 +198,8 @@ export class ReplyAssembler {
       const thinking = part.thinking ?? part.text ?? part.reasoning;
       const pieces = Array.isArray(thinking) ? thinking : [thinking];
       for (const piece of pieces) {
-        const text = typeof piece === "string" ? piece : isPlainObject(piece) && typeof piece.text === "string" ? piece.text : "";
+        const text =
+          typeof piece === "string" ? piece : isPlainObject(piece) && typeof piece.text === "string" ? piece.text : "";
         if (text) this.addReasoning(text);
       }
       return;
@@ -215,12 +229,24 @@ export class ReplyAssembler {
     const id = idOf(entry.id);
     const name = typeof fn.name === "string" ? fn.name.trim() : "";
     const args = this.argumentsOf(fn.arguments);
-    const index = typeof entry.index === "number" && Number.isInteger(entry.index) ? entry.index : typeof entry.index === "string" && /^\d+$/.test(entry.index) ? Number(entry.index) : undefined;
+    const index =
+      typeof entry.index === "number" && Number.isInteger(entry.index)
+        ? entry.index
+        : typeof entry.index === "string" && /^\d+$/.test(entry.index)
+          ? Number(entry.index)
+          : undefined;
 
     let call: CallState | undefined;
     let splitFrom: CallState | undefined;
     if (!whole) {
-      const candidate = index !== undefined ? this.callsByIndex.get(index) : id ? this.calls.find((known) => known.id === id) : position === 0 ? this.calls.at(-1) : undefined;
+      const candidate =
+        index !== undefined
+          ? this.callsByIndex.get(index)
+          : id
+            ? this.calls.find((known) => known.id === id)
+            : position === 0
+              ? this.calls.at(-1)
+              : undefined;
       if (candidate && continues(candidate, id, name, args)) call = candidate;
       else splitFrom = candidate;
     }
@@ -230,13 +256,16 @@ export class ReplyAssembler {
       // A call split off another under the same index without a name of its own calls the same tool.
       if (splitFrom && !name && !id && splitFrom.name) {
         call.name = splitFrom.name;
-        this.noted.add(`a tool call's arguments came under another call's index without a name; read as a second call to '${splitFrom.name}'`);
+        this.noted.add(
+          `a tool call's arguments came under another call's index without a name; read as a second call to '${splitFrom.name}'`,
+        );
       }
     }
     if (index !== undefined) this.callsByIndex.set(index, call);
     if (id && !call.id) call.id = id;
     // A name repeated in every delta (MiniMax on NVIDIA NIM) is the same name, not more of it.
-    if (name && name !== call.name) call.name = call.name && call.argumentPieces.length === 0 ? call.name + name : call.name || name;
+    if (name && name !== call.name)
+      call.name = call.name && call.argumentPieces.length === 0 ? call.name + name : call.name || name;
     if (args) call.argumentPieces.push(args);
     if (isPlainObject(entry.extra_content)) call.extra_content = { ...call.extra_content, ...entry.extra_content };
   }
@@ -245,7 +274,9 @@ export class ReplyAssembler {
     if (typeof value === "string") return value;
     if (value === undefined || value === null) return "";
     // Some llama.cpp builds send the arguments as a JSON object, not as JSON text.
-    this.noted.add("tool-call arguments came as a JSON value instead of JSON text; glassbox passed them on as JSON text");
+    this.noted.add(
+      "tool-call arguments came as a JSON value instead of JSON text; glassbox passed them on as JSON text",
+    );
     return JSON.stringify(value) ?? "";
   }
 }
@@ -279,7 +310,8 @@ function idOf(value: unknown): string {
 }
 
 export function usageOf(raw: Record<string, unknown>): Usage {
-  const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0);
+  const count = (value: unknown) =>
+    typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0;
   const promptTokens = count(raw.prompt_tokens ?? raw.input_tokens);
   const completionTokens = count(raw.completion_tokens ?? raw.output_tokens);
   const total = count(raw.total_tokens);
@@ -292,6 +324,11 @@ export function usageOf(raw: Record<string, unknown>): Usage {
  */
 function serverError(value: Record<string, unknown>): InstanceType<typeof OpenAI.APIError> {
   const body = value.error !== undefined && value.error !== null ? value.error : value;
-  const message = isPlainObject(body) && typeof body.message === "string" ? body.message : typeof body === "string" ? body : "the server reported an error in its reply";
+  const message =
+    isPlainObject(body) && typeof body.message === "string"
+      ? body.message
+      : typeof body === "string"
+        ? body
+        : "the server reported an error in its reply";
   return new OpenAI.APIError(undefined, body, message, undefined);
 }

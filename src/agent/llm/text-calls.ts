@@ -64,7 +64,10 @@ function mistralCalls(text: string): RecoveredCalls | undefined {
   for (const part of rest.split("[TOOL_CALLS]").slice(1)) {
     const args = part.indexOf("[ARGS]");
     if (args >= 0) {
-      const name = part.slice(0, args).replace(/\[CALL_ID\].*$/s, "").trim();
+      const name = part
+        .slice(0, args)
+        .replace(/\[CALL_ID\].*$/s, "")
+        .trim();
       const value = parseLoose(part.slice(args + "[ARGS]".length));
       if (!name || !isPlainObject(value)) return undefined;
       calls.push({ name, arguments: JSON.stringify(value) });
@@ -98,7 +101,10 @@ function bareJsonCalls(text: string): RecoveredCalls | undefined {
     const value = parseLoose(piece);
     for (const item of Array.isArray(value) ? value : [value]) {
       // Only an object with both a name and an argument bag: `{"name": "Alice"}` is an answer.
-      const call = isPlainObject(item) && ("parameters" in item || "arguments" in item || isPlainObject(item.function)) ? callOf(item) : undefined;
+      const call =
+        isPlainObject(item) && ("parameters" in item || "arguments" in item || isPlainObject(item.function))
+          ? callOf(item)
+          : undefined;
       if (!call) return undefined;
       calls.push(call);
     }
@@ -152,7 +158,7 @@ export class TextCallGate {
 
   push(piece: string): void {
     if (this.holding) return void this.held.push(piece);
-    let text = this.tail + piece;
+    const text = this.tail + piece;
     this.tail = "";
     if (!this.started) {
       const trimmed = text.trimStart();

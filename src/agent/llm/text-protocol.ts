@@ -19,10 +19,14 @@ export const REEMIT_REQUEST =
 export function toTextProtocol(messages: Message[], tools: ToolSpec[]): Message[] {
   const rewritten: Message[] = messages.map((message): Message => {
     if (message.role === "assistant" && message.tool_calls?.length) {
-      const calls = message.tool_calls.map((call) => ({ name: call.function.name, arguments: safeParse(call.function.arguments) }));
+      const calls = message.tool_calls.map((call) => ({
+        name: call.function.name,
+        arguments: safeParse(call.function.arguments),
+      }));
       return { role: "assistant", content: JSON.stringify({ tool_calls: calls }) };
     }
-    if (message.role === "tool") return { role: "user", content: `Result of tool call ${message.tool_call_id}: ${message.content}` };
+    if (message.role === "tool")
+      return { role: "user", content: `Result of tool call ${message.tool_call_id}: ${message.content}` };
     return message;
   });
   const instructions = toolInstructions(tools);
@@ -35,9 +39,16 @@ export function toTextProtocol(messages: Message[], tools: ToolSpec[]): Message[
 function toolInstructions(tools: ToolSpec[]): string {
   const results = "Tool results come back in messages that start with 'Result of tool call'.";
   // No tools on offer (the stage conclusion): an answer is the only decision left.
-  if (tools.length === 0) return ['Do not call any tools now. Reply with exactly one JSON object and nothing else: {"answer": "<your answer>"}', results].join("\n");
+  if (tools.length === 0)
+    return [
+      'Do not call any tools now. Reply with exactly one JSON object and nothing else: {"answer": "<your answer>"}',
+      results,
+    ].join("\n");
   const list = tools
-    .map(({ function: tool }) => `- ${tool.name}: ${tool.description}\n  arguments (JSON Schema): ${JSON.stringify(tool.parameters)}`)
+    .map(
+      ({ function: tool }) =>
+        `- ${tool.name}: ${tool.description}\n  arguments (JSON Schema): ${JSON.stringify(tool.parameters)}`,
+    )
     .join("\n");
   return [
     "You can use these tools:",
@@ -61,14 +72,16 @@ export function parseTextDecision(text: string, nextId: () => string): TextDecis
     return { kind: "unreadable", problem: (error as Error).message };
   }
   if (isPlainObject(decision) && Array.isArray(decision.tool_calls)) {
-    const toolCalls = decision.tool_calls.filter(isPlainObject).map((call): ToolCall => ({
-      id: nextId(),
-      type: "function",
-      function: {
-        name: String(call.name ?? ""),
-        arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
-      },
-    }));
+    const toolCalls = decision.tool_calls.filter(isPlainObject).map(
+      (call): ToolCall => ({
+        id: nextId(),
+        type: "function",
+        function: {
+          name: String(call.name ?? ""),
+          arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
+        },
+      }),
+    );
     if (toolCalls.length > 0) return { kind: "tools", toolCalls };
   }
   if (isPlainObject(decision) && typeof decision.answer === "string") return { kind: "answer", text: decision.answer };

@@ -25,7 +25,11 @@ export function splitThinking(text: string): SplitText {
     // The common case, and an unclosed block at the end: everything after the opening tag is reasoning.
     const open = firstOpening(text, 0);
     if (!open) return { answer: text, reasoning: "", openedInPrompt: false };
-    return { answer: text.slice(0, open.index), reasoning: text.slice(open.index + open.pair.open.length), openedInPrompt: false };
+    return {
+      answer: text.slice(0, open.index),
+      reasoning: text.slice(open.index + open.pair.open.length),
+      openedInPrompt: false,
+    };
   }
   const answer: string[] = [];
   const reasoning: string[] = [];

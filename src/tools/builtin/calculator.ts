@@ -115,7 +115,8 @@ class Parser {
         this.advance();
         return constant;
       }
-      if (FUNCTIONS.has(name)) throw new Error(`Function '${name}' needs its arguments in parentheses, e.g. ${name}(2)`);
+      if (FUNCTIONS.has(name))
+        throw new Error(`Function '${name}' needs its arguments in parentheses, e.g. ${name}(2)`);
       throw new Error(`Unknown name '${token.text}' at position ${token.position}; the constants are pi and e`);
     }
     const fn = FUNCTIONS.get(name);
@@ -133,7 +134,12 @@ class Parser {
       return values;
     });
     if (args.length < fn.minArguments || args.length > fn.maxArguments) {
-      const expected = fn.maxArguments === Infinity ? `at least ${fn.minArguments}` : fn.minArguments === fn.maxArguments ? `${fn.minArguments}` : `${fn.minArguments} or ${fn.maxArguments}`;
+      const expected =
+        fn.maxArguments === Infinity
+          ? `at least ${fn.minArguments}`
+          : fn.minArguments === fn.maxArguments
+            ? `${fn.minArguments}`
+            : `${fn.minArguments} or ${fn.maxArguments}`;
       throw new Error(`Function '${name}' takes ${expected} argument(s), got ${args.length}`);
     }
     return finite(fn.apply(...args), name);
@@ -141,7 +147,8 @@ class Parser {
 
   private inParentheses<T>(parse: () => T): T {
     if (!this.isSymbol("(")) this.unexpected();
-    if (++this.depth > MAX_DEPTH) throw new Error(`Expression is nested too deeply (more than ${MAX_DEPTH} levels of parentheses)`);
+    if (++this.depth > MAX_DEPTH)
+      throw new Error(`Expression is nested too deeply (more than ${MAX_DEPTH} levels of parentheses)`);
     this.advance();
     const value = parse();
     if (!this.isSymbol(")")) this.unexpected();
@@ -187,7 +194,9 @@ class Parser {
  */
 function finite(value: number, operation: string, subject = `The result of '${operation}'`): number {
   if (Number.isNaN(value)) {
-    throw new Error(`${subject} is not a finite number: it is undefined in real numbers (NaN), as the square root or logarithm of a negative number is; check the arguments`);
+    throw new Error(
+      `${subject} is not a finite number: it is undefined in real numbers (NaN), as the square root or logarithm of a negative number is; check the arguments`,
+    );
   }
   if (!Number.isFinite(value)) {
     throw new Error(

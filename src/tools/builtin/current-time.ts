@@ -45,7 +45,14 @@ export function describeTime(date: Date, timeZone: string): CurrentTime {
 
   // The offset is the zone's wall clock read as if it were UTC, minus the real instant.
   const unixMs = date.getTime();
-  const wallClockMs = Date.UTC(Number(n.year), Number(n.month) - 1, Number(n.day), Number(n.hour), Number(n.minute), Number(n.second));
+  const wallClockMs = Date.UTC(
+    Number(n.year),
+    Number(n.month) - 1,
+    Number(n.day),
+    Number(n.hour),
+    Number(n.minute),
+    Number(n.second),
+  );
   const offsetMinutes = Math.round((wallClockMs - Math.floor(unixMs / 1000) * 1000) / 60_000);
   const utcOffset = formatOffset(offsetMinutes);
 

@@ -8,10 +8,15 @@ export { createCurrentTimeTool, currentTime } from "./current-time.js";
 export { createShopTools, defaultShopDatabasePath, openShopDatabase } from "./shop.js";
 
 /** The tools glassbox ships with for every deployment: current_time and calculator (memory's tools need a store; see createMemoryTools). */
-export function createBuiltinTools(options: { now?: () => Date; include?: ReadonlyArray<"current_time" | "calculator"> } = {}): AnyTool[] {
+export function createBuiltinTools(
+  options: { now?: () => Date; include?: ReadonlyArray<"current_time" | "calculator"> } = {},
+): AnyTool[] {
   const now = options.now ?? (() => new Date());
   const include = options.include ?? ["current_time", "calculator"];
-  return [...(include.includes("current_time") ? [createCurrentTimeTool(now)] : []), ...(include.includes("calculator") ? [calculator] : [])];
+  return [
+    ...(include.includes("current_time") ? [createCurrentTimeTool(now)] : []),
+    ...(include.includes("calculator") ? [calculator] : []),
+  ];
 }
 
 /** The demo shop (`npm run demo`, GLASSBOX_DEMO=true): get_order_status and the dangerous cancel_order and send_message over its SQLite file, opened (and seeded) on the first call. */

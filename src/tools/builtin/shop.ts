@@ -62,7 +62,9 @@ function shopStatements(db: Database.Database) {
        WHERE id = ? AND status IN ('pending', 'paid') RETURNING *`,
     ),
     selectCustomer: db.prepare<[string], { id: string }>("SELECT id FROM customers WHERE id = ?"),
-    insertMessage: db.prepare<[string, string, string]>("INSERT INTO messages (user_id, content, sent_at) VALUES (?, ?, ?)"),
+    insertMessage: db.prepare<[string, string, string]>(
+      "INSERT INTO messages (user_id, content, sent_at) VALUES (?, ?, ?)",
+    ),
   };
 }
 
@@ -70,7 +72,10 @@ function shopStatements(db: Database.Database) {
  * The shop's tools over `db`, or over the database `db()` opens on the first call (so listing the
  * tools, as `glassbox tools` does, creates no file); `now` is the clock used for updated_at and sent_at.
  */
-export function createShopTools(db: Database.Database | (() => Database.Database), options: { now?: () => Date } = {}): AnyTool[] {
+export function createShopTools(
+  db: Database.Database | (() => Database.Database),
+  options: { now?: () => Date } = {},
+): AnyTool[] {
   const now = options.now ?? (() => new Date());
   let statements: ReturnType<typeof shopStatements> | undefined;
   const sql = () => (statements ??= shopStatements(typeof db === "function" ? db() : db));
@@ -106,7 +111,12 @@ export function createShopTools(db: Database.Database | (() => Database.Database
       type: "object",
       properties: {
         order_id: orderIdSchema,
-        reason: { type: "string", description: "Why the order is cancelled, in the customer's words", minLength: 1, maxLength: 500 },
+        reason: {
+          type: "string",
+          description: "Why the order is cancelled, in the customer's words",
+          minLength: 1,
+          maxLength: 500,
+        },
       },
       required: ["order_id", "reason"],
       additionalProperties: false,
@@ -164,7 +174,11 @@ function describeOrder(order: OrderRow) {
     customerId: order.customer_id,
     status: order.status,
     canBeCancelled: CANCELLABLE.includes(order.status),
-    items: items.map((item) => ({ name: item.name, quantity: item.quantity, unitPrice: formatMoney(item.unit_price_cents) })),
+    items: items.map((item) => ({
+      name: item.name,
+      quantity: item.quantity,
+      unitPrice: formatMoney(item.unit_price_cents),
+    })),
     total: formatMoney(order.total_cents),
     trackingNumber: order.tracking_number,
     cancelReason: order.cancel_reason,

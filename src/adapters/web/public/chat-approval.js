@@ -17,7 +17,11 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
     const deny = el("button", { type: "button", class: "deny" }, "Deny");
     const outcome = el("p", { class: "outcome", role: "status" });
     const buttons = el("div", { class: "buttons" }, approve, deny);
-    const waiting = el("p", { class: "expires" }, `Nothing happens until someone decides. It expires at ${formatWhen(approval.expiresAt)}.`);
+    const waiting = el(
+      "p",
+      { class: "expires" },
+      `Nothing happens until someone decides. It expires at ${formatWhen(approval.expiresAt)}.`,
+    );
     const titleId = `approval-${approval.id}`;
     const title = el("h2", { id: titleId }, "Approval needed");
     const hint = mine ? null : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`);
@@ -25,7 +29,13 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
       "section",
       { class: "approval", "aria-labelledby": titleId, "data-approval-id": approval.id },
       title,
-      el("p", {}, "glassbox wants to run ", el("code", {}, approval.tool), mine ? " for you:" : ` for ${approval.requester}:`),
+      el(
+        "p",
+        {},
+        "glassbox wants to run ",
+        el("code", {}, approval.tool),
+        mine ? " for you:" : ` for ${approval.requester}:`,
+      ),
       el("pre", { class: "arguments" }, pretty(approval.arguments)),
       waiting,
       buttons,
@@ -37,7 +47,10 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
       approve.disabled = deny.disabled = true;
       outcome.textContent = approved ? "Approving…" : "Denying…";
       try {
-        const answer = await api(`/api/approvals/${encodeURIComponent(approval.id)}`, { method: "POST", body: { approved, userId: who() } });
+        const answer = await api(`/api/approvals/${encodeURIComponent(approval.id)}`, {
+          method: "POST",
+          body: { approved, userId: who() },
+        });
         decided(answer.approval);
       } catch (error) {
         outcome.textContent = error.message;
@@ -76,6 +89,10 @@ function decisionOf(approval, userId) {
   const when = formatWhen(approval.decidedAt);
   if (approval.status === "approved") return ["Approved", `✓ Approved by ${by} at ${when}.`];
   if (approval.status === "denied") return ["Denied", `✗ Denied by ${by} at ${when}; it was not run.`];
-  if (approval.decidedBy === "superseded") return ["No longer needed", `A newer message at ${when} moved the conversation on before anyone decided; it was not run.`];
+  if (approval.decidedBy === "superseded")
+    return [
+      "No longer needed",
+      `A newer message at ${when} moved the conversation on before anyone decided; it was not run.`,
+    ];
   return ["Expired", `Expired at ${when}: nobody decided in time, so it was not run.`];
 }

@@ -20,7 +20,11 @@ export function createAttachments(input, list) {
   const render = () => {
     list.replaceChildren(
       ...chosen.map((file, index) => {
-        const remove = el("button", { type: "button", class: "remove", "aria-label": `Remove ${file.name}`, title: "Remove" }, "×");
+        const remove = el(
+          "button",
+          { type: "button", class: "remove", "aria-label": `Remove ${file.name}`, title: "Remove" },
+          "×",
+        );
         remove.addEventListener("click", () => {
           chosen.splice(index, 1);
           render();
@@ -46,12 +50,23 @@ export function createAttachments(input, list) {
       const problems = [];
       let left = MAX_MESSAGE_BYTES;
       for (const [index, file] of files.entries()) {
-        if (index >= MAX_FILES) problems.push(`I could not read ${file.name}: only the first ${MAX_FILES} files of a message are read.`);
-        else if (file.size > MAX_FILE_BYTES) problems.push(`I could not read ${file.name}: it is ${formatBytes(file.size)}, over the ${formatBytes(MAX_FILE_BYTES)} limit for one file.`);
-        else if (file.size > left) problems.push(`I could not read ${file.name}: the files of one message may come to ${formatBytes(MAX_MESSAGE_BYTES)} together, and this one would pass that.`);
+        if (index >= MAX_FILES)
+          problems.push(`I could not read ${file.name}: only the first ${MAX_FILES} files of a message are read.`);
+        else if (file.size > MAX_FILE_BYTES)
+          problems.push(
+            `I could not read ${file.name}: it is ${formatBytes(file.size)}, over the ${formatBytes(MAX_FILE_BYTES)} limit for one file.`,
+          );
+        else if (file.size > left)
+          problems.push(
+            `I could not read ${file.name}: the files of one message may come to ${formatBytes(MAX_MESSAGE_BYTES)} together, and this one would pass that.`,
+          );
         else {
           left -= file.size;
-          attachments.push({ name: file.name, type: file.type || "application/octet-stream", data: await base64Of(file) });
+          attachments.push({
+            name: file.name,
+            type: file.type || "application/octet-stream",
+            data: await base64Of(file),
+          });
         }
       }
       return { attachments, problems, names: files.map((file) => `${file.name} (${formatBytes(file.size)})`) };
@@ -68,6 +83,7 @@ export function createAttachments(input, list) {
 async function base64Of(file) {
   const bytes = new Uint8Array(await file.arrayBuffer());
   let binary = "";
-  for (let start = 0; start < bytes.length; start += 0x8000) binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
+  for (let start = 0; start < bytes.length; start += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
   return btoa(binary);
 }

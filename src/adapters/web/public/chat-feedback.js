@@ -6,11 +6,29 @@ const REASON_LIMIT = 1000;
 
 /** The controls for the answer of `runId`; `who()` is this browser's user, `given` their stored rating if any. */
 export function feedbackControls(runId, who, given) {
-  const up = el("button", { type: "button", class: "rate up", "aria-pressed": "false", "aria-label": "Good answer", title: "Good answer" }, "👍 Good");
-  const down = el("button", { type: "button", class: "rate down", "aria-pressed": "false", "aria-label": "Bad answer", title: "Bad answer" }, "👎 Bad");
+  const up = el(
+    "button",
+    { type: "button", class: "rate up", "aria-pressed": "false", "aria-label": "Good answer", title: "Good answer" },
+    "👍 Good",
+  );
+  const down = el(
+    "button",
+    { type: "button", class: "rate down", "aria-pressed": "false", "aria-label": "Bad answer", title: "Bad answer" },
+    "👎 Bad",
+  );
   const status = el("span", { class: "feedback-status", role: "status" });
-  const reason = el("textarea", { name: "reason", rows: 2, maxlength: REASON_LIMIT, placeholder: "What went wrong? (optional)" });
-  const form = el("form", { class: "feedback-reason", hidden: true }, el("label", {}, "What went wrong? (optional)", reason), el("button", { type: "submit" }, "Send"));
+  const reason = el("textarea", {
+    name: "reason",
+    rows: 2,
+    maxlength: REASON_LIMIT,
+    placeholder: "What went wrong? (optional)",
+  });
+  const form = el(
+    "form",
+    { class: "feedback-reason", hidden: true },
+    el("label", {}, "What went wrong? (optional)", reason),
+    el("button", { type: "submit" }, "Send"),
+  );
 
   const show = (rating) => {
     up.setAttribute("aria-pressed", String(rating === "up"));
@@ -19,7 +37,10 @@ export function feedbackControls(runId, who, given) {
   const send = async (rating, text) => {
     status.classList.remove("error");
     try {
-      await api(`/api/runs/${encodeURIComponent(runId)}/feedback`, { method: "POST", body: { rating, userId: who(), ...(text ? { reason: text } : {}) } });
+      await api(`/api/runs/${encodeURIComponent(runId)}/feedback`, {
+        method: "POST",
+        body: { rating, userId: who(), ...(text ? { reason: text } : {}) },
+      });
       show(rating);
       return true;
     } catch (error) {

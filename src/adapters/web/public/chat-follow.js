@@ -25,10 +25,14 @@ export function createFollower(jump, composer) {
 
   // Scroll events come a frame late, when the page may have grown again: only a move up, away
   // from where the page put itself, is the person's.
-  addEventListener("scroll", () => {
-    following = root().scrollTop >= end() - NEAR_END || root().scrollTop >= placedAt - 1;
-    if (following) caughtUp();
-  }, { passive: true });
+  addEventListener(
+    "scroll",
+    () => {
+      following = root().scrollTop >= end() - NEAR_END || root().scrollTop >= placedAt - 1;
+      if (following) caughtUp();
+    },
+    { passive: true },
+  );
   jump.addEventListener("click", () => follow());
 
   function caughtUp() {

@@ -7,7 +7,19 @@ import { createApprovalCards } from "./chat-approval.js";
 import { createAttachments } from "./chat-attach.js";
 import { feedbackControls } from "./chat-feedback.js";
 import { APPROVAL_NEWS, createFollower } from "./chat-follow.js";
-import { $, api, describeCall, el, eventsUrl, formatMs, formatNumber, markdown, pretty, randomId, thinkingDetails } from "./common.js";
+import {
+  $,
+  api,
+  describeCall,
+  el,
+  eventsUrl,
+  formatMs,
+  formatNumber,
+  markdown,
+  pretty,
+  randomId,
+  thinkingDetails,
+} from "./common.js";
 import { isNextStage } from "./pipelines.js";
 
 const USER_KEY = "glassbox.user";
@@ -43,7 +55,10 @@ const dom = {
 const runs = new Map();
 const follower = createFollower(dom.jump, dom.form);
 const attached = createAttachments(dom.files, dom.attachments);
-const cards = createApprovalCards(() => userId, { waiting: (card) => follower.hold(card), settled: (card) => follower.release(card) });
+const cards = createApprovalCards(() => userId, {
+  waiting: (card) => follower.hold(card),
+  settled: (card) => follower.release(card),
+});
 let stream;
 let live = false;
 let problem = null;
@@ -86,7 +101,10 @@ async function start() {
 /** The empty chat suggests what the tools this bot has can do (the server knows which). */
 function showHints(hints) {
   if (hints.length === 0) return;
-  dom.empty.replaceChildren("Try, for example: ", ...hints.flatMap((hint, index) => [index > 0 ? " or " : "", el("q", {}, hint)]));
+  dom.empty.replaceChildren(
+    "Try, for example: ",
+    ...hints.flatMap((hint, index) => [index > 0 ? " or " : "", el("q", {}, hint)]),
+  );
 }
 
 function showProblem(sentence) {
@@ -121,13 +139,26 @@ async function loadHistory() {
   let previous = null;
   for (const run of history.filter((one) => !one.parentRunId)) {
     // A pipeline's later stage goes on in its first stage's answer, as it did live.
-    const view = isNextStage(run, previous) ? addStage(runs.get(previous.runId), run.runId, previous.output) : viewOf(run.runId, run.input);
+    const view = isNextStage(run, previous)
+      ? addStage(runs.get(previous.runId), run.runId, previous.output)
+      : viewOf(run.runId, run.input);
     previous = run;
     for (const approval of run.approvals) {
       cards.show(view.activity, approval);
       cards.decided(approval);
     }
-    if (run.done || run.status === "awaiting_approval") endRun(view, { stopReason: run.status, output: run.output ?? "", steps: run.steps, usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens }, feedback: run.feedback ?? [] }, false);
+    if (run.done || run.status === "awaiting_approval")
+      endRun(
+        view,
+        {
+          stopReason: run.status,
+          output: run.output ?? "",
+          steps: run.steps,
+          usage: { promptTokens: run.promptTokens, completionTokens: run.completionTokens },
+          feedback: run.feedback ?? [],
+        },
+        false,
+      );
     else {
       view.state = run.status === "accepted" ? "waiting" : "running";
       setStatus(view, "Working…");
@@ -170,11 +201,16 @@ async function send() {
   dom.sendError.hidden = true;
   try {
     const { attachments, problems, names } = await attached.take();
-    const sent = await api("/api/runs", { method: "POST", body: { session, input, userId, ...(attachments.length ? { attachments } : {}) } });
+    const sent = await api("/api/runs", {
+      method: "POST",
+      body: { session, input, userId, ...(attachments.length ? { attachments } : {}) },
+    });
     const { runId } = sent;
     attached.clear();
     // What was typed, even when the run's start came first with less ("/pipeline name" taken off), and the files' names.
-    viewOf(runId).userText.textContent = [input, ...names.map((name) => `Attached: ${name}`)].filter(Boolean).join("\n");
+    viewOf(runId).userText.textContent = [input, ...names.map((name) => `Attached: ${name}`)]
+      .filter(Boolean)
+      .join("\n");
     const said = [...problems, ...(sent.problems ?? [])];
     if (said.length) showSendError(said.join(" "));
     dom.input.value = "";
@@ -243,7 +279,14 @@ function onEvent(event) {
     case "model_end":
       view.tokens += event.promptTokens + event.completionTokens;
       // The step's thinking goes with the activity, in order, so it sits above the answer it led to.
-      if (event.reasoning) view.activity.append(el("li", { class: "thinking-item" }, thinkingDetails(event.reasoning, event.reasoningCutChars, "are not shown here; the trace keeps more")));
+      if (event.reasoning)
+        view.activity.append(
+          el(
+            "li",
+            { class: "thinking-item" },
+            thinkingDetails(event.reasoning, event.reasoningCutChars, "are not shown here; the trace keeps more"),
+          ),
+        );
       break;
     case "tool_start":
       startTool(view, event);
@@ -282,7 +325,16 @@ function startedView(event) {
 function addStage(view, runId, previousAnswer) {
   view.stage += 1;
   view.activity.append(
-    el("li", { class: "stage" }, el("details", {}, el("summary", {}, `Stage ${view.stage - 1} answered; stage ${view.stage} works on its answer`), el("div", { class: "stage-answer" }, markdown(previousAnswer || "(no answer)")))),
+    el(
+      "li",
+      { class: "stage" },
+      el(
+        "details",
+        {},
+        el("summary", {}, `Stage ${view.stage - 1} answered; stage ${view.stage} works on its answer`),
+        el("div", { class: "stage-answer" }, markdown(previousAnswer || "(no answer)")),
+      ),
+    ),
   );
   view.text = "";
   view.answer.replaceChildren();
@@ -304,10 +356,32 @@ function viewOf(runId, input) {
   const activity = el("ul", { class: "activity", "aria-label": "Tool activity and approvals" });
   const answer = el("div", { class: "answer" });
   const footer = el("p", { class: "run-footer" });
-  const assistant = el("li", { class: "message assistant", "data-run-id": runId }, el("span", { class: "who" }, "glassbox"), status, activity, answer, footer);
+  const assistant = el(
+    "li",
+    { class: "message assistant", "data-run-id": runId },
+    el("span", { class: "who" }, "glassbox"),
+    status,
+    activity,
+    answer,
+    footer,
+  );
   dom.messages.append(el("li", { class: "message user" }, el("span", { class: "who" }, "You"), userText), assistant);
   // state: waiting (for its turn) | running | paused (for an approval) | ended
-  view = { runId, currentRunId: runId, state: "waiting", stage: 1, userText, status, activity, answer, footer, assistant, tools: new Map(), text: "", tokens: 0 };
+  view = {
+    runId,
+    currentRunId: runId,
+    state: "waiting",
+    stage: 1,
+    userText,
+    status,
+    activity,
+    answer,
+    footer,
+    assistant,
+    tools: new Map(),
+    text: "",
+    tokens: 0,
+  };
   runs.set(runId, view);
   follower.changed();
   return view;
@@ -326,7 +400,9 @@ function startTool(view, event) {
 
 function endTool(view, record) {
   const ok = record.envelope.status === "success";
-  const summary = ok ? `${record.name} · ${formatMs(record.durationMs)}` : `${record.name}: ${record.envelope.error.type}`;
+  const summary = ok
+    ? `${record.name} · ${formatMs(record.durationMs)}`
+    : `${record.name}: ${record.envelope.error.type}`;
   const details = el(
     "details",
     {},
@@ -344,11 +420,14 @@ function endRun(view, end, announceIt) {
   view.state = end.stopReason === "awaiting_approval" ? "paused" : "ended";
   view.status.hidden = true;
   view.answer.classList.remove("error");
-  if (end.stopReason === "final" || end.stopReason === "max_steps") view.answer.replaceChildren(markdown(end.output || "(no answer)"));
+  if (end.stopReason === "final" || end.stopReason === "max_steps")
+    view.answer.replaceChildren(markdown(end.output || "(no answer)"));
   else if (end.stopReason === "awaiting_approval") setStatus(view, "Waiting for a decision on the approval below.");
   else if (end.stopReason === "cancelled") view.answer.textContent = "Stopped.";
-  else if (end.stopReason === "superseded") setStatus(view, "Ended: a newer message came before the approval was decided.");
-  else if (end.stopReason === "interrupted") setStatus(view, "Interrupted: glassbox stopped while this was running; ask again.");
+  else if (end.stopReason === "superseded")
+    setStatus(view, "Ended: a newer message came before the approval was decided.");
+  else if (end.stopReason === "interrupted")
+    setStatus(view, "Interrupted: glassbox stopped while this was running; ask again.");
   else {
     view.answer.textContent = end.output;
     view.answer.classList.add("error");
@@ -356,13 +435,21 @@ function endRun(view, end, announceIt) {
   const tokens = (end.usage?.promptTokens ?? 0) + (end.usage?.completionTokens ?? 0);
   view.footer.replaceChildren(
     `${end.steps ?? 0} step${end.steps === 1 ? "" : "s"} · ${formatNumber(tokens)} tokens · `,
-    el("a", { href: `/trace#session=${encodeURIComponent(session)}&run=${encodeURIComponent(view.runId)}` }, "see every step in the trace"),
+    el(
+      "a",
+      { href: `/trace#session=${encodeURIComponent(session)}&run=${encodeURIComponent(view.runId)}` },
+      "see every step in the trace",
+    ),
   );
   // An answer can be rated: the one shown, a pipeline's last stage's.
   view.feedback?.remove();
   view.feedback = null;
   if (end.stopReason === "final" || end.stopReason === "max_steps") {
-    view.feedback = feedbackControls(view.currentRunId, () => userId, end.feedback?.find((one) => one.userId === userId));
+    view.feedback = feedbackControls(
+      view.currentRunId,
+      () => userId,
+      end.feedback?.find((one) => one.userId === userId),
+    );
     view.footer.after(view.feedback);
   }
   if (announceIt && end.stopReason !== "awaiting_approval") announce(view.answer.textContent);

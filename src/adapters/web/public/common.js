@@ -32,13 +32,18 @@ export async function api(path, { method = "GET", body } = {}) {
     const headers = { accept: "application/json" };
     if (storedToken()) headers.authorization = `Bearer ${storedToken()}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     if (response.status === 401) {
       await askForToken(storedToken() !== "");
       continue;
     }
     const data = await response.json().catch(() => ({}));
-    if (!response.ok) throw new ApiError(response.status, data.error ?? `The server answered HTTP ${response.status}.`, data);
+    if (!response.ok)
+      throw new ApiError(response.status, data.error ?? `The server answered HTTP ${response.status}.`, data);
     return data;
   }
 }
@@ -57,7 +62,12 @@ function askForToken(wasWrong) {
       "form",
       { method: "dialog" },
       el("h2", { id: "token-title" }, "API token"),
-      el("p", {}, wasWrong ? "That token was not accepted. " : "", "This glassbox asks for an API token (GLASSBOX_API_TOKEN, or your own from GLASSBOX_API_USERS). It is kept in this browser."),
+      el(
+        "p",
+        {},
+        wasWrong ? "That token was not accepted. " : "",
+        "This glassbox asks for an API token (GLASSBOX_API_TOKEN, or your own from GLASSBOX_API_USERS). It is kept in this browser.",
+      ),
       el("label", { for: "token-input" }, "Token"),
       input,
       el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary" }, "Use this token")),
@@ -81,7 +91,9 @@ function askForToken(wasWrong) {
 export function el(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
   setAttributes(element, attributes);
-  element.append(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  element.append(
+    ...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false),
+  );
   return element;
 }
 
@@ -89,7 +101,9 @@ export function el(tag, attributes = {}, ...children) {
 export function svg(tag, attributes = {}, ...children) {
   const element = document.createElementNS("http://www.w3.org/2000/svg", tag);
   setAttributes(element, attributes);
-  element.append(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  element.append(
+    ...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false),
+  );
   return element;
 }
 
@@ -132,7 +146,9 @@ export function formatWhen(iso) {
 
 /** A tool call as one short line: get_order_status(order_id: 20240315001). */
 export function describeCall(name, args) {
-  const parts = Object.entries(args ?? {}).map(([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`);
+  const parts = Object.entries(args ?? {}).map(
+    ([key, value]) => `${key}: ${shorten(typeof value === "string" ? value : JSON.stringify(value), 60)}`,
+  );
   return shorten(`${name}(${parts.join(", ")})`, 160);
 }
 
@@ -169,9 +185,21 @@ export function markdown(text) {
     const lines = block.split("\n").filter((line) => line.trim() !== "");
     if (lines.length === 0) continue;
     if (lines.every((line) => /^\s*[-*] /.test(line))) {
-      fragment.append(el("ul", {}, lines.map((line) => el("li", {}, inline(line.replace(/^\s*[-*] /, ""))))));
+      fragment.append(
+        el(
+          "ul",
+          {},
+          lines.map((line) => el("li", {}, inline(line.replace(/^\s*[-*] /, "")))),
+        ),
+      );
     } else {
-      fragment.append(el("p", {}, lines.flatMap((line, index) => (index === 0 ? inline(line) : [el("br"), ...inline(line)]))));
+      fragment.append(
+        el(
+          "p",
+          {},
+          lines.flatMap((line, index) => (index === 0 ? inline(line) : [el("br"), ...inline(line)])),
+        ),
+      );
     }
   }
   return fragment;
@@ -181,5 +209,11 @@ function inline(text) {
   return text
     .split(/(\*\*[^*]+\*\*|`[^`]+`)/)
     .filter((part) => part !== "")
-    .map((part) => (part.startsWith("**") && part.endsWith("**") && part.length > 4 ? el("strong", {}, part.slice(2, -2)) : part.startsWith("`") && part.endsWith("`") && part.length > 2 ? el("code", {}, part.slice(1, -1)) : part));
+    .map((part) =>
+      part.startsWith("**") && part.endsWith("**") && part.length > 4
+        ? el("strong", {}, part.slice(2, -2))
+        : part.startsWith("`") && part.endsWith("`") && part.length > 2
+          ? el("code", {}, part.slice(1, -1))
+          : part,
+    );
 }

@@ -8,7 +8,9 @@ export function pipelineNameOf(run) {
 
 /** Whether `run` is the stage after `previous`, the session's run just before it. */
 export function isNextStage(run, previous) {
-  return Boolean(previous && run.pipelineRunId && run.pipelineStage > 1 && run.pipelineRunId === previous.pipelineRunId);
+  return Boolean(
+    previous && run.pipelineRunId && run.pipelineStage > 1 && run.pipelineRunId === previous.pipelineRunId,
+  );
 }
 
 /** The session's own runs (no sub-agents') grouped: a run alone, or a pipeline's stages in order. */

@@ -12,7 +12,15 @@ const PLOT = 160;
 
 /** `groups`: [{ label, steps }] in order; `foldAt(runId, step)`: the folds made for that step. */
 export function promptChart(groups, foldAt) {
-  const points = groups.flatMap((group) => group.steps.map((step) => ({ label: group.label, runId: step.runId, step: step.step, tokens: step.promptTokens, folds: foldAt(step.runId, step.step) })));
+  const points = groups.flatMap((group) =>
+    group.steps.map((step) => ({
+      label: group.label,
+      runId: step.runId,
+      step: step.step,
+      tokens: step.promptTokens,
+      folds: foldAt(step.runId, step.step),
+    })),
+  );
   if (points.length === 0) return el("p", { class: "empty" }, "No steps recorded yet.");
   const max = Math.max(...points.map((point) => point.tokens), 1);
   const height = TOP + PLOT + 34;
@@ -34,13 +42,41 @@ export function promptChart(groups, foldAt) {
     const folded = point.folds.length > 0;
     const title = `${point.label}, step ${point.step}: ${formatNumber(point.tokens)} prompt tokens${folded ? "; memory folded older turns into a summary before this step" : ""}`;
     bars.push(
-      svg("rect", { class: folded ? "bar folded" : "bar", x, y: TOP + PLOT - barHeight, width: BAR, height: barHeight, rx: 2, "data-run-id": point.runId, "data-step": point.step, "data-tokens": point.tokens }, svg("title", {}, title)),
-      svg("text", { class: "step-label", x: x + BAR / 2, y: TOP + PLOT + 16, "text-anchor": "middle" }, String(point.step)),
+      svg(
+        "rect",
+        {
+          class: folded ? "bar folded" : "bar",
+          x,
+          y: TOP + PLOT - barHeight,
+          width: BAR,
+          height: barHeight,
+          rx: 2,
+          "data-run-id": point.runId,
+          "data-step": point.step,
+          "data-tokens": point.tokens,
+        },
+        svg("title", {}, title),
+      ),
+      svg(
+        "text",
+        { class: "step-label", x: x + BAR / 2, y: TOP + PLOT + 16, "text-anchor": "middle" },
+        String(point.step),
+      ),
     );
     // The fold's mark: a downward triangle above the bar.
     if (folded) {
       const top = TOP + PLOT - barHeight - 4;
-      bars.push(svg("path", { class: "fold-mark", d: `M${x + 3} ${top - 9} L${x + BAR - 3} ${top - 9} L${x + BAR / 2} ${top} Z`, "data-step": point.step }, svg("title", {}, title)));
+      bars.push(
+        svg(
+          "path",
+          {
+            class: "fold-mark",
+            d: `M${x + 3} ${top - 9} L${x + BAR - 3} ${top - 9} L${x + BAR / 2} ${top} Z`,
+            "data-step": point.step,
+          },
+          svg("title", {}, title),
+        ),
+      );
     }
     x += BAR + GAP;
   }
@@ -49,13 +85,29 @@ export function promptChart(groups, foldAt) {
     const y = TOP + PLOT - fraction * PLOT;
     return [
       svg("line", { class: "grid", x1: LEFT, x2: width, y1: y, y2: y }),
-      svg("text", { class: "axis-label", x: LEFT - 6, y: y + 4, "text-anchor": "end" }, formatNumber(Math.round(max * fraction))),
+      svg(
+        "text",
+        { class: "axis-label", x: LEFT - 6, y: y + 4, "text-anchor": "end" },
+        formatNumber(Math.round(max * fraction)),
+      ),
     ];
   });
-  const description = points.map((point) => `${point.label} step ${point.step}: ${point.tokens}${point.folds.length ? " (memory folded before it)" : ""}`).join("; ");
+  const description = points
+    .map(
+      (point) =>
+        `${point.label} step ${point.step}: ${point.tokens}${point.folds.length ? " (memory folded before it)" : ""}`,
+    )
+    .join("; ");
   const chart = svg(
     "svg",
-    { class: "chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-labelledby": "chart-title chart-desc" },
+    {
+      class: "chart",
+      viewBox: `0 0 ${width} ${height}`,
+      width,
+      height,
+      role: "img",
+      "aria-labelledby": "chart-title chart-desc",
+    },
     svg("title", { id: "chart-title" }, "Prompt tokens per step"),
     svg("desc", { id: "chart-desc" }, description),
     grid,
@@ -72,7 +124,17 @@ export function promptChart(groups, foldAt) {
       "figcaption",
       {},
       "Prompt tokens per step, run after run. Growth is the conversation being sent again each step; a drop is memory folding older turns into a summary.",
-      anyFold ? [" ", el("span", { class: "fold-legend" }, el("span", { class: "fold-key", "aria-hidden": "true" }, "▼"), " marks a step where memory folded; the step below says what it kept.")] : null,
+      anyFold
+        ? [
+            " ",
+            el(
+              "span",
+              { class: "fold-legend" },
+              el("span", { class: "fold-key", "aria-hidden": "true" }, "▼"),
+              " marks a step where memory folded; the step below says what it kept.",
+            ),
+          ]
+        : null,
     ),
   );
 }

@@ -5,47 +5,115 @@ import { api, el, formatCost, formatMs, formatNumber } from "./common.js";
 
 export function replayDetails(run) {
   const result = el("div", { class: "replay-result", "aria-live": "polite" });
-  const model = el("input", { type: "text", name: "model", maxlength: "200", placeholder: "the configured model", "aria-label": "Model to replay on" });
-  const prompt = el("textarea", { name: "systemPrompt", rows: "3", maxlength: "20000", placeholder: "the recorded system prompt", "aria-label": "System prompt for the replay" });
+  const model = el("input", {
+    type: "text",
+    name: "model",
+    maxlength: "200",
+    placeholder: "the configured model",
+    "aria-label": "Model to replay on",
+  });
+  const prompt = el("textarea", {
+    name: "systemPrompt",
+    rows: "3",
+    maxlength: "20000",
+    placeholder: "the recorded system prompt",
+    "aria-label": "System prompt for the replay",
+  });
   const button = el("button", { type: "submit" }, "Replay");
-  const form = el("form", { class: "replay-form" }, el("label", {}, "Model ", model), el("label", {}, "System prompt ", prompt), button);
+  const form = el(
+    "form",
+    { class: "replay-form" },
+    el("label", {}, "Model ", model),
+    el("label", {}, "System prompt ", prompt),
+    button,
+  );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     button.disabled = true;
-    result.replaceChildren(el("p", { class: "hint" }, "Replaying… (the model answers again; tools are answered from the recording)"));
+    result.replaceChildren(
+      el("p", { class: "hint" }, "Replaying… (the model answers again; tools are answered from the recording)"),
+    );
     try {
-      const body = { ...(model.value.trim() ? { model: model.value.trim() } : {}), ...(prompt.value.trim() ? { systemPrompt: prompt.value } : {}) };
-      result.replaceChildren(comparisonView(await api(`/api/runs/${encodeURIComponent(run.runId)}/replay`, { method: "POST", body })));
+      const body = {
+        ...(model.value.trim() ? { model: model.value.trim() } : {}),
+        ...(prompt.value.trim() ? { systemPrompt: prompt.value } : {}),
+      };
+      result.replaceChildren(
+        comparisonView(await api(`/api/runs/${encodeURIComponent(run.runId)}/replay`, { method: "POST", body })),
+      );
     } catch (error) {
       result.replaceChildren(el("p", { class: "error", role: "alert" }, `The replay failed: ${error.message}`));
     } finally {
       button.disabled = false;
     }
   });
-  return el("details", { class: "replay" }, el("summary", {}, "Replay this run"), el("p", { class: "hint" }, "Re-runs it from exactly what its first step sent. No tool runs: each call is answered from the recording, or refused as not recorded."), form, result);
+  return el(
+    "details",
+    { class: "replay" },
+    el("summary", {}, "Replay this run"),
+    el(
+      "p",
+      { class: "hint" },
+      "Re-runs it from exactly what its first step sent. No tool runs: each call is answered from the recording, or refused as not recorded.",
+    ),
+    form,
+    result,
+  );
 }
 
 function comparisonView(comparison) {
   const { original, replay } = comparison;
-  const calls = (summary) => summary.toolCalls.map((call) => `${call.name}(${JSON.stringify(call.arguments)})${call.recorded === false ? " — not recorded" : ""}`).join("\n") || "none";
+  const calls = (summary) =>
+    summary.toolCalls
+      .map(
+        (call) => `${call.name}(${JSON.stringify(call.arguments)})${call.recorded === false ? " — not recorded" : ""}`,
+      )
+      .join("\n") || "none";
   const rows = [
     ["Answer", original.output, replay.output],
     ["Stop", original.stopReason, replay.stopReason],
     ["Tool calls", calls(original), calls(replay)],
     ["Steps", String(original.steps), String(replay.steps)],
-    ["Tokens", `${formatNumber(original.promptTokens)} + ${formatNumber(original.completionTokens)}`, `${formatNumber(replay.promptTokens)} + ${formatNumber(replay.completionTokens)}`],
+    [
+      "Tokens",
+      `${formatNumber(original.promptTokens)} + ${formatNumber(original.completionTokens)}`,
+      `${formatNumber(replay.promptTokens)} + ${formatNumber(replay.completionTokens)}`,
+    ],
     ["Cost", formatCost(original.cost), formatCost(replay.cost)],
     ["Model time", formatMs(original.latencyMs), formatMs(replay.latencyMs)],
   ];
-  const verdict = comparison.sameToolCalls ? "Same tool calls, same arguments." : `The runs diverge at tool call ${comparison.divergesAtCall}.`;
+  const verdict = comparison.sameToolCalls
+    ? "Same tool calls, same arguments."
+    : `The runs diverge at tool call ${comparison.divergesAtCall}.`;
   return el(
     "div",
     {},
-    el("p", { class: "replay-verdict" }, `${verdict} ${comparison.sameAnswer ? "Same answer." : "The answer changed."}`),
+    el(
+      "p",
+      { class: "replay-verdict" },
+      `${verdict} ${comparison.sameAnswer ? "Same answer." : "The answer changed."}`,
+    ),
     el(
       "div",
       { class: "table-scroll" },
-      el("table", { class: "replay-table" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "Recorded"), el("th", {}, "Replay"))), el("tbody", {}, rows.map(([label, a, b]) => el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, el("pre", {}, a)), el("td", {}, el("pre", {}, b)))))),
+      el(
+        "table",
+        { class: "replay-table" },
+        el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "Recorded"), el("th", {}, "Replay"))),
+        el(
+          "tbody",
+          {},
+          rows.map(([label, a, b]) =>
+            el(
+              "tr",
+              {},
+              el("th", { scope: "row" }, label),
+              el("td", {}, el("pre", {}, a)),
+              el("td", {}, el("pre", {}, b)),
+            ),
+          ),
+        ),
+      ),
     ),
   );
 }

@@ -10,15 +10,21 @@ import { nestedRun, stepsTable } from "./trace-steps.js";
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
 export async function loadSession(sessionId) {
   const { runs, folds } = await api(`/api/sessions/${encodeURIComponent(sessionId)}/runs`);
-  const steps = await Promise.all(runs.map((run) => api(`/api/runs/${encodeURIComponent(run.runId)}/steps`).then((answer) => answer.steps)));
+  const steps = await Promise.all(
+    runs.map((run) => api(`/api/runs/${encodeURIComponent(run.runId)}/steps`).then((answer) => answer.steps)),
+  );
   return { runs, folds: folds ?? [], stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])) };
 }
 
 export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
   const childrenOf = new Map();
-  for (const run of runs) if (run.parentToolCallId) childrenOf.set(run.parentToolCallId, [...(childrenOf.get(run.parentToolCallId) ?? []), run]);
+  for (const run of runs)
+    if (run.parentToolCallId)
+      childrenOf.set(run.parentToolCallId, [...(childrenOf.get(run.parentToolCallId) ?? []), run]);
   const foldsAt = new Map();
-  for (const fold of folds) if (fold.runId) foldsAt.set(`${fold.runId}:${fold.step}`, [...(foldsAt.get(`${fold.runId}:${fold.step}`) ?? []), fold]);
+  for (const fold of folds)
+    if (fold.runId)
+      foldsAt.set(`${fold.runId}:${fold.step}`, [...(foldsAt.get(`${fold.runId}:${fold.step}`) ?? []), fold]);
   const context = {
     childrenOf: (toolCallId) => childrenOf.get(toolCallId) ?? [],
     stepsOf: (runId) => stepsOf.get(runId) ?? [],
@@ -28,10 +34,17 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
   const groups = groupStages(runs);
   const own = groups.flat();
   const totals = own.reduce(
-    (sum, run) => ({ prompt: sum.prompt + run.promptTokens, completion: sum.completion + run.completionTokens, cost: sum.cost === null || run.cost === null ? null : sum.cost + run.cost }),
+    (sum, run) => ({
+      prompt: sum.prompt + run.promptTokens,
+      completion: sum.completion + run.completionTokens,
+      cost: sum.cost === null || run.cost === null ? null : sum.cost + run.cost,
+    }),
     { prompt: 0, completion: 0, cost: 0 },
   );
-  const chartGroups = groups.map((group, index) => ({ label: `run ${index + 1}`, steps: group.flatMap((run) => context.stepsOf(run.runId).map((step) => ({ ...step, runId: run.runId }))) }));
+  const chartGroups = groups.map((group, index) => ({
+    label: `run ${index + 1}`,
+    steps: group.flatMap((run) => context.stepsOf(run.runId).map((step) => ({ ...step, runId: run.runId }))),
+  }));
   const foldCount = folds.length;
   return [
     el("h2", { tabindex: "-1" }, sessionId),
@@ -40,9 +53,17 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
       { class: "meta" },
       `${groups.length} run${groups.length === 1 ? "" : "s"} · ${formatNumber(totals.prompt)} prompt + ${formatNumber(totals.completion)} completion tokens · cost ${formatCost(totals.cost)}${foldCount ? ` · memory folded ${foldCount} time${foldCount === 1 ? "" : "s"}` : ""}`,
     ),
-    priced ? null : el("p", { class: "hint" }, "Cost shows “—” where the model has no known price; GLASSBOX_PRICES can give it one."),
+    priced
+      ? null
+      : el(
+          "p",
+          { class: "hint" },
+          "Cost shows “—” where the model has no known price; GLASSBOX_PRICES can give it one.",
+        ),
     promptChart(chartGroups, context.foldsAt),
-    groups.map((group, index) => (group.length > 1 ? pipelineSection(group, index + 1, context) : runSection(group[0], index + 1, context))),
+    groups.map((group, index) =>
+      group.length > 1 ? pipelineSection(group, index + 1, context) : runSection(group[0], index + 1, context),
+    ),
   ];
 }
 
@@ -51,10 +72,17 @@ function runSection(run, number, context) {
   return el(
     "section",
     { class: "run", id: `run-${run.runId}`, "aria-labelledby": headingId },
-    el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: `, el("q", {}, shorten(run.input.split("\nAttached: ")[0], 120))),
+    el(
+      "h3",
+      { id: headingId, tabindex: "-1" },
+      `Run ${number}: `,
+      el("q", {}, shorten(run.input.split("\nAttached: ")[0], 120)),
+    ),
     attachmentList(run),
     runMeta(run, [run]),
-    run.approvals.length ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine)) : null,
+    run.approvals.length
+      ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine))
+      : null,
     feedbackList(run),
     stepsTable(run, `Steps of run ${number}`, context.stepsOf(run.runId), context),
     run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
@@ -71,11 +99,22 @@ function pipelineSection(stages, number, context) {
   return el(
     "section",
     { class: "run pipeline", id: `run-${first.runId}`, "aria-labelledby": headingId },
-    el("h3", { id: headingId, tabindex: "-1" }, `Run ${number}: pipeline${name ? ` ${name}` : ""} · `, el("q", {}, shorten(first.input, 100))),
+    el(
+      "h3",
+      { id: headingId, tabindex: "-1" },
+      `Run ${number}: pipeline${name ? ` ${name}` : ""} · `,
+      el("q", {}, shorten(first.input, 100)),
+    ),
     runMeta({ ...last, startedAt: first.startedAt, userId: first.userId }, stages),
     el("p", { class: "hint" }, `${stages.length} stages, each working on the answer of the one before.`),
     feedbackList(last),
-    el("ol", { class: "stages" }, stages.map((stage, index) => el("li", {}, nestedRun(stage, `Stage ${index + 1}`, context.stepsOf(stage.runId), context, "Input")))),
+    el(
+      "ol",
+      { class: "stages" },
+      stages.map((stage, index) =>
+        el("li", {}, nestedRun(stage, `Stage ${index + 1}`, context.stepsOf(stage.runId), context, "Input")),
+      ),
+    ),
     last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, last.output)) : null,
   );
 }
@@ -107,7 +146,12 @@ function feedbackList(run) {
       "ul",
       { class: "run-feedback", "aria-label": "Feedback" },
       given.map((one) =>
-        el("li", { class: `feedback-${one.rating}` }, `${one.rating === "up" ? "👍 up" : "👎 down"} by ${one.userId} · ${formatTime(one.at)} · ${one.source}`, one.reason ? [": ", el("q", {}, one.reason)] : null),
+        el(
+          "li",
+          { class: `feedback-${one.rating}` },
+          `${one.rating === "up" ? "👍 up" : "👎 down"} by ${one.userId} · ${formatTime(one.at)} · ${one.source}`,
+          one.reason ? [": ", el("q", {}, one.reason)] : null,
+        ),
       ),
     ),
   );
@@ -122,11 +166,22 @@ function approvalLine(approval) {
         : approval.status === "expired"
           ? "expired: nobody decided in time"
           : `${approval.status} by ${approval.decidedBy} at ${formatTime(approval.decidedAt)}`;
-  return el("li", {}, el("code", {}, describeCall(approval.tool, approval.arguments)), ` for ${approval.requester}: ${outcome}`);
+  return el(
+    "li",
+    {},
+    el("code", {}, describeCall(approval.tool, approval.arguments)),
+    ` for ${approval.requester}: ${outcome}`,
+  );
 }
 
 /** What was attached to the run's message and how the model was given each file: the input's "Attached:" lines (src/agent/attachments.ts). */
 function attachmentList(run) {
   const lines = (run.input ?? "").split("\n").filter((line) => line.startsWith("Attached: "));
-  return lines.length ? el("ul", { class: "run-attachments", "aria-label": "Attachments" }, lines.map((line) => el("li", {}, line))) : null;
+  return lines.length
+    ? el(
+        "ul",
+        { class: "run-attachments", "aria-label": "Attachments" },
+        lines.map((line) => el("li", {}, line)),
+      )
+    : null;
 }

@@ -2,7 +2,18 @@
 // (the whole request on demand), its thinking, what the model layer did, its answer and tool calls
 // (a specialist's run nested, openable, under the call that asked for it), the guards' notes, and
 // where memory folded older turns into a summary first.
-import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, pretty, shorten, thinkingDetails } from "./common.js";
+import {
+  api,
+  describeCall,
+  el,
+  formatCost,
+  formatMs,
+  formatNumber,
+  formatTime,
+  pretty,
+  shorten,
+  thinkingDetails,
+} from "./common.js";
 
 /**
  * What the steps of a session need besides themselves: `childrenOf(toolCallId)` the specialists'
@@ -19,8 +30,25 @@ export function stepsTable(run, caption, steps, context) {
       "table",
       { class: "steps" },
       el("caption", { class: "visually-hidden" }, caption),
-      el("thead", {}, el("tr", {}, column("Step"), column("Prompt tokens", true), column("Completion tokens", true), column("Latency", true), column("Cost", true), column("What happened"))),
-      el("tbody", {}, steps.map((step) => stepRow(run, step, context))),
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          column("Step"),
+          column("Prompt tokens", true),
+          column("Completion tokens", true),
+          column("Latency", true),
+          column("Cost", true),
+          column("What happened"),
+        ),
+      ),
+      el(
+        "tbody",
+        {},
+        steps.map((step) => stepRow(run, step, context)),
+      ),
     ),
   );
 }
@@ -31,7 +59,12 @@ function stepRow(run, step, context) {
   const number = (label, value, extra = "") => el("td", { class: `num ${extra}`.trim(), "data-label": label }, value);
   return el(
     "tr",
-    { class: folds.length ? "step folded" : "step", "data-step": step.step, "data-prompt-tokens": step.promptTokens, "data-completion-tokens": step.completionTokens },
+    {
+      class: folds.length ? "step folded" : "step",
+      "data-step": step.step,
+      "data-prompt-tokens": step.promptTokens,
+      "data-completion-tokens": step.completionTokens,
+    },
     el("th", { scope: "row", "data-label": "Step" }, String(step.step)),
     number("Prompt", formatNumber(step.promptTokens), "prompt-tokens"),
     number("Completion", formatNumber(step.completionTokens), "completion-tokens"),
@@ -41,11 +74,18 @@ function stepRow(run, step, context) {
       "td",
       { class: "what" },
       folds.map(foldDetails),
-      el("p", { class: "context" }, `Sent ${step.contextMessages} message${step.contextMessages === 1 ? "" : "s"}${step.contextTokens === null ? "" : ` (about ${formatNumber(step.contextTokens)} tokens by glassbox's count)`}${step.model ? ` to ${step.model}` : ""}`),
+      el(
+        "p",
+        { class: "context" },
+        `Sent ${step.contextMessages} message${step.contextMessages === 1 ? "" : "s"}${step.contextTokens === null ? "" : ` (about ${formatNumber(step.contextTokens)} tokens by glassbox's count)`}${step.model ? ` to ${step.model}` : ""}`,
+      ),
       step.reasoning ? thinkingDetails(step.reasoning, step.reasoningCutChars, "were not kept") : null,
       step.modelNotes.map((note) => el("p", { class: "model-note" }, "Model layer: ", note)),
       step.content ? el("p", { class: "content" }, step.content) : null,
-      step.toolCalls.map((call) => [toolDetails(call), (context.childrenOf(call.id) ?? []).map((child) => specialistRun(call, child, context))]),
+      step.toolCalls.map((call) => [
+        toolDetails(call),
+        (context.childrenOf(call.id) ?? []).map((child) => specialistRun(call, child, context)),
+      ]),
       step.notes.map((note) => el("p", { class: "note" }, "Note to the model: ", note)),
       payloadDetails(run.runId, step.step),
     ),
@@ -64,7 +104,14 @@ function foldDetails(fold) {
   return el(
     "details",
     { class: "fold" },
-    el("summary", {}, el("span", { class: "fold-key", "aria-hidden": "true" }, "▼"), fold.summaryFailed ? `Memory dropped ${folded} before this step: the summary could not be written` : `Memory folded ${folded} into a summary before this step`),
+    el(
+      "summary",
+      {},
+      el("span", { class: "fold-key", "aria-hidden": "true" }, "▼"),
+      fold.summaryFailed
+        ? `Memory dropped ${folded} before this step: the summary could not be written`
+        : `Memory folded ${folded} into a summary before this step`,
+    ),
     el(
       "p",
       { class: "hint" },
@@ -81,16 +128,37 @@ function toolDetails(call) {
   return el(
     "details",
     { class: `tool-call ${ok ? "ok" : "failed"}` },
-    el("summary", {}, el("span", { class: "mark", "aria-hidden": "true" }, ok ? "✓" : "⚠"), `${describeCall(call.name, call.arguments ?? {})} · ${formatMs(call.durationMs)}${ok ? "" : ` · ${call.envelope.error.type}`}`),
+    el(
+      "summary",
+      {},
+      el("span", { class: "mark", "aria-hidden": "true" }, ok ? "✓" : "⚠"),
+      `${describeCall(call.name, call.arguments ?? {})} · ${formatMs(call.durationMs)}${ok ? "" : ` · ${call.envelope.error.type}`}`,
+    ),
     el("h4", {}, "Arguments"),
     el("pre", {}, call.arguments ? pretty(call.arguments) : call.rawArguments),
     call.repairs.length
-      ? [el("h4", {}, "Repairs"), el("p", {}, "The model sent ", el("code", {}, call.rawArguments)), el("ul", {}, call.repairs.map((repair) => el("li", {}, repair)))]
+      ? [
+          el("h4", {}, "Repairs"),
+          el("p", {}, "The model sent ", el("code", {}, call.rawArguments)),
+          el(
+            "ul",
+            {},
+            call.repairs.map((repair) => el("li", {}, repair)),
+          ),
+        ]
       : null,
     el("h4", {}, "Result"),
     el("pre", {}, pretty(call.envelope)),
-    call.truncatedChars ? el("p", { class: "hint" }, `The model saw it cut by ${formatNumber(call.truncatedChars)} characters.`) : null,
-    call.approval ? el("p", {}, `Approval: ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}${call.approval.reason ? ` (${call.approval.reason})` : ""}.`) : null,
+    call.truncatedChars
+      ? el("p", { class: "hint" }, `The model saw it cut by ${formatNumber(call.truncatedChars)} characters.`)
+      : null,
+    call.approval
+      ? el(
+          "p",
+          {},
+          `Approval: ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}${call.approval.reason ? ` (${call.approval.reason})` : ""}.`,
+        )
+      : null,
   );
 }
 
@@ -128,9 +196,15 @@ async function loadPayload(details, runId, step) {
   details.append(body);
   try {
     const sent = await api(`/api/runs/${encodeURIComponent(runId)}/steps/${step}/payload`);
-    body.replaceChildren(requestSettings(sent), el("h4", {}, `Messages (${sent.messages.length})`), el("ol", { class: "payload-messages" }, sent.messages.map(payloadMessage)));
+    body.replaceChildren(
+      requestSettings(sent),
+      el("h4", {}, `Messages (${sent.messages.length})`),
+      el("ol", { class: "payload-messages" }, sent.messages.map(payloadMessage)),
+    );
   } catch (error) {
-    body.replaceChildren(el("p", { class: "error", role: "alert" }, `This step's request could not be loaded: ${error.message}`));
+    body.replaceChildren(
+      el("p", { class: "error", role: "alert" }, `This step's request could not be loaded: ${error.message}`),
+    );
   }
 }
 
@@ -138,16 +212,50 @@ async function loadPayload(details, runId, step) {
 function requestSettings({ model, request }) {
   const rows = [["Model", model ?? "not recorded"]];
   if (request) {
-    for (const [name, value] of Object.entries(request)) if (name !== "tools" && name !== "model") rows.push([name, typeof value === "string" ? value : JSON.stringify(value)]);
+    for (const [name, value] of Object.entries(request))
+      if (name !== "tools" && name !== "model")
+        rows.push([name, typeof value === "string" ? value : JSON.stringify(value)]);
   }
   const tools = request?.tools;
   return el(
     "div",
     { class: "request" },
-    el("dl", { class: "request-settings" }, rows.map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)])),
+    el(
+      "dl",
+      { class: "request-settings" },
+      rows.map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)]),
+    ),
     Array.isArray(tools)
-      ? [el("h4", {}, `Tools (${tools.length})`), el("ul", { class: "payload-tools" }, tools.map((tool) => el("li", {}, el("details", {}, el("summary", {}, el("code", {}, tool.function?.name ?? "?"), " — ", shorten(tool.function?.description ?? "", 120)), el("pre", {}, pretty(tool.function?.parameters ?? {}))))))]
-      : el("p", { class: "hint" }, "The trace keeps each step's messages and the model that answered; the tool schemas and settings it was sent with (tools, tool_choice, streaming) are not recorded."),
+      ? [
+          el("h4", {}, `Tools (${tools.length})`),
+          el(
+            "ul",
+            { class: "payload-tools" },
+            tools.map((tool) =>
+              el(
+                "li",
+                {},
+                el(
+                  "details",
+                  {},
+                  el(
+                    "summary",
+                    {},
+                    el("code", {}, tool.function?.name ?? "?"),
+                    " — ",
+                    shorten(tool.function?.description ?? "", 120),
+                  ),
+                  el("pre", {}, pretty(tool.function?.parameters ?? {})),
+                ),
+              ),
+            ),
+          ),
+        ]
+      : el(
+          "p",
+          { class: "hint" },
+          "The trace keeps each step's messages and the model that answered; the tool schemas and settings it was sent with (tools, tool_choice, streaming) are not recorded.",
+        ),
   );
 }
 
@@ -156,7 +264,11 @@ function payloadMessage(message) {
     "li",
     { class: `payload-message role-${message.role}` },
     el("span", { class: "role" }, message.role + (message.tool_call_id ? ` (${message.tool_call_id})` : "")),
-    message.content ? (Array.isArray(message.content) ? message.content.map(contentPart) : el("pre", {}, typeof message.content === "string" ? message.content : pretty(message.content))) : null,
+    message.content
+      ? Array.isArray(message.content)
+        ? message.content.map(contentPart)
+        : el("pre", {}, typeof message.content === "string" ? message.content : pretty(message.content))
+      : null,
     message.tool_calls ? el("pre", {}, pretty(message.tool_calls)) : null,
   );
 }
@@ -166,6 +278,13 @@ function contentPart(part) {
   if (part.type === "text") return el("pre", {}, part.text);
   const url = part.image_url?.url ?? "";
   const [, type = "image", data = ""] = /^data:([^;,]+)(?:;[^,]*)?,(.*)$/.exec(url) ?? [];
-  const about = url.startsWith("data:") ? `image part: ${type}, ${formatNumber(Math.floor((data.length * 3) / 4) - (data.match(/=*$/)?.[0].length ?? 0))} bytes` : `image part: ${shorten(url, 80)}`;
-  return el("figure", { class: "image-part" }, url.startsWith("data:") ? el("img", { src: url, alt: about }) : null, el("figcaption", {}, about));
+  const about = url.startsWith("data:")
+    ? `image part: ${type}, ${formatNumber(Math.floor((data.length * 3) / 4) - (data.match(/=*$/)?.[0].length ?? 0))} bytes`
+    : `image part: ${shorten(url, 80)}`;
+  return el(
+    "figure",
+    { class: "image-part" },
+    url.startsWith("data:") ? el("img", { src: url, alt: about }) : null,
+    el("figcaption", {}, about),
+  );
 }

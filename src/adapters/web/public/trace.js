@@ -39,7 +39,8 @@ for (const typed of [dom.search, dom.tool]) {
     typing = setTimeout(() => void loadSessions(), SEARCH_DELAY_MS);
   });
 }
-for (const filter of [dom.adapter, dom.status, dom.rated, dom.from, dom.to]) filter.addEventListener("change", () => void loadSessions());
+for (const filter of [dom.adapter, dom.status, dom.rated, dom.from, dom.to])
+  filter.addEventListener("change", () => void loadSessions());
 addEventListener("hashchange", () => void showSelected());
 void start();
 
@@ -102,9 +103,20 @@ async function loadSessions() {
   dom.listError.hidden = true;
   const { sessions, more } = answer;
   dom.sessions.replaceChildren(...sessions.map(sessionItem));
-  if (sessions.length === 0) dom.sessions.append(el("li", { class: "empty" }, filtering() ? "No session matches; loosen the search or the filters." : "No sessions yet: send a message on the chat page."));
-  const count = `${sessions.length} session${sessions.length === 1 ? "" : "s"}${filtering() ? " match" + (sessions.length === 1 ? "es" : "") : ""}`;
-  dom.listStatus.textContent = more ? `The ${sessions.length} most recently active are shown; search or filter to find others.` : count;
+  if (sessions.length === 0)
+    dom.sessions.append(
+      el(
+        "li",
+        { class: "empty" },
+        filtering()
+          ? "No session matches; loosen the search or the filters."
+          : "No sessions yet: send a message on the chat page.",
+      ),
+    );
+  const count = `${sessions.length} session${sessions.length === 1 ? "" : "s"}${filtering() ? ` match${sessions.length === 1 ? "es" : ""}` : ""}`;
+  dom.listStatus.textContent = more
+    ? `The ${sessions.length} most recently active are shown; search or filter to find others.`
+    : count;
   markSelected();
 }
 
@@ -130,7 +142,12 @@ function sessionItem(session) {
         ` ${formatWhen(session.lastActivity)} · ${session.runCount} run${session.runCount === 1 ? "" : "s"} · ${formatNumber(tokens)} tokens · ${formatCost(session.cost)}`,
       ),
       session.hasErrors || session.awaitingApproval
-        ? el("span", { class: "session-flags" }, session.hasErrors ? el("span", { class: "flag flag-error" }, "error") : null, session.awaitingApproval ? el("span", { class: "flag flag-waiting" }, "waiting for approval") : null)
+        ? el(
+            "span",
+            { class: "session-flags" },
+            session.hasErrors ? el("span", { class: "flag flag-error" }, "error") : null,
+            session.awaitingApproval ? el("span", { class: "flag flag-waiting" }, "waiting for approval") : null,
+          )
         : null,
     ),
   );
@@ -150,9 +167,13 @@ async function showSelected() {
   if (!session) return;
   dom.detail.replaceChildren(el("p", { class: "empty" }, "Loading…"));
   try {
-    dom.detail.replaceChildren(el("div", { class: "session-view" }, renderSession(session, await loadSession(session), { priced })));
+    dom.detail.replaceChildren(
+      el("div", { class: "session-view" }, renderSession(session, await loadSession(session), { priced })),
+    );
   } catch (error) {
-    dom.detail.replaceChildren(el("p", { class: "error", role: "alert" }, `The session ${session} could not be loaded: ${error.message}`));
+    dom.detail.replaceChildren(
+      el("p", { class: "error", role: "alert" }, `The session ${session} could not be loaded: ${error.message}`),
+    );
     return;
   }
   // Focus follows the choice (for keyboards and screen readers); a chosen run is scrolled to (and opened, if nested).
