@@ -23,7 +23,7 @@ export { openStorePort, type AnyStorePort, type StorePort } from "./store/index.
 export { sqlitePortOf } from "./store/sqlite.js";
 export { createTokenCounter, encodingForModel } from "./agent/tokens.js";
 export { createTraceRecorder, createTraceReader } from "./agent/trace.js";
-export { createConversations, type ChatSurface, type Conversations } from "./agent/conversations.js";
+export { createConversations, type ChatSurface, type Conversations } from "./conversations/conversations.js";
 export { createSpecialistTools, createPipelines, parseAgentsConfig, type AgentDefinition } from "./agent/sub-agents.js";
 export { createToolSelector } from "./tools/selection.js";
 export { connectMcpServers } from "./tools/mcp.js";

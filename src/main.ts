@@ -101,9 +101,9 @@ async function startRole(
   const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] =
     await Promise.all([
       import("./store/index.js"),
-      import("./worker/queue-settings.js"),
-      import("./worker/worker-role.js"),
-      import("./ingress/ingress-role.js"),
+      import("./roles/queue-settings.js"),
+      import("./roles/worker.js"),
+      import("./roles/ingress.js"),
     ]);
   const store = storePortOptionsFromEnv();
   if (!store.databaseUrl) {

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Approval } from "../src/agent/approvals.js";
 import { QUEUED_TEXT as DISCORD_QUEUED_TEXT } from "../src/adapters/discord/discord-surface.js";
 import { QUEUED_TEXT as SLACK_QUEUED_TEXT } from "../src/adapters/slack/slack-surface.js";
-import { createConversations, QUEUED_NOTICE_MS, type ChatSurface } from "../src/agent/conversations.js";
+import { createConversations, QUEUED_NOTICE_MS, type ChatSurface } from "../src/conversations/conversations.js";
 import type { AgentEvent } from "../src/agent/events.js";
 import type { RunResult } from "../src/agent/run.js";
 import { loadConfig } from "../src/config.js";

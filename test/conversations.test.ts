@@ -2,10 +2,10 @@
 // Conversations over the real loop, SQLite memory and the scripted model server. Ordering is proved
 // by what each request contains and by promises the script waits on — never by timing.
 import { describe, expect, it } from "vitest";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
-import { createSessionQueue } from "../src/agent/session-queue.js";
+import { createSessionQueue } from "../src/conversations/session-queue.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Script } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";

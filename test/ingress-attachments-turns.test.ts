@@ -6,7 +6,7 @@
 // PostgreSQL too when GLASSBOX_TEST_DATABASE_URL is set.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Attachment } from "../src/agent/attachments.js";
-import { createConversations, type ChatSurface } from "../src/agent/conversations.js";
+import { createConversations, type ChatSurface } from "../src/conversations/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
@@ -18,8 +18,8 @@ import {
   storedTextOf,
   turnFilesOf,
   type TurnFile,
-} from "../src/ingress/turn-files.js";
-import { messageTurn, workOf, type TurnWork } from "../src/ingress/turns.js";
+} from "../src/conversations/turn-files.js";
+import { messageTurn, workOf, type TurnWork } from "../src/conversations/turns.js";
 import { checkTurn } from "../src/queue/types.js";
 import type { Script } from "../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../src/tools/registry.js";

@@ -4,8 +4,8 @@
 // was enqueued" is checked by a later message of the same conversation, which would reach the
 // worker second.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startDiscordIngress, type DiscordIngress } from "../src/ingress/discord-ingress.js";
-import { workOf } from "../src/ingress/turns.js";
+import { startDiscordIngress, type DiscordIngress } from "../src/adapters/discord/discord-inbound.js";
+import { workOf } from "../src/conversations/turns.js";
 import type { Turn } from "../src/queue/types.js";
 import { startFakeDiscord, type FakeDiscord } from "../src/testing/fake-discord.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";

@@ -12,7 +12,7 @@ import { createInProcessRunQueue } from "../src/queue/in-process.js";
 import { openPostgresRunQueue } from "../src/queue/postgres.js";
 import type { QueueWorker, RunQueue, Turn } from "../src/queue/types.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../src/store/index.js";
-import type { IngressQueue, IngressStore, TurnWork } from "../src/ingress/turns.js";
+import type { IngressQueue, IngressStore, TurnWork } from "../src/conversations/turns.js";
 import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord } from "./store-contract-helpers.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL } from "./fixtures/queue-database.js";
 

@@ -4,8 +4,8 @@
 // it gets. "Nothing was enqueued" is checked by a later accepted run of the same session, which
 // would have reached the worker second.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startHttpIngress, type HttpIngress } from "../src/ingress/http-ingress.js";
-import { workOf } from "../src/ingress/turns.js";
+import { startHttpIngress, type HttpIngress } from "../src/adapters/web/web-inbound.js";
+import { workOf } from "../src/conversations/turns.js";
 import type { Turn } from "../src/queue/types.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { keysOf, pausedRunOf, TARGETS, type IngressHarness } from "./ingress-helpers.js";

@@ -6,8 +6,8 @@
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SlackConfig } from "../src/config.js";
-import { startSlackIngress, type SlackIngress } from "../src/ingress/slack-ingress.js";
-import { workOf } from "../src/ingress/turns.js";
+import { startSlackIngress, type SlackIngress } from "../src/adapters/slack/slack-inbound.js";
+import { workOf } from "../src/conversations/turns.js";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import type { Turn } from "../src/queue/types.js";

@@ -1,5 +1,5 @@
 // How a process without an agent (ingress) tells a followed web session what its workers did
-// (src/ingress/store-events.ts): the runs' writes go into the real store (SQLite always, PostgreSQL
+// (src/adapters/web/store-events.ts): the runs' writes go into the real store (SQLite always, PostgreSQL
 // when GLASSBOX_TEST_DATABASE_URL is set) as a worker makes them, and the hub's watchers hear the
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
 // resume, the end; a running run's steps (model calls, tool calls running and ended, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
@@ -7,7 +7,7 @@
 // (publishText) as it streams, in order with the stored steps, and none for an older step or an ended run.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
-import { followStoreEvents, type StoreEvents } from "../src/ingress/store-events.js";
+import { followStoreEvents, type StoreEvents } from "../src/adapters/web/store-events.js";
 import { createLogger } from "../src/logger.js";
 import { openStorePort, type AnyStorePort } from "../src/store/index.js";
 import type { ToolCallRecord } from "../src/tools/types.js";

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { COMPLETION_ALLOWANCE_TOKENS, createSpendingGuard, HOLD_MARGIN_MS } from "../src/agent/quota.js";
 import { loadConfig } from "../src/config.js";

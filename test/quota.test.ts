@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import type { AgentConfig } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
 import { quotaProblem } from "../src/agent/quota.js";

@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
 import { createMemory, SUMMARY_PROMPT } from "../src/agent/memory.js";
 import { openStore, type Store } from "../src/agent/store.js";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatRunTimeline } from "../src/adapters/trace-report.js";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
 import { parseAgentsConfig } from "../src/agent/sub-agents.js";
 import { createTraceReader } from "../src/agent/trace.js";

@@ -1,4 +1,4 @@
-// A web session's surface in a worker (src/worker/text-relay.ts): the streamed answer text gathered
+// A web session's surface in a worker (src/adapters/web/text-relay.ts): the streamed answer text gathered
 // and passed on in a few notices, in order, each under NOTIFY's payload limit, a step's at its end
 // at the latest; nothing else of the run, and a failing publish costs the run nothing.
 import { describe, expect, it, vi } from "vitest";
@@ -6,7 +6,7 @@ import type { AgentEvent } from "../src/agent/events.js";
 import type { RunResult } from "../src/agent/run.js";
 import { createLogger } from "../src/logger.js";
 import type { TextNotice } from "../src/store/port-data.js";
-import { createTextRelay, MAX_NOTICE_BYTES, noticesOf } from "../src/worker/text-relay.js";
+import { createTextRelay, MAX_NOTICE_BYTES, noticesOf } from "../src/adapters/web/text-relay.js";
 
 const log = createLogger({ level: "silent" });
 const delta = (step: number, text: string): AgentEvent => ({ type: "model_delta", runId: "run_1", step, text });

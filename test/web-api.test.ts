@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
 import { startWebServer } from "../src/adapters/web/web-server.js";
-import { createConversations } from "../src/agent/conversations.js";
+import { createConversations } from "../src/conversations/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
 import { openStore } from "../src/agent/store.js";

@@ -1,4 +1,4 @@
-// Where a worker process shows its runs (src/worker/surfaces.ts), against the fake Discord and the
+// Where a worker process shows its runs (src/adapters/surfaces.ts), against the fake Discord and the
 // fake Slack: Discord through discord.js REST only (a worker opens no gateway connection) in a guild
 // channel and a DM, Slack threads through the Web API, HTTP API sessions nowhere; and an approval's
 // message updated once it is decided. Also the role settings read from the environment.
@@ -15,9 +15,9 @@ import type { Approval } from "../src/store/port.js";
 import { startFakeDiscord, DEFAULT_GUILD, type FakeDiscord } from "../src/testing/fake-discord.js";
 import { openSlackInstallations } from "../src/adapters/slack/slack-oauth.js";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
-import { queueOptionsFromEnv } from "../src/worker/queue-settings.js";
-import { openWorkerSurfaces, type WorkerSurfaces } from "../src/worker/surfaces.js";
-import { startWorkerRole } from "../src/worker/worker-role.js";
+import { queueOptionsFromEnv } from "../src/roles/queue-settings.js";
+import { openWorkerSurfaces, type WorkerSurfaces } from "../src/adapters/surfaces.js";
+import { startWorkerRole } from "../src/roles/worker.js";
 import { CLIENT_ID, CLIENT_SECRET, newKey, STATE_SECRET, TEAM_A, TEAM_B } from "./slack-oauth-helpers.js";
 
 const log = pino({ level: "silent" });

@@ -1,4 +1,4 @@
-// The workers' sweep of expired approvals (src/worker/approval-sweeper.ts), on SQLite with the
+// The workers' sweep of expired approvals (src/conversations/approval-sweeper.ts), on SQLite with the
 // in-process queue and on PostgreSQL with graphile-worker (when GLASSBOX_TEST_DATABASE_URL is set),
 // with a worker that only records the turns it gets: approvals past their time are expired once,
 // their messages updated, and the run whose approvals are now all settled gets its resume turn;
@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunQueue } from "../src/queue/types.js";
 import type { Approval } from "../src/store/port.js";
-import { startApprovalSweeper, type ApprovalSweeper } from "../src/worker/approval-sweeper.js";
+import { startApprovalSweeper, type ApprovalSweeper } from "../src/conversations/approval-sweeper.js";
 import { pausedRunOf, TARGETS, WAIT, type IngressHarness } from "./ingress-helpers.js";
 
 const LATER = () => new Date(Date.now() + 2 * 3_600_000); // past the approvals' hour

@@ -7,16 +7,10 @@
  * (the model is told) and one sentence for the person.
  */
 import type { Attachment, AttachmentLimits, UnreadFile } from "../agent/attachments.js";
-import { cleanName, DEFAULT_ATTACHMENT_LIMITS, formatBytes } from "../agent/attachments.js";
+import type { FileRef } from "../conversations/turn-files.js";
 
-/** A file as the platform announced it. */
-export interface FileRef {
-  name: string;
-  mimeType: string;
-  /** The size the platform declared, in bytes. */
-  size: number;
-  url: string;
-}
+export type { FileRef } from "../conversations/turn-files.js";
+import { cleanName, DEFAULT_ATTACHMENT_LIMITS, formatBytes } from "../agent/attachments.js";
 
 export interface DownloadOptions {
   limits?: Partial<AttachmentLimits>;

@@ -7,7 +7,7 @@
  */
 import { Worker, parentPort } from "node:worker_threads";
 import type { DecisionOutcome } from "../agent/approvals.js";
-import type { ConversationService, Conversations } from "../agent/conversations.js";
+import type { ConversationService, Conversations } from "../conversations/conversations.js";
 import { configurationError, GlassboxError } from "../agent/errors.js";
 import type { RunResult } from "../agent/run.js";
 import { createLogger, type Logger } from "../logger.js";

@@ -19,7 +19,7 @@ import {
 import { rateInConversation } from "../../agent/feedback.js";
 import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import type { Approval } from "../../agent/approvals.js";
-import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { createConversations, type Conversations } from "../../conversations/conversations.js";
 import type { Price } from "../../agent/cost.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";

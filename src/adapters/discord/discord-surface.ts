@@ -17,7 +17,7 @@ import {
   type SendableChannels,
 } from "discord.js";
 import type { Approval } from "../../agent/approvals.js";
-import type { ChatSurface } from "../../agent/conversations.js";
+import type { ChatSurface } from "../../conversations/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";

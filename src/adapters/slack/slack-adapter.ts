@@ -21,7 +21,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { App, BlockAction, Context } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import type { ConversationService } from "../../agent/conversations.js";
+import type { ConversationService } from "../../conversations/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Pipelines } from "../../agent/sub-agents.js";

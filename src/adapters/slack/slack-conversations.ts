@@ -4,7 +4,7 @@
  */
 import { LogLevel, type Logger as SlackLogger, type WebClient, type WebClientOptions } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
-import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { createConversations, type Conversations } from "../../conversations/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
 import type { Store } from "../../agent/store.js";

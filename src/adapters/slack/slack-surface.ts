@@ -9,7 +9,7 @@ import type { WebClient } from "@slack/web-api";
 import type { KnownBlock } from "@slack/types";
 import slackifyMarkdown from "slackify-markdown";
 import type { Approval } from "../../agent/approvals.js";
-import type { ChatSurface } from "../../agent/conversations.js";
+import type { ChatSurface } from "../../conversations/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Conversations } from "../../agent/conversations.js";
+import type { Conversations } from "../../conversations/conversations.js";
 import { runOutcomeOf, type RunOutcome } from "../../agent/store.js";
 import type { RunTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";

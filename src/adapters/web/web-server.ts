@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Pipelines } from "../../agent/sub-agents.js";
-import { createConversations, type Conversations } from "../../agent/conversations.js";
+import { createConversations, type Conversations } from "../../conversations/conversations.js";
 import { priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";

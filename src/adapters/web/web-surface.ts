@@ -4,7 +4,7 @@
  * buttons by the page; decisions come back through POST /api/approvals/:id.
  */
 import type { Approval } from "../../agent/approvals.js";
-import type { ChatSurface } from "../../agent/conversations.js";
+import type { ChatSurface } from "../../conversations/conversations.js";
 import type { AgentEvent } from "../../agent/events.js";
 import type { RunResult } from "../../agent/run.js";
 import { cutReasoning } from "../../agent/trace.js";

@@ -13,26 +13,22 @@ import { webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { Client, Routes } from "discord.js";
 import { cleanName, type Attachment } from "../agent/attachments.js";
-import type { ReceiveFiles } from "../agent/conversation-queued.js";
-import type { ChatSurface } from "../agent/conversations.js";
+import type { ReceiveFiles } from "../conversations/queued-turns.js";
+import type { ChatSurface } from "../conversations/conversations.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { Downloaded } from "../adapters/attachment-download.js";
-import { fetchDiscordFiles } from "../adapters/discord/discord-files.js";
-import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "../adapters/discord/discord-surface.js";
-import { placeOf, slackClientOptions, updateApprovalMessage } from "../adapters/slack/slack-conversations.js";
-import {
-  createWorkspaceClients,
-  openSlackInstallations,
-  type SlackInstallations,
-} from "../adapters/slack/slack-oauth.js";
-import { downloadSlackFiles } from "../adapters/slack/slack-files.js";
-import { openSlackSurface } from "../adapters/slack/slack-surface.js";
-import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
-import type { TurnFile } from "../ingress/turn-files.js";
+import type { Downloaded } from "./attachment-download.js";
+import { fetchDiscordFiles } from "./discord/discord-files.js";
+import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord/discord-surface.js";
+import { placeOf, slackClientOptions, updateApprovalMessage } from "./slack/slack-conversations.js";
+import { createWorkspaceClients, openSlackInstallations, type SlackInstallations } from "./slack/slack-oauth.js";
+import { downloadSlackFiles } from "./slack/slack-files.js";
+import { openSlackSurface } from "./slack/slack-surface.js";
+import { withoutBroadcasts } from "./slack/slack-text.js";
+import type { TurnFile } from "../conversations/turn-files.js";
 import type { Approval } from "../store/port.js";
 import type { TextNotice } from "../store/port-data.js";
-import { createTextRelay } from "./text-relay.js";
+import { createTextRelay } from "./web/text-relay.js";
 
 export interface WorkerSurfaces {
   openSurface(sessionId: string, userId: string): ChatSurface;

@@ -9,18 +9,18 @@
  * answers go out through the platforms' web APIs (surfaces.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { createConversations } from "../agent/conversations.js";
+import { createConversations } from "../conversations/conversations.js";
 import { configurationError } from "../agent/errors.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import { workOf, type TurnWork } from "../ingress/turns.js";
+import { workOf, type TurnWork } from "../conversations/turns.js";
 import { openPostgresRunQueue } from "../queue/postgres.js";
 import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
 import { createAgentConfig } from "../setup.js";
 import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
-import { startApprovalSweeper, type ApprovalSweeper } from "./approval-sweeper.js";
+import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
 import type { RoleQueueOptions } from "./queue-settings.js";
-import { openWorkerSurfaces } from "./surfaces.js";
+import { openWorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 import { exampleRequests } from "../adapters/example-requests.js";
 

@@ -6,17 +6,17 @@
  * approval_requested, approval_decided, run_end). So the chat page and API clients follow a run
  * through web-api.ts's event routes as they do in one process, each part about a second after its
  * worker stored it. The answer's text streams as it is written: workers pass it on through the store
- * (StorePort.watchText; worker/text-relay.ts), never stored, so a piece missed is missed until the
+ * (StorePort.watchText; text-relay.ts), never stored, so a piece missed is missed until the
  * whole answer comes with the run's end.
  */
-import { HttpError } from "../adapters/web/http.js";
-import { approvalView, createEventHub, type EventHub, type WebEvent } from "../adapters/web/event-hub.js";
-import { modelEndView, toolEndView } from "../adapters/web/web-surface.js";
-import type { RunTrace, StepTrace } from "../agent/trace.js";
-import { answeredBy, type StopReason } from "../agent/run.js";
-import type { Logger } from "../logger.js";
-import type { StorePort } from "../store/port.js";
-import type { TextNotice } from "../store/port-data.js";
+import { HttpError } from "./http.js";
+import { approvalView, createEventHub, type EventHub, type WebEvent } from "./event-hub.js";
+import { modelEndView, toolEndView } from "./web-surface.js";
+import type { RunTrace, StepTrace } from "../../agent/trace.js";
+import { answeredBy, type StopReason } from "../../agent/run.js";
+import type { Logger } from "../../logger.js";
+import type { StorePort } from "../../store/port.js";
+import type { TextNotice } from "../../store/port-data.js";
 
 export type StoreEventsReader = Pick<StorePort, "run" | "runsOfSession" | "approvalsOfRun" | "steps" | "watchText">;
 

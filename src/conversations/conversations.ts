@@ -7,20 +7,20 @@
  * queue, what runs, run slots through the bodies); the turns themselves are in conversation-turns.ts,
  * and the turns a run queue hands a worker (runQueued) in conversation-queued.ts.
  */
-import type { TurnWork } from "../ingress/turns.js";
+import type { TurnWork } from "./turns.js";
 import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
-import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
-import { createQueuedTurns, type ReceiveFiles } from "./conversation-queued.js";
-import { createTurnBodies } from "./conversation-turns.js";
-import type { AgentEvent } from "./events.js";
-import type { AgentConfig, RunResult, Task } from "./loop.js";
-import type { DailyLimits } from "./quota.js";
+import type { Approval, ClickOrigin, DecisionOutcome } from "../agent/approvals.js";
+import { createQueuedTurns, type ReceiveFiles } from "./queued-turns.js";
+import { createTurnBodies } from "./turn-bodies.js";
+import type { AgentEvent } from "../agent/events.js";
+import type { AgentConfig, RunResult, Task } from "../agent/loop.js";
+import type { DailyLimits } from "../agent/quota.js";
 import { createSessionQueue } from "./session-queue.js";
-import type { Store } from "./store.js";
-import type { Pipelines } from "./sub-agents.js";
+import type { Store } from "../agent/store.js";
+import type { Pipelines } from "../agent/sub-agents.js";
 
-export { QUEUED_NOTICE_MS } from "./conversation-turns.js";
+export { QUEUED_NOTICE_MS } from "./turn-bodies.js";
 
 export interface MessageTask extends Omit<Task, "history"> {
   sessionId: string;
@@ -102,7 +102,7 @@ export interface Conversations {
   /** Resolves when every queued run has finished (for shutdown and tests). */
   idle(): Promise<void>;
   /**
-   * Runs one turn the run queue handed this process (ingress accepted it, see src/ingress/turns.ts):
+   * Runs one turn the run queue handed this process (ingress accepted it, see src/conversations/turns.ts):
    * no session queue of its own, the run queue keeps the conversation's order. Idempotent, as a turn
    * is delivered at least once (see conversation-queued.ts).
    */

@@ -12,9 +12,9 @@ import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { openPostgresRunQueue, type PostgresQueueOptions } from "../queue/postgres.js";
 import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
-import { startDiscordIngress, type DiscordIngress } from "./discord-ingress.js";
-import { startHttpIngress, type HttpIngress } from "./http-ingress.js";
-import { startSlackIngress, type SlackIngress } from "./slack-ingress.js";
+import { startDiscordIngress, type DiscordIngress } from "../adapters/discord/discord-inbound.js";
+import { startHttpIngress, type HttpIngress } from "../adapters/web/web-inbound.js";
+import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-inbound.js";
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 
 export interface IngressRole {

@@ -10,18 +10,24 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { configurationError } from "../agent/errors.js";
-import type { TokenCounter } from "../agent/tokens.js";
-import type { Logger } from "../logger.js";
-import { approvalView } from "../adapters/web/event-hub.js";
-import { HttpError, readJsonObject, sendJson } from "../adapters/web/http.js";
-import { actingUser, credentialsOf, inputOf, refusalOf, webSession, type Caller } from "../adapters/web/api-rules.js";
-import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "../adapters/web/web-api.js";
-import { callersOf, isLoopback, sendHttpError, servePage } from "../adapters/web/web-server.js";
-import type { StorePort } from "../store/port.js";
+import { configurationError } from "../../agent/errors.js";
+import type { TokenCounter } from "../../agent/tokens.js";
+import type { Logger } from "../../logger.js";
+import { approvalView } from "./event-hub.js";
+import { HttpError, readJsonObject, sendJson } from "./http.js";
+import { actingUser, credentialsOf, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
+import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "./web-api.js";
+import { callersOf, isLoopback, sendHttpError, servePage } from "./web-server.js";
+import type { StorePort } from "../../store/port.js";
 import { followStoreEvents } from "./store-events.js";
-import type { ReplayOnModel } from "../adapters/web/web-replay.js";
-import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
+import type { ReplayOnModel } from "./web-replay.js";
+import {
+  acceptMessage,
+  decideClick,
+  newRunId,
+  type IngressQueue,
+  type IngressStore,
+} from "../../conversations/turns.js";
 
 export interface HttpIngressOptions<Transaction> {
   store: IngressStore<Transaction>;

@@ -2,15 +2,15 @@
  * A web session's surface in a worker: the answer text the model streams, passed on through the
  * store (StorePort.publishText, a NOTIFY on PostgreSQL) to the ingress processes whose pages follow
  * the session, which show it as the web surface does in one process. Everything else of the run
- * reaches the pages from the store (ingress/store-events.ts); approvals are buttons on the page.
+ * reaches the pages from the store (store-events.ts); approvals are buttons on the page.
  *
  * Text is gathered per run and sent about every `everyMs` and at each step's end, so a fast model
  * makes a few notices a second, not one a token; each notice stays under NOTIFY's 8,000 bytes.
  */
-import type { AgentEvent } from "../agent/events.js";
-import type { ChatSurface } from "../agent/conversations.js";
-import type { Logger } from "../logger.js";
-import type { TextNotice } from "../store/port-data.js";
+import type { AgentEvent } from "../../agent/events.js";
+import type { ChatSurface } from "../../conversations/conversations.js";
+import type { Logger } from "../../logger.js";
+import type { TextNotice } from "../../store/port-data.js";
 
 /** Most bytes of one notice's JSON (PostgreSQL refuses a payload of 8,000 or more). */
 export const MAX_NOTICE_BYTES = 7_000;

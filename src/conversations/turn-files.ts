@@ -2,14 +2,22 @@
  * The files of a message as its turn carries them from ingress to a worker: references only (name,
  * declared type and size, download address, platform), never a token and never a byte, since ingress
  * acknowledges at once and never downloads. The worker fetches them, bounded, with its workspace's
- * credentials (src/worker/surfaces.ts). A turn's payload is at most MAX_PAYLOAD_BYTES of JSON, so
+ * credentials (src/adapters/surfaces.ts). A turn's payload is at most MAX_PAYLOAD_BYTES of JSON, so
  * the references are bounded here: at most MAX_TURN_FILES of them, short names and types, and within
  * FILES_PAYLOAD_BYTES together; a file whose reference would not fit travels without its address,
  * with the reason, and the worker tells the model and the person that it could not be read.
  */
 import { cleanName, formatBytes } from "../agent/attachments.js";
-import type { FileRef } from "../adapters/attachment-download.js";
 import { MAX_PAYLOAD_BYTES } from "../queue/types.js";
+
+/** A file as the platform announced it. */
+export interface FileRef {
+  name: string;
+  mimeType: string;
+  /** The size the platform declared, in bytes. */
+  size: number;
+  url: string;
+}
 
 export type FilePlatform = "slack" | "discord";
 

@@ -16,15 +16,15 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { App, BlockAction, Context } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { createSessionQueue } from "../agent/session-queue.js";
-import type { TokenCounter } from "../agent/tokens.js";
-import type { SlackConfig } from "../config.js";
-import type { Logger } from "../logger.js";
-import { refusalFor } from "../adapters/approval-replies.js";
-import { askSomething } from "../adapters/example-requests.js";
-import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "../adapters/slack/approval-blocks.js";
-import { slackFileRefs } from "../adapters/slack/slack-files.js";
-import { assertInstallPortFree, INSTALL_PATH } from "../adapters/slack/slack-oauth.js";
+import { createSessionQueue } from "../../conversations/session-queue.js";
+import type { TokenCounter } from "../../agent/tokens.js";
+import type { SlackConfig } from "../../config.js";
+import type { Logger } from "../../logger.js";
+import { refusalFor } from "../approval-replies.js";
+import { askSomething } from "../example-requests.js";
+import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "./approval-blocks.js";
+import { slackFileRefs } from "./slack-files.js";
+import { assertInstallPortFree, INSTALL_PATH } from "./slack-oauth.js";
 import {
   clickOrigin,
   inputOf,
@@ -34,12 +34,18 @@ import {
   slackSessionKey,
   threadOf,
   type SlackMessageEvent,
-} from "../adapters/slack/slack-events.js";
-import { withoutBroadcasts } from "../adapters/slack/slack-text.js";
-import { openSlackApp } from "../adapters/slack/slack-app.js";
-import type { Approval } from "../store/port.js";
-import { storedTextOf, turnFilesOf } from "./turn-files.js";
-import { acceptMessage, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
+} from "./slack-events.js";
+import { withoutBroadcasts } from "./slack-text.js";
+import { openSlackApp } from "./slack-app.js";
+import type { Approval } from "../../store/port.js";
+import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
+import {
+  acceptMessage,
+  decideClick,
+  newRunId,
+  type IngressQueue,
+  type IngressStore,
+} from "../../conversations/turns.js";
 
 export interface SlackIngressOptions<Transaction> {
   store: IngressStore<Transaction>;

@@ -8,13 +8,13 @@ import { approvalsAwaited } from "../tools/executor.js";
 import type { ApprovalDecision } from "../tools/types.js";
 import type { Approval, StorePort } from "../store/port.js";
 import type { ChatSurface, ConversationOptions, MessageTask } from "./conversations.js";
-import type { ErrorCode } from "./errors.js";
-import type { AgentEvent } from "./events.js";
-import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "./loop.js";
-import { quotaProblem } from "./quota.js";
-import { runOutcomeOf } from "./store.js";
-import type { Pipelines } from "./sub-agents.js";
-import { addUsage, emptyUsage } from "./types.js";
+import type { ErrorCode } from "../agent/errors.js";
+import type { AgentEvent } from "../agent/events.js";
+import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "../agent/loop.js";
+import { quotaProblem } from "../agent/quota.js";
+import { runOutcomeOf } from "../agent/store.js";
+import type { Pipelines } from "../agent/sub-agents.js";
+import { addUsage, emptyUsage } from "../agent/types.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;

@@ -20,11 +20,11 @@ import {
   type ChatInputCommandInteraction,
   type Message,
 } from "discord.js";
-import type { Price } from "../agent/cost.js";
-import type { TokenCounter } from "../agent/tokens.js";
-import type { DiscordConfig } from "../config.js";
-import type { Logger } from "../logger.js";
-import { refusalFor } from "../adapters/approval-replies.js";
+import type { Price } from "../../agent/cost.js";
+import type { TokenCounter } from "../../agent/tokens.js";
+import type { DiscordConfig } from "../../config.js";
+import type { Logger } from "../../logger.js";
+import { refusalFor } from "../approval-replies.js";
 import {
   approvalButton,
   discordClickOrigin,
@@ -33,14 +33,21 @@ import {
   discordMessageId,
   discordSessionKey,
   sessionUsageText,
-} from "../adapters/discord/discord-events.js";
-import { loginWithCommands } from "../adapters/discord/discord-login.js";
-import { approvalOutcomeText, NO_PINGS } from "../adapters/discord/discord-surface.js";
-import { createSessionQueue } from "../agent/session-queue.js";
-import { askSomething } from "../adapters/example-requests.js";
-import type { Approval, StorePort } from "../store/port.js";
-import { storedTextOf, turnFilesOf } from "./turn-files.js";
-import { acceptMessage, acceptReset, decideClick, newRunId, type IngressQueue, type IngressStore } from "./turns.js";
+} from "./discord-events.js";
+import { loginWithCommands } from "./discord-login.js";
+import { approvalOutcomeText, NO_PINGS } from "./discord-surface.js";
+import { createSessionQueue } from "../../conversations/session-queue.js";
+import { askSomething } from "../example-requests.js";
+import type { Approval, StorePort } from "../../store/port.js";
+import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
+import {
+  acceptMessage,
+  acceptReset,
+  decideClick,
+  newRunId,
+  type IngressQueue,
+  type IngressStore,
+} from "../../conversations/turns.js";
 
 export interface DiscordIngressOptions<Transaction> {
   store: IngressStore<Transaction> & Pick<StorePort<Transaction>, "sessionUsage">;

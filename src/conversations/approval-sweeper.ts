@@ -10,7 +10,7 @@
  * runs of one sweep are looked at again on the next.
  */
 import type { Logger } from "../logger.js";
-import { resumeTurn } from "../ingress/turns.js";
+import { resumeTurn } from "./turns.js";
 import type { RunQueue } from "../queue/types.js";
 import type { Approval, StorePort } from "../store/port.js";
 

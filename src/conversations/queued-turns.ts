@@ -1,5 +1,5 @@
 /**
- * Turns the run queue hands this process (ingress accepted them: src/ingress/turns.ts). A turn is
+ * Turns the run queue hands this process (ingress accepted them: src/conversations/turns.ts). A turn is
  * delivered at least once, so each is idempotent, judged by what the store says of its run:
  *
  * - a message whose run is `accepted` runs, on the message ingress stored (not stored again);
@@ -20,12 +20,12 @@
  * over) the message fetches them through `receiveFiles`, again on every delivery; what could not be
  * read is told to the person on the first delivery only, and to the model as a line.
  */
-import type { TurnFile } from "../ingress/turn-files.js";
-import type { TurnWork } from "../ingress/turns.js";
+import type { TurnFile } from "./turn-files.js";
+import type { TurnWork } from "./turns.js";
 import { newToolRunState } from "../tools/executor.js";
 import type { RunTrace, StorePort } from "../store/port.js";
-import { userMessageOf, type Attachment } from "./attachments.js";
-import type { TurnBodies } from "./conversation-turns.js";
+import { userMessageOf, type Attachment } from "../agent/attachments.js";
+import type { TurnBodies } from "./turn-bodies.js";
 import type { ChatSurface } from "./conversations.js";
 import {
   resumeAgent,
@@ -34,10 +34,10 @@ import {
   type RunResult,
   type StopReason,
   type ToolCallSummary,
-} from "./loop.js";
-import { answeredBy } from "./run.js";
-import { runOutcomeOf } from "./store.js";
-import { addUsage, emptyUsage, type Message } from "./types.js";
+} from "../agent/loop.js";
+import { answeredBy } from "../agent/run.js";
+import { runOutcomeOf } from "../agent/store.js";
+import { addUsage, emptyUsage, type Message } from "../agent/types.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */
 const ENDED: Record<string, StopReason> = {
