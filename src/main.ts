@@ -11,13 +11,11 @@
 import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
 import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { exampleRequests } from "./adapters/example-requests.js";
-import type { ReplayOnModel } from "./adapters/web/web-replay.js";
 import { startWebServer } from "./adapters/web/web-server.js";
-import { configurationError } from "./agent/errors.js";
+import type { StartedRoles } from "./roles/start.js";
 import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAgentConfig } from "./setup.js";
-import type { PostgresPort } from "./store/index.js";
 import { openSqlitePort } from "./store/sqlite.js";
 
 async function start(): Promise<void> {
@@ -90,72 +88,61 @@ async function start(): Promise<void> {
   process.once("SIGTERM", () => void shutdown());
 }
 
-/** GLASSBOX_ROLE with PostgreSQL: this process receives (ingress), runs turns (worker), or both (all). */
+/**
+ * GLASSBOX_ROLE: this process receives (ingress), runs turns (worker), or both (all), on the store
+ * and run queue of openDeployment: PostgreSQL with graphile-worker, or (all) SQLite with the queue
+ * in this process.
+ */
 async function startRole(
   config: GlassboxConfig,
   role: GlassboxRole,
   how: { chosenByUrl?: boolean } = {},
 ): Promise<void> {
   const log = createLogger({ level: "info" });
-  // Loaded only for a role: `npm start` on SQLite never loads PostgreSQL or the queue.
-  const [{ storePortOptionsFromEnv }, { queueOptionsFromEnv }, { startWorkerRole }, { startIngressRole }] =
-    await Promise.all([
-      import("./store/index.js"),
-      import("./roles/queue-settings.js"),
-      import("./roles/worker.js"),
-      import("./roles/ingress.js"),
-    ]);
+  const [{ storePortOptionsFromEnv }, { startRoles }] = await Promise.all([
+    import("./store/index.js"),
+    import("./roles/start.js"),
+  ]);
   const store = storePortOptionsFromEnv();
-  if (!store.databaseUrl) {
-    throw configurationError(
-      `GLASSBOX_ROLE=${role} needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the turns between the processes; unset GLASSBOX_ROLE to run everything in one process on SQLite.`,
-    );
-  }
-  const queue = queueOptionsFromEnv();
-  const stops: Array<() => Promise<void>> = [];
+  let roles: StartedRoles | undefined;
   const shutdown = async (code: number) => {
-    for (const stop of stops.splice(0))
-      await stop().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
+    await roles?.stop();
     process.exit(code);
   };
   process.once("SIGINT", () => void shutdown(0));
   process.once("SIGTERM", () => void shutdown(0));
-  let pages: string | undefined;
-  try {
-    // What ingress in this process borrows from a worker beside it: its model for replays, its tools' examples.
-    let fromWorker: { replay: ReplayOnModel; hints: string[]; toolNames: string[] } | undefined;
-    // The worker first: a missing model is said before any event is accepted.
-    if (role === "worker" || role === "all") {
-      const worker = await startWorkerRole({ config, store, queue, log, concurrency: config.workerConcurrency });
-      fromWorker = { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames };
-      stops.push(worker.stop);
-      await startupChores(worker.store, log);
-      void worker.stopped.then((cause) => {
-        if (cause === "stopped") return;
-        log.fatal(
-          { cause },
-          "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it",
-        );
-        void shutdown(1);
-      });
-    }
-    if (role === "ingress" || role === "all") {
-      const ingress = await startIngressRole({ config, store, queue, log, ...fromWorker });
-      stops.unshift(ingress.stop); // stop receiving before the worker stops
-      if (role === "ingress") await startupChores(ingress.store, log);
-      pages = ingress.api.url;
-    }
-  } catch (error) {
-    for (const stop of stops.splice(0)) await stop().catch(() => {});
-    throw error;
-  }
+  roles = await startRoles({
+    config,
+    role,
+    log,
+    where: store,
+    onWorkerLost: (cause) => {
+      log.fatal(
+        { cause },
+        "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it",
+      );
+      void shutdown(1);
+    },
+  });
+  const pages = roles.ingress?.api.url;
   const what = how.chosenByUrl
     ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)"
     : role === "all"
       ? "ingress and a worker in one process (GLASSBOX_ROLE=all)"
       : `as ${role} (GLASSBOX_ROLE=${role})`;
-  const line = `glassbox on PostgreSQL at ${databaseLabel(store.databaseUrl, store.databaseSchema)}, ${what}${pages ? `: chat at ${pages}/ and the trace at ${pages}/trace` : ""}`;
-  log.info({ role, store: "postgresql", chat: pages && `${pages}/`, trace: pages && `${pages}/trace` }, line);
+  const where = store.databaseUrl
+    ? `PostgreSQL at ${databaseLabel(store.databaseUrl, store.databaseSchema)}`
+    : `SQLite at ${roles.deployment.store.location}`;
+  const line = `glassbox on ${where}, ${what}${pages ? `: chat at ${pages}/ and the trace at ${pages}/trace` : ""}`;
+  log.info(
+    {
+      role,
+      store: roles.deployment.store.kind === "postgres" ? "postgresql" : "sqlite",
+      chat: pages && `${pages}/`,
+      trace: pages && `${pages}/trace`,
+    },
+    line,
+  );
   process.stdout.write(`${line} (Ctrl+C stops it)\n`);
 }
 
@@ -164,16 +151,6 @@ function databaseLabel(url: string, schema: string | undefined): string {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
   const where = parsed ? `${parsed.host}${parsed.pathname}` : "the database GLASSBOX_DATABASE_URL names";
   return schema ? `${where} (schema ${schema})` : where;
-}
-
-/** What a role's process tidies when it starts, as `npm start` does, on the shared store. */
-async function startupChores(store: PostgresPort, log: Logger): Promise<void> {
-  // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
-  await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
-  await store.pruneCancelRequests(new Date(Date.now() - 86_400_000));
-  // Runs of a process that is gone are marked interrupted; the worker their turn goes to next takes them over.
-  const interrupted = await store.interruptOrphanedRuns();
-  if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
 }
 
 /**

@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GlassboxError } from "../src/agent/errors.js";
 import { assertModelConfigured, loadConfig } from "../src/config.js";
+import { openDeployment, type Deployment } from "../src/roles/deployment.js";
 import { startIngressRole, type IngressRole } from "../src/roles/ingress.js";
 import { workOf } from "../src/conversations/turns.js";
 import { openPostgresRunQueue, type PostgresRunQueue } from "../src/queue/postgres.js";
@@ -21,20 +22,22 @@ describe("the ingress role", () => {
   let fake: FakeSlack | undefined;
   let worker: PostgresRunQueue | undefined;
   let database: TestDatabase | undefined;
+  let deployment: Deployment | undefined;
 
   afterEach(async () => {
     await role?.stop();
+    await deployment?.close();
     await worker?.close();
     await fake?.close();
     await database?.drop();
-    role = fake = worker = database = undefined;
+    role = fake = worker = database = deployment = undefined;
   });
 
   it("is refused in one sentence without PostgreSQL", async () => {
     const config = loadConfig({ GLASSBOX_WEB_PORT: "0" });
-    const refused = await startIngressRole({ config, store: { databasePath: "unused.db" }, log }).catch(
-      (error: unknown) => error,
-    );
+    const refused = await openDeployment({ role: "ingress", store: { databasePath: "unused.db" }, log })
+      .then((opened) => startIngressRole({ config, deployment: opened, log }))
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(GlassboxError);
     expect((refused as Error).message).toBe(
       "GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.",
@@ -55,7 +58,12 @@ describe("the ingress role", () => {
         GLASSBOX_API_TOKEN: "role-token",
       });
       expect(() => assertModelConfigured(config)).toThrow(/No model is configured/);
-      role = await startIngressRole({ config, store: { databaseUrl: database.url, databasePath: "unused.db" }, log });
+      deployment = await openDeployment({
+        role: "ingress",
+        store: { databaseUrl: database.url, databasePath: "unused.db" },
+        log,
+      });
+      role = await startIngressRole({ config, deployment, log });
 
       const ts = fake.nextTs();
       const event = await fake.sendEvent(

@@ -17,6 +17,7 @@ import { openSlackInstallations } from "../src/adapters/slack/slack-oauth.js";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
 import { queueOptionsFromEnv } from "../src/roles/queue-settings.js";
 import { openWorkerSurfaces, type WorkerSurfaces } from "../src/adapters/surfaces.js";
+import { openDeployment } from "../src/roles/deployment.js";
 import { startWorkerRole } from "../src/roles/worker.js";
 import { CLIENT_ID, CLIENT_SECRET, newKey, STATE_SECRET, TEAM_A, TEAM_B } from "./slack-oauth-helpers.js";
 
@@ -178,22 +179,20 @@ describe("the worker role's settings", () => {
   });
 
   it("refuses to start a worker without PostgreSQL, or without a model, in one sentence", async () => {
-    const noDatabase = await startWorkerRole({
-      config: loadConfig({ OPENAI_API_KEY: "sk-test" }),
-      store: { databasePath: "unused.db" },
-      log,
-      concurrency: 1,
-    }).catch((error: unknown) => error);
+    const noDatabase = await openDeployment({ role: "worker", store: { databasePath: "unused.db" }, log })
+      .then((deployment) =>
+        startWorkerRole({ config: loadConfig({ OPENAI_API_KEY: "sk-test" }), deployment, log, concurrency: 1 }),
+      )
+      .catch((error: unknown) => error);
     expect(noDatabase).toBeInstanceOf(GlassboxError);
     expect((noDatabase as Error).message).toBe(
       "GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.",
     );
-    const noModel = await startWorkerRole({
-      config: loadConfig({}),
-      store: { databaseUrl: "postgres://nobody@127.0.0.1:1/none", databasePath: "unused.db" },
-      log,
-      concurrency: 1,
-    }).catch((error: unknown) => error);
+    const deployment = await openDeployment({ role: "all", store: { databasePath: ":memory:" }, log });
+    const noModel = await startWorkerRole({ config: loadConfig({}), deployment, log, concurrency: 1 }).catch(
+      (error: unknown) => error,
+    );
+    await deployment.close();
     expect((noModel as Error).message).toMatch(/^No model is configured/);
   });
 

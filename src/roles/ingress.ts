@@ -6,33 +6,30 @@
  * PostgreSQL, which carries the turns to the workers (an in-process queue would keep them here).
  */
 import { priceOf } from "../agent/cost.js";
-import { configurationError } from "../agent/errors.js";
 import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import { openPostgresRunQueue, type PostgresQueueOptions } from "../queue/postgres.js";
-import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
+import type { StorePort } from "../store/port.js";
+import type { Deployment } from "./deployment.js";
 import { startDiscordIngress, type DiscordIngress } from "../adapters/discord/discord-inbound.js";
 import { startHttpIngress, type HttpIngress } from "../adapters/web/web-inbound.js";
 import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-inbound.js";
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 
 export interface IngressRole {
-  /** The PostgreSQL store this process accepts into (its own handle). */
-  store: PostgresPort;
+  /** The store this process accepts into (the deployment's). */
+  store: StorePort;
   slack?: SlackIngress;
   discord?: DiscordIngress;
   api: HttpIngress;
-  /** Stops receiving, then closes the queue and the store. */
+  /** Stops receiving; the deployment's store and queue stay open. */
   stop(): Promise<void>;
 }
 
 export async function startIngressRole(options: {
   config: GlassboxConfig;
-  /** Where the store is (storePortOptionsFromEnv): it must name PostgreSQL. */
-  store: StorePortOptions;
-  /** The run queue's own settings (its schema, timings); the connection is the store's database. */
-  queue?: Omit<PostgresQueueOptions, "connectionString" | "logger">;
+  /** The store and the run queue (openDeployment); the role leaves them open when it stops. */
+  deployment: Deployment;
   log: Logger;
   /** What an empty mention suggests asking. */
   hints?: string[];
@@ -41,17 +38,9 @@ export async function startIngressRole(options: {
   toolNames?: string[];
 }): Promise<IngressRole> {
   const { config, log } = options;
-  const databaseUrl = options.store.databaseUrl;
-  if (!databaseUrl) {
-    throw configurationError(
-      "GLASSBOX_ROLE=ingress needs GLASSBOX_DATABASE_URL (PostgreSQL), which carries the work to the worker processes; unset GLASSBOX_ROLE to run everything in one process.",
-    );
-  }
-  const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
+  const { store, queue } = options.deployment;
   const started: Array<{ stop(): Promise<void> }> = [];
   try {
-    const queue = await openPostgresRunQueue({ ...options.queue, connectionString: databaseUrl, logger: log });
-    started.push({ stop: () => queue.close() });
     // Messages are stored with their token count in the model's encoding; counting needs no model call.
     const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
     const offered = await followOffers(store, options, log);
@@ -96,12 +85,10 @@ export async function startIngressRole(options: {
       api,
       async stop() {
         for (const part of started.reverse()) await part.stop();
-        await store.close();
       },
     };
   } catch (error) {
     for (const part of started.reverse()) await part.stop().catch(() => {});
-    await store.close();
     throw error;
   }
 }
@@ -122,7 +109,7 @@ const OFFERS_EVERY_MS = 5_000;
  * every OFFERS_EVERY_MS into the same two arrays, which the parts read at each use.
  */
 async function followOffers(
-  store: PostgresPort,
+  store: StorePort,
   given: { hints?: string[]; toolNames?: string[] },
   log: Logger,
 ): Promise<{ tools: string[]; hints: string[]; stop(): Promise<void> }> {

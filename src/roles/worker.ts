@@ -10,16 +10,14 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
-import { configurationError } from "../agent/errors.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
-import { openPostgresRunQueue } from "../queue/postgres.js";
 import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
-import { createAgentConfig } from "../setup.js";
-import { openStorePort, type PostgresPort, type StorePortOptions } from "../store/index.js";
+import { createAgentConfig, type GlassboxAgent } from "../setup.js";
+import type { StorePort } from "../store/port.js";
+import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
-import type { RoleQueueOptions } from "./queue-settings.js";
 import { openWorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 import { exampleRequests } from "../adapters/example-requests.js";
@@ -28,8 +26,8 @@ import { exampleRequests } from "../adapters/example-requests.js";
 export const STOP_GRACE_MS = 25_000;
 
 export interface WorkerRole {
-  /** The PostgreSQL store this worker runs on (its own handle). */
-  store: PostgresPort;
+  /** The store this worker runs on (the deployment's). */
+  store: StorePort;
   worker: QueueWorker;
   sweeper: ApprovalSweeper;
   /**
@@ -48,11 +46,11 @@ export interface WorkerRole {
 
 export interface WorkerRoleOptions {
   config: GlassboxConfig;
-  /** Where the store is (storePortOptionsFromEnv): it must name PostgreSQL. */
-  store: StorePortOptions;
-  /** The run queue's own settings (its schema, timings); the connection is the store's database. */
-  queue?: RoleQueueOptions;
+  /** The store and the run queue (openDeployment); the role leaves them open when it stops. */
+  deployment: Deployment;
   log: Logger;
+  /** The agent to run turns with; by default built from `config` (and closed when the role stops). */
+  agent?: GlassboxAgent;
   /** Turns run at once (GLASSBOX_WORKER_CONCURRENCY). */
   concurrency: number;
   /** How often expired approvals are swept (default 30 s). */
@@ -62,24 +60,16 @@ export interface WorkerRoleOptions {
 
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const { config, log } = options;
-  const databaseUrl = options.store.databaseUrl;
-  if (!databaseUrl) {
-    throw configurationError(
-      "GLASSBOX_ROLE=worker needs GLASSBOX_DATABASE_URL (PostgreSQL), where ingress processes leave the turns; unset GLASSBOX_ROLE to run everything in one process.",
-    );
-  }
-  assertModelConfigured(config); // workers call the model; ingress never does
-  const store = (await openStorePort({ ...options.store, longRunning: true })) as PostgresPort;
-  const closing: Array<() => Promise<void>> = [() => store.close()];
+  const { store, queue } = options.deployment;
+  if (!options.agent) assertModelConfigured(config); // workers call the model; ingress never does
+  const closing: Array<() => Promise<void>> = [];
   const closeAll = async () => {
     for (const close of closing.splice(0).reverse())
       await close().catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: closing failed"));
   };
   try {
-    const queue = await openPostgresRunQueue({ ...options.queue, connectionString: databaseUrl, logger: log });
-    closing.push(() => queue.close());
-    const agent = await createAgentConfig(config, log, { port: store });
-    closing.push(() => agent.close());
+    const agent = options.agent ?? (await createAgentConfig(config, log, { port: store }));
+    if (!options.agent) closing.push(() => agent.close());
     const surfaces = await openWorkerSurfaces(config, log, store.publishText);
     closing.push(() => surfaces.close());
     const conversations = createConversations(agent, store, {

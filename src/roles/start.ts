@@ -1,0 +1,91 @@
+/**
+ * Starts a process's roles on one deployment: the worker first (a missing model is said before any
+ * event is accepted), then ingress, which borrows the worker's model for replays and its tools'
+ * names when both run here. One process on SQLite is `all` with the queue in this process.
+ */
+import type { GlassboxConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { GlassboxAgent } from "../setup.js";
+import type { StorePortOptions } from "../store/index.js";
+import type { StorePort } from "../store/port.js";
+import { type Deployment, openDeployment, type Role } from "./deployment.js";
+import { type IngressRole, startIngressRole } from "./ingress.js";
+import { queueOptionsFromEnv } from "./queue-settings.js";
+import { startWorkerRole, type WorkerRole } from "./worker.js";
+
+export interface StartedRoles {
+  deployment: Deployment;
+  worker?: WorkerRole;
+  ingress?: IngressRole;
+  /** Stops receiving, then the worker (its turns settle), then closes the queue and the store. */
+  stop(): Promise<void>;
+}
+
+export interface StartRolesOptions {
+  config: GlassboxConfig;
+  role: Role;
+  log: Logger;
+  /** The worker's agent; by default built from `config`. */
+  agent?: GlassboxAgent;
+  /** Where the store is (storePortOptionsFromEnv); by default SQLite at `config.databasePath`. */
+  where?: StorePortOptions;
+  /** A store already open instead (left open by stop). */
+  store?: StorePort;
+  /** Called when the worker stops taking turns by itself (its lease lost, or the queue ended). */
+  onWorkerLost?: (cause: string) => void;
+}
+
+export async function startRoles(options: StartRolesOptions): Promise<StartedRoles> {
+  const { config, role, log } = options;
+  const deployment = await openDeployment({
+    store: options.where ?? { databasePath: config.databasePath },
+    queue: queueOptionsFromEnv(),
+    role,
+    log,
+    given: options.store,
+  });
+  const stops: Array<() => Promise<void>> = [deployment.close];
+  const stop = async () => {
+    for (const part of stops.splice(0).reverse())
+      await part().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
+  };
+  try {
+    let worker: WorkerRole | undefined;
+    if (role === "worker" || role === "all") {
+      worker = await startWorkerRole({
+        config,
+        deployment,
+        log,
+        concurrency: config.workerConcurrency,
+        agent: options.agent,
+      });
+      stops.push(worker.stop);
+      void worker.stopped.then((cause) => cause !== "stopped" && options.onWorkerLost?.(cause));
+    }
+    await startupChores(deployment.store, log);
+    let ingress: IngressRole | undefined;
+    if (role === "ingress" || role === "all") {
+      ingress = await startIngressRole({
+        config,
+        deployment,
+        log,
+        ...(worker ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames } : {}),
+      });
+      stops.push(ingress.stop);
+    }
+    return { deployment, worker, ingress, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** What a process tidies when it starts, on the shared store. */
+async function startupChores(store: StorePort, log: Logger): Promise<void> {
+  // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
+  await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
+  await store.pruneCancelRequests(new Date(Date.now() - 86_400_000));
+  // Runs of a process that is gone are marked interrupted; the worker their turn goes to next takes them over.
+  const interrupted = await store.interruptOrphanedRuns();
+  if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
+}
