@@ -4,11 +4,9 @@
  */
 import { availableParallelism } from "node:os";
 import { parsePrices, type Price } from "./agent/cost.js";
-import { parseEncryptionKey } from "./adapters/slack/token-crypto.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
 import type { ImageMode, ToolMode } from "./agent/llm/index.js";
-import type { InstallationDatabase } from "./store/installations.js";
 import { parseMcpServers, type McpServerConfig } from "./tools/mcp-config.js";
 
 export interface GlassboxConfig {
@@ -432,4 +430,40 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number):
   if (!Number.isFinite(value) || value <= 0)
     throw configurationError(`${name} is '${text}'; set it to a positive number.`);
   return value;
+}
+
+const ENCRYPTION_KEY_BYTES = 32;
+const MAKE_A_KEY = "make one with `openssl rand -base64 32`";
+
+/**
+ * The key from its text: 64 hex digits or the base64 (or base64url) of 32 bytes. A missing or
+ * malformed key is one sentence saying how to make one.
+ */
+export function parseEncryptionKey(text: string | undefined): Buffer {
+  const value = text?.trim() ?? "";
+  if (!value) {
+    throw configurationError(
+      `GLASSBOX_ENCRYPTION_KEY is not set, and the Slack installations' tokens are stored encrypted with it: ${MAKE_A_KEY} and keep it (the stored tokens cannot be read without it).`,
+    );
+  }
+  let key: Buffer | undefined;
+  if (/^[0-9a-f]{64}$/i.test(value)) key = Buffer.from(value, "hex");
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value))
+    key = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+  if (key?.length !== ENCRYPTION_KEY_BYTES) {
+    throw configurationError(
+      `GLASSBOX_ENCRYPTION_KEY must be 32 bytes written as base64 (44 characters) or hex (64 digits), and this one is not; ${MAKE_A_KEY}.`,
+    );
+  }
+  return key;
+}
+
+/** Where a deployment keeps its data: PostgreSQL by URL, else a SQLite file. */
+export interface InstallationDatabase {
+  /** postgres://... selects PostgreSQL (GLASSBOX_DATABASE_URL). */
+  databaseUrl?: string;
+  /** A schema of its own inside that database, created if missing (GLASSBOX_DATABASE_SCHEMA). */
+  databaseSchema?: string;
+  /** Without a URL: the SQLite file (GLASSBOX_DB). */
+  databasePath: string;
 }

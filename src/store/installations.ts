@@ -33,14 +33,9 @@ export interface InstallationRecords {
   close(): Promise<void>;
 }
 
-export interface InstallationDatabase {
-  /** postgres://... selects PostgreSQL (GLASSBOX_DATABASE_URL). */
-  databaseUrl?: string;
-  /** A schema of its own inside that database, created if missing (GLASSBOX_DATABASE_SCHEMA). */
-  databaseSchema?: string;
-  /** Without a URL: the SQLite file (GLASSBOX_DB). */
-  databasePath: string;
-}
+import type { InstallationDatabase } from "../config.js";
+
+export type { InstallationDatabase };
 
 /** Opens the records where the store lives, creating their tables if missing. Each backend loads only when chosen. */
 export async function openInstallationRecords(database: InstallationDatabase): Promise<InstallationRecords> {

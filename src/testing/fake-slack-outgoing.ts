@@ -2,7 +2,7 @@
 // part of the conversation a test reads back), block_actions payloads with the response_url they
 // carry and what a POST to that URL does to the message, and the POST signed as Slack signs it.
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
-import { undiciFetch } from "../undici-fetch.js";
+import { request } from "undici";
 import type { EventTeam } from "./fake-slack-oauth.js";
 import { findElement, type BotIdentity, type MessageStore } from "./fake-slack-messages.js";
 
@@ -172,8 +172,8 @@ export function createOutgoing(context: OutgoingContext) {
     const signature = createHmac("sha256", o.signingSecret ?? signingSecret)
       .update(`v0:${timestamp}:${body}`)
       .digest("hex");
-    // glassbox's own transport: the sender stands for Slack's servers, whose work is not the bot's.
-    const res = await undiciFetch(url, {
+    // undici's request API, not the global fetch: the sender stands for Slack's servers, whose work is not the bot's.
+    const response = await request(url, {
       method: "POST",
       body,
       headers: {
@@ -183,7 +183,7 @@ export function createOutgoing(context: OutgoingContext) {
         "X-Slack-Signature": `v0=${signature}`,
       },
     });
-    return { status: res.status, body: await res.text() };
+    return { status: response.statusCode, body: await response.body.text() };
   }
 
   return { eventCallback, blockActionPayload, applyResponse, signedPost };

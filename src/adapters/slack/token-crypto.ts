@@ -7,40 +7,18 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { configurationError, type GlassboxError } from "../../agent/errors.js";
 
+export { parseEncryptionKey } from "../../config.js";
+
 const KEY_BYTES = 32;
 const IV_BYTES = 12; // GCM's standard nonce: random per value, so one key seals 2^32 values safely
 const TAG_BYTES = 16;
 const VERSION = "v1";
-const MAKE_ONE = "make one with `openssl rand -base64 32`";
 
 export interface TokenCipher {
   /** Encrypts `plain`, bound to `context` (what it belongs to); a new random IV every time. */
   seal(plain: string, context: string): string;
   /** Decrypts a sealed value; throws a GlassboxError when the key or the context is not the one it was sealed with. */
   open(sealed: string, context: string): string;
-}
-
-/**
- * The key from its text: 64 hex digits or the base64 (or base64url) of 32 bytes. A missing or
- * malformed key is one sentence saying how to make one.
- */
-export function parseEncryptionKey(text: string | undefined): Buffer {
-  const value = text?.trim() ?? "";
-  if (!value) {
-    throw configurationError(
-      `GLASSBOX_ENCRYPTION_KEY is not set, and the Slack installations' tokens are stored encrypted with it: ${MAKE_ONE} and keep it (the stored tokens cannot be read without it).`,
-    );
-  }
-  let key: Buffer | undefined;
-  if (/^[0-9a-f]{64}$/i.test(value)) key = Buffer.from(value, "hex");
-  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value))
-    key = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
-  if (key?.length !== KEY_BYTES) {
-    throw configurationError(
-      `GLASSBOX_ENCRYPTION_KEY must be 32 bytes written as base64 (44 characters) or hex (64 digits), and this one is not; ${MAKE_ONE}.`,
-    );
-  }
-  return key;
 }
 
 export function createTokenCipher(key: Buffer): TokenCipher {
