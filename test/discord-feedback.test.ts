@@ -4,7 +4,7 @@
 // person's latest click is their answer, a replayed interaction counts once, and no click starts a run.
 import { MessageFlags } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { createFeedbackBook } from "../src/agent/feedback.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
 import type { FakeDiscord } from "../src/testing/fake-discord.js";
 import {
   agentFor,

@@ -36,7 +36,7 @@ import {
   type ToolCallSummary,
 } from "./loop.js";
 import { answeredBy } from "./run.js";
-import { runOutcomeOf } from "./store.js";
+import { runOutcomeOf } from "./contracts.js";
 import { addUsage, emptyUsage, type Message } from "./types.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */

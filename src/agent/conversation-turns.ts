@@ -12,7 +12,7 @@ import type { ErrorCode } from "./errors.js";
 import type { AgentEvent } from "./events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "./loop.js";
 import { quotaProblem } from "./quota.js";
-import { runOutcomeOf } from "./store.js";
+import { runOutcomeOf } from "./contracts.js";
 import type { Pipelines } from "./sub-agents.js";
 import { addUsage, emptyUsage } from "./types.js";
 
