@@ -47,13 +47,13 @@ describe("Slack and Discord sharing one store", () => {
     const { log } = slack.memoryLogger();
     const { agent } = await slack.agentFor(model, slack.tempPaths(), log, { GLASSBOX_TOOLS: noticeTools() });
     const slackFake = await slack.startSlack();
-    const slackBot = await slack.startAdapter({ fake: slackFake, agent, store: agent.store, log });
+    const slackBot = await slack.startAdapter({ fake: slackFake, agent, store: agent.port, log });
     const discordFake = await discord.startFake();
     // A Discord approver may decide any Discord approval: the refusal cannot come from who clicks.
     const discordBot = await discord.startAdapter({
       fake: discordFake,
       agent,
-      store: agent.store,
+      store: agent.port,
       log,
       discord: { approvers: [discord.APPROVER] },
     });

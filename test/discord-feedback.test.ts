@@ -106,8 +106,8 @@ describe("Discord feedback", () => {
     const { log } = memoryLogger();
     const one = (await agentFor(model, paths, log)).agent;
     const two = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: one, store: one.store, log });
-    const b = await startAdapter({ fake, agent: two, store: two.store, log });
+    const a = await startAdapter({ fake, agent: one, store: one.port, log });
+    const b = await startAdapter({ fake, agent: two, store: two.port, log });
     expect(fake.connections()).toBe(2);
     await fake.sendMessage({
       channelId: CHANNEL,

@@ -131,7 +131,7 @@ export interface AdapterOptions {
   fake: FakeDiscord;
   agent: AgentConfig;
   /** The port, or the SQLite store whose port the adapter is given. */
-  store: SqliteStore | StorePort;
+  store: StorePort;
   log: Logger;
   discord?: Partial<DiscordConfig>;
   approvalTtlSeconds?: number;
@@ -142,7 +142,7 @@ export async function startAdapter(options: AdapterOptions): Promise<DiscordAdap
   const adapter = await startDiscordAdapter({
     discord: { token: options.fake.token, apiUrl: options.fake.apiUrl, approvers: [], ...options.discord },
     agent: options.agent,
-    store: "db" in options.store ? sqlitePortOf(options.store) : options.store,
+    store: options.store,
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });
@@ -189,7 +189,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const discord = await startAdapter({
     fake,
     agent,
-    store: agent.store,
+    store: sqlitePortOf(agent.store),
     log,
     discord: options.discord,
     approvalTtlSeconds: options.approvalTtlSeconds,

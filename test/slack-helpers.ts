@@ -134,7 +134,7 @@ export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> 
 export async function startAdapter(options: {
   fake: FakeSlack;
   agent: AgentConfig;
-  store: SqliteStore | StorePort;
+  store: StorePort;
   log: Logger;
   slack?: Partial<SlackConfig>;
   approvalTtlSeconds?: number;
@@ -142,7 +142,7 @@ export async function startAdapter(options: {
   const slack = await startSlackAdapter({
     slack: slackConfigFor(options.fake, options.slack),
     agent: options.agent,
-    store: "db" in options.store ? sqlitePortOf(options.store) : options.store,
+    store: options.store,
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });
@@ -205,7 +205,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const slack = await startAdapter({
     fake,
     agent,
-    store: agent.store,
+    store: sqlitePortOf(agent.store),
     log,
     slack: options.slack,
     approvalTtlSeconds: options.approvalTtlSeconds,
