@@ -35,7 +35,7 @@ import OpenAI from "openai";
 import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { createTokenCounter, encodingForModel } from "../src/agent/tokens.js";
 import { createTraceRecorder } from "../src/agent/trace.js";
 import type { ChatModel } from "../src/agent/types.js";
@@ -111,7 +111,7 @@ function noopScript(body: ChatCompletionRequestBody): ScriptedReply {
 }
 
 /** A bot's engine: memory and trace on one SQLite file. */
-async function engineWithStore(store: Store, model: ChatModel) {
+async function engineWithStore(store: SqliteStore, model: ChatModel) {
   const counter = await createTokenCounter(encodingForModel(MODEL));
   const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
   const trace = createTraceRecorder(sqlitePortOf(store), { estimateTokens: memory.estimate });
@@ -179,7 +179,7 @@ interface CpuSamples {
 }
 
 async function measureCpu(url: string, directory: string, clear: () => void): Promise<CpuSamples> {
-  const store = openStore(join(directory, "cpu.db"));
+  const store = openSqliteStore(join(directory, "cpu.db"));
   const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
   const run = await engineWithStore(store, model);
   const loopTools = createToolRegistry([noopTool]);
@@ -388,7 +388,7 @@ function runChild<T>(program: string, args: string[]): Promise<T> {
 
 /** The memory half, in a fresh compiled child: 200 runs at once on a fresh store, its own RSS sampled throughout. */
 async function concurrentMain(url: string, database: string): Promise<void> {
-  const store = openStore(database, { checkpointInBackground: true });
+  const store = openSqliteStore(database, { checkpointInBackground: true });
   const model = createOpenAIModel({ model: MODEL, baseURL: url, apiKey: "not-needed", stream: false });
   const run = await engineWithStore(store, model);
   collectGarbage();
@@ -418,7 +418,7 @@ async function concurrentMain(url: string, database: string): Promise<void> {
 }
 
 /** What the trace keeps to show each step's exact request. */
-function payloadBytesOf(store: Store): number {
+function payloadBytesOf(store: SqliteStore): number {
   const tables = store.db
     .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'step_messages'")
     .pluck()

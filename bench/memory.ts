@@ -20,7 +20,7 @@ import { createOpenAIModel } from "../src/agent/llm/index.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent, type RunResult, type RunState } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
 import { createMemory, NOTES_END, NOTES_START, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { createTokenCounter, encodingForModel, promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import { emptyUsage, type ChatModel, type Message, type ToolSpec } from "../src/agent/types.js";
 import { newToolRunState } from "../src/tools/executor.js";
@@ -312,7 +312,7 @@ async function runConversation(
   server: ScriptedModelServer,
   counter: TokenCounter,
   turns: Turn[],
-  store: Store,
+  store: SqliteStore,
   withMemory: boolean,
 ): Promise<ConversationRun> {
   const current = { turn: 0 };
@@ -388,8 +388,8 @@ function checkTurn(result: RunResult, turn: Turn, withMemory: boolean): void {
 
 async function measureConversation(server: ScriptedModelServer, counter: TokenCounter, directory: string) {
   const turns = conversationTurns();
-  const store = openStore(join(directory, "conversation.db"));
-  const naiveStore = openStore(":memory:"); // only for the naive run's remember tool
+  const store = openSqliteStore(join(directory, "conversation.db"));
+  const naiveStore = openSqliteStore(":memory:"); // only for the naive run's remember tool
   let withMemory: ConversationRun;
   let naive: ConversationRun;
   let storedMessages: number;
@@ -691,7 +691,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   const model = createOpenAIModel({ model: MODEL, baseURL: server.url, apiKey: "not-needed", stream: false });
 
   // Fill, as runs would have.
-  let store = openStore(path);
+  let store = openSqliteStore(path);
   for (const fact of [FACT, "Prefers answers in short bullet points.", "Works in the logistics team, north region."])
     store.addFact(USER, "user", fact);
   const filled = await fillSession(
@@ -728,7 +728,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   for (let round = 0; round < 1 + MEASURED_ROUNDS; round++) {
     collectGarbage();
     const opened = performance.now();
-    store = openStore(path);
+    store = openSqliteStore(path);
     const memory = createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: BUDGET });
     const run = { ...filled.current }; // the open run, as a restarted process would carry on with it
     const started = performance.now();
@@ -752,7 +752,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
 
   // A diagnostic pass (not in the figures above): the same calls with a counter that times itself.
   collectGarbage();
-  store = openStore(path);
+  store = openSqliteStore(path);
   const timed = timedCounter(counter);
   const diagnostic = createMemory({ store: sqlitePortOf(store), model, counter: timed.counter, budgetTokens: BUDGET });
   const diagnosticRun = { ...filled.current };
@@ -778,7 +778,7 @@ async function measureContextAssembly(server: ScriptedModelServer, counter: Toke
   const rows: Row[] = [
     { label: `context assembly, warm, per call (${STORED_MESSAGES} stored messages)`, value: warmStats, unit: "ms" },
     { label: "  cold: first call after opening the store", value: coldStats, unit: "ms" },
-    { label: "  opening the store (openStore + createMemory)", value: statsOf(openMs), unit: "ms" },
+    { label: "  opening the store (openSqliteStore + createMemory)", value: statsOf(openMs), unit: "ms" },
     { label: `  assembled context: ${contextMessages} messages`, value: contextTokens, unit: "tokens" },
     // From one extra pass with a self-timing counter: shares, since one pass is noisier than the rounds above.
     {
@@ -899,7 +899,7 @@ async function measureAppend(counter: TokenCounter, directory: string) {
       return (list.length * 1000) / ms;
     }
     const path = join(directory, `append-${++files}.db`);
-    const store = openStore(path);
+    const store = openSqliteStore(path);
     try {
       const sessionId = `slack:T1:C3:${files}`;
       const runId = `run_append_${files}`;

@@ -15,14 +15,11 @@ export type * from "./tools/types.js";
 export { ToolPause } from "./tools/types.js";
 export { loadConfig, type GlassboxConfig } from "./config.js";
 // Memory, traces and conversations: the parts the chat adapters are built from. Everything persists
-// through a store port (openStorePort; on a SQLite store already open, sqlitePortOf).
-/** @deprecated The synchronous SQLite store; open a store port instead (openStorePort, or sqlitePortOf over a store already open). */
-export { openStore, type Store } from "./agent/store.js";
-export { createMemory, createSqliteMemory, type Memory, type MemoryStore } from "./agent/memory.js";
+// through a store port (openStorePort).
+export { createMemory, type Memory, type MemoryStore } from "./agent/memory.js";
 export { openStorePort, type AnyStorePort, type StorePort } from "./store/index.js";
-export { sqlitePortOf } from "./store/sqlite.js";
 export { createTokenCounter, encodingForModel } from "./agent/tokens.js";
-export { createTraceRecorder, createTraceReader } from "./agent/trace.js";
+export { createTraceRecorder } from "./agent/trace.js";
 export { createConversations, type ChatSurface, type Conversations } from "./conversations/conversations.js";
 export { createSpecialistTools, createPipelines, parseAgentsConfig, type AgentDefinition } from "./agent/sub-agents.js";
 export { createToolSelector } from "./tools/selection.js";

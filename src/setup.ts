@@ -21,8 +21,7 @@ import { otelExportFromEnv, withOtelExport } from "./agent/otel-export.js";
 import { createTraceRecorder } from "./agent/trace.js";
 import type { ChatModel } from "./agent/types.js";
 import type { FactStore, StorePort } from "./store/port.js";
-import { openSqlitePort, sqlitePortOf } from "./store/sqlite.js";
-import type { Store } from "./agent/store.js";
+import { openSqlitePort } from "./store/sqlite.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
@@ -37,6 +36,7 @@ import {
   type ToolGroup,
   type ToolSource,
 } from "./tools/tool-sources.js";
+import { learnAtRunEnd } from "./tools/learn-at-run-end.js";
 import { createUsageLearning } from "./tools/usage-learning.js";
 import type { AnyTool, ApprovalGate } from "./tools/types.js";
 
@@ -181,8 +181,6 @@ export interface AgentOptions {
    * file is opened, and close() leaves it open. Without it, the agent opens GLASSBOX_DB and closes it.
    */
   port?: StorePort;
-  /** @deprecated A SQLite store already open, used through its port and closed with the agent; give `port: sqlitePortOf(store)` instead. */
-  store?: Store;
 }
 
 /**
@@ -196,11 +194,7 @@ export async function createAgentConfig(
 ): Promise<GlassboxAgent> {
   // Memory, the trace, quotas, memory's tools and the adapters write through the store port; one
   // opened here is a long-running bot's (its WAL checkpointed from a thread of its own).
-  const owned = options.port
-    ? undefined
-    : options.store
-      ? sqlitePortOf(options.store)
-      : openSqlitePort(config.databasePath, { longRunning: true });
+  const owned = options.port ? undefined : openSqlitePort(config.databasePath, { longRunning: true });
   const port = options.port ?? (owned as StorePort);
   const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
   // With daily caps, every model call of a user is checked against what they spent and reserved.
@@ -254,7 +248,7 @@ export async function createAgentConfig(
   if (selector.active) for (const example of await port.usageHistory()) usage.learn(example);
   const tools = selector.tools;
   const recorder = createTraceRecorder(port, { prices: config.prices, estimateTokens: memory.estimate, log });
-  const learning: typeof recorder = selector.active ? learnFromRunEnds(recorder, port, usage) : recorder;
+  const learning: typeof recorder = selector.active ? learnAtRunEnd(recorder, port, usage) : recorder;
   // With OTEL_EXPORTER_OTLP_ENDPOINT, every run (specialists' too: they share this recorder) is also exported.
   const otel = otelExportFromEnv(process.env, config.model.model);
   const trace = otel ? (withOtelExport({ trace: learning }, otel).trace ?? learning) : learning;
@@ -287,27 +281,4 @@ export async function createAgentConfig(
     },
   };
   return agent;
-}
-
-/** Tool selection learns from each run as it ends, once the run's records have committed. */
-function learnFromRunEnds(
-  recorder: ReturnType<typeof createTraceRecorder>,
-  port: StorePort,
-  usage: ReturnType<typeof createUsageLearning>,
-): typeof recorder {
-  return {
-    ...recorder,
-    record(event, unit) {
-      recorder.record(event, unit);
-      if (event.type !== "run_end") return;
-      // Learning only sharpens selection: a run must not fail over it.
-      unit.afterCommit(
-        () =>
-          void port.runUsage(event.runId).then(
-            (example) => example && usage.learn(example),
-            () => undefined,
-          ),
-      );
-    },
-  };
 }

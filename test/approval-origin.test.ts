@@ -6,8 +6,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
-import { createApprovalBook } from "../src/agent/approvals.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { createApprovalBook } from "../src/store/sqlite-approvals.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 import { loadConfig } from "../src/config.js";
 import type { BlockActionInput } from "../src/testing/fake-slack.js";
@@ -39,7 +39,7 @@ function noticeTools(): string {
   return path;
 }
 
-const statusOf = (store: Store, approvalId: string) => createApprovalBook(store).get(approvalId)?.status;
+const statusOf = (store: SqliteStore, approvalId: string) => createApprovalBook(store).get(approvalId)?.status;
 
 describe("Slack and Discord sharing one store", () => {
   it("a Discord click carrying a Slack approval's id is refused: the approval stays pending, and the Slack run resumes on a genuine Slack click (regression: a Discord approver's click decided a Slack approval)", async () => {
@@ -47,13 +47,13 @@ describe("Slack and Discord sharing one store", () => {
     const { log } = slack.memoryLogger();
     const { agent } = await slack.agentFor(model, slack.tempPaths(), log, { GLASSBOX_TOOLS: noticeTools() });
     const slackFake = await slack.startSlack();
-    const slackBot = await slack.startAdapter({ fake: slackFake, agent, store: agent.store, log });
+    const slackBot = await slack.startAdapter({ fake: slackFake, agent, store: agent.port, log });
     const discordFake = await discord.startFake();
     // A Discord approver may decide any Discord approval: the refusal cannot come from who clicks.
     const discordBot = await discord.startAdapter({
       fake: discordFake,
       agent,
-      store: agent.store,
+      store: agent.port,
       log,
       discord: { approvers: [discord.APPROVER] },
     });
@@ -172,7 +172,7 @@ describe("Slack clicks", () => {
       GLASSBOX_SHOP_DB: paths.shopDb,
       GLASSBOX_TOOLS: noticeTools(),
     });
-    const store = openStore(config.databasePath);
+    const store = openSqliteStore(config.databasePath);
     const { log } = slack.memoryLogger();
     const bot = await startSlackAdapter({
       slack: slack.slackConfigFor(fake),

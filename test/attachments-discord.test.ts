@@ -1,7 +1,7 @@
 // Files attached to a Discord message reach the model: the real discord.js client against the fake
 // Discord, whose MESSAGE_CREATE carries attachments served from its CDN path (no token needed).
 import { afterEach, describe, expect, it } from "vitest";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { PNG, userContent, type Part } from "./attachment-helpers.js";
 import { botTexts, cleanUp, DM, GUILD, startHarness, USER, waitForBotMessage, CHANNEL } from "./discord-helpers.js";
 

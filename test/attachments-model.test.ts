@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Attachment } from "../src/agent/attachments.js";
 import { runAgent } from "../src/agent/loop.js";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { loadConfig } from "../src/config.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";

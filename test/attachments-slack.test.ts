@@ -1,7 +1,7 @@
 // Files shared in Slack reach the model: the real Bolt app against the fake Slack, which serves
 // files at url_private_download only to the bot token and can hand a download to another host.
 import { afterEach, describe, expect, it } from "vitest";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { fetchSlackFiles } from "../src/adapters/slack/slack-files.js";
 import { PNG, userContent, type Part } from "./attachment-helpers.js";
 import {

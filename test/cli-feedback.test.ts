@@ -2,8 +2,8 @@
 // shows each person's latest 👍 / 👎 with its reason under the run, and `glassbox usage` counts them.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createFeedbackBook } from "../src/agent/feedback.js";
-import { openStore } from "../src/agent/store.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 import { useCli } from "./cli-helpers.js";
 
 const { server, glassbox, dataDir } = useCli();
@@ -13,7 +13,7 @@ function rate(
   runId: string,
   ratings: Array<{ userId: string; rating: "up" | "down"; reason?: string; source: "slack" | "discord" | "web" }>,
 ) {
-  const store = openStore(join(dataDir, "glassbox.db"));
+  const store = openSqliteStore(join(dataDir, "glassbox.db"));
   try {
     const book = createFeedbackBook(store);
     for (const one of ratings) expect(book.record({ runId, ...one })).toBe("recorded");

@@ -3,8 +3,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createFeedbackBook } from "../src/agent/feedback.js";
-import { openStore } from "../src/agent/store.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 import { useCli } from "./cli-helpers.js";
 
@@ -76,7 +76,7 @@ describe("glassbox replay", () => {
   it("eval --feedback down|up replays the runs people rated so; another value is one sentence", async () => {
     const good = await recordRun();
     const bad = await recordRun();
-    const store = openStore(join(dataDir, "glassbox.db"));
+    const store = openSqliteStore(join(dataDir, "glassbox.db"));
     try {
       const feedback = createFeedbackBook(store);
       feedback.record({ runId: good, userId: "U1", rating: "up", source: "web" });

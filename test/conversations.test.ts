@@ -90,7 +90,7 @@ describe("createConversations", () => {
       tools: createToolRegistry([]),
       memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
     };
-    return { server, store, conversations: createConversations(agent, store) };
+    return { server, store, conversations: createConversations(agent, sqlitePortOf(store)) };
   }
 
   const rolesAndTexts = (messages: Array<{ role: string; content?: unknown }>) =>

@@ -3,13 +3,13 @@
 // root; the immutable attribute does, on ext4 and most Linux file systems).
 import { execFileSync } from "node:child_process";
 import { closeSync, openSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { openStore } from "../src/agent/store.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 
 const PAGE_BYTES = 4096;
 
 /** A real database with some hundred messages, then garbage written over the middle of its pages. */
 export function writeDamagedDatabase(path: string): void {
-  const store = openStore(path);
+  const store = openSqliteStore(path);
   for (let index = 0; index < 200; index++)
     store.appendMessages("cli:damaged", null, [
       { message: { role: "user", content: `message ${index} ${"x".repeat(200)}` }, tokens: 10 },

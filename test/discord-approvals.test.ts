@@ -155,7 +155,7 @@ describe("Discord approvals", () => {
     const { log } = memoryLogger();
 
     const first = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: first, store: first.store, log });
+    const a = await startAdapter({ fake, agent: first, store: first.port, log });
     await fake.sendMessage({ channelId: CHANNEL, authorId: USER, content: ASK, mentionsBot: true });
     const approval = await waitForApproval(fake, CHANNEL);
     await a.conversations.idle();
@@ -164,7 +164,7 @@ describe("Discord approvals", () => {
     expect(fake.connections()).toBe(0);
 
     const second = (await agentFor(model, paths, log)).agent;
-    const b = await startAdapter({ fake, agent: second, store: second.store, log });
+    const b = await startAdapter({ fake, agent: second, store: second.port, log });
     const clicked = await click(fake, approval, USER);
     await waitForBotMessage(fake, CHANNEL, "order 20240410003 is cancelled");
     await b.conversations.idle();
@@ -187,8 +187,8 @@ describe("Discord approvals", () => {
     // delivers every event to both, as it would replay an event to a resumed or second connection.
     const one = (await agentFor(model, paths, log)).agent;
     const two = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: one, store: one.store, log });
-    const b = await startAdapter({ fake, agent: two, store: two.store, log });
+    const a = await startAdapter({ fake, agent: one, store: one.port, log });
+    const b = await startAdapter({ fake, agent: two, store: two.port, log });
     expect(fake.connections()).toBe(2);
 
     await fake.sendMessage({ channelId: CHANNEL, authorId: USER, content: ASK, mentionsBot: true });

@@ -298,14 +298,14 @@ describe("Discord: each message is answered once", () => {
     const paths = tempPaths();
     const { log } = memoryLogger();
     const first = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: first, store: first.store, log });
+    const a = await startAdapter({ fake, agent: first, store: first.port, log });
     const sent = await fake.sendMessage({ channelId: DM, authorId: USER, content: "a question" });
     await waitForBotMessage(fake, DM, "The one answer.");
     await a.stop();
     first.store.close();
 
     const second = (await agentFor(model, paths, log)).agent;
-    const b = await startAdapter({ fake, agent: second, store: second.store, log });
+    const b = await startAdapter({ fake, agent: second, store: second.port, log });
     const delivered: string[] = [];
     b.client.on(Events.Raw, (packet: { t?: string; d?: { id?: string } }) => {
       if (packet.t === "MESSAGE_CREATE" && packet.d?.id) delivered.push(packet.d.id);

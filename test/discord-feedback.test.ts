@@ -4,7 +4,7 @@
 // person's latest click is their answer, a replayed interaction counts once, and no click starts a run.
 import { MessageFlags } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { createFeedbackBook } from "../src/agent/feedback.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
 import type { FakeDiscord } from "../src/testing/fake-discord.js";
 import {
   agentFor,
@@ -106,8 +106,8 @@ describe("Discord feedback", () => {
     const { log } = memoryLogger();
     const one = (await agentFor(model, paths, log)).agent;
     const two = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: one, store: one.store, log });
-    const b = await startAdapter({ fake, agent: two, store: two.store, log });
+    const a = await startAdapter({ fake, agent: one, store: one.port, log });
+    const b = await startAdapter({ fake, agent: two, store: two.port, log });
     expect(fake.connections()).toBe(2);
     await fake.sendMessage({
       channelId: CHANNEL,

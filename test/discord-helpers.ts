@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { startDiscordAdapter, type DiscordAdapter } from "../src/adapters/discord/discord-adapter.js";
 import type { AgentConfig } from "../src/agent/loop.js";
-import type { Store } from "../src/agent/store.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import { loadConfig, type DiscordConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import type { StorePort } from "../src/store/port.js";
-import { storePortOf } from "../src/adapters/trace-readings.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
 import {
   startFakeDiscord,
@@ -56,7 +56,7 @@ const cleanups = {
   models: [] as ScriptedModelServer[],
   adapters: [] as Array<() => Promise<void>>,
   fakes: [] as FakeDiscord[],
-  stores: [] as Store[],
+  stores: [] as SqliteStore[],
   dirs: [] as string[],
 };
 
@@ -131,7 +131,7 @@ export interface AdapterOptions {
   fake: FakeDiscord;
   agent: AgentConfig;
   /** The port, or the SQLite store whose port the adapter is given. */
-  store: Store | StorePort;
+  store: StorePort;
   log: Logger;
   discord?: Partial<DiscordConfig>;
   approvalTtlSeconds?: number;
@@ -142,7 +142,7 @@ export async function startAdapter(options: AdapterOptions): Promise<DiscordAdap
   const adapter = await startDiscordAdapter({
     discord: { token: options.fake.token, apiUrl: options.fake.apiUrl, approvers: [], ...options.discord },
     agent: options.agent,
-    store: storePortOf(options.store),
+    store: options.store,
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });
@@ -156,7 +156,7 @@ export interface Harness {
   fake: FakeDiscord;
   model: ScriptedModelServer;
   discord: DiscordAdapter;
-  agent: AgentConfig & { store: Store };
+  agent: AgentConfig & { store: SqliteStore };
   paths: Paths;
   lines: LogLine[];
   log: Logger;
@@ -173,7 +173,10 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   approvalTtlSeconds?: number;
   /** Changes the agent before the adapter starts (e.g. another model client). */
-  agent?: (agent: AgentConfig & { store: Store }, model: ScriptedModelServer) => AgentConfig & { store: Store };
+  agent?: (
+    agent: AgentConfig & { store: SqliteStore },
+    model: ScriptedModelServer,
+  ) => AgentConfig & { store: SqliteStore };
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -186,7 +189,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const discord = await startAdapter({
     fake,
     agent,
-    store: agent.store,
+    store: sqlitePortOf(agent.store),
     log,
     discord: options.discord,
     approvalTtlSeconds: options.approvalTtlSeconds,

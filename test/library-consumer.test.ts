@@ -109,7 +109,7 @@ afterAll(async () => {
 
 // The README's library example, with an approval that waits and a resume that decides it.
 const PROGRAM = `
-import { createOpenAIModel, createToolRegistry, defineTool, openStore, pendingApprovals, resumeAgent, runAgent } from "glassbox";
+import { createOpenAIModel, createToolRegistry, defineTool, openStorePort, pendingApprovals, resumeAgent, runAgent } from "glassbox";
 
 const restock = defineTool({
   name: "restock",
@@ -128,8 +128,8 @@ const [request] = pendingApprovals(first.paused);
 const decision = { approved: true, by: "me", argumentsHash: request.argumentsHash };
 const unknownId = await resumeAgent(config, first.paused, { call_typo: decision }).then(() => "no error", (error) => error.message);
 const resumed = await resumeAgent(config, first.paused, { [request.toolCallId]: decision });
-const store = openStore(":memory:");
-store.close();
+const store = await openStorePort({ databasePath: ":memory:" });
+await store.close();
 console.log(JSON.stringify({ first: first.stopReason, waitingFor: request.toolName, unknownId, resumed: resumed.stopReason, output: resumed.output, toolCalls: resumed.toolCalls }));
 `;
 
@@ -146,7 +146,7 @@ const TSCONFIG = {
   include: ["typed.ts"],
 };
 const TYPED = `
-import { createAgentConfig, createToolRegistry, defineTool, loadConfig, openStore, pendingApprovals, resumeAgent, runAgent, type AgentConfig, type ApprovalDecision, type GlassboxAgent, type PausedRun, type RunResult, type Store } from "glassbox";
+import { createAgentConfig, createToolRegistry, defineTool, loadConfig, openStorePort, pendingApprovals, resumeAgent, runAgent, type AgentConfig, type ApprovalDecision, type GlassboxAgent, type PausedRun, type RunResult, type StorePort } from "glassbox";
 
 const lookup = defineTool({
   name: "lookup",
@@ -162,7 +162,7 @@ export async function example(config: AgentConfig): Promise<RunResult> {
   for (const request of pendingApprovals(paused)) decisions[request.toolCallId] = { approved: false, by: "me", argumentsHash: request.argumentsHash };
   return resumeAgent(config, paused, decisions);
 }
-export const store: Store = openStore(":memory:");
+export const store: Promise<StorePort> = openStorePort({ databasePath: ":memory:" });
 export const build: (config: ReturnType<typeof loadConfig>, log: Parameters<typeof createAgentConfig>[1]) => Promise<GlassboxAgent> = createAgentConfig;
 `;
 

@@ -4,8 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createMemory, SUMMARY_PROMPT, type Memory } from "../src/agent/memory.js";
-import type { Store } from "../src/agent/store.js";
-import { createTraceReader, createTraceRecorder } from "../src/agent/trace.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
+import { createTraceRecorder } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, Script, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -31,7 +32,7 @@ cleanUpAfterEach();
 
 interface Harness {
   server: ScriptedModelServer;
-  store: Store;
+  store: SqliteStore;
   memory: Memory;
   agent: AgentConfig;
   warnings: Array<{ fields: object; message: string }>;
@@ -81,7 +82,7 @@ type Row = {
   tool_call_id: string | null;
   tokens: number;
 };
-const rowsOf = (store: Store, sessionId: string) =>
+const rowsOf = (store: SqliteStore, sessionId: string) =>
   store.db
     .prepare(
       "SELECT id, run_id, role, content, tool_calls, tool_call_id, tokens FROM messages WHERE session_id = ? ORDER BY id",

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runAgent, type AgentConfig, type RunResult } from "../src/agent/loop.js";
 import { createMemoryTools } from "../src/agent/memory-tools.js";
 import { createMemory, NOTES_END, NOTES_START } from "../src/agent/memory.js";
-import type { Store } from "../src/agent/store.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type {
   ChatCompletionRequestBody,
@@ -56,7 +56,7 @@ function notesOf(body: ChatCompletionRequestBody): string {
 }
 const noteLines = (notes: string) => notes.split("\n").filter((line) => line.startsWith("- (fact "));
 
-const factsOf = (store: Store) =>
+const factsOf = (store: SqliteStore) =>
   store.db.prepare("SELECT id, user_id AS userId, scope, content FROM facts ORDER BY id").all() as Array<{
     id: number;
     userId: string;

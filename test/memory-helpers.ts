@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect } from "vitest";
 import { SUMMARY_PROMPT } from "../src/agent/memory.js";
-import { openStore, type Store, type StoreOptions } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../src/store/sqlite-store.js";
 import { promptTokens, type TokenCounter } from "../src/agent/tokens.js";
 import type { Message, ToolSpec } from "../src/agent/types.js";
 import type {
@@ -17,7 +17,7 @@ import type {
 import { closeServers, modelFor } from "./agent-helpers.js";
 
 const directories: string[] = [];
-const stores: Store[] = [];
+const stores: SqliteStore[] = [];
 
 /** A fresh database file in its own temp dir; removed by `removeDatabases`. */
 export function databasePath(): string {
@@ -27,8 +27,8 @@ export function databasePath(): string {
 }
 
 /** Opens a store that `removeDatabases` closes (a second connection to the same file is fine). */
-export function openTestStore(path = databasePath(), options?: StoreOptions): Store {
-  const store = openStore(path, options);
+export function openTestStore(path = databasePath(), options?: SqliteStoreOptions): SqliteStore {
+  const store = openSqliteStore(path, options);
   stores.push(store);
   return store;
 }

@@ -6,7 +6,8 @@
 // server sent it; the comment above each says where that shape was seen.
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import { GlassboxError, readableModelErrors } from "../src/agent/errors.js";
+import { GlassboxError } from "../src/agent/errors.js";
+import { readableModelErrors } from "../src/agent/llm/server-errors.js";
 import { capabilitiesOf, fixFor, refusedOption } from "../src/agent/llm/capabilities.js";
 import { runAgent } from "../src/agent/loop.js";
 import type { ScriptedReply } from "../src/testing/scripted-model-server.js";

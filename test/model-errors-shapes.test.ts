@@ -5,7 +5,8 @@
 // keeps the server's own reason and names the right setting; a 4xx is never retried. Each body is
 // written byte for byte; the comment above each says where that shape was seen.
 import { afterEach, describe, expect, it } from "vitest";
-import { describeModelFailure, GlassboxError } from "../src/agent/errors.js";
+import { GlassboxError } from "../src/agent/errors.js";
+import { describeModelFailure } from "../src/agent/llm/server-errors.js";
 import { runAgent } from "../src/agent/loop.js";
 import type { RawReply, ScriptedReply } from "../src/testing/scripted-model-server.js";
 import { calculator } from "../src/tools/builtin/calculator.js";

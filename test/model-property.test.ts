@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
 import { createMemory } from "../src/agent/memory.js";
-import type { Store } from "../src/agent/store.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import type { ModelResponse } from "../src/agent/types.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type {
@@ -356,7 +356,7 @@ const INTERNAL =
 
 describe("model layer property: any bytes a server sends", () => {
   let server: ScriptedModelServer;
-  let store: Store;
+  let store: SqliteStore;
   let session = 0;
   beforeAll(async () => {
     server = await startServer();

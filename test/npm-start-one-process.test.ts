@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { openStore } from "../src/agent/store.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 import * as discord from "./discord-helpers.js";
 import {
   BOT,
@@ -68,7 +68,7 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
     }));
     const paths = tempPaths();
     // A claim from long ago, which startup forgets; a recent one, which it keeps.
-    const before = openStore(paths.db);
+    const before = openSqliteStore(paths.db);
     before.claim("slack:event:EvOLD", "slack:event:EvRECENT");
     before.db
       .prepare("UPDATE claims SET claimed_at = ? WHERE id = ?")
@@ -135,7 +135,7 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
     ).toEqual(["answer to hello", "answer to again"]);
     expect(discord.botTexts(discordFake, discord.DM)).toEqual(["answer to hello there", "answer to and again"]);
     expect(model.requests).toHaveLength(4);
-    const after = openStore(paths.db, { readOnly: true });
+    const after = openSqliteStore(paths.db, { readOnly: true });
     try {
       const claims = after.db.prepare("SELECT id FROM claims ORDER BY id").pluck().all() as string[];
       expect(claims).not.toContain("slack:event:EvOLD");

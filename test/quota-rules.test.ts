@@ -2,7 +2,7 @@
 // still settle them. A process is judged as interruptOrphanedRuns judges a run's owner.
 import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
-import { INSTANCE, STALE_AFTER_MS } from "../src/agent/store-owners.js";
+import { INSTANCE, STALE_AFTER_MS } from "../src/store/instances.js";
 import { heldInFlight, type HoldRow } from "../src/store/quota-rules.js";
 
 const NOW = Date.parse("2026-04-10T12:00:00.000Z");

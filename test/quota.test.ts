@@ -35,7 +35,7 @@ describe("daily caps per user", () => {
       memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
       trace: createTraceRecorder(sqlitePortOf(store)),
     };
-    return { server, store, conversations: createConversations(agent, store, { dailyLimits }) };
+    return { server, store, conversations: createConversations(agent, sqlitePortOf(store), { dailyLimits }) };
   }
 
   it("refuses a user over the token cap with one sentence, before any model call", async () => {
@@ -84,7 +84,7 @@ describe("quotas hold under concurrency", () => {
     });
     const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     try {
-      const conversations = createConversations(agent, agent.store, { dailyLimits: config.dailyLimits });
+      const conversations = createConversations(agent, sqlitePortOf(agent.store), { dailyLimits: config.dailyLimits });
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
           conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" }),

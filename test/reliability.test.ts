@@ -1,4 +1,4 @@
-// Reliability of memory in SQLite, end to end on the real stack (openStore + createMemory +
+// Reliability of memory in SQLite, end to end on the real stack (openSqliteStore + createMemory +
 // the real token counter + the openai SDK against the scripted model server + runAgent):
 //  - a process killed with SIGKILL in the middle of a long session loses nothing it had committed,
 //    leaves a sound database, and the session goes on — three kills in a row;
@@ -16,7 +16,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createConversations } from "../src/conversations/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
 import { createMemory, SUMMARY_PROMPT } from "../src/agent/memory.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { createTokenCounter } from "../src/agent/tokens.js";
 import type { Message } from "../src/agent/types.js";
 import type { ChatCompletionRequestBody, Script, ScriptedModelServer } from "../src/testing/scripted-model-server.js";
@@ -277,7 +277,7 @@ async function checkAfterKill(
   server: ScriptedModelServer,
   knownCuts: string[],
 ): Promise<AfterKill> {
-  const store = openStore(dbPath);
+  const store = openSqliteStore(dbPath);
   try {
     expect(store.db.pragma("integrity_check", { simple: true })).toBe("ok");
 
@@ -438,7 +438,7 @@ describe("a process killed mid-run (SIGKILL)", () => {
     }
 
     // The long session really was long: older turns were folded into summaries along the way.
-    const store = openStore(dbPath);
+    const store = openSqliteStore(dbPath);
     try {
       expect(
         store.db.prepare("SELECT count(*) FROM summaries WHERE session_id = ?").pluck().get(SESSION_ID),
@@ -480,7 +480,7 @@ const lookupTool: ToolDefinition = {
 };
 
 interface Workload {
-  store: Store;
+  store: SqliteStore;
   server: ScriptedModelServer;
   results: Awaited<ReturnType<ReturnType<typeof createConversations>["send"]>>[];
   manyInputs: string[];
@@ -498,7 +498,7 @@ interface Workload {
  * are in flight together (a barrier: serial sessions could never pass it), then answers.
  */
 async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Promise<Workload> {
-  const store = openStore(dbPath);
+  const store = openSqliteStore(dbPath);
   const inFlight = new Map<string, number>();
   let maxManyInFlight = 0;
   let maxSingleInFlight = 0;
@@ -536,7 +536,7 @@ async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Pr
     log: { warn: (fields, message) => void warnings.push(`${message} ${JSON.stringify(fields)}`), debug: () => {} },
   });
   const agent: AgentConfig = { model, tools: createToolRegistry([lookupTool]), memory };
-  const conversations = createConversations(agent, store);
+  const conversations = createConversations(agent, sqlitePortOf(store));
   const manyInputs = Array.from({ length: MANY }, (_, index) => `many-${index} #1`);
   const singleInputs = Array.from({ length: SINGLE_RUNS }, (_, index) => `single #${index + 1}`);
   try {
@@ -643,7 +643,7 @@ describe("many sessions at once (createConversations over SQLite memory)", () =>
     timeout: 90_000,
   }, async () => {
     const dbPath = tempDatabase();
-    openStore(dbPath).close(); // create the schema before two processes race to migrate it
+    openSqliteStore(dbPath).close(); // create the schema before two processes race to migrate it
     const writer = spawnFixture("busy-writer.ts", [dbPath, "10", "5"]);
     await writer.waitFor((lines) => lines.some((line) => line.type === "tx"), "the writer's first transaction");
 
@@ -686,7 +686,7 @@ describe("many sessions at once (createConversations over SQLite memory)", () =>
     // The writer's rows are all there too.
     const transactions = writer.lines.filter((line) => line.type === "tx") as Array<Line & { ids: [number, number] }>;
     expect(transactions.length).toBe(done.transactions);
-    const store = openStore(dbPath);
+    const store = openSqliteStore(dbPath);
     try {
       expect(store.db.pragma("integrity_check", { simple: true })).toBe("ok");
       const ids = store.db

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runAgent } from "../src/agent/loop.js";
 import { NOT_RECORDED, replayRun } from "../src/agent/replay.js";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";

@@ -14,7 +14,7 @@ import { getJson, postJson, WAIT } from "./web-helpers.js";
 import { databasePath, removeDatabases } from "./memory-helpers.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const STORE_MODULE = fileURLToPath(new URL("../src/agent/store.ts", import.meta.url));
+const STORE_MODULE = fileURLToPath(new URL("../src/store/sqlite-store.ts", import.meta.url));
 
 interface Child {
   process: ChildProcessWithoutNullStreams;
@@ -108,9 +108,9 @@ describe("a bot that runs as PID 1 and is killed", () => {
   }, async () => {
     const path = databasePath();
     const program = `
-      import { openStore } from ${JSON.stringify(STORE_MODULE)};
+      import { openSqliteStore } from ${JSON.stringify(STORE_MODULE)};
       const [mode, path] = process.argv.slice(1);
-      const store = openStore(path);
+      const store = openSqliteStore(path);
       if (mode === "run") {
         store.startRun({ runId: "run_in_container", sessionId: "cli:container", userId: "U1", input: "hi" });
         process.stdout.write(JSON.stringify({ pid: process.pid, running: true }) + "\\n");

@@ -290,7 +290,7 @@ describe("Slack approvals", () => {
     const { log } = memoryLogger();
 
     const first = await agentFor(model, paths, log);
-    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.store, log });
+    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.port, log });
     const ts = fake.nextTs();
     await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
     const approval = await waitForApproval(fake, CHANNEL, ts);
@@ -299,7 +299,7 @@ describe("Slack approvals", () => {
     first.agent.store.close();
 
     const second = await agentFor(model, paths, log);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
+    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
     expect(b.eventsUrl).not.toBe(a.eventsUrl);
     const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
       userId: "U1",
@@ -365,7 +365,7 @@ describe("Slack approvals", () => {
     const env = { GLASSBOX_AGENTS: agentsFile };
 
     const first = await agentFor(model, paths, log, env);
-    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.store, log });
+    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.port, log });
     const ts = fake.nextTs();
     await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
     const approval = await waitForApproval(fake, CHANNEL, ts);
@@ -376,7 +376,7 @@ describe("Slack approvals", () => {
     first.agent.store.close();
 
     const second = await agentFor(model, paths, log, env);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
+    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
     const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
       userId: "U1",
       channel: CHANNEL,
@@ -402,7 +402,7 @@ describe("Slack approvals", () => {
     const a = await startAdapter({
       fake,
       agent: first.agent,
-      store: first.agent.store,
+      store: first.agent.port,
       log,
       approvalTtlSeconds: 0.001,
     });
@@ -415,7 +415,7 @@ describe("Slack approvals", () => {
     expect(buttonsOf(messageAt(fake, CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
 
     const second = await agentFor(model, paths, log);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.store, log });
+    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
     await waitForBotMessage(fake, CHANNEL, ts, "Nobody approved it while I was away.");
     await b.conversations.idle();
     const expired = messageAt(fake, CHANNEL, approval.ts);

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { LOADING_MESSAGES } from "../src/adapters/slack/slack-surface.js";
 import { VIEWING_MARKER } from "../src/adapters/slack/slack-viewing.js";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import {
   agentSessionStopped,
   appContextChanged,

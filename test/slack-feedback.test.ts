@@ -3,7 +3,7 @@
 // Slack refuses those); a click records the person's rating with the run, a 👎 opens a modal for an
 // optional reason, a person's latest click is their answer, and a rating never starts a run.
 import { afterEach, describe, expect, it } from "vitest";
-import { createFeedbackBook } from "../src/agent/feedback.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
 import type { FakeMessage } from "../src/testing/fake-slack.js";
 import { BOT, CALL_WAIT, CHANNEL, cleanUp, startHarness, waitForBotMessage, type Harness } from "./slack-helpers.js";
 

@@ -10,11 +10,11 @@ import { expect } from "vitest";
 import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { openShopDatabase } from "../src/tools/builtin/shop.js";
 import type { AgentConfig } from "../src/agent/loop.js";
-import type { Store } from "../src/agent/store.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import { loadConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import type { StorePort } from "../src/store/port.js";
-import { storePortOf } from "../src/adapters/trace-readings.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from "../src/testing/fake-slack.js";
 import {
@@ -134,7 +134,7 @@ export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> 
 export async function startAdapter(options: {
   fake: FakeSlack;
   agent: AgentConfig;
-  store: Store | StorePort;
+  store: StorePort;
   log: Logger;
   slack?: Partial<SlackConfig>;
   approvalTtlSeconds?: number;
@@ -142,7 +142,7 @@ export async function startAdapter(options: {
   const slack = await startSlackAdapter({
     slack: slackConfigFor(options.fake, options.slack),
     agent: options.agent,
-    store: storePortOf(options.store),
+    store: options.store,
     log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
   });
@@ -160,7 +160,7 @@ export interface Harness {
   fake: FakeSlack;
   model: ScriptedModelServer;
   slack: SlackAdapter;
-  agent: AgentConfig & { store: Store };
+  agent: AgentConfig & { store: SqliteStore };
   paths: Paths;
   lines: LogLine[];
   log: Logger;
@@ -189,7 +189,10 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   approvalTtlSeconds?: number;
   /** Changes the agent before the adapter starts (e.g. another model client). */
-  agent?: (agent: AgentConfig & { store: Store }, model: ScriptedModelServer) => AgentConfig & { store: Store };
+  agent?: (
+    agent: AgentConfig & { store: SqliteStore },
+    model: ScriptedModelServer,
+  ) => AgentConfig & { store: SqliteStore };
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -202,7 +205,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const slack = await startAdapter({
     fake,
     agent,
-    store: agent.store,
+    store: sqlitePortOf(agent.store),
     log,
     slack: options.slack,
     approvalTtlSeconds: options.approvalTtlSeconds,

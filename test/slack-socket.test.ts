@@ -45,7 +45,7 @@ describe("Slack in Socket Mode", () => {
     const model = await startModel([{ content: "Hello from the socket." }]);
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
-    const slack = await startAdapter({ fake, agent, store: agent.store, log, slack: socketMode });
+    const slack = await startAdapter({ fake, agent, store: agent.port, log, slack: socketMode });
     expect(slack.eventsUrl).toBeUndefined();
     expect(fake.socketConnections()).toBe(1);
     expect(fake.callsTo("apps.connections.open").map((call) => call.token)).toEqual([APP_TOKEN]);
@@ -67,8 +67,8 @@ describe("Slack in Socket Mode", () => {
     const paths = tempPaths();
     const first = (await agentFor(model, paths, log)).agent;
     const second = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: first, store: first.store, log, slack: socketMode });
-    const b = await startAdapter({ fake, agent: second, store: second.store, log, slack: socketMode });
+    const a = await startAdapter({ fake, agent: first, store: first.port, log, slack: socketMode });
+    const b = await startAdapter({ fake, agent: second, store: second.port, log, slack: socketMode });
     await fake.waitForSocket(2, 15_000);
 
     const ts = fake.nextTs();
@@ -103,7 +103,7 @@ describe("Slack in Socket Mode", () => {
     const { log } = memoryLogger();
     const paths = tempPaths();
     const { agent } = await agentFor(model, paths, log);
-    const slack = await startAdapter({ fake, agent, store: agent.store, log, slack: socketMode });
+    const slack = await startAdapter({ fake, agent, store: agent.port, log, slack: socketMode });
     const ts = fake.nextTs();
     await fake.sendSocketEvent(mention(ts, `<@${BOT}> cancel order ${CANCELLABLE_ORDER}`));
     const approval = await waitForApproval(fake, CHANNEL, ts);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { shardOf } from "../src/adapters/conversation-workers.js";
 import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
-import { openStore } from "../src/agent/store.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 import { loadConfig } from "../src/config.js";
 import type { FakeSlack } from "../src/testing/fake-slack.js";
@@ -66,7 +66,7 @@ async function startWithWorkers(
     GLASSBOX_DEMO: "true",
     ...env,
   });
-  const store = openStore(config.databasePath);
+  const store = openSqliteStore(config.databasePath);
   const { log, lines } = memoryLogger();
   const exits: number[] = [];
   const slack = await startSlackAdapter({

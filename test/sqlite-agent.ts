@@ -3,13 +3,13 @@
  * with the SQLite store under that port at hand, for tests that look into the file. The agent no
  * longer carries the store; only these tests need it.
  */
-import { openStore, type Store } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import type { Logger } from "../src/logger.js";
 import { createAgentConfig, type AgentOptions, type GlassboxAgent } from "../src/setup.js";
 import type { GlassboxConfig } from "../src/config.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 
-export type SqliteAgent = GlassboxAgent & { store: Store };
+export type SqliteAgent = GlassboxAgent & { store: SqliteStore };
 
 /** close() closes the store too, as the agent does with a file it opened itself. */
 export async function sqliteAgentConfig(
@@ -17,7 +17,7 @@ export async function sqliteAgentConfig(
   log: Logger,
   options: Omit<AgentOptions, "port"> = {},
 ): Promise<SqliteAgent> {
-  const store = openStore(config.databasePath, { checkpointInBackground: true });
+  const store = openSqliteStore(config.databasePath, { checkpointInBackground: true });
   const port = sqlitePortOf(store);
   const agent = await createAgentConfig(config, log, { ...options, port }).catch(async (error: unknown) => {
     await port.close();

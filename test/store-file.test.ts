@@ -1,4 +1,4 @@
-// Opening the store's file (openStore, so every entry point): a damaged file, one that is not a
+// Opening the store's file (openSqliteStore, so every entry point): a damaged file, one that is not a
 // database, one that cannot be opened or written, and reading without creating — each refused with
 // one sentence naming the file and GLASSBOX_DB, or read as asked. Real files in a temp dir.
 import { execFile } from "node:child_process";
@@ -7,8 +7,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
 import { GlassboxError } from "../src/agent/errors.js";
-import { migrate, SCHEMA_VERSION } from "../src/agent/store-schema.js";
-import { databaseExists, openStore } from "../src/agent/store.js";
+import { migrate, SCHEMA_VERSION } from "../src/store/sqlite-schema.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
+import { databaseExists } from "../src/store/sqlite-file.js";
 import { makeImmutable, writeDamagedDatabase, writeNotADatabase } from "./database-files.js";
 import { databasePath, openTestStore, removeDatabases } from "./memory-helpers.js";
 
@@ -18,7 +19,7 @@ afterEach(() => {
   removeDatabases();
 });
 
-/** What openStore throws, which must be glassbox's configuration error: one sentence, no stack for a person. */
+/** What openSqliteStore throws, which must be glassbox's configuration error: one sentence, no stack for a person. */
 function refusal(open: () => unknown): string {
   let caught: unknown;
   try {
@@ -38,22 +39,22 @@ describe("a database that is damaged or not a database", () => {
   it("regression: a damaged database (quick_check fails) is refused at open with one sentence naming the file, instead of a store that fails every message", () => {
     const path = databasePath();
     writeDamagedDatabase(path);
-    const message = refusal(() => openStore(path));
+    const message = refusal(() => openSqliteStore(path));
     expect(message).toMatch(
       new RegExp(
         `^The database ${path} is damaged \\(SQLite's quick_check: .+\\); restore it from a backup, or move it aside and glassbox starts a new one there \\(or set GLASSBOX_DB to another file\\)\\.$`,
       ),
     );
-    expect(refusal(() => openStore(path, { readOnly: true }))).toBe(message);
+    expect(refusal(() => openSqliteStore(path, { readOnly: true }))).toBe(message);
   });
 
   it("regression: a file that is not a database is refused in one sentence naming it", () => {
     const path = databasePath();
     writeNotADatabase(path);
-    expect(refusal(() => openStore(path))).toBe(
+    expect(refusal(() => openSqliteStore(path))).toBe(
       `${path} is not a SQLite database; set GLASSBOX_DB to glassbox's database file, or move this one aside and glassbox starts a new one there.`,
     );
-    expect(refusal(() => openStore(path, { readOnly: true }))).toContain("is not a SQLite database");
+    expect(refusal(() => openSqliteStore(path, { readOnly: true }))).toContain("is not a SQLite database");
   });
 });
 
@@ -63,24 +64,24 @@ describe("a database that cannot be opened or written", () => {
     writeFileSync(join(directory, "a-file"), "x");
     const underFile = join(directory, "a-file", "glassbox.db");
     const expected = `The database ${underFile} cannot be opened: a part of its path is a file, not a folder; set GLASSBOX_DB to a file in a folder glassbox may write.`;
-    expect(refusal(() => openStore(underFile))).toBe(expected);
+    expect(refusal(() => openSqliteStore(underFile))).toBe(expected);
     expect(refusal(() => databaseExists(underFile))).toBe(expected);
 
     const folder = join(directory, "folder.db");
     mkdirSync(folder);
-    expect(refusal(() => openStore(folder))).toBe(
+    expect(refusal(() => openSqliteStore(folder))).toBe(
       `The database ${folder} is a folder, not a file; set GLASSBOX_DB to a file's path, such as data/glassbox.db.`,
     );
   });
 
   it("regression: a file that may not be written is refused at open (SQLite would open it read-only without a word); reading it still works", () => {
     const path = databasePath();
-    const store = openStore(path);
+    const store = openSqliteStore(path);
     store.appendMessages("cli:kept", null, [{ message: { role: "user", content: "still readable" }, tokens: 3 }]);
     store.close();
     undo.push(makeImmutable(path));
 
-    expect(refusal(() => openStore(path))).toBe(
+    expect(refusal(() => openSqliteStore(path))).toBe(
       `The database ${path} cannot be written (the file or its folder is read-only); make it writable, or set GLASSBOX_DB to a file in a folder glassbox may write.`,
     );
     const reading = openTestStore(path, { readOnly: true });
@@ -92,7 +93,7 @@ describe("reading without creating", () => {
   it("databaseExists() is false where nothing is yet, and a read-only open never makes a file there", () => {
     const path = databasePath();
     expect(databaseExists(path)).toBe(false);
-    expect(refusal(() => openStore(path, { readOnly: true }))).toBe(
+    expect(refusal(() => openSqliteStore(path, { readOnly: true }))).toBe(
       `There is no database at ${path} (GLASSBOX_DB) yet; glassbox makes it when it first starts a conversation.`,
     );
     expect(existsSync(path)).toBe(false);

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { channelOf } from "../src/agent/memory.js";
-import { INSTANCE, STALE_AFTER_MS } from "../src/agent/store-owners.js";
+import { INSTANCE, STALE_AFTER_MS } from "../src/store/instances.js";
 import type { Message } from "../src/agent/types.js";
 import { databasePath, openTestStore, removeDatabases } from "./memory-helpers.js";
 
@@ -59,12 +59,12 @@ describe("schema and connection", () => {
  * "ready", and opens the file when the parent says "go" to all of them. Resolves with what each printed.
  */
 async function openFromProcesses(path: string, count: number): Promise<string[]> {
-  const storeModule = fileURLToPath(new URL("../src/agent/store.ts", import.meta.url));
+  const storeModule = fileURLToPath(new URL("../src/store/sqlite-store.ts", import.meta.url));
   const code = `
-    import { openStore } from ${JSON.stringify(storeModule)};
+    import { openSqliteStore } from ${JSON.stringify(storeModule)};
     process.stdout.write("ready\\n");
     process.stdin.once("data", () => {
-      try { openStore(process.argv[1]).close(); process.stdout.write("opened\\n"); }
+      try { openSqliteStore(process.argv[1]).close(); process.stdout.write("opened\\n"); }
       catch (error) { process.stdout.write("failed: " + error.message + "\\n"); }
       process.exit(0);
     });`;

@@ -8,13 +8,14 @@ import { formatRunTimeline } from "../src/adapters/trace-report.js";
 import { createConversations } from "../src/conversations/conversations.js";
 import { runAgent } from "../src/agent/loop.js";
 import { parseAgentsConfig } from "../src/agent/sub-agents.js";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 import type { ApprovalRequest } from "../src/tools/types.js";
 import { closeServers, startServer } from "./agent-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 const agentsFile = {
   agents: {
@@ -198,7 +199,7 @@ describe("a specialist's approval in a chat", () => {
   it("reaches the person through the conversation's buttons; both runs pause, and go on when they approve", async () => {
     const { agent } = await setUp(clerkScript);
     const { shown, surface } = recordingSurface();
-    const conversations = createConversations(agent, agent.store, { openSurface: () => surface });
+    const conversations = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
     const paused = await conversations.send({ input: "cancel my order", sessionId: "web:live", userId: "U1" });
     expect(paused.stopReason).toBe("awaiting_approval");
     expect(paused.output).toBe("Waiting for a person to approve: cancel_order.");
@@ -225,7 +226,7 @@ describe("a specialist's approval in a chat", () => {
   it("survives a restart between the buttons and the click", async () => {
     const { agent: first, server, config } = await setUp(clerkScript);
     const { shown, surface } = recordingSurface();
-    const before = createConversations(first, first.store, { openSurface: () => surface });
+    const before = createConversations(first, sqlitePortOf(first.store), { openSurface: () => surface });
     const paused = await before.send({ input: "cancel my order", sessionId: "web:restart", userId: "U1" });
     expect(paused.stopReason).toBe("awaiting_approval");
     await first.close();
@@ -233,7 +234,7 @@ describe("a specialist's approval in a chat", () => {
 
     // A new process: a new agent and conversations over the same database; the person clicks now.
     agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
-    const after = createConversations(agent, agent.store, { openSurface: () => surface });
+    const after = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
     const decided = await after.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
     expect(decided.kind).toBe("decided");
     expect((await decided.resumed)?.output).toBe("main: clerk: cancelled");
@@ -261,7 +262,7 @@ describe("a specialist's approval in a chat", () => {
         : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
     });
     const { shown, surface } = recordingSurface();
-    const conversations = createConversations(agent, agent.store, { openSurface: () => surface });
+    const conversations = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
     await conversations.send({ input: "cancel my order", sessionId: "web:deny", userId: "U1" });
     const decided = await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: false });
     expect((await decided.resumed)?.output).toBe("main: clerk: error");
@@ -276,7 +277,7 @@ describe("pipelines", () => {
         ? { content: `facts about <${input}>` }
         : { content: `reply based on [${input}]` };
     });
-    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
     const result = await conversations.send({
       input: "/pipeline triage order 20240315001 is late",
       sessionId: "web:p",
@@ -295,7 +296,7 @@ describe("pipelines", () => {
         ? { content: request.includes("order 77 shipped late") ? "the file says order 77 shipped late" : "no file" }
         : { content: "reply" };
     });
-    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
     const data = new TextEncoder().encode("order 77 shipped late\n");
     const result = await conversations.send({
       input: "/pipeline triage what does the log say?",
@@ -312,7 +313,7 @@ describe("pipelines", () => {
 
   it("regression: a pipeline given a run id (an accepted HTTP API run) runs its first stage under it and each later stage as a run of its own", async () => {
     const { agent } = await setUp((body) => ({ content: who(body) === "RESEARCHER" ? "facts" : "reply" }));
-    const conversations = createConversations(agent, agent.store, { pipelines: agent.pipelines });
+    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
     agent.store.acceptRun({
       runId: "run_accepted",
       sessionId: "web:p2",

@@ -13,6 +13,7 @@ import { startWebServer, type WebServer } from "../src/adapters/web/web-server.j
 import { MAX_REASONING_CHARS } from "../src/agent/trace.js";
 import { textOf, type ChatModel } from "../src/agent/types.js";
 import { loadConfig } from "../src/config.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { artifactsDir, getJson, postJson, quietLogger, WAIT } from "./web-helpers.js";
@@ -107,7 +108,7 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     agent = await sqliteAgentConfig(config, quietLogger());
     web = await startWebServer({
       agent: { ...agent, model: thinkingModel(agent.model) },
-      store: agent.store,
+      store: sqlitePortOf(agent.store),
       log: quietLogger(),
       host: "127.0.0.1",
       port: 0,

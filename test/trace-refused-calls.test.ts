@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { runAgent } from "../src/agent/loop.js";
-import { createTraceReader } from "../src/agent/trace.js";
+import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";

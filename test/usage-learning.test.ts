@@ -7,14 +7,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentEvent } from "../src/agent/events.js";
-import { openStore, type Store } from "../src/agent/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { createRunUnit } from "../src/agent/run-unit.js";
 import { createTraceRecorder, type TraceRecorder } from "../src/agent/trace.js";
 import { emptyUsage } from "../src/agent/types.js";
 import { createToolRegistry } from "../src/tools/registry.js";
 import { createToolSelector, LIST_TOOLS, terms } from "../src/tools/selection.js";
 import type { ToolCallRecord, ToolSpec } from "../src/tools/types.js";
-import { learnAtRunEnd, readUsageHistory } from "../src/tools/usage-history.js";
+import { learnAtRunEnd } from "../src/tools/learn-at-run-end.js";
 import { createUsageLearning, requestFeatures } from "../src/tools/usage-learning.js";
 import { selectionTasks } from "../bench/fixtures/selection-tasks.js";
 import { tools60 } from "../bench/fixtures/tools-60.js";
@@ -93,7 +93,7 @@ describe("learning from past (request, tools used) pairs", () => {
 
 describe("past runs from the trace tables", () => {
   const directories: string[] = [];
-  const stores: Store[] = [];
+  const stores: SqliteStore[] = [];
   afterEach(() => {
     for (const store of stores.splice(0)) store.close();
     for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
@@ -101,7 +101,7 @@ describe("past runs from the trace tables", () => {
   const newStore = () => {
     const directory = mkdtempSync(join(tmpdir(), "glassbox-usage-"));
     directories.push(directory);
-    const store = openStore(join(directory, "glassbox.db"));
+    const store = openSqliteStore(join(directory, "glassbox.db"));
     stores.push(store);
     return store;
   };
@@ -180,7 +180,7 @@ describe("past runs from the trace tables", () => {
       ...runEvents("run_4", "thanks!", [[]]),
     ]);
 
-    expect(readUsageHistory(store.db)).toEqual([
+    expect(await sqlitePortOf(store).usageHistory()).toEqual([
       { runId: "run_1", request: "nudge me at 4 to ring the bank", tools: ["set_reminder"] },
       {
         runId: "run_2",
@@ -189,14 +189,14 @@ describe("past runs from the trace tables", () => {
       },
       { runId: "run_4", request: "thanks!", tools: [] },
     ]);
-    expect(readUsageHistory(store.db, 1).map((example) => example.runId)).toEqual(["run_4"]);
+    expect((await sqlitePortOf(store).usageHistory(1)).map((example) => example.runId)).toEqual(["run_4"]);
   });
 
   it("learns each run as it ends, so the next request with those words gets the tool", async () => {
     const store = newStore();
     const usage = createUsageLearning();
     const selector = createToolSelector(registry60, { usage });
-    const trace = learnAtRunEnd(createTraceRecorder(sqlitePortOf(store)), store.db, usage);
+    const trace = learnAtRunEnd(createTraceRecorder(sqlitePortOf(store)), sqlitePortOf(store), usage);
     for (const [index, { request, tools }] of background.slice(0, 100).entries())
       await recordAll(trace, runEvents(`past_${index}`, request, [tools]));
     expect(usage.size).toBe(100);
@@ -209,7 +209,7 @@ describe("past runs from the trace tables", () => {
 
     // a bot started later reads the same from the tables
     const restarted = createUsageLearning();
-    for (const example of readUsageHistory(store.db)) restarted.learn(example);
+    for (const example of await sqlitePortOf(store).usageHistory()) restarted.learn(example);
     expect([...restarted.scores(NUDGE)]).toEqual([...usage.scores(NUDGE)]);
   });
 });

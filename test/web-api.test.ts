@@ -7,7 +7,7 @@ import { startWebServer } from "../src/adapters/web/web-server.js";
 import { createConversations } from "../src/conversations/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
-import { openStore } from "../src/agent/store.js";
+import { openSqliteStore } from "../src/store/sqlite-store.js";
 import { deferred } from "./agent-helpers.js";
 import {
   CANCELLABLE_ORDER,
@@ -25,6 +25,7 @@ import {
   WAIT,
   type Playground,
 } from "./web-helpers.js";
+import { sqlitePortOf } from "../src/store/sqlite.js";
 
 interface RunBody {
   runId: string;
@@ -279,7 +280,7 @@ describe("web API: runs, events and approvals", () => {
   });
 
   it("decides only the web's own approvals: a Slack approval is not found here", async () => {
-    const slack = createConversations(playground.agent, playground.store);
+    const slack = createConversations(playground.agent, sqlitePortOf(playground.store));
     const paused = await slack.send({
       sessionId: "slack:T1:C1:1.0",
       userId: "U1",
@@ -396,9 +397,9 @@ describe("web API: the bearer token", () => {
   });
 
   it("refuses to listen beyond loopback without a token, in one sentence; with a token it does", async () => {
-    const store = openStore(`${tempDir()}/glassbox.db`);
+    const store = openSqliteStore(`${tempDir()}/glassbox.db`);
     const options = {
-      store,
+      store: sqlitePortOf(store),
       log: quietLogger(),
       port: 0,
       approvalTtlSeconds: 60,
@@ -676,9 +677,9 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
   });
 
   it("regression: GLASSBOX_API_USERS alone is a credential for listening beyond loopback; a bad entry is refused in one sentence", async () => {
-    const store = openStore(`${tempDir()}/glassbox.db`);
+    const store = openSqliteStore(`${tempDir()}/glassbox.db`);
     const options = {
-      store,
+      store: sqlitePortOf(store),
       log: quietLogger(),
       port: 0,
       approvalTtlSeconds: 60,

@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFeedbackBook, MAX_REASON_CHARS } from "../src/agent/feedback.js";
+import { MAX_REASON_CHARS } from "../src/agent/feedback.js";
+import { createFeedbackBook } from "../src/store/sqlite-feedback.js";
 import {
   artifactsDir,
   cleanUp,

@@ -12,7 +12,7 @@ import { demoReply } from "../src/adapters/web/demo-script.js";
 import { startWebServer, type WebServer, type WebServerOptions } from "../src/adapters/web/web-server.js";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
 import type { AgentConfig } from "../src/agent/run.js";
-import type { Store } from "../src/agent/store.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import { loadConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
@@ -75,8 +75,8 @@ export interface Playground {
   url: string;
   web: WebServer;
   model: ScriptedModelServer;
-  agent: AgentConfig & { store: Store };
-  store: Store;
+  agent: AgentConfig & { store: SqliteStore };
+  store: SqliteStore;
 }
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -136,14 +136,15 @@ export async function startPlayground(
 /** The web server without a model, as `npm start` runs it when none is configured. */
 export async function startWithoutModel(
   options: Partial<WebServerOptions> = {},
-): Promise<{ url: string; web: WebServer; store: Store; databasePath: string }> {
+): Promise<{ url: string; web: WebServer; store: SqliteStore; databasePath: string }> {
   const directory = tempDir();
-  const { openStore } = await import("../src/agent/store.js");
+  const { openSqliteStore } = await import("../src/store/sqlite-store.js");
+  const { sqlitePortOf } = await import("../src/store/sqlite.js");
   const databasePath = join(directory, "glassbox.db");
-  const store = openStore(databasePath);
+  const store = openSqliteStore(databasePath);
   cleanups.push(() => store.close());
   const web = await startWebServer({
-    store,
+    store: sqlitePortOf(store),
     log: quietLogger(),
     host: "127.0.0.1",
     port: 0,

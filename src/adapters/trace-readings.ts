@@ -4,20 +4,9 @@
  * reads fetched first.
  */
 import type { RecordedRuns } from "../agent/replay.js";
-import type { Store } from "../agent/store.js";
 import type { RunTrace, StepTrace } from "../agent/trace.js";
 import type { StorePort } from "../store/port.js";
-import { sqlitePortOf } from "../store/sqlite.js";
 import type { NestedRuns } from "./trace-report.js";
-
-/** A store that is still the SQLite `Store`, or already the port; the port either way. */
-export function storePortOf(store: Store | StorePort): StorePort {
-  return isStorePort(store) ? store : sqlitePortOf(store);
-}
-
-export function isStorePort(store: Store | StorePort): store is StorePort {
-  return "kind" in store && "location" in store;
-}
 
 /** What a replay reads of one run: the run, its steps and its first request. */
 export async function recordedRunOf(port: StorePort, runId: string): Promise<RecordedRuns> {

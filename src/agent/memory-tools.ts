@@ -1,4 +1,4 @@
-import type { FactStore } from "../store/port.js";
+import type { FactStore } from "./contracts.js";
 import type { AnyTool, ToolDefinition } from "../tools/types.js";
 import { channelOf } from "./memory.js";
 

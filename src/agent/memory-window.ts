@@ -4,7 +4,7 @@
  * calls paired with their results as the protocol requires. These run every step, so they walk the
  * messages without copying them.
  */
-import type { StoredMessage } from "./store.js";
+import type { StoredMessage } from "./contracts.js";
 import type { TokenCounter } from "./tokens.js";
 import type { Message } from "./types.js";
 

@@ -7,18 +7,17 @@
 import type { AgentEvent } from "./events.js";
 import type { RunState } from "./run.js";
 import { costOf, priceOf, type Price } from "./cost.js";
-import type { StorePort } from "../store/port.js";
-import { sqlitePortOf } from "../store/sqlite.js";
 import type { RunUnit, RunWriter } from "./run-unit.js";
 import {
   runOutcomeOf,
   runRecordOf,
   type Fact,
-  type Store,
+  type HistoryStore,
+  type FactStore,
   type StoredMessage,
   type Summary,
   type SummaryCall,
-} from "./store.js";
+} from "./contracts.js";
 import { fitLatestStep, limitTokens, repairToolPairs, windowStart } from "./memory-window.js";
 import { promptTokens, type TokenCounter } from "./tokens.js";
 import { addUsage, textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
@@ -43,11 +42,8 @@ export interface MemoryLog {
   debug(fields: object, message: string): void;
 }
 
-/** What memory reads and writes through the store port. */
-export type MemoryStore = Pick<
-  StorePort,
-  "record" | "historyVersion" | "sessionHistory" | "searchFacts" | "saveSummary"
->;
+/** What memory reads and writes: the session's history, the user's facts, and the run's units. */
+export type MemoryStore = RunWriter & HistoryStore & Pick<FactStore, "searchFacts">;
 
 export interface MemoryOptions {
   store: MemoryStore;
@@ -306,11 +302,6 @@ export function createMemory(options: MemoryOptions): Memory {
       }
     },
   };
-}
-
-/** @deprecated createMemory's former name and options, over the SQLite store of `openStore`. */
-export function createSqliteMemory(options: Omit<MemoryOptions, "store"> & { store: Store }): Memory {
-  return createMemory({ ...options, store: sqlitePortOf(options.store) });
 }
 
 function systemText(prompt: string, summary: string | undefined): string {

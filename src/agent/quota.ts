@@ -8,7 +8,7 @@
 import { costOf, priceOf, type Price } from "./cost.js";
 import { GlassboxError } from "./errors.js";
 import type { TokenCounter } from "./tokens.js";
-import type { StorePort } from "../store/port.js";
+import type { QuotaStore } from "./contracts.js";
 import type { ChatModel, ModelRequest, Usage } from "./types.js";
 export interface DailyLimits {
   tokens?: number;
@@ -45,7 +45,7 @@ function capSentence(cap: "tokens" | "cost", limits: DailyLimits, now: Date): st
 
 /** One sentence for a user over a cap by the stored runs; undefined when within. */
 export async function quotaProblem(
-  store: Pick<StorePort, "userUsageSince">,
+  store: Pick<QuotaStore, "userUsageSince">,
   userId: string,
   limits: DailyLimits,
   now = new Date(),
@@ -72,9 +72,6 @@ export interface SpendingGuard {
   ): Promise<(usage?: Usage) => Promise<void>>;
 }
 
-/** What the guard needs of the store: its quota ledger. */
-export type QuotaStore = Pick<StorePort, "reserveQuota" | "settleQuota">;
-
 export interface SpendingGuardOptions {
   /**
    * The model call's own time limit (GLASSBOX_MODEL_TIMEOUT_MS; default 60 s, the model client's).
@@ -98,7 +95,7 @@ export interface SpendingGuardOptions {
  * holds no room once the store judges that process gone (see quota-rules' heldInFlight).
  */
 export function createSpendingGuard(
-  store: QuotaStore,
+  store: Pick<QuotaStore, "reserveQuota" | "settleQuota">,
   limits: DailyLimits,
   prices: Record<string, Price> = {},
   options: SpendingGuardOptions = {},

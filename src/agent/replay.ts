@@ -11,7 +11,7 @@ import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent } from "./loop.js";
 import type { RunResult } from "./run.js";
-import type { RecordedRequest } from "../store/port-data.js";
+import type { RecordedRequest } from "./contracts.js";
 import type { RunTrace, StepTrace } from "./trace.js";
 import { textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
 

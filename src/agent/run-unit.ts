@@ -4,7 +4,7 @@
  * store port, whole or not at all. What needs the committed rows (the ids of new messages, a read of
  * what was written) waits for the commit.
  */
-import type { RecordOutcome, RunWrite } from "../store/port-data.js";
+import type { RecordOutcome, RunWrite } from "./contracts.js";
 
 /** Where a run's units are committed: the store port's `record`. */
 export interface RunWriter {

@@ -1,5 +1,5 @@
 /** The recorded conversations, for the commands that read them (sessions, trace, usage, replay, eval) and reset. */
-import { databaseExists } from "../agent/store.js";
+import { databaseExists } from "../store/sqlite-file.js";
 import { openStorePort, storePortOptionsFromEnv, type AnyStorePort } from "../store/index.js";
 
 export interface Records {

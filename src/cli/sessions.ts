@@ -1,7 +1,7 @@
 /** `glassbox sessions`: every conversation, newest first, as a table. */
 import { formatNumber, formatTable } from "../adapters/terminal/table.js";
 import { styleFor } from "../adapters/terminal/style.js";
-import type { SessionInfo } from "../agent/store.js";
+import type { SessionInfo } from "../agent/contracts.js";
 import type { CommandInput } from "./command.js";
 import { nothingRecorded, openRecords } from "./records.js";
 

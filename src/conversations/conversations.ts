@@ -9,7 +9,6 @@
  */
 import type { TurnWork } from "./turns.js";
 import type { StorePort } from "../store/port.js";
-import { sqlitePortOf } from "../store/sqlite.js";
 import type { Approval, ClickOrigin, DecisionOutcome } from "../agent/approvals.js";
 import { createQueuedTurns, type ReceiveFiles } from "./queued-turns.js";
 import { createTurnBodies } from "./turn-bodies.js";
@@ -17,7 +16,6 @@ import type { AgentEvent } from "../agent/events.js";
 import type { AgentConfig, RunResult, Task } from "../agent/loop.js";
 import type { DailyLimits } from "../agent/quota.js";
 import { createSessionQueue } from "./session-queue.js";
-import type { Store } from "../agent/store.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 
 export { QUEUED_NOTICE_MS } from "./turn-bodies.js";
@@ -124,15 +122,12 @@ export interface ConversationService {
   idle(): Promise<void>;
 }
 
-const isPort = (store: StorePort | Store): store is StorePort => !("db" in store);
-
-/** A store given as today's SQLite `Store` is used through its port; everything here goes through the port. */
+/** Everything here goes through the store port. */
 export function createConversations(
   agent: AgentConfig,
-  given: StorePort | Store,
+  store: StorePort,
   options: ConversationOptions = {},
 ): Conversations {
-  const store = isPort(given) ? given : sqlitePortOf(given);
   const queue = createSessionQueue();
   const bySession = new Map<string, AbortController>();
   const byRun = new Map<string, AbortController>();

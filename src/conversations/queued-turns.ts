@@ -36,7 +36,7 @@ import {
   type ToolCallSummary,
 } from "../agent/loop.js";
 import { answeredBy } from "../agent/run.js";
-import { runOutcomeOf } from "../agent/store.js";
+import { runOutcomeOf } from "../agent/contracts.js";
 import { addUsage, emptyUsage, type Message } from "../agent/types.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */

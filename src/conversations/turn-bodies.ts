@@ -12,7 +12,7 @@ import type { ErrorCode } from "../agent/errors.js";
 import type { AgentEvent } from "../agent/events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "../agent/loop.js";
 import { quotaProblem } from "../agent/quota.js";
-import { runOutcomeOf } from "../agent/store.js";
+import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
 

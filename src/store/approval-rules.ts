@@ -1,7 +1,7 @@
 /**
  * The rules of a click, as data: where it may come from, who may decide, until when, and whether the
  * run still waits for exactly that call. The SQLite store applies them through the approval book
- * (src/agent/approvals.ts, the same rules); stores that decide in their own transactions use these.
+ * (sqlite-approvals.ts, the same rules); stores that decide in their own transactions use these.
  */
 import type { PausedRun } from "../agent/run.js";
 import type { ApprovalDecision } from "../tools/types.js";

@@ -1,7 +1,7 @@
 /**
  * Slack installation records in the SQLite file (GLASSBOX_DB), on a connection of their own beside
- * the store's (WAL lets them share the file). The tables are created if missing, so opening is safe
- * however many times and in whatever order it happens.
+ * the store's (WAL lets them share the file). The file is migrated on opening, as the store migrates
+ * it, so opening is safe however many times and in whatever order it happens.
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -9,24 +9,7 @@ import Database from "better-sqlite3";
 import { GlassboxError } from "../agent/errors.js";
 import { switchToWal } from "../sqlite-wal.js";
 import type { InstallationRecord, InstallationRecords } from "./installations.js";
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS slack_installations (
-    key TEXT PRIMARY KEY, -- team id, or enterprise id of an org-wide install
-    team_id TEXT,
-    enterprise_id TEXT,
-    org_wide INTEGER NOT NULL,
-    bot_user_id TEXT NOT NULL,
-    scopes TEXT NOT NULL, -- comma-separated, as Slack writes them
-    sealed TEXT NOT NULL, -- the installation with its tokens, AES-256-GCM
-    installed_at TEXT NOT NULL
-  );
-  -- workspaces of an org-wide install, as events named them
-  CREATE TABLE IF NOT EXISTS slack_installation_teams (
-    team_id TEXT PRIMARY KEY,
-    installation_key TEXT NOT NULL
-  );
-`;
+import { migrate } from "./sqlite-schema.js";
 
 interface Row {
   key: string;
@@ -46,7 +29,7 @@ export function openSqliteInstallations(path: string): InstallationRecords {
     db = new Database(path);
     db.pragma("busy_timeout = 5000");
     switchToWal(db);
-    db.exec(SCHEMA);
+    migrate(db); // the tables are the schema's (sqlite-schema.ts), like every other
   } catch (error) {
     if (db?.open) db.close();
     throw new GlassboxError(

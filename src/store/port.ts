@@ -13,29 +13,24 @@ import type {
   DecisionOutcome,
   DecisionRequest,
   EventAcceptance,
-  Fact,
   Fold,
   QuotaRequest,
   QuotaReservation,
   QuotaSpent,
   RecordedRequest,
-  RecordOutcome,
   RunOutcome,
   RunTrace,
-  RunWrite,
   SessionFilters,
   SessionInfo,
   SessionListing,
   StepTrace,
   StoredMessage,
-  Summary,
-  SummaryCall,
   TextNotice,
-  UsageExample,
   UsageTotal,
   WorkerOffer,
 } from "./port-data.js";
 import type { Message } from "../agent/types.js";
+import type { FactStore, HistoryStore, RunWriter, UsageHistory } from "../agent/contracts.js";
 import type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
 
 export type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
@@ -49,39 +44,18 @@ export interface FeedbackInput {
 }
 
 export type * from "./port-data.js";
+export type { FactStore, HistoryStore, QuotaStore, RunWriter, UsageHistory } from "../agent/contracts.js";
 
-/** A session's history as memory reads it: the current epoch, its latest summary, the messages after it. */
-export interface SessionHistory {
-  epoch: number;
-  summary: Summary | undefined;
-  /** The current epoch's messages after the summary (all of them without one), oldest first. */
-  messages: StoredMessage[];
-  /** The history version these were read at (see historyVersion). */
-  version: string;
-}
-
-export interface ConversationStore {
+/** Conversations: their messages, summaries and sessions (memory's HistoryStore, and what the turns need beside it). */
+export interface ConversationStore extends HistoryStore {
   /** Appends messages in one transaction (creating the session on first use); returns their ids, ascending. */
   appendMessages(
     sessionId: string,
     runId: string | null,
     entries: Array<{ message: Message; tokens: number }>,
   ): Promise<number[]>;
-  sessionHistory(sessionId: string): Promise<SessionHistory>;
-  /**
-   * A token that stays the same while only this handle writes the session's messages and summaries,
-   * and changes when another handle (process, connection) writes them or the session is reset; so a
-   * cached history is reloaded exactly when someone else may have changed it.
-   */
-  historyVersion(sessionId: string): Promise<string>;
   /** The epoch's messages with an id above `afterId`, oldest first. */
   messagesAfter(sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]>;
-  /** A fold's summary, with the summarising call (its run and step, model, tokens, cost) when it made one. */
-  saveSummary(
-    sessionId: string,
-    epoch: number,
-    summary: Summary & { firstMessageId: number; call?: SummaryCall },
-  ): Promise<void>;
   /** A new start: later runs see none of the session's earlier messages (which are kept); false for an unknown session. */
   resetSession(sessionId: string): Promise<boolean>;
   /** Runs and tokens of one session, across resets (sub-agents' runs left out). */
@@ -89,14 +63,6 @@ export interface ConversationStore {
   listSessions(): Promise<SessionInfo[]>;
   /** The user who started the session's first run; undefined for a session without runs. */
   sessionOwner(sessionId: string): Promise<string | undefined>;
-}
-
-export interface FactStore {
-  addFact(userId: string, scope: string, content: string): Promise<number>;
-  /** Only the fact's owner may forget it; false otherwise or when there is no such fact. */
-  forgetFact(userId: string, factId: number): Promise<boolean>;
-  /** The user's own facts and those shared in `channel` that best match the words of `query`, best first. */
-  searchFacts(userId: string, channel: string, query: string, limit: number): Promise<Fact[]>;
 }
 
 /**
@@ -107,7 +73,7 @@ export interface AfterCommit {
   afterCommit(callback: () => void): void;
 }
 
-export interface RunStore<Transaction> {
+export interface RunStore<Transaction> extends RunWriter {
   /**
    * Claims an event, records its run and stores its message, in one transaction (see
    * EventAcceptance). For an accepted event, `alsoInTransaction` adds its own writes (the run
@@ -118,8 +84,6 @@ export interface RunStore<Transaction> {
     acceptance: EventAcceptance,
     alsoInTransaction?: (transaction: Transaction) => Promise<void>,
   ): Promise<AcceptOutcome>;
-  /** Applies a run's writes in order, in one transaction: all of them or none (the promise rejects). */
-  record(writes: RunWrite[]): Promise<RecordOutcome>;
   /** Ends an accepted run that never started (refused, or failed before it began); false when it had started. */
   endUnstartedRun(outcome: RunOutcome): Promise<boolean>;
   /** The JSON of a run that waits for approval; undefined once it no longer waits. */
@@ -190,7 +154,7 @@ export interface GateStore {
 }
 
 /** What the trace viewer, the HTTP API and the command line read. */
-export interface TraceReadings {
+export interface TraceReadings extends UsageHistory {
   run(runId: string): Promise<RunTrace | undefined>;
   runsOfSession(sessionId: string): Promise<RunTrace[]>;
   /** The runs of sub-agents that worked for a run. */
@@ -208,10 +172,6 @@ export interface TraceReadings {
   userUsageSince(userId: string, since: Date): Promise<UsageTotal>;
   searchSessions(filters: SessionFilters): Promise<{ sessions: SessionListing[]; more: boolean }>;
   foldsOf(sessionId: string): Promise<Fold[]>;
-  /** The latest `runs` top-level runs as tool-selection examples, oldest first. */
-  usageHistory(runs?: number): Promise<UsageExample[]>;
-  /** One run as an example; undefined for a sub-agent's, an unknown one, or one that teaches nothing. */
-  runUsage(runId: string): Promise<UsageExample | undefined>;
 }
 
 /** What people said about answers: 👍 / 👎 per run and person, the latest click counting. */

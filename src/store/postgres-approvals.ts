@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ApprovalRequest } from "../tools/types.js";
-import { toApproval, type ApprovalRow } from "../agent/approvals.js";
+import { toApproval, type ApprovalRow } from "./approval-rows.js";
 import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";

@@ -1,4 +1,4 @@
-/** 👍 / 👎 on PostgreSQL: the rules of src/agent/feedback.ts (the SQLite book), one row per person and run. */
+/** 👍 / 👎 on PostgreSQL: the rules of sqlite-feedback.ts (the SQLite book), one row per person and run. */
 import type pg from "pg";
 import { boundedReason, type Feedback, type Rating } from "../agent/feedback.js";
 import type { FeedbackInput } from "./port.js";

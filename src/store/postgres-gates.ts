@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { INSTANCE } from "../agent/store-owners.js";
+import { INSTANCE } from "./instances.js";
 import type {
   CancelNotice,
   CancelTarget,

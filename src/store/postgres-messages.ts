@@ -4,7 +4,7 @@
  * transaction, so a run's writes and an event's acceptance can include them.
  */
 import type pg from "pg";
-import { toStoredMessage, type MessageRow } from "../agent/store-data.js";
+import { toStoredMessage, type MessageRow } from "./message-rows.js";
 import type { MessageEntry, SessionInfo, StoredMessage, Summary, SummaryCall } from "./port-data.js";
 import type { SessionHistory } from "./port.js";
 import { inTransaction, type Db } from "./postgres-client.js";

@@ -4,8 +4,8 @@
  * functions take the client of an open transaction (a run's writes, an event's acceptance).
  */
 import type pg from "pg";
-import { INSTANCE } from "../agent/store-owners.js";
-import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
+import { INSTANCE } from "./instances.js";
+import { ownerAlive, type InstanceRecord } from "./instances.js";
 import type { RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
 import { inTransaction, type Db } from "./postgres-client.js";

@@ -1,12 +1,12 @@
 /**
  * The trace viewer's readings on PostgreSQL, as the SQLite ones read them: the session list narrowed
- * by a search over message text and by filters (adapters/web/session-search.ts), a session's folds
- * (adapters/web/session-folds.ts), and tool-usage history for selection (tools/usage-history.ts).
+ * by a search over message text and by filters (sqlite-session-search.ts on SQLite), a session's folds
+ * (sqlite-folds.ts), and tool-usage history for selection (sqlite-usage.ts).
  * Filters are parameters; only the shape of the query varies with which filters are given.
  */
 import type pg from "pg";
 import type { Fold, SessionFilters, SessionListing, UsageExample } from "./port-data.js";
-import { examplesOf, type UsageRow } from "../tools/usage-history.js";
+import { examplesOf, type UsageRow } from "./usage-rows.js";
 
 const FIRST_MESSAGE_CHARS = 200;
 const MAX_FOLDS = 500;

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { HEARTBEAT_EVERY_MS } from "../agent/store-owners.js";
+import { HEARTBEAT_EVERY_MS } from "./instances.js";
 import type { StorePort } from "./port.js";
 import { createPostgresApprovals } from "./postgres-approvals.js";
 import { createPool, describeOpenFailure, locationOf, type PostgresConnection } from "./postgres-client.js";

@@ -5,7 +5,7 @@
  * call in flight; otherwise it waits for a call in flight to settle. A user overspends a cap by at
  * most one call's worth. Only the calls of processes still alive count as in flight.
  */
-import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
+import { ownerAlive, type InstanceRecord } from "./instances.js";
 import type { QuotaLimits, QuotaReservation } from "./port-data.js";
 
 /** A user's day as a store keeps it: what settled calls spent, and what calls in flight reserved. */

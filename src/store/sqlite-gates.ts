@@ -9,8 +9,8 @@
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import type Database from "better-sqlite3";
-import { INSTANCE, type InstanceRecord } from "../agent/store-owners.js";
-import type { TraceReader } from "../agent/trace.js";
+import { INSTANCE, type InstanceRecord } from "./instances.js";
+import type { TraceReader } from "./sqlite-traces.js";
 import type {
   CancelNotice,
   CancelTarget,

@@ -9,8 +9,8 @@
 import { gunzipSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import type { Message, ToolSpec } from "../agent/types.js";
-import type { RecordedRequest } from "./port-data.js";
-import { toStoredMessage, type MessageRow } from "../agent/store-data.js";
+import type { RecordedRequest } from "../agent/contracts.js";
+import { toStoredMessage, type MessageRow } from "./message-rows.js";
 import { messageRowOf } from "./sqlite-message-rows.js";
 import { seqsOf } from "./request-refs.js";
 

@@ -1,18 +1,18 @@
 /**
  * The SQLite store's transactional writes: a run's writes, and an event's acceptance, each one unit
- * of the store's group commit (src/agent/store-commit.ts): the units of one event-loop turn commit
+ * of the store's group commit (sqlite-commit.ts): the units of one event-loop turn commit
  * together, each whole or not at all. Made of the store's own operations, the approval book's and
  * the trace writes (sqlite-steps).
  */
-import type { ApprovalBook } from "../agent/approvals.js";
-import type { Store } from "../agent/store.js";
-import { INSTANCE, instanceRegistration } from "../agent/store-owners.js";
+import type { ApprovalBook } from "./sqlite-approvals.js";
+import type { SqliteStore } from "./sqlite-store.js";
+import { INSTANCE, instanceRegistration } from "./instances.js";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
 import type { AfterCommit } from "./port.js";
 import { knowMessageRows } from "./sqlite-message-rows.js";
 import type { SqliteSteps } from "./sqlite-steps.js";
 
-export function createSqliteWrites(store: Store, steps: SqliteSteps, book: ApprovalBook) {
+export function createSqliteWrites(store: SqliteStore, steps: SqliteSteps, book: ApprovalBook) {
   // Prepared on first use: a read-only handle (the command line) never writes.
   let takeOver: ((runId: string) => boolean) | undefined;
   const takeOverRun = (runId: string) => {

@@ -1,19 +1,18 @@
 /**
- * The store port on SQLite, the embedded default: today's better-sqlite3 store (src/agent/store.ts)
- * and the modules that read and write its file with it (the approval book, the trace reader, the
- * trace viewer's queries, tool-usage history), behind async operations. One connection; writes of
- * one event-loop turn share one commit; other processes on the same file are seen through the file.
+ * The store port on SQLite, the embedded default: the synchronous core (sqlite-store.ts) and the
+ * modules that read and write its file with it (the approval and feedback books, the trace reader,
+ * the trace viewer's queries, tool-usage history), behind async operations. One connection; writes
+ * of one event-loop turn share one commit; other processes on the same file are seen through the file.
  */
-import { createApprovalBook } from "../agent/approvals.js";
-import { createFeedbackBook } from "../agent/feedback.js";
-import { openStore, type Store } from "../agent/store.js";
-import { createTraceReader } from "../agent/trace.js";
-import { createFoldReader } from "../adapters/web/session-folds.js";
-import { createSessionSearch } from "../adapters/web/session-search.js";
-import { readRunUsage, readUsageHistory } from "../tools/usage-history.js";
 import type { AfterCommit, StorePort } from "./port.js";
-import { addPortTables } from "./sqlite-extensions.js";
+import { createApprovalBook } from "./sqlite-approvals.js";
+import { createFeedbackBook } from "./sqlite-feedback.js";
+import { createFoldReader } from "./sqlite-folds.js";
 import { createSqliteGates } from "./sqlite-gates.js";
+import { createSessionSearch } from "./sqlite-session-search.js";
+import { openSqliteStore, type SqliteStore } from "./sqlite-store.js";
+import { createTraceReader } from "./sqlite-traces.js";
+import { readRunUsage, readUsageHistory } from "./sqlite-usage.js";
 import { createSqliteSteps } from "./sqlite-steps.js";
 import { afterCommitted, createSqliteWrites } from "./sqlite-writes.js";
 
@@ -27,26 +26,27 @@ export interface SqlitePortOptions {
 export type SqlitePort = StorePort<AfterCommit> & { kind: "sqlite" };
 
 export function openSqlitePort(path: string, options: SqlitePortOptions = {}): SqlitePort {
-  return sqlitePortOf(openStore(path, { checkpointInBackground: options.longRunning, readOnly: options.readOnly }));
+  return sqlitePortOf(
+    openSqliteStore(path, { checkpointInBackground: options.longRunning, readOnly: options.readOnly }),
+  );
 }
 
-const ports = new WeakMap<Store, SqlitePort>();
+const ports = new WeakMap<SqliteStore, SqlitePort>();
 
 /**
- * The port over a store already open, the same one for every call with that store, so that memory,
- * the trace and the parts still on the store itself share one connection, one group commit and one
- * request log. Closing the port closes the store.
+ * The port over a core already open, the same one for every call with that core, so that everything
+ * on it shares one connection, one group commit and one request log (tests of the SQLite
+ * implementation reach under the port this way). Closing the port closes the core.
  */
-export function sqlitePortOf(store: Store): SqlitePort {
+export function sqlitePortOf(store: SqliteStore): SqlitePort {
   let port = ports.get(store);
   if (!port) ports.set(store, (port = portOver(store)));
   return port;
 }
 
-function portOver(store: Store): SqlitePort {
+function portOver(store: SqliteStore): SqlitePort {
   const { db } = store;
   const path = db.name;
-  if (!db.readonly) addPortTables(db);
   const book = createApprovalBook(store);
   const feedback = createFeedbackBook(store);
   const reader = createTraceReader(store);

@@ -3,7 +3,7 @@
  * requests they suggest (StorePort.offerTools) with its instance; ingress, which loads no tools,
  * reads those of the live workers together (toolsOffered) for the pages and for an empty mention.
  */
-import { ownerAlive, type InstanceRecord } from "../agent/store-owners.js";
+import { ownerAlive, type InstanceRecord } from "./instances.js";
 import type { WorkerOffer } from "./port-data.js";
 
 /** Most suggestions kept from all the workers together (a page shows a few). */

@@ -7,7 +7,6 @@ import type { Approval } from "../../agent/approvals.js";
 import { createConversations, type Conversations } from "../../conversations/conversations.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
-import type { Store } from "../../agent/store.js";
 import type { StorePort } from "../../store/port.js";
 import type { Pipelines } from "../../agent/sub-agents.js";
 import type { SlackConfig } from "../../config.js";
@@ -22,8 +21,8 @@ export interface SlackConversationOptions {
   /** Installed in many workspaces: the client of each (by team id), used instead of `client`. */
   clientFor?: (teamId: string) => WebClient;
   agent: AgentConfig;
-  /** The SQLite store, or any store port (a worker's PostgreSQL). */
-  store: Store | StorePort;
+  /** The store port (SQLite's, or a worker's PostgreSQL). */
+  store: StorePort;
   slack: SlackConfig;
   log: Logger;
   approvalTtlSeconds: number;

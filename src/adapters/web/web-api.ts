@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Conversations } from "../../conversations/conversations.js";
-import { runOutcomeOf, type RunOutcome } from "../../agent/store.js";
+import { runOutcomeOf, type RunOutcome } from "../../agent/contracts.js";
 import type { RunTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
@@ -18,14 +18,14 @@ import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js"
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
 import { inputWithAttachments } from "../../agent/attachments.js";
 import type { ReplayComparison } from "../../agent/replay.js";
-import { sessionFiltersOf } from "./session-search.js";
+import { sessionFiltersOf } from "./session-filters.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
 export interface StoreApiContext {
   /** Where the events of runs are followed (the agent's here; in ingress, what the store says). */
   hub: EventHub;
-  /** Where runs are accepted and the trace is read (a SQLite `Store` goes in as sqlitePortOf(store)). */
+  /** Where runs are accepted and the trace is read. */
   store: StorePort;
   log: Logger;
   /** Shown by the page: which model answers; null when none is configured. */

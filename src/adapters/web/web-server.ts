@@ -14,7 +14,6 @@ import { priceOf, type Price } from "../../agent/cost.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DailyLimits } from "../../agent/quota.js";
 import type { AgentConfig } from "../../agent/run.js";
-import type { Store } from "../../agent/store.js";
 import type { ChatModel } from "../../agent/types.js";
 import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
@@ -25,13 +24,12 @@ import { createApi } from "./web-api.js";
 import { replayOn } from "./web-replay.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
 import type { StorePort } from "../../store/port.js";
-import { storePortOf } from "../trace-readings.js";
 
 export interface WebServerOptions {
   /** The agent; absent only when no model is configured, and then `problem` says what to set. */
   agent?: AgentConfig;
-  /** The store port (SQLite or PostgreSQL); a SQLite `Store` is read through its port. */
-  store: Store | StorePort;
+  /** The store port (SQLite or PostgreSQL). */
+  store: StorePort;
   log: Logger;
   /** Default 127.0.0.1; any other address needs `apiToken`. */
   host?: string;
@@ -85,8 +83,7 @@ const PAGE_HEADERS = {
 };
 
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
-  const { store, log } = options;
-  const port = storePortOf(store);
+  const { store: port, log } = options;
   const host = options.host ?? "127.0.0.1";
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   const callerOf = callersOf(credentials);

@@ -7,14 +7,14 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
+import { GlassboxError } from "../errors.js";
 import {
   describeModelError,
   describeModelFailure,
   errorInReply,
-  GlassboxError,
   modelsOffered,
   readableModelErrors,
-} from "../errors.js";
+} from "./server-errors.js";
 import { undiciFetch } from "../../undici-fetch.js";
 import { addUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse } from "../types.js";
 import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilities.js";

@@ -7,8 +7,8 @@ import { mkdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { switchToWal } from "../sqlite-wal.js";
-import { GlassboxError } from "./errors.js";
-import { migrate, SCHEMA_VERSION, schemaVersion } from "./store-schema.js";
+import { GlassboxError } from "../agent/errors.js";
+import { migrate, SCHEMA_VERSION, schemaVersion } from "./sqlite-schema.js";
 
 /**
  * The connection, checked and migrated. `readOnly` opens an existing file for reading only: it never

@@ -1,4 +1,8 @@
-/** The store's schema: migrations by PRAGMA user_version, each applied once, in order. */
+/**
+ * The SQLite schema, all of it: migrations by PRAGMA user_version, each applied once, in order.
+ * Existing files keep their history: a file any glassbox wrote upgrades by the migrations after
+ * its version.
+ */
 import type Database from "better-sqlite3";
 
 const MIGRATIONS = [
@@ -210,8 +214,7 @@ const MIGRATIONS = [
   `,
   `
   -- the process (instance) that holds each quota reservation: one of a process that is gone holds no
-  -- room. The table is the store port's (src/store/sqlite-extensions.ts), made here as it makes it
-  -- when this file does not have it yet.
+  -- room. The table was once made outside the migrations, when a file lacked it: made here if missing.
   CREATE TABLE IF NOT EXISTS quota_reservations (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
@@ -231,6 +234,43 @@ const MIGRATIONS = [
   `
   -- what a worker can do (its tools' names, requests to suggest: JSON), for processes that load no tools
   ALTER TABLE instances ADD COLUMN offer TEXT;
+  `,
+  `
+  -- tables that were once made outside the migrations, when a file lacked them (the quota ledger and
+  -- cancel requests, by the store port; Slack installations, by their own connection): made here if
+  -- missing, so a file that already has them keeps them as they are.
+  -- a user's spending on a UTC day: what settled model calls spent (cost null: a model without a price)
+  CREATE TABLE IF NOT EXISTS quota_days (
+    user_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    cost REAL,
+    PRIMARY KEY (user_id, day)
+  );
+  -- "stop": the runs it reached, checked between steps by whoever runs them
+  CREATE TABLE IF NOT EXISTS cancel_requests (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    requested_at TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS cancel_requests_by_run ON cancel_requests(run_id);
+  CREATE INDEX IF NOT EXISTS cancel_requests_by_age ON cancel_requests(requested_at);
+  CREATE TABLE IF NOT EXISTS slack_installations (
+    key TEXT PRIMARY KEY, -- team id, or enterprise id of an org-wide install
+    team_id TEXT,
+    enterprise_id TEXT,
+    org_wide INTEGER NOT NULL,
+    bot_user_id TEXT NOT NULL,
+    scopes TEXT NOT NULL, -- comma-separated, as Slack writes them
+    sealed TEXT NOT NULL, -- the installation with its tokens, AES-256-GCM
+    installed_at TEXT NOT NULL
+  );
+  -- workspaces of an org-wide install, as events named them
+  CREATE TABLE IF NOT EXISTS slack_installation_teams (
+    team_id TEXT PRIMARY KEY,
+    installation_key TEXT NOT NULL
+  );
   `,
 ];
 

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
-import { HEARTBEAT_EVERY_MS, INSTANCE } from "./store-owners.js";
+import { HEARTBEAT_EVERY_MS, INSTANCE } from "./instances.js";
 
 interface Unit {
   body: () => unknown;
@@ -100,7 +100,7 @@ setInterval(() => {
 `;
 
 /**
- * Checkpoints the WAL from a worker thread, which also beats for this instance (see store-owners).
+ * Checkpoints the WAL from a worker thread, which also beats for this instance (see instances.ts).
  * Should the thread fail, the connection goes back to checkpointing after its own commits, as it
  * does by default.
  */

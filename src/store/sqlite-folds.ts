@@ -5,10 +5,8 @@
  * before the store kept their step are placed by time: memory folds while it builds a step's
  * context, so such a fold belongs to the first step of the session's own runs recorded after it.
  */
-import type { Store } from "../../agent/store.js";
-
-export type { Fold } from "../../store/port-data.js";
-import type { Fold } from "../../store/port-data.js";
+import type { Fold } from "./port-data.js";
+import type { SqliteStore } from "./sqlite-store.js";
 
 /** A session's folds are few (each one makes room for many turns); this bounds a pathological store. */
 const MAX_FOLDS = 500;
@@ -28,7 +26,7 @@ interface SummaryRow {
   cost: number | null;
 }
 
-export function createFoldReader(store: Store) {
+export function createFoldReader(store: SqliteStore) {
   const { db } = store;
   const statements = {
     summaries: db.prepare(

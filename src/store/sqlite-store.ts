@@ -1,34 +1,29 @@
 /**
- * The SQLite store: sessions, runs, messages, summaries, steps, approvals, facts and event claims in
- * one file. WAL, foreign keys, a busy timeout, migrations by PRAGMA user_version (store-schema).
- * Every write is committed before the call returns (or, within `atomically`, before its promise
- * resolves; store-commit), so a crash loses nothing that was acknowledged. Runs are owned by a
- * process instance (store-owners); the file is checked when it is opened (store-file).
+ * The SQLite store's core, under its port (sqlite.ts): sessions, runs, messages, summaries and facts
+ * in one file, through synchronous better-sqlite3 statements. WAL, foreign keys, a busy timeout,
+ * migrations by PRAGMA user_version (sqlite-schema). Every write is committed before the call
+ * returns (or, within `atomically`, before its promise resolves; sqlite-commit), so a crash loses
+ * nothing that was acknowledged. Runs are owned by a process instance (instances.ts); the file is
+ * checked when it is opened (sqlite-file).
  */
 import type Database from "better-sqlite3";
-import { groupCommit, startCheckpointer } from "./store-commit.js";
-import { openDatabase } from "./store-file.js";
-import { INSTANCE, instanceRegistration, ownerChecker } from "./store-owners.js";
-import { knowReadRows } from "../store/sqlite-message-rows.js";
-import type { Message } from "./types.js";
+import type {
+  Fact,
+  RunOutcome,
+  RunRecord,
+  SessionInfo,
+  StoredMessage,
+  Summary,
+  SummaryCall,
+} from "../agent/contracts.js";
+import type { Message } from "../agent/types.js";
+import { INSTANCE, instanceRegistration, ownerChecker } from "./instances.js";
+import { toStoredMessage, type MessageRow } from "./message-rows.js";
+import { groupCommit, startCheckpointer } from "./sqlite-commit.js";
+import { openDatabase } from "./sqlite-file.js";
+import { knowReadRows } from "./sqlite-message-rows.js";
 
-export { databaseExists } from "./store-file.js";
-
-// The plain data the store takes and gives, in a file of their own (store-data.ts).
-export * from "./store-data.js";
-import {
-  toStoredMessage,
-  type Fact,
-  type MessageRow,
-  type RunOutcome,
-  type RunRecord,
-  type SessionInfo,
-  type StoredMessage,
-  type Summary,
-  type SummaryCall,
-} from "./store-data.js";
-
-export interface Store {
+export interface SqliteStore {
   /** The connection, for modules that keep their own prepared statements (approvals, traces). */
   db: Database.Database;
   /**
@@ -84,7 +79,7 @@ export interface Store {
   pruneClaims(olderThan: Date): number;
   /**
    * Marks `interrupted` the runs still `running` or `accepted` whose process is gone (killed before
-   * or during the run; see store-owners), and forgets the instances that are gone; returns how many runs.
+   * or during the run; see instances.ts), and forgets the instances that are gone; returns how many runs.
    */
   interruptOrphanedRuns(): number;
   /** Changes whenever another connection commits; used to notice writes by another process. */
@@ -97,7 +92,7 @@ export interface Store {
   close(): void;
 }
 
-export interface StoreOptions {
+export interface SqliteStoreOptions {
   /**
    * Checkpoint the WAL from a thread of its own, for a long-running bot: a checkpoint (copying
    * the WAL into the database file, with its fsyncs) then never stalls a commit on this thread.
@@ -117,7 +112,7 @@ const END_RUN =
  * Opens the store; a file that is damaged or cannot be opened or written is refused with one
  * sentence naming it and GLASSBOX_DB (a configuration error).
  */
-export function openStore(path: string, options: StoreOptions = {}): Store {
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): SqliteStore {
   const db = openDatabase(path, options.readOnly);
   const background = options.checkpointInBackground && !options.readOnly && path !== ":memory:";
   const checkpointer = background ? startCheckpointer(db, path) : undefined;

@@ -1,0 +1,34 @@
+import type { Approval, ApprovalStatus } from "../agent/approvals.js";
+
+/** An approvals row, as both stores keep it. */
+export interface ApprovalRow {
+  id: string;
+  run_id: string;
+  session_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  arguments: string;
+  arguments_hash: string;
+  requester: string;
+  status: ApprovalStatus;
+  decided_by: string | null;
+  decided_at: string | null;
+  expires_at: string;
+  message_ref: string | null;
+}
+
+export const toApproval = (row: ApprovalRow): Approval => ({
+  id: row.id,
+  runId: row.run_id,
+  sessionId: row.session_id,
+  toolCallId: row.tool_call_id,
+  toolName: row.tool_name,
+  arguments: JSON.parse(row.arguments) as Record<string, unknown>,
+  argumentsHash: row.arguments_hash,
+  requester: row.requester,
+  status: row.status,
+  decidedBy: row.decided_by,
+  decidedAt: row.decided_at,
+  expiresAt: row.expires_at,
+  messageRef: row.message_ref,
+});

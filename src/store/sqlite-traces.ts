@@ -1,0 +1,108 @@
+/** Readings over the trace tables on SQLite, for the CLI and the web page. */
+import type { RecordedRequest } from "../agent/contracts.js";
+import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+import type { Message } from "../agent/types.js";
+import type { ToolCallRecord } from "../tools/types.js";
+import { createRequestLog } from "./sqlite-requests.js";
+import type { SqliteStore } from "./sqlite-store.js";
+
+interface StepRow {
+  step: number;
+  model: string | null;
+  context_messages: number;
+  context_tokens: number | null;
+  content: string | null;
+  reasoning: string | null;
+  reasoning_cut_chars: number;
+  model_notes: string | null;
+  requested_calls: string | null;
+  tool_calls: string | null;
+  notes: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  latency_ms: number;
+  cost: number | null;
+  created_at: string;
+}
+
+const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, input, status, output, model, steps,
+  prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt,
+  parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId,
+  pipeline_run_id AS pipelineRunId, pipeline_stage AS pipelineStage, pipeline_stages AS pipelineStages, pipeline_name AS pipelineName`;
+
+export function createTraceReader(store: SqliteStore) {
+  const { db } = store;
+  const requests = createRequestLog(db);
+  const statements = {
+    run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
+    children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
+    stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
+    steps: db.prepare(
+      "SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step",
+    ),
+  };
+  // Sub-agents' runs are left out: their tokens are already counted in the runs they worked for.
+  const totals = (groupBy: string, where = "1 = 1", ...params: unknown[]): UsageTotal[] =>
+    db
+      .prepare(
+        `SELECT ${groupBy} AS key, count(*) AS runs, coalesce(sum(prompt_tokens), 0) AS promptTokens, coalesce(sum(completion_tokens), 0) AS completionTokens,
+          CASE WHEN count(*) = count(cost) THEN sum(cost) END AS cost
+         FROM runs WHERE parent_run_id IS NULL AND ${where} GROUP BY key ORDER BY key`,
+      )
+      .all(...params) as UsageTotal[];
+
+  return {
+    run: (runId: string) => statements.run.get(runId) as RunTrace | undefined,
+    runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId) as RunTrace[],
+    /** The runs of sub-agents that worked for a run, to nest under its tool calls. */
+    childrenOf: (runId: string) => statements.children.all(runId) as RunTrace[],
+    /** A pipeline's stages so far, in order, by its first stage's run. */
+    stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId) as RunTrace[],
+    steps(runId: string, fromStep = 1): StepTrace[] {
+      return (statements.steps.all(runId, fromStep) as StepRow[]).map((row) => ({
+        step: row.step,
+        model: row.model,
+        contextMessages: row.context_messages,
+        contextTokens: row.context_tokens,
+        content: row.content,
+        reasoning: row.reasoning,
+        reasoningCutChars: row.reasoning_cut_chars,
+        modelNotes: JSON.parse(row.model_notes ?? "[]") as string[],
+        requestedCalls: JSON.parse(row.requested_calls ?? "[]") as RequestedCall[],
+        toolCalls: JSON.parse(row.tool_calls ?? "[]") as ToolCallRecord[],
+        notes: JSON.parse(row.notes ?? "[]") as string[],
+        promptTokens: row.prompt_tokens,
+        completionTokens: row.completion_tokens,
+        latencyMs: row.latency_ms,
+        cost: row.cost,
+        at: row.created_at,
+      }));
+    },
+    /** The exact request a step sent to the model (older steps: its messages alone). */
+    payload: (runId: string, step: number): RecordedRequest | Message[] | undefined => requests.read(runId, step),
+    totalsByRun: () => totals("id"),
+    totalsBySession: () => totals("session_id"),
+    /** By user; given a user, only that user's runs (a user's API token sees its own usage alone). */
+    totalsByUser: (userId?: string) =>
+      userId === undefined ? totals("user_id") : totals("user_id", "user_id = ?", userId),
+    totalsByDay: (userId?: string) =>
+      userId === undefined
+        ? totals("substr(started_at, 1, 10)")
+        : totals("substr(started_at, 1, 10)", "user_id = ?", userId),
+    /** One user's usage since a moment (for daily quotas). */
+    userUsageSince(userId: string, since: Date): UsageTotal {
+      return (
+        totals("user_id", "user_id = ? AND started_at >= ?", userId, since.toISOString())[0] ?? {
+          key: userId,
+          runs: 0,
+          promptTokens: 0,
+          completionTokens: 0,
+          cost: 0,
+        }
+      );
+    },
+  };
+}
+
+export type TraceReader = ReturnType<typeof createTraceReader>;
