@@ -11,6 +11,7 @@ import type { TurnWork } from "../ingress/turns.js";
 import type { StorePort } from "../store/port.js";
 import { sqlitePortOf } from "../store/sqlite.js";
 import type { Approval, ClickOrigin, DecisionOutcome } from "./approvals.js";
+import { stoppedFromStore } from "./cancel-from-store.js";
 import { createQueuedTurns, type ReceiveFiles } from "./conversation-queued.js";
 import { createTurnBodies } from "./conversation-turns.js";
 import type { AgentEvent } from "./events.js";
@@ -75,6 +76,8 @@ export interface ConversationOptions {
   queuedNoticeMs?: number;
   /** A worker: fetches the files of a queued message (ingress passed only their references). */
   receiveFiles?: ReceiveFiles;
+  /** Whether each model call first asks the store if its run was stopped from elsewhere (default: on PostgreSQL). */
+  cancelFromStore?: boolean;
 }
 
 /** A person's click on Approve or Deny; `origin` is where the platform says it came from (omitted only by trusted callers). */
@@ -140,13 +143,18 @@ export function createConversations(
   const onError = options.onError ?? (() => {});
   // Chat approvals wait for a person: the run pauses (durably: a click resumes it, after a restart
   // too). A specialist's dangerous call pauses the specialist's run, and with it the run it works for.
-  // On PostgreSQL a stop may be asked from another process: the loop also asks the store between steps.
+  // On PostgreSQL a stop may be asked from another process: each model call asks the store first.
+  const stopRun = (runId: string) => {
+    const controller = byRun.get(runId);
+    controller?.abort();
+    return controller !== undefined;
+  };
   const chatAgent: AgentConfig = {
     ...agent,
     approve: agent.approve ?? (async () => "pending"),
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
-    ...(store.kind === "postgres" && !agent.cancelRequested
-      ? { cancelRequested: (runId: string) => store.cancelRequested(runId) }
+    ...((options.cancelFromStore ?? store.kind === "postgres")
+      ? { model: stoppedFromStore(agent.model, (runId) => store.cancelRequested(runId), stopRun) }
       : {}),
   };
   const bodies = createTurnBodies(chatAgent, store, options);
@@ -252,10 +260,6 @@ export function createConversations(
       return turn;
     },
 
-    stopRun(runId) {
-      const controller = byRun.get(runId);
-      controller?.abort();
-      return controller !== undefined;
-    },
+    stopRun,
   };
 }
