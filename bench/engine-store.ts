@@ -24,6 +24,7 @@
  *    high-water mark (what a measurement from outside reads), beside the peak sampled every 20 ms.
  */
 import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -388,11 +389,13 @@ async function measureConcurrentRuns(program: string, url: string, directory: st
 
 /**
  * This file and what it imports, compiled as tsconfig.build.json compiles dist/ (without type
- * checks: `npm test` makes them), into node_modules/.cache, where the project's packages resolve.
+ * checks: `npm test` makes them), into node_modules/.cache, where the project's packages resolve:
+ * a folder per checkout, as checkouts may share node_modules and run the bench at once.
  */
 function compileBench(): string {
   const root = fileURLToPath(new URL("..", import.meta.url));
-  const outDir = join(root, "node_modules", ".cache", "glassbox-bench");
+  const checkout = createHash("sha256").update(root).digest("hex").slice(0, 12);
+  const outDir = join(root, "node_modules", ".cache", `glassbox-bench-${checkout}`);
   mkdirSync(outDir, { recursive: true });
   const config = join(outDir, "tsconfig.json");
   const compilerOptions = { rootDir: root, outDir, declaration: false, sourceMap: false, noCheck: true, types: [] };
