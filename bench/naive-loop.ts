@@ -17,6 +17,8 @@ export interface NaiveLoopOptions {
   model: string;
   systemPrompt: string;
   tools: Record<string, NaiveTool>;
+  /** Called with each step's new messages (the reply, then its tool results) before the next model call. */
+  onStep?: (messages: ChatCompletionMessageParam[]) => void;
 }
 
 export interface NaiveLoopResult {
@@ -45,12 +47,14 @@ export async function runNaiveLoop(options: NaiveLoopOptions, input: string): Pr
     modelMs += performance.now() - started;
     steps++;
     const message = completion.choices[0]!.message;
+    const stepStart = messages.length;
     messages.push(message);
-    if (!message.tool_calls?.length) return { output: message.content ?? "", steps, modelMs };
-    for (const call of message.tool_calls) {
+    for (const call of message.tool_calls ?? []) {
       if (call.type !== "function") continue;
       const result = await tools[call.function.name]!.handler(JSON.parse(call.function.arguments));
       messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify(result) });
     }
+    options.onStep?.(messages.slice(stepStart));
+    if (!message.tool_calls?.length) return { output: message.content ?? "", steps, modelMs };
   }
 }

@@ -73,16 +73,14 @@ for (const target of TARGETS) {
         tools: createToolRegistry([notice.tool, lookup.tool]),
         memory,
         trace: createTraceRecorder(store, { estimateTokens: memory.estimate }),
-        // SQLite's conversations leave this to their own stop(); the loop's check is the same.
-        ...(options.cancelFromStore && store.kind === "sqlite"
-          ? { cancelRequested: (runId: string) => store.cancelRequested(runId) }
-          : {}),
       };
       const shown = recordingSurface();
       const decisions: Approval[] = [];
+      // SQLite's conversations leave a stop to their own stop(); the check before each model call is the same.
       const conversations = createConversations(agent, store, {
         openSurface: () => shown.surface,
         showDecision: async (approval) => void decisions.push(approval),
+        ...(options.cancelFromStore ? { cancelFromStore: true } : {}),
       });
       return {
         server,

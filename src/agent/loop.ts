@@ -3,59 +3,45 @@
  * and again — until it answers, a guard stops it, a person must approve a call, or the run is
  * cancelled. Nothing a model or a tool does makes it throw: every way a run ends is a RunResult.
  */
-import { randomUUID } from "node:crypto";
-import {
-  approvalsAwaited,
-  executeToolCalls,
-  newToolRunState,
-  resumeToolCalls,
-  type PendingToolCall,
-} from "../tools/executor.js";
+import { approvalsAwaited, executeToolCalls, resumeToolCalls, type PendingToolCall } from "../tools/executor.js";
 import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { inputWithAttachments, userMessageOf } from "./attachments.js";
 import { GlassboxError } from "./errors.js";
 import { liveOf, type Live } from "./live.js";
 import { executorOptions, scopeOf } from "./run-scope.js";
-import type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task } from "./run.js";
-import { addUsage, emptyUsage, type Message, type ModelResponse, type ToolSpec } from "./types.js";
+import {
+  newRunState,
+  type AgentConfig,
+  type PausedRun,
+  type RunResult,
+  type RunState,
+  type StopReason,
+  type Task,
+} from "./run.js";
+import { addUsage, type Message, type ModelResponse, type ToolSpec } from "./types.js";
 
 export type { AgentConfig, PausedRun, RunResult, RunState, StopReason, Task, ToolCallSummary } from "./run.js";
 
 export const DEFAULT_MAX_STEPS = 8;
+const CANCELLED = "The run was cancelled.";
 export const DEFAULT_SYSTEM_PROMPT =
   "You are glassbox, a helpful assistant in a team chat. Use the tools when they help, never invent tool results, and answer concisely.";
 
 export async function runAgent(config: AgentConfig, task: Task): Promise<RunResult> {
-  const run: RunState = {
-    runId: task.runId ?? `run_${randomUUID()}`,
-    sessionId: task.sessionId ?? "local",
-    userId: task.userId ?? "local",
-    history: task.history ?? [],
-    messages: [],
-    steps: 0,
-    usage: emptyUsage(),
-    toolCalls: [],
-    toolState: newToolRunState(),
-    lastResults: {},
-    ...(task.parent ? { parent: task.parent } : {}),
-  };
+  const run = newRunState(task);
   const live = liveOf(task, config);
   return survive(run, live, async () => {
-    const request = userMessageOf(task);
-    await live.atomically(() => {
-      live.emit({
-        type: "run_start",
-        runId: run.runId,
-        sessionId: run.sessionId,
-        userId: run.userId,
-        input: inputWithAttachments(task),
-        ...(task.parent ? { parent: task.parent } : {}),
-        ...(task.pipeline ? { pipeline: task.pipeline } : {}),
-      });
-      if (task.inputStored)
-        run.messages.push(request); // stored with the run when it was accepted
-      else addMessages(run, live, [request]);
+    live.emit({
+      type: "run_start",
+      runId: run.runId,
+      sessionId: run.sessionId,
+      userId: run.userId,
+      input: inputWithAttachments(task),
+      ...(task.parent ? { parent: task.parent } : {}),
+      ...(task.pipeline ? { pipeline: task.pipeline } : {}),
     });
+    addMessages(run, live, [userMessageOf(task)]);
+    await live.commit("start");
     return loop(config, run, live);
   });
 }
@@ -71,48 +57,39 @@ export async function resumeAgent(
   const run: RunState = state;
   const live = liveOf(options, config);
   return survive(run, live, async () => {
-    await live.atomically(() =>
-      live.emit({
-        type: "run_resumed",
-        runId: run.runId,
-        sessionId: run.sessionId,
-        decisions,
-        ...(run.parent ? { parent: run.parent } : {}),
-      }),
-    );
+    const { runId, sessionId, parent } = run;
+    live.emit({ type: "run_resumed", runId, sessionId, decisions, ...(parent ? { parent } : {}) });
+    await live.commit("start");
     const outcome = await resumeToolCalls(pending, decisions, executorOptions(config), scopeOf(run, live));
     const records = [...finished, ...outcome.records];
-    if (outcome.pending.length > 0) return await live.atomically(() => pause(run, live, records, outcome.pending));
-    await live.atomically(() => recordToolResults(run, live, records));
+    if (outcome.pending.length > 0) return pause(run, live, records, outcome.pending);
+    recordToolResults(run, live, records);
+    await live.commit("results");
     return loop(config, run, live);
   });
 }
 
+/**
+ * Each step: the model's reply, committed before any of its tool calls starts; then the tools'
+ * results, committed before the next step. Every way out goes through `finish`, the last commit.
+ */
 async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
   const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
   while (true) {
-    // A cancel asked for through the store (another process) is seen between steps, even if its notice was missed.
-    if (live.signal?.aborted || (await config.cancelRequested?.(run.runId)))
-      return await live.atomically(() => finish(run, live, "cancelled", "The run was cancelled."));
+    if (live.signal?.aborted) return finish(run, live, "cancelled", CANCELLED);
     if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
 
     const reply = await callModel(config, run, live, "auto");
-    if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
-    const { content, toolCalls } = reply.response;
-    const answered = await live.atomically(
-      () =>
-        endStep(run, live, reply, {
-          role: "assistant",
-          content,
-          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
-        }) ?? (toolCalls.length === 0 ? finish(run, live, "final", content ?? "") : undefined),
-    );
-    if (answered) return answered;
+    if (reply instanceof GlassboxError) return failed(run, live, reply);
+    const { content, toolCalls } = reply;
+    addMessages(run, live, [{ role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }]);
+    if (toolCalls.length === 0) return finish(run, live, "final", content ?? "");
+    await live.commit("reply");
 
     const outcome = await executeToolCalls(toolCalls, executorOptions(config), scopeOf(run, live));
-    if (outcome.pending.length > 0)
-      return await live.atomically(() => pause(run, live, outcome.records, outcome.pending));
-    await live.atomically(() => recordToolResults(run, live, outcome.records));
+    if (outcome.pending.length > 0) return pause(run, live, outcome.records, outcome.pending);
+    recordToolResults(run, live, outcome.records);
+    await live.commit("results");
   }
 }
 
@@ -123,23 +100,17 @@ async function concludeAtStepLimit(
   live: Live,
   maxSteps: number,
 ): Promise<RunResult> {
-  await live.atomically(() =>
-    addNotes(
-      run,
-      live,
-      [],
-      [
-        `You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`,
-      ],
-    ),
-  );
+  addNotes(run, live, [], [STEP_LIMIT_NOTE(maxSteps)]);
+  await live.commit("results");
   const reply = await callModel(config, run, live, "none");
-  if (reply instanceof GlassboxError) return await live.atomically(() => failed(run, live, reply));
-  const output = reply.response.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
-  return await live.atomically(
-    () => endStep(run, live, reply, { role: "assistant", content: output }) ?? finish(run, live, "max_steps", output),
-  );
+  if (reply instanceof GlassboxError) return failed(run, live, reply);
+  const output = reply.content?.trim() || `I stopped after ${maxSteps} steps without finishing.`;
+  addMessages(run, live, [{ role: "assistant", content: output }]);
+  return finish(run, live, "max_steps", output);
 }
+
+const STEP_LIMIT_NOTE = (maxSteps: number) =>
+  `You have used all ${maxSteps} steps of this run. Do not call any more tools. Write a stage conclusion for the user: what was done, what was found, and what remains to do.`;
 
 /** Everything the model sees passes through here: memory's budgeted context, or the plain history. */
 async function buildContext(config: AgentConfig, run: RunState, tools: ToolSpec[]): Promise<Message[]> {
@@ -148,63 +119,44 @@ async function buildContext(config: AgentConfig, run: RunState, tools: ToolSpec[
   return [{ role: "system", content: systemPrompt }, ...run.history, ...run.messages];
 }
 
-interface ModelReply {
-  step: number;
-  response: ModelResponse;
-  latencyMs: number;
-}
-
 async function callModel(
   config: AgentConfig,
   run: RunState,
   live: Live,
   toolChoice: "auto" | "none",
-): Promise<ModelReply | GlassboxError> {
+): Promise<ModelResponse | GlassboxError> {
   const step = ++run.steps;
   const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
   live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length, tools, toolChoice });
   const started = performance.now();
+  let response: ModelResponse;
   try {
-    const response = await config.model.chat({
+    response = await config.model.chat({
       messages,
       tools,
       toolChoice,
       signal: live.signal,
+      runId: run.runId,
       userId: run.userId,
       onDelta: (text) => live.emit({ type: "model_delta", runId: run.runId, step, text }),
     });
-    run.usage = addUsage(run.usage, response.usage);
-    return { step, response, latencyMs: performance.now() - started };
   } catch (error) {
-    if (live.signal?.aborted) return new GlassboxError("cancelled", "The run was cancelled.");
+    if (live.signal?.aborted || (error instanceof GlassboxError && error.code === "cancelled")) {
+      run.steps = step - 1; // stopped before the model answered: no step
+      return new GlassboxError("cancelled", CANCELLED);
+    }
     if (error instanceof GlassboxError) return error;
-    return new GlassboxError(
-      "model_unavailable",
-      `The model request failed (${error instanceof Error ? error.message : String(error)}).`,
-    );
+    const reason = error instanceof Error ? error.message : String(error);
+    return new GlassboxError("model_unavailable", `The model request failed (${reason}).`);
   }
+  run.usage = addUsage(run.usage, response.usage);
+  live.emit({ type: "model_end", runId: run.runId, step, response, latencyMs: performance.now() - started });
+  // A reply that lands after the run was cancelled is traced but dropped, so none of its calls start.
+  return live.signal?.aborted ? new GlassboxError("cancelled", CANCELLED) : response;
 }
 
-/**
- * The step ends: its trace, then the reply's message. Called within one unit with what follows, so
- * a step's records commit together. A reply that lands after the run was cancelled is traced but
- * dropped, so none of its tool calls start.
- */
-function endStep(run: RunState, live: Live, reply: ModelReply, message: Message): RunResult | undefined {
-  live.emit({
-    type: "model_end",
-    runId: run.runId,
-    step: reply.step,
-    response: reply.response,
-    latencyMs: reply.latencyMs,
-  });
-  if (live.signal?.aborted) return finish(run, live, "cancelled", "The run was cancelled.");
-  addMessages(run, live, [message]);
-  return undefined;
-}
-
-/** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. Called within a unit. */
+/** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. Committed at the next commit point. */
 function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[]): void {
   const assistant = run.messages.findLast((message) => message.role === "assistant");
   const order = assistant?.role === "assistant" ? (assistant.tool_calls ?? []).map((call) => call.id) : [];
@@ -218,11 +170,7 @@ function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[])
       ...(record.envelope.status === "error" ? { error: record.envelope.error } : {}),
     });
   }
-  const results: Message[] = sorted.map((record) => ({
-    role: "tool",
-    content: record.content,
-    tool_call_id: record.id,
-  }));
+  const results = sorted.map((record): Message => ({ role: "tool", content: record.content, tool_call_id: record.id }));
   addNotes(run, live, results, guardNotes(run, sorted));
 }
 
@@ -247,43 +195,35 @@ function guardNotes(run: RunState, records: ToolCallRecord[]): string[] {
   return [...notes];
 }
 
-function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): RunResult {
+function pause(run: RunState, live: Live, finished: ToolCallRecord[], pending: PendingToolCall[]): Promise<RunResult> {
   const waitingFor = approvalsAwaited(pending).map((request) => request.toolName);
   const paused: PausedRun = { ...structuredClone(run), finished, pending };
-  return finish(run, live, "awaiting_approval", `Waiting for a person to approve: ${waitingFor.join(", ")}.`, {
-    paused,
-  });
+  const output = `Waiting for a person to approve: ${waitingFor.join(", ")}.`;
+  return finish(run, live, "awaiting_approval", output, { paused });
 }
 
-function failed(run: RunState, live: Live, error: GlassboxError): RunResult {
-  if (error.code === "cancelled") return finish(run, live, "cancelled", "The run was cancelled.");
+function failed(run: RunState, live: Live, error: GlassboxError): Promise<RunResult> {
+  if (error.code === "cancelled") return finish(run, live, "cancelled", CANCELLED);
   return finish(run, live, "error", error.message, { error: { code: error.code, message: error.message } });
 }
 
-function finish(
+/** The run's end, its last commit point. */
+async function finish(
   run: RunState,
   live: Live,
   stopReason: StopReason,
   output: string,
   extra: Partial<RunResult> = {},
-): RunResult {
-  const result: RunResult = {
-    runId: run.runId,
-    sessionId: run.sessionId,
-    output,
-    stopReason,
-    steps: run.steps,
-    usage: run.usage,
-    toolCalls: run.toolCalls,
-    ...extra,
-  };
-  live.emit({ type: "run_end", runId: run.runId, result });
+): Promise<RunResult> {
+  const { runId, sessionId, steps, usage, toolCalls } = run;
+  const result: RunResult = { runId, sessionId, output, stopReason, steps, usage, toolCalls, ...extra };
+  live.emit({ type: "run_end", runId, result });
+  await live.commit("end");
   return result;
 }
 
-/** Messages are committed (one transaction, or with their unit) before the run goes on, and announced after. */
+/** Every message the run adds is announced as an event; persistence stores it at the next commit point. */
 function addMessages(run: RunState, live: Live, messages: Message[]): void {
-  live.commit(run, messages);
   run.messages.push(...messages);
   for (const message of messages) live.emit({ type: "message", runId: run.runId, message });
 }
@@ -300,21 +240,13 @@ async function survive(run: RunState, live: Live, body: () => Promise<RunResult>
     return await body();
   } catch (error) {
     const message = `The run stopped because of an internal error (${error instanceof Error ? error.message : String(error)}); please try again.`;
-    const result: RunResult = {
-      runId: run.runId,
-      sessionId: run.sessionId,
-      output: message,
-      stopReason: "error",
-      steps: run.steps,
-      usage: run.usage,
-      toolCalls: run.toolCalls,
-      error: { code: "internal", message },
-    };
+    const failure: RunResult["error"] = { code: "internal", message };
     try {
-      await live.atomically(() => live.emit({ type: "run_end", runId: run.runId, result }));
+      return await finish(run, live, "error", message, { error: failure });
     } catch {
       // the store is what failed; the caller still gets the result
+      const { runId, sessionId, steps, usage, toolCalls } = run;
+      return { runId, sessionId, output: message, stopReason: "error", steps, usage, toolCalls, error: failure };
     }
-    return result;
   }
 }

@@ -28,7 +28,7 @@ export interface Memory {
   /** Everything the model sees passes through here. */
   context(run: RunState, request: { systemPrompt: string; tools: ToolSpec[] }): Promise<Message[]>;
   /** Adds messages of the run to the unit being built; the loop goes on once the unit has committed. */
-  commit(run: RunState, messages: Message[], unit: RunUnit): void;
+  commit(run: Pick<RunState, "runId" | "sessionId">, messages: Message[], unit: RunUnit): void;
   /** Sees every event of the run, adding what it keeps (the run's start, resume and end) to the unit. */
   record(event: AgentEvent, unit: RunUnit): void;
   /** Where the run's units are committed (the trace, when it has one, writes to the same store). */

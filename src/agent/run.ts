@@ -1,5 +1,6 @@
 /** The data of a run: how an agent is configured, what it is asked, its state between steps, its result. */
-import type { PendingToolCall, ToolRunState } from "../tools/executor.js";
+import { randomUUID } from "node:crypto";
+import { newToolRunState, type PendingToolCall, type ToolRunState } from "../tools/executor.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
 import type { Attachment } from "./attachments.js";
@@ -8,7 +9,7 @@ import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
 import type { RunSlots } from "./run-slots.js";
 import type { TraceRecorder } from "./trace.js";
-import type { ChatModel, Message, ToolSpec, Usage } from "./types.js";
+import { emptyUsage, type ChatModel, type Message, type ToolSpec, type Usage } from "./types.js";
 
 export interface AgentConfig {
   model: ChatModel;
@@ -41,11 +42,6 @@ export interface AgentConfig {
    * given this agent; the loop itself does not use them, and a sub-agent's run takes none.
    */
   runSlots?: RunSlots;
-  /**
-   * Whether a stop was asked for the run through the store (by another process), checked before
-   * each model call, so a run stops between steps even when the cancel's notice was missed.
-   */
-  cancelRequested?: (runId: string) => Promise<boolean>;
 }
 
 export interface Task {
@@ -61,8 +57,8 @@ export interface Task {
   sessionId?: string;
   userId?: string;
   /**
-   * The user's message is already stored in the session under `runId` (ingress accepted it with the
-   * run): the run sees it as its request but does not store it again.
+   * For persistence: the user's message is already stored in the session under `runId` (ingress
+   * accepted it with the run), so memory does not store the request again. The loop ignores it.
    */
   inputStored?: boolean;
   /** Earlier turns of the conversation, oldest first (when the agent has no memory). */
@@ -124,6 +120,23 @@ export interface RunState {
   lastResults: Record<string, string>;
   /** For a sub-agent's run: the run and tool call it works for. */
   parent?: { runId: string; toolCallId: string };
+}
+
+/** A new run's state, before its first step. */
+export function newRunState(task: Task): RunState {
+  return {
+    runId: task.runId ?? `run_${randomUUID()}`,
+    sessionId: task.sessionId ?? "local",
+    userId: task.userId ?? "local",
+    history: task.history ?? [],
+    messages: [],
+    steps: 0,
+    usage: emptyUsage(),
+    toolCalls: [],
+    toolState: newToolRunState(),
+    lastResults: {},
+    ...(task.parent ? { parent: task.parent } : {}),
+  };
 }
 
 export interface PausedRun extends RunState {

@@ -52,6 +52,8 @@ export interface ModelRequest {
   signal?: AbortSignal;
   /** Called with each piece of answer text as it arrives (streaming only). */
   onDelta?: (text: string) => void;
+  /** The run the call is for (a decorator may stop the run, see cancel-from-store.ts); never sent to the server. */
+  runId?: string;
   /** Whose daily allowance the call spends (checked by withSpendingGuard); never sent to the server. */
   userId?: string;
 }

@@ -15,6 +15,7 @@ import { createTurnBodies } from "./turn-bodies.js";
 import type { AgentEvent } from "../agent/events.js";
 import type { AgentConfig, RunResult, Task } from "../agent/loop.js";
 import type { DailyLimits } from "../agent/quota.js";
+import { stoppedFromStore } from "./cancel-from-store.js";
 import { createSessionQueue } from "./session-queue.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 
@@ -73,6 +74,8 @@ export interface ConversationOptions {
   queuedNoticeMs?: number;
   /** A worker: fetches the files of a queued message (ingress passed only their references). */
   receiveFiles?: ReceiveFiles;
+  /** Whether each model call first asks the store if its run was stopped from elsewhere (default: on PostgreSQL). */
+  cancelFromStore?: boolean;
 }
 
 /** A person's click on Approve or Deny; `origin` is where the platform says it came from (omitted only by trusted callers). */
@@ -135,13 +138,18 @@ export function createConversations(
   const onError = options.onError ?? (() => {});
   // Chat approvals wait for a person: the run pauses (durably: a click resumes it, after a restart
   // too). A specialist's dangerous call pauses the specialist's run, and with it the run it works for.
-  // On PostgreSQL a stop may be asked from another process: the loop also asks the store between steps.
+  // On PostgreSQL a stop may be asked from another process: each model call asks the store first.
+  const stopRun = (runId: string) => {
+    const controller = byRun.get(runId);
+    controller?.abort();
+    return controller !== undefined;
+  };
   const chatAgent: AgentConfig = {
     ...agent,
     approve: agent.approve ?? (async () => "pending"),
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
-    ...(store.kind === "postgres" && !agent.cancelRequested
-      ? { cancelRequested: (runId: string) => store.cancelRequested(runId) }
+    ...((options.cancelFromStore ?? store.kind === "postgres")
+      ? { model: stoppedFromStore(agent.model, (runId) => store.cancelRequested(runId), stopRun) }
       : {}),
   };
   const bodies = createTurnBodies(chatAgent, store, options);
@@ -247,10 +255,6 @@ export function createConversations(
       return turn;
     },
 
-    stopRun(runId) {
-      const controller = byRun.get(runId);
-      controller?.abort();
-      return controller !== undefined;
-    },
+    stopRun,
   };
 }

@@ -77,14 +77,23 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
   const openSurface = options.openSurface ?? (() => noSurface);
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
-  const ttlSeconds = options.approvalTtlSeconds ?? 3_600;
   const shown = (approval: Approval) =>
     showDecision(approval).catch((error: unknown) => onError(error, "updating an approval"));
 
-  /** After a run: a pause opens its approvals (buttons), then the surface shows the outcome. */
+  /** The approvals a paused run waits for, as its last commit opened them (chatAgent's approvalTtlSeconds). */
+  async function awaited(paused: PausedRun): Promise<Approval[]> {
+    const requests = approvalsAwaited(paused.pending);
+    const runs = await Promise.all(
+      [...new Set(requests.map((request) => request.runId))].map((runId) => store.approvalsOfRun(runId)),
+    );
+    const opened = new Map(runs.flat().map((approval) => [`${approval.runId}/${approval.toolCallId}`, approval]));
+    return requests.flatMap((request) => opened.get(`${request.runId}/${request.toolCallId}`) ?? []);
+  }
+
+  /** After a run: a pause shows its approvals (buttons), then the surface shows the outcome. */
   async function settle(result: RunResult, surface: ChatSurface): Promise<RunResult> {
     if (result.paused) {
-      for (const approval of await store.openApprovals(approvalsAwaited(result.paused.pending), ttlSeconds)) {
+      for (const approval of await awaited(result.paused)) {
         if (approval.messageRef) continue; // already shown (a resumed run asks only for new calls)
         const messageRef = await surface
           .askApproval(approval)

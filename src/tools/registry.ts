@@ -48,26 +48,39 @@ export class ToolDefinitionError extends Error {
 }
 
 export function createToolRegistry(tools: AnyTool[]): ToolRegistry {
-  // verbose puts the offending value on each error, so a message can say what the model sent.
-  const ajv = new Ajv({
-    allErrors: true,
-    verbose: true,
-    useDefaults: true,
-    strict: true,
-    strictTypes: false,
-    allowUnionTypes: true,
-  });
-  addFormats(ajv);
   const byName = new Map<string, RegisteredTool>();
   for (const tool of tools) {
     checkDefinition(tool);
     if (byName.has(tool.name))
       throw new ToolDefinitionError(`Tool '${tool.name}' is registered twice; tool names must be unique.`);
-    byName.set(tool.name, { definition: tool, validate: compileValidator(ajv, tool) });
+    byName.set(tool.name, { definition: tool, validate: compileValidator(tool) });
   }
   checkDependencies([...byName.values()].map((tool) => tool.definition));
   return registryOver(byName);
 }
+
+// One ajv for the process: checking a schema against JSON Schema's meta-schema first compiles the
+// meta-schema, most of what building a registry costs, so it is compiled once, not per registry.
+let sharedAjv: Ajv | undefined;
+function ajvOnce(): Ajv {
+  if (!sharedAjv) {
+    // verbose puts the offending value on each error, so a message can say what the model sent.
+    sharedAjv = new Ajv({
+      allErrors: true,
+      verbose: true,
+      useDefaults: true,
+      strict: true,
+      strictTypes: false,
+      allowUnionTypes: true,
+    });
+    addFormats(sharedAjv);
+  }
+  return sharedAjv;
+}
+
+// Each schema is compiled once per process, whatever registries share its tool (the tool
+// selection's, a specialist's subset).
+const validators = new WeakMap<Record<string, unknown>, ValidateFunction>();
 
 function registryOver(byName: Map<string, RegisteredTool>): ToolRegistry {
   const specs = [...byName.values()].map(({ definition }) => ({
@@ -139,20 +152,9 @@ function checkDependencies(tools: AnyTool[]): void {
   for (const tool of tools) visit(tool.name, []);
 }
 
-function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
-  const invalid = (problem: string) =>
-    new ToolDefinitionError(
-      `Tool '${tool.name}': its parameters schema is invalid: ${problem}${/[.?]$/.test(problem) ? "" : "."}`,
-      tool.name,
-    );
-  const problem = describeSchemaProblem(ajv, tool.parameters);
-  if (problem) throw invalid(problem);
-  let check: ValidateFunction;
-  try {
-    check = ajv.compile(tool.parameters);
-  } catch (error) {
-    throw invalid(describeCompileError(ajv, tool.parameters, error));
-  }
+function compileValidator(tool: AnyTool): RegisteredTool["validate"] {
+  const check = validators.get(tool.parameters) ?? compileSchema(tool);
+  validators.set(tool.parameters, check);
   return (args) => {
     const value = structuredClone(args);
     const repairs: string[] = [];
@@ -173,6 +175,26 @@ function compileValidator(ajv: Ajv, tool: AnyTool): RegisteredTool["validate"] {
     }
     return { ok: false, message: describeErrors(check.errors ?? [], tool) };
   };
+}
+
+/**
+ * A tool's schema compiled (ajv checks it against the meta-schema as it compiles); a problem is put
+ * in words only when there is one. The compiled function is kept in `validators`, not in ajv: a
+ * registry built again from new objects (a replay) must not grow ajv's cache, nor find an $id taken.
+ */
+function compileSchema(tool: AnyTool): ValidateFunction {
+  const ajv = ajvOnce();
+  try {
+    return ajv.compile(tool.parameters);
+  } catch (error) {
+    const problem = describeSchemaProblem(ajv, tool.parameters) ?? describeCompileError(ajv, tool.parameters, error);
+    throw new ToolDefinitionError(
+      `Tool '${tool.name}': its parameters schema is invalid: ${problem}${/[.?]$/.test(problem) ? "" : "."}`,
+      tool.name,
+    );
+  } finally {
+    ajv.removeSchema(tool.parameters);
+  }
 }
 
 /** Only coercions that cannot change meaning: "3" -> 3, "true" -> true, 42 -> "42". */
