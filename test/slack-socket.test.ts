@@ -2,7 +2,6 @@
 // app token (no public URL, no signing secret), exactly-once across connections, and the
 // configuration errors that stop startup with one sentence.
 import { afterEach, describe, expect, it } from "vitest";
-import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { loadConfig } from "../src/config.js";
 import {
   agentFor,
@@ -17,7 +16,6 @@ import {
   memoryLogger,
   messageAt,
   orderStatus,
-  slackConfigFor,
   startAdapter,
   startModel,
   startSlack,
@@ -140,14 +138,15 @@ describe("Slack configuration errors", () => {
     const fake = await startSlack();
     const model = await startModel();
     const { log } = memoryLogger();
-    const { agent } = await agentFor(model, tempPaths(), log);
+    const { agent, config } = await agentFor(model, tempPaths(), log);
     for (const mode of [{}, socketMode]) {
-      const start = startSlackAdapter({
-        slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }),
+      const start = startAdapter({
+        fake,
         agent,
-        store: agent.port,
+        store: agent.store,
         log,
-        approvalTtlSeconds: 3_600,
+        config,
+        slack: { botToken: "xoxb-wrong-token", ...mode },
       });
       await expect(start).rejects.toThrow(/SLACK_BOT_TOKEN/);
       await expect(start).rejects.toThrow(/invalid_auth/);
@@ -161,13 +160,14 @@ describe("Slack configuration errors", () => {
     const fake = await startSlack();
     const model = await startModel();
     const { log } = memoryLogger();
-    const { agent } = await agentFor(model, tempPaths(), log);
-    const start = startSlackAdapter({
-      slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" },
+    const { agent, config } = await agentFor(model, tempPaths(), log);
+    const start = startAdapter({
+      fake,
       agent,
-      store: agent.port,
+      store: agent.store,
       log,
-      approvalTtlSeconds: 3_600,
+      config,
+      slack: { apiUrl: "http://127.0.0.1:9/api/" },
     });
     await expect(start).rejects.toThrow(
       "I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.",
