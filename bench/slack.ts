@@ -12,9 +12,9 @@
  *    receiver and a handler that does nothing.
  * 2. 100 threads at once: 100 mentions sent together, each run two steps (a current_time call, then
  *    the answer) with 200 ms of model latency per request; wall time until every thread shows its
- *    answer, against the ideal 400 ms. glassbox runs with the default worker concurrency
- *    (GLASSBOX_WORKER_CONCURRENCY) and with as many turns at once as runs may go at once
- *    (GLASSBOX_MAX_CONCURRENT_RUNS), the one-process default before the pipeline.
+ *    answer, against the ideal 400 ms. glassbox runs with SQLite's default worker concurrency
+ *    (GLASSBOX_WORKER_CONCURRENCY unset: GLASSBOX_MAX_CONCURRENT_RUNS turns at once) and with
+ *    PostgreSQL's (8).
  *
  * Both run twice, with the harness (fake Slack, model server and the event sender) placed
  * differently; the bot runs on the main thread:
@@ -696,10 +696,8 @@ function threadScript(request: ChatCompletionRequestBody): ScriptedReply {
   return { toolCalls: [{ name: "current_time", arguments: JSON.stringify({ timezone: "UTC" }) }] };
 }
 
-/**
- * glassbox with the default worker concurrency (GLASSBOX_WORKER_CONCURRENCY), glassbox taking as many
- * turns at once as runs may go at once (GLASSBOX_MAX_CONCURRENT_RUNS), and the baseline.
- */
+/** glassbox with SQLite's default worker concurrency, with PostgreSQL's, and the baseline. */
+const POSTGRES_WORKER_CONCURRENCY = 8;
 type ThreadVariant = "glassbox" | "glassbox, other placement" | "bare loop";
 const THREAD_VARIANTS: ThreadVariant[] = ["glassbox", "glassbox, other placement", "bare loop"];
 type ThreadRound = ThreadTimings & { busyMs: number; cpuMs?: number; processCpuMs?: number };
@@ -725,8 +723,8 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     "bare loop": [],
   };
   const defaults = configFor("", directory);
-  // The other placement: as many turns at once as runs may go (the one-process default before the pipeline).
-  const otherWorkers = defaults.maxConcurrentRuns;
+  // The other placement: the worker concurrency PostgreSQL's workers default to.
+  const otherWorkers = POSTGRES_WORKER_CONCURRENCY;
   const placed = (concurrency: number) => `${concurrency} turns at once`;
   const named = (variant: ThreadVariant) =>
     variant === "glassbox"

@@ -70,7 +70,11 @@ export interface GlassboxConfig {
    * enqueues, `worker` runs the turns, `all` both; unset, everything runs in one process as before.
    */
   role?: GlassboxRole;
-  /** Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY, default 8). */
+  /**
+   * Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY). Default 8 on PostgreSQL; on
+   * SQLite (one process) GLASSBOX_MAX_CONCURRENT_RUNS: fewer turns than runs may go at once made a
+   * burst of 100 Slack threads 9x slower in bench/slack.ts.
+   */
   workerConcurrency: number;
 }
 
@@ -200,7 +204,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
     role: roleOf(env.GLASSBOX_ROLE),
-    workerConcurrency: positiveInteger(env, "GLASSBOX_WORKER_CONCURRENCY", 8),
+    workerConcurrency: positiveInteger(
+      env,
+      "GLASSBOX_WORKER_CONCURRENCY",
+      nonEmpty(env.GLASSBOX_DATABASE_URL)
+        ? 8
+        : positiveInteger(env, "GLASSBOX_MAX_CONCURRENT_RUNS", DEFAULT_MAX_CONCURRENT_RUNS),
+    ),
   };
 }
 
