@@ -19,12 +19,7 @@ afterEach(cleanUp);
 
 describe("files shared in Slack", () => {
   it("gives the model an image (fetched through a redirect, the token kept from the other host) and a text file's content", async () => {
-    // On the pipeline the trace's run keeps the input ingress stored, without the "Attached:" lines
-    // (the start of an accepted run does not take the loop's input): the one-process adapter until it does.
-    const harness = await startHarness({
-      script: [{ content: "A tiny image and your notes." }],
-      oneProcessAdapter: true,
-    });
+    const harness = await startHarness({ script: [{ content: "A tiny image and your notes." }] });
     const { fake, model } = harness;
     const image = fake.files.add({ name: "cat.png", mimetype: "image/png", data: PNG, redirect: true });
     const notes = fake.files.add({

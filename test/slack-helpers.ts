@@ -16,7 +16,6 @@ import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config
 import type { Logger } from "../src/logger.js";
 import type { InProcessRunQueue } from "../src/queue/in-process.js";
 import { startRoles } from "../src/roles/start.js";
-import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from "../src/testing/fake-slack.js";
 import {
@@ -217,34 +216,6 @@ export async function startAdapter(options: {
   };
 }
 
-/** The one-process adapter, for what the pipeline does not do yet (see HarnessOptions.oneProcessAdapter). */
-async function startOneProcessAdapter(options: {
-  fake: FakeSlack;
-  agent: SqliteAgent;
-  log: Logger;
-  slack?: Partial<SlackConfig>;
-}): Promise<SlackAdapter> {
-  const adapter = await startSlackAdapter({
-    slack: slackConfigFor(options.fake, options.slack),
-    agent: options.agent,
-    store: options.agent.port,
-    log: options.log,
-    approvalTtlSeconds: 3_600,
-  });
-  cleanups.push(() => adapter.stop());
-  const active = options.agent.store.db.prepare(
-    "SELECT count(*) FROM runs WHERE session_id = ? AND status IN ('accepted', 'running')",
-  );
-  return {
-    ...adapter,
-    conversations: {
-      idle: () => adapter.conversations.idle(),
-      expireApprovals: (now) => adapter.conversations.expireApprovals(now),
-      busy: (sessionId) => (active.pluck().get(sessionId) as number) > 0,
-    },
-  };
-}
-
 export interface Harness {
   fake: FakeSlack;
   model: ScriptedModelServer;
@@ -277,11 +248,6 @@ export interface HarnessOptions {
   slack?: Partial<SlackConfig>;
   env?: Record<string, string>;
   approvalTtlSeconds?: number;
-  /**
-   * Runs the one-process adapter (startSlackAdapter) instead of the pipeline: only for what the
-   * pipeline does not do yet (the trace's "Attached:" lines of a run whose files the worker fetched).
-   */
-  oneProcessAdapter?: boolean;
   /** Changes the agent before the adapter starts (e.g. another model client). */
   agent?: (agent: SqliteAgent, model: ScriptedModelServer) => SqliteAgent;
 }
@@ -293,17 +259,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const { log, lines } = memoryLogger();
   const { agent: built, config } = await agentFor(model, paths, log, options.env);
   const agent = options.agent ? options.agent(built, model) : built;
-  const slack = options.oneProcessAdapter
-    ? await startOneProcessAdapter({ fake, agent, log, slack: options.slack })
-    : await startAdapter({
-        fake,
-        agent,
-        store: agent.store,
-        log,
-        slack: options.slack,
-        approvalTtlSeconds: options.approvalTtlSeconds,
-        config,
-      });
+  const slack = await startAdapter({
+    fake,
+    agent,
+    store: agent.store,
+    log,
+    slack: options.slack,
+    approvalTtlSeconds: options.approvalTtlSeconds,
+    config,
+  });
   const url = slack.eventsUrl as string;
 
   async function send(event: Record<string, unknown>, o: EventOptions) {
