@@ -29,7 +29,7 @@ import type { Logger } from "../../logger.js";
 import { rateInConversation, type FeedbackWrites } from "../../agent/feedback.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething, type ExamplePrompt } from "../example-requests.js";
-import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "./approval-blocks.js";
+import { APPROVE_ACTION, DENY_ACTION, updateApprovalMessage } from "./approval-blocks.js";
 import {
   FEEDBACK_ACTIONS,
   feedbackValueOf,
@@ -54,7 +54,7 @@ import {
 } from "./slack-events.js";
 import { withoutBroadcasts } from "./slack-text.js";
 import { openSlackApp } from "./slack-app.js";
-import type { Approval, StorePort } from "../../store/port.js";
+import type { StorePort } from "../../store/port.js";
 import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
 import {
   acceptMessage,
@@ -278,7 +278,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
         const refusal = refusalFor(outcome, slack.approvers.length > 0);
         const shown =
           outcome.kind === "decided"
-            ? showDecision(client, outcome.approval)
+            ? updateApprovalMessage(client, outcome.approval)
             : refusal && channel
               ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) })
               : undefined;
@@ -360,11 +360,4 @@ interface IncomingMessage extends SlackMessageEvent {
 /** Suggested prompts from the hints alone (ingress without the tools at hand). */
 function promptsOf(hints: string[]): ExamplePrompt[] {
   return hints.map((message) => ({ title: message.slice(0, 40), message }));
-}
-
-/** The buttons' message, once decided: who decided and when, no buttons. */
-async function showDecision(client: WebClient, approval: Approval): Promise<void> {
-  if (!approval.messageRef) return;
-  const [channel = "", ts = ""] = approval.messageRef.split(":");
-  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
 }
