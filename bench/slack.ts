@@ -13,8 +13,8 @@
  * 2. 100 threads at once: 100 mentions sent together, each run two steps (a current_time call, then
  *    the answer) with 200 ms of model latency per request; wall time until every thread shows its
  *    answer, against the ideal 400 ms. glassbox runs with SQLite's default worker concurrency
- *    (GLASSBOX_WORKER_CONCURRENCY unset: GLASSBOX_MAX_CONCURRENT_RUNS turns at once) and with
- *    PostgreSQL's (8).
+ *    (GLASSBOX_WORKER_CONCURRENCY unset: every turn starts, its run bounded by
+ *    GLASSBOX_MAX_CONCURRENT_RUNS) and with PostgreSQL's (8).
  *
  * Both run twice, with the harness (fake Slack, model server and the event sender) placed
  * differently; the bot runs on the main thread:
