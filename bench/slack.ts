@@ -1,5 +1,6 @@
 /**
- * The Slack adapter as `npm start` runs it (startSlackAdapter: the real Bolt App; the agent from
+ * The Slack bot as one process on SQLite runs it (startRoles, role "all": Slack ingress with the real
+ * Bolt App, the in-process run queue, the worker with its Slack surface; the agent from
  * createAgentConfig with SQLite memory, streaming on) against the fake Slack and the scripted model
  * server over 127.0.0.1.
  *
@@ -11,11 +12,12 @@
  *    receiver and a handler that does nothing.
  * 2. 100 threads at once: 100 mentions sent together, each run two steps (a current_time call, then
  *    the answer) with 200 ms of model latency per request; wall time until every thread shows its
- *    answer, against the ideal 400 ms. glassbox runs as `npm start` would (GLASSBOX_WORKERS unset)
- *    and with the other placement of its conversations (worker threads, or the receiving thread).
+ *    answer, against the ideal 400 ms. glassbox runs with SQLite's default worker concurrency
+ *    (GLASSBOX_WORKER_CONCURRENCY unset: every turn starts, its run bounded by
+ *    GLASSBOX_MAX_CONCURRENT_RUNS) and with PostgreSQL's (8).
  *
  * Both run twice, with the harness (fake Slack, model server and the event sender) placed
- * differently; the bot receives events on the main thread (its conversations may run in workers):
+ * differently; the bot runs on the main thread:
  *  - "shared loop": the harness on the bot's own event loop, as a test would set it up. Every Web API
  *    call and model request is served, and every event sent, by the same thread that runs the bot,
  *    and the sender only sees an ack once the bot's event loop lets it read the reply.
@@ -33,10 +35,10 @@ import type { WebClient } from "@slack/web-api";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { pino } from "pino";
-import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
+import type { InProcessRunQueue } from "../src/queue/in-process.js";
+import { startRoles } from "../src/roles/start.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../src/agent/loop.js";
 import type { AgentConfig } from "../src/agent/run.js";
-import { openSqlitePort } from "../src/store/sqlite.js";
 import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { createAgentConfig } from "../src/setup.js";
@@ -405,18 +407,21 @@ function configFor(modelUrl: string, directory: string, env: Record<string, stri
     GLASSBOX_DB: join(directory, `glassbox-${databases}.db`),
     GLASSBOX_SHOP_DB: join(directory, `shop-${databases}.db`),
     GLASSBOX_DEMO: "true",
+    GLASSBOX_WEB_PORT: "0",
     ...env,
   });
 }
 
 interface Glassbox {
-  slack: SlackAdapter;
-  /** The agent, when it runs on this thread. */
-  agent?: AgentConfig;
+  /** The Events API request URL in HTTP mode. */
+  eventsUrl?: string;
+  /** Resolves once no turn waits or runs. */
+  idle(): Promise<void>;
+  agent: AgentConfig;
   stop(): Promise<void>;
 }
 
-/** The Slack bot as main.ts starts it: past one worker, a store here for claims and the agents in the worker threads. */
+/** The Slack bot as one process on SQLite runs it: the one pipeline (startRoles, role "all"). */
 async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger, socket: boolean): Promise<Glassbox> {
   const slack: SlackConfig = {
     botToken: BOT_TOKEN,
@@ -427,20 +432,15 @@ async function startGlassbox(apiUrl: string, config: GlassboxConfig, log: Logger
     allowedChannels: [],
     approvers: [],
   };
-  if (config.workers > 1) {
-    const store = openSqlitePort(config.databasePath, { longRunning: true });
-    const adapter = await startSlackAdapter({
-      slack,
-      store,
-      log,
-      approvalTtlSeconds: 3600,
-      workers: { count: config.workers, config },
-    });
-    return { slack: adapter, stop: async () => (await adapter.stop(), await store.close()) };
-  }
   const agent = await createAgentConfig(config, log);
-  const adapter = await startSlackAdapter({ slack, agent, store: agent.port, log, approvalTtlSeconds: 3600 });
-  return { slack: adapter, agent, stop: async () => (await adapter.stop(), await agent.close()) };
+  const roles = await startRoles({ config: { ...config, slack }, role: "all", log, agent, store: agent.port });
+  const queue = roles.deployment.queue as InProcessRunQueue;
+  return {
+    eventsUrl: roles.ingress?.slack?.eventsUrl,
+    idle: () => queue.idle(),
+    agent,
+    stop: async () => (await roles.stop(), await agent.close()),
+  };
 }
 
 /** Bolt's warnings and errors go to the kept log. */
@@ -548,7 +548,7 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
           variant === "glassbox"
             ? socket
               ? { connection: 0 }
-              : { url: glassbox.slack.eventsUrl as string }
+              : { url: glassbox.eventsUrl as string }
             : socket
               ? { connection: 1 }
               : { url: bare.eventsUrl };
@@ -565,7 +565,7 @@ async function measureAcks(placement: Placement, directory: string, log: Logger)
       // Every run answered and the bot idle before the next block, so no block pays for another's runs.
       const settle = async () => {
         await harness.allAnswered();
-        await glassbox.slack.conversations.idle();
+        await glassbox.idle();
       };
       try {
         for (const mode of MODES) {
@@ -696,11 +696,8 @@ function threadScript(request: ChatCompletionRequestBody): ScriptedReply {
   return { toolCalls: [{ name: "current_time", arguments: JSON.stringify({ timezone: "UTC" }) }] };
 }
 
-/**
- * glassbox as `npm start` runs it (GLASSBOX_WORKERS unset: the cores less one, so on 2 cores the
- * conversations share the receiving thread), glassbox with the other placement (2 worker threads,
- * or 1 thread where the default has workers), and the baseline.
- */
+/** glassbox with SQLite's default worker concurrency, with PostgreSQL's, and the baseline. */
+const POSTGRES_WORKER_CONCURRENCY = 8;
 type ThreadVariant = "glassbox" | "glassbox, other placement" | "bare loop";
 const THREAD_VARIANTS: ThreadVariant[] = ["glassbox", "glassbox, other placement", "bare loop"];
 type ThreadRound = ThreadTimings & { busyMs: number; cpuMs?: number; processCpuMs?: number };
@@ -713,8 +710,8 @@ interface Bot {
 }
 
 const botOf = (glassbox: Glassbox): Bot => ({
-  eventsUrl: glassbox.slack.eventsUrl as string,
-  idle: () => glassbox.slack.conversations.idle(),
+  eventsUrl: glassbox.eventsUrl as string,
+  idle: glassbox.idle,
   stop: glassbox.stop,
 });
 
@@ -726,11 +723,12 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     "bare loop": [],
   };
   const defaults = configFor("", directory);
-  const otherWorkers = defaults.workers > 1 ? 1 : 2;
-  const placed = (workers: number) => (workers > 1 ? `${workers} worker threads` : "1 thread");
+  // The other placement: the worker concurrency PostgreSQL's workers default to.
+  const otherWorkers = POSTGRES_WORKER_CONCURRENCY;
+  const placed = (concurrency: number) => `${concurrency} turns at once`;
   const named = (variant: ThreadVariant) =>
     variant === "glassbox"
-      ? `glassbox as npm start (${placed(defaults.workers)})`
+      ? `glassbox as npm start (${placed(defaults.workerConcurrency)})`
       : variant === "bare loop"
         ? variant
         : `glassbox, ${placed(otherWorkers)}`;
@@ -741,7 +739,7 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
       const glassbox = await startGlassbox(apiUrl, configFor(modelUrl, directory), log, false);
       const other = await startGlassbox(
         apiUrl,
-        configFor(modelUrl, directory, { GLASSBOX_WORKERS: String(otherWorkers) }),
+        configFor(modelUrl, directory, { GLASSBOX_WORKER_CONCURRENCY: String(otherWorkers) }),
         log,
         false,
       );
@@ -865,7 +863,7 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
           label: `${THREADS} threads at once <= ${TARGET_THREADS_RATIO} x ideal ${IDEAL_MS} ms [${where}]`,
           pass: ratio <= TARGET_THREADS_RATIO,
           detail:
-            `${sig3(wall.median)} ms, ${sig3(ratio)} x as npm start runs it, on ${placed(defaults.workers)} (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; ` +
+            `${sig3(wall.median)} ms, ${sig3(ratio)} x as npm start runs it, on ${placed(defaults.workerConcurrency)} (limit ${sig3(TARGET_THREADS_RATIO * IDEAL_MS)} ms; ` +
             `on ${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.wallMs)} ms; bare loop ${medianOf("bare loop", (round) => round.wallMs)} ms)` +
             (withCpu
               ? `; process CPU ${medianOf("glassbox", (round) => round.processCpuMs as number)} ms a round (${placed(otherWorkers)} ${medianOf("glassbox, other placement", (round) => round.processCpuMs as number)}, bare loop ${medianOf("bare loop", (round) => round.processCpuMs as number)})`
@@ -881,8 +879,8 @@ async function measureThreads(placement: Placement, directory: string, log: Logg
     steps: STEPS_PER_RUN,
     idealMs: IDEAL_MS,
     measuredRounds: MEASURED_ROUNDS,
-    workers: defaults.workers,
-    otherPlacementWorkers: otherWorkers,
+    workerConcurrency: defaults.workerConcurrency,
+    otherWorkerConcurrency: otherWorkers,
     wallMs: wall,
     ratioToIdeal: ratio,
     rounds,

@@ -68,7 +68,12 @@ export interface GlassboxConfig {
    * enqueues, `worker` runs the turns, `all` both; unset, everything runs in one process as before.
    */
   role?: GlassboxRole;
-  /** Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY, default 8). */
+  /**
+   * Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY). Default 8 on PostgreSQL; on
+   * SQLite (one process) IN_PROCESS_TURNS_AT_ONCE, so that runs are bounded by
+   * GLASSBOX_MAX_CONCURRENT_RUNS alone, as before the pipeline (with 8, a burst of 100 Slack threads
+   * took 9x as long in bench/slack.ts), and a request that waits for one is told it is queued.
+   */
   workerConcurrency: number;
 }
 
@@ -198,7 +203,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
     role: roleOf(env.GLASSBOX_ROLE),
-    workerConcurrency: positiveInteger(env, "GLASSBOX_WORKER_CONCURRENCY", 8),
+    workerConcurrency: positiveInteger(
+      env,
+      "GLASSBOX_WORKER_CONCURRENCY",
+      nonEmpty(env.GLASSBOX_DATABASE_URL) ? 8 : IN_PROCESS_TURNS_AT_ONCE,
+    ),
   };
 }
 
@@ -218,6 +227,12 @@ const MAX_DEFAULT_WORKERS = 4;
  * thousands of model requests and holding their contexts in memory at once.
  */
 export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
+
+/**
+ * One process on SQLite starts every conversation's turn as it comes (the queue keeps only each
+ * conversation's order); its runs then wait for GLASSBOX_MAX_CONCURRENT_RUNS's slots.
+ */
+const IN_PROCESS_TURNS_AT_ONCE = 10_000;
 
 function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
   const names = list(value);

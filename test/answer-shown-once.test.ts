@@ -18,7 +18,7 @@ import { createTokenCounter } from "../src/agent/tokens.js";
 import { createTraceRecorder } from "../src/agent/trace.js";
 import type { Message } from "../src/agent/types.js";
 import { openDiscordSurface } from "../src/adapters/discord/discord-surface.js";
-import { placeOf } from "../src/adapters/slack/slack-conversations.js";
+import { placeOf } from "../src/adapters/slack/slack-events.js";
 import { openSlackSurface } from "../src/adapters/slack/slack-surface.js";
 import { messageTurn, workOf, type TurnWork } from "../src/conversations/turns.js";
 import { createLogger, type Logger } from "../src/logger.js";

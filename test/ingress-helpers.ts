@@ -12,14 +12,15 @@ import { createInProcessRunQueue } from "../src/queue/in-process.js";
 import { openPostgresRunQueue } from "../src/queue/postgres.js";
 import type { QueueWorker, RunQueue, Turn } from "../src/queue/types.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../src/store/index.js";
-import type { IngressQueue, IngressStore, TurnWork } from "../src/conversations/turns.js";
+import type { IngressQueue, TurnWork } from "../src/conversations/turns.js";
+import type { StorePort } from "../src/store/port.js";
 import { approvalRequest, outcomeOf, pausedWaitingFor, runRecord } from "./store-contract-helpers.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL } from "./fixtures/queue-database.js";
 
 export interface IngressHarness {
   store: AnyStorePort;
   /** The store and queue as ingress takes them (one transaction type, whichever store this is). */
-  ingress: { store: IngressStore<unknown>; queue: IngressQueue<unknown> };
+  ingress: { store: StorePort<unknown>; queue: IngressQueue<unknown> };
   queue: IngressQueue<unknown>;
   /** Every turn the recording worker was given, in the order it started them. */
   turns: Turn[];
@@ -46,7 +47,7 @@ async function withRecorder(
   const worker: QueueWorker = await queue.work(async (turn) => void turns.push(turn), { concurrency: 4 });
   return {
     store,
-    ingress: { store: store as IngressStore<unknown>, queue: queue as IngressQueue<unknown> },
+    ingress: { store: store as StorePort<unknown>, queue: queue as IngressQueue<unknown> },
     queue: queue as IngressQueue<unknown>,
     turns,
     counter: await createTokenCounter("o200k_base"),

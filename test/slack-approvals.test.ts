@@ -192,6 +192,7 @@ describe("Slack approvals", () => {
     await h.slack.conversations.idle();
     // Later: the same payload again, and a Deny on the decided message.
     const since = h.fake.calls.length;
+    const updatesOfDecision = h.fake.callsTo("chat.update").filter((c) => c.args.ts === approval.ts).length;
     await h.click(approval, "U1");
     await h.click(approval, "U1", DENY);
     await h.fake.waitForCall("chat.postEphemeral", undefined, { ...CALL_WAIT, since });
@@ -203,7 +204,11 @@ describe("Slack approvals", () => {
     expect(toolResults(h.model, 1)).toEqual([expect.objectContaining({ status: "success" })]);
     expect(visibleText(messageAt(h.fake, CHANNEL, approval.ts))).toContain("Approved by <@U1>");
     expect(botTexts(h.fake, CHANNEL, ts).filter((text) => text.includes("is cancelled"))).toHaveLength(1);
-    expect(h.fake.callsTo("chat.update").filter((c) => c.args.ts === approval.ts)).toHaveLength(1);
+    // The decision shows (ingress on the click, the worker again as the run resumes: the same text), and
+    // the later clicks change nothing.
+    const updates = h.fake.callsTo("chat.update").filter((c) => c.args.ts === approval.ts);
+    expect(updates).toHaveLength(updatesOfDecision);
+    for (const update of updates) expect(JSON.stringify(update.args)).toContain("Approved by <@U1>");
   });
 
   it("a newer message in the thread makes the buttons stale: 'No longer needed', and a later click runs nothing", async () => {
@@ -290,7 +295,7 @@ describe("Slack approvals", () => {
     const { log } = memoryLogger();
 
     const first = await agentFor(model, paths, log);
-    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.port, log });
+    const a = await startAdapter({ fake, agent: first.agent, log });
     const ts = fake.nextTs();
     await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
     const approval = await waitForApproval(fake, CHANNEL, ts);
@@ -299,7 +304,7 @@ describe("Slack approvals", () => {
     first.agent.store.close();
 
     const second = await agentFor(model, paths, log);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
+    const b = await startAdapter({ fake, agent: second.agent, log });
     expect(b.eventsUrl).not.toBe(a.eventsUrl);
     const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
       userId: "U1",
@@ -365,7 +370,7 @@ describe("Slack approvals", () => {
     const env = { GLASSBOX_AGENTS: agentsFile };
 
     const first = await agentFor(model, paths, log, env);
-    const a = await startAdapter({ fake, agent: first.agent, store: first.agent.port, log });
+    const a = await startAdapter({ fake, agent: first.agent, log });
     const ts = fake.nextTs();
     await fake.sendEvent(a.eventsUrl as string, { type: "app_mention", user: "U1", channel: CHANNEL, text: ASK, ts });
     const approval = await waitForApproval(fake, CHANNEL, ts);
@@ -376,7 +381,7 @@ describe("Slack approvals", () => {
     first.agent.store.close();
 
     const second = await agentFor(model, paths, log, env);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
+    const b = await startAdapter({ fake, agent: second.agent, log });
     const clicked = await fake.sendBlockAction(b.eventsUrl as string, {
       userId: "U1",
       channel: CHANNEL,
@@ -402,7 +407,6 @@ describe("Slack approvals", () => {
     const a = await startAdapter({
       fake,
       agent: first.agent,
-      store: first.agent.port,
       log,
       approvalTtlSeconds: 0.001,
     });
@@ -415,7 +419,7 @@ describe("Slack approvals", () => {
     expect(buttonsOf(messageAt(fake, CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
 
     const second = await agentFor(model, paths, log);
-    const b = await startAdapter({ fake, agent: second.agent, store: second.agent.port, log });
+    const b = await startAdapter({ fake, agent: second.agent, log });
     await waitForBotMessage(fake, CHANNEL, ts, "Nobody approved it while I was away.");
     await b.conversations.idle();
     const expired = messageAt(fake, CHANNEL, approval.ts);

@@ -1,5 +1,6 @@
-// Shared set-up for the Slack e2e tests: the real Bolt app (startSlackAdapter) against the fake
-// Slack, the real openai SDK against the scripted model server, and real SQLite files (the agent's
+// Shared set-up for the Slack e2e tests: the one pipeline as a process on SQLite runs it
+// (startRoles, role "all": Slack ingress, the in-process queue, the worker and its Slack surface)
+// against the fake Slack, the real openai SDK against the scripted model server, and real SQLite files (the agent's
 // store and the demo shop) in a temp dir. Waiting is done on recorded calls and polled state with
 // generous timeouts, never on fixed delays.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,15 +8,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { expect } from "vitest";
-import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
+import type { App } from "@slack/bolt";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { openShopDatabase } from "../src/tools/builtin/shop.js";
-import type { AgentConfig } from "../src/agent/loop.js";
 import type { SqliteStore } from "../src/store/sqlite-store.js";
-import { loadConfig, type SlackConfig } from "../src/config.js";
+import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
-import type { StorePort } from "../src/store/port.js";
-import { sqlitePortOf } from "../src/store/sqlite.js";
-import { sqliteAgentConfig } from "./sqlite-agent.js";
+import type { InProcessRunQueue } from "../src/queue/in-process.js";
+import { startRoles } from "../src/roles/start.js";
+import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from "../src/testing/fake-slack.js";
 import {
   startScriptedModelServer,
@@ -108,6 +109,7 @@ export async function agentFor(
     GLASSBOX_DB: paths.db,
     GLASSBOX_SHOP_DB: paths.shopDb,
     GLASSBOX_DEMO: "true",
+    GLASSBOX_WEB_PORT: "0",
     ...env,
   });
   const agent = await sqliteAgentConfig(config, log);
@@ -130,37 +132,93 @@ export function slackConfigFor(fake: FakeSlack, overrides: Partial<SlackConfig> 
   };
 }
 
-/** startSlackAdapter as main.ts calls it; `store` may be the SQLite store, whose port the adapter is given. */
+/** The bot as the tests drive it: Slack's addresses, the conversations' state, and stop. */
+export interface SlackAdapter {
+  app: App;
+  /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
+  eventsUrl?: string;
+  /** Installed through OAuth: where a workspace starts installing the app. */
+  installUrl?: string;
+  conversations: {
+    /** Resolves once no turn waits or runs, and the replies ingress posts after acknowledging are out. */
+    idle(): Promise<void>;
+    /** One sweep of the worker's approval sweeper at `now`; how many approvals it expired. */
+    expireApprovals(now?: Date): Promise<number>;
+    /** Whether a run of the session is accepted or running (read from the SQLite file). */
+    busy(sessionId: string): boolean;
+  };
+  stop(): Promise<void>;
+}
+
+/**
+ * The one pipeline in one process (startRoles, role "all") on the agent's SQLite file, with the
+ * test's agent: Slack ingress, the in-process queue, the worker and its surfaces.
+ */
 export async function startAdapter(options: {
   fake: FakeSlack;
-  agent: AgentConfig;
-  store: StorePort;
+  agent: SqliteAgent;
   log: Logger;
   slack?: Partial<SlackConfig>;
   approvalTtlSeconds?: number;
-}) {
-  const slack = await startSlackAdapter({
+  /** The agent's settings (the web server, daily limits); by default loadConfig's with any free web port. */
+  config?: GlassboxConfig;
+}): Promise<SlackAdapter> {
+  const base = options.config ?? loadConfig({ GLASSBOX_WEB_PORT: "0", OPENAI_API_KEY: "unused" });
+  const config: GlassboxConfig = {
+    ...base,
     slack: slackConfigFor(options.fake, options.slack),
-    agent: options.agent,
-    store: options.store,
-    log: options.log,
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
+  };
+  const roles = await startRoles({
+    config,
+    role: "all",
+    log: options.log,
+    agent: options.agent,
+    store: options.agent.port,
   });
+  const queue = roles.deployment.queue as InProcessRunQueue;
+  const ingress = roles.ingress?.slack;
+  const worker = roles.worker;
+  if (!ingress || !worker) throw new Error("startRoles started no Slack ingress or no worker");
+  const active = options.agent.store.db.prepare(
+    "SELECT count(*) FROM runs WHERE session_id = ? AND status IN ('accepted', 'running')",
+  );
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await slack.stop();
+    await roles.stop();
   };
   cleanups.push(stop);
-  return { ...slack, stop };
+  return {
+    app: ingress.app,
+    eventsUrl: ingress.eventsUrl,
+    installUrl: ingress.installUrl,
+    conversations: {
+      async idle() {
+        // Replies after an acknowledgement go out on a later turn of the event loop; a turn may enqueue another.
+        for (let quiet = 0; quiet < 3; ) {
+          await nextTurn();
+          await queue.idle();
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          quiet++;
+        }
+      },
+      async expireApprovals(now) {
+        await worker.sweeper.sweep(new Date(0)); // waits out a sweep already running (the one at start)
+        return (await worker.sweeper.sweep(now)).length;
+      },
+      busy: (sessionId) => (active.pluck().get(sessionId) as number) > 0,
+    },
+    stop,
+  };
 }
 
 export interface Harness {
   fake: FakeSlack;
   model: ScriptedModelServer;
   slack: SlackAdapter;
-  agent: AgentConfig & { store: SqliteStore };
+  agent: SqliteAgent;
   paths: Paths;
   lines: LogLine[];
   log: Logger;
@@ -189,10 +247,7 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   approvalTtlSeconds?: number;
   /** Changes the agent before the adapter starts (e.g. another model client). */
-  agent?: (
-    agent: AgentConfig & { store: SqliteStore },
-    model: ScriptedModelServer,
-  ) => AgentConfig & { store: SqliteStore };
+  agent?: (agent: SqliteAgent, model: ScriptedModelServer) => SqliteAgent;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -200,15 +255,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const model = await startModel(options.script ?? []);
   const paths = tempPaths();
   const { log, lines } = memoryLogger();
-  const built = (await agentFor(model, paths, log, options.env)).agent;
+  const { agent: built, config } = await agentFor(model, paths, log, options.env);
   const agent = options.agent ? options.agent(built, model) : built;
   const slack = await startAdapter({
     fake,
     agent,
-    store: sqlitePortOf(agent.store),
     log,
     slack: options.slack,
     approvalTtlSeconds: options.approvalTtlSeconds,
+    config,
   });
   const url = slack.eventsUrl as string;
 

@@ -1,4 +1,4 @@
-// Set-up for the multi-workspace Slack tests: the real Bolt app (startSlackAdapter with OAuth) against
+// Set-up for the multi-workspace Slack tests: the one pipeline (startRoles, Slack ingress with OAuth) against
 // the fake Slack with workspaces that can install it, the real openai SDK against the scripted model
 // server, installations in a real SQLite file or a PostgreSQL schema of their own, and a "browser"
 // that walks Slack's OAuth redirects with plain HTTP requests, carrying the state cookie as a browser does.
@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import pg from "pg";
 import { pino } from "pino";
-import { startSlackAdapter, type SlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { DEFAULT_SLACK_SCOPES, type SlackConfig, type SlackOAuthConfig } from "../src/config.js";
 import type { InstallationDatabase } from "../src/store/installations.js";
 import type { FakeSlack } from "../src/testing/fake-slack.js";
@@ -14,12 +13,12 @@ import type { FakeWorkspace } from "../src/testing/fake-slack-oauth.js";
 import type { ChatCompletionRequestBody } from "../src/testing/scripted-model-server.js";
 import {
   agentFor,
-  slackConfigFor,
   startAdapter,
   startModel,
   startSlack,
   tempPaths,
   type LogLine,
+  type SlackAdapter,
 } from "./slack-helpers.js";
 
 export const CLIENT_ID = "1111111111.2222222222";
@@ -142,8 +141,6 @@ export interface InstalledBotOptions {
   socket?: boolean;
   env?: Record<string, string>;
   slack?: Partial<SlackConfig>;
-  /** Runs in this many worker threads (GLASSBOX_WORKERS), each building its agent from the configuration. */
-  workers?: number;
 }
 
 /** Start it, then install workspaces with `install`. Call `stop` before cleanUp(): the adapter stops before the fakes close. */
@@ -171,15 +168,7 @@ export async function startInstalledBot(
     ? { signingSecret: undefined, appToken: "xapp-1-fake-app-token", port: await freePort() }
     : {};
   const settings: Partial<SlackConfig> = { botToken: undefined, oauth, ...mode, ...options.slack };
-  const slack = options.workers
-    ? await startSlackAdapter({
-        slack: { ...slackConfigFor(fake), ...settings },
-        store: agent.port,
-        log,
-        approvalTtlSeconds: 3_600,
-        workers: { count: options.workers, config },
-      })
-    : await startAdapter({ fake, agent, store: agent.port, log, slack: settings });
+  const slack = await startAdapter({ fake, agent, log, slack: settings, config });
   // The redirect URL the app's settings page lists at Slack.
   fake.oauth?.setRedirectUrl(new URL("/slack/oauth_redirect", slack.installUrl).toString());
   return {

@@ -2,7 +2,6 @@
 // app token (no public URL, no signing secret), exactly-once across connections, and the
 // configuration errors that stop startup with one sentence.
 import { afterEach, describe, expect, it } from "vitest";
-import { startSlackAdapter } from "../src/adapters/slack/slack-adapter.js";
 import { loadConfig } from "../src/config.js";
 import {
   agentFor,
@@ -17,7 +16,6 @@ import {
   memoryLogger,
   messageAt,
   orderStatus,
-  slackConfigFor,
   startAdapter,
   startModel,
   startSlack,
@@ -45,7 +43,7 @@ describe("Slack in Socket Mode", () => {
     const model = await startModel([{ content: "Hello from the socket." }]);
     const { log } = memoryLogger();
     const { agent } = await agentFor(model, tempPaths(), log);
-    const slack = await startAdapter({ fake, agent, store: agent.port, log, slack: socketMode });
+    const slack = await startAdapter({ fake, agent, log, slack: socketMode });
     expect(slack.eventsUrl).toBeUndefined();
     expect(fake.socketConnections()).toBe(1);
     expect(fake.callsTo("apps.connections.open").map((call) => call.token)).toEqual([APP_TOKEN]);
@@ -67,8 +65,8 @@ describe("Slack in Socket Mode", () => {
     const paths = tempPaths();
     const first = (await agentFor(model, paths, log)).agent;
     const second = (await agentFor(model, paths, log)).agent;
-    const a = await startAdapter({ fake, agent: first, store: first.port, log, slack: socketMode });
-    const b = await startAdapter({ fake, agent: second, store: second.port, log, slack: socketMode });
+    const a = await startAdapter({ fake, agent: first, log, slack: socketMode });
+    const b = await startAdapter({ fake, agent: second, log, slack: socketMode });
     await fake.waitForSocket(2, 15_000);
 
     const ts = fake.nextTs();
@@ -103,7 +101,7 @@ describe("Slack in Socket Mode", () => {
     const { log } = memoryLogger();
     const paths = tempPaths();
     const { agent } = await agentFor(model, paths, log);
-    const slack = await startAdapter({ fake, agent, store: agent.port, log, slack: socketMode });
+    const slack = await startAdapter({ fake, agent, log, slack: socketMode });
     const ts = fake.nextTs();
     await fake.sendSocketEvent(mention(ts, `<@${BOT}> cancel order ${CANCELLABLE_ORDER}`));
     const approval = await waitForApproval(fake, CHANNEL, ts);
@@ -140,14 +138,14 @@ describe("Slack configuration errors", () => {
     const fake = await startSlack();
     const model = await startModel();
     const { log } = memoryLogger();
-    const { agent } = await agentFor(model, tempPaths(), log);
+    const { agent, config } = await agentFor(model, tempPaths(), log);
     for (const mode of [{}, socketMode]) {
-      const start = startSlackAdapter({
-        slack: slackConfigFor(fake, { botToken: "xoxb-wrong-token", ...mode }),
+      const start = startAdapter({
+        fake,
         agent,
-        store: agent.port,
         log,
-        approvalTtlSeconds: 3_600,
+        config,
+        slack: { botToken: "xoxb-wrong-token", ...mode },
       });
       await expect(start).rejects.toThrow(/SLACK_BOT_TOKEN/);
       await expect(start).rejects.toThrow(/invalid_auth/);
@@ -161,13 +159,13 @@ describe("Slack configuration errors", () => {
     const fake = await startSlack();
     const model = await startModel();
     const { log } = memoryLogger();
-    const { agent } = await agentFor(model, tempPaths(), log);
-    const start = startSlackAdapter({
-      slack: { ...slackConfigFor(fake, {}), apiUrl: "http://127.0.0.1:9/api/" },
+    const { agent, config } = await agentFor(model, tempPaths(), log);
+    const start = startAdapter({
+      fake,
       agent,
-      store: agent.port,
       log,
-      approvalTtlSeconds: 3_600,
+      config,
+      slack: { apiUrl: "http://127.0.0.1:9/api/" },
     });
     await expect(start).rejects.toThrow(
       "I can't reach Slack at http://127.0.0.1:9/api/; check SLACK_API_URL (or leave it unset) and the network.",

@@ -20,10 +20,13 @@ import type { Logger } from "../logger.js";
 import type { Downloaded } from "./attachment-download.js";
 import { fetchDiscordFiles } from "./discord/discord-files.js";
 import { approvalOutcomeText, NO_PINGS, openDiscordSurface } from "./discord/discord-surface.js";
-import { placeOf, slackClientOptions, updateApprovalMessage } from "./slack/slack-conversations.js";
+import { updateApprovalMessage } from "./slack/approval-blocks.js";
+import { slackClientOptions } from "./slack/slack-client-options.js";
+import { placeOf } from "./slack/slack-events.js";
 import { createWorkspaceClients, openSlackInstallations, type SlackInstallations } from "./slack/slack-oauth.js";
 import { downloadSlackFiles } from "./slack/slack-files.js";
 import { openSlackSurface } from "./slack/slack-surface.js";
+import { createAgentSessions } from "./slack/slack-agent-view.js";
 import { withoutBroadcasts } from "./slack/slack-text.js";
 import type { TurnFile } from "../conversations/turn-files.js";
 import type { Approval } from "../store/port.js";
@@ -53,6 +56,7 @@ export async function openWorkerSurfaces(
   const webSurface = publishText ? createTextRelay({ publish: publishText, log }) : undefined;
   const slack = config.slack ? await slackClients(config.slack, log) : undefined;
   const discord = config.discord ? restOnlyDiscordClient(config.discord) : undefined;
+  const agentSessions = slack ? createAgentSessions(log) : undefined;
   const unconfigured = new Set<string>();
   /** A session of a platform this process has no settings for: said once per platform, then shown nowhere. */
   const nowhere = (platform: string) => {
@@ -82,7 +86,9 @@ export async function openWorkerSurfaces(
   return {
     openSurface(sessionId, userId) {
       if (sessionId.startsWith("slack:"))
-        return slack ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log) : nowhere("Slack");
+        return slack
+          ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log, agentSessions)
+          : nowhere("Slack");
       if (sessionId.startsWith("discord:"))
         return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log) : nowhere("Discord");
       if (sessionId.startsWith("web:") && webSurface) return webSurface(sessionId);

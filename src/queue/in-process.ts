@@ -37,7 +37,13 @@ interface LocalWorker {
   finish: (cause: StopCause) => void;
 }
 
-export function createInProcessRunQueue(options: InProcessQueueOptions = {}): RunQueue<LocalTransaction> {
+/** The in-process queue, which can also say when it has nothing left to run (tests, a graceful stop). */
+export interface InProcessRunQueue extends RunQueue<LocalTransaction> {
+  /** Resolves once no turn waits or runs (including turns enqueued while it waits). */
+  idle(): Promise<void>;
+}
+
+export function createInProcessRunQueue(options: InProcessQueueOptions = {}): InProcessRunQueue {
   const retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   /** Each conversation's waiting turns, oldest first (only conversations with some). */
   const lines = new Map<string, Turn[]>();
@@ -134,6 +140,14 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): Ru
     },
     async close() {
       await Promise.all([...workers].map(stopWorker));
+    },
+    async idle() {
+      while (keys.size > 0) {
+        const running = workers.flatMap((worker) => [...worker.running]);
+        // Turns that wait for a worker (none works yet): looked at again shortly.
+        if (running.length > 0) await Promise.all(running);
+        else await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     },
   };
 }

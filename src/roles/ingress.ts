@@ -15,6 +15,7 @@ import { startDiscordIngress, type DiscordIngress } from "../adapters/discord/di
 import { startHttpIngress, type HttpIngress } from "../adapters/web/web-inbound.js";
 import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-inbound.js";
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
+import type { ExamplePrompt } from "../adapters/example-requests.js";
 
 export interface IngressRole {
   /** The store this process accepts into (the deployment's). */
@@ -36,6 +37,8 @@ export async function startIngressRole(options: {
   /** Replays for the trace viewer and the tools' names for the pages, when this process runs a worker too (`all`). */
   replay?: ReplayOnModel;
   toolNames?: string[];
+  /** Slack's suggested prompts from the worker's tools, when one runs here too; else made from the hints. */
+  prompts?: ExamplePrompt[];
 }): Promise<IngressRole> {
   const { config, log } = options;
   const { store, queue } = options.deployment;
@@ -46,7 +49,9 @@ export async function startIngressRole(options: {
     const offered = await followOffers(store, options, log);
     started.push(offered);
     const common = { store, queue, log, counter, hints: offered.hints };
-    const slack = config.slack ? await startSlackIngress({ ...common, slack: config.slack }) : undefined;
+    const slack = config.slack
+      ? await startSlackIngress({ ...common, slack: config.slack, prompts: options.prompts })
+      : undefined;
     if (slack) started.push(slack);
     const discord = config.discord
       ? await startDiscordIngress({

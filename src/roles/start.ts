@@ -69,7 +69,9 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         config,
         deployment,
         log,
-        ...(worker ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames } : {}),
+        ...(worker
+          ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames, prompts: worker.prompts }
+          : {}),
       });
       stops.push(ingress.stop);
     }

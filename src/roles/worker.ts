@@ -20,7 +20,7 @@ import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
 import { openWorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
-import { exampleRequests } from "../adapters/example-requests.js";
+import { examplePrompts, exampleRequests, type ExamplePrompt } from "../adapters/example-requests.js";
 
 /** How long a stop waits for the running turns to settle; what is still running then is taken over by another worker. */
 export const STOP_GRACE_MS = 25_000;
@@ -40,6 +40,8 @@ export interface WorkerRole {
   /** What to suggest asking, from this worker's tools, and their names (for ingress in the same process). */
   hints: string[];
   toolNames: string[];
+  /** Slack's suggested prompts, from this worker's tools (for ingress in the same process). */
+  prompts: ExamplePrompt[];
   /** Takes no more turns, lets the running ones settle (at most `stopGraceMs`), then closes. */
   stop(): Promise<void>;
 }
@@ -116,6 +118,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ),
     });
     log.info({ worker: worker.id, concurrency: options.concurrency }, "worker: running turns from the queue");
+    // Approvals that ran out while no worker ran expire now, not a sweep interval later.
+    void sweeper
+      .sweep()
+      .catch((error: unknown) =>
+        log.warn({ error: (error as Error).message }, "worker: the first approval sweep failed; it runs again shortly"),
+      );
     const hints = exampleRequests(agent.toolSources);
     const toolNames = agent.tools.names();
     // What ingress processes (which load no tools) name and suggest while this worker lives.
@@ -149,7 +157,17 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       if (cause !== "stopped") await closeAll();
       return cause;
     });
-    return { store, worker, sweeper, stopped, stop, replay: replayOn(agent.model, store), hints, toolNames };
+    return {
+      store,
+      worker,
+      sweeper,
+      stopped,
+      stop,
+      replay: replayOn(agent.model, store),
+      hints,
+      toolNames,
+      prompts: examplePrompts(agent.toolSources, 4),
+    };
   } catch (error) {
     await closeAll();
     throw error;

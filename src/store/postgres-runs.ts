@@ -65,8 +65,9 @@ export async function startRun(db: Db, run: RunRecord): Promise<boolean> {
   const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
   if (status === "accepted") {
     const started = await db.query(
-      "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7 WHERE id = $3 AND status = 'accepted'",
-      [at, INSTANCE.id, run.runId, ...stage],
+      // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
+      "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, input = CASE WHEN left($8, length(input)) = input THEN $8 ELSE input END WHERE id = $3 AND status = 'accepted'",
+      [at, INSTANCE.id, run.runId, ...stage, run.input],
     );
     return started.rowCount === 1;
   }

@@ -135,8 +135,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     acceptRun: db.prepare(
       "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner)",
     ),
+    // The input the run starts with replaces the accepted one only where it adds to it (the lines of
+    // the files the worker fetched; see agent/attachments.ts inputWithAttachments).
     startAcceptedRun: db.prepare(
-      "UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ? WHERE id = ? AND status = 'accepted'",
+      "UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ?, input = CASE WHEN substr(@input, 1, length(input)) = input THEN @input ELSE input END WHERE id = ? AND status = 'accepted'",
     ),
     endRun: db.prepare(END_RUN),
     endUnstartedRun: db.prepare(`${END_RUN} AND status = 'accepted'`),
@@ -262,7 +264,9 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
           pipeline?.name ?? null,
         ];
         if (status === "accepted")
-          return statements.startAcceptedRun.run(now(), INSTANCE.id, ...stage, run.runId).changes === 1;
+          return (
+            statements.startAcceptedRun.run(now(), INSTANCE.id, ...stage, run.runId, { input: run.input }).changes === 1
+          );
         statements.upsertSession.run(run.sessionId, now(), now());
         return (
           statements.insertRun.run(

@@ -1,5 +1,6 @@
-/** Block Kit messages for approvals: the question with Approve / Deny buttons, and its outcome. */
+/** Block Kit messages for approvals: the question with Approve / Deny buttons, and its outcome (updating the question in place). */
 import type { KnownBlock } from "@slack/types";
+import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
 import { argumentsForDisplay, codeName } from "../describe-call.js";
 import { mrkdwnText } from "./slack-text.js";
@@ -90,4 +91,11 @@ function slackTime(iso: string): string {
   const date = new Date(iso);
   const fallback = `${date.toISOString().slice(11, 16)} UTC`;
   return `<!date^${Math.floor(date.getTime() / 1000)}^{time}|${fallback}>`;
+}
+
+/** The buttons' message of a decided, expired or superseded approval: the outcome, no buttons. */
+export async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
+  if (!approval.messageRef) return;
+  const [channel = "", ts = ""] = approval.messageRef.split(":");
+  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
 }

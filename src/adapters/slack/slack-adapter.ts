@@ -198,12 +198,13 @@ export async function startSlackAdapter(
             log.error({ error: (error as Error).message, sessionId }, "Slack: a run failed"),
           );
           // A DM thread is an agent session: processing (Slack's stop button) while it runs.
-          if (message.isDirect && threadTs)
-            void agentSessions.track(
-              client,
-              { channel: message.channel, threadTs, user: message.user as string, input },
-              run,
-            );
+          if (message.isDirect && threadTs) {
+            const place = { channel: message.channel, threadTs };
+            void agentSessions
+              .working(client, { ...place, user: message.user as string, input })
+              .then(() => run.catch(() => undefined))
+              .then((result) => agentSessions.settled(client, place, result?.stopReason ?? "error"));
+          }
         })
         .catch((error: unknown) =>
           log.error({ error: (error as Error).message, sessionId }, "Slack: a message could not be passed on"),

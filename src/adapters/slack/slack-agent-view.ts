@@ -138,19 +138,18 @@ export function createAgentSessions(log: Logger) {
     }
   };
   return {
-    /** Marks the session processing for the run's time, then active, or suspended while the run waits for an approval. */
-    async track(
-      client: WebClient,
-      place: { channel: string; threadTs: string; user: string; input: string },
-      run: Promise<RunResult>,
-    ): Promise<void> {
-      const title = threadTitle(place.input);
-      await setStatus(client, place, "processing", { ...(title ? { title } : {}), initiator_user_id: place.user });
-      const result = await run.catch(() => undefined);
-      await setStatus(client, place, result?.stopReason === "awaiting_approval" ? "suspended" : "active");
+    /** The session works on a run for `user`; a run's first message (`input`) titles it. */
+    working(client: WebClient, place: { channel: string; threadTs: string; user: string; input?: string }) {
+      const title = place.input === undefined ? undefined : threadTitle(place.input);
+      return setStatus(client, place, "processing", { ...(title ? { title } : {}), initiator_user_id: place.user });
+    },
+    /** The run ended: active, or suspended while it waits for an approval. */
+    settled(client: WebClient, place: { channel: string; threadTs: string }, stopReason: RunResult["stopReason"]) {
+      return setStatus(client, place, stopReason === "awaiting_approval" ? "suspended" : "active");
     },
   };
 }
+export type AgentSessions = ReturnType<typeof createAgentSessions>;
 
 /** A channel's name where the bot may see it (channels:read), looked up once per channel and bounded in time. */
 export function channelNames(timeoutMs = 2_000) {

@@ -6,7 +6,7 @@
 import { App, type Context } from "@slack/bolt";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
-import { slackClientOptions } from "./slack-conversations.js";
+import { slackClientOptions } from "./slack-client-options.js";
 import {
   forgetUninstalledWorkspaces,
   installationUserId,

@@ -6,6 +6,7 @@
  */
 import type { BlockAction } from "@slack/bolt";
 import type { ClickOrigin } from "../../agent/approvals.js";
+import { slackUserOf } from "./slack-oauth.js";
 
 /** What Slack sends for a message we may answer (an app_mention or a direct message). */
 export interface SlackMessageEvent {
@@ -42,6 +43,15 @@ export function slackSessionKey(
   message: Pick<SlackMessageEvent, "teamId" | "channel" | "ts" | "threadTs" | "isDirect">,
 ): string {
   return `slack:${message.teamId}:${message.channel}:${threadOf(message) ?? "main"}`;
+}
+
+/**
+ * Session keys are slack:<team>:<channel>:<thread_ts>, or ...:main for a top-level direct message.
+ * A user id may be `<team>:<user>` (installed in many workspaces): Slack wants the user part.
+ */
+export function placeOf(sessionId: string, userId: string) {
+  const [, teamId = "", channel = "", thread = "main"] = sessionId.split(":");
+  return { teamId, channel, userId: slackUserOf(userId), ...(thread === "main" ? {} : { threadTs: thread }) };
 }
 
 /**

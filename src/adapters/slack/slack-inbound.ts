@@ -11,6 +11,12 @@
  * Socket Mode connection's copy, or the app_mention and message of one message find the claim and
  * add nothing. Several ingress processes can run behind any load balancer. Within a process, the
  * messages of one thread are accepted one after another, in the order they arrived.
+ *
+ * Besides messages it takes Approve / Deny clicks (decided here, with the click's origin checked; the
+ * resume is enqueued), 👍 / 👎 ratings and the reason a 👎 asks for, and Slack's agent experience in
+ * the bot's DM (slack-agent-view.ts): suggested prompts, thread titles, Slack's stop button, and what
+ * the person is viewing, which is stored with their message as a marked note (slack-viewing.ts).
+ * The agent session's status while a run works is the worker's (slack-surface.ts).
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,9 +26,20 @@ import { createSessionQueue } from "../../conversations/session-queue.js";
 import type { TokenCounter } from "../../agent/tokens.js";
 import type { SlackConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import { rateInConversation, type FeedbackWrites } from "../../agent/feedback.js";
 import { refusalFor } from "../approval-replies.js";
-import { askSomething } from "../example-requests.js";
-import { APPROVE_ACTION, DENY_ACTION, approvalOutcome } from "./approval-blocks.js";
+import { askSomething, type ExamplePrompt } from "../example-requests.js";
+import { APPROVE_ACTION, DENY_ACTION, updateApprovalMessage } from "./approval-blocks.js";
+import {
+  FEEDBACK_ACTIONS,
+  feedbackValueOf,
+  REASON_BLOCK,
+  REASON_INPUT,
+  REASON_VIEW,
+  reasonModal,
+} from "./feedback-blocks.js";
+import { channelNames, listenForAgentView, titleThread } from "./slack-agent-view.js";
+import { createViewingMemory, entitiesOfAppContext, viewingNote, withViewingNote } from "./slack-viewing.js";
 import { slackFileRefs } from "./slack-files.js";
 import { assertInstallPortFree, INSTALL_PATH } from "./slack-oauth.js";
 import {
@@ -37,7 +54,7 @@ import {
 } from "./slack-events.js";
 import { withoutBroadcasts } from "./slack-text.js";
 import { openSlackApp } from "./slack-app.js";
-import type { Approval } from "../../store/port.js";
+import type { StorePort } from "../../store/port.js";
 import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
 import {
   acceptMessage,
@@ -47,8 +64,13 @@ import {
   type IngressStore,
 } from "../../conversations/turns.js";
 
+/** What Slack ingress reads and writes: a message's acceptance, a click's decision, a rating and its reason. */
+export type SlackIngressStore<Transaction> = IngressStore<Transaction> &
+  FeedbackWrites &
+  Pick<StorePort<Transaction>, "explainFeedback">;
+
 export interface SlackIngressOptions<Transaction> {
-  store: IngressStore<Transaction>;
+  store: SlackIngressStore<Transaction>;
   queue: IngressQueue<Transaction>;
   slack: SlackConfig;
   log: Logger;
@@ -56,6 +78,8 @@ export interface SlackIngressOptions<Transaction> {
   counter: TokenCounter;
   /** What an empty mention suggests asking. */
   hints?: string[];
+  /** Slack's suggested prompts in the bot's DM; by default made from `hints`. */
+  prompts?: ExamplePrompt[];
 }
 
 export interface SlackIngress {
@@ -77,6 +101,15 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   const { app, installations, botOf, userOf } = await openSlackApp(slack, log, { processBeforeResponse: true });
 
   const inOrder = createSessionQueue();
+  const viewing = createViewingMemory();
+  const nameOf = channelNames();
+  listenForAgentView(app, {
+    prompts: options.prompts ?? promptsOf(options.hints ?? []),
+    viewing,
+    log,
+    // Slack's stop button asks for the same as "stop" typed in the thread.
+    stop: (sessionId) => store.requestCancel({ sessionId }),
+  });
 
   /** Posts after the current delivery is acknowledged; a failed post is logged, never the delivery's failure. */
   const replyIn =
@@ -91,7 +124,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       });
     };
 
-  async function onMessage(message: SlackMessageEvent, context: Context, client: WebClient): Promise<void> {
+  async function onMessage(message: IncomingMessage, context: Context, client: WebClient): Promise<void> {
     const botUserId = botOf(context);
     if (!isQuestion(message, botUserId)) return;
     const sessionId = slackSessionKey(message);
@@ -100,8 +133,39 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     );
   }
 
+  /** What the sender of a DM is viewing: their message's own app_context first, else the latest Slack sent. */
+  function viewedBy(message: IncomingMessage) {
+    const own = entitiesOfAppContext(message.appContext);
+    return own.length ? own : viewing.lookup(message.teamId, message.user ?? "", message.channel, message.threadTs);
+  }
+
+  /** The input as the run gets it: the note of what the sender views (DMs only) ahead of their words. */
+  async function notedInput(message: IncomingMessage, input: string, client: WebClient): Promise<string> {
+    const viewed = message.isDirect ? viewedBy(message) : [];
+    const note = viewed.length
+      ? await viewingNote(viewed, message.channel, (channel) => nameOf(client, message.teamId, channel))
+      : undefined;
+    return withViewingNote(input, note);
+  }
+
+  /** A DM thread is an agent (or assistant) thread: its first message names it, once (claimed). */
+  function titleOnce(message: IncomingMessage, input: string, client: WebClient): void {
+    const threadTs = message.threadTs;
+    if (!message.isDirect || !threadTs) return;
+    setImmediate(() => {
+      store
+        .claim(`slack:title:${message.channel}:${threadTs}`)
+        .then(async (first) => {
+          if (first) await titleThread(client, { channel: message.channel, threadTs }, input);
+        })
+        .catch((error: unknown) =>
+          log.warn({ error: (error as Error).message }, "Slack ingress: setting the thread title failed"),
+        );
+    });
+  }
+
   async function accept(
-    message: SlackMessageEvent,
+    message: IncomingMessage,
     who: { sessionId: string; botUserId: string; userId: string },
     client: WebClient,
   ): Promise<void> {
@@ -128,16 +192,19 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       else reply(askSomething("Ask me something after the mention", options.hints));
       return;
     }
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: storedTextOf(input, files) };
+    const noted = await notedInput(message, input, client);
+    const run = { runId: newRunId(), sessionId, userId, input: noted };
+    const entry = { role: "user" as const, content: storedTextOf(noted, files) };
     const outcome = await acceptMessage(store, queue, {
       eventIds,
       run,
       message: { message: entry, tokens: counter.message(entry) },
       files,
     });
-    if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
-    else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
+    if (outcome.kind === "accepted") {
+      log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
+      titleOnce(message, input, client);
+    } else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
   }
 
   app.event("app_mention", async ({ event, body, client, context }) => {
@@ -168,6 +235,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       thread_ts?: string;
       bot_id?: string;
       subtype?: string;
+      app_context?: unknown;
       files?: unknown;
     };
     const { event_id: eventId, team_id: teamId } = body as { event_id: string; team_id: string };
@@ -183,6 +251,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
         botId: fields.bot_id,
         subtype: message.subtype,
         isDirect: true,
+        appContext: fields.app_context,
         files: fields.files,
       },
       context,
@@ -209,7 +278,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
         const refusal = refusalFor(outcome, slack.approvers.length > 0);
         const shown =
           outcome.kind === "decided"
-            ? showDecision(client, outcome.approval)
+            ? updateApprovalMessage(client, outcome.approval)
             : refusal && channel
               ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) })
               : undefined;
@@ -219,6 +288,44 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       });
     },
   );
+
+  // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
+  // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.
+  app.action<BlockAction>(FEEDBACK_ACTIONS, async ({ ack, action, body, client, context }) => {
+    const rated = "value" in action ? feedbackValueOf(action.value) : undefined;
+    if (!rated || !(await store.claim(`slack:interaction:${body.trigger_id}`))) return ack();
+    // Only from the conversation the answer is in: whoever can see it there can rate it.
+    const channel = body.channel?.id;
+    const here = (sessionId: string) =>
+      sessionId.startsWith(clickOrigin(body).sessionPrefix) && sessionId.split(":")[2] === channel;
+    const rating = { ...rated, userId: userOf(context, body.user.id), source: "slack" as const };
+    const recorded = await rateInConversation(store, rating, here);
+    await ack();
+    // After the acknowledgement, still within the 3 s Slack gives the trigger to open the modal.
+    const answered = async () => {
+      if (recorded === "not_here") {
+        if (channel)
+          await client.chat.postEphemeral({
+            channel,
+            user: body.user.id,
+            text: "I can't rate that answer from here; rate it in the conversation where I gave it.",
+          });
+      } else if (rated.rating === "down")
+        await client.views.open({ trigger_id: body.trigger_id, view: reasonModal(rated.runId) });
+    };
+    await answered().catch((error: unknown) =>
+      log.warn({ error: (error as Error).message, channel }, "Slack ingress: answering a rating failed"),
+    );
+  });
+
+  // The reason a 👎 asked for: only ever completes the submitter's own 👎 of that run.
+  app.view(REASON_VIEW, async ({ ack, view, body, context }) => {
+    if (await store.claim(`slack:view:${view.id}`)) {
+      const reason = view.state.values[REASON_BLOCK]?.[REASON_INPUT]?.value;
+      await store.explainFeedback(view.private_metadata, userOf(context, body.user.id), reason);
+    }
+    await ack();
+  });
 
   app.error(async (error) => {
     log.error({ error: error.message }, "Slack ingress: an event could not be accepted");
@@ -245,9 +352,12 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   };
 }
 
-/** The buttons' message, once decided: who decided and when, no buttons. */
-async function showDecision(client: WebClient, approval: Approval): Promise<void> {
-  if (!approval.messageRef) return;
-  const [channel = "", ts = ""] = approval.messageRef.split(":");
-  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
+/** What Slack sends for a message we may answer, with the agent view's `app_context` of a DM (what the sender views). */
+interface IncomingMessage extends SlackMessageEvent {
+  appContext?: unknown;
+}
+
+/** Suggested prompts from the hints alone (ingress without the tools at hand). */
+function promptsOf(hints: string[]): ExamplePrompt[] {
+  return hints.map((message) => ({ title: message.slice(0, 40), message }));
 }

@@ -17,7 +17,9 @@ import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 import { approvalQuestion } from "./approval-blocks.js";
 import { feedbackButtons, feedbackValueOf, plainFeedbackButtons } from "./feedback-blocks.js";
+import type { AgentSessions } from "./slack-agent-view.js";
 import { createMarkdownGuard, mrkdwnText, statusText, withoutBroadcasts } from "./slack-text.js";
+import { withoutViewingNote } from "./slack-viewing.js";
 
 /** Where a run talks: a channel, and the thread (absent for a top-level DM conversation). */
 export interface SlackPlace {
@@ -55,8 +57,21 @@ const refusedBlocks = (error: unknown) => (error as { data?: { error?: string } 
 const LOOKBACK_SECONDS = 300;
 const LOOKUP_PAGES = 3;
 
-export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logger): ChatSurface {
+/**
+ * `agentSessions`: a DM thread is an agent session, "processing" (with Slack's stop button) while a
+ * run works and settled when it ends.
+ */
+export function openSlackSurface(
+  client: WebClient,
+  place: SlackPlace,
+  log: Logger,
+  agentSessions?: AgentSessions,
+): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
+  // The session's status goes beside the thread's messages (not behind them), in its own order.
+  const threadTs = place.threadTs;
+  const session = agentSessions && threadTs && place.channel.startsWith("D") ? { ...place, threadTs } : undefined;
+  let sessionWork: Promise<unknown> | undefined;
   let work: Promise<unknown> = Promise.resolve();
   // Slack calls go out one at a time, in the order of the events, and a failed call is logged, not fatal.
   const then = (step: () => Promise<unknown>) => {
@@ -240,8 +255,13 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
 
   return {
     onEvent(event: AgentEvent) {
-      if (event.type === "run_start" || event.type === "run_resumed") then(showThinking);
-      else if (event.type === "tool_start") {
+      if (event.type === "run_start" || event.type === "run_resumed") {
+        then(showThinking);
+        if (session && agentSessions && !event.parent) {
+          const input = event.type === "run_start" ? withoutViewingNote(event.input) : undefined;
+          sessionWork = agentSessions.working(client, { ...session, user: place.userId, input });
+        }
+      } else if (event.type === "tool_start") {
         const call = describeCall(event.name, event.arguments);
         runningTools.push(call);
         const status = statusNow();
@@ -323,6 +343,11 @@ export function openSlackSurface(client: WebClient, place: SlackPlace, log: Logg
         );
       }
       await work;
+      if (session && agentSessions && sessionWork) {
+        await sessionWork;
+        sessionWork = undefined;
+        await agentSessions.settled(client, session, result.stopReason);
+      }
     },
 
     async askApproval(approval: Approval) {

@@ -161,3 +161,10 @@ export function withViewingNote(input: string, note: string | undefined): string
   const own = input.replace(/^(\s*)```(\s*slack-viewing-context)/gim, "$1'''$2");
   return note ? `${note}\n\n${own}` : own;
 }
+
+/** The person's own words of an input that may start with the note (a thread's title is made of them). */
+export function withoutViewingNote(input: string): string {
+  if (!input.startsWith(`${VIEWING_MARKER}\n`)) return input;
+  const end = input.indexOf("\n```", VIEWING_MARKER.length);
+  return end < 0 ? input : input.slice(end + 4).trimStart();
+}

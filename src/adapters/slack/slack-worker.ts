@@ -14,7 +14,8 @@ import {
   workerLogger,
   type ShardData,
 } from "../conversation-workers.js";
-import { createSlackConversations, slackClientOptions } from "./slack-conversations.js";
+import { slackClientOptions } from "./slack-client-options.js";
+import { createSlackConversations } from "./slack-conversations.js";
 import { createWorkspaceClients, openSlackInstallations } from "./slack-oauth.js";
 
 export interface SlackWorkerData extends ShardData {
