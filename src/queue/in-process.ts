@@ -37,7 +37,13 @@ interface LocalWorker {
   finish: (cause: StopCause) => void;
 }
 
-export function createInProcessRunQueue(options: InProcessQueueOptions = {}): RunQueue<LocalTransaction> {
+/** The queue in this process can also tell when it has nothing left to do. */
+export interface InProcessRunQueue extends RunQueue<LocalTransaction> {
+  /** Resolves once no turn waits or runs (a turn that has no worker to run it keeps waiting). */
+  idle(): Promise<void>;
+}
+
+export function createInProcessRunQueue(options: InProcessQueueOptions = {}): InProcessRunQueue {
   const retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   /** Each conversation's waiting turns, oldest first (only conversations with some). */
   const lines = new Map<string, Turn[]>();
@@ -100,6 +106,8 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): Ru
     worker.running.add(running);
   }
 
+  const runningTurns = () => workers.flatMap((worker) => [...worker.running]);
+
   async function stopWorker(worker: LocalWorker): Promise<void> {
     const index = workers.indexOf(worker);
     if (index >= 0) workers.splice(index, 1);
@@ -131,6 +139,11 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): Ru
       dispatch();
       const queueWorker: QueueWorker = { id: worker.id, stopped, stop: () => stopWorker(worker) };
       return queueWorker;
+    },
+    async idle() {
+      // A finishing turn starts its conversation's next one before its own promise settles.
+      for (let running = runningTurns(); running.length > 0; running = runningTurns())
+        await Promise.allSettled(running);
     },
     async close() {
       await Promise.all([...workers].map(stopWorker));

@@ -116,6 +116,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ),
     });
     log.info({ worker: worker.id, concurrency: options.concurrency }, "worker: running turns from the queue");
+    // Approvals that ran out while no worker was up expire now, not a sweep period later.
+    await sweeper
+      .sweep()
+      .catch((error: unknown) =>
+        log.warn({ error: (error as Error).message }, "worker: the first approval sweep failed"),
+      );
     const hints = exampleRequests(agent.toolSources);
     const toolNames = agent.tools.names();
     // What ingress processes (which load no tools) name and suggest while this worker lives.
