@@ -87,7 +87,7 @@ describe("Slack and Discord sharing one store", () => {
       discord.REQUEST_WAIT,
     );
     expect(discord.interactionReplies(discordFake, clicked.interactionId).at(-1)?.content).toBe(NOT_WAITING);
-    await discordBot.conversations.idle();
+    await discordBot.idle();
     expect(statusOf(agent.store, approval.id)).toBe("pending");
     expect(slack.buttonsOf(slack.messageAt(slackFake, slack.CHANNEL, approval.ts) ?? { ts: "" })).toHaveLength(2);
     expect(model.requests).toHaveLength(1);
@@ -164,7 +164,7 @@ describe("Discord clicks", () => {
     const h = await discord.startHarness({ script: script(), env: { GLASSBOX_TOOLS: noticeTools() } });
     const asked = await h.mention("post the notice", { channelId: discord.THREAD });
     const approval = await discord.waitForApproval(h.fake, discord.THREAD);
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const elsewhere = await h.fake.sendMessage({
       channelId: discord.OTHER_CHANNEL,
@@ -194,14 +194,14 @@ describe("Discord clicks", () => {
       );
       expect(discord.interactionReplies(h.fake, clicked.interactionId).at(-1)?.content).toBe(NOT_WAITING);
     }
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(statusOf(h.agent.store, approval.id)).toBe("pending");
     expect(discord.buttonsOf(discord.messageById(h.fake, discord.THREAD, approval.message.id))).toHaveLength(2);
     expect(h.model.requests).toHaveLength(1);
 
     await discord.click(h.fake, approval, discord.USER);
     await discord.waitForBotMessage(h.fake, discord.THREAD, "Posted the notice.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(statusOf(h.agent.store, approval.id)).toBe("approved");
   });
 
@@ -211,7 +211,7 @@ describe("Discord clicks", () => {
     const approval = await discord.waitForApproval(h.fake, discord.DM);
     await discord.click(h.fake, approval, discord.USER);
     await discord.waitForBotMessage(h.fake, discord.DM, "Posted the notice.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(statusOf(h.agent.store, approval.id)).toBe("approved");
   });
 });

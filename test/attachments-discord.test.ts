@@ -1,5 +1,5 @@
-// Files attached to a Discord message reach the model: the real discord.js client against the fake
-// Discord, whose MESSAGE_CREATE carries attachments served from its CDN path (no token needed).
+// Files attached to a Discord message reach the model through the one pipeline (ingress passes their
+// references, the worker fetches them): the real discord.js client against the fake Discord, whose MESSAGE_CREATE carries attachments served from its CDN path (no token needed).
 import { afterEach, describe, expect, it } from "vitest";
 import { createTraceReader } from "../src/store/sqlite-traces.js";
 import { PNG, userContent, type Part } from "./attachment-helpers.js";
@@ -22,7 +22,7 @@ describe("files attached on Discord", () => {
       ],
     });
     await waitForBotMessage(h.fake, CHANNEL, "A pixel and two rows.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const parts = userContent(h.model.requests[0]!.body) as Part[];
     expect(parts[0]?.text).toContain("what are these?");
@@ -31,9 +31,15 @@ describe("files attached on Discord", () => {
     expect(parts[2]?.text).toContain('<file name="sales.csv">\nmonth,total\nMay,12\n\n</file>');
     expect(h.fake.cdn.downloads).toHaveLength(2);
     expect(h.fake.cdn.downloads.every((download) => download.authorization === undefined)).toBe(true);
+    // The conversation keeps the message as it was accepted: its text, and a line per file it came with.
+    const [stored] = (await h.agent.port.sessionHistory(`discord:${GUILD}:${CHANNEL}`)).messages;
+    expect(stored?.message.content).toContain("what are these?");
+    expect(stored?.message.content).toContain("[Attached file: pixel.png (image/png, 70 B);");
+    expect(stored?.message.content).toMatch(/\[Attached file: sales\.csv \(text\/csv; ?charset=utf-8, 19 B\);/);
+    // The run's trace says what was attached and how the model got it.
     const [run] = createTraceReader(h.agent.store).runsOfSession(`discord:${GUILD}:${CHANNEL}`);
     expect(run?.input).toContain("Attached: pixel.png (image/png, 70 B) — offered as an image");
-    expect(run?.input).toContain("Attached: sales.csv (text/csv; charset=utf-8, 19 B) — its text inlined");
+    expect(run?.input).toMatch(/Attached: sales\.csv \(text\/csv; ?charset=utf-8, 19 B\) — its text inlined/);
   });
 
   it("answers a message of files only; a file over the limit gets one sentence, and a file of unknown type is named", async () => {

@@ -56,13 +56,13 @@ describe("Discord approvals", () => {
     expect(approval.message.content).toContain(CANCELLABLE_ORDER);
     expect(approval.message.content).toContain("ordered twice");
     expect(approval.message.content).toContain(`<@${USER}>`);
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid"); // nothing ran yet
     expect(h.model.requests).toHaveLength(1);
 
     const clicked = await click(h.fake, approval, USER);
     await waitForBotMessage(h.fake, CHANNEL, "order 20240410003 is cancelled");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const decided = messageById(h.fake, CHANNEL, approval.message.id);
     expect(decided?.content).toContain(`Approved by <@${USER}>`);
@@ -84,7 +84,7 @@ describe("Discord approvals", () => {
     const approval = await waitForApproval(h.fake, DM);
     await click(h.fake, approval, USER, approval.deny);
     await waitForBotMessage(h.fake, DM, "I did not cancel it");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const decided = messageById(h.fake, DM, approval.message.id);
     expect(decided?.content).toContain(`Denied by <@${USER}>`);
@@ -106,7 +106,7 @@ describe("Discord approvals", () => {
       expect(note?.content).toMatch(new RegExp(`^Only <@${USER}>( or an approver)? can approve this`));
       expect(note?.flags).toBe(MessageFlags.Ephemeral);
     }
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(buttonsOf(messageById(h.fake, CHANNEL, approval.message.id))).toHaveLength(2);
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
     expect(h.model.requests).toHaveLength(1);
@@ -115,7 +115,7 @@ describe("Discord approvals", () => {
 
     await click(h.fake, approval, APPROVER);
     await waitForBotMessage(h.fake, CHANNEL, "order 20240410003 is cancelled");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(messageById(h.fake, CHANNEL, approval.message.id)?.content).toContain(`Approved by <@${APPROVER}>`);
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
   });
@@ -124,11 +124,11 @@ describe("Discord approvals", () => {
     const h = await startHarness({ script: cancelScript("Nobody approved, so I did not cancel it.") });
     await h.mention(ASK);
     const approval = await waitForApproval(h.fake, CHANNEL);
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
-    expect(await h.discord.conversations.expireApprovals(new Date(Date.now() + 2 * 3_600_000))).toBe(1);
+    expect(await h.discord.expireApprovals(new Date(Date.now() + 2 * 3_600_000))).toBe(1);
     await waitForBotMessage(h.fake, CHANNEL, "Nobody approved");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const expired = messageById(h.fake, CHANNEL, approval.message.id);
     expect(expired?.content).toContain("Expired");
@@ -143,7 +143,7 @@ describe("Discord approvals", () => {
       content: expect.stringMatching(/expired/i),
       flags: MessageFlags.Ephemeral,
     });
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(h.model.requests).toHaveLength(2);
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
   });
@@ -158,7 +158,7 @@ describe("Discord approvals", () => {
     const a = await startAdapter({ fake, agent: first, store: first.port, log });
     await fake.sendMessage({ channelId: CHANNEL, authorId: USER, content: ASK, mentionsBot: true });
     const approval = await waitForApproval(fake, CHANNEL);
-    await a.conversations.idle();
+    await a.idle();
     await a.stop();
     first.store.close();
     expect(fake.connections()).toBe(0);
@@ -167,7 +167,7 @@ describe("Discord approvals", () => {
     const b = await startAdapter({ fake, agent: second, store: second.port, log });
     const clicked = await click(fake, approval, USER);
     await waitForBotMessage(fake, CHANNEL, "order 20240410003 is cancelled");
-    await b.conversations.idle();
+    await b.idle();
 
     expect(interactionReplies(fake, clicked.interactionId)).toEqual([
       expect.objectContaining({ type: DEFERRED_UPDATE }),
@@ -195,7 +195,7 @@ describe("Discord approvals", () => {
     const approval = await waitForApproval(fake, CHANNEL);
     const clicked = await click(fake, approval, USER);
     await waitForBotMessage(fake, CHANNEL, "order 20240410003 is cancelled");
-    await Promise.all([a.conversations.idle(), b.conversations.idle()]);
+    await Promise.all([a.idle(), b.idle()]);
 
     // One approval message, one acknowledgement of the click, one tool run, one answer.
     expect(interactionReplies(fake, clicked.interactionId)).toEqual([
@@ -215,7 +215,7 @@ describe("Discord approvals", () => {
       undefined,
       "This was already decided.",
     ]);
-    await Promise.all([a.conversations.idle(), b.conversations.idle()]);
+    await Promise.all([a.idle(), b.idle()]);
     expect(model.requests).toHaveLength(2);
     expect(botTexts(fake, CHANNEL)).not.toContain("A second run!");
   });

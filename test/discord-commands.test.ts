@@ -1,9 +1,8 @@
-// Slash commands and startup on Discord, end to end: /reset, /stop and /usage registered at startup
+// Slash commands and startup on Discord, end to end through the one pipeline: /reset, /stop and /usage registered at startup
 // (to the server in DISCORD_GUILD_ID, else globally) and run through the fake's interactions; a bad
 // token or a missing privileged intent stops startup with one sentence saying what to fix.
 import { MessageFlags, PermissionFlagsBits } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { startDiscordAdapter } from "../src/adapters/discord/discord-adapter.js";
 import {
   agentFor,
   CHANNEL,
@@ -13,6 +12,7 @@ import {
   interactionReplies,
   memoryLogger,
   REQUEST_WAIT,
+  startAdapter,
   startFake,
   startHarness,
   startModel,
@@ -65,7 +65,7 @@ describe("Discord slash commands", () => {
     });
     await h.dm("my name is Ada");
     await waitForBotMessage(h.fake, DM, "Nice to meet you, Ada.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const reply = await runCommand(h, "reset", DM);
     expect(reply).toMatchObject({
@@ -74,7 +74,7 @@ describe("Discord slash commands", () => {
     });
     await h.dm("what is my name?");
     await waitForBotMessage(h.fake, DM, "I don't know your name.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(userTexts(h.model, 1)).toEqual(["what is my name?"]);
     expect(JSON.stringify(h.model.requests[1]?.body.messages)).not.toContain("Ada");
   });
@@ -90,7 +90,7 @@ describe("Discord slash commands", () => {
     await waitForBotMessage(h.fake, CHANNEL, "One.");
     await h.mention("second");
     await waitForBotMessage(h.fake, CHANNEL, "Two.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const reply = await runCommand(h, "usage");
     expect(reply?.flags).toBe(MessageFlags.Ephemeral);
@@ -109,7 +109,7 @@ describe("Discord slash commands", () => {
     const h = await startHarness({ script: [{ content: "Hi." }], env: { LLM_MODEL: "my-local-model" } });
     await h.mention("hi");
     await waitForBotMessage(h.fake, CHANNEL, "Hi.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     const reply = await runCommand(h, "usage");
     expect(reply?.content).toMatch(
       /^This conversation: 1 run, \d+ prompt \+ \d+ completion tokens, cost unknown \(no price for my-local-model\)\.$/,
@@ -122,12 +122,12 @@ describe("Discord slash commands", () => {
     const session = `discord:${GUILD}:${CHANNEL}`;
     await h.mention("do something that takes forever");
     await expect.poll(() => h.model.requests.length, WAIT).toBe(1);
-    expect(h.discord.conversations.busy(session)).toBe(true);
+    expect(await h.discord.busy(session)).toBe(true);
 
     expect(await runCommand(h, "stop")).toMatchObject({ type: CHANNEL_MESSAGE, content: "Stopping." });
     await waitForBotMessage(h.fake, CHANNEL, "Stopped.");
-    await h.discord.conversations.idle();
-    expect(h.discord.conversations.busy(session)).toBe(false);
+    await h.discord.idle();
+    expect(await h.discord.busy(session)).toBe(false);
     expect(h.model.requests).toHaveLength(1);
 
     expect(await runCommand(h, "stop")).toMatchObject({ content: "Nothing is running here." });
@@ -145,12 +145,12 @@ describe("Discord startup", () => {
 
   it("an invalid token stops startup with one sentence about DISCORD_TOKEN", async () => {
     const { fake, agent, log } = await setUp();
-    const failure = await startDiscordAdapter({
-      discord: { token: "not-the-token", apiUrl: fake.apiUrl, approvers: [] },
+    const failure = await startAdapter({
+      fake,
       agent,
       store: agent.port,
       log,
-      approvalTtlSeconds: 3_600,
+      discord: { token: "not-the-token" },
     }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
@@ -162,14 +162,9 @@ describe("Discord startup", () => {
   });
 
   it("an unreachable DISCORD_API_URL stops startup with one sentence naming it", async () => {
-    const { agent, log } = await setUp();
-    const failure = await startDiscordAdapter({
-      discord: { token: "any", apiUrl: "http://127.0.0.1:9/api", approvers: [] },
-      agent,
-      store: agent.port,
-      log,
-      approvalTtlSeconds: 3_600,
-    }).then(
+    const { fake, agent, log } = await setUp();
+    const discord = { token: "any", apiUrl: "http://127.0.0.1:9/api" };
+    const failure = await startAdapter({ fake, agent, store: agent.port, log, discord }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );
@@ -181,13 +176,7 @@ describe("Discord startup", () => {
 
   it("a missing Message Content intent stops startup with one sentence saying where to turn it on", async () => {
     const { fake, agent, log } = await setUp({ missingIntents: true });
-    const failure = await startDiscordAdapter({
-      discord: { token: fake.token, apiUrl: fake.apiUrl, approvers: [] },
-      agent,
-      store: agent.port,
-      log,
-      approvalTtlSeconds: 3_600,
-    }).then(
+    const failure = await startAdapter({ fake, agent, store: agent.port, log }).then(
       () => undefined,
       (error: unknown) => error as Error & { code?: string },
     );

@@ -40,7 +40,7 @@ describe("Discord conversations", () => {
     const h = await startHarness({ script: [{ content: "Order 20240315001 has shipped." }] });
     await h.dm("what is the status of order 20240315001?");
     await waitForBotMessage(h.fake, DM, "Order 20240315001 has shipped.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(botTexts(h.fake, DM)).toEqual(["Order 20240315001 has shipped."]);
     expect(h.model.requests).toHaveLength(1);
@@ -57,7 +57,7 @@ describe("Discord conversations", () => {
     const sent = await h.mention("hello there");
     expect(sent.content).toBe(`<@${h.fake.botUserId}> hello there`); // what the person typed
     await waitForBotMessage(h.fake, CHANNEL, "Hello, channel.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(userTexts(h.model, 0)).toEqual(["hello there"]);
     expect(botTexts(h.fake, CHANNEL)).toEqual(["Hello, channel."]);
@@ -100,7 +100,7 @@ describe("Discord conversations", () => {
     // answered, every message above has been seen (and ignored).
     await h.mention("the real question");
     await waitForBotMessage(h.fake, CHANNEL, "Only this one.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(h.model.requests).toHaveLength(1);
     expect(userTexts(h.model, 0)).toEqual(["the real question"]);
@@ -116,7 +116,7 @@ describe("Discord conversations", () => {
     const h = await startHarness({ script: [] });
     await h.mention("");
     await waitForBotMessage(h.fake, CHANNEL, "Ask me something");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(h.model.requests).toHaveLength(0);
   });
 
@@ -130,7 +130,7 @@ describe("Discord conversations", () => {
     await waitForBotMessage(h.fake, THREAD, "Thread answer two.");
     await h.mention("what is my name?", { channelId: CHANNEL });
     await waitForBotMessage(h.fake, CHANNEL, "Channel answer.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(botTexts(h.fake, THREAD)).toEqual(["Thread answer one.", "Thread answer two."]);
     expect(botTexts(h.fake, CHANNEL)).toEqual(["Channel answer."]);
@@ -150,7 +150,7 @@ describe("Discord conversations", () => {
     });
     await h.mention("where is order 20240315001?");
     const answer = await waitForBotMessage(h.fake, CHANNEL, "It shipped on March 16.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const typing = h.fake.requestsTo("POST", `/channels/${CHANNEL}/typing`);
     expect(typing.length).toBeGreaterThanOrEqual(1);
@@ -180,7 +180,7 @@ describe("Discord conversations", () => {
     });
     await h.dm("where is order 99999999999?");
     await waitForBotMessage(h.fake, DM, "I could not find that order.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(botTexts(h.fake, DM)).toEqual(["⚠️ get_order_status: execution_error", "I could not find that order."]);
     expect(toolResults(h.model, 1)).toEqual([
@@ -210,7 +210,7 @@ describe("Discord conversations", () => {
     const h = await startHarness({ script: [{ content: long }] });
     await h.dm("explain it at length");
     await waitForBotMessage(h.fake, DM, "Closing note 11");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const parts = botTexts(h.fake, DM);
     expect(parts.length).toBeGreaterThanOrEqual(3);
@@ -251,7 +251,7 @@ describe("Discord conversations", () => {
       CHANNEL,
       "I can't reach the model right now (HTTP 503: overloaded); please try again in a minute.",
     );
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(h.model.requests).toHaveLength(1);
     expect(botTexts(h.fake, CHANNEL)).toEqual([
@@ -279,12 +279,12 @@ describe("Discord: each message is answered once", () => {
     await h.fake.redeliver(first.id); // while the run is in flight
     release();
     await waitForBotMessage(h.fake, DM, "Answer 1.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     await h.fake.redeliver(first.id); // after the answer
 
     await h.dm("second question"); // delivered after the redeliveries, so they have been seen
     await waitForBotMessage(h.fake, DM, "Answer 2.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(h.model.requests).toHaveLength(2);
     expect(botTexts(h.fake, DM)).toEqual(["Answer 1.", "Answer 2."]);
     expect(userTexts(h.model, 1)).toEqual(["first question", "second question"]);
@@ -313,7 +313,7 @@ describe("Discord: each message is answered once", () => {
     await fake.redeliver(sent.id);
     await fake.sendMessage({ channelId: DM, authorId: USER, content: "another question" });
     await waitForBotMessage(fake, DM, "The next answer.");
-    await b.conversations.idle();
+    await b.idle();
 
     expect(delivered[0]).toBe(sent.id); // the redelivery did reach the new process
     expect(model.requests).toHaveLength(2);
@@ -327,7 +327,7 @@ describe("Discord: each message is answered once", () => {
     });
     const first = await h.mention("before the drop");
     await waitForBotMessage(h.fake, CHANNEL, "Before the drop.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     const delivered: string[] = []; // MESSAGE_CREATE ids as discord.js receives them, before any filtering
     h.discord.client.on(Events.Raw, (packet: { t?: string; d?: { id?: string } }) => {
@@ -340,7 +340,7 @@ describe("Discord: each message is answered once", () => {
     const resume = await h.fake.waitForGatewayPayload(6, { ...REQUEST_WAIT, since });
     expect(resume.d).toMatchObject({ session_id: expect.any(String) });
     await waitForBotMessage(h.fake, OTHER_CHANNEL, "After the drop.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
 
     expect(delivered).toContain(first.id); // the replay did reach the bot
     expect(h.model.requests).toHaveLength(2);

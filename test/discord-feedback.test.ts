@@ -39,7 +39,7 @@ describe("Discord feedback", () => {
     const h = await startHarness({ script: [{ content: "The answer is 42." }] });
     await h.mention("what is the answer?");
     const answer = await waitForBotMessage(h.fake, CHANNEL, "The answer is 42.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
     expect(buttonsOf(answer).map((button) => button.custom_id)).toEqual([
       `glassbox:feedback:up:${runId}`,
@@ -95,7 +95,7 @@ describe("Discord feedback", () => {
         [USER, "down"],
       ].sort(),
     );
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     expect(h.model.requests).toHaveLength(1);
   });
 
@@ -117,7 +117,7 @@ describe("Discord feedback", () => {
       mentionsBot: true,
     });
     const answer = await waitForBotMessage(fake, CHANNEL, "The answer is 42.");
-    await Promise.all([a.conversations.idle(), b.conversations.idle()]);
+    await Promise.all([a.idle(), b.idle()]);
     const runId = one.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
 
     const down = await fake.clickButton({
@@ -152,7 +152,7 @@ describe("Discord feedback", () => {
     const h = await startHarness({ script: [{ content: "The answer is 42." }] });
     await h.mention("what is the answer?");
     const answer = await waitForBotMessage(h.fake, CHANNEL, "The answer is 42.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     const runId = h.agent.store.db.prepare("SELECT id FROM runs").pluck().get() as string;
     // A message in another channel whose button names this run (as a forged or copied component would).
     const elsewhere = await h.fake.sendMessage({ channelId: OTHER_CHANNEL, authorId: USER, content: "hello" });

@@ -1,19 +1,20 @@
-// Shared set-up for the Discord e2e tests: the real discord.js client (startDiscordAdapter) against
-// the fake Discord (REST + gateway), the real openai SDK against the scripted model server, and
+// Shared set-up for the Discord e2e tests: the one pipeline (startRoles, role "all": Discord's
+// inbound handler, the in-process run queue, the worker and its Discord surface) against the fake
+// Discord (REST + gateway), the real openai SDK against the scripted model server, and
 // real SQLite files (the agent's store and the demo shop) in a temp dir. Waiting is done on
 // recorded requests and polled state with generous timeouts, never on fixed delays.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { startDiscordAdapter, type DiscordAdapter } from "../src/adapters/discord/discord-adapter.js";
-import type { AgentConfig } from "../src/agent/loop.js";
+import type { Client } from "discord.js";
 import type { SqliteStore } from "../src/store/sqlite-store.js";
-import { loadConfig, type DiscordConfig } from "../src/config.js";
+import { loadConfig, type DiscordConfig, type GlassboxConfig } from "../src/config.js";
+import { type StartedRoles, startRoles } from "../src/roles/start.js";
+import type { GlassboxAgent } from "../src/setup.js";
 import type { Logger } from "../src/logger.js";
 import type { StorePort } from "../src/store/port.js";
-import { sqlitePortOf } from "../src/store/sqlite.js";
-import { sqliteAgentConfig } from "./sqlite-agent.js";
+import { type SqliteAgent, sqliteAgentConfig } from "./sqlite-agent.js";
 import {
   startFakeDiscord,
   type FakeDiscord,
@@ -129,34 +130,73 @@ export async function agentFor(
 
 export interface AdapterOptions {
   fake: FakeDiscord;
-  agent: AgentConfig;
-  /** The port, or the SQLite store whose port the adapter is given. */
+  agent: GlassboxAgent;
+  /** The store port the pipeline is given. */
   store: StorePort;
   log: Logger;
   discord?: Partial<DiscordConfig>;
   approvalTtlSeconds?: number;
+  /** The settings the agent was built from (agentFor); the Discord and web settings are set here. */
+  config?: GlassboxConfig;
 }
 
-/** startDiscordAdapter as main.ts calls it; stop() may be called by the test and again at clean-up. */
-export async function startAdapter(options: AdapterOptions): Promise<DiscordAdapter> {
-  const adapter = await startDiscordAdapter({
+/** The pipeline as one process runs it, with Discord: what a test looks at and waits for. */
+export interface DiscordPipeline {
+  roles: StartedRoles;
+  client: Client<true>;
+  inviteUrl: string;
+  /** Resolves once every event received is accepted and every turn queued so far has run. */
+  idle(): Promise<void>;
+  /** Whether the session has a run accepted or running. */
+  busy(sessionId: string): Promise<boolean>;
+  /** One approval sweep at `now`; resolves with how many approvals it expired. */
+  expireApprovals(now?: Date): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The one pipeline (startRoles, role "all") on the test's store, with Discord pointing at the fake;
+ * stop() may be called by the test and again at clean-up (it leaves the store open).
+ */
+export async function startAdapter(options: AdapterOptions): Promise<DiscordPipeline> {
+  const base = options.config ?? loadConfig({ LLM_MODEL: "gpt-4o-mini" });
+  const config: GlassboxConfig = {
+    ...base,
     discord: { token: options.fake.token, apiUrl: options.fake.apiUrl, approvers: [], ...options.discord },
-    agent: options.agent,
-    store: options.store,
-    log: options.log,
+    slack: undefined,
+    web: { ...base.web, port: 0 },
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
-  });
+  };
+  const roles = await startRoles({ config, role: "all", log: options.log, agent: options.agent, store: options.store });
+  const discord = roles.ingress?.discord;
+  const worker = roles.worker;
+  if (!discord || !worker) throw new Error("the pipeline started without Discord or a worker");
+  const queue = roles.deployment.queue;
   let stopped: Promise<void> | undefined;
-  const stop = () => (stopped ??= adapter.stop());
+  const stop = () => (stopped ??= roles.stop());
   cleanups.adapters.push(stop);
-  return { ...adapter, stop };
+  return {
+    roles,
+    client: discord.client,
+    inviteUrl: discord.inviteUrl,
+    async idle() {
+      await discord.idle();
+      if ("idle" in queue && typeof queue.idle === "function") await queue.idle();
+    },
+    busy: async (sessionId) =>
+      (await options.store.runsOfSession(sessionId)).some(
+        (run) => run.status === "accepted" || run.status === "running",
+      ),
+    expireApprovals: async (now) => (await worker.sweeper.sweep(now)).length,
+    stop,
+  };
 }
 
 export interface Harness {
   fake: FakeDiscord;
   model: ScriptedModelServer;
-  discord: DiscordAdapter;
-  agent: AgentConfig & { store: SqliteStore };
+  discord: DiscordPipeline;
+  agent: SqliteAgent;
   paths: Paths;
   lines: LogLine[];
   log: Logger;
@@ -173,10 +213,7 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   approvalTtlSeconds?: number;
   /** Changes the agent before the adapter starts (e.g. another model client). */
-  agent?: (
-    agent: AgentConfig & { store: SqliteStore },
-    model: ScriptedModelServer,
-  ) => AgentConfig & { store: SqliteStore };
+  agent?: (agent: SqliteAgent, model: ScriptedModelServer) => SqliteAgent;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -184,12 +221,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const model = await startModel(options.script ?? []);
   const paths = tempPaths();
   const { log, lines } = memoryLogger();
-  const built = (await agentFor(model, paths, log, options.env)).agent;
+  const { agent: built, config } = await agentFor(model, paths, log, options.env);
   const agent = options.agent ? options.agent(built, model) : built;
   const discord = await startAdapter({
     fake,
     agent,
-    store: sqlitePortOf(agent.store),
+    store: agent.port,
+    config,
     log,
     discord: options.discord,
     approvalTtlSeconds: options.approvalTtlSeconds,

@@ -212,7 +212,7 @@ describe("Discord: no broadcast from the model reaches Discord", () => {
     );
     await discord.click(h.fake, approval, discord.USER);
     await discord.waitForBotMessage(h.fake, discord.CHANNEL, "That is all.");
-    await h.discord.conversations.idle();
+    await h.discord.idle();
     await h.mention(""); // a bare mention: the hint is a reply
     await discord.waitForBotMessage(h.fake, discord.CHANNEL, "Ask me something");
     const usage = await h.fake.runCommand({

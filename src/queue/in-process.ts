@@ -106,6 +106,8 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): In
     worker.running.add(running);
   }
 
+  const runningTurns = () => workers.flatMap((worker) => [...worker.running]);
+
   async function stopWorker(worker: LocalWorker): Promise<void> {
     const index = workers.indexOf(worker);
     if (index >= 0) workers.splice(index, 1);
@@ -138,16 +140,13 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): In
       const queueWorker: QueueWorker = { id: worker.id, stopped, stop: () => stopWorker(worker) };
       return queueWorker;
     },
+    async idle() {
+      // A finishing turn starts its conversation's next one before its own promise settles.
+      for (let running = runningTurns(); running.length > 0; running = runningTurns())
+        await Promise.allSettled(running);
+    },
     async close() {
       await Promise.all([...workers].map(stopWorker));
-    },
-    async idle() {
-      while (keys.size > 0) {
-        const running = workers.flatMap((worker) => [...worker.running]);
-        // Turns that wait for a worker (none works yet): looked at again shortly.
-        if (running.length > 0) await Promise.all(running);
-        else await new Promise((resolve) => setTimeout(resolve, 10));
-      }
     },
   };
 }

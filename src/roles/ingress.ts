@@ -77,7 +77,8 @@ export async function startIngressRole(options: {
     log.info(
       {
         slack: slack?.eventsUrl ?? (slack ? "socket mode" : null),
-        discord: Boolean(discord),
+        discord: discord ? discord.client.user.tag : null,
+        discordInvite: discord?.inviteUrl,
         api: api.url,
         trace: `${api.url}/trace`,
       },

@@ -1,8 +1,7 @@
 /**
  * What a Discord event means for glassbox, as plain functions: the conversation (session key) of a
  * channel, a message's input without mentions, the id that claims it, and where a button click came
- * from. Shared by every process that receives Discord events: the in-process adapter and the
- * ingress role.
+ * from. Used by the inbound handler (discord-inbound.ts), in every process that receives Discord events.
  */
 import type { ClickOrigin } from "../../agent/approvals.js";
 import { costOf, priceOf, type Price } from "../../agent/cost.js";

@@ -1,10 +1,12 @@
 /**
- * Discord ingress (GLASSBOX_ROLE=ingress): one gateway connection (one process per shard set) that
- * turns each message to the bot into an accepted run and its turn (claim, run, message and turn in
- * one transaction), a click on Approve or Deny into a decision (the one that readies the run
- * enqueues its resume, in the decision's transaction), /stop into a cancel request, and /reset into
- * a turn of its own, in its place among the conversation's turns. It never calls the model, and
- * never downloads a message's attachments: their references go in the turn, for the worker.
+ * Discord's inbound handler, in every deployment (one process on SQLite, or ingress processes on
+ * PostgreSQL): one gateway connection that turns each DM or mention of the bot into an accepted run
+ * and its turn (claim, run, message and turn in one transaction), a click on Approve or Deny into a
+ * decision (the one that readies the run enqueues its resume, in the decision's transaction), a
+ * 👍 / 👎 into feedback on the answer (a 👎 asks for a reason), /stop into a cancel request, and
+ * /reset into a turn of its own, in its place among the conversation's turns. It never calls the
+ * model, and never downloads a message's attachments: their references go in the turn, for the
+ * worker, whose surface (discord-surface.ts) shows the run.
  *
  * The gateway has no acknowledgement: a replay after a resume carries the same message id, which
  * finds its claim. Events of one conversation are accepted one after another, in the order the
@@ -17,10 +19,14 @@ import {
   MessageFlags,
   Partials,
   type ButtonInteraction,
+  OAuth2Scopes,
+  PermissionFlagsBits,
   type ChatInputCommandInteraction,
   type Message,
+  type ModalSubmitInteraction,
 } from "discord.js";
 import type { Price } from "../../agent/cost.js";
+import { rateInConversation } from "../../agent/feedback.js";
 import type { TokenCounter } from "../../agent/tokens.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
@@ -36,6 +42,7 @@ import {
 } from "./discord-events.js";
 import { loginWithCommands } from "./discord-login.js";
 import { approvalOutcomeText, NO_PINGS } from "./discord-surface.js";
+import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import { createSessionQueue } from "../../conversations/session-queue.js";
 import { askSomething } from "../example-requests.js";
 import type { Approval, StorePort } from "../../store/port.js";
@@ -50,7 +57,8 @@ import {
 } from "../../conversations/turns.js";
 
 export interface DiscordIngressOptions<Transaction> {
-  store: IngressStore<Transaction> & Pick<StorePort<Transaction>, "sessionUsage">;
+  store: IngressStore<Transaction> &
+    Pick<StorePort<Transaction>, "sessionUsage" | "run" | "recordFeedback" | "explainFeedback">;
   queue: IngressQueue<Transaction>;
   discord: DiscordConfig;
   log: Logger;
@@ -62,6 +70,10 @@ export interface DiscordIngressOptions<Transaction> {
 
 export interface DiscordIngress {
   client: Client<true>;
+  /** Where a server's owner adds the bot (with its slash commands), on discord.com. */
+  inviteUrl: string;
+  /** Resolves once every event received so far is accepted (or refused): turns are then in the queue. */
+  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -92,7 +104,9 @@ export async function startDiscordIngress<Transaction>(
       ? onButton(interaction)
       : interaction.isChatInputCommand()
         ? onCommand(interaction)
-        : undefined;
+        : interaction.isModalSubmit()
+          ? onReason(interaction)
+          : undefined;
     void handled?.catch((error: unknown) =>
       log.error({ error: (error as Error).message }, "Discord ingress: an interaction failed"),
     );
@@ -134,7 +148,49 @@ export async function startDiscordIngress<Transaction>(
       log.debug({ eventIds, sessionId }, "Discord ingress: already accepted, nothing added");
   }
 
+  /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
+  async function onFeedback(
+    interaction: ButtonInteraction,
+    rated: { rating: "up" | "down"; runId: string },
+  ): Promise<void> {
+    if (!(await store.claim(discordInteractionId(interaction.id)))) return;
+    const here = (sessionId: string) =>
+      sessionId.startsWith(discordClickOrigin(interaction).sessionPrefix) &&
+      discordChannelOf(sessionId) === interaction.channelId;
+    const click = { ...rated, userId: interaction.user.id, source: "discord" as const };
+    if ((await rateInConversation(store, click, here)) === "not_here") {
+      await interaction.reply({
+        content: "I can't rate that answer from here; rate it in the conversation where I gave it.",
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
+      });
+      return;
+    }
+    if (rated.rating === "down") await interaction.showModal(reasonModal(rated.runId));
+    else
+      await interaction.reply({
+        content: "Thanks for the 👍.",
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: NO_PINGS,
+      });
+  }
+
+  /** The reason a 👎 asked for: it only ever completes the submitter's own 👎 of that run. */
+  async function onReason(interaction: ModalSubmitInteraction): Promise<void> {
+    const runId = reasonModalRun(interaction.customId);
+    if (!runId || !(await store.claim(discordInteractionId(interaction.id)))) return;
+    const reason = interaction.fields.getTextInputValue(REASON_INPUT);
+    const noted = await store.explainFeedback(runId, interaction.user.id, reason);
+    await interaction.reply({
+      content: noted ? "Thanks, noted." : "Your 👎 is no longer there, so the reason was not kept.",
+      flags: MessageFlags.Ephemeral,
+      allowedMentions: NO_PINGS,
+    });
+  }
+
   async function onButton(interaction: ButtonInteraction): Promise<void> {
+    const rated = feedbackButton(interaction.customId);
+    if (rated) return onFeedback(interaction, rated);
     const button = approvalButton(interaction.customId);
     if (!button || !(await store.claim(discordInteractionId(interaction.id)))) return;
     await interaction.deferUpdate(); // answer within Discord's 3 seconds; the message is edited below
@@ -193,11 +249,34 @@ export async function startDiscordIngress<Transaction>(
   const ready = await loginWithCommands(client, discord);
   return {
     client: ready,
+    inviteUrl: inviteUrlOf(ready),
+    idle: () => inOrder.idle(),
     async stop() {
       await inOrder.idle();
       await client.destroy();
     },
   };
+}
+
+/** The bot's invite link with the permissions it uses; discord.js builds it on DISCORD_API_URL, people open discord.com. */
+function inviteUrlOf(client: Client<true>): string {
+  const invite = new URL(
+    client.generateInvite({
+      scopes: [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands],
+      permissions: [
+        PermissionFlagsBits.ViewChannel,
+        PermissionFlagsBits.SendMessages,
+        PermissionFlagsBits.SendMessagesInThreads,
+        PermissionFlagsBits.ReadMessageHistory,
+      ],
+    }),
+  );
+  return `https://discord.com/oauth2/authorize${invite.search}`;
+}
+
+/** discord:dm:<channel>, discord:<guild>:<channel>[:<thread>]: the channel (or thread) its messages are in. */
+function discordChannelOf(sessionId: string): string {
+  return sessionId.split(":").at(-1) ?? "";
 }
 
 /** The buttons' message, once decided: the outcome, no buttons. */

@@ -1,4 +1,4 @@
-/** Logging a discord.js client in and registering the slash commands, for the adapter and the ingress role alike. */
+/** Logging the inbound handler's discord.js client in and registering the slash commands. */
 import { Events, SlashCommandBuilder, type Client } from "discord.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DiscordConfig } from "../../config.js";

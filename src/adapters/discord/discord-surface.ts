@@ -64,21 +64,21 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
 
   let typing: NodeJS.Timeout | undefined;
   const keepTyping = () => {
-    const type = () =>
-      void target()
-        .then((found) => found.sendTyping())
-        .catch(() => {});
-    type();
-    typing = setInterval(type, TYPING_RENEW_MS);
+    const type = () => target().then((found) => found.sendTyping());
+    // The first one in line, so it shows before the progress message; renewals beside the rest.
+    then(() => type().catch(() => {}));
+    typing = setInterval(() => void type().catch(() => {}), TYPING_RENEW_MS);
     typing.unref();
   };
 
   const activity: string[] = [];
+  // Messages are edited and deleted through their channel: a worker's client caches no channel to reach them by.
   let progress: Message | undefined;
-  const showActivity = async () => {
-    const content = activity.join("\n");
-    if (progress) await progress.edit({ content, allowedMentions: NO_PINGS });
-    else progress = await (await target()).send({ content, allowedMentions: NO_PINGS });
+  // The activity as it was at the event: the calls before it may still be waiting their turn.
+  const showActivity = (content: string) => async () => {
+    const channel = await target();
+    if (progress) await channel.messages.edit(progress.id, { content, allowedMentions: NO_PINGS });
+    else progress = await channel.send({ content, allowedMentions: NO_PINGS });
   };
 
   let queued: Message | undefined; // the "queued" note while the request waits for a run slot
@@ -94,12 +94,12 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
       if (event.type === "run_start" || event.type === "run_resumed") {
         const note = queued;
         queued = undefined;
-        if (note) then(() => note.delete());
+        if (note) then(async () => (await target()).messages.delete(note.id));
       }
       if ((event.type === "run_start" || event.type === "run_resumed") && !typing) keepTyping();
       else if (event.type === "tool_start") {
         activity.push(`⏳ calling ${describeCall(event.name, event.arguments)}`);
-        then(showActivity);
+        then(showActivity(activity.join("\n")));
       } else if (event.type === "tool_end") {
         const { name, envelope, durationMs } = event.record;
         const line =
@@ -109,7 +109,7 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
         const index = activity.findIndex((entry) => entry.includes(`calling ${name}(`));
         if (index >= 0) activity[index] = line;
         else activity.push(line);
-        then(showActivity);
+        then(showActivity(activity.join("\n")));
       }
     },
 
