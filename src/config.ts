@@ -2,7 +2,6 @@
  * Configuration from the environment (see the table in the README). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
-import { availableParallelism } from "node:os";
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import type { DailyLimits } from "./agent/quota.js";
@@ -41,12 +40,6 @@ export interface GlassboxConfig {
   encoding?: "o200k_base" | "cl100k_base";
   /** How long a dangerous call waits for a person's decision (GLASSBOX_APPROVAL_TTL, seconds). */
   approvalTtlSeconds: number;
-  /**
-   * Threads that run the Slack bot's conversations (GLASSBOX_WORKERS). The default leaves a core to
-   * the thread that receives events and to V8's compiler: the cores less one, 1 to 4. At 1 the
-   * conversations run on the receiving thread itself.
-   */
-  workers: number;
   /** Present when SLACK_BOT_TOKEN is set, or the OAuth settings of an app for many workspaces (SLACK_CLIENT_ID ...). */
   slack?: SlackConfig;
   /** Present when DISCORD_TOKEN is set. */
@@ -185,7 +178,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
-    workers: workersOf(env),
     slack: slackConfig(env),
     discord: discordConfig(env),
     prices: pricesOf(env.GLASSBOX_PRICES),
@@ -220,7 +212,6 @@ function roleOf(value: string | undefined): GlassboxRole | undefined {
   );
 }
 
-const MAX_DEFAULT_WORKERS = 4;
 /**
  * A run mostly waits on the model, so many fit in one process: 100 answers a burst of 100 threads
  * at full speed (the Slack bench), while a flood of thousands waits in line instead of opening
@@ -283,16 +274,6 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
   if (!Number.isInteger(value))
     throw configurationError(`${name} is '${env[name]}'; set it to a whole number above 0.`);
   return value;
-}
-
-function workersOf(env: NodeJS.ProcessEnv): number {
-  const text = nonEmpty(env.GLASSBOX_WORKERS);
-  if (text === undefined || text === "auto")
-    return Math.max(1, Math.min(availableParallelism() - 1, MAX_DEFAULT_WORKERS));
-  const count = Number(text);
-  if (!Number.isInteger(count) || count < 1 || count > 64)
-    throw configurationError(`GLASSBOX_WORKERS is '${text}'; set it to a number of threads from 1 to 64, or auto.`);
-  return count;
 }
 
 function mcpServersOf(json: string | undefined): Record<string, McpServerConfig> {

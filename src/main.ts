@@ -8,8 +8,6 @@
  * receives and enqueues (and serves the pages and the API's reads), `worker` runs the turns, `all`
  * does both in one process, which is what the URL alone starts (see docs/running-at-scale.md).
  */
-import { startDiscordAdapter } from "./adapters/discord/discord-adapter.js";
-import { startSlackAdapter, type SlackRuns } from "./adapters/slack/slack-adapter.js";
 import { exampleRequests } from "./adapters/example-requests.js";
 import { startWebServer } from "./adapters/web/web-server.js";
 import type { StartedRoles } from "./roles/start.js";
@@ -24,68 +22,8 @@ async function start(): Promise<void> {
   // The URL alone chooses PostgreSQL: everything in one process on it, never SQLite beside it.
   if (process.env.GLASSBOX_DATABASE_URL?.trim()) return startRole(config, "all", { chosenByUrl: true });
   if (!config.slack && !config.discord) return startPlayground(config);
-  const log = createLogger({ level: "info" });
-  // With several workers, each builds its own agent; this thread only needs one for Discord.
-  const slackWorkers = config.slack && config.workers > 1 ? config.workers : 0;
-  assertModelConfigured(config);
-  const agent = !slackWorkers || config.discord ? await createAgentConfig(config, log) : undefined;
-  // Claims, approvals and feedback go through the agent's store port; without an agent here (Slack's
-  // workers each build their own), through a port of this thread's own on the same file.
-  const store = agent?.port ?? openSqlitePort(config.databasePath, { longRunning: true });
-
-  // Event claims only need to outlive the platforms' redeliveries (minutes); a week is plenty.
-  await store.pruneClaims(new Date(Date.now() - 7 * 86_400_000));
-  // Runs left `running` by a process that was killed would say so forever; they were interrupted.
-  const interrupted = await store.interruptOrphanedRuns();
-  if (interrupted > 0) log.info({ runs: interrupted }, "marked the runs of a stopped process interrupted");
-  const stops: Array<() => Promise<void>> = [];
-  if (config.slack) {
-    const runs: SlackRuns =
-      slackWorkers || !agent
-        ? { workers: { count: slackWorkers, config, onExit: (worker, code) => stopAfterCrash(log, worker, code) } }
-        : { agent, dailyLimits: config.dailyLimits, pipelines: agent.pipelines };
-    const slack = await startSlackAdapter({
-      slack: config.slack,
-      store,
-      log,
-      approvalTtlSeconds: config.approvalTtlSeconds,
-      hints: agent && exampleRequests(agent.toolSources),
-      ...runs,
-    });
-    stops.push(slack.stop);
-    log.info(
-      {
-        mode: config.slack.appToken ? "socket" : "http",
-        eventsUrl: slack.eventsUrl,
-        workers: slackWorkers || undefined,
-      },
-      "Slack connected",
-    );
-  }
-  if (config.discord && agent) {
-    const discord = await startDiscordAdapter({
-      discord: config.discord,
-      agent,
-      store,
-      log,
-      approvalTtlSeconds: config.approvalTtlSeconds,
-      prices: config.prices,
-      dailyLimits: config.dailyLimits,
-      pipelines: agent.pipelines,
-      hints: exampleRequests(agent.toolSources),
-    });
-    stops.push(discord.stop);
-    log.info({ user: discord.client.user.tag }, "Discord connected");
-    process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
-  }
-  const shutdown = async () => {
-    for (const stop of stops) await stop();
-    if (agent) await agent.close();
-    else await store.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void shutdown());
-  process.once("SIGTERM", () => void shutdown());
+  // One process on SQLite: the same pipeline, with the run queue in this process.
+  return startRole(config, "all", { oneProcess: true });
 }
 
 /**
@@ -96,7 +34,7 @@ async function start(): Promise<void> {
 async function startRole(
   config: GlassboxConfig,
   role: GlassboxRole,
-  how: { chosenByUrl?: boolean } = {},
+  how: { chosenByUrl?: boolean; oneProcess?: boolean } = {},
 ): Promise<void> {
   const log = createLogger({ level: "info" });
   const [{ storePortOptionsFromEnv }, { startRoles }] = await Promise.all([
@@ -125,11 +63,20 @@ async function startRole(
     },
   });
   const pages = roles.ingress?.api.url;
+  const { slack, discord } = roles.ingress ?? {};
+  if (slack && config.slack)
+    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
+  if (discord) {
+    log.info({ user: discord.client.user.tag }, "Discord connected");
+    process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
+  }
   const what = how.chosenByUrl
     ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)"
-    : role === "all"
-      ? "ingress and a worker in one process (GLASSBOX_ROLE=all)"
-      : `as ${role} (GLASSBOX_ROLE=${role})`;
+    : how.oneProcess
+      ? "everything in one process"
+      : role === "all"
+        ? "ingress and a worker in one process (GLASSBOX_ROLE=all)"
+        : `as ${role} (GLASSBOX_ROLE=${role})`;
   const where = store.databaseUrl
     ? `PostgreSQL at ${databaseLabel(store.databaseUrl, store.databaseSchema)}`
     : `SQLite at ${roles.deployment.store.location}`;
@@ -151,15 +98,6 @@ function databaseLabel(url: string, schema: string | undefined): string {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
   const where = parsed ? `${parsed.host}${parsed.pathname}` : "the database GLASSBOX_DATABASE_URL names";
   return schema ? `${where} (schema ${schema})` : where;
-}
-
-/**
- * A worker that died of an uncaught error took its sessions' runs with it: stop, as a single-threaded
- * bot would, so a supervisor restarts the bot (and its runs show as interrupted).
- */
-function stopAfterCrash(log: Logger, worker: number, exitCode: number): void {
-  log.fatal({ worker, exitCode }, "a conversation worker stopped; glassbox stops too, restart it");
-  process.exit(1);
 }
 
 /** The web playground; without a model it still serves the pages, which say what to set. */

@@ -1,6 +1,5 @@
 /** Builds the engine's parts from configuration; every entry point (CLI, chat adapters) uses these. */
 import { readFileSync } from "node:fs";
-import { isMainThread } from "node:worker_threads";
 import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
@@ -264,10 +263,8 @@ export async function createAgentConfig(
     approve: options.approve,
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,
-    // One set of slots for every adapter of this thread; a worker thread holds its share of them.
-    runSlots: createRunSlots(
-      isMainThread ? config.maxConcurrentRuns : Math.max(1, Math.floor(config.maxConcurrentRuns / config.workers)),
-    ),
+    // One set of slots for every platform of this process.
+    runSlots: createRunSlots(config.maxConcurrentRuns),
     mcp,
     toolSources: loaded.sources,
     agents,
