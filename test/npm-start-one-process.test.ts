@@ -94,6 +94,10 @@ describe("npm start with Slack and Discord in one process, on SQLite", () => {
     const first = await startBot(env);
     let dmId: string;
     try {
+      // The web server runs beside Slack and Discord, at its default address: the trace viewer answers.
+      const trace = await fetch("http://127.0.0.1:8787/trace");
+      expect(trace.status).toBe(200);
+      expect(await trace.text()).toMatch(/<title>[^<]*trace/i);
       expect((await slackFake.sendEvent(first.eventsUrl, mention, { eventId: "Ev0ONCE" })).status).toBe(200);
       await waitForBotMessage(slackFake, CHANNEL, ts, "answer to hello");
       dmId = (await discordFake.sendMessage({ channelId: discord.DM, authorId: discord.USER, content: "hello there" }))
