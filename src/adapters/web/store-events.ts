@@ -1,13 +1,12 @@
 /**
- * Live events of web sessions in a process that runs no agent (ingress, and `all`): the workers'
- * runs, read back from the store about once a second while someone follows their session, and
- * published to an event hub the way the web surface publishes an agent's own events (run_start,
- * run_resumed, each step's model call, its tool calls as they run and end, its notes,
- * approval_requested, approval_decided, run_end). So the chat page and API clients follow a run
- * through web-api.ts's event routes as they do in one process, each part about a second after its
- * worker stored it. The answer's text streams as it is written: workers pass it on through the store
- * (StorePort.watchText; text-relay.ts), never stored, so a piece missed is missed until the
- * whole answer comes with the run's end.
+ * What the chat page and API clients see of web sessions, in every deployment: the runs as their
+ * workers stored them (run_start, run_resumed, each step's model call, its tool calls as they run
+ * and end, its notes, approval_requested, approval_decided, run_end), published to an event hub
+ * for web-api.ts's event routes. A followed session is read when a worker says its run stored
+ * something (the empty notices of text-relay.ts, through StorePort.watchText: at once in one
+ * process on SQLite, a NOTIFY on PostgreSQL) and about once a second besides, which covers a
+ * notice missed. The answer's text streams as it is written: workers pass it on the same way,
+ * never stored, so a piece missed is missed until the whole answer comes with the run's end.
  */
 import { HttpError } from "./http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "./event-hub.js";
@@ -37,6 +36,8 @@ export interface StoreEventsOptions {
 export interface StoreEvents {
   /** The hub to give the API: following a session or an unfinished run reads the store for it. */
   hub: EventHub;
+  /** Reads the session now if someone follows it (this process changed it: a message accepted, an approval decided). */
+  changed(sessionId: string): void;
   stop(): void;
 }
 
@@ -64,8 +65,10 @@ interface SentStep {
 
 interface Followed {
   watchers: number;
-  /** A reading is under way (the first one, or the timer's): the next waits for the next beat. */
+  /** A reading is under way (the first one, a notice's or the timer's). */
   reading: boolean;
+  /** News came during the reading: read again once it is done. */
+  again: boolean;
   /** Undefined until the session's first reading. */
   runs?: Map<string, SeenRun>;
 }
@@ -90,6 +93,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   function heardText(notice: TextNotice): void {
     const entry = followed.get(notice.sessionId);
     if (!entry) return;
+    if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
     const seen = entry.runs?.get(notice.runId);
     // Shown at once when the steps before it were sent (each is stored before the next model call); else after a reading sends them.
     const inOrder = notice.step === 1 || seen?.steps.has(notice.step - 1) === true;
@@ -106,7 +110,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
         ? early.text + notice.text
         : undefined;
     earlyText.set(notice.runId, early);
-    void readSession(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
+    readSoon(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
   }
 
   /** The text that came before the run was read as running, shown once it is. */
@@ -134,7 +138,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (!entry) {
       if (followed.size >= maxSessions)
         throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
-      entry = { watchers: 0, reading: false };
+      entry = { watchers: 0, reading: false, again: false };
       followed.set(sessionId, entry);
       void readSession(sessionId, entry); // the first reading at once, not a second later
     }
@@ -151,9 +155,16 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     };
   };
 
+  /** A reading now, or right after the one under way (which may have read the store before the news). */
+  function readSoon(sessionId: string, entry: Followed): void {
+    if (entry.reading) entry.again = true;
+    else void readSession(sessionId, entry);
+  }
+
   async function readSession(sessionId: string, entry: Followed): Promise<void> {
     if (entry.reading) return;
     entry.reading = true;
+    entry.again = false;
     try {
       const runs = (await store.runsOfSession(sessionId)).filter((run) => run.parentRunId === null);
       const first = entry.runs === undefined;
@@ -178,6 +189,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       log.warn({ error: (error as Error).message, sessionId }, "ingress: reading a followed session failed");
     } finally {
       entry.reading = false;
+      if (entry.again && followed.get(sessionId) === entry) void readSession(sessionId, entry);
     }
   }
 
@@ -331,6 +343,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
 
   return {
     hub,
+    changed(sessionId) {
+      const entry = followed.get(sessionId);
+      if (entry) readSoon(sessionId, entry);
+    },
     stop() {
       clearInterval(timer);
       void watchingText.then((unwatch) => unwatch());

@@ -97,6 +97,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     });
     if (outcome.kind === "not_owner")
       throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
+    events?.changed(sessionId);
     sendJson(response, 202, { runId: run.runId, session: sessionId }, { location: `/api/runs/${run.runId}` });
   }
 
@@ -123,6 +124,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       origin: { sessionPrefix: "web:" },
     });
     if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+    events?.changed(outcome.approval.sessionId);
     sendJson(response, 200, {
       outcome: outcome.kind,
       approval: approvalView(outcome.approval),
