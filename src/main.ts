@@ -124,7 +124,7 @@ async function startRole(
       void shutdown(1);
     },
   });
-  const pages = roles.ingress?.api.url;
+  const pages = roles.ingress?.api?.url;
   const what = how.chosenByUrl
     ? "everything in one process (GLASSBOX_DATABASE_URL is set: GLASSBOX_ROLE=all)"
     : role === "all"

@@ -173,10 +173,10 @@ describe("web API: runs, events and approvals", () => {
     const next = await startRun("moot", "hello");
     const ended = await rest;
     expect(ended.endedByServer).toBe(true);
-    expect(ended.events.at(-1)?.event).toMatchObject({
-      type: "approval_decided",
-      approval: { status: "expired", decidedBy: "superseded" },
-    });
+    expect(ended.events.slice(-2).map(({ event }) => event)).toMatchObject([
+      { type: "approval_decided", approval: { status: "expired", decidedBy: "superseded" } },
+      { type: "run_end", stopReason: "superseded" },
+    ]);
     await pollUntilDone(next);
     const late = await postJson(`${api}/approvals/${request.approval.id}`, { approved: true, userId: "alice" });
     expect(late.status).toBe(409);

@@ -21,7 +21,8 @@ export interface IngressRole {
   store: StorePort;
   slack?: SlackIngress;
   discord?: DiscordIngress;
-  api: HttpIngress;
+  /** The chat page, the trace viewer and the HTTP API; absent with GLASSBOX_WEB=off. */
+  api?: HttpIngress;
   /** Stops receiving; the deployment's store and queue stay open. */
   stop(): Promise<void>;
 }
@@ -36,6 +37,10 @@ export async function startIngressRole(options: {
   /** Replays for the trace viewer and the tools' names for the pages, when this process runs a worker too (`all`). */
   replay?: ReplayOnModel;
   toolNames?: string[];
+  /** Which model answers, as the pages show it; by default the configured one ("gpt-4o-mini at host"). */
+  modelLabel?: string;
+  /** Why no run can start here (no model configured, and no worker): the pages say it, POST /api/runs answers it. */
+  problem?: string;
 }): Promise<IngressRole> {
   const { config, log } = options;
   const { store, queue } = options.deployment;
@@ -58,23 +63,27 @@ export async function startIngressRole(options: {
     if (discord) started.push(discord);
     const trace = {
       store,
-      modelLabel: modelLabelOf(config),
-      priced: priceOf(config.model.model, config.prices) !== null,
+      // Without a model the label would name the default one, which is not there.
+      modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
+      priced: !options.problem && priceOf(config.model.model, config.prices) !== null,
     };
-    const api = await startHttpIngress({
-      ...common,
-      ...config.web,
-      trace,
-      replay: options.replay,
-      toolNames: offered.tools,
-    });
-    started.push(api);
+    const api = config.web.enabled
+      ? await startHttpIngress({
+          ...common,
+          ...config.web,
+          trace,
+          replay: options.replay,
+          toolNames: offered.tools,
+          problem: options.problem,
+        })
+      : undefined;
+    if (api) started.push(api);
     log.info(
       {
         slack: slack?.eventsUrl ?? (slack ? "socket mode" : null),
         discord: Boolean(discord),
-        api: api.url,
-        trace: `${api.url}/trace`,
+        api: api?.url ?? null,
+        trace: api ? `${api.url}/trace` : null,
       },
       "ingress: receiving; workers run the turns",
     );

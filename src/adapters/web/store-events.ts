@@ -45,6 +45,8 @@ const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 /** Streamed text kept for a run not yet read as running (read again at once), and for how many such runs. */
 const EARLY_TEXT_CHARS = 16 * 1024;
 const EARLY_TEXT_RUNS = 1_000;
+/** Sessions nobody follows any more whose runs' state is kept, so that following one again sends only what is new. */
+const REMEMBERED_SESSIONS = 500;
 
 interface SeenRun {
   status: string;
@@ -79,6 +81,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const recentMs = options.recentMs ?? 60_000;
   const inner = createEventHub();
   const followed = new Map<string, Followed>();
+  // What was sent of sessions followed before: the hub still has those events (a stream opened later replays them).
+  const remembered = new Map<string, Map<string, SeenRun>>();
   let reading = false;
   // Text that came before its run was read as running (started, or resumed) with the steps before it; `text` undefined once it grew past EARLY_TEXT_CHARS.
   const earlyText = new Map<string, { sessionId: string; step: number; text: string | undefined }>();
@@ -138,7 +142,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (!entry) {
       if (followed.size >= maxSessions)
         throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
-      entry = { watchers: 0, reading: false, again: false };
+      entry = { watchers: 0, reading: false, again: false, runs: remembered.get(sessionId) };
+      remembered.delete(sessionId);
       followed.set(sessionId, entry);
       void readSession(sessionId, entry); // the first reading at once, not a second later
     }
@@ -150,6 +155,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const current = followed.get(sessionId);
       if (current && --current.watchers === 0) {
         followed.delete(sessionId);
+        if (current.runs) remember(sessionId, current.runs);
         for (const [runId, early] of earlyText) if (early.sessionId === sessionId) earlyText.delete(runId);
       }
     };
@@ -159,6 +165,14 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   function readSoon(sessionId: string, entry: Followed): void {
     if (entry.reading) entry.again = true;
     else void readSession(sessionId, entry);
+  }
+
+  function remember(sessionId: string, runs: Map<string, SeenRun>): void {
+    remembered.set(sessionId, runs);
+    for (const oldest of remembered.keys()) {
+      if (remembered.size <= REMEMBERED_SESSIONS) break;
+      remembered.delete(oldest);
+    }
   }
 
   async function readSession(sessionId: string, entry: Followed): Promise<void> {
@@ -200,17 +214,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status === was && seen.started && run.status !== "running" && run.status !== "awaiting_approval") return;
     const publish = (event: WebEvent) => inner.publish(sessionId, event);
     if (run.status !== "accepted" && !seen.started) {
-      publish({
-        type: "run_start",
-        runId: run.runId,
-        sessionId,
-        userId: run.userId,
-        input: run.input,
-        ...pipelineOf(run),
-      });
+      publish(runStartOf(run, sessionId));
       seen.started = true;
     } else if (run.status === "running" && was !== "running") {
       publish({ type: "run_resumed", runId: run.runId, sessionId });
+      // The calls that waited for a decision run now: shown running again.
+      for (const sent of seen.steps.values()) sent.started.clear();
     }
     // The steps it stored since the last reading (a running run's, and those up to a pause or the end).
     if (run.status === "running" || run.status !== was) {
@@ -247,61 +256,9 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     const handsOn =
       run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
     if (handsOn) return;
-    publish({
-      type: "run_end",
-      runId: run.runId,
-      sessionId,
-      output: run.output ?? "",
-      stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
-      steps: run.steps,
-      usage: {
-        promptTokens: run.promptTokens,
-        completionTokens: run.completionTokens,
-        totalTokens: run.promptTokens + run.completionTokens,
-      },
-    });
+    publish(runEndOf(run, sessionId));
     if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId)
       inner.end(run.pipelineRunId);
-  }
-
-  /**
-   * A stored step as the web surface would have shown it live, each part once: the model call, the
-   * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
-   * run is not running, as a call waiting for an approval is not), each ended call, the notes.
-   */
-  function publishStep(
-    publish: (event: WebEvent) => void,
-    runId: string,
-    step: StepTrace,
-    seen: SeenRun,
-    toStart: StepTrace["requestedCalls"],
-  ): void {
-    let sent = seen.steps.get(step.step);
-    if (!sent) {
-      sent = { started: new Set(), ended: new Set(), notes: 0 };
-      seen.steps.set(step.step, sent);
-      publish(
-        modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars),
-      );
-    }
-    for (const call of toStart) {
-      sent.started.add(call.id);
-      publish({
-        type: "tool_start",
-        runId,
-        step: step.step,
-        toolCallId: call.id,
-        name: call.name,
-        arguments: argumentsOf(call.arguments),
-      });
-    }
-    for (const record of step.toolCalls) {
-      if (sent.ended.has(record.id)) continue;
-      sent.ended.add(record.id);
-      publish(toolEndView(runId, step.step, record));
-    }
-    for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
-    sent.notes = step.notes.length;
   }
 
   const timer = setInterval(() => {
@@ -352,9 +309,61 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       void watchingText.then((unwatch) => unwatch());
       inner.closeAll();
       followed.clear();
+      remembered.clear();
       earlyText.clear();
     },
   };
+}
+
+/**
+ * A stored step as the web surface would have shown it live, each part once: the model call, the
+ * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
+ * run is not running, as a call waiting for an approval is not), each ended call, the notes.
+ */
+function publishStep(
+  publish: (event: WebEvent) => void,
+  runId: string,
+  step: StepTrace,
+  seen: SeenRun,
+  toStart: StepTrace["requestedCalls"],
+): void {
+  let sent = seen.steps.get(step.step);
+  if (!sent) {
+    sent = { started: new Set(), ended: new Set(), notes: 0 };
+    seen.steps.set(step.step, sent);
+    publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
+  }
+  for (const call of toStart) {
+    sent.started.add(call.id);
+    publish({
+      type: "tool_start",
+      runId,
+      step: step.step,
+      toolCallId: call.id,
+      name: call.name,
+      arguments: argumentsOf(call.arguments),
+    });
+  }
+  for (const record of step.toolCalls) {
+    if (sent.ended.has(record.id)) continue;
+    sent.ended.add(record.id);
+    publish(toolEndView(runId, step.step, record));
+  }
+  for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
+  sent.notes = step.notes.length;
+}
+
+/**
+ * A run that ended before this process followed it, as a stream opened late shows it: its start,
+ * each stored step (its model call, its ended calls, its notes), its end.
+ */
+export function storedRunEvents(run: RunTrace, steps: StepTrace[]): WebEvent[] {
+  // A run refused before it began (a daily cap) has no steps and never started.
+  const events: WebEvent[] = steps.length > 0 ? [runStartOf(run, run.sessionId)] : [];
+  const seen: SeenRun = { status: run.status, started: true, approvals: new Map(), steps: new Map() };
+  for (const step of steps) publishStep((event) => events.push(event), run.runId, step, seen, []);
+  events.push(runEndOf(run, run.sessionId));
+  return events;
 }
 
 /** The calls a step asked for that have neither ended nor been shown running. */
@@ -374,6 +383,26 @@ function argumentsOf(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+function runStartOf(run: RunTrace, sessionId: string): WebEvent {
+  return { type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) };
+}
+
+function runEndOf(run: RunTrace, sessionId: string): WebEvent {
+  return {
+    type: "run_end",
+    runId: run.runId,
+    sessionId,
+    output: run.output ?? "",
+    stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
+    steps: run.steps,
+    usage: {
+      promptTokens: run.promptTokens,
+      completionTokens: run.completionTokens,
+      totalTokens: run.promptTokens + run.completionTokens,
+    },
+  };
 }
 
 function endedWithin(run: RunTrace, milliseconds: number): boolean {

@@ -19,6 +19,7 @@ import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js
 import { inputWithAttachments } from "../../agent/attachments.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-search.js";
+import { storedRunEvents } from "./store-events.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
@@ -221,7 +222,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
     return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
   };
 
-  function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
+  async function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): Promise<void> {
     const { runId } = stored;
     const stream = openEventStream(request, response);
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
@@ -231,20 +232,8 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
     );
     if (!watching) {
-      // Finished before this process saw it: its end, as the store has it.
-      stream.send(0, {
-        type: "run_end",
-        runId,
-        sessionId: stored.sessionId,
-        output: stored.output ?? "",
-        stopReason: stored.status,
-        steps: stored.steps,
-        usage: {
-          promptTokens: stored.promptTokens,
-          completionTokens: stored.completionTokens,
-          totalTokens: stored.promptTokens + stored.completionTokens,
-        },
-      });
+      // Finished before this process followed it: the run as the store has it.
+      for (const event of storedRunEvents(stored, await store.steps(runId))) stream.send(0, event);
       return stream.close();
     }
     for (const numbered of watching.replay) send(numbered);

@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { configurationError } from "../../agent/errors.js";
 import type { TokenCounter } from "../../agent/tokens.js";
 import type { Logger } from "../../logger.js";
@@ -46,6 +47,8 @@ export interface HttpIngressOptions<Transaction> {
   hints?: string[];
   /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
   replay?: ReplayOnModel;
+  /** Why no run can start here (no model configured): the pages say it, and POST /api/runs answers 503 with it. */
+  problem?: string;
   /** The tools the pages name: a worker's in the same process, or those the live workers recorded (this process loads none). */
   toolNames?: string[];
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
@@ -57,6 +60,9 @@ export interface HttpIngressOptions<Transaction> {
     priced: boolean;
   };
 }
+
+/** How long a stop lets open event streams finish before it cuts the connections. */
+const STOP_GRACE_MS = 1_000;
 
 export interface HttpIngress {
   url: string;
@@ -76,6 +82,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
 
   async function startRun(request: IncomingMessage, response: ServerResponse, caller: Caller): Promise<void> {
     const body = await readJsonObject(request);
+    if (options.problem) throw new HttpError(503, options.problem);
     const sessionId = webSession(body.session);
     const input = inputOf(body.input);
     if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
@@ -179,6 +186,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         priced: trace.priced,
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
+        problem: options.problem,
         ...(options.replay
           ? { replay: options.replay }
           : {
@@ -220,11 +228,14 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        events?.stop(); // ends the open event streams
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    async stop() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      events?.stop(); // ends the open event streams, each after what was written to it
+      server.closeIdleConnections();
+      // A stream still finishing (a reader's check under way) gets a moment; then every connection goes.
+      await Promise.race([closed, sleep(STOP_GRACE_MS, undefined, { ref: false })]);
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }
