@@ -222,12 +222,12 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   });
   server.requestTimeout = 10_000; // a slow body never holds a connection for long
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => reject(listenError(error, options.host, options.port)));
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    url: `http://${urlHost(options.host)}:${port}`,
     async stop() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       events?.stop(); // ends the open event streams, each after what was written to it
@@ -238,4 +238,21 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       await closed;
     },
   };
+}
+
+/** Why the server cannot listen, in one sentence saying what to set. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  if (error.code === "EADDRINUSE")
+    return configurationError(`Port ${port} on ${host} is in use; set GLASSBOX_WEB_PORT to another port.`);
+  if (error.code === "EADDRNOTAVAIL")
+    return configurationError(
+      `This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`,
+    );
+  return error;
+}
+
+/** The host of the server's address as a page is opened: a wildcard address is reached on 127.0.0.1. */
+function urlHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
 }
