@@ -216,8 +216,8 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
       if (error instanceof HttpError) return sendHttpError(response, error);
-      log.error({ error: (error as Error).message }, "API ingress: a request could not be accepted");
-      sendJson(response, 500, { error: "The request could not be accepted; try again in a moment." });
+      log.error({ error: (error as Error).message, path: request.url }, "web: a request failed");
+      sendJson(response, 500, { error: "Something went wrong inside glassbox; the server log says what." });
     });
   });
   server.requestTimeout = 10_000; // a slow body never holds a connection for long
