@@ -16,6 +16,9 @@ import type { Store } from "../src/agent/store.js";
 import { type GlassboxConfig, loadConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import { type StartedRoles, startRoles } from "../src/roles/start.js";
+import type { GlassboxAgent } from "../src/setup.js";
+import type { StorePortOptions } from "../src/store/index.js";
+import type { StorePort } from "../src/store/port.js";
 import { sqlitePortOf } from "../src/store/sqlite.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
 import {
@@ -166,6 +169,22 @@ export async function startWithoutModel(
   const web = webOf(roles);
   cleanups.push(() => web.stop());
   return { url: web.url, web, store, databasePath };
+}
+
+/**
+ * The pipeline in one process (startRoles, role all) on a store the test opened, with the test's
+ * agent, and its web server on a free port; `where` is the store's address (PostgreSQL's queue needs it).
+ */
+export async function startPipeline(options: {
+  config: GlassboxConfig;
+  agent: GlassboxAgent;
+  store: StorePort;
+  where?: StorePortOptions;
+  modelLabel?: string;
+}): Promise<WebServer> {
+  const config = { ...options.config, web: { ...options.config.web, host: "127.0.0.1", port: 0 } };
+  const roles = await startRoles({ ...options, config, role: "all", log: quietLogger() });
+  return webOf(roles);
 }
 
 /** The settings with a test's tokens and caps. */
