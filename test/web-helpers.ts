@@ -78,6 +78,8 @@ export function collectPageErrors(page: Page, into: string[]): Page {
 
 /** The web server's settings a test may change: tokens, and users' daily caps. */
 export interface ServerSettings {
+  /** GLASSBOX_WEB_HOST; 127.0.0.1 unless told. */
+  host?: string;
   apiToken?: string;
   apiUsers?: Record<string, string>;
   dailyLimits?: DailyLimits;
@@ -193,6 +195,7 @@ function withServer(config: GlassboxConfig, server: ServerSettings = {}): Glassb
     ...config,
     web: {
       ...config.web,
+      ...(server.host ? { host: server.host } : {}),
       ...(server.apiToken ? { apiToken: server.apiToken } : {}),
       ...(server.apiUsers ? { apiUsers: server.apiUsers } : {}),
     },

@@ -176,6 +176,8 @@ export interface TextNotice {
   runId: string;
   step: number;
   text: string;
+  /** With a run's end: the error it ended with (its code and sentence), which the run's row does not carry. */
+  error?: { code: string; message: string };
 }
 
 export type SessionStatusFilter = "error" | "awaiting_approval";

@@ -36,10 +36,14 @@ export interface StoreEventsOptions {
 export interface StoreEvents {
   /** The hub to give the API: following a session or an unfinished run reads the store for it. */
   hub: EventHub;
+  /** A run that ended before anyone here followed it, as storedRunEvents shows it, with the error it ended with. */
+  storedRun(run: RunTrace, steps: StepTrace[]): WebEvent[];
   /** Reads the session now if someone follows it (this process changed it: a message accepted, an approval decided). */
   changed(sessionId: string): void;
   stop(): void;
 }
+
+type RunError = NonNullable<Extract<WebEvent, { type: "run_end" }>["error"]>;
 
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 /** Streamed text kept for a run not yet read as running (read again at once), and for how many such runs. */
@@ -83,6 +87,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const followed = new Map<string, Followed>();
   // What was sent of sessions followed before: the hub still has those events (a stream opened later replays them).
   const remembered = new Map<string, Map<string, SeenRun>>();
+  // The errors runs ended with, as their workers said (the store keeps only the sentence, as the output).
+  const endErrors = new Map<string, RunError>();
   let reading = false;
   // Text that came before its run was read as running (started, or resumed) with the steps before it; `text` undefined once it grew past EARLY_TEXT_CHARS.
   const earlyText = new Map<string, { sessionId: string; step: number; text: string | undefined }>();
@@ -95,6 +101,13 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   });
 
   function heardText(notice: TextNotice): void {
+    if (notice.error) {
+      endErrors.set(notice.runId, notice.error as RunError);
+      for (const oldest of endErrors.keys()) {
+        if (endErrors.size <= EARLY_TEXT_RUNS) break;
+        endErrors.delete(oldest);
+      }
+    }
     const entry = followed.get(notice.sessionId);
     if (!entry) return;
     if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
@@ -256,7 +269,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     const handsOn =
       run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
     if (handsOn) return;
-    publish(runEndOf(run, sessionId));
+    publish(runEndOf(run, sessionId, endErrors.get(run.runId)));
     if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId)
       inner.end(run.pipelineRunId);
   }
@@ -300,6 +313,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
 
   return {
     hub,
+    storedRun: (run, steps) => storedRunEvents(run, steps, endErrors.get(run.runId)),
     changed(sessionId) {
       const entry = followed.get(sessionId);
       if (entry) readSoon(sessionId, entry);
@@ -357,12 +371,12 @@ function publishStep(
  * A run that ended before this process followed it, as a stream opened late shows it: its start,
  * each stored step (its model call, its ended calls, its notes), its end.
  */
-export function storedRunEvents(run: RunTrace, steps: StepTrace[]): WebEvent[] {
+export function storedRunEvents(run: RunTrace, steps: StepTrace[], error?: RunError): WebEvent[] {
   // A run refused before it began (a daily cap) has no steps and never started.
   const events: WebEvent[] = steps.length > 0 ? [runStartOf(run, run.sessionId)] : [];
   const seen: SeenRun = { status: run.status, started: true, approvals: new Map(), steps: new Map() };
   for (const step of steps) publishStep((event) => events.push(event), run.runId, step, seen, []);
-  events.push(runEndOf(run, run.sessionId));
+  events.push(runEndOf(run, run.sessionId, error));
   return events;
 }
 
@@ -389,8 +403,9 @@ function runStartOf(run: RunTrace, sessionId: string): WebEvent {
   return { type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) };
 }
 
-function runEndOf(run: RunTrace, sessionId: string): WebEvent {
+function runEndOf(run: RunTrace, sessionId: string, error?: RunError): WebEvent {
   return {
+    ...(error && run.status === "error" ? { error } : {}),
     type: "run_end",
     runId: run.runId,
     sessionId,

@@ -60,9 +60,9 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
       pending = undefined;
     };
     /** The session is worth reading now (after the text before it). */
-    const news = (runId: string, step: number) => {
+    const news = (runId: string, step: number, error?: TextNotice["error"]) => {
       flush();
-      send({ sessionId, runId, step, text: "" });
+      send({ sessionId, runId, step, text: "", ...(error ? { error } : {}) });
     };
     return {
       onEvent(event: AgentEvent) {
@@ -74,7 +74,7 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
         } else if (STORED_NEWS.has(event.type)) news(event.runId, "step" in event ? event.step : 0);
       },
       finish: async (result) => {
-        news(result.runId, result.steps); // the run's end as the turn settled it
+        news(result.runId, result.steps, result.error); // the run's end as the turn settled it
         await sending;
       },
       askApproval: async (approval) => {

@@ -9,10 +9,10 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Conversations } from "../../conversations/conversations.js";
 import { runOutcomeOf, type RunOutcome } from "../../agent/store.js";
-import type { RunTrace } from "../../agent/trace.js";
+import type { RunTrace, StepTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
-import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
+import { approvalView, type EventHub, type NumberedEvent, type WebEvent } from "./event-hub.js";
 import { actingUser, decodeSegment, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
@@ -26,6 +26,8 @@ import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 export interface StoreApiContext {
   /** Where the events of runs are followed (the agent's here; in ingress, what the store says). */
   hub: EventHub;
+  /** A run that ended before the hub followed it, as events (by default storedRunEvents). */
+  storedRun?: (run: RunTrace, steps: StepTrace[]) => WebEvent[];
   /** Where runs are accepted and the trace is read (a SQLite `Store` goes in as sqlitePortOf(store)). */
   store: StorePort;
   log: Logger;
@@ -233,7 +235,8 @@ export function storeRoutes(context: StoreApiContext): Route[] {
     );
     if (!watching) {
       // Finished before this process followed it: the run as the store has it.
-      for (const event of storedRunEvents(stored, await store.steps(runId))) stream.send(0, event);
+      const steps = await store.steps(runId);
+      for (const event of (context.storedRun ?? storedRunEvents)(stored, steps)) stream.send(0, event);
       return stream.close();
     }
     for (const numbered of watching.replay) send(numbered);

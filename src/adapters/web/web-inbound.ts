@@ -74,7 +74,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   if (credentials.length === 0 && !isLoopback(options.host)) {
     throw configurationError(
-      `The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`,
+      `GLASSBOX_WEB_HOST is ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`,
     );
   }
 
@@ -179,6 +179,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     routes.push(
       ...storeRoutes({
         hub: events.hub,
+        storedRun: events.storedRun,
         store: trace.store,
         log,
         modelLabel: trace.modelLabel,
