@@ -15,6 +15,7 @@ import { startDiscordIngress, type DiscordIngress } from "../adapters/discord/di
 import { startHttpIngress, type HttpIngress } from "../adapters/web/web-inbound.js";
 import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-inbound.js";
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
+import type { UploadShelf } from "../adapters/web/web-uploads.js";
 
 export interface IngressRole {
   /** The store this process accepts into (the deployment's). */
@@ -37,6 +38,8 @@ export async function startIngressRole(options: {
   /** Replays for the trace viewer and the tools' names for the pages, when this process runs a worker too (`all`). */
   replay?: ReplayOnModel;
   toolNames?: string[];
+  /** Where the web server keeps uploaded files for a worker in this process (`all`); without it, it takes none. */
+  uploads?: UploadShelf;
   /** Which model answers, as the pages show it; by default the configured one ("gpt-4o-mini at host"). */
   modelLabel?: string;
   /** Why no run can start here (no model configured, and no worker): the pages say it, POST /api/runs answers it. */
@@ -75,6 +78,7 @@ export async function startIngressRole(options: {
           replay: options.replay,
           toolNames: offered.tools,
           problem: options.problem,
+          uploads: options.uploads,
         })
       : undefined;
     if (api) started.push(api);

@@ -6,6 +6,7 @@
  */
 import { type GlassboxConfig, modelProblem } from "../config.js";
 import type { Logger } from "../logger.js";
+import { createUploadShelf } from "../adapters/web/web-uploads.js";
 import type { GlassboxAgent } from "../setup.js";
 import type { StorePortOptions } from "../store/index.js";
 import type { StorePort } from "../store/port.js";
@@ -56,10 +57,13 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
     // Nothing to run turns for but the pages: they serve the trace and say what to set.
     const problem =
       role === "all" && !options.agent && !config.slack && !config.discord ? modelProblem(config) : undefined;
+    // Files uploaded to the web server reach a worker only in this process.
+    const uploads = role === "all" && !problem ? createUploadShelf() : undefined;
     let worker: WorkerRole | undefined;
     if ((role === "worker" || role === "all") && !problem) {
       worker = await startWorkerRole({
         config,
+        uploads,
         deployment,
         log,
         concurrency: config.workerConcurrency,
@@ -78,6 +82,7 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         ...(worker ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames } : {}),
         ...(problem ? { problem, hints: [], toolNames: [] } : {}),
         modelLabel: options.modelLabel,
+        uploads,
       });
       stops.push(ingress.stop);
     }

@@ -21,6 +21,10 @@ import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "./web-
 import { callersOf, isLoopback, sendHttpError, servePage } from "./web-server.js";
 import type { StorePort } from "../../store/port.js";
 import { followStoreEvents } from "./store-events.js";
+import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
+import type { UploadShelf } from "./web-uploads.js";
+import { inputWithAttachments } from "../../agent/attachments.js";
+import { storedTextOf } from "../../conversations/turn-files.js";
 import type { ReplayOnModel } from "./web-replay.js";
 import {
   acceptMessage,
@@ -47,6 +51,8 @@ export interface HttpIngressOptions<Transaction> {
   hints?: string[];
   /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
   replay?: ReplayOnModel;
+  /** Where uploaded files wait for a worker in this process (`all`); without it, a message with files is refused. */
+  uploads?: UploadShelf;
   /** Why no run can start here (no model configured): the pages say it, and POST /api/runs answers 503 with it. */
   problem?: string;
   /** The tools the pages name: a worker's in the same process, or those the live workers recorded (this process loads none). */
@@ -81,31 +87,45 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   const callerOf = callersOf(credentials);
 
   async function startRun(request: IncomingMessage, response: ServerResponse, caller: Caller): Promise<void> {
-    const body = await readJsonObject(request);
+    const uploads = options.uploads;
+    // Room for a message's files (web-attachments.ts) where a worker here can read them.
+    const body = await readJsonObject(request, uploads ? MAX_UPLOAD_BODY_BYTES : undefined);
     if (options.problem) throw new HttpError(503, options.problem);
     const sessionId = webSession(body.session);
     const input = inputOf(body.input);
-    if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-    // Files need the one-process web server, which reads them as it runs: say so rather than drop them.
-    if (Array.isArray(body.attachments) && body.attachments.length > 0)
+    // Files need a worker in this process, which reads them from memory: say so rather than drop them.
+    if (!uploads && Array.isArray(body.attachments) && body.attachments.length > 0)
       throw new HttpError(
         400,
         "This deployment takes files in Slack or Discord, not through the web API; send the message without them.",
       );
+    const { attachments, problems } = uploads
+      ? uploadedAttachments(body.attachments)
+      : { attachments: [], problems: [] };
+    if (!input && attachments.length === 0)
+      throw new HttpError(400, 'Give the message as "input", a non-empty string.');
     const userId = actingUser(caller, body.userId);
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: input };
+    const files = uploads?.keep(attachments) ?? [];
+    // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
+    const run = { runId: newRunId(), sessionId, userId, input: inputWithAttachments({ input, attachments }) };
+    const entry = { role: "user" as const, content: storedTextOf(input, files) };
     // Accepted means stored and enqueued: the 202 comes after the commit.
     const outcome = await acceptMessage(store, queue, {
       eventIds: [],
       run,
       message: { message: entry, tokens: counter.message(entry) },
+      ...(files.length ? { files } : {}),
       ...(caller.userId ? { sessionOwner: caller.userId } : {}),
     });
     if (outcome.kind === "not_owner")
       throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
     events?.changed(sessionId);
-    sendJson(response, 202, { runId: run.runId, session: sessionId }, { location: `/api/runs/${run.runId}` });
+    sendJson(
+      response,
+      202,
+      { runId: run.runId, session: sessionId, ...(problems.length ? { problems } : {}) },
+      { location: `/api/runs/${run.runId}` },
+    );
   }
 
   async function decide(
