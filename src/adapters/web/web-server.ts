@@ -5,7 +5,6 @@
  * token (the service's, or users'), and /api then asks for it. Without any token only this machine
  * may call, and it is trusted as the service is: it acts for any user.
  */
-import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Pipelines } from "../../agent/sub-agents.js";
@@ -20,7 +19,9 @@ import type { Logger } from "../../logger.js";
 import { createToolRegistry } from "../../tools/registry.js";
 import { createEventHub } from "./event-hub.js";
 import { HttpError, sendJson } from "./http.js";
-import { credentialsOf, matchingCredential, type Caller, type Credential } from "./api-rules.js";
+import { credentialsOf } from "./api-rules.js";
+import { callersOf, isLoopback, sendHttpError } from "./web-access.js";
+import { servePage } from "./web-pages.js";
 import { createApi } from "./web-api.js";
 import { replayOn } from "./web-replay.js";
 import { openWebSurface, showWebDecision } from "./web-surface.js";
@@ -66,24 +67,6 @@ export interface WebServer {
 
 export const DEFAULT_WEB_PORT = 8787;
 const EXPIRY_SWEEP_MS = 30_000;
-// Source (src/adapters/web) and build (dist/adapters/web) are both three levels below the root.
-const PUBLIC_DIR = new URL("../../../src/adapters/web/public/", import.meta.url);
-const PAGES: Record<string, string> = { "/": "index.html", "/trace": "trace.html" };
-const ASSET = /^\/assets\/([a-z0-9-]+\.(?:css|js|svg))$/;
-const CONTENT_TYPES: Record<string, string> = {
-  html: "text/html; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  js: "text/javascript; charset=utf-8",
-  svg: "image/svg+xml",
-};
-const PAGE_HEADERS = {
-  "content-security-policy":
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-cache",
-};
-
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const { store, log } = options;
   const port = storePortOf(store);
@@ -183,62 +166,6 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       await closed;
     },
   };
-}
-
-/** Who calls: the holder of a token, or (without any token configured) this machine, which acts for anyone. */
-export function callersOf(credentials: Credential[]): (request: IncomingMessage, url: URL) => Caller {
-  return (request, url) => {
-    if (credentials.length > 0) {
-      const credential = matchingCredential(request, url, credentials);
-      if (!credential)
-        throw new HttpError(
-          401,
-          "This API needs a token: send Authorization: Bearer <token>, the GLASSBOX_API_TOKEN or a user's token from GLASSBOX_API_USERS.",
-        );
-      return credential.userId === undefined ? {} : { userId: credential.userId };
-    }
-    // Without a token only this machine may call: a page from elsewhere (DNS rebinding) is refused.
-    if (!isLoopbackHostHeader(request.headers.host))
-      throw new HttpError(403, "Without GLASSBOX_API_TOKEN this API answers only requests to 127.0.0.1 or localhost.");
-    return {};
-  };
-}
-
-/** An HttpError as its JSON answer; a 401 says which scheme to use. */
-export function sendHttpError(response: ServerResponse, error: HttpError): void {
-  const headers: Record<string, string> = error.status === 401 ? { "www-authenticate": 'Bearer realm="glassbox"' } : {};
-  sendJson(response, error.status, { error: error.message, ...error.extra }, headers);
-}
-
-/** The chat page, the trace viewer and their assets, with headers that keep them to this origin. */
-export async function servePage(request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
-  const name = PAGES[pathname] ?? ASSET.exec(pathname)?.[1];
-  if (!name) throw new HttpError(404, `There is no page ${pathname}; the chat is at / and the trace viewer at /trace.`);
-  if (request.method !== "GET" && request.method !== "HEAD") throw new HttpError(405, `${pathname} only takes GET.`);
-  let body: Buffer;
-  try {
-    body = await readFile(new URL(name, PUBLIC_DIR));
-  } catch {
-    throw new HttpError(404, `There is no file ${name}.`);
-  }
-  response.writeHead(200, {
-    "content-type": CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream",
-    "content-length": body.length,
-    ...PAGE_HEADERS,
-  });
-  response.end(request.method === "HEAD" ? undefined : body);
-}
-
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-function isLoopbackHostHeader(header: string | undefined): boolean {
-  const name = (header ?? "")
-    .replace(/:\d+$/, "")
-    .replace(/^\[(.*)\]$/, "$1")
-    .toLowerCase();
-  return isLoopback(name);
 }
 
 function urlHost(host: string): string {
