@@ -16,11 +16,15 @@ import type { TextNotice } from "../../store/port-data.js";
 /** Most bytes of one notice's JSON (PostgreSQL refuses a payload of 8,000 or more). */
 export const MAX_NOTICE_BYTES = 7_000;
 const DEFAULT_EVERY_MS = 200;
-/** Events announced once what they tell is stored (the loop announces a unit's events after its commit). */
+/**
+ * Events announced once what they tell is stored (the loop announces a unit's events after its commit).
+ * Not model_end: a step's calls are stored before they run or wait for an approval, and a page reading
+ * them then would show a call waiting for a decision as running; the step is read with what follows
+ * it at once (its first call starting, its pause, the run's end).
+ */
 const STORED_NEWS = new Set<AgentEvent["type"]>([
   "run_start",
   "run_resumed",
-  "model_end",
   "tool_start",
   "tool_end",
   "note",
@@ -72,6 +76,7 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
           pending.text += event.text;
           timer ??= setTimeout(flush, everyMs);
         } else if (STORED_NEWS.has(event.type)) news(event.runId, "step" in event ? event.step : 0);
+        else if (event.type === "model_end") flush();
       },
       finish: async (result) => {
         news(result.runId, result.steps, result.error); // the run's end as the turn settled it
