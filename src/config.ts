@@ -74,6 +74,8 @@ export const GLASSBOX_ROLES = ["ingress", "worker", "all"] as const;
 export type GlassboxRole = (typeof GLASSBOX_ROLES)[number];
 
 export interface WebConfig {
+  /** GLASSBOX_WEB, default on: the chat page, the trace viewer and the HTTP API run beside any platform; off runs none. */
+  enabled: boolean;
   /** GLASSBOX_WEB_HOST, default 127.0.0.1; any other address needs `apiToken`. */
   host: string;
   /** GLASSBOX_WEB_PORT, default 8787. */
@@ -188,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       cost: optionalPositive(env, "GLASSBOX_USER_DAILY_COST"),
     },
     web: {
+      enabled: webEnabledOf(env.GLASSBOX_WEB),
       host: nonEmpty(env.GLASSBOX_WEB_HOST) ?? "127.0.0.1",
       port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
       apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
@@ -201,6 +204,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       nonEmpty(env.GLASSBOX_DATABASE_URL) ? 8 : IN_PROCESS_TURNS_AT_ONCE,
     ),
   };
+}
+
+function webEnabledOf(value: string | undefined): boolean {
+  const setting = nonEmpty(value)?.toLowerCase() ?? "on";
+  if (setting === "on" || setting === "true" || setting === "1") return true;
+  if (setting === "off" || setting === "false" || setting === "0") return false;
+  throw configurationError(
+    `GLASSBOX_WEB is '${value}'; set it to off to run no chat page, trace viewer or HTTP API, or leave it unset (on).`,
+  );
 }
 
 function roleOf(value: string | undefined): GlassboxRole | undefined {
@@ -393,6 +405,16 @@ export function assertModelConfigured(config: GlassboxConfig): void {
     throw configurationError(
       "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server such as Ollama or vLLM.",
     );
+  }
+}
+
+/** Why no run can start, in one sentence, when no model is configured. */
+export function modelProblem(config: GlassboxConfig): string | undefined {
+  try {
+    assertModelConfigured(config);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
   }
 }
 

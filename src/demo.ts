@@ -10,11 +10,10 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { demoReply } from "./adapters/web/demo-script.js";
-import { exampleRequests } from "./adapters/example-requests.js";
-import { startWebServer } from "./adapters/web/web-server.js";
 import { configurationError } from "./agent/errors.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { startRoles } from "./roles/start.js";
 import { createAgentConfig } from "./setup.js";
 import { startScriptedModelServer } from "./testing/scripted-model-server.js";
 
@@ -68,19 +67,19 @@ async function startDemo(argv: string[]): Promise<void> {
     const log = createLogger({ level: "warn" });
     const agent = await createAgentConfig(config, log);
     stops.push(() => agent.close());
-    const web = await startWebServer({
+    // The one pipeline in one process, as `npm start` runs it on SQLite.
+    const roles = await startRoles({
+      config,
+      role: "all",
+      log,
       agent,
       store: agent.port,
-      log,
-      ...config.web,
-      approvalTtlSeconds: config.approvalTtlSeconds,
-      prices: config.prices,
-      dailyLimits: config.dailyLimits,
       modelLabel: "scripted model (demo)",
-      hints: exampleRequests(agent.toolSources),
     });
-    stops.push(() => web.stop());
-    process.stdout.write(introduction(web.url, model.url, env, data));
+    stops.push(() => roles.stop());
+    const pages = roles.ingress?.api?.url;
+    if (!pages) throw configurationError("the demo is the web playground: unset GLASSBOX_WEB=off to run it.");
+    process.stdout.write(introduction(`${pages}/`, model.url, env, data));
   } catch (error) {
     await stopAll();
     throw error;

@@ -1,20 +1,17 @@
 /**
- * `npm start`: runs the bot with the adapters that are configured — Slack when SLACK_BOT_TOKEN is
- * set, Discord when DISCORD_TOKEN is — and otherwise the local web playground (chat page, trace
- * viewer, HTTP API) on the same agent loop, remembered in SQLite between starts. Without a model
- * the playground still opens and says what to set. `glassbox chat` is the terminal chat.
+ * `npm start`: runs the bot on one pipeline (src/roles): the platforms that are configured (Slack
+ * when SLACK_BOT_TOKEN is set, Discord when DISCORD_TOKEN is) and the web server (chat page, trace
+ * viewer, HTTP API; the playground when no platform is set), remembered in SQLite between starts,
+ * with the run queue in this process. Without a model the playground still opens and says what to
+ * set. `glassbox chat` is the terminal chat.
  *
- * With PostgreSQL (GLASSBOX_DATABASE_URL), GLASSBOX_ROLE splits the bot over processes: `ingress`
- * receives and enqueues (and serves the pages and the API's reads), `worker` runs the turns, `all`
- * does both in one process, which is what the URL alone starts (see docs/running-at-scale.md).
+ * With PostgreSQL (GLASSBOX_DATABASE_URL), GLASSBOX_ROLE splits the same pipeline over processes:
+ * `ingress` receives and enqueues (and serves the pages and the API's reads), `worker` runs the
+ * turns, `all` does both in one process, which is what the URL alone starts (docs/running-at-scale.md).
  */
-import { exampleRequests } from "./adapters/example-requests.js";
-import { startWebServer } from "./adapters/web/web-server.js";
 import type { StartedRoles } from "./roles/start.js";
-import { assertModelConfigured, loadConfig, type GlassboxConfig, type GlassboxRole } from "./config.js";
-import { createLogger, type Logger } from "./logger.js";
-import { createAgentConfig } from "./setup.js";
-import { openSqlitePort } from "./store/sqlite.js";
+import { loadConfig, modelProblem, type GlassboxConfig, type GlassboxRole } from "./config.js";
+import { createLogger, } from "./logger.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();
@@ -62,7 +59,7 @@ async function startRole(
       void shutdown(1);
     },
   });
-  const pages = roles.ingress?.api.url;
+  const pages = roles.ingress?.api?.url;
   const { slack, discord } = roles.ingress ?? {};
   if (slack && config.slack)
     log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
@@ -100,52 +97,28 @@ function databaseLabel(url: string, schema: string | undefined): string {
   return schema ? `${where} (schema ${schema})` : where;
 }
 
-/** The web playground; without a model it still serves the pages, which say what to set. */
+/**
+ * The web playground: the same pipeline in one process, with the web server alone; without a model
+ * it still serves the pages, which say what to set.
+ */
 async function startPlayground(config: GlassboxConfig): Promise<void> {
   const log = createLogger({ level: "warn" });
+  const { startRoles } = await import("./roles/start.js");
+  const roles = await startRoles({ config, role: "all", log });
+  const url = roles.ingress?.api?.url;
+  process.stdout.write(
+    url
+      ? `glassbox playground: chat at ${url}/ and the trace at ${url}/trace (Ctrl+C stops it)\n`
+      : "glassbox playground: the web server is off (GLASSBOX_WEB=off), so there is nothing to open (Ctrl+C stops it)\n",
+  );
   const problem = modelProblem(config);
-  const store = openSqlitePort(config.databasePath, { longRunning: true });
-  await store.interruptOrphanedRuns();
-  const agent = problem ? undefined : await createAgentConfig(config, log, { port: store });
-  const web = await startWebServer({
-    agent,
-    store,
-    log,
-    ...config.web,
-    approvalTtlSeconds: config.approvalTtlSeconds,
-    prices: config.prices,
-    dailyLimits: config.dailyLimits,
-    pipelines: agent?.pipelines,
-    modelLabel: modelLabel(config),
-    problem,
-    hints: agent && exampleRequests(agent.toolSources),
-  });
-  process.stdout.write(`glassbox playground: chat at ${web.url} and the trace at ${web.url}trace (Ctrl+C stops it)\n`);
   if (problem) process.stdout.write(`${problem}\n`);
   const shutdown = async () => {
-    await web.stop();
-    await agent?.close(); // leaves the port it was given open
-    await store.close();
+    await roles.stop();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown());
   process.once("SIGTERM", () => void shutdown());
-}
-
-/** "gpt-4o-mini", or "llama3.1 at localhost:11434" for a server of one's own. */
-function modelLabel(config: GlassboxConfig): string {
-  const { model, baseURL } = config.model;
-  if (!baseURL) return model;
-  return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : baseURL}`;
-}
-
-function modelProblem(config: GlassboxConfig): string | undefined {
-  try {
-    assertModelConfigured(config);
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  }
 }
 
 start().catch((error: unknown) => {

@@ -72,7 +72,7 @@ describe("the ingress role", () => {
         { signingSecret: "role-signing-secret" },
       );
       expect(event.status).toBe(200);
-      const response = await fetch(`${role.api.url}/api/runs`, {
+      const response = await fetch(`${role.api?.url}/api/runs`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: "Bearer role-token" },
         body: JSON.stringify({ session: "w1", input: "from the API" }),

@@ -9,14 +9,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
-import { startWebServer, type WebServer } from "../src/adapters/web/web-server.js";
 import { loadConfig } from "../src/config.js";
 import { createAgentConfig } from "../src/setup.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../src/store/index.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { useCli } from "./cli-helpers.js";
 import { TARGETS, TEST_DATABASE_URL, type StoreTarget, type TestDatabase } from "./store-contract-helpers.js";
-import { CANCELLABLE_ORDER, getJson, postJson, quietLogger, WAIT } from "./web-helpers.js";
+import {
+  CANCELLABLE_ORDER,
+  getJson,
+  postJson,
+  quietLogger,
+  startPipeline,
+  WAIT,
+  type WebServer,
+} from "./web-helpers.js";
 
 interface RunBody {
   runId: string;
@@ -61,13 +68,11 @@ async function startBot(target: StoreTarget, model: ScriptedModelServer): Promis
   });
   const log = quietLogger();
   const agent = await createAgentConfig(config, log, { port });
-  const web = await startWebServer({
+  const web = await startPipeline({
+    config,
     agent,
     store: port,
-    log,
-    host: "127.0.0.1",
-    port: 0,
-    approvalTtlSeconds: 3_600,
+    where: database.options,
     modelLabel: "scripted model (demo)",
   });
   return {

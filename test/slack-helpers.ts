@@ -11,7 +11,6 @@ import { expect } from "vitest";
 import type { App } from "@slack/bolt";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { openShopDatabase } from "../src/tools/builtin/shop.js";
-import type { SqliteStore } from "../src/store/sqlite-store.js";
 import { loadConfig, type GlassboxConfig, type SlackConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
 import type { InProcessRunQueue } from "../src/queue/in-process.js";

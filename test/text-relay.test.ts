@@ -1,6 +1,7 @@
 // A web session's surface in a worker (src/adapters/web/text-relay.ts): the streamed answer text gathered
 // and passed on in a few notices, in order, each under NOTIFY's payload limit, a step's at its end
-// at the latest; nothing else of the run, and a failing publish costs the run nothing.
+// at the latest; of the rest of the run only an empty notice when it stored something a page shows
+// (the pages read it from the store), and a failing publish costs the run nothing.
 import { describe, expect, it, vi } from "vitest";
 import type { AgentEvent } from "../src/agent/events.js";
 import type { RunResult } from "../src/agent/run.js";
@@ -40,15 +41,19 @@ describe("the text relay of a worker's web sessions", () => {
     for (const piece of ["It ", "is ", "42."]) surface.onEvent(delta(2, piece));
     expect(sent).toEqual([]); // gathered, not one a token
     surface.onEvent(modelEnd(2));
+    // The step's text; the step itself is read with what follows it (its calls, or the run's end).
     await vi.waitFor(() => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 2, text: "It is 42." }]));
     surface.onEvent(delta(3, "More"));
     surface.onEvent(delta(4, "Next"));
-    await surface.finish({} as RunResult);
+    await surface.finish({ runId: "run_1", steps: 4 } as RunResult);
     expect(sent.slice(1)).toEqual([
       { sessionId: "web:s1", runId: "run_1", step: 3, text: "More" },
       { sessionId: "web:s1", runId: "run_1", step: 4, text: "Next" },
+      { sessionId: "web:s1", runId: "run_1", step: 4, text: "" }, // the run's end
     ]);
-    expect(await surface.askApproval({} as never)).toBeUndefined(); // the page shows approvals from the store
+    // The page shows approvals from the store, once told to read it.
+    expect(await surface.askApproval({ runId: "run_1" } as never)).toBeUndefined();
+    await vi.waitFor(() => expect(sent.at(-1)).toEqual({ sessionId: "web:s1", runId: "run_1", step: 0, text: "" }));
   });
 
   it("sends what it gathered every few moments while the step goes on", async () => {
@@ -57,7 +62,7 @@ describe("the text relay of a worker's web sessions", () => {
     surface.onEvent(delta(1, "Thinking "));
     surface.onEvent(delta(1, "aloud"));
     await vi.waitFor(
-      () => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 1, text: "Thinking aloud" }]),
+      () => expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 1, text: "Thinking aloud" }]), // no news: nothing stored yet
       { timeout: 5_000, interval: 5 },
     );
     surface.onEvent(delta(1, "…"));
@@ -88,7 +93,7 @@ describe("the text relay of a worker's web sessions", () => {
     surface.onEvent(delta(1, "one"));
     surface.onEvent(modelEnd(1));
     surface.onEvent(delta(2, "two"));
-    await surface.finish({} as RunResult);
+    await surface.finish({ runId: "run_1", steps: 2 } as RunResult);
     await vi.waitFor(() => expect(warnings).toHaveLength(1));
     expect(warnings[0]).toContain("streamed answer text");
   });

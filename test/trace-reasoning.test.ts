@@ -9,14 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startWebServer, type WebServer } from "../src/adapters/web/web-server.js";
 import { MAX_REASONING_CHARS } from "../src/agent/trace.js";
 import { textOf, type ChatModel } from "../src/agent/types.js";
 import { loadConfig } from "../src/config.js";
-import { sqlitePortOf } from "../src/store/sqlite.js";
 import { sqliteAgentConfig, type SqliteAgent } from "./sqlite-agent.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
-import { artifactsDir, getJson, postJson, quietLogger, WAIT } from "./web-helpers.js";
+import { artifactsDir, getJson, postJson, quietLogger, startPipeline, WAIT, type WebServer } from "./web-helpers.js";
 
 const CHROMIUM = process.env.GLASSBOX_CHROMIUM ?? "/usr/bin/chromium";
 const VISIBLE = { state: "visible" as const, timeout: 15_000 };
@@ -106,13 +104,10 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
       GLASSBOX_DB: databasePath,
     });
     agent = await sqliteAgentConfig(config, quietLogger());
-    web = await startWebServer({
+    web = await startPipeline({
+      config,
       agent: { ...agent, model: thinkingModel(agent.model) },
-      store: sqlitePortOf(agent.store),
-      log: quietLogger(),
-      host: "127.0.0.1",
-      port: 0,
-      approvalTtlSeconds: 3_600,
+      store: agent.port,
       modelLabel: "scripted model (thinking)",
     });
     thinkingRun = await startRun("thinking", "What is 6 times 7?");

@@ -3,11 +3,9 @@
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../src/adapters/web/demo-script.js";
-import { startWebServer } from "../src/adapters/web/web-server.js";
 import { createConversations } from "../src/conversations/conversations.js";
 import { GlassboxError } from "../src/agent/errors.js";
 import { runAgent } from "../src/agent/loop.js";
-import { openSqliteStore } from "../src/store/sqlite-store.js";
 import { deferred } from "./agent-helpers.js";
 import {
   CANCELLABLE_ORDER,
@@ -16,11 +14,9 @@ import {
   NO_MODEL,
   PENDING_ORDER,
   postJson,
-  quietLogger,
   readEvents,
   startPlayground,
   startWithoutModel,
-  tempDir,
   typesOf,
   WAIT,
   type Playground,
@@ -174,10 +170,10 @@ describe("web API: runs, events and approvals", () => {
     const next = await startRun("moot", "hello");
     const ended = await rest;
     expect(ended.endedByServer).toBe(true);
-    expect(ended.events.at(-1)?.event).toMatchObject({
-      type: "approval_decided",
-      approval: { status: "expired", decidedBy: "superseded" },
-    });
+    expect(ended.events.slice(-2).map(({ event }) => event)).toMatchObject([
+      { type: "approval_decided", approval: { status: "expired", decidedBy: "superseded" } },
+      { type: "run_end", stopReason: "superseded" },
+    ]);
     await pollUntilDone(next);
     const late = await postJson(`${api}/approvals/${request.approval.id}`, { approved: true, userId: "alice" });
     expect(late.status).toBe(409);
@@ -397,26 +393,16 @@ describe("web API: the bearer token", () => {
   });
 
   it("refuses to listen beyond loopback without a token, in one sentence; with a token it does", async () => {
-    const store = openSqliteStore(`${tempDir()}/glassbox.db`);
-    const options = {
-      store: sqlitePortOf(store),
-      log: quietLogger(),
-      port: 0,
-      approvalTtlSeconds: 60,
-      modelLabel: "none",
-      problem: NO_MODEL,
-    };
-    const refused = await startWebServer({ ...options, host: "0.0.0.0" }).catch((error: unknown) => error);
+    const refused = await startWithoutModel({ host: "0.0.0.0" }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(GlassboxError);
     expect((refused as GlassboxError).code).toBe("configuration");
     expect((refused as GlassboxError).message).toBe(
       "GLASSBOX_WEB_HOST is 0.0.0.0, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.",
     );
-    const open = await startWebServer({ ...options, host: "0.0.0.0", apiToken: "t" });
+    const open = await startWithoutModel({ host: "0.0.0.0", apiToken: "t" });
     expect(open.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect((await fetch(`${open.url}api/info`, { headers: { authorization: "Bearer t" } })).status).toBe(200);
-    await open.stop();
-    store.close();
+    await open.web.stop();
   });
 });
 
@@ -677,17 +663,8 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
   });
 
   it("regression: GLASSBOX_API_USERS alone is a credential for listening beyond loopback; a bad entry is refused in one sentence", async () => {
-    const store = openSqliteStore(`${tempDir()}/glassbox.db`);
-    const options = {
-      store: sqlitePortOf(store),
-      log: quietLogger(),
-      port: 0,
-      approvalTtlSeconds: 60,
-      modelLabel: "none",
-      problem: NO_MODEL,
-      host: "0.0.0.0",
-    };
-    const open = await startWebServer({ ...options, apiUsers: { "carol-token": "carol" } });
+    const host = "0.0.0.0";
+    const { web: open } = await startWithoutModel({ host, apiUsers: { "carol-token": "carol" } });
     try {
       expect((await fetch(`${open.url}api/info`)).status).toBe(401);
       expect((await getJson(`${open.url}api/info`, { authorization: "Bearer carol-token" })).body).toMatchObject({
@@ -697,16 +674,15 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
     } finally {
       await open.stop();
     }
-    const badUser = await startWebServer({ ...options, apiUsers: { t: "no spaces" } }).catch((error: unknown) => error);
+    const badUser = await startWithoutModel({ host, apiUsers: { t: "no spaces" } }).catch((error: unknown) => error);
     expect((badUser as GlassboxError).message).toBe(
       `GLASSBOX_API_USERS gives a token the user 'no spaces'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`,
     );
-    const shared = await startWebServer({ ...options, apiToken: "same", apiUsers: { same: "dave" } }).catch(
+    const shared = await startWithoutModel({ host, apiToken: "same", apiUsers: { same: "dave" } }).catch(
       (error: unknown) => error,
     );
     expect((shared as GlassboxError).message).toBe(
       "GLASSBOX_API_USERS gives web:dave the same token as GLASSBOX_API_TOKEN; give each user a token of their own.",
     );
-    store.close();
   });
 });

@@ -1,4 +1,5 @@
-// Shared set-up for the web playground tests: the real server (startWebServer) over the agent as
+// Shared set-up for the web playground tests: the one pipeline in one process (startRoles, role
+// `all`, on a SQLite store: the web server, the in-process queue, the worker) over the agent as
 // `npm start` builds it (the openai SDK against the scripted model server running the demo's
 // rules), with real SQLite files in a temp dir. Waiting is done on events and polled state with
 // generous timeouts, never on fixed delays.
@@ -7,14 +8,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { pino } from "pino";
-import { exampleRequests } from "../src/adapters/example-requests.js";
 import { demoReply } from "../src/adapters/web/demo-script.js";
-import { startWebServer, type WebServer, type WebServerOptions } from "../src/adapters/web/web-server.js";
 import type { WebEvent } from "../src/adapters/web/event-hub.js";
+import type { DailyLimits } from "../src/agent/quota.js";
 import type { AgentConfig } from "../src/agent/run.js";
 import type { SqliteStore } from "../src/store/sqlite-store.js";
-import { loadConfig } from "../src/config.js";
+import { type GlassboxConfig, loadConfig } from "../src/config.js";
 import type { Logger } from "../src/logger.js";
+import { type StartedRoles, startRoles } from "../src/roles/start.js";
+import type { GlassboxAgent } from "../src/setup.js";
+import type { StorePortOptions } from "../src/store/index.js";
+import type { StorePort } from "../src/store/port.js";
 import { sqliteAgentConfig } from "./sqlite-agent.js";
 import {
   startScriptedModelServer,
@@ -71,6 +75,21 @@ export function collectPageErrors(page: Page, into: string[]): Page {
   return page;
 }
 
+/** The web server's settings a test may change: tokens, and users' daily caps. */
+export interface ServerSettings {
+  /** GLASSBOX_WEB_HOST; 127.0.0.1 unless told. */
+  host?: string;
+  apiToken?: string;
+  apiUsers?: Record<string, string>;
+  dailyLimits?: DailyLimits;
+}
+
+/** What the pipeline's web server is to a test: where it is, and how to stop everything. */
+export interface WebServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
 export interface Playground {
   url: string;
   web: WebServer;
@@ -96,46 +115,47 @@ export function tempDir(): string {
   return directory;
 }
 
-/** The scripted model (the demo's rules unless told otherwise), the agent over temp SQLite files, and the web server on a free port. */
+/** The scripted model (the demo's rules unless told otherwise), the agent over temp SQLite files, and the pipeline with its web server on a free port. */
 export async function startPlayground(
-  options: { script?: Script; server?: Partial<WebServerOptions>; env?: Record<string, string> } = {},
+  options: { script?: Script; server?: ServerSettings; env?: Record<string, string> } = {},
 ): Promise<Playground> {
   const directory = tempDir();
   const model = await startScriptedModelServer({ script: options.script ?? ((request) => demoReply(request)) });
   cleanups.push(() => model.close());
-  const config = loadConfig({
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: "test-key",
-    LLM_MODEL: "scripted-model",
-    GLASSBOX_DB: join(directory, "glassbox.db"),
-    GLASSBOX_SHOP_DB: join(directory, "shop.db"),
-    GLASSBOX_DEMO: "true",
-    ...options.env,
-  });
+  const config = withServer(
+    loadConfig({
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "test-key",
+      LLM_MODEL: "scripted-model",
+      GLASSBOX_DB: join(directory, "glassbox.db"),
+      GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+      GLASSBOX_DEMO: "true",
+      GLASSBOX_WEB_PORT: "0",
+      ...options.env,
+    }),
+    options.server,
+  );
   const log = quietLogger();
   const agent = await sqliteAgentConfig(config, log);
   cleanups.push(() => {
     if (agent.store.db.open) agent.store.close();
   });
-  const web = await startWebServer({
+  const roles = await startRoles({
+    config,
+    role: "all",
+    log,
     agent,
     store: agent.port,
-    log,
-    host: "127.0.0.1",
-    port: 0,
-    approvalTtlSeconds: 3_600,
     modelLabel: "scripted model (demo)",
-    hints: exampleRequests(agent.toolSources),
-    pipelines: agent.pipelines,
-    ...options.server,
   });
+  const web = webOf(roles);
   cleanups.push(() => web.stop());
   return { url: web.url, web, model, agent, store: agent.store };
 }
 
 /** The web server without a model, as `npm start` runs it when none is configured. */
 export async function startWithoutModel(
-  options: Partial<WebServerOptions> = {},
+  options: ServerSettings = {},
 ): Promise<{ url: string; web: WebServer; store: SqliteStore; databasePath: string }> {
   const directory = tempDir();
   const { openSqliteStore } = await import("../src/store/sqlite-store.js");
@@ -143,18 +163,51 @@ export async function startWithoutModel(
   const databasePath = join(directory, "glassbox.db");
   const store = openSqliteStore(databasePath);
   cleanups.push(() => store.close());
-  const web = await startWebServer({
-    store: sqlitePortOf(store),
-    log: quietLogger(),
-    host: "127.0.0.1",
-    port: 0,
-    approvalTtlSeconds: 3_600,
-    modelLabel: "gpt-4o-mini",
-    problem: NO_MODEL,
-    ...options,
-  });
+  const config = withServer(
+    loadConfig({ GLASSBOX_DB: databasePath, GLASSBOX_WEB_PORT: "0", LLM_MODEL: "gpt-4o-mini" }),
+    options,
+  );
+  const roles = await startRoles({ config, role: "all", log: quietLogger(), store: sqlitePortOf(store) });
+  const web = webOf(roles);
   cleanups.push(() => web.stop());
   return { url: web.url, web, store, databasePath };
+}
+
+/**
+ * The pipeline in one process (startRoles, role all) on a store the test opened, with the test's
+ * agent, and its web server on a free port; `where` is the store's address (PostgreSQL's queue needs it).
+ */
+export async function startPipeline(options: {
+  config: GlassboxConfig;
+  agent: GlassboxAgent;
+  store: StorePort;
+  where?: StorePortOptions;
+  modelLabel?: string;
+}): Promise<WebServer> {
+  const config = { ...options.config, web: { ...options.config.web, host: "127.0.0.1", port: 0 } };
+  const roles = await startRoles({ ...options, config, role: "all", log: quietLogger() });
+  return webOf(roles);
+}
+
+/** The settings with a test's tokens and caps. */
+function withServer(config: GlassboxConfig, server: ServerSettings = {}): GlassboxConfig {
+  return {
+    ...config,
+    web: {
+      ...config.web,
+      ...(server.host ? { host: server.host } : {}),
+      ...(server.apiToken ? { apiToken: server.apiToken } : {}),
+      ...(server.apiUsers ? { apiUsers: server.apiUsers } : {}),
+    },
+    ...(server.dailyLimits ? { dailyLimits: server.dailyLimits } : {}),
+  };
+}
+
+/** The pipeline's web server, at the address with a closing slash as the pages are linked. */
+function webOf(roles: StartedRoles): WebServer {
+  const api = roles.ingress?.api;
+  if (!api) throw new Error("the pipeline started without its web server");
+  return { url: `${api.url}/`, stop: roles.stop };
 }
 
 export function artifactsDir(): string {

@@ -32,6 +32,7 @@ import type { TurnFile } from "../conversations/turn-files.js";
 import type { Approval } from "../store/port.js";
 import type { TextNotice } from "../store/port-data.js";
 import { createTextRelay } from "./web/text-relay.js";
+import type { UploadShelf } from "./web/web-uploads.js";
 
 export interface WorkerSurfaces {
   openSurface(sessionId: string, userId: string): ChatSurface;
@@ -52,6 +53,8 @@ export async function openWorkerSurfaces(
   config: Pick<GlassboxConfig, "slack" | "discord">,
   log: Logger,
   publishText?: PublishText,
+  /** Files uploaded to the web server in this process (`all`). */
+  uploads?: UploadShelf,
 ): Promise<WorkerSurfaces> {
   const webSurface = publishText ? createTextRelay({ publish: publishText, log }) : undefined;
   const slack = config.slack ? await slackClients(config.slack, log) : undefined;
@@ -108,6 +111,8 @@ export async function openWorkerSurfaces(
             if (!token) return unreadAll(fetchable, "glassbox is no longer installed in this Slack workspace");
             return downloadSlackFiles(fetchable, { token, apiUrl: config.slack?.apiUrl, signal });
           }
+          if (sessionId.startsWith("web:") && uploads)
+            return { attachments: fetchable.map((file) => uploads.take(file)), problems: [] };
           if (sessionId.startsWith("discord:") && discord)
             return fetchDiscordFiles(
               fetchable.map((file) => ({ ...file, contentType: file.mimeType })),

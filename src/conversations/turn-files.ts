@@ -19,7 +19,8 @@ export interface FileRef {
   url: string;
 }
 
-export type FilePlatform = "slack" | "discord";
+/** Where a file came from: a Slack or Discord download address, or a web upload held by the process that took it. */
+export type FilePlatform = "slack" | "discord" | "web";
 
 /** A file of a message, as its turn names it. A `type` (not an interface), so that it is a turn payload's JSON. */
 export type TurnFile = {
@@ -73,7 +74,7 @@ export function isTurnFile(value: unknown): value is TurnFile {
   return (
     typeof file === "object" &&
     file !== null &&
-    (file.platform === "slack" || file.platform === "discord") &&
+    (file.platform === "slack" || file.platform === "discord" || file.platform === "web") &&
     typeof file.name === "string" &&
     typeof file.mimeType === "string" &&
     typeof file.size === "number" &&

@@ -16,13 +16,15 @@ import { startHttpIngress, type HttpIngress } from "../adapters/web/web-inbound.
 import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-inbound.js";
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 import type { ExamplePrompt } from "../adapters/example-requests.js";
+import type { UploadShelf } from "../adapters/web/web-uploads.js";
 
 export interface IngressRole {
   /** The store this process accepts into (the deployment's). */
   store: StorePort;
   slack?: SlackIngress;
   discord?: DiscordIngress;
-  api: HttpIngress;
+  /** The chat page, the trace viewer and the HTTP API; absent with GLASSBOX_WEB=off. */
+  api?: HttpIngress;
   /** Stops receiving; the deployment's store and queue stay open. */
   stop(): Promise<void>;
 }
@@ -39,6 +41,12 @@ export async function startIngressRole(options: {
   toolNames?: string[];
   /** Slack's suggested prompts from the worker's tools, when one runs here too; else made from the hints. */
   prompts?: ExamplePrompt[];
+  /** Where the web server keeps uploaded files for a worker in this process (`all`); without it, it takes none. */
+  uploads?: UploadShelf;
+  /** Which model answers, as the pages show it; by default the configured one ("gpt-4o-mini at host"). */
+  modelLabel?: string;
+  /** Why no run can start here (no model configured, and no worker): the pages say it, POST /api/runs answers it. */
+  problem?: string;
 }): Promise<IngressRole> {
   const { config, log } = options;
   const { store, queue } = options.deployment;
@@ -63,24 +71,29 @@ export async function startIngressRole(options: {
     if (discord) started.push(discord);
     const trace = {
       store,
-      modelLabel: modelLabelOf(config),
-      priced: priceOf(config.model.model, config.prices) !== null,
+      // Without a model the label would name the default one, which is not there.
+      modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
+      priced: !options.problem && priceOf(config.model.model, config.prices) !== null,
     };
-    const api = await startHttpIngress({
-      ...common,
-      ...config.web,
-      trace,
-      replay: options.replay,
-      toolNames: offered.tools,
-    });
-    started.push(api);
+    const api = config.web.enabled
+      ? await startHttpIngress({
+          ...common,
+          ...config.web,
+          trace,
+          replay: options.replay,
+          toolNames: offered.tools,
+          problem: options.problem,
+          uploads: options.uploads,
+        })
+      : undefined;
+    if (api) started.push(api);
     log.info(
       {
         slack: slack?.eventsUrl ?? (slack ? "socket mode" : null),
         discord: discord ? discord.client.user.tag : null,
         discordInvite: discord?.inviteUrl,
-        api: api.url,
-        trace: `${api.url}/trace`,
+        api: api?.url ?? null,
+        trace: api ? `${api.url}/trace` : null,
       },
       "ingress: receiving; workers run the turns",
     );

@@ -1,10 +1,12 @@
 /**
  * Starts a process's roles on one deployment: the worker first (a missing model is said before any
  * event is accepted), then ingress, which borrows the worker's model for replays and its tools'
- * names when both run here. One process on SQLite is `all` with the queue in this process.
+ * names when both run here. One process on SQLite is `all` with the queue in this process. With no
+ * model configured and no chat platform, `all` runs the web server alone, whose pages say what to set.
  */
-import type { GlassboxConfig } from "../config.js";
+import { type GlassboxConfig, modelProblem } from "../config.js";
 import type { Logger } from "../logger.js";
+import { createUploadShelf } from "../adapters/web/web-uploads.js";
 import type { GlassboxAgent } from "../setup.js";
 import type { StorePortOptions } from "../store/index.js";
 import type { StorePort } from "../store/port.js";
@@ -31,6 +33,8 @@ export interface StartRolesOptions {
   where?: StorePortOptions;
   /** A store already open instead (left open by stop). */
   store?: StorePort;
+  /** Which model answers, as the pages show it (the demo's "scripted model (demo)"); by default the configured one. */
+  modelLabel?: string;
   /** Called when the worker stops taking turns by itself (its lease lost, or the queue ended). */
   onWorkerLost?: (cause: string) => void;
 }
@@ -50,10 +54,16 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
       await part().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
   };
   try {
+    // Nothing to run turns for but the pages: they serve the trace and say what to set.
+    const problem =
+      role === "all" && !options.agent && !config.slack && !config.discord ? modelProblem(config) : undefined;
+    // Files uploaded to the web server reach a worker only in this process.
+    const uploads = role === "all" && !problem ? createUploadShelf() : undefined;
     let worker: WorkerRole | undefined;
-    if (role === "worker" || role === "all") {
+    if ((role === "worker" || role === "all") && !problem) {
       worker = await startWorkerRole({
         config,
+        uploads,
         deployment,
         log,
         concurrency: config.workerConcurrency,
@@ -72,6 +82,9 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         ...(worker
           ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames, prompts: worker.prompts }
           : {}),
+        ...(problem ? { problem, hints: [], toolNames: [] } : {}),
+        modelLabel: options.modelLabel,
+        uploads,
       });
       stops.push(ingress.stop);
     }

@@ -21,6 +21,7 @@ import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/app
 import { openWorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 import { examplePrompts, exampleRequests, type ExamplePrompt } from "../adapters/example-requests.js";
+import type { UploadShelf } from "../adapters/web/web-uploads.js";
 
 /** How long a stop waits for the running turns to settle; what is still running then is taken over by another worker. */
 export const STOP_GRACE_MS = 25_000;
@@ -58,6 +59,8 @@ export interface WorkerRoleOptions {
   /** How often expired approvals are swept (default 30 s). */
   sweepMs?: number;
   stopGraceMs?: number;
+  /** Files uploaded to the web server in this process (`all`), which its messages' runs read. */
+  uploads?: UploadShelf;
 }
 
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
@@ -72,7 +75,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   try {
     const agent = options.agent ?? (await createAgentConfig(config, log, { port: store }));
     if (!options.agent) closing.push(() => agent.close());
-    const surfaces = await openWorkerSurfaces(config, log, store.publishText);
+    const surfaces = await openWorkerSurfaces(config, log, store.publishText, options.uploads);
     closing.push(() => surfaces.close());
     const conversations = createConversations(agent, store, {
       openSurface: surfaces.openSurface,

@@ -79,14 +79,18 @@ export interface WorkerOffer {
 }
 
 /**
- * A piece of a run's answer as the model streams it, for pages that follow the session from another
- * process. Never stored: one missed is simply missed (the whole answer comes with the run's end).
+ * A piece of a run's answer as the model streams it, for pages that follow the session (in this
+ * process or another). Never stored: one missed is simply missed (the whole answer comes with the
+ * run's end). An empty `text` says the run stored something a page shows (a step, a call, its end):
+ * the session is worth reading now.
  */
 export interface TextNotice {
   sessionId: string;
   runId: string;
   step: number;
   text: string;
+  /** With a run's end: the error it ended with (its code and sentence), which the run's row does not carry. */
+  error?: { code: string; message: string };
 }
 
 export type SessionStatusFilter = "error" | "awaiting_approval";

@@ -147,7 +147,10 @@ export interface GateStore {
   offerTools(offer: WorkerOffer): Promise<void>;
   /** What the live workers on this database can do, all of them together (none: nothing). */
   toolsOffered(): Promise<WorkerOffer>;
-  /** Tells every process watching this database's text (watchText) a piece of a streaming answer; nothing is stored. */
+  /**
+   * Tells every process watching this database's text (watchText) a piece of a streaming answer,
+   * or (empty text) that a run stored something new; nothing is stored.
+   */
   publishText(notice: TextNotice): Promise<void>;
   /** Calls `listener` for every piece of answer text published on this database from now on; resolves with the way to stop. */
   watchText(listener: (notice: TextNotice) => void): Promise<() => Promise<void>>;

@@ -1,13 +1,12 @@
 /**
- * Live events of web sessions in a process that runs no agent (ingress, and `all`): the workers'
- * runs, read back from the store about once a second while someone follows their session, and
- * published to an event hub the way the web surface publishes an agent's own events (run_start,
- * run_resumed, each step's model call, its tool calls as they run and end, its notes,
- * approval_requested, approval_decided, run_end). So the chat page and API clients follow a run
- * through web-api.ts's event routes as they do in one process, each part about a second after its
- * worker stored it. The answer's text streams as it is written: workers pass it on through the store
- * (StorePort.watchText; text-relay.ts), never stored, so a piece missed is missed until the
- * whole answer comes with the run's end.
+ * What the chat page and API clients see of web sessions, in every deployment: the runs as their
+ * workers stored them (run_start, run_resumed, each step's model call, its tool calls as they run
+ * and end, its notes, approval_requested, approval_decided, run_end), published to an event hub
+ * for web-api.ts's event routes. A followed session is read when a worker says its run stored
+ * something (the empty notices of text-relay.ts, through StorePort.watchText: at once in one
+ * process on SQLite, a NOTIFY on PostgreSQL) and about once a second besides, which covers a
+ * notice missed. The answer's text streams as it is written: workers pass it on the same way,
+ * never stored, so a piece missed is missed until the whole answer comes with the run's end.
  */
 import { HttpError } from "./http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "./event-hub.js";
@@ -37,13 +36,21 @@ export interface StoreEventsOptions {
 export interface StoreEvents {
   /** The hub to give the API: following a session or an unfinished run reads the store for it. */
   hub: EventHub;
+  /** A run that ended before anyone here followed it, as storedRunEvents shows it, with the error it ended with. */
+  storedRun(run: RunTrace, steps: StepTrace[]): WebEvent[];
+  /** Reads the session now if someone follows it (this process changed it: a message accepted, an approval decided). */
+  changed(sessionId: string): void;
   stop(): void;
 }
+
+type RunError = NonNullable<Extract<WebEvent, { type: "run_end" }>["error"]>;
 
 const UNFINISHED = new Set(["accepted", "running", "awaiting_approval"]);
 /** Streamed text kept for a run not yet read as running (read again at once), and for how many such runs. */
 const EARLY_TEXT_CHARS = 16 * 1024;
 const EARLY_TEXT_RUNS = 1_000;
+/** Sessions nobody follows any more whose runs' state is kept, so that following one again sends only what is new. */
+const REMEMBERED_SESSIONS = 500;
 
 interface SeenRun {
   status: string;
@@ -64,8 +71,10 @@ interface SentStep {
 
 interface Followed {
   watchers: number;
-  /** A reading is under way (the first one, or the timer's): the next waits for the next beat. */
+  /** A reading is under way (the first one, a notice's or the timer's). */
   reading: boolean;
+  /** News came during the reading: read again once it is done. */
+  again: boolean;
   /** Undefined until the session's first reading. */
   runs?: Map<string, SeenRun>;
 }
@@ -76,6 +85,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   const recentMs = options.recentMs ?? 60_000;
   const inner = createEventHub();
   const followed = new Map<string, Followed>();
+  // What was sent of sessions followed before: the hub still has those events (a stream opened later replays them).
+  const remembered = new Map<string, Map<string, SeenRun>>();
+  // The errors runs ended with, as their workers said (the store keeps only the sentence, as the output).
+  const endErrors = new Map<string, RunError>();
   let reading = false;
   // Text that came before its run was read as running (started, or resumed) with the steps before it; `text` undefined once it grew past EARLY_TEXT_CHARS.
   const earlyText = new Map<string, { sessionId: string; step: number; text: string | undefined }>();
@@ -88,8 +101,16 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
   });
 
   function heardText(notice: TextNotice): void {
+    if (notice.error) {
+      endErrors.set(notice.runId, notice.error as RunError);
+      for (const oldest of endErrors.keys()) {
+        if (endErrors.size <= EARLY_TEXT_RUNS) break;
+        endErrors.delete(oldest);
+      }
+    }
     const entry = followed.get(notice.sessionId);
     if (!entry) return;
+    if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
     const seen = entry.runs?.get(notice.runId);
     // Shown at once when the steps before it were sent (each is stored before the next model call); else after a reading sends them.
     const inOrder = notice.step === 1 || seen?.steps.has(notice.step - 1) === true;
@@ -106,7 +127,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
         ? early.text + notice.text
         : undefined;
     earlyText.set(notice.runId, early);
-    void readSession(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
+    readSoon(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
   }
 
   /** The text that came before the run was read as running, shown once it is. */
@@ -134,7 +155,8 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (!entry) {
       if (followed.size >= maxSessions)
         throw new HttpError(503, "Too many sessions are followed at once here; try again in a moment.");
-      entry = { watchers: 0, reading: false };
+      entry = { watchers: 0, reading: false, again: false, runs: remembered.get(sessionId) };
+      remembered.delete(sessionId);
       followed.set(sessionId, entry);
       void readSession(sessionId, entry); // the first reading at once, not a second later
     }
@@ -146,14 +168,30 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const current = followed.get(sessionId);
       if (current && --current.watchers === 0) {
         followed.delete(sessionId);
+        if (current.runs) remember(sessionId, current.runs);
         for (const [runId, early] of earlyText) if (early.sessionId === sessionId) earlyText.delete(runId);
       }
     };
   };
 
+  /** A reading now, or right after the one under way (which may have read the store before the news). */
+  function readSoon(sessionId: string, entry: Followed): void {
+    if (entry.reading) entry.again = true;
+    else void readSession(sessionId, entry);
+  }
+
+  function remember(sessionId: string, runs: Map<string, SeenRun>): void {
+    remembered.set(sessionId, runs);
+    for (const oldest of remembered.keys()) {
+      if (remembered.size <= REMEMBERED_SESSIONS) break;
+      remembered.delete(oldest);
+    }
+  }
+
   async function readSession(sessionId: string, entry: Followed): Promise<void> {
     if (entry.reading) return;
     entry.reading = true;
+    entry.again = false;
     try {
       const runs = (await store.runsOfSession(sessionId)).filter((run) => run.parentRunId === null);
       const first = entry.runs === undefined;
@@ -178,6 +216,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       log.warn({ error: (error as Error).message, sessionId }, "ingress: reading a followed session failed");
     } finally {
       entry.reading = false;
+      if (entry.again && followed.get(sessionId) === entry) void readSession(sessionId, entry);
     }
   }
 
@@ -188,17 +227,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (run.status === was && seen.started && run.status !== "running" && run.status !== "awaiting_approval") return;
     const publish = (event: WebEvent) => inner.publish(sessionId, event);
     if (run.status !== "accepted" && !seen.started) {
-      publish({
-        type: "run_start",
-        runId: run.runId,
-        sessionId,
-        userId: run.userId,
-        input: run.input,
-        ...pipelineOf(run),
-      });
+      publish(runStartOf(run, sessionId));
       seen.started = true;
     } else if (run.status === "running" && was !== "running") {
       publish({ type: "run_resumed", runId: run.runId, sessionId });
+      // The calls that waited for a decision run now: shown running again.
+      for (const sent of seen.steps.values()) sent.started.clear();
     }
     // The steps it stored since the last reading (a running run's, and those up to a pause or the end).
     if (run.status === "running" || run.status !== was) {
@@ -235,61 +269,9 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     const handsOn =
       run.pipelineStage !== null && run.pipelineStage < (run.pipelineStages ?? 0) && answeredBy(run.status);
     if (handsOn) return;
-    publish({
-      type: "run_end",
-      runId: run.runId,
-      sessionId,
-      output: run.output ?? "",
-      stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
-      steps: run.steps,
-      usage: {
-        promptTokens: run.promptTokens,
-        completionTokens: run.completionTokens,
-        totalTokens: run.promptTokens + run.completionTokens,
-      },
-    });
+    publish(runEndOf(run, sessionId, endErrors.get(run.runId)));
     if (run.status !== "awaiting_approval" && run.pipelineRunId && run.pipelineRunId !== run.runId)
       inner.end(run.pipelineRunId);
-  }
-
-  /**
-   * A stored step as the web surface would have shown it live, each part once: the model call, the
-   * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
-   * run is not running, as a call waiting for an approval is not), each ended call, the notes.
-   */
-  function publishStep(
-    publish: (event: WebEvent) => void,
-    runId: string,
-    step: StepTrace,
-    seen: SeenRun,
-    toStart: StepTrace["requestedCalls"],
-  ): void {
-    let sent = seen.steps.get(step.step);
-    if (!sent) {
-      sent = { started: new Set(), ended: new Set(), notes: 0 };
-      seen.steps.set(step.step, sent);
-      publish(
-        modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars),
-      );
-    }
-    for (const call of toStart) {
-      sent.started.add(call.id);
-      publish({
-        type: "tool_start",
-        runId,
-        step: step.step,
-        toolCallId: call.id,
-        name: call.name,
-        arguments: argumentsOf(call.arguments),
-      });
-    }
-    for (const record of step.toolCalls) {
-      if (sent.ended.has(record.id)) continue;
-      sent.ended.add(record.id);
-      publish(toolEndView(runId, step.step, record));
-    }
-    for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
-    sent.notes = step.notes.length;
   }
 
   const timer = setInterval(() => {
@@ -331,14 +313,71 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
 
   return {
     hub,
+    storedRun: (run, steps) => storedRunEvents(run, steps, endErrors.get(run.runId)),
+    changed(sessionId) {
+      const entry = followed.get(sessionId);
+      if (entry) readSoon(sessionId, entry);
+    },
     stop() {
       clearInterval(timer);
       void watchingText.then((unwatch) => unwatch());
       inner.closeAll();
       followed.clear();
+      remembered.clear();
       earlyText.clear();
     },
   };
+}
+
+/**
+ * A stored step as the web surface would have shown it live, each part once: the model call, the
+ * calls to show running (`toStart`: a running run's calls neither ended nor shown; none when the
+ * run is not running, as a call waiting for an approval is not), each ended call, the notes.
+ */
+function publishStep(
+  publish: (event: WebEvent) => void,
+  runId: string,
+  step: StepTrace,
+  seen: SeenRun,
+  toStart: StepTrace["requestedCalls"],
+): void {
+  let sent = seen.steps.get(step.step);
+  if (!sent) {
+    sent = { started: new Set(), ended: new Set(), notes: 0 };
+    seen.steps.set(step.step, sent);
+    publish(modelEndView(runId, step.step, step, step.latencyMs, step.reasoning ?? undefined, step.reasoningCutChars));
+  }
+  for (const call of toStart) {
+    sent.started.add(call.id);
+    publish({
+      type: "tool_start",
+      runId,
+      step: step.step,
+      toolCallId: call.id,
+      name: call.name,
+      arguments: argumentsOf(call.arguments),
+    });
+  }
+  for (const record of step.toolCalls) {
+    if (sent.ended.has(record.id)) continue;
+    sent.ended.add(record.id);
+    publish(toolEndView(runId, step.step, record));
+  }
+  for (const text of step.notes.slice(sent.notes)) publish({ type: "note", runId, step: step.step, text });
+  sent.notes = step.notes.length;
+}
+
+/**
+ * A run that ended before this process followed it, as a stream opened late shows it: its start,
+ * each stored step (its model call, its ended calls, its notes), its end.
+ */
+export function storedRunEvents(run: RunTrace, steps: StepTrace[], error?: RunError): WebEvent[] {
+  // A run refused before it began (a daily cap) has no steps and never started.
+  const events: WebEvent[] = steps.length > 0 ? [runStartOf(run, run.sessionId)] : [];
+  const seen: SeenRun = { status: run.status, started: true, approvals: new Map(), steps: new Map() };
+  for (const step of steps) publishStep((event) => events.push(event), run.runId, step, seen, []);
+  events.push(runEndOf(run, run.sessionId, error));
+  return events;
 }
 
 /** The calls a step asked for that have neither ended nor been shown running. */
@@ -358,6 +397,27 @@ function argumentsOf(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+function runStartOf(run: RunTrace, sessionId: string): WebEvent {
+  return { type: "run_start", runId: run.runId, sessionId, userId: run.userId, input: run.input, ...pipelineOf(run) };
+}
+
+function runEndOf(run: RunTrace, sessionId: string, error?: RunError): WebEvent {
+  return {
+    ...(error && run.status === "error" ? { error } : {}),
+    type: "run_end",
+    runId: run.runId,
+    sessionId,
+    output: run.output ?? "",
+    stopReason: run.status as StopReason, // also "interrupted" and "superseded", which the page words
+    steps: run.steps,
+    usage: {
+      promptTokens: run.promptTokens,
+      completionTokens: run.completionTokens,
+      totalTokens: run.promptTokens + run.completionTokens,
+    },
+  };
 }
 
 function endedWithin(run: RunTrace, milliseconds: number): boolean {

@@ -1,8 +1,9 @@
 /**
- * A web session's surface in a worker: the answer text the model streams, passed on through the
- * store (StorePort.publishText, a NOTIFY on PostgreSQL) to the ingress processes whose pages follow
- * the session, which show it as the web surface does in one process. Everything else of the run
- * reaches the pages from the store (store-events.ts); approvals are buttons on the page.
+ * A web session's surface in a worker: the answer text the model streams, and a word each time the
+ * run stored something a page shows, passed on through the store (StorePort.publishText: listeners
+ * in this process on SQLite, a NOTIFY on PostgreSQL) to the web servers whose pages follow the
+ * session. Those read the rest of the run from the store at once (store-events.ts); approvals are
+ * buttons on the page.
  *
  * Text is gathered per run and sent about every `everyMs` and at each step's end, so a fast model
  * makes a few notices a second, not one a token; each notice stays under NOTIFY's 8,000 bytes.
@@ -15,6 +16,20 @@ import type { TextNotice } from "../../store/port-data.js";
 /** Most bytes of one notice's JSON (PostgreSQL refuses a payload of 8,000 or more). */
 export const MAX_NOTICE_BYTES = 7_000;
 const DEFAULT_EVERY_MS = 200;
+/**
+ * Events announced once what they tell is stored (the loop announces a unit's events after its commit).
+ * Not model_end: a step's calls are stored before they run or wait for an approval, and a page reading
+ * them then would show a call waiting for a decision as running; the step is read with what follows
+ * it at once (its first call starting, its pause, the run's end).
+ */
+const STORED_NEWS = new Set<AgentEvent["type"]>([
+  "run_start",
+  "run_resumed",
+  "tool_start",
+  "tool_end",
+  "note",
+  "run_end",
+]);
 
 export interface TextRelayOptions {
   publish(notice: TextNotice): Promise<void>;
@@ -48,6 +63,11 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
       if (pending?.text) for (const notice of noticesOf({ sessionId, ...pending })) send(notice);
       pending = undefined;
     };
+    /** The session is worth reading now (after the text before it). */
+    const news = (runId: string, step: number, error?: TextNotice["error"]) => {
+      flush();
+      send({ sessionId, runId, step, text: "", ...(error ? { error } : {}) });
+    };
     return {
       onEvent(event: AgentEvent) {
         if (event.type === "model_delta") {
@@ -55,13 +75,17 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
           pending ??= { runId: event.runId, step: event.step, text: "" };
           pending.text += event.text;
           timer ??= setTimeout(flush, everyMs);
-        } else if (event.type === "model_end" || event.type === "run_end") flush();
+        } else if (STORED_NEWS.has(event.type)) news(event.runId, "step" in event ? event.step : 0);
+        else if (event.type === "model_end") flush();
       },
-      finish: async () => {
-        flush();
+      finish: async (result) => {
+        news(result.runId, result.steps, result.error); // the run's end as the turn settled it
         await sending;
       },
-      askApproval: async () => undefined,
+      askApproval: async (approval) => {
+        news(approval.runId, 0);
+        return undefined;
+      },
     };
   };
 }

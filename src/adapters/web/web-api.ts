@@ -1,30 +1,22 @@
-/**
- * The HTTP API under /api, for the pages and for other systems: start runs and follow them (poll or
- * Server-Sent Events), decide approvals, and read the trace of every session (Slack, Discord, web,
- * command line) from the shared store, through the store port (SQLite or PostgreSQL). A user's token
- * (GLASSBOX_API_USERS) acts only as its user and reads only the sessions that user started; the
- * service token, or this machine when no token is set, acts for anyone and reads everything.
- */
-import { randomUUID } from "node:crypto";
+
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Conversations } from "../../conversations/conversations.js";
-import { runOutcomeOf, type RunOutcome } from "../../agent/contracts.js";
-import type { RunTrace } from "../../agent/trace.js";
+import type { RunTrace, StepTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
-import { approvalView, type EventHub, type NumberedEvent } from "./event-hub.js";
-import { actingUser, decodeSegment, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
+import { approvalView, type EventHub, type NumberedEvent, type WebEvent } from "./event-hub.js";
+import { actingUser, decodeSegment, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
-import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
-import { inputWithAttachments } from "../../agent/attachments.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-filters.js";
+import { storedRunEvents } from "./store-events.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
 export interface StoreApiContext {
   /** Where the events of runs are followed (the agent's here; in ingress, what the store says). */
   hub: EventHub;
+  /** A run that ended before the hub followed it, as events (by default storedRunEvents). */
+  storedRun?: (run: RunTrace, steps: StepTrace[]) => WebEvent[];
   /** Where runs are accepted and the trace is read. */
   store: StorePort;
   log: Logger;
@@ -43,11 +35,6 @@ export interface StoreApiContext {
   replay?: (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
   /** Why nothing can be replayed here, when `replay` is absent and `problem` does not say. */
   noReplay?: string;
-}
-
-/** The whole API of a process that runs the agent. */
-export interface ApiContext extends StoreApiContext {
-  conversations: Conversations;
 }
 
 /** Answers an /api request; false when no route matches the path. The caller is resolved once a route matches. */
@@ -83,132 +70,6 @@ export function readersOf(store: StorePort) {
   return { mayRead, readableRun };
 }
 
-/** The API of a process that runs the agent: its own runs, cancels and decisions, and the store's routes. */
-export function createApi(context: ApiContext): ApiHandler {
-  return routerOf([...agentRoutes(context), ...storeRoutes(context)]);
-}
-
-/** Starting, stopping and resuming runs on this process's agent. */
-function agentRoutes(context: ApiContext): Route[] {
-  const { conversations, hub, store, log } = context;
-  const { mayRead, readableRun } = readersOf(store);
-
-  /** An accepted run that never started (refused, or failed before it began) ends with the reason. */
-  function endUnstarted(outcome: RunOutcome): void {
-    store
-      .endUnstartedRun(outcome)
-      .catch((error: unknown) =>
-        log.error(
-          { error: (error as Error).message, runId: outcome.runId },
-          "web: ending a run that never started failed",
-        ),
-      );
-  }
-
-  return [
-    [
-      "POST",
-      /^\/api\/runs$/,
-      async (request, response, _params, _url, caller) => {
-        // Room for a message's files (web-attachments.ts), which are bounded again one by one.
-        const body = await readJsonObject(request, MAX_UPLOAD_BODY_BYTES);
-        if (context.problem) throw new HttpError(503, context.problem);
-        const sessionId = webSession(body.session);
-        const input = inputOf(body.input);
-        const { attachments, problems } = uploadedAttachments(body.attachments);
-        if (!input && attachments.length === 0)
-          throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-        const userId = actingUser(caller, body.userId);
-        // Accepted means stored: the run's row is committed before the 202, so a caller never holds
-        // an id the store has not heard of (after a crash, a run never started reads as interrupted).
-        const runId = `run_${randomUUID()}`;
-        // The owner is checked in the acceptance's transaction, so two users cannot both take a new session.
-        // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
-        const accepted = await store.acceptEvent({
-          eventIds: [],
-          run: { runId, sessionId, userId, input: inputWithAttachments({ input, attachments }) },
-          ...(caller.userId ? { sessionOwner: caller.userId } : {}),
-        });
-        if (accepted.kind === "not_owner")
-          throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
-        hub.accept(runId, sessionId);
-        void conversations
-          .send({ sessionId, userId, input, runId, ...(attachments.length ? { attachments } : {}) })
-          .then(
-            (result) => endUnstarted({ ...runOutcomeOf(result), runId }),
-            (error: unknown) => {
-              log.error({ error: (error as Error).message, runId }, "web: a run failed to start");
-              endUnstarted({
-                runId,
-                status: "error",
-                output: "The run failed to start; the server log says why.",
-                steps: 0,
-                promptTokens: 0,
-                completionTokens: 0,
-                paused: null,
-                error: null,
-              });
-              hub.end(runId);
-            },
-          );
-        sendJson(
-          response,
-          202,
-          { runId, session: sessionId, ...(problems.length ? { problems } : {}) },
-          { location: `/api/runs/${runId}` },
-        );
-      },
-    ],
-
-    // A JSON body (even {}) is required, as for every write: a cross-site form cannot send one.
-    [
-      "POST",
-      /^\/api\/runs\/([^/]+)\/cancel$/,
-      async (request, response, [runId = ""], _url, caller) => {
-        await readJsonObject(request);
-        const run = await readableRun(caller, runId);
-        if (!run.sessionId.startsWith("web:"))
-          throw new HttpError(
-            409,
-            `Run ${runId} is not a web run; stop it where it runs (say "stop" in its Slack thread, or /stop in Discord).`,
-          );
-        if (run.status !== "running") throw new HttpError(409, notRunning(run.status));
-        // One run at a time per session: the running one is this run (or the specialist it waits for).
-        if (!conversations.stop(run.sessionId))
-          throw new HttpError(
-            409,
-            "This run is not running in this glassbox process, so it cannot be stopped from here.",
-          );
-        sendJson(response, 202, { runId, cancelling: true });
-      },
-    ],
-
-    [
-      "POST",
-      /^\/api\/approvals\/([^/]+)$/,
-      async (request, response, [approvalId = ""], _url, caller) => {
-        const body = await readJsonObject(request);
-        if (typeof body.approved !== "boolean") throw new HttpError(400, 'Say "approved": true or false.');
-        const userId = actingUser(caller, body.userId);
-        // Only the web's own approvals: a Slack or Discord approval is decided where it was asked.
-        const sessionId = (await store.approval(approvalId))?.sessionId;
-        if (!sessionId?.startsWith("web:") || !(await mayRead(caller, sessionId)))
-          throw new HttpError(404, `There is no web approval ${approvalId}.`);
-        const outcome = await conversations.decide({ approvalId, userId, approved: body.approved });
-        if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
-        void outcome.resumed?.catch((error: unknown) =>
-          log.error({ error: (error as Error).message, runId: outcome.approval.runId }, "web: resuming a run failed"),
-        );
-        sendJson(response, 200, {
-          outcome: outcome.kind,
-          approval: approvalView(outcome.approval),
-          resumed: outcome.runReady,
-        });
-      },
-    ],
-  ];
-}
-
 /**
  * What needs only the store (and the hub, to follow runs): /api/info, reading runs, steps, requests,
  * sessions and usage, following a run or a session, feedback, and a replay where there is a model.
@@ -221,7 +82,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
     return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
   };
 
-  function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): void {
+  async function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): Promise<void> {
     const { runId } = stored;
     const stream = openEventStream(request, response);
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
@@ -231,20 +92,9 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
     );
     if (!watching) {
-      // Finished before this process saw it: its end, as the store has it.
-      stream.send(0, {
-        type: "run_end",
-        runId,
-        sessionId: stored.sessionId,
-        output: stored.output ?? "",
-        stopReason: stored.status,
-        steps: stored.steps,
-        usage: {
-          promptTokens: stored.promptTokens,
-          completionTokens: stored.completionTokens,
-          totalTokens: stored.promptTokens + stored.completionTokens,
-        },
-      });
+      // Finished before this process followed it: the run as the store has it.
+      const steps = await store.steps(runId);
+      for (const event of (context.storedRun ?? storedRunEvents)(stored, steps)) stream.send(0, event);
       return stream.close();
     }
     for (const numbered of watching.replay) send(numbered);

@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { configurationError } from "../../agent/errors.js";
 import type { TokenCounter } from "../../agent/tokens.js";
 import type { Logger } from "../../logger.js";
@@ -17,9 +18,14 @@ import { approvalView } from "./event-hub.js";
 import { HttpError, readJsonObject, sendJson } from "./http.js";
 import { actingUser, credentialsOf, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "./web-api.js";
-import { callersOf, isLoopback, sendHttpError, servePage } from "./web-server.js";
+import { callersOf, isLoopback, sendHttpError } from "./web-access.js";
+import { servePage } from "./web-pages.js";
 import type { StorePort } from "../../store/port.js";
 import { followStoreEvents } from "./store-events.js";
+import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
+import type { UploadShelf } from "./web-uploads.js";
+import { inputWithAttachments } from "../../agent/attachments.js";
+import { storedTextOf } from "../../conversations/turn-files.js";
 import type { ReplayOnModel } from "./web-replay.js";
 import {
   acceptMessage,
@@ -46,6 +52,10 @@ export interface HttpIngressOptions<Transaction> {
   hints?: string[];
   /** The trace viewer's replays, in a process that also runs a worker (`all`); without it they are refused. */
   replay?: ReplayOnModel;
+  /** Where uploaded files wait for a worker in this process (`all`); without it, a message with files is refused. */
+  uploads?: UploadShelf;
+  /** Why no run can start here (no model configured): the pages say it, and POST /api/runs answers 503 with it. */
+  problem?: string;
   /** The tools the pages name: a worker's in the same process, or those the live workers recorded (this process loads none). */
   toolNames?: string[];
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
@@ -58,6 +68,9 @@ export interface HttpIngressOptions<Transaction> {
   };
 }
 
+/** How long a stop lets open event streams finish before it cuts the connections. */
+const STOP_GRACE_MS = 1_000;
+
 export interface HttpIngress {
   url: string;
   stop(): Promise<void>;
@@ -68,36 +81,52 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   const credentials = credentialsOf(options.apiToken, options.apiUsers ?? {});
   if (credentials.length === 0 && !isLoopback(options.host)) {
     throw configurationError(
-      `The API ingress listens on ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that it needs a token, or use 127.0.0.1.`,
+      `GLASSBOX_WEB_HOST is ${options.host}, which other machines can reach; set GLASSBOX_API_TOKEN or GLASSBOX_API_USERS so that the API needs a token, or use 127.0.0.1.`,
     );
   }
 
   const callerOf = callersOf(credentials);
 
   async function startRun(request: IncomingMessage, response: ServerResponse, caller: Caller): Promise<void> {
-    const body = await readJsonObject(request);
+    const uploads = options.uploads;
+    // Room for a message's files (web-attachments.ts) where a worker here can read them.
+    const body = await readJsonObject(request, uploads ? MAX_UPLOAD_BODY_BYTES : undefined);
+    if (options.problem) throw new HttpError(503, options.problem);
     const sessionId = webSession(body.session);
     const input = inputOf(body.input);
-    if (!input) throw new HttpError(400, 'Give the message as "input", a non-empty string.');
-    // Files need the one-process web server, which reads them as it runs: say so rather than drop them.
-    if (Array.isArray(body.attachments) && body.attachments.length > 0)
+    // Files need a worker in this process, which reads them from memory: say so rather than drop them.
+    if (!uploads && Array.isArray(body.attachments) && body.attachments.length > 0)
       throw new HttpError(
         400,
         "This deployment takes files in Slack or Discord, not through the web API; send the message without them.",
       );
+    const { attachments, problems } = uploads
+      ? uploadedAttachments(body.attachments)
+      : { attachments: [], problems: [] };
+    if (!input && attachments.length === 0)
+      throw new HttpError(400, 'Give the message as "input", a non-empty string.');
     const userId = actingUser(caller, body.userId);
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: input };
+    const files = uploads?.keep(attachments) ?? [];
+    // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
+    const run = { runId: newRunId(), sessionId, userId, input: inputWithAttachments({ input, attachments }) };
+    const entry = { role: "user" as const, content: storedTextOf(input, files) };
     // Accepted means stored and enqueued: the 202 comes after the commit.
     const outcome = await acceptMessage(store, queue, {
       eventIds: [],
       run,
       message: { message: entry, tokens: counter.message(entry) },
+      ...(files.length ? { files } : {}),
       ...(caller.userId ? { sessionOwner: caller.userId } : {}),
     });
     if (outcome.kind === "not_owner")
       throw new HttpError(403, `The session ${sessionId} belongs to another user; use another session id.`);
-    sendJson(response, 202, { runId: run.runId, session: sessionId }, { location: `/api/runs/${run.runId}` });
+    events?.changed(sessionId);
+    sendJson(
+      response,
+      202,
+      { runId: run.runId, session: sessionId, ...(problems.length ? { problems } : {}) },
+      { location: `/api/runs/${run.runId}` },
+    );
   }
 
   async function decide(
@@ -123,6 +152,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       origin: { sessionPrefix: "web:" },
     });
     if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+    events?.changed(outcome.approval.sessionId);
     sendJson(response, 200, {
       outcome: outcome.kind,
       approval: approvalView(outcome.approval),
@@ -170,6 +200,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     routes.push(
       ...storeRoutes({
         hub: events.hub,
+        storedRun: events.storedRun,
         store: trace.store,
         log,
         modelLabel: trace.modelLabel,
@@ -177,6 +208,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         priced: trace.priced,
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
+        problem: options.problem,
         ...(options.replay
           ? { replay: options.replay }
           : {
@@ -206,23 +238,43 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
       if (error instanceof HttpError) return sendHttpError(response, error);
-      log.error({ error: (error as Error).message }, "API ingress: a request could not be accepted");
-      sendJson(response, 500, { error: "The request could not be accepted; try again in a moment." });
+      log.error({ error: (error as Error).message, path: request.url }, "web: a request failed");
+      sendJson(response, 500, { error: "Something went wrong inside glassbox; the server log says what." });
     });
   });
   server.requestTimeout = 10_000; // a slow body never holds a connection for long
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => reject(listenError(error, options.host, options.port)));
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        events?.stop(); // ends the open event streams
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    url: `http://${urlHost(options.host)}:${port}`,
+    async stop() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      events?.stop(); // ends the open event streams, each after what was written to it
+      server.closeIdleConnections();
+      // A stream still finishing (a reader's check under way) gets a moment; then every connection goes.
+      await Promise.race([closed, sleep(STOP_GRACE_MS, undefined, { ref: false })]);
+      server.closeAllConnections();
+      await closed;
+    },
   };
+}
+
+/** Why the server cannot listen, in one sentence saying what to set. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  if (error.code === "EADDRINUSE")
+    return configurationError(`Port ${port} on ${host} is in use; set GLASSBOX_WEB_PORT to another port.`);
+  if (error.code === "EADDRNOTAVAIL")
+    return configurationError(
+      `This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`,
+    );
+  return error;
+}
+
+/** The host of the server's address as a page is opened: a wildcard address is reached on 127.0.0.1. */
+function urlHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
 }
