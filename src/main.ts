@@ -11,7 +11,7 @@
  */
 import type { StartedRoles } from "./roles/start.js";
 import { loadConfig, modelProblem, type GlassboxConfig, type GlassboxRole } from "./config.js";
-import { createLogger, } from "./logger.js";
+import { createLogger } from "./logger.js";
 
 async function start(): Promise<void> {
   const config = loadConfig();

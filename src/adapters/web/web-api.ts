@@ -1,4 +1,3 @@
-
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunTrace, StepTrace } from "../../agent/trace.js";
 import type { StorePort } from "../../store/port.js";

@@ -1,8 +1,7 @@
-
 import { cutReasoning } from "../../agent/trace.js";
 import type { Usage } from "../../agent/types.js";
 import type { ToolCallRecord } from "../../tools/types.js";
-import { type WebEvent } from "./event-hub.js";
+import type { WebEvent } from "./event-hub.js";
 
 /** The thinking a live event carries: the hub keeps events of hundreds of runs in memory; the trace keeps more. */
 const LIVE_REASONING_CHARS = 16 * 1024;
