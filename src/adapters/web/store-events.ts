@@ -112,8 +112,10 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     if (!entry) return;
     if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
     const seen = entry.runs?.get(notice.runId);
-    // Shown at once when the steps before it were sent (each is stored before the next model call); else after a reading sends them.
-    const inOrder = notice.step === 1 || seen?.steps.has(notice.step - 1) === true;
+    // Shown at once when the step before it was sent with its calls' ends (each is stored before the next
+    // model call); else after a reading sends them, so a page never sees a step start before the last one's calls end.
+    const previous = seen?.steps.get(notice.step - 1);
+    const inOrder = notice.step === 1 || (previous !== undefined && previous.ended.size >= previous.started.size);
     if (seen?.started && seen.status === "running" && inOrder)
       return showText(notice.sessionId, notice.runId, seen, notice.step, notice.text);
     if (seen?.started && !UNFINISHED.has(seen.status)) return; // ended: the text is stale
@@ -245,9 +247,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const running =
         run.status === "running" &&
         (toStart.every((calls) => calls.length === 0) || (await store.run(run.runId))?.status === "running");
-      steps.forEach((step, index) =>
-        publishStep(publish, run.runId, step, seen, running ? (toStart[index] ?? []) : []),
-      );
+      // Text heard early goes just before its own step: after the calls of the step before it have ended.
+      const showsEarly = running || answeredBy(run.status);
+      steps.forEach((step, index) => {
+        if (showsEarly && earlyText.get(run.runId)?.step === step.step) showEarlyText(sessionId, run.runId, seen);
+        publishStep(publish, run.runId, step, seen, running ? (toStart[index] ?? []) : []);
+      });
     }
     // Text that came before the run was read as running follows the steps stored before it.
     if (run.status === "running") showEarlyText(sessionId, run.runId, seen);

@@ -24,7 +24,6 @@ import type { StorePort } from "../../store/port.js";
 import { followStoreEvents } from "./store-events.js";
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
 import type { UploadShelf } from "./web-uploads.js";
-import { inputWithAttachments } from "../../agent/attachments.js";
 import { storedTextOf } from "../../conversations/turn-files.js";
 import type { ReplayOnModel } from "./web-replay.js";
 import {
@@ -107,8 +106,8 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       throw new HttpError(400, 'Give the message as "input", a non-empty string.');
     const userId = actingUser(caller, body.userId);
     const files = uploads?.keep(attachments) ?? [];
-    // The run's input as the trace keeps it: the text, and a line for each file saying how the model is given it.
-    const run = { runId: newRunId(), sessionId, userId, input: inputWithAttachments({ input, attachments }) };
+    // The run's input is the text: the worker adds a line for each file, saying how the model was given it, as it starts the run.
+    const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: storedTextOf(input, files) };
     // Accepted means stored and enqueued: the 202 comes after the commit.
     const outcome = await acceptMessage(store, queue, {
