@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL run queue: how long a conversation waits when the worker process running its turn
  * is killed with SIGKILL, until another worker process starts the turn again. Two worker processes
- * (test/fixtures/queue-worker.ts) on a database of their own, with the default liveness settings
+ * (test/e2e/fixtures/queue-worker.ts) on a database of their own, with the default liveness settings
  * (the real ones, not a test's): a turn starts on one of them, which is killed at a random point of
  * its heartbeat period; timed from the SIGKILL until the other prints that it has started the turn
  * (delivery 2). A new worker then replaces the killed one, and the next round begins.
@@ -12,8 +12,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { openPostgresRunQueue } from "../src/queue/postgres.js";
 import { DEFAULT_LIVENESS, takeoverBoundMs } from "../src/queue/worker-liveness.js";
-import { createTestDatabase, openGate } from "../test/fixtures/queue-database.js";
-import { startWorkerProcess, type WorkerLine, type WorkerProcess } from "../test/fixtures/queue-processes.js";
+import { createTestDatabase, openGate } from "../test/e2e/fixtures/queue-database.js";
+import { startWorkerProcess, type WorkerLine, type WorkerProcess } from "../test/e2e/fixtures/queue-processes.js";
 import { statsOf, type Benchmark, type BenchmarkReport } from "./measure.js";
 
 const KILLS = Number(process.env.BENCH_TAKEOVER_KILLS) || 5;

@@ -27,8 +27,8 @@ import {
   type ScriptedModelServer,
   type ScriptedReply,
 } from "../src/testing/scripted-model-server.js";
-import { createTestDatabase, type TestDatabase } from "../test/fixtures/queue-database.js";
-import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../test/fixtures/role-processes.js";
+import { createTestDatabase, type TestDatabase } from "../test/e2e/fixtures/queue-database.js";
+import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../test/e2e/fixtures/role-processes.js";
 import { statsOf, type Benchmark, type BenchmarkReport, type Row, type Stats, type Target } from "./measure.js";
 
 const THREADS = Number(process.env.BENCH_SCALE_THREADS) || 500;

@@ -1,6 +1,6 @@
 /**
  * The store port: everything glassbox persists, as coarse async operations, each one transaction.
- * Two implementations pass one contract suite (test/store-contract.test.ts): SQLite (sqlite.ts, the
+ * Two implementations pass one contract suite (test/e2e/store/contract.test.ts): SQLite (sqlite.ts, the
  * embedded default) and PostgreSQL (postgres.ts, for several processes on one database). Plain data
  * in and out; no SQL or driver type crosses it.
  */

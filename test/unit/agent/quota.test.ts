@@ -1,0 +1,117 @@
+// Daily caps per user, through Conversations over the real loop, SQLite memory, traces and the
+// scripted model: a user over a cap gets one sentence and no model call; others are unaffected.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createConversations } from "../../../src/conversations/conversations.js";
+import type { AgentConfig } from "../../../src/agent/loop.js";
+import { createMemory } from "../../../src/agent/memory.js";
+import { quotaProblem } from "../../../src/agent/quota.js";
+import { createTokenCounter } from "../../../src/agent/tokens.js";
+import { createTraceRecorder } from "../../../src/agent/trace.js";
+import { loadConfig } from "../../../src/config.js";
+import { createLogger } from "../../../src/logger.js";
+import { sqliteAgentConfig } from "../../helpers/sqlite-agent.js";
+import { createToolRegistry } from "../../../src/tools/registry.js";
+import { startServer } from "../../helpers/agent.js";
+import { cleanUpAfterEach, openTestStore, testModel } from "../../helpers/memory.js";
+import { sqlitePortOf } from "../../../src/store/sqlite.js";
+
+const counter = await createTokenCounter("o200k_base");
+
+describe("daily caps per user", () => {
+  cleanUpAfterEach();
+
+  async function setUp(dailyLimits: { tokens?: number; cost?: number }) {
+    const server = await startServer({
+      script: () => ({ content: "ok", usage: { promptTokens: 400_000, completionTokens: 100_000 } }),
+    });
+    const store = openTestStore();
+    const model = testModel(server);
+    const agent: AgentConfig = {
+      model,
+      tools: createToolRegistry([]),
+      memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
+      trace: createTraceRecorder(sqlitePortOf(store)),
+    };
+    return { server, store, conversations: createConversations(agent, sqlitePortOf(store), { dailyLimits }) };
+  }
+
+  it("refuses a user over the token cap with one sentence, before any model call", async () => {
+    const { server, conversations } = await setUp({ tokens: 300_000 });
+    expect((await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" })).stopReason).toBe("final");
+    const refused = await conversations.send({ input: "second", sessionId: "web:a", userId: "U1" });
+    expect(refused).toMatchObject({ stopReason: "error", steps: 0, error: { code: "quota" } });
+    expect(refused.output).toMatch(
+      /^You have used your daily allowance of 300,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/,
+    );
+    expect(server.requests).toHaveLength(1);
+    // Another user is not affected.
+    expect((await conversations.send({ input: "hello", sessionId: "web:b", userId: "U2" })).stopReason).toBe("final");
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it("refuses a user over the cost cap (gpt-4o-mini: $0.06 + $0.06 for this run)", async () => {
+    const { server, conversations } = await setUp({ cost: 0.1 });
+    await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" });
+    const refused = await conversations.send({ input: "second", sessionId: "web:a", userId: "U1" });
+    expect(refused.output).toContain("daily allowance of $0.10");
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("counts only today's usage: yesterday's runs do not count", async () => {
+    const { store, conversations } = await setUp({ tokens: 300_000 });
+    await conversations.send({ input: "first", sessionId: "web:a", userId: "U1" });
+    store.db.prepare("UPDATE runs SET started_at = '2000-01-01T12:00:00.000Z'").run();
+    expect(await quotaProblem(sqlitePortOf(store), "U1", { tokens: 300_000 })).toBeUndefined();
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    expect(await quotaProblem(sqlitePortOf(store), "U1", { tokens: 1 }, tomorrow)).toBeUndefined();
+  });
+});
+
+describe("quotas hold under concurrency", () => {
+  cleanUpAfterEach();
+
+  it("40 runs started together by one user spend at most one model call past a 2,000-token cap; the rest are refused in one sentence", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
+    const call = { promptTokens: 150, completionTokens: 10 };
+    const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
+    const config = loadConfig({
+      OPENAI_BASE_URL: server.url,
+      GLASSBOX_DB: join(directory, "glassbox.db"),
+      GLASSBOX_USER_DAILY_TOKENS: "2000",
+    });
+    const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
+    try {
+      const conversations = createConversations(agent, sqlitePortOf(agent.store), { dailyLimits: config.dailyLimits });
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" }),
+        ),
+      );
+      const spent = agent.store.db
+        .prepare("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM runs WHERE user_id = 'U1'")
+        .pluck()
+        .get() as number;
+      expect(spent).toBeGreaterThan(2_000 - 160); // the cap is used, not refused early
+      expect(spent).toBeLessThanOrEqual(2_000 + call.promptTokens + call.completionTokens);
+      expect(server.requests.length).toBe(spent / 160);
+      const refused = results.filter((result) => result.stopReason !== "final");
+      expect(refused.length).toBe(40 - server.requests.length);
+      for (const result of refused) {
+        expect(result).toMatchObject({ stopReason: "error", error: { code: "quota" } });
+        expect(result.output).toMatch(
+          /^You have used your daily allowance of 2,000 tokens; it resets at 00:00 UTC, in \d+ h \d+ min\.$/,
+        );
+      }
+      // Another user still has their own allowance.
+      expect((await conversations.send({ input: "hello", sessionId: "web:other", userId: "U2" })).stopReason).toBe(
+        "final",
+      );
+    } finally {
+      await agent.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
