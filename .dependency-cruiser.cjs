@@ -4,7 +4,7 @@
  * that already ran back when the rule arrived are listed in .dependency-cruiser-known-violations.json
  * (they are moved out one by one; the list only shrinks: `npm run check:baseline` rewrites it).
  */
-const ROLES = "^src/(roles|ingress|worker|cli)/|^src/(main|cli|demo|index|setup)\\.ts$";
+const ROLES = "^src/(roles|cli)/|^src/(main|cli|demo|demo-script|index|setup)\\.ts$";
 const ADAPTERS = "^src/adapters/";
 const CONVERSATIONS = "^src/conversations/";
 const STORE_AND_QUEUE = "^src/(store|queue)/";

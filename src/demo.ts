@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { demoReply } from "./adapters/web/demo-script.js";
+import { demoReply } from "./demo-script.js";
 import { configurationError } from "./agent/errors.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";

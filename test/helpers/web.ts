@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { pino } from "pino";
-import { demoReply } from "../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../src/demo-script.js";
 import type { WebEvent } from "../../src/adapters/web/event-hub.js";
 import type { DailyLimits } from "../../src/agent/quota.js";
 import type { AgentConfig } from "../../src/agent/run.js";

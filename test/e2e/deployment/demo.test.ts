@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { demoReply } from "../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../src/demo-script.js";
 import type { ChatCompletionRequestBody } from "../../../src/testing/scripted-model-server.js";
 
 const WAIT = { timeout: 20_000, interval: 50 };

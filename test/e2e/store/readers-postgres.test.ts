@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoReply } from "../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../src/demo-script.js";
 import { loadConfig } from "../../../src/config.js";
 import { createAgentConfig } from "../../../src/setup.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../../../src/store/index.js";

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoReply } from "../../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../../src/demo-script.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../../../../src/testing/scripted-model-server.js";
 import {
   artifactsDir,

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoReply } from "../../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../../src/demo-script.js";
 import { runAgent } from "../../../../src/agent/loop.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../../../../src/testing/scripted-model-server.js";
 import {

@@ -2,7 +2,7 @@
 // (openai SDK → scripted model server running the demo's rules) and real SQLite files.
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoReply } from "../../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../../src/demo-script.js";
 import { createConversations } from "../../../../src/conversations/conversations.js";
 import { GlassboxError } from "../../../../src/agent/errors.js";
 import { runAgent } from "../../../../src/agent/loop.js";

@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoReply } from "../../../../src/adapters/web/demo-script.js";
+import { demoReply } from "../../../../src/demo-script.js";
 import { runAgent } from "../../../../src/agent/loop.js";
 import type { ChatCompletionRequestBody, ScriptedReply } from "../../../../src/testing/scripted-model-server.js";
 import {

@@ -5,12 +5,8 @@
  * calls tools the request offers, so the command line can be pointed at it too, and a tool of the
  * person's own (GLASSBOX_TOOLS) runs when a message names it: "check_stock apple", "restock fruit=pear units=5".
  */
-import type {
-  ChatCompletionRequestBody,
-  ScriptedReply,
-  ScriptedToolCall,
-} from "../../testing/scripted-model-server.js";
-import { exampleArguments } from "../../tools/example-arguments.js";
+import type { ChatCompletionRequestBody, ScriptedReply, ScriptedToolCall } from "./testing/scripted-model-server.js";
+import { exampleArguments } from "./tools/example-arguments.js";
 
 type SentMessage = ChatCompletionRequestBody["messages"][number];
 interface OfferedTool {
