@@ -1,5 +1,5 @@
 /**
- * Configuration from the environment (see the table in the README). Reading it never throws for a
+ * Configuration from the environment (see the table in docs/configuration.md). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
 import { parsePrices, type Price } from "./agent/cost.js";
@@ -313,7 +313,7 @@ function pricesOf(json: string | undefined): Record<string, Price> {
   } catch (error) {
     throw configurationError(
       error instanceof SyntaxError
-        ? `GLASSBOX_PRICES is not valid JSON (${error.message}); see the README for its shape.`
+        ? `GLASSBOX_PRICES is not valid JSON (${error.message}); see docs/configuration.md for its shape.`
         : (error as Error).message,
     );
   }

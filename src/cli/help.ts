@@ -22,7 +22,7 @@ are answered from the recording and never run. eval replays several and exits 1 
 now calls different tools.
 
 The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
-GLASSBOX_DB (data/glassbox.db by default). See the README for the rest.`;
+GLASSBOX_DB (data/glassbox.db by default). See docs/configuration.md for the rest.`;
 
 /** A command used wrongly: its sentence, then the usage. */
 export class UsageError extends Error {

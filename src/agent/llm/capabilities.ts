@@ -76,7 +76,7 @@ export function refusableIn(params: object): RefusableOption[] {
 /**
  * Advice that depends on the server, found by its address. Detection never reads this table; it only
  * picks the words of the one sentence that says how to fix a refusal. Each entry was seen in the
- * server's own documentation (see README, Works with).
+ * server's own documentation (see docs/works-with.md).
  */
 export const SERVER_ADVICE: Array<{ server: string; url: RegExp; fixes: Partial<Record<RefusableOption, string>> }> = [
   {
@@ -109,7 +109,7 @@ export const SERVER_ADVICE: Array<{ server: string; url: RegExp; fixes: Partial<
 
 const DEFAULT_FIXES: Record<RefusableOption, string> = {
   tools:
-    "serve a model with tool calling (see README, Works with), or set GLASSBOX_TOOL_MODE=text to use the text protocol from the start",
+    "serve a model with tool calling (see docs/works-with.md), or set GLASSBOX_TOOL_MODE=text to use the text protocol from the start",
   tool_choice: "use a server version or model that accepts tool_choice",
   parallel_tool_calls: "use a server version or model that accepts parallel_tool_calls",
   stream_options: "use a server version that accepts stream_options, or set GLASSBOX_STREAM=false",

@@ -107,7 +107,7 @@ afterAll(async () => {
   rmSync(folder, { recursive: true, force: true });
 });
 
-// The README's library example, with an approval that waits and a resume that decides it.
+// The library example of docs/library.md, with an approval that waits and a resume that decides it.
 const PROGRAM = `
 import { createOpenAIModel, createToolRegistry, defineTool, openStorePort, pendingApprovals, resumeAgent, runAgent } from "glassbox";
 
@@ -167,7 +167,7 @@ export const build: (config: ReturnType<typeof loadConfig>, log: Parameters<type
 `;
 
 describe("glassbox installed from its packed tarball", () => {
-  it("imports and runs: the README's example with a paused approval resumed by the id pendingApprovals gives", async () => {
+  it("imports and runs: the library example (docs/library.md) with a paused approval resumed by the id pendingApprovals gives", async () => {
     server.setScript([
       { toolCalls: [{ name: "restock", arguments: '{"fruit":"pear","units":5}' }] },
       { content: "Ordered 5 pears." },
