@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import type { Command, CommandInput } from "./cli/command.js";
 import { HELP, UsageError } from "./cli/help.js";
+import { loadEnvFile, unknownSettings } from "./settings.js";
 
 const COMMANDS: Record<string, () => Promise<{ default: Command }>> = {
   run: () => import("./cli/run.js"),
@@ -46,6 +47,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
+  // As `npm start` does, but quietly: a command's output may be read by a program.
+  loadEnvFile();
+  for (const sentence of unknownSettings(process.env)) process.stderr.write(`glassbox: warning: ${sentence}\n`);
   const { help: _help, ...options } = values;
   const input: CommandInput = { positionals, options };
   return (await load()).default(input);

@@ -12,8 +12,12 @@
 import type { StartedRoles } from "./roles/start.js";
 import { loadConfig, modelProblem, type GlassboxConfig, type GlassboxRole } from "./config.js";
 import { createLogger } from "./logger.js";
+import { loadEnvFile, unknownSettings } from "./settings.js";
 
 async function start(): Promise<void> {
+  const envFile = loadEnvFile();
+  if (envFile) process.stdout.write(`glassbox: read settings from ${envFile}\n`);
+  for (const sentence of unknownSettings(process.env)) process.stderr.write(`glassbox: warning: ${sentence}\n`);
   const config = loadConfig();
   if (config.role) return startRole(config, config.role);
   // The URL alone chooses PostgreSQL: everything in one process on it, never SQLite beside it.

@@ -1,0 +1,57 @@
+/**
+ * `npm start` as a person runs it from a folder with a .env: it reads the file (and says which),
+ * the environment's own value wins over the file's, and a setting glassbox does not know is named
+ * with the one it likely means.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+
+const MAIN = fileURLToPath(new URL("../../../src/main.ts", import.meta.url));
+const TSX = import.meta.resolve("tsx");
+const folders: string[] = [];
+
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+describe("settings at start", () => {
+  it("reads .env from the current folder, lets the environment win, and names a mistyped setting", {
+    timeout: 60_000,
+  }, async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-env-"));
+    folders.push(folder);
+    writeFileSync(
+      join(folder, ".env"),
+      ["GLASSBOX_WEB_PORT=0", "GLASSBOX_DB=from-file.db", "GLASSBOX_MAX_STEP=20 # a typo", ""].join("\n"),
+    );
+    const bot = spawn(process.execPath, ["--import", TSX, MAIN], {
+      cwd: folder,
+      env: { PATH: process.env.PATH ?? "", GLASSBOX_DB: join(folder, "from-environment.db") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    bot.stdout.on("data", (chunk: Buffer) => void (stdout += chunk.toString()));
+    bot.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => bot.on("exit", resolve));
+    try {
+      await expect.poll(() => stdout, { timeout: 45_000, interval: 50 }).toMatch(/glassbox playground: chat at /);
+    } finally {
+      bot.kill("SIGTERM");
+      await exited;
+    }
+    expect(stdout).toContain(`glassbox: read settings from ${join(folder, ".env")}`);
+    // GLASSBOX_WEB_PORT=0 came from the file: a free port, not the default 8787.
+    const url = /chat at (http:\/\/127\.0\.0\.1:(\d+))\//.exec(stdout);
+    expect(url?.[2]).not.toBe("8787");
+    expect(stderr).toContain(
+      "glassbox: warning: GLASSBOX_MAX_STEP is not a glassbox setting; did you mean GLASSBOX_MAX_STEPS?",
+    );
+    expect(existsSync(join(folder, "from-environment.db"))).toBe(true);
+    expect(existsSync(join(folder, "from-file.db"))).toBe(false);
+  });
+});
