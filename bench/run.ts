@@ -7,6 +7,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import type { Benchmark } from "./measure.js";
 import { formatReport } from "./measure.js";
+import { resultsSection, writeResultsSection } from "./results-file.js";
 
 // Add a benchmark by adding its file here; each exports a Benchmark as default.
 const BENCHMARKS = [
@@ -20,8 +21,9 @@ const BENCHMARKS = [
   "./tool-selection.js",
   "./token-counting.js",
 ];
-// `npm run bench -- slack memory` runs only the benchmarks named.
-const chosen = process.argv.slice(2);
+// `npm run bench -- slack memory` runs only the benchmarks named; `--write` puts their figures in bench/RESULTS.md.
+const write = process.argv.includes("--write");
+const chosen = process.argv.slice(2).filter((argument) => argument !== "--write");
 const selected =
   chosen.length === 0 ? BENCHMARKS : BENCHMARKS.filter((file) => chosen.some((name) => file === `./${name}.js`));
 if (selected.length < chosen.length)
@@ -60,6 +62,11 @@ for (const file of selected) {
       ...report.data,
     };
     await writeFile(new URL(`${benchmark.name}.json`, resultsDirectory), `${JSON.stringify(json, null, 2)}\n`);
+    if (write)
+      writeResultsSection(
+        benchmark.name,
+        resultsSection(benchmark.name, benchmark.title, report, machine, new Date(), seconds),
+      );
   } catch (error) {
     broken++;
     console.error(
