@@ -3,16 +3,20 @@ import type { KnownBlock } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
 import { argumentsForDisplay, codeName } from "../describe-call.js";
+import { slackUserOf } from "./slack-oauth.js";
 import { mrkdwnText } from "./slack-text.js";
 
 export const APPROVE_ACTION = "glassbox_approve";
 export const DENY_ACTION = "glassbox_deny";
 const ARGUMENTS_LIMIT = 2_900; // a section's text may hold 3,000 characters, the fences and the note included
 
+/** A person as Slack writes a mention; a user of a many-workspace install is kept as `<team>:<user>`. */
+export const slackMention = (userId: string | null): string => (userId ? `<@${slackUserOf(userId)}>` : "someone");
+
 // The tool's name and arguments come from the model: they are escaped (mrkdwnText); the mentions
 // and dates around them are the bot's own.
 export function approvalQuestion(approval: Approval): { text: string; blocks: KnownBlock[] } {
-  const text = `<@${approval.requester}> asked me to run ${toolName(approval)}. Approve?`;
+  const text = `${slackMention(approval.requester)} asked me to run ${toolName(approval)}. Approve?`;
   return {
     text,
     blocks: [
@@ -22,7 +26,7 @@ export function approvalQuestion(approval: Approval): { text: string; blocks: Kn
         elements: [
           {
             type: "mrkdwn",
-            text: `Only <@${approval.requester}> or an approver can decide. Expires ${slackTime(approval.expiresAt)}.`,
+            text: `Only ${slackMention(approval.requester)} or an approver can decide. Expires ${slackTime(approval.expiresAt)}.`,
           },
         ],
       },
@@ -55,9 +59,9 @@ export function approvalOutcome(approval: Approval): { text: string; blocks: Kno
   const when = approval.decidedAt ? ` at ${slackTime(approval.decidedAt)}` : "";
   const outcome =
     approval.status === "approved"
-      ? `:white_check_mark: Approved by <@${approval.decidedBy}>${when}`
+      ? `:white_check_mark: Approved by ${slackMention(approval.decidedBy)}${when}`
       : approval.status === "denied"
-        ? `:x: Denied by <@${approval.decidedBy}>${when}`
+        ? `:x: Denied by ${slackMention(approval.decidedBy)}${when}`
         : approval.decidedBy === "superseded"
           ? ":hourglass: No longer needed: the conversation moved on before anyone decided."
           : ":hourglass: Expired: nobody decided in time, so it was not run.";
@@ -75,7 +79,7 @@ function approvalHeader(approval: Approval): KnownBlock[] {
       type: "section",
       text: {
         type: "mrkdwn",
-        text: `:lock: *Approval needed*: <@${approval.requester}> asked me to run \`${toolName(approval)}\``,
+        text: `:lock: *Approval needed*: ${slackMention(approval.requester)} asked me to run \`${toolName(approval)}\``,
       },
     },
     { type: "section", text: { type: "mrkdwn", text: `\`\`\`${args}\`\`\`` } },

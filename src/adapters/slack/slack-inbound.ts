@@ -29,7 +29,7 @@ import type { Logger } from "../../logger.js";
 import { rateInConversation, type FeedbackWrites } from "../../agent/feedback.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething, type ExamplePrompt } from "../example-requests.js";
-import { APPROVE_ACTION, DENY_ACTION, updateApprovalMessage } from "./approval-blocks.js";
+import { APPROVE_ACTION, DENY_ACTION, slackMention, updateApprovalMessage } from "./approval-blocks.js";
 import {
   FEEDBACK_ACTIONS,
   feedbackValueOf,
@@ -275,7 +275,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       });
       await ack();
       setImmediate(() => {
-        const refusal = refusalFor(outcome, slack.approvers.length > 0);
+        const refusal = refusalFor(outcome, slack.approvers.length > 0, slackMention);
         const shown =
           outcome.kind === "decided"
             ? updateApprovalMessage(client, outcome.approval)
