@@ -1,4 +1,5 @@
 /** The trace viewer's "Replay this run", where a process has a model: the playground, and `all` on PostgreSQL. */
+import { GlassboxError } from "../../agent/errors.js";
 import { replayRun, type ReplayComparison } from "../../agent/replay.js";
 import type { ChatModel } from "../../agent/types.js";
 import type { StorePort } from "../../store/port.js";
@@ -19,9 +20,15 @@ export function replayOn(model: ChatModel, store: StorePort, modelNamed?: (name:
         `This server replays on its own model (${model.name}) only; use glassbox replay --model for another one.`,
       );
     const chosen = options.model && options.model !== model.name && modelNamed ? modelNamed(options.model) : model;
-    return replayRun(await recordedRunOf(store, runId), runId, {
-      model: chosen,
-      ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}),
-    });
+    try {
+      return await replayRun(await recordedRunOf(store, runId), runId, {
+        model: chosen,
+        ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}),
+      });
+    } catch (error) {
+      // A run that cannot be replayed (it made no model call) is the caller's sentence, not a fault.
+      if (error instanceof GlassboxError && error.code === "configuration") throw new HttpError(409, error.message);
+      throw error;
+    }
   };
 }
