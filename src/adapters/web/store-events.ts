@@ -305,7 +305,13 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
       const watching = inner.watchRun(runId, watcher, sessionId);
       // Only an unfinished run is given with its session; an ended one is answered from the store.
       if (!watching || watching.ended || sessionId === undefined) return watching;
-      const unfollow = follow(sessionId);
+      let unfollow: () => void;
+      try {
+        unfollow = follow(sessionId);
+      } catch (error) {
+        watching.stop();
+        throw error;
+      }
       return {
         ...watching,
         stop() {

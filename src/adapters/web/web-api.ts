@@ -83,13 +83,15 @@ export function storeRoutes(context: StoreApiContext): Route[] {
 
   async function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): Promise<void> {
     const { runId } = stored;
-    const stream = openEventStream(request, response);
+    // Watched before the stream opens, so a refusal (too many sessions followed: 503) is still an answer
+    // of its own; the watcher is called back only later, once `stream` is open.
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
     const watching = hub.watchRun(
       runId,
       { event: send, end: () => stream.close() },
       UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
     );
+    const stream = openEventStream(request, response);
     if (!watching) {
       // Finished before this process followed it: the run as the store has it.
       const steps = await store.steps(runId);
@@ -265,11 +267,12 @@ export function storeRoutes(context: StoreApiContext): Route[] {
             if (readable) stream.send(numbered.id, numbered.event);
           });
         };
-        const stream = openEventStream(request, response);
+        // As for a run: watched first, so a refusal is answered before the stream opens.
         const watching = hub.watchSession(sessionId, afterId, {
           event: send,
           end: () => (known ? stream.close() : inLine(() => stream.close())),
         });
+        const stream = openEventStream(request, response);
         for (const numbered of watching.replay) send(numbered);
         stream.onClose(watching.stop);
       },
