@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `trace`, `pipeline`,
+ * The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `trace`, `pipeline`, `replay`, `eval`,
  * `usage`. Each command is a module of src/cli/, loaded only when it runs, so `--help` starts
  * without the model client, SQLite or the tool engine (bench/cli-startup.ts measures it).
  */
