@@ -239,7 +239,11 @@ export function createMemory(options: MemoryOptions): Memory {
       // One pass over the window (this runs every step): earlier runs' messages without their guards'
       // notes, which spoke to that run only, then the request, then the run's own; the estimate adds
       // counts already known (each stored message's, cached when it was committed).
-      const earlier: Message[] = [];
+      // A message is stored when it arrives, so a request that came while an earlier run still ran is
+      // stored before that run's answer: earlier runs are shown whole, in the order of their first
+      // message, and runs whose request came after this run's are not shown (they run after it).
+      const ourRequest = messagesInView.find((stored) => stored.runId === run.runId)?.id ?? Number.POSITIVE_INFINITY;
+      const runs = new Map<string | number, Message[] | undefined>();
       const ours: Message[] = [];
       let windowTokens = 0;
       for (let index = start; index < messagesInView.length; index++) {
@@ -247,10 +251,17 @@ export function createMemory(options: MemoryOptions): Memory {
         if (stored.runId === run.runId) {
           if (stored.message.role === "user") continue; // the request, pinned apart
           ours.push(stored.message);
-        } else if (stored.message.role !== "system") earlier.push(stored.message);
-        else continue;
+        } else if (stored.message.role !== "system") {
+          const key = stored.runId ?? stored.id;
+          if (!runs.has(key)) runs.set(key, stored.id > ourRequest ? undefined : []);
+          const earlierRun = runs.get(key);
+          if (!earlierRun) continue; // a later run's
+          earlierRun.push(stored.message);
+        } else continue;
         windowTokens += stored.tokens;
       }
+      const earlier: Message[] = [];
+      for (const messages of runs.values()) if (messages) for (const message of messages) earlier.push(message);
       const { message: systemMessage, tokens: systemTokens } = system();
       estimates.set(
         run.runId,

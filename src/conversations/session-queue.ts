@@ -1,6 +1,7 @@
 /**
- * One run at a time per session, sessions side by side: each session key has a chain of tasks, and
- * a task starts when the one before it in the same session has settled (failed or not).
+ * One task at a time per session, sessions side by side: each session key has a chain of tasks, and
+ * a task starts when the one before it in the same session has settled (failed or not). The Slack
+ * and Discord inbound handlers accept a conversation's events through it in the order they came.
  */
 export interface SessionQueue {
   run<T>(sessionId: string, task: () => Promise<T>): Promise<T>;

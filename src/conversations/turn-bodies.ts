@@ -1,8 +1,8 @@
 /**
  * The bodies of a conversation's turns, on the store port: a message's run (superseding what
  * waited, the quota check, a run slot, then a pipeline or the agent), a paused run's continuation,
- * and what a run's end shows (its approvals' buttons, then the outcome). conversations.ts decides
- * when and where they run, in its session queue or as turns the run queue hands it.
+ * and what a run's end shows (its approvals' buttons, then the outcome). queued-turns.ts decides
+ * which of them a turn the run queue hands a worker runs.
  */
 import { approvalsAwaited } from "../tools/executor.js";
 import type { ApprovalDecision } from "../tools/types.js";

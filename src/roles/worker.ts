@@ -15,10 +15,11 @@ import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
 import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
 import { createAgentConfig, type GlassboxAgent } from "../setup.js";
+import type { AgentConfig } from "../agent/loop.js";
 import type { StorePort } from "../store/port.js";
 import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
-import { openWorkerSurfaces } from "../adapters/surfaces.js";
+import { openWorkerSurfaces, type WorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 import { examplePrompts, exampleRequests, type ExamplePrompt } from "../adapters/example-requests.js";
 import type { UploadShelf } from "../adapters/web/web-uploads.js";
@@ -47,18 +48,25 @@ export interface WorkerRole {
   stop(): Promise<void>;
 }
 
+/** What a worker runs turns with: the agent, with its pipelines and where its tools came from when it has them. */
+export type WorkerAgent = AgentConfig & Partial<Pick<GlassboxAgent, "pipelines" | "toolSources">>;
+
 export interface WorkerRoleOptions {
   config: GlassboxConfig;
   /** The store and the run queue (openDeployment); the role leaves them open when it stops. */
   deployment: Deployment;
   log: Logger;
   /** The agent to run turns with; by default built from `config` (and closed when the role stops). */
-  agent?: GlassboxAgent;
+  agent?: WorkerAgent;
+  /** Where runs show; by default the platforms' of `config` (left open when the role stops, when given). */
+  surfaces?: WorkerSurfaces;
   /** Turns run at once (GLASSBOX_WORKER_CONCURRENCY). */
   concurrency: number;
   /** How often expired approvals are swept (default 30 s). */
   sweepMs?: number;
   stopGraceMs?: number;
+  /** How long a turn waits for a run slot before its surface says it is queued (default QUEUED_NOTICE_MS). */
+  queuedNoticeMs?: number;
   /** Files uploaded to the web server in this process (`all`), which its messages' runs read. */
   uploads?: UploadShelf;
 }
@@ -73,10 +81,14 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       await close().catch((error: unknown) => log.warn({ error: (error as Error).message }, "worker: closing failed"));
   };
   try {
-    const agent = options.agent ?? (await createAgentConfig(config, log, { port: store }));
-    if (!options.agent) closing.push(() => agent.close());
-    const surfaces = await openWorkerSurfaces(config, log, store.publishText, options.uploads);
-    closing.push(() => surfaces.close());
+    const built = async (): Promise<WorkerAgent> => {
+      const made = await createAgentConfig(config, log, { port: store });
+      closing.push(() => made.close());
+      return made;
+    };
+    const agent = options.agent ?? (await built());
+    const surfaces = options.surfaces ?? (await openWorkerSurfaces(config, log, store.publishText, options.uploads));
+    if (!options.surfaces) closing.push(() => surfaces.close());
     const conversations = createConversations(agent, store, {
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
@@ -84,6 +96,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       approvalTtlSeconds: config.approvalTtlSeconds,
       dailyLimits: config.dailyLimits,
       pipelines: agent.pipelines,
+      queuedNoticeMs: options.queuedNoticeMs,
       onError: (error, context) => log.error({ error: (error as Error).message }, `worker: failed ${context}`),
     });
     // "stop" anywhere reaches the run here within a moment; between steps the run also asks the store.
@@ -127,7 +140,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       .catch((error: unknown) =>
         log.warn({ error: (error as Error).message }, "worker: the first approval sweep failed; it runs again shortly"),
       );
-    const hints = exampleRequests(agent.toolSources);
+    const toolSources = agent.toolSources ?? new Map();
+    const hints = exampleRequests(toolSources);
     const toolNames = agent.tools.names();
     // What ingress processes (which load no tools) name and suggest while this worker lives.
     await store
@@ -169,7 +183,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       replay: replayOn(agent.model, store),
       hints,
       toolNames,
-      prompts: examplePrompts(agent.toolSources, 4),
+      prompts: examplePrompts(toolSources, 4),
     };
   } catch (error) {
     await closeAll();

@@ -91,6 +91,8 @@ export interface TextNotice {
   text: string;
   /** With a run's end: the error it ended with (its code and sentence), which the run's row does not carry. */
   error?: { code: string; message: string };
+  /** The run waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS), which the store does not say: pages show it queued. */
+  queued?: true;
 }
 
 export type SessionStatusFilter = "error" | "awaiting_approval";

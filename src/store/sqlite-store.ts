@@ -132,8 +132,9 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     insertRun: db.prepare(
       "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
     ),
+    // An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
     acceptRun: db.prepare(
-      "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner)",
+      "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner, 0)",
     ),
     // The input the run starts with replaces the accepted one only where it adds to it (the lines of
     // the files the worker fetched; see agent/attachments.ts inputWithAttachments).

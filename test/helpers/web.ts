@@ -15,6 +15,7 @@ import type { AgentConfig } from "../../src/agent/run.js";
 import type { SqliteStore } from "../../src/store/sqlite-store.js";
 import { type GlassboxConfig, loadConfig } from "../../src/config.js";
 import type { Logger } from "../../src/logger.js";
+import type { Deployment } from "../../src/roles/deployment.js";
 import { type StartedRoles, startRoles } from "../../src/roles/start.js";
 import type { GlassboxAgent } from "../../src/setup.js";
 import type { StorePortOptions } from "../../src/store/index.js";
@@ -93,6 +94,8 @@ export interface WebServer {
 export interface Playground {
   url: string;
   web: WebServer;
+  /** The store and the in-process queue the pipeline runs on (for a message of another platform, say). */
+  deployment: Deployment;
   model: ScriptedModelServer;
   agent: AgentConfig & { store: SqliteStore };
   store: SqliteStore;
@@ -150,7 +153,7 @@ export async function startPlayground(
   });
   const web = webOf(roles);
   cleanups.push(() => web.stop());
-  return { url: web.url, web, model, agent, store: agent.store };
+  return { url: web.url, web, deployment: roles.deployment, model, agent, store: agent.store };
 }
 
 /** The web server without a model, as `npm start` runs it when none is configured. */

@@ -6,7 +6,8 @@
  * something (the empty notices of text-relay.ts, through StorePort.watchText: at once in one
  * process on SQLite, a NOTIFY on PostgreSQL) and about once a second besides, which covers a
  * notice missed. The answer's text streams as it is written: workers pass it on the same way,
- * never stored, so a piece missed is missed until the whole answer comes with the run's end.
+ * never stored, so a piece missed is missed until the whole answer comes with the run's end. A
+ * worker's notice that a run waits for a run slot becomes the `queued` event the page shows.
  */
 import { HttpError } from "./http.js";
 import { approvalView, createEventHub, type EventHub, type WebEvent } from "./event-hub.js";
@@ -110,6 +111,7 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     }
     const entry = followed.get(notice.sessionId);
     if (!entry) return;
+    if (notice.queued) return showQueued(notice.sessionId, notice.runId, entry);
     if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
     const seen = entry.runs?.get(notice.runId);
     // Shown at once when the step before it was sent with its calls' ends (each is stored before the next
@@ -130,6 +132,12 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
         : undefined;
     earlyText.set(notice.runId, early);
     readSoon(notice.sessionId, entry); // its start (or resumption) now, not at the next beat
+  }
+
+  /** A run that waits for a run slot, shown queued unless it was read as started already (a late notice). */
+  function showQueued(sessionId: string, runId: string, entry: Followed): void {
+    if (entry.runs?.get(runId)?.started) return;
+    inner.publish(sessionId, { type: "queued", runId, sessionId });
   }
 
   /** The text that came before the run was read as running, shown once it is. */

@@ -3,7 +3,7 @@
  * run stored something a page shows, passed on through the store (StorePort.publishText: listeners
  * in this process on SQLite, a NOTIFY on PostgreSQL) to the web servers whose pages follow the
  * session. Those read the rest of the run from the store at once (store-events.ts); approvals are
- * buttons on the page.
+ * buttons on the page. That a run waits for a run slot is a notice of its own, as the store does not say it.
  *
  * Text is gathered per run and sent about every `everyMs` and at each step's end, so a fast model
  * makes a few notices a second, not one a token; each notice stays under NOTIFY's 8,000 bytes.
@@ -85,6 +85,9 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
       askApproval: async (approval) => {
         news(approval.runId, 0);
         return undefined;
+      },
+      queued(runId) {
+        if (runId) send({ sessionId, runId, step: 0, text: "", queued: true });
       },
     };
   };

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createConversations } from "../../../src/conversations/conversations.js";
+import { messageTurn, workOf } from "../../../src/conversations/turns.js";
 import { GlassboxError } from "../../../src/agent/errors.js";
 import { COMPLETION_ALLOWANCE_TOKENS, createSpendingGuard, HOLD_MARGIN_MS } from "../../../src/agent/quota.js";
 import { loadConfig } from "../../../src/config.js";
@@ -39,21 +40,31 @@ for (const target of TARGETS) {
       try {
         expect(agent.port).toBe(port);
         expect("store" in agent).toBe(false); // the agent carries the port alone
+        // Turns as a worker runs them: each message accepted (stored, its run recorded) as ingress does, then runQueued.
         const conversations = createConversations(agent, agent.port, { dailyLimits: config.dailyLimits });
-        expect(await conversations.send({ input: "first", sessionId: "web:p1", userId: "U1" })).toMatchObject({
-          stopReason: "final",
-        });
+        const send = async (input: string, eventId: string) => {
+          const run = { runId: `run_${eventId}`, sessionId: "web:p1", userId: "U1", input };
+          const message = { message: { role: "user" as const, content: input }, tokens: 5 };
+          expect(await port.acceptEvent({ eventIds: [eventId], run, message })).toMatchObject({ kind: "accepted" });
+          return conversations.runQueued(workOf(messageTurn(run, [eventId])), {
+            signal: new AbortController().signal,
+            delivery: 1,
+          });
+        };
+        expect(await send("first", "Ev1")).toMatchObject({ stopReason: "final" });
         // The guard settled the call in this store: its ledger is at the cap for every handle.
         const elsewhere = await open();
         expect(
           await elsewhere.reserveQuota({ userId: "U1", tokens: 1, cost: 0, limits: { tokens: 1_000 } }),
         ).toMatchObject({ kind: "at_cap", cap: "tokens", spentTokens: 4_100 });
-        expect(await conversations.send({ input: "second", sessionId: "web:p1", userId: "U1" })).toMatchObject({
-          stopReason: "error",
-          error: { code: "quota" },
-        });
+        expect(await send("second", "Ev2")).toMatchObject({ stopReason: "error", error: { code: "quota" } });
         expect(server.requests).toHaveLength(1);
-        expect((await port.runsOfSession("web:p1")).map((run) => run.status)).toEqual(["final"]); // refused before it started: no run
+        // Refused before it started: its accepted run ends with the sentence, having spent nothing.
+        const runs = await port.runsOfSession("web:p1");
+        expect(runs.map((run) => [run.status, run.steps, run.promptTokens])).toEqual([
+          ["final", 1, 4_000],
+          ["error", 0, 0],
+        ]);
         expect(existsSync(join(directory, "glassbox.db"))).toBe(false);
       } finally {
         await agent.close();

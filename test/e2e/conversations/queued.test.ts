@@ -253,7 +253,7 @@ for (const target of TARGETS) {
       const work = await accept(store, "web:q8", "Take your time", "Ev8");
       const running = conversations.runQueued(work, first);
       await arrived.promise;
-      expect(conversations.busy(work.sessionId)).toBe(true);
+      expect((await store.run(work.runId))?.status).toBe("running");
       expect(conversations.stopRun("run_elsewhere")).toBe(false);
       expect(conversations.stopRun(work.runId)).toBe(true);
       expect(await running).toMatchObject({ stopReason: "cancelled" });

@@ -4,7 +4,8 @@
 // events the web surface would have sent: a start, a pause with its approvals, a decision, the
 // resume, the end; a running run's steps (model calls, tool calls running and ended, notes) as they are stored; a pipeline's stages as one answer; no sub-agent's run; an ended run's stream
 // closed; runs that ended before the page opened not sent again; the answer text workers pass on
-// (publishText) as it streams, in order with the stored steps, and none for an older step or an ended run.
+// (publishText) as it streams, in order with the stored steps, and none for an older step or an ended run;
+// a run waiting for a run slot, as its worker says, shown queued.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WebEvent } from "../../../src/adapters/web/event-hub.js";
 import { followStoreEvents, type StoreEvents } from "../../../src/adapters/web/store-events.js";
@@ -67,6 +68,23 @@ for (const target of TARGETS) {
         vi.waitFor(() => expect(heard.map((event) => event.type)).toEqual(types), WAIT);
       return { heard, said, stop: watching.stop };
     }
+
+    it("a run that waits for a run slot is shown queued when its worker says so, before it starts; a late notice is not shown", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:q1");
+      const run = runRecord("run_q", "web:q1", "web:ann", "when you can");
+      const message = { message: { role: "user" as const, content: "when you can" }, tokens: 4 };
+      await store.acceptEvent({ eventIds: [], run, message });
+      await store.publishText({ sessionId: "web:q1", runId: "run_q", step: 0, text: "", queued: true });
+      await page.said("queued");
+      expect(page.heard[0]).toEqual({ type: "queued", runId: "run_q", sessionId: "web:q1" });
+      await store.record([{ kind: "start_run", run }]);
+      await page.said("queued", "run_start");
+      // Heard after the run was read as started (a notice that came late): the page already shows it running.
+      await store.publishText({ sessionId: "web:q1", runId: "run_q", step: 0, text: "", queued: true });
+      await store.record([{ kind: "end_run", outcome: outcomeOf("run_q", { status: "final", output: "Done" }) }]);
+      await page.said("queued", "run_start", "run_end");
+    });
 
     it("a run's start, pause, decision, resume and end, as the worker writes them", async () => {
       const { store, events } = await open();

@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createConversations } from "../../../src/conversations/conversations.js";
+import type { RunResult } from "../../../src/agent/run.js";
 import { runAgent } from "../../../src/agent/loop.js";
 import { createMemory, SUMMARY_PROMPT } from "../../../src/agent/memory.js";
 import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite-store.js";
@@ -29,6 +29,7 @@ import type { ToolDefinition } from "../../../src/tools/types.js";
 import { call, closeServers, deferred, modelFor, startServer, textOf } from "../../helpers/agent.js";
 import { answerText, BUDGET_TOKENS, reportTool, requestText, SESSION_ID, USER_ID } from "../fixtures/report-tool.js";
 import { sqlitePortOf } from "../../../src/store/sqlite.js";
+import { startPipeline } from "../../helpers/pipeline.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
@@ -486,7 +487,7 @@ const lookupTool: ToolDefinition = {
 interface Workload {
   store: SqliteStore;
   server: ScriptedModelServer;
-  results: Awaited<ReturnType<ReturnType<typeof createConversations>["send"]>>[];
+  results: RunResult[];
   manyInputs: string[];
   singleInputs: string[];
   /** Most distinct many-* sessions with a model request in flight at one moment. */
@@ -497,8 +498,8 @@ interface Workload {
 }
 
 /**
- * 20 sessions with one message each and 5 messages to one session, all sent at once through
- * createConversations. The model holds the first request of every many-* session until all 20
+ * 20 sessions with one message each and 5 messages to one session, all sent at once through the
+ * pipeline (stored and enqueued as an inbound handler does; the in-process queue and the worker). The model holds the first request of every many-* session until all 20
  * are in flight together (a barrier: serial sessions could never pass it), then answers.
  */
 async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Promise<Workload> {
@@ -540,7 +541,7 @@ async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Pr
     log: { warn: (fields, message) => void warnings.push(`${message} ${JSON.stringify(fields)}`), debug: () => {} },
   });
   const agent: AgentConfig = { model, tools: createToolRegistry([lookupTool]), memory };
-  const conversations = createConversations(agent, sqlitePortOf(store));
+  const conversations = await startPipeline({ agent, store: sqlitePortOf(store) });
   const manyInputs = Array.from({ length: MANY }, (_, index) => `many-${index} #1`);
   const singleInputs = Array.from({ length: SINGLE_RUNS }, (_, index) => `single #${index + 1}`);
   try {
@@ -551,6 +552,7 @@ async function runWorkload(dbPath: string, onRequest: () => void = () => {}): Pr
     return { store, server, results, manyInputs, singleInputs, maxManyInFlight, maxSingleInFlight, warnings };
   } finally {
     clearTimeout(safety);
+    await conversations.close();
   }
 }
 
@@ -595,11 +597,20 @@ function checkWorkload(workload: Workload): void {
     checkTurn(rowsOf.all(`web:many-${index}`) as MessageRow[], (results[index] as { runId: string }).runId, input);
   });
 
-  // The single session's runs never interleave: five contiguous blocks, in the order they were sent.
+  // The single session's runs never interleave: each message is stored as it arrives, in the order
+  // they were sent, and each run's own messages come after everything of the run before it.
   const singleRows = rowsOf.all("web:single") as MessageRow[];
   expect(singleRows).toHaveLength(4 * SINGLE_RUNS);
+  const singleRuns = singleInputs.map((_, index) => (results[MANY + index] as { runId: string }).runId);
+  expect(singleRows.filter((row) => row.role === "user").map((row) => row.content)).toEqual(singleInputs);
   singleInputs.forEach((input, index) => {
-    checkTurn(singleRows.slice(4 * index, 4 * index + 4), (results[MANY + index] as { runId: string }).runId, input);
+    const ofRun = singleRows.filter((row) => row.run_id === singleRuns[index]);
+    checkTurn(ofRun, singleRuns[index] as string, input);
+    const before = singleRows.filter((row) => row.run_id === singleRuns[index - 1]);
+    if (before.length > 0)
+      expect(Math.min(...ofRun.slice(1).map((row) => row.id))).toBeGreaterThan(
+        Math.max(...before.map((row) => row.id)),
+      );
   });
   expect(workload.maxSingleInFlight).toBe(1);
 
@@ -630,7 +641,7 @@ function checkWorkload(workload: Workload): void {
   expect(workload.maxManyInFlight).toBe(MANY);
 }
 
-describe("many sessions at once (createConversations over SQLite memory)", () => {
+describe("many sessions at once (the pipeline over SQLite memory)", () => {
   it("runs 20 sessions concurrently and 5 messages to one session in turn, losing and mixing nothing", {
     timeout: 60_000,
   }, async () => {

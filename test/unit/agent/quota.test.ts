@@ -1,10 +1,9 @@
-// Daily caps per user, through Conversations over the real loop, SQLite memory, traces and the
-// scripted model: a user over a cap gets one sentence and no model call; others are unaffected.
+// Daily caps per user, through the pipeline (the in-process queue, the worker) over the real loop,
+// SQLite memory, traces and the scripted model: a user over a cap gets one sentence and no model call; others are unaffected.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { createConversations } from "../../../src/conversations/conversations.js";
+import { afterEach, describe, expect, it } from "vitest";
 import type { AgentConfig } from "../../../src/agent/loop.js";
 import { createMemory } from "../../../src/agent/memory.js";
 import { quotaProblem } from "../../../src/agent/quota.js";
@@ -17,8 +16,14 @@ import { createToolRegistry } from "../../../src/tools/registry.js";
 import { startServer } from "../../helpers/agent.js";
 import { cleanUpAfterEach, openTestStore, testModel } from "../../helpers/memory.js";
 import { sqlitePortOf } from "../../../src/store/sqlite.js";
+import { type Pipeline, startPipeline } from "../../helpers/pipeline.js";
 
 const counter = await createTokenCounter("o200k_base");
+
+const pipelines: Pipeline[] = [];
+afterEach(async () => {
+  for (const pipeline of pipelines.splice(0)) await pipeline.close();
+});
 
 describe("daily caps per user", () => {
   cleanUpAfterEach();
@@ -35,7 +40,9 @@ describe("daily caps per user", () => {
       memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
       trace: createTraceRecorder(sqlitePortOf(store)),
     };
-    return { server, store, conversations: createConversations(agent, sqlitePortOf(store), { dailyLimits }) };
+    const conversations = await startPipeline({ agent, store: sqlitePortOf(store), settings: { dailyLimits } });
+    pipelines.push(conversations);
+    return { server, store, conversations };
   }
 
   it("refuses a user over the token cap with one sentence, before any model call", async () => {
@@ -84,7 +91,12 @@ describe("quotas hold under concurrency", () => {
     });
     const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     try {
-      const conversations = createConversations(agent, sqlitePortOf(agent.store), { dailyLimits: config.dailyLimits });
+      const conversations = await startPipeline({
+        agent,
+        store: agent.port,
+        settings: { dailyLimits: config.dailyLimits },
+      });
+      pipelines.push(conversations);
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
           conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" }),
@@ -110,6 +122,7 @@ describe("quotas hold under concurrency", () => {
         "final",
       );
     } finally {
+      await pipelines.pop()?.close();
       await agent.close();
       rmSync(directory, { recursive: true, force: true });
     }

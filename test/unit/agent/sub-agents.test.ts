@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatRunTimeline } from "../../../src/adapters/trace-report.js";
-import { createConversations } from "../../../src/conversations/conversations.js";
 import { runAgent } from "../../../src/agent/loop.js";
 import { parseAgentsConfig } from "../../../src/agent/sub-agents.js";
 import { createTraceReader } from "../../../src/store/sqlite-traces.js";
@@ -15,7 +14,7 @@ import { sqliteAgentConfig, type SqliteAgent } from "../../helpers/sqlite-agent.
 import type { ChatCompletionRequestBody } from "../../../src/testing/scripted-model-server.js";
 import type { ApprovalRequest } from "../../../src/tools/types.js";
 import { closeServers, startServer } from "../../helpers/agent.js";
-import { sqlitePortOf } from "../../../src/store/sqlite.js";
+import { type Pipeline, type PipelineOptions, startPipeline } from "../../helpers/pipeline.js";
 
 const agentsFile = {
   agents: {
@@ -44,7 +43,9 @@ const lastTool = (body: ChatCompletionRequestBody) =>
   String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
 
 let agent: SqliteAgent | undefined;
+const pipelines: Pipeline[] = [];
 afterEach(async () => {
+  for (const pipeline of pipelines.splice(0)) await pipeline.close();
   await agent?.close();
   agent = undefined;
   await closeServers();
@@ -67,6 +68,13 @@ async function setUp(
   });
   agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }), approve ? { approve } : {});
   return { server, agent, config };
+}
+
+/** The pipeline over the agent (its pipelines too), closed after the test. */
+async function pipelineOver(over: SqliteAgent, options: Partial<PipelineOptions> = {}): Promise<Pipeline> {
+  const pipeline = await startPipeline({ agent: over, store: over.port, ...options });
+  pipelines.push(pipeline);
+  return pipeline;
 }
 
 describe("specialists as tools", () => {
@@ -183,23 +191,12 @@ describe("a specialist's approval in a chat", () => {
       ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` }
       : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
   };
-  const recordingSurface = () => {
-    const shown: Array<{ id: string; toolName: string; requester: string }> = [];
-    const surface = {
-      onEvent: () => {},
-      finish: async () => {},
-      askApproval: async (approval: { id: string; toolName: string; requester: string }) => {
-        shown.push(approval);
-        return "C1:1";
-      },
-    };
-    return { shown, surface };
-  };
+  const buttons = { approvalRef: () => "C1:1" };
 
   it("reaches the person through the conversation's buttons; both runs pause, and go on when they approve", async () => {
     const { agent } = await setUp(clerkScript);
-    const { shown, surface } = recordingSurface();
-    const conversations = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
+    const conversations = await pipelineOver(agent, buttons);
+    const shown = conversations.shown.asked;
     const paused = await conversations.send({ input: "cancel my order", sessionId: "web:live", userId: "U1" });
     expect(paused.stopReason).toBe("awaiting_approval");
     expect(paused.output).toBe("Waiting for a person to approve: cancel_order.");
@@ -209,33 +206,34 @@ describe("a specialist's approval in a chat", () => {
     const [clerk] = traces.childrenOf(paused.runId);
     expect(clerk).toMatchObject({ status: "awaiting_approval", parentRunId: paused.runId });
 
-    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U2", approved: true })).kind).toBe(
+    expect((await conversations.click({ approvalId: shown[0]!.id, userId: "U2", approved: true })).kind).toBe(
       "not_allowed",
     );
-    const decided = await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
+    const decided = await conversations.click({ approvalId: shown[0]!.id, userId: "U1", approved: true });
     expect(decided.kind).toBe("decided");
     const result = await decided.resumed;
     expect(result?.output).toBe("main: clerk: cancelled");
     expect(traces.run(paused.runId)?.status).toBe("final");
     expect(traces.run(clerk!.runId)?.status).toBe("final");
-    expect((await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe(
+    expect((await conversations.click({ approvalId: shown[0]!.id, userId: "U1", approved: true })).kind).toBe(
       "already_decided",
     );
   });
 
   it("survives a restart between the buttons and the click", async () => {
     const { agent: first, server, config } = await setUp(clerkScript);
-    const { shown, surface } = recordingSurface();
-    const before = createConversations(first, sqlitePortOf(first.store), { openSurface: () => surface });
+    const before = await pipelineOver(first, buttons);
+    const shown = before.shown.asked;
     const paused = await before.send({ input: "cancel my order", sessionId: "web:restart", userId: "U1" });
     expect(paused.stopReason).toBe("awaiting_approval");
+    await pipelines.pop()?.close();
     await first.close();
     agent = undefined;
 
-    // A new process: a new agent and conversations over the same database; the person clicks now.
+    // A new process: a new agent and pipeline over the same database; the person clicks now.
     agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
-    const after = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
-    const decided = await after.decide({ approvalId: shown[0]!.id, userId: "U1", approved: true });
+    const after = await pipelineOver(agent, buttons);
+    const decided = await after.click({ approvalId: shown[0]!.id, userId: "U1", approved: true });
     expect(decided.kind).toBe("decided");
     expect((await decided.resumed)?.output).toBe("main: clerk: cancelled");
     // The shop really cancelled it, once; the main run's usage counts the clerk's tokens.
@@ -261,10 +259,10 @@ describe("a specialist's approval in a chat", () => {
         ? { content: `main: ${JSON.parse(lastTool(body)).data.answer}` }
         : { toolCalls: [{ name: "agent_clerk", arguments: '{"task":"Cancel order 20240410003"}' }] };
     });
-    const { shown, surface } = recordingSurface();
-    const conversations = createConversations(agent, sqlitePortOf(agent.store), { openSurface: () => surface });
+    const conversations = await pipelineOver(agent, buttons);
     await conversations.send({ input: "cancel my order", sessionId: "web:deny", userId: "U1" });
-    const decided = await conversations.decide({ approvalId: shown[0]!.id, userId: "U1", approved: false });
+    const shown = conversations.shown.asked;
+    const decided = await conversations.click({ approvalId: shown[0]!.id, userId: "U1", approved: false });
     expect((await decided.resumed)?.output).toBe("main: clerk: error");
   });
 });
@@ -277,7 +275,7 @@ describe("pipelines", () => {
         ? { content: `facts about <${input}>` }
         : { content: `reply based on [${input}]` };
     });
-    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
+    const conversations = await pipelineOver(agent);
     const result = await conversations.send({
       input: "/pipeline triage order 20240315001 is late",
       sessionId: "web:p",
@@ -296,7 +294,7 @@ describe("pipelines", () => {
         ? { content: request.includes("order 77 shipped late") ? "the file says order 77 shipped late" : "no file" }
         : { content: "reply" };
     });
-    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
+    const conversations = await pipelineOver(agent);
     const data = new TextEncoder().encode("order 77 shipped late\n");
     const result = await conversations.send({
       input: "/pipeline triage what does the log say?",
@@ -313,26 +311,20 @@ describe("pipelines", () => {
 
   it("regression: a pipeline given a run id (an accepted HTTP API run) runs its first stage under it and each later stage as a run of its own", async () => {
     const { agent } = await setUp((body) => ({ content: who(body) === "RESEARCHER" ? "facts" : "reply" }));
-    const conversations = createConversations(agent, sqlitePortOf(agent.store), { pipelines: agent.pipelines });
-    agent.store.acceptRun({
-      runId: "run_accepted",
-      sessionId: "web:p2",
-      userId: "U1",
-      input: "/pipeline triage late order",
-    });
-    await conversations.send({
+    const conversations = await pipelineOver(agent);
+    const accepted = await conversations.accept({
       input: "/pipeline triage late order",
       sessionId: "web:p2",
       userId: "U1",
-      runId: "run_accepted",
     });
+    await accepted.result;
     const runs = agent.store.db
       .prepare("SELECT id, status, output FROM runs WHERE session_id = 'web:p2' ORDER BY started_at, rowid")
       .all() as Array<{ id: string; status: string; output: string }>;
     expect(runs).toHaveLength(2);
-    expect(runs[0]).toEqual({ id: "run_accepted", status: "final", output: "facts" });
+    expect(runs[0]).toEqual({ id: accepted.runId, status: "final", output: "facts" });
     expect(runs[1]).toMatchObject({ status: "final", output: "reply" });
-    expect(runs[1]?.id).not.toBe("run_accepted");
+    expect(runs[1]?.id).not.toBe(accepted.runId);
   });
 });
 

@@ -1,22 +1,23 @@
-// Bounded load: GLASSBOX_MAX_CONCURRENT_RUNS bounds the runs in progress across the conversation
-// services of a process (the same agent); the rest wait in arrival order, each session in its own
-// order, and a chat hears that its request is queued once it has waited a while.
+// Bounded load: GLASSBOX_MAX_CONCURRENT_RUNS bounds the runs in progress in a process (the same
+// agent, whatever platform a conversation is on); the rest wait in arrival order, each session in
+// its own order, and a chat hears that its request is queued once it has waited a while.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import type { Approval } from "../../../src/agent/approvals.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { QUEUED_TEXT as DISCORD_QUEUED_TEXT } from "../../../src/adapters/discord/discord-surface.js";
 import { QUEUED_TEXT as SLACK_QUEUED_TEXT } from "../../../src/adapters/slack/slack-surface.js";
-import { createConversations, QUEUED_NOTICE_MS, type ChatSurface } from "../../../src/conversations/conversations.js";
+import { QUEUED_NOTICE_MS } from "../../../src/conversations/conversations.js";
 import type { AgentEvent } from "../../../src/agent/events.js";
-import type { RunResult } from "../../../src/agent/run.js";
 import { loadConfig } from "../../../src/config.js";
 import { createLogger } from "../../../src/logger.js";
 import { createAgentConfig, type GlassboxAgent } from "../../../src/setup.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 import * as discord from "../../helpers/discord.js";
 import * as slack from "../../helpers/slack.js";
+import { startPipeline } from "../../helpers/pipeline.js";
+
+const WAIT = { timeout: 15_000, interval: 10 };
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -41,43 +42,43 @@ async function setUp(env: Record<string, string>): Promise<{ agent: GlassboxAgen
   return { agent, model };
 }
 
-/** A chat surface that writes down what a person would see: queued notices and answers. */
-function recordingSurface(log: string[], sessionId: string): ChatSurface {
-  return {
-    onEvent: (event: AgentEvent) => void (event.type === "run_start" && log.push(`start ${sessionId} ${event.input}`)),
-    finish: async (result: RunResult) => void log.push(`end ${sessionId} ${result.stopReason}`),
-    askApproval: async (_approval: Approval) => undefined,
-    queued: () => void log.push(`queued ${sessionId}`),
-  };
+/** The pipeline over the agent, writing down what a person would see: queued notices, starts and ends. */
+async function pipelineOver(agent: GlassboxAgent, log: string[] = [], onEvent?: (event: AgentEvent) => void) {
+  const pipeline = await startPipeline({
+    agent,
+    store: agent.port,
+    queuedNoticeMs: 60,
+    onEvent(event, sessionId) {
+      if (event.type === "run_start") log.push(`start ${sessionId} ${event.input}`);
+      onEvent?.(event);
+    },
+    onQueued: (sessionId) => void log.push(`queued ${sessionId}`),
+  });
+  cleanups.push(() => pipeline.close());
+  return pipeline;
 }
 
 describe("bounded load", () => {
-  it("runs at most GLASSBOX_MAX_CONCURRENT_RUNS at once across two adapters' conversations; the rest start in arrival order, each session in its order", async () => {
+  it("runs at most GLASSBOX_MAX_CONCURRENT_RUNS at once across Slack's and Discord's conversations; the rest start in arrival order, each session in its order", async () => {
     const { agent } = await setUp({ GLASSBOX_MAX_CONCURRENT_RUNS: "2" });
     const log: string[] = [];
-    // Two conversation services over one agent, as Slack and Discord share it in one process.
-    const slackLike = createConversations(agent, agent.port, {
-      openSurface: (sessionId) => recordingSurface(log, sessionId),
-      queuedNoticeMs: 60,
-    });
-    const discordLike = createConversations(agent, agent.port, {
-      openSurface: (sessionId) => recordingSurface(log, sessionId),
-      queuedNoticeMs: 60,
-    });
     let inProgress = 0;
     let most = 0;
-    const track = (event: AgentEvent) => {
+    // One worker runs every platform's turns over one agent, as in one process.
+    const pipeline = await pipelineOver(agent, log, (event) => {
       if (event.type === "run_start") most = Math.max(most, ++inProgress);
       if (event.type === "run_end") inProgress--;
-    };
-    const sends = [
-      slackLike.send({ sessionId: "slack:T:C:1", userId: "U1", input: "one", onEvent: track }),
-      discordLike.send({ sessionId: "discord:dm:1", userId: "U2", input: "two", onEvent: track }),
-      slackLike.send({ sessionId: "slack:T:C:2", userId: "U3", input: "three", onEvent: track }),
-      discordLike.send({ sessionId: "discord:dm:1", userId: "U2", input: "four", onEvent: track }),
-      slackLike.send({ sessionId: "slack:T:C:3", userId: "U4", input: "five", onEvent: track }),
-    ];
-    const results = await Promise.all(sends);
+    });
+    const accepted = [];
+    for (const message of [
+      { sessionId: "slack:T:C:1", userId: "U1", input: "one" },
+      { sessionId: "discord:dm:1", userId: "U2", input: "two" },
+      { sessionId: "slack:T:C:2", userId: "U3", input: "three" },
+      { sessionId: "discord:dm:1", userId: "U2", input: "four" },
+      { sessionId: "slack:T:C:3", userId: "U4", input: "five" },
+    ])
+      accepted.push(await pipeline.accept(message));
+    const results = await Promise.all(accepted.map((message) => message.result));
     expect(results.map((result) => result.stopReason)).toEqual(["final", "final", "final", "final", "final"]);
     expect(most).toBe(2);
     const starts = log.filter((line) => line.startsWith("start")).map((line) => line.split(" ").at(-1));
@@ -88,21 +89,21 @@ describe("bounded load", () => {
     expect(log).toContain("queued slack:T:C:3");
     expect(log).not.toContain("queued slack:T:C:1");
     expect(log.indexOf("queued slack:T:C:3")).toBeLessThan(log.indexOf("start slack:T:C:3 five"));
+    await pipeline.idle();
     expect(agent.runSlots?.counts()).toEqual({ running: 0, waiting: 0 });
   });
 
   it("a request stopped while it waits for a slot never starts and makes no model call", async () => {
     const { agent, model } = await setUp({ GLASSBOX_MAX_CONCURRENT_RUNS: "1" });
-    const conversations = createConversations(agent, agent.port);
-    const first = conversations.send({ sessionId: "web:a", userId: "U1", input: "first" });
-    const waiting = conversations.send({ sessionId: "web:b", userId: "U2", input: "second" });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(conversations.stop("web:b")).toBe(true);
-    expect(await waiting).toMatchObject({ stopReason: "cancelled", steps: 0 });
-    expect((await first).stopReason).toBe("final");
+    const pipeline = await pipelineOver(agent);
+    const first = await pipeline.accept({ sessionId: "web:a", userId: "U1", input: "first" });
+    const waiting = await pipeline.accept({ sessionId: "web:b", userId: "U2", input: "second" });
+    await vi.waitFor(() => expect(agent.runSlots?.counts()).toEqual({ running: 1, waiting: 1 }), WAIT);
+    expect(await pipeline.stop("web:b")).toBe(true);
+    expect(await waiting.result).toMatchObject({ stopReason: "cancelled", steps: 0 });
+    expect((await first.result).stopReason).toBe("final");
     expect(model.requests).toHaveLength(1);
   });
-
   it("the default bound is 100 and GLASSBOX_MAX_CONCURRENT_RUNS must be a whole number above 0", () => {
     expect(loadConfig({}).maxConcurrentRuns).toBe(100);
     expect(() => loadConfig({ GLASSBOX_MAX_CONCURRENT_RUNS: "2.5" })).toThrow(

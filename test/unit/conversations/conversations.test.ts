@@ -1,106 +1,55 @@
-// One run at a time per session, sessions side by side: the session queue on its own, then
-// Conversations over the real loop, SQLite memory and the scripted model server. Ordering is proved
-// by what each request contains and by promises the script waits on — never by timing.
-import { describe, expect, it } from "vitest";
-import { createConversations } from "../../../src/conversations/conversations.js";
+// One run at a time per session, sessions side by side: a conversation on the pipeline (the
+// in-process queue, the worker, runQueued) over the real loop, SQLite memory and the scripted model
+// server, driven as the inbound handlers drive it. Ordering is proved by what each request contains
+// and by promises the script waits on — never by timing.
+import { afterEach, describe, expect, it } from "vitest";
 import type { AgentConfig } from "../../../src/agent/loop.js";
 import { createMemory } from "../../../src/agent/memory.js";
-import { createSessionQueue } from "../../../src/conversations/session-queue.js";
 import { createTokenCounter } from "../../../src/agent/tokens.js";
 import type { Script } from "../../../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../../../src/tools/registry.js";
 import { deferred, startServer, textOf } from "../../helpers/agent.js";
 import { cleanUpAfterEach, expectValidProtocol, openTestStore, testModel } from "../../helpers/memory.js";
 import { sqlitePortOf } from "../../../src/store/sqlite.js";
-
-/** Lets every pending promise callback run (no timer involved beyond one turn of the event loop). */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-describe("createSessionQueue", () => {
-  it("runs the tasks of one session one after the other, in order", async () => {
-    const queue = createSessionQueue();
-    const log: string[] = [];
-    const gate = deferred();
-    const first = queue.run("s", async () => {
-      log.push("first start");
-      await gate.promise;
-      log.push("first end");
-      return 1;
-    });
-    const second = queue.run("s", async () => {
-      log.push("second start");
-      return 2;
-    });
-    const third = queue.run("s", async () => {
-      log.push("third start");
-      return 3;
-    });
-    await settle();
-    expect(log).toEqual(["first start"]);
-    expect(queue.busy("s")).toBe(true);
-    gate.resolve();
-    expect(await Promise.all([first, second, third])).toEqual([1, 2, 3]);
-    expect(log).toEqual(["first start", "first end", "second start", "third start"]);
-    await settle();
-    expect(queue.busy("s")).toBe(false);
-  });
-
-  it("runs different sessions side by side", async () => {
-    const queue = createSessionQueue();
-    const gate = deferred();
-    const slow = queue.run("a", async () => {
-      await gate.promise;
-      return "a";
-    });
-    // Session b finishes while a is still waiting; were they serialized, this would never resolve.
-    expect(await queue.run("b", async () => "b")).toBe("b");
-    expect(queue.busy("a")).toBe(true);
-    gate.resolve();
-    expect(await slow).toBe("a");
-  });
-
-  it("goes on after a task that fails (rejects or throws at once), and passes the failure to its caller", async () => {
-    const queue = createSessionQueue();
-    const rejected = queue.run("s", async () => {
-      throw new Error("boom");
-    });
-    const thrown = queue.run("s", () => {
-      throw new Error("thrown synchronously");
-    });
-    const next = queue.run("s", async () => "still runs");
-    await expect(rejected).rejects.toThrow("boom");
-    await expect(thrown).rejects.toThrow("thrown synchronously");
-    expect(await next).toBe("still runs");
-    await settle();
-    expect(queue.busy("s")).toBe(false);
-  });
-});
+import type { SqliteStore } from "../../../src/store/sqlite-store.js";
+import type { StorePort } from "../../../src/store/port.js";
+import type { ToolDefinition } from "../../../src/tools/types.js";
+import { startPipeline, type Pipeline, type PipelineOptions } from "../../helpers/pipeline.js";
 
 const counter = await createTokenCounter("o200k_base");
 
-describe("createConversations", () => {
+describe("a conversation on the pipeline", () => {
   cleanUpAfterEach();
+  const pipelines: Pipeline[] = [];
+  afterEach(async () => {
+    for (const pipeline of pipelines.splice(0)) await pipeline.close();
+  });
 
-  async function setUp(script: Script) {
+  async function setUp(script: Script, tools: ToolDefinition[] = [], options: Partial<PipelineOptions> = {}) {
     const server = await startServer({ script });
     const store = openTestStore();
+    const port = sqlitePortOf(store);
     const model = testModel(server);
     const agent: AgentConfig = {
       model,
-      tools: createToolRegistry([]),
-      memory: createMemory({ store: sqlitePortOf(store), model, counter, budgetTokens: 12_000 }),
+      tools: createToolRegistry(tools),
+      memory: createMemory({ store: port, model, counter, budgetTokens: 12_000 }),
     };
-    return { server, store, conversations: createConversations(agent, sqlitePortOf(store)) };
+    const pipeline = await startPipeline({ agent, store: port, ...options });
+    pipelines.push(pipeline);
+    return { server, store, port, pipeline };
   }
 
   const rolesAndTexts = (messages: Array<{ role: string; content?: unknown }>) =>
     messages.map((message) => `${message.role}: ${textOf(message as never)}`);
+  const statusOf = (store: SqliteStore, runId: string) =>
+    store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(runId);
 
   it("answers two messages sent at once to one session one after the other, never interleaved", async () => {
-    const { server, store, conversations } = await setUp((_, index) => ({ content: `answer ${index + 1}` }));
+    const { server, store, pipeline } = await setUp((_, index) => ({ content: `answer ${index + 1}` }));
     const [first, second] = await Promise.all([
-      conversations.send({ input: "question 1", sessionId: "slack:T1:C1:1.1", userId: "U1" }),
-      conversations.send({ input: "question 2", sessionId: "slack:T1:C1:1.1", userId: "U2" }),
+      pipeline.send({ input: "question 1", sessionId: "slack:T1:C1:1.1", userId: "U1" }),
+      pipeline.send({ input: "question 2", sessionId: "slack:T1:C1:1.1", userId: "U2" }),
     ]);
     expect([first.output, second.output]).toEqual(["answer 1", "answer 2"]);
     // The second run started after the first had answered: its first request holds that answer.
@@ -109,29 +58,41 @@ describe("createConversations", () => {
       "assistant: answer 1",
       "user: question 2",
     ]);
+    // The first run never saw the question that came after it.
+    expect(rolesAndTexts(server.requests[0]?.body.messages.slice(1) ?? [])).toEqual(["user: question 1"]);
+    // Each message stored once, the questions as they arrived (accepted means stored), the answers as written.
     const rows = store.db.prepare("SELECT role, content FROM messages ORDER BY id").all() as Array<{
       role: string;
       content: string;
     }>;
     expect(rows.map((row) => `${row.role}: ${row.content}`)).toEqual([
       "user: question 1",
+      "user: question 2",
+      "assistant: answer 1",
+      "assistant: answer 2",
+    ]);
+    // A later run sees the conversation as it went: each question with its answer.
+    await pipeline.send({ input: "question 3", sessionId: "slack:T1:C1:1.1", userId: "U1" });
+    expect(rolesAndTexts(server.requests[2]?.body.messages.slice(1) ?? [])).toEqual([
+      "user: question 1",
       "assistant: answer 1",
       "user: question 2",
       "assistant: answer 2",
+      "user: question 3",
     ]);
   });
 
   it("runs different sessions concurrently", { timeout: 10_000 }, async () => {
     // The model answers nobody until two requests are in: with sessions run one at a time, it never would.
     const bothArrived = deferred();
-    const { server, conversations } = await setUp(async () => {
+    const { server, pipeline } = await setUp(async () => {
       if (server.requests.length >= 2) bothArrived.resolve();
       await bothArrived.promise;
       return { content: "together" };
     });
     const results = await Promise.all([
-      conversations.send({ input: "in channel one", sessionId: "slack:T1:C1:1.1", userId: "U1" }),
-      conversations.send({ input: "in channel two", sessionId: "slack:T1:C2:2.2", userId: "U1" }),
+      pipeline.send({ input: "in channel one", sessionId: "slack:T1:C1:1.1", userId: "U1" }),
+      pipeline.send({ input: "in channel two", sessionId: "slack:T1:C2:2.2", userId: "U1" }),
     ]);
     expect(results.map((result) => result.output)).toEqual(["together", "together"]);
     expect(server.requests.map((request) => textOf(request.body.messages.at(-1)))).toEqual(
@@ -139,92 +100,86 @@ describe("createConversations", () => {
     );
   });
 
-  it("stop() cancels the running run; the message queued behind it still runs", async () => {
+  it("a stop cancels the running run; the message queued behind it still runs", async () => {
     const arrived = deferred();
-    const { server, store, conversations } = await setUp((_, index) => {
+    const { server, store, pipeline } = await setUp((_, index) => {
       if (index === 0) {
         arrived.resolve();
         return { hang: true };
       }
       return { content: "second answered" };
     });
-    expect(conversations.stop("web:s")).toBe(false);
-    const first = conversations.send({ input: "a long question", sessionId: "web:s", userId: "U1" });
-    const second = conversations.send({ input: "another question", sessionId: "web:s", userId: "U1" });
+    expect(await pipeline.stop("web:s")).toBe(false);
+    const first = await pipeline.accept({ input: "a long question", sessionId: "web:s", userId: "U1" });
+    const second = await pipeline.accept({ input: "another question", sessionId: "web:s", userId: "U1" });
     await arrived.promise;
-    expect(conversations.busy("web:s")).toBe(true);
-    expect(conversations.stop("web:s")).toBe(true);
+    expect(statusOf(store, first.runId)).toBe("running");
+    expect(statusOf(store, second.runId)).toBe("accepted");
+    // The page's stop button: the run it shows.
+    expect(await pipeline.stop("web:s", first.runId)).toBe(true);
 
-    const cancelled = await first;
+    const cancelled = await first.result;
     expect(cancelled.stopReason).toBe("cancelled");
-    expect(await second).toMatchObject({ stopReason: "final", output: "second answered" });
-    expect(store.db.prepare("SELECT status FROM runs WHERE id = ?").pluck().get(cancelled.runId)).toBe("cancelled");
+    expect(await second.result).toMatchObject({ stopReason: "final", output: "second answered" });
+    expect(statusOf(store, cancelled.runId)).toBe("cancelled");
     const sent = server.requests[1]?.body.messages ?? [];
     expectValidProtocol(sent);
     expect(textOf(sent.at(-1))).toBe("another question");
-    await settle();
-    expect(conversations.busy("web:s")).toBe(false);
+    expect(await pipeline.stop("web:s")).toBe(false);
   });
 
-  it("reset() stops the running run and the next message starts afresh (the old messages kept)", async () => {
+  it("a stop and a reset: the running run stops and the next message starts afresh (the old messages kept)", async () => {
     const arrived = deferred();
-    const { server, store, conversations } = await setUp((_, index) => {
+    const { server, store, pipeline } = await setUp((_, index) => {
       if (index === 1) {
         arrived.resolve();
         return { hang: true };
       }
       return { content: `answer ${index + 1}` };
     });
-    await conversations.send({ input: "the code word is PELICAN", sessionId: "web:s", userId: "U1" });
-    const running = conversations.send({ input: "still there?", sessionId: "web:s", userId: "U1" });
+    await pipeline.send({ input: "the code word is PELICAN", sessionId: "web:s", userId: "U1" });
+    const running = await pipeline.accept({ input: "still there?", sessionId: "web:s", userId: "U1" });
     await arrived.promise;
-    conversations.reset("web:s");
-    const fresh = await conversations.send({ input: "what is the code word?", sessionId: "web:s", userId: "U1" });
-    expect((await running).stopReason).toBe("cancelled");
+    expect(await pipeline.stop("web:s")).toBe(true);
+    expect(await pipeline.reset("web:s")).toBe(true);
+    const fresh = await pipeline.send({ input: "what is the code word?", sessionId: "web:s", userId: "U1" });
+    expect((await running.result).stopReason).toBe("cancelled");
     expect(fresh.stopReason).toBe("final");
     expect(server.requests.at(-1)?.body.messages.map((message) => message.role)).toEqual(["system", "user"]);
     expect(JSON.stringify(server.requests.at(-1)?.body.messages)).not.toContain("PELICAN");
     expect(store.db.prepare("SELECT count(*) FROM messages WHERE content LIKE '%PELICAN%'").pluck().get()).toBe(1);
   });
 
-  it("reset() hands a store failure to its caller instead of an unhandled rejection, and the queue goes on", async () => {
-    const { store, conversations } = await setUp([]);
+  it("a reset the store cannot write reaches its caller instead of an unhandled rejection", async () => {
+    const { store, pipeline } = await setUp([]);
     store.close();
-    await expect(conversations.reset("web:s")).rejects.toThrow(/not open/);
-    await settle();
-    expect(conversations.busy("web:s")).toBe(false);
+    await expect(pipeline.reset("web:s")).rejects.toThrow(/not open/);
   });
 
   it("a run that pauses opens its approval in the pause's own commit, before the surface is asked to show it", async () => {
-    const server = await startServer({
-      script: () => ({ toolCalls: [{ id: "call_wipe", name: "wipe_cache", arguments: "{}" }] }),
-    });
-    const store = openTestStore();
-    const port = sqlitePortOf(store);
-    const model = testModel(server);
-    const wipe = {
+    const wipe: ToolDefinition = {
       name: "wipe_cache",
       description: "Wipes the cache.",
       dangerous: true,
       parameters: { type: "object", properties: {} },
       handler: () => "wiped",
     };
-    const agent: AgentConfig = {
-      model,
-      tools: createToolRegistry([wipe]),
-      memory: createMemory({ store: port, model, counter, budgetTokens: 12_000 }),
-    };
     // What the store holds the moment the run's end is announced: its unit has committed, and nothing after it has run.
     let atEnd: Promise<unknown[]> | undefined;
-    const surface = {
-      onEvent: (event: { type: string; runId: string }) => {
-        if (event.type === "run_end") atEnd = port.approvalsOfRun(event.runId);
+    let port: StorePort | undefined;
+    const { pipeline } = await setUp(
+      () => ({ toolCalls: [{ id: "call_wipe", name: "wipe_cache", arguments: "{}" }] }),
+      [wipe],
+      {
+        settings: { approvalTtlSeconds: 600 },
+        approvalRef: () => "C1:9.9",
+        onEvent: (event) => {
+          if (event.type === "run_end") atEnd = port?.approvalsOfRun(event.runId);
+        },
       },
-      finish: async () => {},
-      askApproval: async () => "C1:9.9",
-    };
-    const conversations = createConversations(agent, port, { openSurface: () => surface, approvalTtlSeconds: 600 });
-    const result = await conversations.send({ input: "clean the cache", sessionId: "slack:T1:C1:5.5", userId: "U1" });
+    );
+    port = pipeline.store;
+    const result = await pipeline.send({ input: "clean the cache", sessionId: "slack:T1:C1:5.5", userId: "U1" });
     expect(result.stopReason).toBe("awaiting_approval");
     // A crash right after the pause's commit would leave an approval someone can still click (it was none).
     expect(await atEnd).toEqual([
@@ -239,12 +194,12 @@ describe("createConversations", () => {
   });
 
   it("a run that fails does not block the session", async () => {
-    const { conversations } = await setUp((_, index) =>
+    const { pipeline } = await setUp((_, index) =>
       index === 0 ? { error: { status: 500, message: "model is down" } } : { content: "back again" },
     );
     const [failed, next] = await Promise.all([
-      conversations.send({ input: "first", sessionId: "web:s", userId: "U1" }),
-      conversations.send({ input: "second", sessionId: "web:s", userId: "U1" }),
+      pipeline.send({ input: "first", sessionId: "web:s", userId: "U1" }),
+      pipeline.send({ input: "second", sessionId: "web:s", userId: "U1" }),
     ]);
     expect(failed.stopReason).toBe("error");
     expect(next).toMatchObject({ stopReason: "final", output: "back again" });

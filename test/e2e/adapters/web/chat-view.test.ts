@@ -1,7 +1,8 @@
 // The chat page's first hour, in real headless Chromium over the real server, agent and SQLite:
 // the newest answer and an approval card stay in view as a conversation grows (and the page does
 // not move while the person reads above), Stop cancels a run in progress, a decided approval says
-// what was decided, by whom and when, and no width of window makes the page scroll sideways.
+// what was decided, by whom and when, no width of window makes the page scroll sideways, and a
+// request that waits for a run slot says it is queued.
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -192,6 +193,55 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
       expect(await pageOverflow(page), `${size.viewport.width} px`).toBeLessThanOrEqual(0);
       await page.close();
     }
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("chat page in Chromium: a request that waits for a run slot", () => {
+  let browser: Browser;
+  let playground: Playground;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    [browser, playground] = await Promise.all([
+      launchChromium(),
+      startPlayground({ script, env: { GLASSBOX_MAX_CONCURRENT_RUNS: "1" } }),
+    ]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await cleanUp();
+  });
+
+  const open = async () => {
+    const page = collectPageErrors(await browser.newPage(DESKTOP), pageErrors);
+    await page.goto(playground.url);
+    await page.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
+    return page;
+  };
+  const send = async (page: Page, text: string) => {
+    await page.getByLabel("Message").fill(text);
+    await page.getByLabel("Message").press("Enter");
+  };
+
+  it("says it is queued while another conversation holds the only slot, and answers once that one stops", async () => {
+    const busy = await open();
+    await send(busy, "HANG on, think hard");
+    await expect
+      .poll(
+        () => playground.model.requests.some((request) => JSON.stringify(request.body.messages).includes("HANG on")),
+        WAIT,
+      )
+      .toBe(true);
+    const waiting = await open(); // another browser context: another session
+    await send(waiting, "What is 6*7?");
+    const status = waiting.locator(".message.assistant .status").last();
+    // Said once the request has waited QUEUED_NOTICE_MS for the slot.
+    await status.filter({ hasText: "Queued: glassbox is busy with other requests" }).waitFor(VISIBLE);
+    await busy.getByRole("button", { name: "Stop" }).click();
+    await waiting.locator(".message.assistant .answer", { hasText: "6*7 = 42" }).waitFor(VISIBLE);
+    expect(await status.textContent()).not.toContain("Queued");
+    await Promise.all([busy.close(), waiting.close()]);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoReply } from "../../../../src/demo-script.js";
-import { createConversations } from "../../../../src/conversations/conversations.js";
+import { acceptMessage, newRunId } from "../../../../src/conversations/turns.js";
 import { GlassboxError } from "../../../../src/agent/errors.js";
 import { runAgent } from "../../../../src/agent/loop.js";
 import { deferred } from "../../../helpers/agent.js";
@@ -21,7 +21,6 @@ import {
   WAIT,
   type Playground,
 } from "../../../helpers/web.js";
-import { sqlitePortOf } from "../../../../src/store/sqlite.js";
 
 interface RunBody {
   runId: string;
@@ -276,19 +275,21 @@ describe("web API: runs, events and approvals", () => {
   });
 
   it("decides only the web's own approvals: a Slack approval is not found here", async () => {
-    const slack = createConversations(playground.agent, sqlitePortOf(playground.store));
-    const paused = await slack.send({
-      sessionId: "slack:T1:C1:1.0",
-      userId: "U1",
-      input: `Cancel order ${CANCELLABLE_ORDER}`,
-    });
-    expect(paused.stopReason).toBe("awaiting_approval");
+    // A Slack message as Slack's inbound handler takes it: stored, its turn enqueued for the worker.
+    const input = `Cancel order ${CANCELLABLE_ORDER}`;
+    const run = { runId: newRunId(), sessionId: "slack:T1:C1:1.0", userId: "U1", input };
+    const message = { role: "user" as const, content: input };
+    const { store, queue } = playground.deployment;
+    await acceptMessage(store, queue, { eventIds: ["Ev1"], run, message: { message, tokens: 10 } });
+    await expect
+      .poll(async () => (await getJson<RunBody>(`${api}/runs/${run.runId}`)).body.status, WAIT)
+      .toBe("awaiting_approval");
     const { body: runs } = await getJson<{ runs: RunBody[] }>(`${api}/sessions/slack:T1:C1:1.0/runs`);
     const approvalId = runs.runs[0]?.approvals[0]?.id ?? "";
     expect(approvalId).toMatch(/^apv_/);
     const attempt = await postJson(`${api}/approvals/${approvalId}`, { approved: true, userId: "U1" });
     expect(attempt.status).toBe(404);
-    expect((await getJson<RunBody>(`${api}/runs/${paused.runId}`)).body.approvals[0]?.status).toBe("pending");
+    expect((await getJson<RunBody>(`${api}/runs/${run.runId}`)).body.approvals[0]?.status).toBe("pending");
   });
 
   it("answers bad input with 400 and one sentence, unknown things with 404, and non-JSON bodies with 415", async () => {

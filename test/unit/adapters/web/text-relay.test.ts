@@ -1,7 +1,8 @@
 // A web session's surface in a worker (src/adapters/web/text-relay.ts): the streamed answer text gathered
 // and passed on in a few notices, in order, each under NOTIFY's payload limit, a step's at its end
 // at the latest; of the rest of the run only an empty notice when it stored something a page shows
-// (the pages read it from the store), and a failing publish costs the run nothing.
+// (the pages read it from the store), a notice when the run waits for a run slot, and a failing
+// publish costs the run nothing.
 import { describe, expect, it, vi } from "vitest";
 import type { AgentEvent } from "../../../../src/agent/events.js";
 import type { RunResult } from "../../../../src/agent/run.js";
@@ -70,6 +71,16 @@ describe("the text relay of a worker's web sessions", () => {
       timeout: 5_000,
       interval: 5,
     });
+  });
+
+  it("says a run waits for a run slot in a notice of its own, which pages show as queued; a wait with no run named says nothing", async () => {
+    const sent: TextNotice[] = [];
+    const surface = createTextRelay({ publish: async (notice) => void sent.push(notice), log })("web:s1");
+    surface.queued?.();
+    surface.queued?.("run_1");
+    await vi.waitFor(() =>
+      expect(sent).toEqual([{ sessionId: "web:s1", runId: "run_1", step: 0, text: "", queued: true }]),
+    );
   });
 
   it("cuts a long text into notices under the payload limit, in order, never inside a character", () => {
