@@ -131,7 +131,7 @@ function introduction(webUrl: string, modelUrl: string, env: Record<string, stri
     .join(" ");
   const kept = data.temporary
     ? `Conversations are kept in ${data.database} until the demo stops; --db FILE or GLASSBOX_DB keeps them.`
-    : `Conversations are kept in ${data.database}; glassbox sessions and glassbox trace read them with GLASSBOX_DB set to it.`;
+    : `Conversations are kept in ${data.database}; GLASSBOX_DB=${shellQuoted(data.database)} npx glassbox sessions lists them, after the demo too.`;
   return [
     `glassbox demo: chat at ${webUrl} and the trace at ${webUrl}trace (scripted model, offline; Ctrl+C stops it)`,
     `The scripted model answers at ${modelUrl}. To use it from the command line, in another terminal:`,

@@ -87,7 +87,7 @@ describe("glassbox run --json", () => {
     });
     const usage = await glassbox(["run", "--json"]);
     expect(JSON.parse(usage.stdout)).toEqual({
-      error: { code: "usage", message: 'Give the task in quotes: glassbox run "what is 2+2?"' },
+      error: { code: "usage", message: 'Give the task in quotes: npx glassbox run "what is 2+2?"' },
     });
   });
 

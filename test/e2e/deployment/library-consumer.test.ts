@@ -15,7 +15,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModelServer, type ScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 
@@ -286,5 +286,38 @@ describe("tool modules in a folder of one's own", () => {
     });
     expect(underTsx.stderr).toBe("");
     expect(toolNames(underTsx.stdout)).toContain("check_stock");
+  });
+});
+
+// The hints of the installed command line are commands a person pastes where they are: each is run
+// here as a shell would run it, from the same folder.
+describe("the command line's hints, by how it was started", () => {
+  const bin = () => join(consumer, "node_modules/.bin/glassbox");
+  const noDatabase = () => ({ GLASSBOX_DB: join(folder, "none.db"), npm_config_offline: "true" });
+
+  /** The `see ...` command of reset's answer for a session nobody has, and what running it does. */
+  async function hintOf(command: string, cwd: string, env: Record<string, string>): Promise<string> {
+    const outcome = await run(command, ["reset", "--session", "nobody"], cwd, env);
+    expect(outcome.code).toBe(1);
+    const hint = /^There is no session cli:nobody; see (.+)\.\n$/.exec(outcome.stdout)?.[1] ?? outcome.stdout;
+    const pasted = await run("sh", ["-c", hint], cwd, env);
+    expect(pasted).toMatchObject({ code: 0, stdout: expect.stringContaining("No conversations are recorded yet") });
+    return hint;
+  }
+
+  it("installed in the project: npx glassbox", async () => {
+    expect(await hintOf(bin(), consumer, noDatabase())).toBe("npx glassbox sessions");
+  });
+
+  it("on PATH (a global install): glassbox", async () => {
+    const env = {
+      ...noDatabase(),
+      PATH: `${join(consumer, "node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`,
+    };
+    expect(await hintOf("glassbox", folder, env)).toBe("glassbox sessions");
+  });
+
+  it("run by its path from a folder npx would not find it in: node and that path", async () => {
+    expect(await hintOf(bin(), folder, noDatabase())).toBe("node consumer/node_modules/.bin/glassbox sessions");
   });
 });
