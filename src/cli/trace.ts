@@ -4,7 +4,7 @@ import { nestedRunsOf } from "../adapters/trace-readings.js";
 import { sessionKey, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
 import { glassboxCommand, pasteable } from "./invocation.js";
-import { openRecords } from "./records.js";
+import { nothingRecorded, openRecords } from "./records.js";
 
 export default async function trace({ positionals, options }: CommandInput): Promise<number> {
   const target = positionals[0];
@@ -12,11 +12,11 @@ export default async function trace({ positionals, options }: CommandInput): Pro
     throw new UsageError(
       `Name a session or a run: ${glassboxCommand()} trace <session-or-run-id> (see ${pasteable("sessions")}).`,
     );
-  const { where, setting, store } = await openRecords();
+  const records = await openRecords();
+  const { store } = records;
   if (!store) {
-    process.stdout.write(
-      `There is no run or session ${target}: no conversations are recorded yet in ${where} (${setting}).\n`,
-    );
+    const nothing = nothingRecorded(records);
+    process.stdout.write(`There is no run or session ${target}: ${nothing[0]?.toLowerCase()}${nothing.slice(1)}\n`);
     return 1;
   }
   try {
