@@ -271,4 +271,30 @@ describe("the demo's scripted model", () => {
     expect(withoutShop).not.toHaveProperty("toolCalls");
     expect(withoutShop).toEqual({ content: expect.stringContaining("What time is it?") });
   });
+
+  it("regression: a call a person did not approve is told in one plain sentence, with their reason", () => {
+    const denied = (message: string): ChatCompletionRequestBody => ({
+      model: "scripted-model",
+      messages: [
+        { role: "user", content: "cancel order 20240410003" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_1", type: "function", function: { name: "cancel_order", arguments: "{}" } }],
+        },
+        {
+          role: "tool",
+          tool_call_id: "call_1",
+          content: JSON.stringify({ status: "error", error: { type: "denied", message } }),
+        },
+      ],
+    });
+    const tail = "; it was not run. Do not retry it; tell the user.";
+    expect(demoReply(denied(`A person did not approve this call (not today)${tail}`))).toEqual({
+      content: "I did not run cancel_order, because a person did not approve it (not today).",
+    });
+    expect(demoReply(denied(`A person did not approve this call${tail}`))).toEqual({
+      content: "I did not run cancel_order, because a person did not approve it.",
+    });
+  });
 });
