@@ -138,9 +138,13 @@ function describeResult(tool: string, content: string): string {
   }
   if (envelope.status !== "success") {
     const message = envelope.error?.message ?? "it failed";
-    return envelope.error?.type === "denied"
-      ? `I did not run ${tool}: ${message.replace(/ Do not retry it; tell the user\.$/, "")}`
-      : `${tool} did not work: ${message}`;
+    if (envelope.error?.type !== "denied") return `${tool} did not work: ${message}`;
+    // The executor's words are for a model ("A person did not approve this call (why); it was not run.
+    // Do not retry it; ..."); a person reads one sentence.
+    const notApproved = /^A person did not approve this call( \(.*\))?; it was not run\./.exec(message);
+    return notApproved
+      ? `I did not run ${tool}, because a person did not approve it${notApproved[1] ?? ""}.`
+      : `I did not run ${tool}: ${message.replace(/ Do not retry it; tell the user\.$/, "")}`;
   }
   const data = envelope.data ?? {};
   if (tool === "get_order_status") {

@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { demoReply } from "./demo-script.js";
 import { configurationError } from "./agent/errors.js";
@@ -19,6 +19,8 @@ import { startScriptedModelServer } from "./testing/scripted-model-server.js";
 
 // A little latency per model call, so tool activity and the streamed answer can be watched.
 const DEMO_LATENCY_MS = 400;
+/** The temporary folders of demo runs, in the system's temporary folder. */
+const DEMO_FOLDER = "glassbox-demo-";
 const OPTIONS = "--db FILE (keep the conversations there) and --tools module.mjs (repeatable)";
 
 /** Where the demo keeps its data: a file to keep, or a temporary folder removed at exit. */
@@ -34,7 +36,7 @@ async function startDemo(argv: string[]): Promise<void> {
   // `npm run demo` runs in the package's folder; paths the person gives are meant from theirs.
   if (process.env.npm_lifecycle_event === "demo" && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
   const options = readOptions(argv);
-  const data = placeData(options.db ?? nonEmpty(process.env.GLASSBOX_DB));
+  const data = placeData(options.db ?? process.env.GLASSBOX_DB);
   // Undone last to first, on a failed start as on Ctrl+C: nothing keeps running, no folder stays.
   const stops: Stop[] = [() => (data.temporary ? rmSync(data.temporary, { recursive: true, force: true }) : undefined)];
   const stopAll = async () => {
@@ -104,9 +106,20 @@ function readOptions(argv: string[]): { db?: string; tools: string[] } {
   }
 }
 
-/** The file to keep the conversations in (its shop beside it), or a temporary folder for both. */
+/**
+ * The file to keep the conversations in (its shop beside it), or a temporary folder for both. The
+ * demo's own shop starts from its seed at every start, so the quick start's cancel works each time;
+ * only a GLASSBOX_SHOP_DB of the person's own is kept as it is. Paths inside an earlier demo's
+ * temporary folder (its export line, pasted into this terminal) are that demo's, not the person's.
+ */
 function placeData(keep: string | undefined): DemoData {
-  const shopFile = nonEmpty(process.env.GLASSBOX_SHOP_DB);
+  const shopFile = ownPath(process.env.GLASSBOX_SHOP_DB);
+  const data = placeFiles(ownPath(keep), shopFile);
+  if (!shopFile) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${data.shop}${suffix}`, { force: true });
+  return data;
+}
+
+function placeFiles(keep: string | undefined, shopFile: string | undefined): DemoData {
   if (keep) {
     const database = resolve(keep);
     return {
@@ -116,12 +129,18 @@ function placeData(keep: string | undefined): DemoData {
         : join(dirname(database), `${basename(database).replace(/\.db$/, "")}-shop.db`),
     };
   }
-  const temporary = mkdtempSync(join(tmpdir(), "glassbox-demo-"));
+  const temporary = mkdtempSync(join(tmpdir(), DEMO_FOLDER));
   return {
     database: join(temporary, "glassbox.db"),
     shop: shopFile ? resolve(shopFile) : join(temporary, "shop.db"),
     temporary,
   };
+}
+
+/** A path the person chose: set, and not inside a temporary folder of an earlier demo. */
+function ownPath(value: string | undefined): string | undefined {
+  const path = nonEmpty(value);
+  return path && !relative(tmpdir(), resolve(path)).startsWith(DEMO_FOLDER) ? path : undefined;
 }
 
 /** What the demo prints: the pages, the model's address and how the command line uses it, where the data is. */
@@ -131,7 +150,7 @@ function introduction(webUrl: string, modelUrl: string, env: Record<string, stri
     .join(" ");
   const kept = data.temporary
     ? `Conversations are kept in ${data.database} until the demo stops; --db FILE or GLASSBOX_DB keeps them.`
-    : `Conversations are kept in ${data.database}; glassbox sessions and glassbox trace read them with GLASSBOX_DB set to it.`;
+    : `Conversations are kept in ${data.database}; GLASSBOX_DB=${shellQuoted(data.database)} npx glassbox sessions lists them, after the demo too.`;
   return [
     `glassbox demo: chat at ${webUrl} and the trace at ${webUrl}trace (scripted model, offline; Ctrl+C stops it)`,
     `The scripted model answers at ${modelUrl}. To use it from the command line, in another terminal:`,

@@ -4,6 +4,7 @@ import { terminalApprovalGate, type ApproveMode, type TerminalView } from "../ad
 import { assertModelConfigured, loadConfig } from "../config.js";
 import { createAgentConfig, type GlassboxAgent } from "../setup.js";
 import type { ApprovalGate } from "../tools/types.js";
+import { pasteable } from "./invocation.js";
 import { createCliLogger } from "./logging.js";
 
 export async function startAgent(
@@ -43,13 +44,16 @@ export function approvalsFor(mode: ApproveMode, interrupt: () => void): { approv
   return { approve: terminalApprovalGate(mode, ask), close: () => prompt.close() };
 }
 
-/** On a terminal, after the answer: which conversation this was, how to continue it and where its steps are. */
-export function sessionNote(view: TerminalView, sessionId: string, runId?: string): void {
+/**
+ * On a terminal, after the answer: which conversation this was, how to continue it and where its
+ * steps are, as whole commands (`command` is the words that started it: run, or pipeline <name>).
+ */
+export function sessionNote(view: TerminalView, command: string[], sessionId: string, runId?: string): void {
   if (!view.logForTerminal) return;
   const bare = sessionId.startsWith("cli:") ? sessionId.slice(4) : sessionId;
   const lines = [
-    `continue this conversation: --session ${bare}`,
-    ...(runId ? [`see its steps: glassbox trace ${runId}`] : []),
+    `continue this conversation: ${pasteable(...command, "--session", bare)} "..."`,
+    ...(runId ? [`see its steps: ${pasteable("trace", runId)}`] : []),
   ];
   view.status.print(lines.map((line) => `${view.logStyle.dim(line)}\n`).join(""));
 }

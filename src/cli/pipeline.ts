@@ -4,13 +4,14 @@ import { answeredBy } from "../agent/run.js";
 import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
+import { glassboxCommand } from "./invocation.js";
 
 export default async function pipeline({ positionals, options }: CommandInput): Promise<number> {
   const [name, ...words] = positionals;
   const input = words.join(" ").trim();
   if (!name || !input)
     throw new UsageError(
-      'Name the pipeline and give its input: glassbox pipeline <name> "<input>" (pipelines come from GLASSBOX_AGENTS).',
+      `Name the pipeline and give its input: ${glassboxCommand()} pipeline <name> "<input>" (pipelines come from GLASSBOX_AGENTS).`,
     );
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
@@ -52,7 +53,7 @@ export default async function pipeline({ positionals, options }: CommandInput): 
         output: ran.output,
         stopReason: "final",
       });
-      sessionNote(progress, sessionId);
+      sessionNote(progress, ["pipeline", name], sessionId);
     }
     return stages.every((stage) => answeredBy(stage.stopReason)) ? 0 : 1;
   } finally {

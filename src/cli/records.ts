@@ -1,5 +1,5 @@
 /** The recorded conversations, for the commands that read them (sessions, trace, usage, replay, eval) and reset. */
-import { databaseExists } from "../store/sqlite-file.js";
+import { databaseExists, whyNoDatabaseCanBeMade } from "../store/sqlite-file.js";
 import { openStorePort, storePortOptionsFromEnv, type AnyStorePort } from "../store/index.js";
 
 export interface Records {
@@ -8,6 +8,8 @@ export interface Records {
   /** The setting that says where: GLASSBOX_DB or GLASSBOX_DATABASE_URL. */
   setting: string;
   store: AnyStorePort | undefined;
+  /** Without a store: why glassbox could never record anything there (the path cannot be written). */
+  unwritable?: string;
 }
 
 /**
@@ -21,12 +23,15 @@ export async function openRecords(options: { write?: boolean } = {}): Promise<Re
     const records = { where: settings.databasePath, setting: "GLASSBOX_DB" };
     // A schema without a URL is a mistake openStorePort words; otherwise no file means nothing recorded.
     if (settings.databaseSchema === undefined && !databaseExists(settings.databasePath))
-      return { ...records, store: undefined };
+      return { ...records, store: undefined, unwritable: whyNoDatabaseCanBeMade(settings.databasePath) };
     return { ...records, store: await openStorePort({ ...settings, readOnly: !options.write }) };
   }
   const store = await openStorePort(settings);
   return { where: store.location, setting: "GLASSBOX_DATABASE_URL", store };
 }
 
-export const nothingRecorded = (records: Pick<Records, "where" | "setting">) =>
-  `No conversations are recorded yet in ${records.where} (${records.setting}).`;
+/** There is nothing in `records` yet; and, where the path can never be written, that nothing can be. */
+export const nothingRecorded = (records: Pick<Records, "where" | "setting" | "unwritable">) =>
+  records.unwritable
+    ? `No conversations are recorded in ${records.where} (${records.setting}), and none can be: ${records.unwritable}; set ${records.setting} to a file in a folder glassbox may write.`
+    : `No conversations are recorded yet in ${records.where} (${records.setting}).`;

@@ -17,12 +17,15 @@ import { loadToolModules } from "../tools/load-modules.js";
 import { createToolRegistry } from "../tools/registry.js";
 import type { CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
+import { glassboxCommand } from "./invocation.js";
 import { nothingRecorded, openRecords } from "./records.js";
 
 export async function replayCommand({ positionals, options }: CommandInput): Promise<number> {
   const [runId, ...extra] = positionals;
   if (!runId || extra.length > 0)
-    throw new UsageError("Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).");
+    throw new UsageError(
+      `Name one recorded run: ${glassboxCommand()} replay <run-id> (${glassboxCommand()} trace <session> shows its runs).`,
+    );
   const [comparison] = await replayAll([runId], options);
   if (!comparison) return 1;
   if (options.json) process.stdout.write(`${JSON.stringify(comparison, null, 2)}\n`);
@@ -39,7 +42,7 @@ export async function evalCommand({ positionals, options }: CommandInput): Promi
     throw new UsageError("--feedback takes down, up or all.");
   if (positionals.length === 0 && which === undefined)
     throw new UsageError(
-      "Name the recorded runs to replay (glassbox eval <run-id>...), or take the rated ones: glassbox eval --feedback down|up|all.",
+      `Name the recorded runs to replay (${glassboxCommand()} eval <run-id>...), or take the rated ones: ${glassboxCommand()} eval --feedback down|up|all.`,
     );
   const runIds = [...positionals, ...(which ? await ratedRuns(which) : [])];
   if (runIds.length === 0) {

@@ -4,6 +4,7 @@ import { runAgent, type RunResult } from "../agent/loop.js";
 import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
+import { glassboxCommand } from "./invocation.js";
 
 const EXIT_CODES: Record<RunResult["stopReason"], number> = {
   final: 0,
@@ -15,7 +16,7 @@ const EXIT_CODES: Record<RunResult["stopReason"], number> = {
 
 export default async function run({ positionals, options }: CommandInput): Promise<number> {
   const task = positionals.join(" ").trim();
-  if (!task) throw new UsageError('Give the task in quotes: glassbox run "what is 2+2?"');
+  if (!task) throw new UsageError(`Give the task in quotes: ${glassboxCommand()} run "what is 2+2?"`);
   const approveMode = approveModeOf(options.approve);
   const maxSteps = options["max-steps"] === undefined ? undefined : Number(options["max-steps"]);
   if (maxSteps !== undefined && !(Number.isInteger(maxSteps) && maxSteps > 0))
@@ -47,7 +48,7 @@ export default async function run({ positionals, options }: CommandInput): Promi
       );
     } else {
       renderer.finish(result);
-      sessionNote(view, result.sessionId, result.runId);
+      sessionNote(view, ["run"], result.sessionId, result.runId);
     }
     return EXIT_CODES[result.stopReason];
   } finally {

@@ -3,17 +3,20 @@ import { formatFeedback, formatRunTimeline } from "../adapters/trace-report.js";
 import { nestedRunsOf } from "../adapters/trace-readings.js";
 import { sessionKey, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
-import { openRecords } from "./records.js";
+import { glassboxCommand, pasteable } from "./invocation.js";
+import { nothingRecorded, openRecords } from "./records.js";
 
 export default async function trace({ positionals, options }: CommandInput): Promise<number> {
   const target = positionals[0];
   if (!target)
-    throw new UsageError("Name a session or a run: glassbox trace <session-or-run-id> (see glassbox sessions).");
-  const { where, setting, store } = await openRecords();
-  if (!store) {
-    process.stdout.write(
-      `There is no run or session ${target}: no conversations are recorded yet in ${where} (${setting}).\n`,
+    throw new UsageError(
+      `Name a session or a run: ${glassboxCommand()} trace <session-or-run-id> (see ${pasteable("sessions")}).`,
     );
+  const records = await openRecords();
+  const { store } = records;
+  if (!store) {
+    const nothing = nothingRecorded(records);
+    process.stdout.write(`There is no run or session ${target}: ${nothing[0]?.toLowerCase()}${nothing.slice(1)}\n`);
     return 1;
   }
   try {
@@ -21,7 +24,7 @@ export default async function trace({ positionals, options }: CommandInput): Pro
     // A sub-agent's runs are shown inside the tool calls that started them.
     const runs = single ? [single] : (await store.runsOfSession(sessionKey(target))).filter((run) => !run.parentRunId);
     if (runs.length === 0) {
-      process.stdout.write(`There is no run or session ${target}; see glassbox sessions.\n`);
+      process.stdout.write(`There is no run or session ${target}; see ${pasteable("sessions")}.\n`);
       return 1;
     }
     const timelines = await Promise.all(

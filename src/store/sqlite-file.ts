@@ -3,8 +3,8 @@
  * or written is refused here with one sentence naming it and GLASSBOX_DB, so no entry point (the
  * bot, the command line, a worker) starts and then fails every message.
  */
-import { mkdirSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, mkdirSync, mkdtempSync, rmdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { switchToWal } from "../sqlite-wal.js";
 import { GlassboxError } from "../agent/errors.js";
@@ -49,6 +49,24 @@ export function databaseExists(path: string): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw describeOpenFailure(path, error);
+  }
+}
+
+/**
+ * Why no database could ever be made at `path` (where there is none yet), or undefined when one can:
+ * the nearest part of the path that exists is a file, or a folder that takes no new entry. Found by
+ * trying, since permission bits do not tell (root passes them, and /sys or /proc refuse files to
+ * everyone): an empty folder is made there and removed at once.
+ */
+export function whyNoDatabaseCanBeMade(path: string): string | undefined {
+  let folder = dirname(resolve(path));
+  while (!existsSync(folder) && folder !== dirname(folder)) folder = dirname(folder);
+  try {
+    if (!statSync(folder).isDirectory()) return `${folder} is a file, not a folder`;
+    rmdirSync(mkdtempSync(join(folder, ".glassbox-write-check-")));
+    return undefined;
+  } catch (error) {
+    return `the folder ${folder} may not be written (${(error as NodeJS.ErrnoException).code ?? String(error)})`;
   }
 }
 

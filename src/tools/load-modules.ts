@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { dirname, isAbsolute, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { ToolDefinitionError } from "./registry.js";
@@ -62,7 +62,14 @@ async function describeLoadFailure(
       const orFile = SCRIPT_EXTENSION.test(specifier) ? ` and no file ${resolve(cwd, specifier)}` : "";
       return `there is no installed package '${specifier}'${orFile}; give the path of your module (./my-tools.mjs) or install the package`;
     }
+    const missing = /^Cannot find package '([^']+)' imported from (.+)$/.exec(firstLine(message));
+    if (missing?.[1] === "glassbox") return glassboxNotBeside(dirname(missing[2] ?? ""));
     return `it imports something that is not installed (${firstLine(message)})`;
+  }
+  if (code === "ERR_UNKNOWN_FILE_EXTENSION") {
+    const typescript = /for (.+\.[cm]?tsx?)$/.exec(firstLine(message))?.[1];
+    if (typescript)
+      return `${typescript} is TypeScript, which Node ${process.versions.node} does not run by itself; compile it to JavaScript (npx tsc) and give the .js file, write the module as .mjs, or start glassbox under tsx (npm install tsx, then NODE_OPTIONS="--import tsx" before the command)`;
   }
   if (name === "SyntaxError" || /^Transform failed/.test(message)) {
     // tsx (esbuild) puts "file:line:column: ERROR: text" in the message; Node puts the place nowhere
@@ -76,6 +83,19 @@ async function describeLoadFailure(
   }
   const at = firstUserFrame(error);
   return `it threw while loading: ${name ?? "Error"}: ${firstLine(message)}${at ? ` (at ${at})` : ""}`;
+}
+
+/**
+ * A module that imports glassbox from a folder where Node finds none (outside the clone, with
+ * nothing installed): how to install it there, or that it needs no import at all.
+ */
+function glassboxNotBeside(folder: string): string {
+  // Two levels below the package root, in src/tools and in dist/tools alike.
+  const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+  const install = root.split(sep).includes("node_modules")
+    ? "install glassbox there as it is installed here"
+    : `install it there (npm install ${root})`;
+  return `it imports glassbox, which Node does not find from ${folder} (it looks in node_modules there and in the folders above); ${install}, or leave the import out: a tool is a plain object, and defineTool only adds TypeScript's types`;
 }
 
 /** "pkg" of "pkg/sub", "@scope/pkg" of "@scope/pkg/sub": the name Node says it cannot find. */

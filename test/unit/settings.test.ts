@@ -28,8 +28,8 @@ const NOT_SETTINGS = new Set([
   "GLASSBOX_ROLES",
   "GLASSBOX_INSTANCE",
 ]);
-/** The platform's own variables glassbox looks at: the terminal and npm, not settings a person makes. */
-const PLATFORM = new Set(["TERM", "INIT_CWD", "npm_lifecycle_event"]);
+/** The platform's own variables glassbox looks at: the terminal, the shell and npm, not settings a person makes. */
+const PLATFORM = new Set(["TERM", "PATH", "INIT_CWD", "npm_lifecycle_event"]);
 
 function sourceFiles(directory: string): string[] {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {

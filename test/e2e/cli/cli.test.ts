@@ -87,7 +87,7 @@ describe("glassbox run --json", () => {
     });
     const usage = await glassbox(["run", "--json"]);
     expect(JSON.parse(usage.stdout)).toEqual({
-      error: { code: "usage", message: 'Give the task in quotes: glassbox run "what is 2+2?"' },
+      error: { code: "usage", message: 'Give the task in quotes: npx glassbox run "what is 2+2?"' },
     });
   });
 
@@ -376,6 +376,32 @@ describe("glassbox and its database file (GLASSBOX_DB)", () => {
     });
     expect(existsSync(path)).toBe(false);
   });
+
+  // /sys takes no new file from anyone, root included: permission bits would say it does.
+  it.skipIf(!existsSync("/sys"))(
+    "regression: on a path that can never be written (/sys/x.db) the reading commands say so as well as that nothing is recorded",
+    async () => {
+      const env = { GLASSBOX_DB: "/sys/x.db" };
+      const nothing =
+        "No conversations are recorded in /sys/x.db (GLASSBOX_DB), and none can be: the folder /sys may not be written";
+      const sessions = await glassbox(["sessions"], env);
+      expect(sessions.code).toBe(0);
+      expect(sessions.stdout).toMatch(
+        /^No conversations are recorded in \/sys\/x\.db \(GLASSBOX_DB\), and none can be: the folder \/sys may not be written \(E[A-Z]+\); set GLASSBOX_DB to a file in a folder glassbox may write\.\n$/,
+      );
+      expect((await glassbox(["usage"], env)).stdout).toContain(nothing);
+      expect(await glassbox(["trace", "run_x"], env)).toMatchObject({
+        code: 1,
+        stdout: expect.stringContaining(`There is no run or session run_x: no conversations are recorded in /sys/x.db`),
+      });
+      // A path that can be written keeps the plain sentence (the other tests), and the check leaves nothing behind.
+      const folder = mkdtempSync(join(tmpdir(), "glassbox-cli-writable-"));
+      expect((await glassbox(["sessions"], { GLASSBOX_DB: join(folder, "new/glassbox.db") })).stdout).toBe(
+        `No conversations are recorded yet in ${join(folder, "new/glassbox.db")} (GLASSBOX_DB).\n`,
+      );
+      expect(readdirSync(folder)).toEqual([]);
+    },
+  );
 
   it("regression: in an empty folder, the reading commands and tools create nothing (no ./data/glassbox.db) and say there is nothing yet", async () => {
     const folder = mkdtempSync(join(tmpdir(), "glassbox-cli-empty-"));

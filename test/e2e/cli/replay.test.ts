@@ -103,7 +103,7 @@ describe("glassbox replay", () => {
     const none = await glassbox(["replay"]);
     expect(none.code).toBe(2);
     expect(none.stderr.split("\n")[0]).toBe(
-      "glassbox: Name one recorded run: glassbox replay <run-id> (glassbox trace <session> shows its runs).",
+      "glassbox: Name one recorded run: npx glassbox replay <run-id> (npx glassbox trace <session> shows its runs).",
     );
     await recordRun();
     const unknown = await glassbox(["replay", "run_nope"]);

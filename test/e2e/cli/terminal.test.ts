@@ -83,13 +83,14 @@ describe("glassbox run on a terminal", () => {
     expect(shown).toContain("• red\n• green\n");
     expect(shown).not.toContain("**");
     expect(shown).not.toContain("# Apples");
-    // After it: the session, how to continue it, and how to see its steps.
+    // After it: the session, how to continue it, and how to see its steps, as whole commands (npx: the
+    // command line runs from the clone, not from a global install).
     expect(shown).toMatch(
-      /\u001b\[2mcontinue this conversation: --session [0-9a-f-]{36}\u001b\[22m\n\u001b\[2msee its steps: glassbox trace run_[0-9a-f-]{36}\u001b\[22m\n/,
+      /\u001b\[2mcontinue this conversation: npx glassbox run --session [0-9a-f-]{36} "\.\.\."\u001b\[22m\n\u001b\[2msee its steps: npx glassbox trace run_[0-9a-f-]{36}\u001b\[22m\n/,
     );
     // They name this run and its session.
     const session = /--session ([0-9a-f-]{36})/.exec(shown)?.[1];
-    const runId = /glassbox trace (run_[0-9a-f-]{36})/.exec(shown)?.[1] ?? "";
+    const runId = /npx glassbox trace (run_[0-9a-f-]{36})/.exec(shown)?.[1] ?? "";
     const traced = JSON.parse((await inTerminal(["trace", runId, "--json"])).shown) as Array<{
       run: { sessionId: string; input: string };
     }>;

@@ -99,6 +99,44 @@ async function runThroughApi(demo: Demo, session: string, input: string): Promis
   return run;
 }
 
+/** The quick start's cancel through the demo's HTTP API, approved by the one who asked; the answer. */
+async function cancelThroughApi(demo: Demo, session: string): Promise<string> {
+  const started = await fetch(`${demo.webUrl}api/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ session, input: "cancel order 20240410003", userId: "visitor" }),
+  });
+  const { runId } = (await started.json()) as { runId: string };
+  const read = async () =>
+    (await (await fetch(`${demo.webUrl}api/runs/${runId}`)).json()) as {
+      done: boolean;
+      output: string;
+      approvals: Array<{ id: string; status: string }>;
+    };
+  let approval = "";
+  await expect
+    .poll(async () => {
+      approval = (await read()).approvals.find((one) => one.status === "pending")?.id ?? "";
+      return approval;
+    }, WAIT)
+    .not.toBe("");
+  const decided = await fetch(`${demo.webUrl}api/approvals/${approval}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ approved: true, userId: "visitor" }),
+  });
+  expect(decided.status).toBe(200);
+  let output = "";
+  await expect
+    .poll(async () => {
+      const run = await read();
+      output = run.output;
+      return run.done;
+    }, WAIT)
+    .toBe(true);
+  return output;
+}
+
 function glassbox(
   args: string[],
   env: Record<string, string>,
@@ -248,6 +286,50 @@ describe("npm run demo --db", () => {
   });
 });
 
+describe("the demo's shop", () => {
+  const cancelled = "Done: order 20240410003 is now **cancelled**";
+
+  it("regression: starts from its seed at every demo run, so the quick start's cancel works the second time too (--db keeps the conversations, not the shop's changes)", async () => {
+    const database = join(folder, "twice.db");
+    for (const time of [1, 2]) {
+      const demo = await startDemo(["--db", database], { TMPDIR: freshTmp() });
+      expect(await cancelThroughApi(demo, `twice-${time}`)).toContain(cancelled);
+      demo.child.kill("SIGTERM");
+      expect(await demo.exited).toBe(0);
+    }
+    expect(existsSync(join(folder, "twice-shop.db"))).toBe(true);
+  });
+
+  it("an earlier demo's export line pasted into this terminal is that demo's: a fresh shop and folder again, gone at exit", async () => {
+    const tmp = freshTmp();
+    const first = await startDemo([], { TMPDIR: tmp });
+    expect(await cancelThroughApi(first, "first")).toContain(cancelled);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    const { GLASSBOX_DB = "", GLASSBOX_SHOP_DB = "" } = first.cliEnv;
+    for (const round of ["second", "third"]) {
+      const again = await startDemo([], { TMPDIR: tmp, GLASSBOX_DB, GLASSBOX_SHOP_DB });
+      expect(again.cliEnv.GLASSBOX_SHOP_DB).not.toBe(GLASSBOX_SHOP_DB);
+      expect(await cancelThroughApi(again, round)).toContain(cancelled);
+      again.child.kill("SIGTERM");
+      expect(await again.exited).toBe(0);
+      expect(demoFolders(tmp)).toEqual([]);
+    }
+  });
+
+  it("a GLASSBOX_SHOP_DB of the person's own is kept as it is: an order cancelled stays cancelled", async () => {
+    const shop = join(folder, "my-shop.db");
+    const first = await startDemo([], { TMPDIR: freshTmp(), GLASSBOX_SHOP_DB: shop });
+    expect(await cancelThroughApi(first, "mine-1")).toContain(cancelled);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    const second = await startDemo([], { TMPDIR: freshTmp(), GLASSBOX_SHOP_DB: shop });
+    expect(await cancelThroughApi(second, "mine-2")).toContain("cancel_order did not work");
+    second.child.kill("SIGTERM");
+    expect(await second.exited).toBe(0);
+  });
+});
+
 describe("the demo's scripted model", () => {
   const request = (input: string, tools: string[]): ChatCompletionRequestBody => ({
     model: "scripted-model",
@@ -270,5 +352,31 @@ describe("the demo's scripted model", () => {
     const withoutShop = demoReply(request("What is the status of order 20240410003?", ["current_time", "calculator"]));
     expect(withoutShop).not.toHaveProperty("toolCalls");
     expect(withoutShop).toEqual({ content: expect.stringContaining("What time is it?") });
+  });
+
+  it("regression: a call a person did not approve is told in one plain sentence, with their reason", () => {
+    const denied = (message: string): ChatCompletionRequestBody => ({
+      model: "scripted-model",
+      messages: [
+        { role: "user", content: "cancel order 20240410003" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_1", type: "function", function: { name: "cancel_order", arguments: "{}" } }],
+        },
+        {
+          role: "tool",
+          tool_call_id: "call_1",
+          content: JSON.stringify({ status: "error", error: { type: "denied", message } }),
+        },
+      ],
+    });
+    const tail = "; it was not run. Do not retry it; tell the user.";
+    expect(demoReply(denied(`A person did not approve this call (not today)${tail}`))).toEqual({
+      content: "I did not run cancel_order, because a person did not approve it (not today).",
+    });
+    expect(demoReply(denied(`A person did not approve this call${tail}`))).toEqual({
+      content: "I did not run cancel_order, because a person did not approve it.",
+    });
   });
 });

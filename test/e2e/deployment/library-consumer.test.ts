@@ -4,9 +4,18 @@
 // production part), so every package comes from the cache `npm ci` filled. Install scripts are
 // skipped (better-sqlite3's would compile or download); its built binding is copied instead.
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModelServer, type ScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 
@@ -205,5 +214,110 @@ describe("glassbox installed from its packed tarball", () => {
     expect((JSON.parse(outcome.stdout) as Array<{ name: string }>).map((tool) => tool.name)).toEqual(
       expect.arrayContaining(["current_time", "calculator"]),
     );
+  });
+});
+
+// A tools folder of one's own, outside the clone, as docs/writing-tools.md sets it up; the command
+// line is the installed one, on plain Node (no tsx of the tests in the way).
+describe("tool modules in a folder of one's own", () => {
+  const CHECK_STOCK = `{ name: "check_stock", description: "Units of a fruit.", parameters: { type: "object", properties: {} }, handler: async () => 1 }`;
+  const WITH_DEFINE_TOOL = `import { defineTool } from "glassbox";\nexport default [defineTool(${CHECK_STOCK})];\n`;
+  const glassboxBin = () => join(consumer, "node_modules/.bin/glassbox");
+  const toolsFolder = (name: string) => {
+    const path = join(folder, name);
+    mkdirSync(path);
+    return path;
+  };
+  const toolNames = (stdout: string) => (JSON.parse(stdout) as Array<{ name: string }>).map((tool) => tool.name);
+
+  it('import { defineTool } from "glassbox" works where glassbox is installed', async () => {
+    writeFileSync(join(consumer, "mine.mjs"), WITH_DEFINE_TOOL);
+    const outcome = await run(glassboxBin(), ["tools", "--json"], consumer, { GLASSBOX_TOOLS: "./mine.mjs" });
+    expect(outcome.stderr).toBe("");
+    expect(toolNames(outcome.stdout)).toContain("check_stock");
+  });
+
+  it("regression: where glassbox is not installed, the import is named with how to install it or leave it out", async () => {
+    const tools = toolsFolder("bare-tools");
+    writeFileSync(join(tools, "mine.mjs"), WITH_DEFINE_TOOL);
+    const outcome = await run(glassboxBin(), ["tools"], tools, { GLASSBOX_TOOLS: "./mine.mjs" });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toBe(
+      `glassbox: Could not load the tool module './mine.mjs': it imports glassbox, which Node does not find from ${tools} (it looks in node_modules there and in the folders above); install glassbox there as it is installed here, or leave the import out: a tool is a plain object, and defineTool only adds TypeScript's types.\n`,
+    );
+    // Without the import, the same tool loads as a plain object.
+    writeFileSync(join(tools, "plain.mjs"), `export default [${CHECK_STOCK}];\n`);
+    const plain = await run(glassboxBin(), ["tools", "--json"], tools, { GLASSBOX_TOOLS: "./plain.mjs" });
+    expect(toolNames(plain.stdout)).toContain("check_stock");
+  });
+
+  it("the folder install docs/writing-tools.md shows (npm install /path/to/glassbox) makes the import and npx glassbox work", async () => {
+    const tools = toolsFolder("linked-tools");
+    writeFileSync(join(tools, "package.json"), JSON.stringify({ name: "my-tools", version: "1.0.0", type: "module" }));
+    // dist/ is built: npm pack above ran `prepare`.
+    await succeed("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", root], tools);
+    writeFileSync(join(tools, "mine.mjs"), WITH_DEFINE_TOOL);
+    const outcome = await run("npx", ["--offline", "glassbox", "tools", "--json"], tools, {
+      GLASSBOX_TOOLS: "./mine.mjs",
+    });
+    expect(outcome.stderr).toBe("");
+    expect(toolNames(outcome.stdout)).toContain("check_stock");
+  });
+
+  it("regression: a .ts module on plain Node says how to run it instead of 'Unknown file extension'; under tsx, as the sentence says, it loads", async () => {
+    const tools = toolsFolder("typescript-tools");
+    const file = join(tools, "mine.ts");
+    writeFileSync(
+      file,
+      `const units: number = 1;\nexport default [{ ...${CHECK_STOCK}, handler: async () => units }];\n`,
+    );
+    const outcome = await run(glassboxBin(), ["tools"], tools, { GLASSBOX_TOOLS: "./mine.ts" });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toBe(
+      `glassbox: Could not load the tool module './mine.ts': ${file} is TypeScript, which Node ${process.versions.node} does not run by itself; compile it to JavaScript (npx tsc) and give the .js file, write the module as .mjs, or start glassbox under tsx (npm install tsx, then NODE_OPTIONS="--import tsx" before the command).\n`,
+    );
+    expect(outcome.stderr).not.toContain("Unknown file extension");
+    // "npm install tsx" there, as a link to the tests' own copy.
+    mkdirSync(join(tools, "node_modules"));
+    symlinkSync(join(root, "node_modules/tsx"), join(tools, "node_modules/tsx"));
+    const underTsx = await run(glassboxBin(), ["tools", "--json"], tools, {
+      GLASSBOX_TOOLS: "./mine.ts",
+      NODE_OPTIONS: "--import tsx",
+    });
+    expect(underTsx.stderr).toBe("");
+    expect(toolNames(underTsx.stdout)).toContain("check_stock");
+  });
+});
+
+// The hints of the installed command line are commands a person pastes where they are: each is run
+// here as a shell would run it, from the same folder.
+describe("the command line's hints, by how it was started", () => {
+  const bin = () => join(consumer, "node_modules/.bin/glassbox");
+  const noDatabase = () => ({ GLASSBOX_DB: join(folder, "none.db"), npm_config_offline: "true" });
+
+  /** The `see ...` command of reset's answer for a session nobody has, and what running it does. */
+  async function hintOf(command: string, cwd: string, env: Record<string, string>): Promise<string> {
+    const outcome = await run(command, ["reset", "--session", "nobody"], cwd, env);
+    expect(outcome.code).toBe(1);
+    const hint = /^There is no session cli:nobody; see (.+)\.\n$/.exec(outcome.stdout)?.[1] ?? outcome.stdout;
+    const pasted = await run("sh", ["-c", hint], cwd, env);
+    expect(pasted).toMatchObject({ code: 0, stdout: expect.stringContaining("No conversations are recorded yet") });
+    return hint;
+  }
+
+  it("installed in the project: npx glassbox", async () => {
+    expect(await hintOf(bin(), consumer, noDatabase())).toBe("npx glassbox sessions");
+  });
+
+  it("on PATH (a global install): glassbox", async () => {
+    const env = {
+      ...noDatabase(),
+      PATH: `${join(consumer, "node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`,
+    };
+    expect(await hintOf("glassbox", folder, env)).toBe("glassbox sessions");
+  });
+
+  it("run by its path from a folder npx would not find it in: node and that path", async () => {
+    expect(await hintOf(bin(), folder, noDatabase())).toBe("node consumer/node_modules/.bin/glassbox sessions");
   });
 });

@@ -312,7 +312,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect((await bot.port.sessionHistory("web:cancel")).messages).toEqual([]);
       expect(await glassbox(["reset", "--session", "web:nobody"], cliEnv)).toMatchObject({
         code: 1,
-        stdout: "There is no session web:nobody; see glassbox sessions.\n",
+        stdout: "There is no session web:nobody; see npx glassbox sessions.\n",
       });
     });
   },

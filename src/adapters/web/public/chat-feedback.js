@@ -60,6 +60,13 @@ export function feedbackControls(runId, who, given) {
     form.hidden = false;
     reason.focus();
   });
+  // Enter sends, Shift+Enter starts a new line: as in the message box.
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!(await send("down", reason.value.trim()))) return;

@@ -86,6 +86,25 @@ describe("feedback in the playground and the trace viewer", () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it("regression: Enter sends the reason of a 👎 as it does in the message box; Shift+Enter starts a new line", async () => {
+    const page = await open();
+    const answer = await ask(page, "And the answer now?");
+    const runId = await runIdOf(answer);
+    const feedback = createFeedbackBook(playground.store);
+    await answer.getByRole("button", { name: "Bad answer" }).click();
+    const reason = answer.getByLabel("What went wrong? (optional)");
+    await reason.waitFor(VISIBLE);
+    await reason.fill("Wrong number");
+    await reason.press("Shift+Enter");
+    await reason.pressSequentially("twice");
+    expect(await reason.inputValue()).toBe("Wrong number\ntwice");
+    await reason.press("Enter");
+    await answer.locator(".feedback-status", { hasText: "Thanks, noted." }).waitFor(VISIBLE);
+    expect(await reason.isHidden()).toBe(true);
+    expect(feedback.ofRun(runId).map((one) => [one.rating, one.reason])).toEqual([["down", "Wrong number\ntwice"]]);
+    expect(pageErrors).toEqual([]);
+  });
+
   it("POST /api/runs/:id/feedback: one sentence for bad input, 404 for an unknown run, the latest rating per user", async () => {
     const { body: started } = await postJson(`${playground.url}api/runs`, {
       session: "feedback-api",
