@@ -14,6 +14,7 @@ const BENCHMARKS = [
   "./cli-startup.js",
   "./engine-store.js",
   "./memory.js",
+  "./pipeline-cost.js",
   "./queue-takeover.js",
   "./scale.js",
   "./slack.js",
