@@ -17,7 +17,9 @@
  *
  * Needs PostgreSQL (GLASSBOX_BENCH_DATABASE_URL, or GLASSBOX_TEST_DATABASE_URL) for all but the
  * first setup, and Linux's /proc. BENCH_PIPELINE_THREADS, BENCH_ROUNDS and BENCH_SWEEP (e.g.
- * "8,32,100") change the defaults.
+ * "8,32,100") change the defaults; BENCH_LAYOUTS (e.g. "postgres-one") measures only those setups.
+ * BENCH_CPU_PROF=<directory> has every glassbox process write a V8 CPU profile there (node
+ * --cpu-prof), for finding where a turn's time goes.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -58,10 +60,13 @@ const SWEEP = (process.env.BENCH_SWEEP ?? "8,16,32,64,100").split(",").map(Numbe
 const MODEL_LATENCY_MS = 200;
 /** After the last answer: the runs' last writes (the run's end) land. */
 const SETTLE_MS = 1_000;
+/** How long the idle cost of a worker concurrency is measured. */
+const IDLE_MS = 5_000;
 const ACK_LIMIT_MS = 3_000;
 const CPU_RATIO_TARGET = 2;
 const SECRET = "bench-pipeline-signing-secret";
 const DATABASE_URL = process.env.GLASSBOX_BENCH_DATABASE_URL ?? process.env.GLASSBOX_TEST_DATABASE_URL;
+const PROFILES = process.env.BENCH_CPU_PROF;
 
 type Layout = "sqlite" | "postgres-one" | "postgres-split";
 
@@ -104,12 +109,12 @@ const benchmark: Benchmark = {
   name: "pipeline-cost",
   title: `CPU, statements and round trips per turn of ${THREADS} Slack threads at once, on SQLite and PostgreSQL (one process, ingress + 2 workers); acknowledgements of ${ACK_THREADS} at once; worker concurrency`,
   async run() {
-    const layouts: Layout[] = DATABASE_URL ? ["sqlite", "postgres-one", "postgres-split"] : ["sqlite"];
+    const chosen = process.env.BENCH_LAYOUTS?.split(",") as Layout[] | undefined;
+    const layouts = (chosen ?? (DATABASE_URL ? ["sqlite", "postgres-one", "postgres-split"] : ["sqlite"])) as Layout[];
     const measured: Measured[] = [];
     for (const layout of layouts) measured.push(await measureCost(layout));
-    const sweep: Array<{ concurrency: number; wallMs: Stats }> = [];
-    if (DATABASE_URL)
-      for (const concurrency of SWEEP) sweep.push({ concurrency, wallMs: await measureWall(concurrency) });
+    const sweep: SweepPoint[] = [];
+    if (DATABASE_URL) for (const concurrency of SWEEP) sweep.push(await measureWall(concurrency));
     return report(measured, sweep);
   },
 };
@@ -122,9 +127,10 @@ async function deploy(layout: Layout, extra: Record<string, string> = {}): Promi
   const model: ScriptedModelServer = await startScriptedModelServer({ script: twoCallReply(MODEL_LATENCY_MS) });
   const database: TestDatabase | undefined =
     layout === "sqlite" ? undefined : await createTestDatabase(DATABASE_URL as string);
-  const children: Array<Child & { kill(): Promise<void> }> = [];
+  const children: Array<Child & { end(): Promise<unknown> }> = [];
   const close = async () => {
-    await Promise.all(children.map((child) => child.kill()));
+    // A profile is written as the process exits by itself (SIGTERM), not when it is killed.
+    await Promise.all(children.map((child) => child.end()));
     await model.close();
     await fake.close();
     await database?.drop();
@@ -145,8 +151,13 @@ async function deploy(layout: Layout, extra: Record<string, string> = {}): Promi
     };
     const start = async (label: string, role: Role, env: Record<string, string>) => {
       const countsFile = join(directory, `${label}.counts.jsonl`);
-      const started = await startRoleProcess(role, { ...common, ...env, ...countingEnvironment(countsFile) });
-      children.push({ label, pid: started.pid, countsFile, kill: () => started.kill() });
+      const counting = countingEnvironment(countsFile);
+      const profileDirectory = join(PROFILES ?? "", `${layout}-${label.replace(/ /g, "")}`);
+      const profiling: Record<string, string> = PROFILES
+        ? { NODE_OPTIONS: `${counting.NODE_OPTIONS} --cpu-prof --cpu-prof-dir=${profileDirectory}` }
+        : {};
+      const started = await startRoleProcess(role, { ...common, ...env, ...counting, ...profiling });
+      children.push({ label, pid: started.pid, countsFile, end: () => (PROFILES ? started.stop() : started.kill()) });
       return started;
     };
     let eventsUrl: string;
@@ -244,15 +255,43 @@ async function measureCost(layout: Layout): Promise<Measured> {
   }
 }
 
-/** The burst's wall time on ingress + 2 workers running `concurrency` turns each. */
-async function measureWall(concurrency: number): Promise<Stats> {
+interface SweepPoint {
+  concurrency: number;
+  wallMs: Stats;
+  /** While nothing comes in, after the bursts: CPU of the glassbox processes and the server, ms per second. */
+  idleCpuMsPerSecond: number;
+  /** And round trips per second (graphile-worker's idle polls, heartbeats). */
+  idleRoundTripsPerSecond: number;
+}
+
+/** The burst's wall time on ingress + 2 workers running `concurrency` turns each, and what they cost while idle. */
+async function measureWall(concurrency: number): Promise<SweepPoint> {
   const deployed = await deploy("postgres-split", { GLASSBOX_WORKER_CONCURRENCY: String(concurrency) });
   try {
     await burst(deployed, "w", WARMUP_THREADS);
     const walls: number[] = [];
     for (let round = 0; round < SWEEP_ROUNDS; round++)
       walls.push((await burst(deployed, `c${concurrency}r${round}t`, THREADS)).wallMs);
-    return statsOf(walls);
+    await sleep(SETTLE_MS);
+    const countsBefore = await countsNow(deployed.children);
+    const before = cpuNow(deployed.children);
+    await sleep(IDLE_MS);
+    const after = cpuNow(deployed.children);
+    const countsAfter = await countsNow(deployed.children);
+    const cpuOf = (reading: ReturnType<typeof cpuNow>) =>
+      Object.values(reading.children).reduce((sum, ms) => sum + ms, 0) + (reading.postgres ?? 0);
+    const roundTrips = deployed.children.reduce(
+      (sum, child) =>
+        sum +
+        totalOf(countsBetween(countsBefore[child.label]?.postgres ?? {}, countsAfter[child.label]?.postgres ?? {})),
+      0,
+    );
+    return {
+      concurrency,
+      wallMs: statsOf(walls),
+      idleCpuMsPerSecond: (cpuOf(after) - cpuOf(before)) / (IDLE_MS / 1000),
+      idleRoundTripsPerSecond: roundTrips / (IDLE_MS / 1000),
+    };
   } finally {
     await deployed.close();
   }
@@ -273,7 +312,7 @@ function storeCounts(round: Round, store: keyof QueryCounts): Counts {
   return sum;
 }
 
-function report(measured: Measured[], sweep: Array<{ concurrency: number; wallMs: Stats }>): BenchmarkReport {
+function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
   const rows: Row[] = [];
   const targets: Target[] = [];
   const totals = new Map<Layout, Stats>();
@@ -361,14 +400,13 @@ function report(measured: Measured[], sweep: Array<{ concurrency: number; wallMs
     });
   }
   const sqliteWall = measured.find((result) => result.layout === "sqlite")?.rounds.map((round) => round.wallMs);
-  for (const { concurrency, wallMs } of sweep) {
-    rows.push({
-      label: `${LABELS["postgres-split"]}, GLASSBOX_WORKER_CONCURRENCY=${concurrency}: wall of the burst`,
-      value: wallMs,
-      unit: "ms",
-    });
+  for (const { concurrency, wallMs, idleCpuMsPerSecond, idleRoundTripsPerSecond } of sweep) {
+    const setup = `${LABELS["postgres-split"]}, GLASSBOX_WORKER_CONCURRENCY=${concurrency}`;
+    rows.push({ label: `${setup}: wall of the burst`, value: wallMs, unit: "ms" });
     if (sqliteWall)
       rows.push({ label: `  / SQLite's wall (medians)`, value: wallMs.median / statsOf(sqliteWall).median, unit: "x" });
+    rows.push({ label: `  idle: CPU of glassbox and the server`, value: idleCpuMsPerSecond, unit: "ms/s" });
+    rows.push({ label: `  idle: round trips`, value: idleRoundTripsPerSecond, unit: "per s" });
   }
   for (const [label, statements] of Object.entries(topStatements))
     for (const { perTurn: times, statement } of statements.slice(0, 6))
@@ -379,7 +417,7 @@ function report(measured: Measured[], sweep: Array<{ concurrency: number; wallMs
       "every glassbox process is src/main.ts (under tsx) with the default settings; the fake Slack and the model server run in the bench process; the PostgreSQL server's CPU is the sum over its processes (the postmaster's own and reaped children's time, and its living children's), on a server nobody else uses during the bench",
       "statements and round trips are counted inside each glassbox process by a preloaded module (bench/fixtures/count-queries.mjs): SQLite statement runs, and pg queries (each one round trip); transactions are the BEGINs among them",
       `acknowledgements: ${ACK_THREADS} new threads at once, ${ACK_ROUNDS} times, on the PostgreSQL ingress + 2 workers above; each event from its send until ingress answered it`,
-      `worker concurrency: the ${THREADS}-thread burst on fresh ingress + 2 workers for each GLASSBOX_WORKER_CONCURRENCY, ${SWEEP_ROUNDS} bursts each after a warm-up`,
+      `worker concurrency: the ${THREADS}-thread burst on fresh ingress + 2 workers for each GLASSBOX_WORKER_CONCURRENCY, ${SWEEP_ROUNDS} bursts each after a warm-up; then ${IDLE_MS / 1000} s with nothing coming in (graphile-worker polls once a second for each free turn of a worker)`,
     ],
     rows,
     targets,
