@@ -6,10 +6,17 @@
 import type pg from "pg";
 import { INSTANCE } from "./instances.js";
 import { ownerAlive, type InstanceRecord } from "./instances.js";
-import type { RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
+import type { MessageEntry, RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-import { TOUCH_SESSION, touchSession } from "./postgres-messages.js";
+import {
+  INSERT_MESSAGES,
+  insertedMessages,
+  messageColumns,
+  type SessionWrite,
+  TOUCH_SESSION,
+  touchSession,
+} from "./postgres-messages.js";
 
 const UNFINISHED = "('running', 'accepted')";
 const END_RUN =
@@ -60,14 +67,38 @@ export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string 
   return rows[0]?.user_id;
 }
 
-/** A run accepted before it starts (owned by this process until it starts or ends unstarted); its session made or touched in the same statement. */
-export async function acceptRun(db: Db, run: RunRecord): Promise<void> {
+/** The accepted run's insert, for a statement that touches its session: $4 the run, $1 the session, $2 the moment. */
+const acceptedRun = (user: string, input: string, owner: string) =>
+  `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES ($4, $1, ${user}, ${input}, 'accepted', $2, $2, ${owner})`;
+
+/**
+ * A run accepted before it starts (owned by this process until it starts or ends unstarted), with
+ * the message it answers, in one statement that also makes or touches its session.
+ */
+export async function acceptRun(
+  db: Db,
+  run: RunRecord,
+  entries: MessageEntry[],
+): Promise<{ ids: number[]; session?: SessionWrite }> {
   await registerInstance(db);
-  await db.query(
-    `WITH session AS (${TOUCH_SESSION})
-     INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES ($4, $1, $5, $6, 'accepted', $2, $2, $7)`,
-    [run.sessionId, new Date().toISOString(), 0, run.runId, run.userId, run.input, INSTANCE.id],
+  const at = new Date().toISOString();
+  if (entries.length === 0) {
+    await db.query(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
+      run.sessionId,
+      at,
+      0,
+      run.runId,
+      run.userId,
+      run.input,
+      INSTANCE.id,
+    ]);
+    return { ids: [] };
+  }
+  const { rows } = await db.query<{ id: number; epoch: number; version: number }>(
+    `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
+    [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
   );
+  return insertedMessages(run.sessionId, rows);
 }
 
 /** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */

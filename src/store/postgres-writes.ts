@@ -97,12 +97,12 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
         }
         // The claims commit even for a duplicate (a redelivery's new id is remembered too).
         if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" };
-        if (run) await acceptRun(client, run);
         let messageId: number | null = null;
-        if (run && message) {
-          const { ids, session } = await insertMessages(client, run.sessionId, run.runId, [message]);
-          messageId = ids[0] ?? null;
-          written = session;
+        if (run) {
+          // The run, its message and its session's touch: one statement.
+          const accepted = await acceptRun(client, run, message ? [message] : []);
+          messageId = accepted.ids[0] ?? null;
+          written = accepted.session;
         }
         if (alsoInTransaction) await alsoInTransaction(client);
         return { kind: "accepted", messageId };
