@@ -15,6 +15,7 @@ const BENCHMARKS = [
   "./cli-startup.js",
   "./engine-store.js",
   "./memory.js",
+  "./pipeline-cost.js",
   "./queue-takeover.js",
   "./scale.js",
   "./slack.js",

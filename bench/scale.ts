@@ -21,14 +21,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeSlack, type FakeSlack } from "../src/testing/fake-slack.js";
-import {
-  startScriptedModelServer,
-  type ChatCompletionRequestBody,
-  type ScriptedModelServer,
-  type ScriptedReply,
-} from "../src/testing/scripted-model-server.js";
+import { startScriptedModelServer, type ScriptedModelServer } from "../src/testing/scripted-model-server.js";
 import { createTestDatabase, type TestDatabase } from "../test/e2e/fixtures/queue-database.js";
 import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../test/e2e/fixtures/role-processes.js";
+import {
+  allAnswered,
+  BOT,
+  createAnswerWatch,
+  mention as mentionIn,
+  TEAM,
+  twoCallReply,
+  type AnswerWatch,
+} from "./fixtures/slack-load.js";
 import { statsOf, type Benchmark, type BenchmarkReport, type Row, type Stats, type Target } from "./measure.js";
 
 const THREADS = Number(process.env.BENCH_SCALE_THREADS) || 500;
@@ -42,13 +46,8 @@ const CONCURRENCY = 100; // turns per worker process, as GLASSBOX_MAX_CONCURRENT
 const SEND_IN_FLIGHT = 50;
 const STOPS = 5;
 const STOP_TARGET_MS = 1_000;
-const BOT = "U0FAKEBOT1";
-const TEAM = "T0FAKE0001";
-const CHANNEL = "C1";
 const SECRET = "bench-scale-signing-secret";
 const DATABASE_URL = process.env.GLASSBOX_BENCH_DATABASE_URL ?? process.env.GLASSBOX_TEST_DATABASE_URL;
-/** An answer as the model writes it, naming its thread. */
-const ANSWER = /answer to (\w+)\./;
 
 interface Setup {
   label: string;
@@ -125,7 +124,7 @@ export default benchmark;
 async function measure(setup: Setup): Promise<Measured> {
   const directory = mkdtempSync(join(tmpdir(), "glassbox-scale-"));
   const fake = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT, teamId: TEAM });
-  const model = await startScriptedModelServer({ script: (body) => reply(body) });
+  const model = await startScriptedModelServer({ script: twoCallReply(MODEL_LATENCY_MS) });
   const database: TestDatabase | undefined =
     setup.workers > 0 ? await createTestDatabase(DATABASE_URL as string) : undefined;
   const processes: RoleProcess[] = [];
@@ -180,51 +179,14 @@ async function measure(setup: Setup): Promise<Measured> {
   }
 }
 
-/** Two calls per run: the calculator, then the answer naming the thread; a "slow" thread's call never answers. */
-function reply(body: ChatCompletionRequestBody): ScriptedReply {
-  const lastUser = [...body.messages].reverse().find((message) => message.role === "user");
-  const text = typeof lastUser?.content === "string" ? lastUser.content : "";
-  if (text.includes("slow")) return { hang: true };
-  const name = /question (\w+)/.exec(text)?.[1] ?? "unknown";
-  if (body.messages.at(-1)?.role !== "tool")
-    return { toolCalls: [{ name: "calculator", arguments: '{"expression":"6*7"}' }], delayMs: MODEL_LATENCY_MS };
-  return { content: `answer to ${name}.`, delayMs: MODEL_LATENCY_MS };
-}
-
-/** The moments answers reached the fake Slack, by thread name, read from its calls as they come. */
-function createAnswerWatch(fake: FakeSlack) {
-  const landed = new Map<string, number>();
-  let seen = 0;
-  return {
-    update(): Map<string, number> {
-      for (; seen < fake.calls.length; seen++) {
-        const call = fake.calls[seen];
-        const name = ANSWER.exec(String(call?.args.text ?? ""))?.[1];
-        if (call && name && !landed.has(name)) landed.set(name, call.at);
-      }
-      return landed;
-    },
-  };
-}
-
-async function mention(fake: FakeSlack, eventsUrl: string, text: string, ts: string, threadTs?: string): Promise<void> {
-  const event = {
-    type: "app_mention",
-    user: "U1",
-    channel: CHANNEL,
-    text: `<@${BOT}> ${text}`,
-    ts,
-    ...(threadTs ? { thread_ts: threadTs } : {}),
-  };
-  const sent = await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET });
-  if (sent.status !== 200) throw new Error(`an event was answered with HTTP ${sent.status}: ${sent.body}`);
-}
+const mention = (fake: FakeSlack, eventsUrl: string, text: string, ts: string, threadTs?: string) =>
+  mentionIn(fake, eventsUrl, SECRET, text, ts, threadTs);
 
 /** Sends `count` new threads as fast as they are acknowledged; resolves with the wall time until every one is answered. */
 async function threadsAtOnce(
   fake: FakeSlack,
   eventsUrl: string,
-  answers: ReturnType<typeof createAnswerWatch>,
+  answers: AnswerWatch,
   prefix: string,
   count: number,
 ): Promise<number> {
@@ -237,17 +199,7 @@ async function threadsAtOnce(
         await mention(fake, eventsUrl, `question ${names[index]}`, fake.nextTs());
     }),
   );
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    const landed = answers.update();
-    if (names.every((name) => landed.has(name)))
-      return Math.max(...names.map((name) => landed.get(name) as number)) - started;
-    if (Date.now() > deadline)
-      throw new Error(
-        `${names.filter((name) => !landed.has(name)).length} of ${count} threads were not answered within 300 s`,
-      );
-    await sleep(20);
-  }
+  return (await allAnswered(answers, names)) - started;
 }
 
 /** One "stop": timed from sending it until "Stopped." reaches the thread. */

@@ -62,10 +62,9 @@ export interface GlassboxConfig {
    */
   role?: GlassboxRole;
   /**
-   * Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY). Default 8 on PostgreSQL; on
-   * SQLite (one process) IN_PROCESS_TURNS_AT_ONCE, so that runs are bounded by
-   * GLASSBOX_MAX_CONCURRENT_RUNS alone, as before the pipeline (with 8, a burst of 100 Slack threads
-   * took 9x as long in bench/slack.ts), and a request that waits for one is told it is queued.
+   * Turns a worker process runs at once (GLASSBOX_WORKER_CONCURRENCY). DEFAULT_WORKER_CONCURRENCY on
+   * PostgreSQL; on SQLite (one process) IN_PROCESS_TURNS_AT_ONCE, so that runs are bounded by
+   * GLASSBOX_MAX_CONCURRENT_RUNS alone, and a request that waits for one is told it is queued.
    */
   workerConcurrency: number;
 }
@@ -201,7 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     workerConcurrency: positiveInteger(
       env,
       "GLASSBOX_WORKER_CONCURRENCY",
-      nonEmpty(env.GLASSBOX_DATABASE_URL) ? 8 : IN_PROCESS_TURNS_AT_ONCE,
+      nonEmpty(env.GLASSBOX_DATABASE_URL) ? DEFAULT_WORKER_CONCURRENCY : IN_PROCESS_TURNS_AT_ONCE,
     ),
   };
 }
@@ -230,6 +229,16 @@ function roleOf(value: string | undefined): GlassboxRole | undefined {
  * thousands of model requests and holding their contexts in memory at once.
  */
 export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
+
+/**
+ * Turns a worker process runs at once on PostgreSQL, from bench/pipeline-cost.ts (300 Slack threads
+ * at once on ingress + 2 workers, 2-core host): 8 took 9.6 s, 4.8x SQLite's one process; 32 took
+ * 4.0 s and 100 took 4.1 s (the host's CPU is the limit from 32 on). A free turn costs while idle:
+ * graphile-worker looks for a job once a second for each, so 2 idle workers at 100 spent 2.6x the
+ * CPU of 32 (156 against 60 ms a second, with the database's) in 203 round trips a second.
+ * Raise it for long model calls and bursty teams.
+ */
+export const DEFAULT_WORKER_CONCURRENCY = 32;
 
 /**
  * One process on SQLite starts every conversation's turn as it comes (the queue keeps only each

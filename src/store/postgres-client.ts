@@ -2,8 +2,10 @@
  * The PostgreSQL connection: a pool whose values come back as glassbox keeps them (counts and ids as
  * numbers, moments as ISO strings, days as "YYYY-MM-DD"), an optional schema of its own, transactions
  * retried on a deadlock or serialization failure, and one sentence for a database that cannot be
- * reached or opened. A URL's password never appears in what is shown.
+ * reached or opened. A URL's password never appears in what is shown. Each connection prepares a
+ * statement with parameters the first time it runs it, and afterwards only binds and executes it.
  */
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { GlassboxError } from "../agent/errors.js";
 
@@ -65,7 +67,36 @@ export function createPool(connection: PostgresConnection): pg.Pool {
   });
   // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
   pool.on("error", () => {});
+  pool.on("connect", preparing);
   return pool;
+}
+
+type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
+
+/**
+ * Makes `client` run each statement with parameters as a prepared statement, named by its text:
+ * PostgreSQL parses and plans it once per connection instead of at every call, which is much of
+ * its work for the store's small statements (bench/pipeline-cost.ts). A statement that names its
+ * columns with `*` is left unprepared: a migration that adds a column would break its cached plan.
+ */
+function preparing(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as Query;
+  (client as unknown as { query: Query }).query = (config, values, callback) =>
+    typeof config === "string" && Array.isArray(values) && callback === undefined && !ALL_COLUMNS.test(config)
+      ? query({ name: statementName(config), text: config, values })
+      : query(config, values, callback);
+}
+
+const ALL_COLUMNS = /\b(select|returning)\s+\*|\.\*/i;
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `glassbox_${createHash("sha256").update(text).digest("base64url").slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
 }
 
 const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected

@@ -16,6 +16,13 @@ export interface SessionWrite {
   version: number;
 }
 
+/**
+ * The session's upsert, for a statement's WITH: creates it on first use and marks its activity,
+ * counting a write to its history by $3 (1 or 0); $1 the session, $2 the moment. Returns its epoch and version.
+ */
+export const TOUCH_SESSION = `INSERT INTO sessions (id, created_at, updated_at, version) VALUES ($1, $2, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = sessions.version + $3 RETURNING epoch, version`;
+
 /** Creates the session on first use and marks its activity; `historyChanged` counts a write to its history. */
 export async function touchSession(
   db: Db,
@@ -23,17 +30,52 @@ export async function touchSession(
   at: string,
   historyChanged: boolean,
 ): Promise<SessionWrite> {
-  const bump = historyChanged ? 1 : 0;
-  const { rows } = await db.query<{ epoch: number; version: number }>(
-    `INSERT INTO sessions (id, created_at, updated_at, version) VALUES ($1, $2, $2, $3)
-     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = sessions.version + $3 RETURNING epoch, version`,
-    [sessionId, at, bump],
-  );
+  const { rows } = await db.query<{ epoch: number; version: number }>(TOUCH_SESSION, [
+    sessionId,
+    at,
+    historyChanged ? 1 : 0,
+  ]);
   const row = rows[0] as { epoch: number; version: number };
   return { sessionId, epoch: row.epoch, version: row.version };
 }
 
-/** Appends messages in the current epoch; their ids ascend in the order given. */
+/**
+ * The insert of messages after a WITH that names `session` (TOUCH_SESSION's): $1 the session, $2 the
+ * moment, $4 the run, $5 to $9 the columns of messageColumns. Returns each id with the session's epoch and version.
+ */
+export const INSERT_MESSAGES = `INSERT INTO messages (session_id, epoch, run_id, role, content, tool_calls, tool_call_id, tokens, created_at)
+     SELECT $1, session.epoch, $4, role, content, tool_calls, tool_call_id, tokens, $2
+     FROM session, unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::integer[]) WITH ORDINALITY AS entry(role, content, tool_calls, tool_call_id, tokens, position)
+     ORDER BY position RETURNING id, epoch, (SELECT version FROM session) AS version`;
+
+/** The entries as INSERT_MESSAGES's columns: role, content, tool calls, tool call id, tokens. */
+export function messageColumns(entries: MessageEntry[]): unknown[][] {
+  const column = <T>(pick: (entry: MessageEntry) => T) => entries.map(pick);
+  return [
+    column(({ message }) => message.role),
+    column(({ message }) => message.content),
+    column(({ message }) =>
+      message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null,
+    ),
+    column(({ message }) => (message.role === "tool" ? message.tool_call_id : null)),
+    column(({ tokens }) => tokens),
+  ];
+}
+
+/** What INSERT_MESSAGES returned: the ids in the order given, and where the session's history stands. */
+export function insertedMessages(
+  sessionId: string,
+  rows: Array<{ id: number; epoch: number; version: number }>,
+): { ids: number[]; session: SessionWrite } {
+  const first = rows[0] as { epoch: number; version: number };
+  // Identities are handed out in the order the rows are made, which is the order given.
+  return {
+    ids: rows.map((row) => row.id).sort((a, b) => a - b),
+    session: { sessionId, epoch: first.epoch, version: first.version },
+  };
+}
+
+/** Appends messages in the current epoch, touching the session in the same statement; their ids ascend in the order given. */
 export async function insertMessages(
   db: Db,
   sessionId: string,
@@ -41,30 +83,12 @@ export async function insertMessages(
   entries: MessageEntry[],
 ): Promise<{ ids: number[]; session: SessionWrite }> {
   const at = new Date().toISOString();
-  const session = await touchSession(db, sessionId, at, true);
-  if (entries.length === 0) return { ids: [], session };
-  const column = <T>(pick: (entry: MessageEntry) => T) => entries.map(pick);
-  const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO messages (session_id, epoch, run_id, role, content, tool_calls, tool_call_id, tokens, created_at)
-     SELECT $1, $2, $3, role, content, tool_calls, tool_call_id, tokens, $4
-     FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::integer[]) WITH ORDINALITY AS entry(role, content, tool_calls, tool_call_id, tokens, position)
-     ORDER BY position RETURNING id`,
-    [
-      sessionId,
-      session.epoch,
-      runId,
-      at,
-      column(({ message }) => message.role),
-      column(({ message }) => message.content),
-      column(({ message }) =>
-        message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null,
-      ),
-      column(({ message }) => (message.role === "tool" ? message.tool_call_id : null)),
-      column(({ tokens }) => tokens),
-    ],
+  if (entries.length === 0) return { ids: [], session: await touchSession(db, sessionId, at, true) };
+  const { rows } = await db.query<{ id: number; epoch: number; version: number }>(
+    `WITH session AS (${TOUCH_SESSION}) ${INSERT_MESSAGES}`,
+    [sessionId, at, 1, runId, ...messageColumns(entries)],
   );
-  // Identities are handed out in the order the rows are made, which is the order given.
-  return { ids: rows.map((row) => row.id).sort((a, b) => a - b), session };
+  return insertedMessages(sessionId, rows);
 }
 
 async function messagesAfter(db: Db, sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]> {

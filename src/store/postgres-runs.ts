@@ -6,10 +6,17 @@
 import type pg from "pg";
 import { INSTANCE } from "./instances.js";
 import { ownerAlive, type InstanceRecord } from "./instances.js";
-import type { RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
+import type { MessageEntry, RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-import { touchSession } from "./postgres-messages.js";
+import {
+  INSERT_MESSAGES,
+  insertedMessages,
+  messageColumns,
+  type SessionWrite,
+  TOUCH_SESSION,
+  touchSession,
+} from "./postgres-messages.js";
 
 const UNFINISHED = "('running', 'accepted')";
 const END_RUN =
@@ -26,8 +33,25 @@ const endValues = (outcome: RunOutcome) => [
   new Date().toISOString(),
 ];
 
-/** Records this instance, once; run inside the transaction that first names it as a run's owner. */
+/**
+ * Handles of this process whose heartbeat keeps its instance row (a beat makes the row when it is
+ * missing): while one beats, a transaction need not record the instance itself.
+ */
+let beatingHandles = 0;
+
+/** Called once a handle's first beat has committed; the returned function when it stops beating. */
+export function keepInstanceRow(): () => void {
+  beatingHandles++;
+  let released = false;
+  return () => {
+    if (!released) beatingHandles--;
+    released = true;
+  };
+}
+
+/** Records this instance, in the transaction that names it as a run's owner, unless a heartbeat keeps its row. */
 async function registerInstance(db: Db): Promise<void> {
+  if (beatingHandles > 0) return;
   await db.query(
     "INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
     [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt],
@@ -43,34 +67,58 @@ export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string 
   return rows[0]?.user_id;
 }
 
-/** A run accepted before it starts (owned by this process until it starts or ends unstarted). */
-export async function acceptRun(db: Db, run: RunRecord): Promise<void> {
-  const at = new Date().toISOString();
+/**
+ * The accepted run's insert, for a statement that touches its session: $4 the run, $1 the session, $2 the moment.
+ * An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
+ */
+const acceptedRun = (user: string, input: string, owner: string) =>
+  `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost) VALUES ($4, $1, ${user}, ${input}, 'accepted', $2, $2, ${owner}, 0)`;
+
+/**
+ * A run accepted before it starts (owned by this process until it starts or ends unstarted), with
+ * the message it answers, in one statement that also makes or touches its session.
+ */
+export async function acceptRun(
+  db: Db,
+  run: RunRecord,
+  entries: MessageEntry[],
+): Promise<{ ids: number[]; session?: SessionWrite }> {
   await registerInstance(db);
-  await touchSession(db, run.sessionId, at, false);
-  await db.query(
-    "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner) VALUES ($1, $2, $3, $4, 'accepted', $5, $5, $6)",
-    [run.runId, run.sessionId, run.userId, run.input, at, INSTANCE.id],
+  const at = new Date().toISOString();
+  if (entries.length === 0) {
+    await db.query(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
+      run.sessionId,
+      at,
+      0,
+      run.runId,
+      run.userId,
+      run.input,
+      INSTANCE.id,
+    ]);
+    return { ids: [] };
+  }
+  const { rows } = await db.query<{ id: number; epoch: number; version: number }>(
+    `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
+    [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
   );
+  return insertedMessages(run.sessionId, rows);
 }
 
 /** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */
 export async function startRun(db: Db, run: RunRecord): Promise<boolean> {
-  const { rows } = await db.query<{ status: string }>("SELECT status FROM runs WHERE id = $1", [run.runId]);
-  const status = rows[0]?.status;
-  if (status !== undefined && status !== "accepted") return false;
   const at = new Date().toISOString();
   await registerInstance(db);
   const { pipeline } = run;
   const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
-  if (status === "accepted") {
-    const started = await db.query(
-      // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-      "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, input = CASE WHEN left($8, length(input)) = input THEN $8 ELSE input END WHERE id = $3 AND status = 'accepted'",
-      [at, INSTANCE.id, run.runId, ...stage, run.input],
-    );
-    return started.rowCount === 1;
-  }
+  // A run from the queue was accepted at ingress: it starts in this one statement.
+  const started = await db.query(
+    // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
+    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, input = CASE WHEN left($8, length(input)) = input THEN $8 ELSE input END WHERE id = $3 AND status = 'accepted'",
+    [at, INSTANCE.id, run.runId, ...stage, run.input],
+  );
+  if (started.rowCount === 1) return true;
+  const { rows } = await db.query<{ status: string }>("SELECT status FROM runs WHERE id = $1", [run.runId]);
+  if (rows[0] !== undefined) return false;
   await touchSession(db, run.sessionId, at, false);
   const inserted = await db.query(
     `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name)

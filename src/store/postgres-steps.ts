@@ -36,13 +36,13 @@ export function createPostgresSteps() {
     return parts;
   }
 
-  /** Stores what is new in a step's request; the refs for its row. */
-  async function storeRequest(
+  /** What is new in a step's request, to store beside it, and the refs for its row. */
+  async function requestOf(
     db: Db,
     runId: string,
     messages: Message[],
     tools: ToolSpec[] | undefined,
-  ): Promise<{ requestRefs: string; toolsRef: number | null }> {
+  ): Promise<{ fresh: Array<{ seq: number; body: string }>; requestRefs: string; toolsRef: number | null }> {
     const parts = await partsOf(db, runId);
     const fresh: Array<{ seq: number; body: string }> = [];
     const seqOf = (part: Part): number => {
@@ -60,20 +60,22 @@ export function createPostgresSteps() {
     };
     const seqs = messages.map(seqOf);
     const toolsRef = tools?.length ? seqOf(tools) : null;
-    if (fresh.length > 0) {
-      await db.query(
-        "INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($2::integer[], $3::text[]) AS part(seq, body)",
-        [runId, fresh.map((part) => part.seq), fresh.map((part) => part.body)],
-      );
-    }
-    return { requestRefs: rangesOf(seqs), toolsRef };
+    return { fresh, requestRefs: rangesOf(seqs), toolsRef };
   }
 
   return {
+    /** A run this handle has just started (from nothing, or accepted): it has stored no parts yet. */
+    startedRun(runId: string): void {
+      runs.set(runId, { next: 1, byObject: new WeakMap(), byJson: new Map() });
+    },
+    /** The step and the new parts of its request, in one statement. */
     async appendStep(db: Db, step: StepRecord): Promise<void> {
-      const { requestRefs, toolsRef } = await storeRequest(db, step.runId, step.request, step.tools);
+      const { fresh, requestRefs, toolsRef } = await requestOf(db, step.runId, step.request, step.tools);
       await db.query(
-        `INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
+        `WITH parts AS (
+           INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($20::integer[], $21::text[]) AS part(seq, body)
+         )
+         INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
            prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at, requested_calls)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19::jsonb)
          ON CONFLICT (run_id, step) DO NOTHING`,
@@ -97,6 +99,8 @@ export function createPostgresSteps() {
           step.streamed ?? null,
           step.at,
           step.requestedCalls.length > 0 ? JSON.stringify(step.requestedCalls) : null,
+          fresh.map((part) => part.seq),
+          fresh.map((part) => part.body),
         ],
       );
     },

@@ -16,10 +16,17 @@ import type { PostgresSteps } from "./postgres-steps.js";
 export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versions: HistoryVersions) {
   async function apply(client: pg.PoolClient, writes: RunWrite[], sessions: SessionWrite[]): Promise<RecordOutcome> {
     const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
+    const starts = new Set<string>();
     for (const write of writes) {
       switch (write.kind) {
         case "start_run":
-          if (await startRun(client, write.run)) outcome.startedRuns.push(write.run.runId);
+          // Memory and the trace each start the run: the second start finds it started.
+          if (starts.has(write.run.runId)) break;
+          starts.add(write.run.runId);
+          if (await startRun(client, write.run)) {
+            outcome.startedRuns.push(write.run.runId);
+            steps.startedRun(write.run.runId);
+          }
           break;
         case "resume_run":
           await resumeRun(client, write.runId);
@@ -90,12 +97,12 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
         }
         // The claims commit even for a duplicate (a redelivery's new id is remembered too).
         if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" };
-        if (run) await acceptRun(client, run);
         let messageId: number | null = null;
-        if (run && message) {
-          const { ids, session } = await insertMessages(client, run.sessionId, run.runId, [message]);
-          messageId = ids[0] ?? null;
-          written = session;
+        if (run) {
+          // The run, its message and its session's touch: one statement.
+          const accepted = await acceptRun(client, run, message ? [message] : []);
+          messageId = accepted.ids[0] ?? null;
+          written = accepted.session;
         }
         if (alsoInTransaction) await alsoInTransaction(client);
         return { kind: "accepted", messageId };

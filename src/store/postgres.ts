@@ -14,7 +14,7 @@ import { createPostgresFacts } from "./postgres-facts.js";
 import { createPostgresFeedback } from "./postgres-feedback.js";
 import { createPostgresGates } from "./postgres-gates.js";
 import { createHistoryVersions, createPostgresConversations } from "./postgres-messages.js";
-import { createPostgresRuns } from "./postgres-runs.js";
+import { createPostgresRuns, keepInstanceRow } from "./postgres-runs.js";
 import { migratePostgres } from "./postgres-schema.js";
 import { createPostgresSessions } from "./postgres-sessions.js";
 import { createPostgresSteps } from "./postgres-steps.js";
@@ -71,9 +71,11 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     text: channelOf("text", options.schema),
   });
   let beating: NodeJS.Timeout | undefined;
+  let stopKeeping = () => {};
   let closed = false;
   if (options.longRunning) {
     await runs.heartbeat();
+    stopKeeping = keepInstanceRow();
     // A missed beat is harmless (the next one comes); six missed in a row mark this process gone.
     beating = setInterval(() => void runs.heartbeat().catch(() => {}), HEARTBEAT_EVERY_MS).unref();
   }
@@ -109,6 +111,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
       if (closed) return;
       closed = true;
       clearInterval(beating);
+      stopKeeping();
       await gates.close();
       await pool.end();
     },

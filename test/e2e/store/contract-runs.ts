@@ -79,6 +79,13 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.run("run_refused")).toMatchObject({ status: "error", output: "over the cap" });
   });
 
+  it("regression: an accepted run has spent nothing, so a user's day's cost stays known (the cost cap refuses before a run)", async () => {
+    const store = await open();
+    await store.acceptEvent({ eventIds: ["slack:event:EvCost"], run: runRecord("run_waits", "slack:T1:C9:1.1", "U9") });
+    expect(await store.run("run_waits")).toMatchObject({ status: "accepted", cost: 0 });
+    expect(await store.userUsageSince("U9", new Date(Date.now() - 60_000))).toMatchObject({ cost: 0 });
+  });
+
   it("refuses an acceptance into a session another user started, writing nothing (not even its claims)", async () => {
     const store = await open();
     await store.acceptEvent({
