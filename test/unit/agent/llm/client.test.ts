@@ -26,6 +26,9 @@ const calculatorSpec: ToolSpec[] = tools().specs();
 const question = [{ role: "user" as const, content: "What is 2+2?" }];
 /** Retry-After in milliseconds keeps the SDK's waits short. */
 const quickRetry = { "retry-after-ms": "10" };
+// The process remembers a server and model that refused the tools parameter (llm/capabilities.ts);
+// a model name of their own keeps that from reaching another test's server on a reused port.
+const REFUSES_TOOLS = "refuses-tools";
 const failure = (status: number, message = "failure"): ScriptedReply => ({
   error: { status, message },
   headers: quickRetry,
@@ -371,7 +374,7 @@ describe("model client: text protocol", () => {
     "falls back for another server's way of rejecting tools: %s",
     async (rejection) => {
       const server = await startServer({ rejectTools: rejection, script: [{ content: '{"answer": "hello"}' }] });
-      const model = modelFor(server);
+      const model = modelFor(server, { model: REFUSES_TOOLS });
       const result = await runAgent({ model, tools: tools() }, { input: "hi" });
       expect(result).toMatchObject({ stopReason: "final", output: "hello" });
       expect(model.toolMode).toBe("text");
@@ -380,7 +383,7 @@ describe("model client: text protocol", () => {
 
   it("does not fall back in native mode: the rejection is one sentence", async () => {
     const server = await startServer({ rejectTools: true, script: [{ content: "never" }] });
-    const model = modelFor(server, { toolMode: "native" });
+    const model = modelFor(server, { model: REFUSES_TOOLS, toolMode: "native" });
     const result = await runAgent({ model, tools: tools() }, { input: "hi" });
     expect(result.stopReason).toBe("error");
     expect(result.error?.code).toBe("model_rejected");
