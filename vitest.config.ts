@@ -15,9 +15,9 @@ export default defineConfig({
           // test leaves in the process (the model servers known to refuse an option, say) must not
           // reach another file's test: see test/unit/agent/llm/client.test.ts.
           isolate: false,
-          // A worker per core, two at least (Vitest's default leaves one core free): much of a unit
-          // test is waiting on local sockets and timers, which the other worker fills.
-          maxWorkers: Math.max(2, availableParallelism()),
+          // A worker more than cores (Vitest's default is one fewer): much of a unit test is waiting
+          // on local sockets and timers, which the other workers fill.
+          maxWorkers: availableParallelism() + 1,
           sequence: { groupOrder: 0 },
         },
       },
