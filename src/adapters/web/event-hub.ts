@@ -15,6 +15,8 @@ export interface ApprovalView {
   id: string;
   runId: string;
   sessionId: string;
+  /** The call that waits, as its `tool_start` and `tool_end` name it. */
+  toolCallId: string;
   tool: string;
   arguments: Record<string, unknown>;
   requester: string;
@@ -106,6 +108,7 @@ export function approvalView(approval: Approval): ApprovalView {
     id: approval.id,
     runId: approval.runId,
     sessionId: approval.sessionId,
+    toolCallId: approval.toolCallId,
     tool: approval.toolName,
     arguments: approval.arguments,
     requester: approval.requester,

@@ -396,6 +396,48 @@ for (const target of TARGETS) {
       page.stop();
     });
 
+    it("a call read running between the model's reply and the run's pause: its approval_requested names it, so the page can put the card in its place", async () => {
+      const { store, events } = await open();
+      const page = follow(events.hub, "web:s8");
+      await store.record([{ kind: "start_run", run: runRecord("run_gap", "web:s8", "web:ann", "post it") }]);
+      await page.said("run_start");
+      // The worker's reply commit: the step with its call, the run still running.
+      await store.record([
+        {
+          kind: "step",
+          step: stepOf("run_gap", 1, {
+            content: null,
+            requestedCalls: [{ id: "call_7", name: "post_notice", arguments: "{}" }],
+          }),
+        },
+      ]);
+      events.changed("web:s8");
+      await page.said("run_start", "model_end", "tool_start");
+      // Its pause, with the approval, in the run's last commit.
+      await store.record([
+        {
+          kind: "end_run",
+          outcome: outcomeOf("run_gap", {
+            status: "awaiting_approval",
+            output: "Waiting",
+            paused: pausedWaitingFor({ id: "call_7", hash: "hash-call_7" }),
+          }),
+        },
+        {
+          kind: "open_approvals",
+          requests: [approvalRequest("run_gap", "web:s8", "call_7", "web:ann")],
+          ttlSeconds: 3_600,
+        },
+      ]);
+      events.changed("web:s8");
+      await page.said("run_start", "model_end", "tool_start", "approval_requested", "run_end");
+      const started = page.heard[2] as Extract<WebEvent, { type: "tool_start" }>;
+      const asked = page.heard[3] as Extract<WebEvent, { type: "approval_requested" }>;
+      expect(started.toolCallId).toBe("call_7");
+      expect(asked.approval.toolCallId).toBe("call_7");
+      page.stop();
+    });
+
     it("the answer text workers pass on streams to the page: each step's from a model_start, text from before the run was read shown after its stored steps, none for an older step or an ended run", async () => {
       const { store, events } = await open();
       const page = follow(events.hub, "web:s6");

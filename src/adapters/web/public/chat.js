@@ -300,6 +300,7 @@ function onEvent(event) {
       view.activity.append(el("li", { class: "note" }, "Note to the model: ", event.text));
       break;
     case "approval_requested":
+      waitingTool(view, event.approval.toolCallId);
       cards.show(view.activity, event.approval);
       announce(`Approval needed: glassbox wants to run ${event.approval.tool}.`);
       break;
@@ -396,6 +397,17 @@ function startTool(view, event) {
   const line = el("li", { class: "tool running" }, mark("…"), `calling ${describeCall(event.name, event.arguments)}`);
   view.tools.set(event.toolCallId, line);
   view.activity.append(line);
+}
+
+/**
+ * A call shown running that turns out to wait for a person: its card stands in its place. (Read from
+ * the store beside a worker, a call can be seen between the model's reply and the run's pause.)
+ */
+function waitingTool(view, toolCallId) {
+  const line = view.tools.get(toolCallId);
+  if (!line?.classList.contains("running")) return;
+  line.remove();
+  view.tools.delete(toolCallId);
 }
 
 function endTool(view, record) {
