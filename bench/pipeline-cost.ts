@@ -56,7 +56,7 @@ const ACK_ROUNDS = 2;
 const WARMUP_THREADS = 100;
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 3;
 const SWEEP_ROUNDS = 2;
-const SWEEP = (process.env.BENCH_SWEEP ?? "8,16,32,64,100").split(",").map(Number);
+const SWEEP = (process.env.BENCH_SWEEP ?? "8,16,32,64,100").split(",").filter(Boolean).map(Number); // "" for none
 const MODEL_LATENCY_MS = 200;
 /** After the last answer: the runs' last writes (the run's end) land. */
 const SETTLE_MS = 1_000;
@@ -153,10 +153,8 @@ async function deploy(layout: Layout, extra: Record<string, string> = {}): Promi
       const countsFile = join(directory, `${label}.counts.jsonl`);
       const counting = countingEnvironment(countsFile);
       const profileDirectory = join(PROFILES ?? "", `${layout}-${label.replace(/ /g, "")}`);
-      const profiling: Record<string, string> = PROFILES
-        ? { NODE_OPTIONS: `${counting.NODE_OPTIONS} --cpu-prof --cpu-prof-dir=${profileDirectory}` }
-        : {};
-      const started = await startRoleProcess(role, { ...common, ...env, ...counting, ...profiling });
+      const profiling = PROFILES ? ["--cpu-prof", `--cpu-prof-dir=${profileDirectory}`] : [];
+      const started = await startRoleProcess(role, { ...common, ...env, ...counting }, undefined, profiling);
       children.push({ label, pid: started.pid, countsFile, end: () => (PROFILES ? started.stop() : started.kill()) });
       return started;
     };

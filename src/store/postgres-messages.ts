@@ -99,14 +99,28 @@ async function messagesAfter(db: Db, sessionId: string, epoch: number, afterId: 
   return rows.map(toStoredMessage);
 }
 
-async function latestSummary(db: Db, sessionId: string, epoch: number): Promise<Summary | undefined> {
-  const { rows } = await db.query<{ content: string; tokens: number; last_message_id: number }>(
-    "SELECT content, tokens, last_message_id FROM summaries WHERE session_id = $1 AND epoch = $2 ORDER BY id DESC LIMIT 1",
-    [sessionId, epoch],
-  );
-  const row = rows[0];
-  return row && { content: row.content, tokens: row.tokens, lastMessageId: row.last_message_id };
-}
+/**
+ * A session's history in one statement: first a head row (the epoch and version, and the latest
+ * summary of the epoch, its last message id as `id`; nulls without one), then each message after it.
+ */
+const SESSION_HISTORY = `
+  WITH head AS (
+    SELECT coalesce(s.epoch, 0) AS epoch, coalesce(s.version, 0) AS version
+    FROM (SELECT 1) AS one LEFT JOIN sessions s ON s.id = $1
+  ), summary AS (
+    SELECT u.content, u.tokens, u.last_message_id FROM summaries u, head
+    WHERE u.session_id = $1 AND u.epoch = head.epoch ORDER BY u.id DESC LIMIT 1
+  )
+  SELECT 0 AS part, head.epoch, head.version, summary.last_message_id AS id, NULL AS run_id, NULL AS role,
+    summary.content, NULL AS tool_calls, NULL AS tool_call_id, summary.tokens
+  FROM head LEFT JOIN summary ON true
+  UNION ALL
+  SELECT 1, head.epoch, head.version, m.id, m.run_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.tokens
+  FROM messages m, head
+  WHERE m.session_id = $1 AND m.epoch = head.epoch AND m.id > coalesce((SELECT last_message_id FROM summary), 0)
+  ORDER BY part, id`;
+
+type HistoryRow = MessageRow & { epoch: number; version: number };
 
 /**
  * History versions as a handle sees them: a token per session that its own writes keep (a write
@@ -154,26 +168,18 @@ export function createPostgresConversations(pool: pg.Pool, versions: HistoryVers
       return ids;
     },
     async sessionHistory(sessionId: string): Promise<SessionHistory> {
-      // One snapshot: the summary and the messages after it as of the same moment.
-      const read = await inTransaction(
-        pool,
-        async (client) => {
-          const { epoch, version } = await sessionRow(client, sessionId);
-          const summary = await latestSummary(client, sessionId, epoch);
-          return {
-            epoch,
-            version,
-            summary,
-            messages: await messagesAfter(client, sessionId, epoch, summary?.lastMessageId ?? 0),
-          };
-        },
-        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-      );
+      // One statement, so one snapshot: the session's epoch, its latest summary and the messages after it.
+      const { rows } = await pool.query<HistoryRow>(SESSION_HISTORY, [sessionId]);
+      const [head, ...messages] = rows as [HistoryRow, ...HistoryRow[]];
+      const summary =
+        head.content === null
+          ? undefined
+          : { content: head.content, tokens: head.tokens, lastMessageId: head.id as number };
       return {
-        epoch: read.epoch,
-        summary: read.summary,
-        messages: read.messages,
-        version: versions.token(sessionId, read.epoch, read.version),
+        epoch: head.epoch,
+        summary,
+        messages: messages.map(toStoredMessage),
+        version: versions.token(sessionId, head.epoch, head.version),
       };
     },
     async historyVersion(sessionId: string): Promise<string> {
