@@ -139,6 +139,10 @@ export interface GateStore {
   settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void>;
   /** Asks the running (or accepted) runs of the target to stop; returns their ids (none: nothing was running). */
   requestCancel(target: CancelTarget): Promise<string[]>;
+  /**
+   * Whether a stop was asked for the run. While this handle's watchCancels listens, a run already asked
+   * about and named in no notice since is not read again: a stop asked since would have come as one.
+   */
   cancelRequested(runId: string): Promise<boolean>;
   /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
   watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;

@@ -24,6 +24,8 @@ import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type Ho
 const FORGET_EXPIRED_MS = 86_400_000;
 /** A notice names at most this many runs (NOTIFY carries under 8,000 bytes); the rows name them all. */
 const NOTICE_RUNS = 100;
+/** Runs whose last ask about a stop is remembered (a forgotten one is asked about again). */
+const ASKED_RUNS = 10_000;
 
 /** A notice's payload; undefined for none, or for one that is not JSON (not glassbox's: it would throw in the connection's handler). */
 function parsed(payload: string | undefined): unknown {
@@ -67,6 +69,11 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
   const listenerCount = () => cancelListeners.size + textListeners.size;
   let connection: Promise<pg.Client> | undefined;
   let closed = false;
+  // Counts the listening connection's openings; 0 while it is not open. A run asked about under the
+  // same opening, and named in no notice since, needs no query: a stop asked since would have come as one.
+  let listening = 0;
+  let openings = 0;
+  const askedUnder = new Map<string, number>();
 
   /** The listening connection (both channels), opened for the first watcher; reopened if it breaks while someone watches. */
   function connectListener(): Promise<pg.Client> {
@@ -76,14 +83,18 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       client.on("notification", (message) => {
         const notice = parsed(message.payload);
         if (notice === undefined) return;
-        if (message.channel === channels.cancel)
+        if (message.channel === channels.cancel) {
+          // A notice of NOTICE_RUNS runs may have been cut: every run is asked about again.
+          if ((notice as CancelNotice).runIds.length >= NOTICE_RUNS) listening = ++openings;
+          for (const runId of (notice as CancelNotice).runIds) askedUnder.delete(runId);
           for (const listener of cancelListeners) listener(notice as CancelNotice);
-        else if (message.channel === channels.text)
+        } else if (message.channel === channels.text)
           for (const listener of textListeners) listener(notice as TextNotice);
       });
       const reopen = () => {
         if (connection !== opening) return;
         connection = undefined;
+        listening = 0;
         // A cancel missed meanwhile is found by cancelRequested, which runs check between steps; missed text comes whole at the run's end.
         if (!closed && listenerCount() > 0) setTimeout(() => void connectListener().catch(() => {}), 1_000).unref();
       };
@@ -91,11 +102,13 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       client.on("end", reopen);
       await client.query(`LISTEN ${client.escapeIdentifier(channels.cancel)}`);
       await client.query(`LISTEN ${client.escapeIdentifier(channels.text)}`);
+      listening = ++openings;
       return client;
     })();
     connection = opening;
     opening.catch(() => {
       if (connection === opening) connection = undefined;
+      listening = 0;
     });
     return opening;
   }
@@ -117,6 +130,7 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       if (listenerCount() > 0 || !connection) return;
       const client = connection;
       connection = undefined;
+      listening = 0;
       await (await client).end().catch(() => {});
     };
   }
@@ -224,7 +238,16 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       });
     },
     async cancelRequested(runId: string): Promise<boolean> {
-      return (await pool.query("SELECT 1 FROM cancel_requests WHERE run_id = $1 LIMIT 1", [runId])).rows.length > 0;
+      const opening = cancelListeners.size > 0 ? listening : 0;
+      if (opening !== 0 && askedUnder.get(runId) === opening) return false;
+      const requested =
+        (await pool.query("SELECT 1 FROM cancel_requests WHERE run_id = $1 LIMIT 1", [runId])).rows.length > 0;
+      if (opening !== 0) {
+        askedUnder.delete(runId);
+        askedUnder.set(runId, opening);
+        if (askedUnder.size > ASKED_RUNS) askedUnder.delete(askedUnder.keys().next().value as string);
+      }
+      return requested;
     },
     watchCancels: (listener: (notice: CancelNotice) => void) => watch(cancelListeners, listener),
     async publishText(notice: TextNotice): Promise<void> {

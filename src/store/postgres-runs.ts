@@ -105,18 +105,29 @@ export async function acceptRun(
 }
 
 /** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */
-export async function startRun(db: Db, run: RunRecord): Promise<boolean> {
-  const at = new Date().toISOString();
+/** A run from the queue, accepted at ingress, starts in this one statement; false when it was not accepted. */
+export async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean> {
   await registerInstance(db);
-  const { pipeline } = run;
-  const stage = [pipeline?.runId ?? null, pipeline?.stage ?? null, pipeline?.stages ?? null, pipeline?.name ?? null];
-  // A run from the queue was accepted at ingress: it starts in this one statement.
   const started = await db.query(
     // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
     "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, input = CASE WHEN left($8, length(input)) = input THEN $8 ELSE input END WHERE id = $3 AND status = 'accepted'",
-    [at, INSTANCE.id, run.runId, ...stage, run.input],
+    [new Date().toISOString(), INSTANCE.id, run.runId, ...stageOf(run), run.input],
   );
-  if (started.rowCount === 1) return true;
+  return started.rowCount === 1;
+}
+
+const stageOf = ({ pipeline }: RunRecord) => [
+  pipeline?.runId ?? null,
+  pipeline?.stage ?? null,
+  pipeline?.stages ?? null,
+  pipeline?.name ?? null,
+];
+
+/** Starts a run, accepted or new (a sub-agent's, a CLI's); `notAccepted`: startAcceptedRun found it was not. */
+export async function startRun(db: Db, run: RunRecord, notAccepted = false): Promise<boolean> {
+  if (!notAccepted && (await startAcceptedRun(db, run))) return true;
+  const at = new Date().toISOString();
+  const stage = stageOf(run);
   const { rows } = await db.query<{ status: string }>("SELECT status FROM runs WHERE id = $1", [run.runId]);
   if (rows[0] !== undefined) return false;
   await touchSession(db, run.sessionId, at, false);
@@ -156,9 +167,16 @@ export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
   return taken.rowCount === 1;
 }
 
-export async function endRun(db: Db, outcome: RunOutcome): Promise<void> {
-  await db.query(END_RUN, endValues(outcome));
+/** The run's end; `priced`: with its model and cost (see PRICE), in the same statement. */
+export async function endRun(db: Db, outcome: RunOutcome, priced = false): Promise<void> {
+  await db.query(priced ? END_RUN.replace(" WHERE id = $1", `, ${PRICE} WHERE id = $1`) : END_RUN, endValues(outcome));
 }
+
+/** Run `$1`'s model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */
+export const PRICE = `model = (SELECT model FROM steps WHERE run_id = $1 ORDER BY step DESC LIMIT 1),
+  cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
+    SELECT cost FROM steps WHERE run_id = $1 UNION ALL SELECT cost FROM runs WHERE parent_run_id = $1
+    UNION ALL SELECT cost FROM summaries WHERE run_id = $1) AS costs)`;
 
 export function createPostgresRuns(pool: pg.Pool) {
   return {

@@ -9,6 +9,7 @@ import type { Message, ToolSpec } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { StepRecord } from "./port-data.js";
 import type { Db } from "./postgres-client.js";
+import { PRICE } from "./postgres-runs.js";
 
 type Part = Message | ToolSpec[];
 
@@ -119,16 +120,8 @@ export function createPostgresSteps() {
         step,
       ]);
     },
-    /** The run's model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */
     async priceRun(db: Db, runId: string): Promise<void> {
-      await db.query(
-        `UPDATE runs SET model = (SELECT model FROM steps WHERE run_id = $1 ORDER BY step DESC LIMIT 1),
-           cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
-             SELECT cost FROM steps WHERE run_id = $1 UNION ALL SELECT cost FROM runs WHERE parent_run_id = $1
-             UNION ALL SELECT cost FROM summaries WHERE run_id = $1) AS costs)
-         WHERE id = $1`,
-        [runId],
-      );
+      await db.query(`UPDATE runs SET ${PRICE} WHERE id = $1`, [runId]);
     },
     /** The run has ended, or its writes were taken back: this handle forgets what it stored for it. */
     forgetRun(runId: string): void {

@@ -5,25 +5,39 @@
  * versions are noted only once a transaction has committed.
  */
 import type pg from "pg";
-import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunWrite } from "./port-data.js";
+import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunRecord, RunWrite } from "./port-data.js";
 import { inTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
 import { claimIn } from "./postgres-gates.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
-import { acceptRun, endRun, resumeRun, sessionOwnerIn, startRun, takeOverRun } from "./postgres-runs.js";
+import {
+  acceptRun,
+  endRun,
+  resumeRun,
+  sessionOwnerIn,
+  startAcceptedRun,
+  startRun,
+  takeOverRun,
+} from "./postgres-runs.js";
 import type { PostgresSteps } from "./postgres-steps.js";
 
 export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versions: HistoryVersions) {
-  async function apply(client: pg.PoolClient, writes: RunWrite[], sessions: SessionWrite[]): Promise<RecordOutcome> {
+  async function apply(
+    client: pg.PoolClient,
+    writes: RunWrite[],
+    sessions: SessionWrite[],
+    notAccepted?: string,
+  ): Promise<RecordOutcome> {
     const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
     const starts = new Set<string>();
-    for (const write of writes) {
+    let pricedWith: string | undefined;
+    for (const [index, write] of writes.entries()) {
       switch (write.kind) {
         case "start_run":
           // Memory and the trace each start the run: the second start finds it started.
           if (starts.has(write.run.runId)) break;
           starts.add(write.run.runId);
-          if (await startRun(client, write.run)) {
+          if (await startRun(client, write.run, write.run.runId === notAccepted)) {
             outcome.startedRuns.push(write.run.runId);
             steps.startedRun(write.run.runId);
           }
@@ -49,11 +63,16 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
         case "note":
           await steps.addNote(client, write.runId, write.step, write.text);
           break;
-        case "end_run":
-          await endRun(client, write.outcome);
+        case "end_run": {
+          // The trace prices the run right after its end: both in one statement.
+          const next = writes[index + 1];
+          pricedWith = next?.kind === "price_run" && next.runId === write.outcome.runId ? next.runId : undefined;
+          await endRun(client, write.outcome, pricedWith !== undefined);
           break;
+        }
         case "price_run":
-          await steps.priceRun(client, write.runId);
+          if (pricedWith !== write.runId) await steps.priceRun(client, write.runId);
+          pricedWith = undefined;
           break;
         case "open_approvals":
           outcome.approvals.push(...(await openApprovals(client, write.requests, write.ttlSeconds, write.now)));
@@ -65,9 +84,15 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
 
   return {
     async record(writes: RunWrite[]): Promise<RecordOutcome> {
+      // An accepted run's start (memory's and the trace's) is one statement, atomic without a transaction.
+      const start = soleStart(writes);
+      if (start && (await startAcceptedRun(pool, start))) {
+        steps.startedRun(start.runId);
+        return { messageIds: [], startedRuns: [start.runId], approvals: [] };
+      }
       let sessions: SessionWrite[] = [];
       try {
-        const outcome = await inTransaction(pool, (client) => apply(client, writes, (sessions = [])));
+        const outcome = await inTransaction(pool, (client) => apply(client, writes, (sessions = []), start?.runId));
         for (const session of sessions) versions.wrote(session);
         for (const write of writes) if (write.kind === "end_run") steps.forgetRun(write.outcome.runId);
         return outcome;
@@ -114,6 +139,14 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
       return outcome;
     },
   };
+}
+
+/** The run a unit only starts, when it does nothing else. */
+function soleStart(writes: RunWrite[]): RunRecord | undefined {
+  const [first] = writes;
+  if (first?.kind !== "start_run") return undefined;
+  const runId = first.run.runId;
+  return writes.every((write) => write.kind === "start_run" && write.run.runId === runId) ? first.run : undefined;
 }
 
 /** Thrown inside the acceptance so that its transaction is rolled back (nothing written), then answered as data. */

@@ -228,6 +228,7 @@ export function gatesContract({ open, database }: Contract): void {
     expect(await store.requestCancel({ sessionId: "cli:idle" })).toEqual([]); // nothing was running
     await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2); // a request that reached no run is not announced
     expect(heard[1]).toEqual({ sessionId: "slack:T1:C1:2.2", runIds: ["run_elsewhere"] });
+    expect(await other.cancelRequested("run_elsewhere")).toBe(true); // asked about before, named in a notice since
     await stop();
     await store.requestCancel({ sessionId: "slack:T1:C1:1.1" });
     await pause(200);
