@@ -9,7 +9,7 @@ const ADAPTERS = "^src/adapters/";
 const CONVERSATIONS = "^src/conversations/";
 const STORE_AND_QUEUE = "^src/(store|queue)/";
 // Leaf modules anyone may import: settings, the logger, the HTTP client, SQLite's WAL helper.
-const LEAVES = "^src/(config|settings|logger|undici-fetch|sqlite-wal)\\.ts$";
+const LEAVES = "^src/(config|settings|logger|redact|undici-fetch|sqlite-wal)\\.ts$";
 const ENGINE = "^src/(agent|tools)/";
 
 const above = (...layers) => ({ path: layers.join("|") });

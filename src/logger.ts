@@ -1,9 +1,10 @@
 /**
  * Structured JSON logs (pino) on stderr, so stdout stays for answers; readable lines when stderr is
  * a terminal. Secrets never reach a log: fields that commonly hold them are redacted wherever they
- * appear, and so is anything that looks like a token inside a message.
+ * appear, and so is anything that looks like a token, or a URL's password, inside a message.
  */
 import { pino, type DestinationStream, type Logger } from "pino";
+import { redactUrlsIn } from "./redact.js";
 
 export type { Logger };
 
@@ -23,7 +24,7 @@ const SECRET_PATTERN =
   /\b(sk-[A-Za-z0-9_-]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|Bearer\s+[A-Za-z0-9._~+/=-]{8,})/g;
 
 export function redactSecrets(text: string): string {
-  return text.replace(SECRET_PATTERN, "[redacted]");
+  return redactUrlsIn(text.replace(SECRET_PATTERN, "[redacted]"));
 }
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {

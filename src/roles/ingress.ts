@@ -6,6 +6,7 @@
  * PostgreSQL, which carries the turns to the workers (an in-process queue would keep them here).
  */
 import { priceOf } from "../agent/cost.js";
+import { redactUrl } from "../redact.js";
 import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -116,7 +117,7 @@ export async function startIngressRole(options: {
 function modelLabelOf(config: GlassboxConfig): string {
   const { model, baseURL } = config.model;
   if (!baseURL) return model;
-  return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : baseURL}`;
+  return `${model} at ${URL.canParse(baseURL) ? new URL(baseURL).host : redactUrl(baseURL)}`;
 }
 
 /** How often ingress alone reads what the live workers offer. */

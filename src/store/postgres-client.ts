@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { GlassboxError } from "../agent/errors.js";
+import { redactUrl } from "../redact.js";
 
 /** What the store's modules query through: the pool, or a client inside a transaction. */
 export interface Db {
@@ -36,12 +37,11 @@ export interface PostgresConnection {
   poolSize?: number;
 }
 
-/** The URL as shown to people: no password. */
+/** The URL as shown to people: its user, but no password (neither before the host nor in the query). */
 export function locationOf(url: string): string {
   try {
-    const parsed = new URL(url);
-    parsed.password = "";
-    return parsed.toString().replace(/^(postgres(?:ql)?:\/\/[^@/]*?):?@/, "$1@");
+    new URL(url);
+    return redactUrl(url, { keepUser: true });
   } catch {
     throw new GlassboxError(
       "configuration",

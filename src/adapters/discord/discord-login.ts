@@ -2,6 +2,7 @@
 import { Events, SlashCommandBuilder, type Client } from "discord.js";
 import { configurationError } from "../../agent/errors.js";
 import type { DiscordConfig } from "../../config.js";
+import { redactUrl } from "../../redact.js";
 
 export const SLASH_COMMANDS = [
   new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
@@ -45,7 +46,7 @@ export async function loginToDiscord(client: Client, token: string, apiUrl = "ht
       )
     ) {
       throw configurationError(
-        `I can't reach Discord at ${apiUrl}; check DISCORD_API_URL (or leave it unset) and the network.`,
+        `I can't reach Discord at ${redactUrl(apiUrl)}; check DISCORD_API_URL (or leave it unset) and the network.`,
       );
     }
     throw error;

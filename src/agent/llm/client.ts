@@ -7,6 +7,7 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
+import { redactUrl } from "../../redact.js";
 import { GlassboxError } from "../errors.js";
 import {
   describeModelError,
@@ -61,7 +62,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     // Error bodies of any shape reach the SDK as OpenAI-shaped ones, the server's reason kept.
     fetch: readableModelErrors(undiciFetch),
   });
-  const where = { baseURL, model: options.model };
+  // As sentences show it: the URL's user, password and credential query values hidden.
+  const where = { baseURL: redactUrl(baseURL), model: options.model };
   const warn = options.warn ?? ((message: string) => console.warn(message));
   // Options this server refuses (tools, stream_options, ...), remembered for the process.
   const capabilities = capabilitiesOf(where, warn);
