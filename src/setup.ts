@@ -23,6 +23,7 @@ import type { FactStore, StorePort } from "./store/port.js";
 import { openSqlitePort } from "./store/sqlite.js";
 import { assertModelConfigured, type GlassboxConfig } from "./config.js";
 import type { Logger } from "./logger.js";
+import { approvalOf } from "./tools/approval-rule.js";
 import { createBuiltinTools, createDemoShopTools } from "./tools/builtin/index.js";
 import { loadToolModules } from "./tools/load-modules.js";
 import { connectMcpServers, type McpServers } from "./tools/mcp.js";
@@ -131,7 +132,8 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
       return {
         name: definition.name,
         description: definition.description,
-        dangerous: definition.dangerous === true,
+        dangerous: approvalOf(definition) !== "never",
+        approval: approvalOf(definition),
         from: source ? describeSource(source) : "unknown",
         source,
         parameters: definition.parameters,

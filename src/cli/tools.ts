@@ -33,11 +33,10 @@ function withListTools(listed: Awaited<ReturnType<typeof describeTools>>, thresh
   const notCalled = () => undefined;
   const selector = createToolSelector(
     createToolRegistry(
-      listed.map(({ name, description, parameters, dangerous }) => ({
+      listed.map(({ name, description, parameters }) => ({
         name,
         description,
         parameters,
-        dangerous,
         handler: notCalled,
       })),
     ),
@@ -50,6 +49,7 @@ function withListTools(listed: Awaited<ReturnType<typeof describeTools>>, thresh
       name: definition.name,
       description: definition.description,
       dangerous: false,
+      approval: "never" as const,
       from: "tool selection",
       source: { kind: "selection" as const },
       parameters: definition.parameters,
@@ -57,11 +57,13 @@ function withListTools(listed: Awaited<ReturnType<typeof describeTools>>, thresh
   ];
 }
 
+const ASKS = { always: "asks for approval", "by arguments": "asks for approval for some arguments", never: "" };
+
 function formatTools(listed: ListedTool[], style: Style, threshold: number): string {
   const width = Math.max(...listed.map((tool) => tool.name.length));
   const blocks = listed.map((tool) =>
     [
-      `${style.bold(tool.name.padEnd(width))}  ${tool.from}${tool.dangerous ? `  ${style.yellow("asks for approval")}` : ""}`,
+      `${style.bold(tool.name.padEnd(width))}  ${tool.from}${ASKS[tool.approval] ? `  ${style.yellow(ASKS[tool.approval])}` : ""}`,
       `  ${tool.description}`,
       `  ${style.dim(`takes ${parametersOf(tool.parameters)}`)}`,
     ].join("\n"),

@@ -8,6 +8,7 @@
  * Running one call (its time limit, cancel and record) is run-call.ts.
  */
 import { createHash } from "node:crypto";
+import { callNeedsApproval } from "./approval-rule.js";
 import { canonicalJson, parseToolArguments } from "./args.js";
 import { CANCELLED, createSemaphore, errorText, settleOrCancel } from "./call-outcome.js";
 import { errorRecord, runCall, type CallToRun } from "./run-call.js";
@@ -115,6 +116,8 @@ export async function resumeToolCalls(
       ...waiting,
       tool,
       key: callKey(waiting.call.function.name, waiting.arguments),
+      // Asked already, it stays asked, whatever the tool's rule says now.
+      dangerous: waiting.approval !== undefined || callNeedsApproval(tool.definition, waiting.arguments),
     };
     if (unit) units.push(unit);
     else
@@ -243,7 +246,8 @@ function planCall(
         known,
       );
     }
-    return { unit: { call, tool, arguments: args, repairs, key, duplicateIds: [] } };
+    const dangerous = callNeedsApproval(tool.definition, args);
+    return { unit: { call, tool, arguments: args, repairs, key, dangerous, duplicateIds: [] } };
   })();
   byKey.set(key, "unit" in plan ? plan.unit : (plan as { record: ToolCallRecord }).record);
   return plan;
@@ -295,7 +299,7 @@ async function schedule(
 
     let approval: ApprovalDecision | undefined;
     // A paused call's own decision was made before it first ran; what it waits for now is decided inside it.
-    if (unit.tool.definition.dangerous && !unit.nested) {
+    if (unit.dangerous && !unit.nested) {
       const refuse = (by: string, reason: string): ApprovalDecision => ({
         approved: false,
         by,

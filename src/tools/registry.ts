@@ -124,7 +124,13 @@ function checkDefinition(tool: AnyTool): void {
     throw fail("a description is required, so the model knows when to call it.");
   if (!isPlainObject(tool.parameters) || tool.parameters.type !== "object")
     throw fail('parameters must be a JSON Schema with type "object".');
+  const unknown = Object.keys(tool).filter((key) => !DEFINITION_KEYS.includes(key));
+  if (unknown.length > 0) throw fail(unknownKeys(unknown));
   if (typeof tool.handler !== "function") throw fail("handler must be a function.");
+  if (tool.dangerous !== undefined && typeof tool.dangerous !== "boolean" && typeof tool.dangerous !== "function")
+    throw fail(
+      `dangerous must be true, false, or a function of the arguments that says whether a call needs approval; got ${JSON.stringify(tool.dangerous)?.slice(0, 40) ?? typeof tool.dangerous}.`,
+    );
   if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
     throw fail("timeoutMs must be a positive number of milliseconds.");
   if (
@@ -133,6 +139,29 @@ function checkDefinition(tool: AnyTool): void {
   ) {
     throw fail("dependsOn must be a list of tool names.");
   }
+}
+
+/** What a tool definition may hold; anything else is a typo that could remove a gate (`dangrous: true`). */
+const DEFINITION_KEYS = [
+  "name",
+  "description",
+  "parameters",
+  "handler",
+  "resume",
+  "dangerous",
+  "timeoutMs",
+  "dependsOn",
+];
+/** Words people use for an approval gate, each meaning `dangerous`. */
+const MEANS_DANGEROUS = /^(requires?|needs?)_?approval$|^approval_?required$|^confirm(ation)?$|^destructive$/i;
+
+function unknownKeys(keys: string[]): string {
+  const named = keys.map((key) => {
+    const meant = MEANS_DANGEROUS.test(key) ? "dangerous" : closestNames(key, DEFINITION_KEYS)[0];
+    return meant ? `"${key}" (did you mean "${meant}"?)` : `"${key}"`;
+  });
+  const what = keys.length === 1 ? "an unknown key" : "unknown keys";
+  return `${what} ${named.join(", ")}; a tool has ${DEFINITION_KEYS.join(", ")}. Nothing was loaded, so no call runs unchecked.`;
 }
 
 /** dependsOn may name tools that are not registered (they simply never appear), but never a cycle. */

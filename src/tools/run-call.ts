@@ -3,6 +3,7 @@
  * handler raced against its time limit and the run's cancel, and the record the model and the
  * trace read, announced by tool_start and tool_end. The executor (executor.ts) decides what runs.
  */
+import { approvalOf } from "./approval-rule.js";
 import {
   callHandler,
   envelopeFor,
@@ -32,6 +33,8 @@ export interface CallToRun {
   repairs: string[];
   /** The tool and its canonical arguments: a dangerous call that timed out is remembered by it. */
   key: string;
+  /** This call waits for a person (its tool's `dangerous`, for these arguments). */
+  dangerous: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -91,7 +94,7 @@ export async function runCall<U extends CallToRun>(
   if (outcome.kind === "returned" && outcome.data instanceof ToolPause) return outcome.data;
   const durationMs = performance.now() - started;
 
-  const dangerous = tool.definition.dangerous === true;
+  const { dangerous } = unit;
   const envelope = envelopeFor(outcome, name, timeoutMs, dangerous);
   if (outcome.kind === "timeout") {
     scope.state.timeouts[name] = (scope.state.timeouts[name] ?? 0) + 1;
@@ -122,7 +125,8 @@ export function errorRecord(
   options: ExecutorOptions,
 ): ToolCallRecord {
   const envelope = errorEnvelope(type, message);
-  const dangerous = options.registry.get(call.function.name)?.definition.dangerous === true;
+  const tool = options.registry.get(call.function.name)?.definition;
+  const dangerous = tool !== undefined && approvalOf(tool) === "always";
   return {
     id: call.id,
     name: call.function.name,

@@ -40,8 +40,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   handler: (args: Args, context: ToolContext) => unknown;
   /** Continues a call that returned a ToolPause, with the decisions people made (by tool_call_id). */
   resume?: (state: unknown, decisions: Record<string, ApprovalDecision>, context: ToolContext) => unknown;
-  /** A dangerous tool never runs without a human's decision. */
-  dangerous?: boolean;
+  /**
+   * A dangerous call never runs without a human's decision: true for every call, or a rule of the
+   * validated arguments (`({ amount }) => amount > 100`); a rule that throws or answers anything but false asks.
+   */
+  dangerous?: boolean | ((args: Args) => boolean);
   /** Per-call time limit in ms (default 10 s). */
   timeoutMs?: number;
   /** Names of tools whose calls in the same model response must finish before this one starts. */

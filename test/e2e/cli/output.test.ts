@@ -108,6 +108,25 @@ describe("glassbox tools", () => {
     expect(stdout).toMatch(/^ {2}takes expression: string$/m);
     expect(stdout).not.toContain("\u001b");
   });
+
+  it("says which tools ask by their arguments, and refuses a module whose tool has a typo that would remove a gate", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-rule-tools-"));
+    const tool = (extra: string) =>
+      `{ name: "refund", description: "Refunds an amount.", parameters: { type: "object", properties: { amount: { type: "number" } } }, handler: () => "ok", ${extra} }`;
+    writeFileSync(join(folder, "rule.mjs"), `export default [${tool("dangerous: ({ amount }) => amount > 100")}];`);
+    writeFileSync(join(folder, "typo.mjs"), `export default [${tool("dangrous: true")}];`);
+    const listed = await glassbox(["tools", "--tools", join(folder, "rule.mjs")]);
+    expect(listed.stdout).toMatch(/^refund +module .*rule\.mjs {2}asks for approval for some arguments$/m);
+    const json = await glassbox(["tools", "--tools", join(folder, "rule.mjs"), "--json"]);
+    const refund = (JSON.parse(json.stdout) as Array<{ name: string; approval: string; dangerous: boolean }>).find(
+      (entry) => entry.name === "refund",
+    );
+    expect(refund).toMatchObject({ approval: "by arguments", dangerous: true });
+    const refused = await glassbox(["tools", "--tools", join(folder, "typo.mjs")]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`an unknown key "dangrous" (did you mean "dangerous"?)`);
+    expect(refused.stderr).not.toMatch(/\n\s+at /); // one sentence, no stack
+  });
 });
 
 describe("glassbox sessions and usage", () => {

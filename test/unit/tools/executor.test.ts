@@ -600,6 +600,45 @@ describe("dangerous tools", () => {
     expect(timeline(run.events)).toEqual(["end:c1"]);
   });
 
+  it("asks for the calls a tool's rule of the arguments names, and runs the others unasked", async () => {
+    let ran = 0;
+    const refund: AnyTool = {
+      name: "refund",
+      description: "Refunds an amount.",
+      parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+      dangerous: ({ amount }: { amount: number }) => amount > 100,
+      handler: ({ amount }: { amount: number }) => {
+        ran += 1;
+        return { refunded: amount };
+      },
+    };
+    const broken: AnyTool = {
+      name: "wipe",
+      description: "Wipes.",
+      parameters: { type: "object", properties: {} },
+      dangerous: () => {
+        throw new Error("the rule has a bug");
+      },
+      handler: () => "wiped",
+    };
+    const registry = createToolRegistry([refund, broken]);
+    const calls = [
+      call("small", "refund", { amount: "20" }),
+      call("large", "refund", { amount: 500 }),
+      call("w", "wipe"),
+    ];
+    const outcome = await executeToolCalls(calls, { registry }, scope());
+    const byId = new Map(outcome.records.map((record) => [record.id, record]));
+    // The rule reads the validated arguments ("20" became 20): the small refund runs unasked.
+    expect(byId.get("small")?.envelope).toEqual({ status: "success", data: { refunded: 20 } });
+    expect(byId.get("small")?.dangerous).toBe(false);
+    // Without a gate, a call that needs a person is denied: the large refund, and the call whose rule throws.
+    expect(errorOf(byId.get("large")).type).toBe("denied");
+    expect(byId.get("large")?.dangerous).toBe(true);
+    expect(errorOf(byId.get("w")).type).toBe("denied");
+    expect(ran).toBe(1);
+  });
+
   it("returns a denied envelope when the gate says no, without running the handler", async () => {
     const { meter, registry } = shop();
     const run = scope();

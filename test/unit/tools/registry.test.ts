@@ -109,6 +109,22 @@ describe("registration", () => {
     expect(error.message).toBe("Tool 'lookup': timeoutMs must be a positive number of milliseconds.");
   });
 
+  it("a typo removes the approval gate: an unknown key is refused, with the key it resembles", () => {
+    const typo = registrationError([{ ...tool("cancel_order"), dangrous: true }]);
+    expect(typo.message).toBe(
+      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
+    );
+    const synonym = registrationError([{ ...tool("cancel_order"), requiresApproval: true, timeout: 5 }]);
+    expect(synonym.message).toContain(`unknown keys "requiresApproval" (did you mean "dangerous"?), "timeout"`);
+  });
+
+  it.each(["yes", 1, null])("rejects dangerous %s: true, false or a rule of the arguments", (dangerous) => {
+    const error = registrationError([tool("cancel_order", { dangerous: dangerous as unknown as boolean })]);
+    expect(error.message).toMatch(
+      /^Tool 'cancel_order': dangerous must be true, false, or a function of the arguments that says whether a call needs approval; got /,
+    );
+  });
+
   it("rejects dependsOn that is not a list of names", () => {
     const error = registrationError([tool("lookup", { dependsOn: "other" as unknown as string[] })]);
     expect(error.message).toBe("Tool 'lookup': dependsOn must be a list of tool names.");
