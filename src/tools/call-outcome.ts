@@ -51,17 +51,38 @@ export function errorText(error: unknown): string {
   return String(error);
 }
 
-/** Compact JSON of the envelope, cut to the limit with a marker saying how much was cut. */
-export function renderForModel(envelope: ToolEnvelope, maxChars: number): { content: string; truncatedChars: number } {
+/**
+ * A call's result as a record keeps it: `content`, what the model reads (the envelope as compact
+ * JSON, cut to `maxChars` with a marker saying how much was cut), and `envelope`, what the store, the
+ * trace and pages keep (whole up to `storedChars` of JSON, else cut the same way, `storedCutChars`
+ * saying how much it lost). A tool that returns 50 MB costs the store and the pages no more than that.
+ */
+export function renderForModel(
+  envelope: ToolEnvelope,
+  maxChars: number,
+  storedChars = Math.max(maxChars, STORED_RESULT_CHARS),
+): { content: string; truncatedChars: number; envelope: ToolEnvelope; storedCutChars?: number } {
   let full: string;
   try {
     full = JSON.stringify(envelope);
   } catch (error) {
-    return renderForModel(
-      errorEnvelope("execution_error", `The tool returned a value that is not JSON (${errorText(error)}).`),
-      maxChars,
+    const notJson = errorEnvelope(
+      "execution_error",
+      `The tool returned a value that is not JSON (${errorText(error)}).`,
     );
+    return renderForModel(notJson, maxChars, storedChars);
   }
+  const forModel = cut(envelope, full, maxChars);
+  if (full.length <= storedChars) return { ...forModel, envelope };
+  const stored = cut(envelope, full, storedChars);
+  return { ...forModel, envelope: JSON.parse(stored.content) as ToolEnvelope, storedCutChars: stored.truncatedChars };
+}
+
+/** What the record of a call keeps of a result at most, as JSON (the model reads GLASSBOX_MAX_RESULT_CHARS of it). */
+export const STORED_RESULT_CHARS = 64 * 1024;
+
+/** `full` (the envelope's JSON) as it fits in `maxChars`: the result's text cut, with a marker. */
+function cut(envelope: ToolEnvelope, full: string, maxChars: number): { content: string; truncatedChars: number } {
   if (full.length <= maxChars) return { content: full, truncatedChars: 0 };
 
   const text =

@@ -94,7 +94,10 @@ export interface ToolCallRecord {
   arguments?: Record<string, unknown>;
   /** Every repair or coercion applied between rawArguments and arguments. */
   repairs: string[];
+  /** The result as the store, the trace and pages keep it: whole up to 64 KB of JSON, else cut with a marker. */
   envelope: ToolEnvelope;
+  /** How many characters of the result the kept envelope lost (absent when it is whole). */
+  storedCutChars?: number;
   /** The text the model reads: the envelope as compact JSON, cut to the result limit. */
   content: string;
   /** How many characters were cut from the model's view (0 when nothing was). */
