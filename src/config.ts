@@ -16,6 +16,10 @@ export interface GlassboxConfig {
     toolMode: ToolMode;
     stream: boolean;
     timeoutMs: number;
+    /** The longest silence in the middle of a reply (GLASSBOX_MODEL_IDLE_MS). */
+    idleMs: number;
+    /** The most tokens a reply may hold (GLASSBOX_MAX_OUTPUT_TOKENS); unset: the server's own limit. */
+    maxOutputTokens?: number;
     /** Whether attached images go to the model as image parts (GLASSBOX_MODEL_IMAGES: auto, on, off). */
     images: ImageMode;
   };
@@ -164,6 +168,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       toolMode,
       stream: env.GLASSBOX_STREAM !== "false",
       timeoutMs: positiveNumber(env, "GLASSBOX_MODEL_TIMEOUT_MS", 60_000),
+      idleMs: positiveNumber(env, "GLASSBOX_MODEL_IDLE_MS", 30_000),
+      ...(optionalPositive(env, "GLASSBOX_MAX_OUTPUT_TOKENS") === undefined
+        ? {}
+        : { maxOutputTokens: positiveInteger(env, "GLASSBOX_MAX_OUTPUT_TOKENS", 1) }),
       images: imageModeOf(env.GLASSBOX_MODEL_IMAGES),
     },
     toolModules: list(env.GLASSBOX_TOOLS),

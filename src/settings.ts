@@ -75,8 +75,25 @@ export const SETTINGS: readonly Setting[] = [
     default: "`60000`",
     example: "120000",
     meaning:
-      "Time limit of one model request (retried: 4 tries in all for 429, 5xx and connection errors, with " +
-      "exponential backoff and jitter, honouring `Retry-After`).",
+      "Time limit of one model request until its reply begins (retried: 4 tries in all for 429, 5xx and " +
+      "connection errors, with exponential backoff and jitter, honouring `Retry-After`), and again for the " +
+      "reply's body to end once it began.",
+  },
+  {
+    name: "GLASSBOX_MODEL_IDLE_MS",
+    group: "Model",
+    default: "`30000` (at most `GLASSBOX_MODEL_TIMEOUT_MS`)",
+    example: "10000",
+    meaning: "The longest silence in the middle of a model's reply before the call is stopped.",
+  },
+  {
+    name: "GLASSBOX_MAX_OUTPUT_TOKENS",
+    group: "Model",
+    default: "unset: the server's own limit",
+    example: "2000",
+    meaning:
+      "The most tokens one model reply may hold, sent as the server takes it (`max_completion_tokens` to " +
+      "OpenAI, `max_tokens` elsewhere). A reply is stopped past 1,000,000 characters whatever this says.",
   },
   {
     name: "GLASSBOX_MODEL_IMAGES",

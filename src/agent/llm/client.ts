@@ -24,6 +24,7 @@ import { createImageGate, type ImageMode } from "./images.js";
 import { toWireMessages } from "./outgoing.js";
 import { judgeReply } from "./reply.js";
 import { BodyReadError, readBody, type BodyItem } from "./sse.js";
+import { ReplyLimits } from "./reply-limits.js";
 import { ReplyAssembler } from "./stream.js";
 import { parseTextDecision, REEMIT_REQUEST, toTextProtocol } from "./text-protocol.js";
 import type { AnswerStart } from "./think.js";
@@ -38,8 +39,12 @@ export interface OpenAIModelOptions {
   stream?: boolean;
   /** "auto" (default) uses native tool calling and switches to text when the server rejects `tools`. */
   toolMode?: ToolMode;
-  /** Per-request time limit (default 60 s). */
+  /** Per-request time limit, for the headers and again for the body (default 60 s). */
   timeoutMs?: number;
+  /** The longest silence in the middle of a reply's body (default 30 s, at most timeoutMs). */
+  idleMs?: number;
+  /** The most tokens a reply may hold, sent as the server takes it (max_completion_tokens or max_tokens); unset: not sent. */
+  maxOutputTokens?: number;
   /** Retries after the first try for 429, 5xx and connection errors (default 3, so 4 tries). */
   maxRetries?: number;
   /** Whether attached images go as image parts (see images.ts; default "auto"). */
@@ -57,13 +62,22 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     baseURL,
     // Local servers (Ollama, vLLM) need no key, but the SDK insists on one.
     apiKey: options.apiKey || "not-needed",
-    timeout: options.timeoutMs ?? 60_000,
+    timeout: options.timeoutMs ?? 60_000, // to the headers; ReplyLimits bounds the body
     maxRetries: options.maxRetries ?? 3,
     // Error bodies of any shape reach the SDK as OpenAI-shaped ones, the server's reason kept.
     fetch: readableModelErrors(undiciFetch),
   });
   // As sentences show it: the URL's user, password and credential query values hidden.
   const where = { baseURL: redactUrl(baseURL), model: options.model };
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const idleMs = Math.min(options.idleMs ?? 30_000, timeoutMs);
+  // OpenAI's own API takes max_completion_tokens (its reasoning models refuse max_tokens); other servers take max_tokens.
+  const outputLimit =
+    options.maxOutputTokens === undefined
+      ? {}
+      : /(^|\.)openai\.com$/.test(hostOf(baseURL))
+        ? { max_completion_tokens: options.maxOutputTokens }
+        : { max_tokens: options.maxOutputTokens };
   const warn = options.warn ?? ((message: string) => console.warn(message));
   // Options this server refuses (tools, stream_options, ...), remembered for the process.
   const capabilities = capabilitiesOf(where, warn);
@@ -97,27 +111,33 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
         ? { tools, ...(request.toolChoice === "none" ? { tool_choice: "none" as const } : {}) }
         : {}),
       ...(streaming ? { stream: true, stream_options: { include_usage: true } } : {}),
+      ...outputLimit,
     };
+    const limits = new ReplyLimits({ deadlineMs: timeoutMs, idleMs }, request.signal);
     let response: Response;
     try {
       // The raw response: its body is read by readBody, not by the SDK's parser.
       // Sent without what this server refused before, and once more without an option it refuses now.
       response = await capabilities.send(params, (sent) =>
-        untilAborted(client.chat.completions.create(sent, { signal: request.signal }).asResponse(), request.signal),
+        untilAborted(client.chat.completions.create(sent, { signal: limits.signal }).asResponse(), request.signal),
       );
     } catch (error) {
+      limits.done();
       if (!resent && error instanceof OpenAI.APIError && error.status === 400 && ids.learnFromRefusal(error.message)) {
         return send(messages, request, withTools, true);
       }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
-    const reply = {
-      ...capabilities.noted(
-        await readReply(response, request, messages, offered, streaming, () => refusableIn(params)),
-        params,
-      ),
-      streamed: "stream" in params,
-    };
+    let read: ModelResponse;
+    try {
+      limits.started();
+      read = await readReply(response, request, messages, offered, streaming, () => refusableIn(params), limits);
+    } catch (error) {
+      throw limits.failure(where.baseURL) ?? error;
+    } finally {
+      limits.done();
+    }
+    const reply = { ...capabilities.noted(read, params), streamed: "stream" in params };
     if (renamed.size === 0) return reply;
     // The trace shows which id the server was sent for each call glassbox knows.
     const pairs = [...renamed].map(([id, sent]) => `${id} as ${sent}`);
@@ -133,6 +153,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     offered: ReadonlySet<string>,
     streaming: boolean,
     sent: () => RefusableOption[],
+    limits: ReplyLimits,
   ): Promise<ModelResponse> {
     const assembler = new ReplyAssembler({
       onAnswer: streaming ? request.onDelta : undefined,
@@ -148,16 +169,17 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
         }
         if (item.kind === "json") assembler.add(item.value, item.event);
         else if (item.kind === "unreadable") assembler.addUnreadable();
+        limits.heard(assembler.chars);
       };
       const body = await readBody(response);
       if (Array.isArray(body)) body.forEach(take);
       else
         for await (const item of body) {
           take(item);
-          if (request.signal?.aborted) break;
+          if (limits.signal.aborted) break;
         }
-      // The stream ends quietly when the run is aborted: what arrived is a cut-off answer, not a reply.
-      if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
+      // The stream ends quietly when the run is aborted or a limit passed: what arrived is a cut-off answer, not a reply.
+      if (limits.signal.aborted) throw new OpenAI.APIUserAbortError();
       if (!assembler.readSomething) throw unreadableReply(where, "no part of it was JSON");
       const judged = judgeReply(assembler.finish(), { offeredTools: offered, isTaken: (id) => isIdIn(messages, id) });
       answerStart = judged.openedInPrompt
@@ -290,4 +312,12 @@ function untilAborted<T>(promise: PromiseLike<T>, signal: AbortSignal | undefine
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).then(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return "";
+  }
 }

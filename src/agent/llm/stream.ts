@@ -51,6 +51,8 @@ interface CallState {
 export class ReplyAssembler {
   private readonly text: string[] = [];
   private readonly reasoning: string[] = [];
+  /** Characters of text, reasoning and call arguments read so far (see MAX_REPLY_CHARS). */
+  chars = 0;
   private reasoningContentField = false;
   private readonly calls: CallState[] = [];
   private readonly callsByIndex = new Map<number, CallState>();
@@ -209,11 +211,13 @@ export class ReplyAssembler {
 
   private addContent(text: string): void {
     if (text === "") return;
+    this.chars += text.length;
     this.text.push(text);
     this.thinking?.push(text);
   }
 
   private addReasoning(text: string): void {
+    this.chars += text.length;
     this.reasoning.push(text);
     // A server that sends reasoning on its own sends answers without it.
     this.thinking?.answerIsPlain();
@@ -266,7 +270,10 @@ export class ReplyAssembler {
     // A name repeated in every delta (MiniMax on NVIDIA NIM) is the same name, not more of it.
     if (name && name !== call.name)
       call.name = call.name && call.argumentPieces.length === 0 ? call.name + name : call.name || name;
-    if (args) call.argumentPieces.push(args);
+    if (args) {
+      this.chars += args.length;
+      call.argumentPieces.push(args);
+    }
     if (isPlainObject(entry.extra_content)) call.extra_content = { ...call.extra_content, ...entry.extra_content };
   }
 
