@@ -78,6 +78,10 @@ export interface ToolStepOutcome {
 }
 
 const DEFAULT_CONCURRENCY = 4;
+/** Calls of one model reply that run; the rest are refused (a reply of 300 calls is a loop, not a plan). */
+export const MAX_CALLS_PER_REPLY = 16;
+/** Dangerous calls of one model reply that ask a person; the rest are refused (no wall of approval cards). */
+export const MAX_DANGEROUS_PER_REPLY = 3;
 const MAX_TIMEOUTS_PER_TOOL = 2;
 const MAX_IDENTICAL_CALLS = 2;
 
@@ -89,11 +93,17 @@ export async function executeToolCalls(
   const units: Unit[] = [];
   const finished = new Map<string, ToolCallRecord>();
   const byKey = new Map<string, Unit | ToolCallRecord>();
+  let dangerous = 0;
   for (const call of calls) {
     const plan = planCall(call, options, scope, byKey);
     if ("duplicateOf" in plan) addDuplicate(plan.duplicateOf, call, finished);
     else if ("record" in plan) finished.set(call.id, plan.record);
-    else units.push(plan.unit);
+    else {
+      const refusal = overLimit(plan.unit, units.length, plan.unit.dangerous ? ++dangerous : 0, options);
+      if (refusal) byKey.set(plan.unit.key, refusal);
+      if (refusal) finished.set(call.id, refusal);
+      else units.push(plan.unit);
+    }
   }
   const decide = (unit: Unit) => askGate(unit, options, scope);
   return endEveryCall(scope, (tracked) =>
@@ -251,6 +261,27 @@ function planCall(
   })();
   byKey.set(key, "unit" in plan ? plan.unit : (plan as { record: ToolCallRecord }).record);
   return plan;
+}
+
+/** The refusal of a call past the reply's limits, with what the model can do about it; undefined within them. */
+function overLimit(unit: Unit, running: number, dangerousNumber: number, options: ExecutorOptions) {
+  const refuse = (type: ToolErrorType, message: string) => ({
+    ...errorRecord(unit.call, type, message, options),
+    arguments: unit.arguments,
+    repairs: unit.repairs,
+    dangerous: unit.dangerous,
+  });
+  if (running >= MAX_CALLS_PER_REPLY)
+    return refuse(
+      "execution_error",
+      `Not run: one reply may make at most ${MAX_CALLS_PER_REPLY} tool calls. Use the results of those that ran, then call this again if it is still needed.`,
+    );
+  if (dangerousNumber > MAX_DANGEROUS_PER_REPLY)
+    return refuse(
+      "denied",
+      `Not run: one reply may ask people to approve at most ${MAX_DANGEROUS_PER_REPLY} calls. Ask for this one later, once those are decided, if it is still needed.`,
+    );
+  return undefined;
 }
 
 function addDuplicate(original: Unit | ToolCallRecord, call: ToolCall, finished: Map<string, ToolCallRecord>): void {

@@ -1,9 +1,9 @@
 /**
  * Files uploaded with a message in the playground (or by any caller of POST /api/runs):
  * `"attachments": [{ "name", "type", "data" }]` with the file's bytes in base64. Bounded as on
- * Slack and Discord: the body may carry a message's files and no more, a file over its limit is
- * refused from its length before it is decoded, and anything past the count is left unread. A
- * refused file is told to the model in its line and to the caller in one sentence; the rest runs.
+ * Slack and Discord: the body may carry a message's files and no more, and a file over its limit is
+ * refused from its length before it is decoded, told to the model in its line and to the caller in
+ * one sentence while the rest runs. A list longer than a message's count of files is refused whole.
  */
 import {
   DEFAULT_ATTACHMENT_LIMITS,
@@ -26,6 +26,11 @@ export function uploadedAttachments(
   if (value === undefined) return { attachments: [], problems: [] };
   if (!Array.isArray(value))
     throw new HttpError(400, 'Give "attachments" as a list of {"name", "type", "data"} objects, the data in base64.');
+  if (value.length > limits.maxFiles)
+    throw new HttpError(
+      400,
+      `A message may carry at most ${limits.maxFiles} files, and this one has ${value.length}; send the others in another message.`,
+    );
   const attachments: Attachment[] = [];
   const problems: string[] = [];
   let messageLeft = limits.maxMessageBytes;
@@ -49,8 +54,7 @@ export function uploadedAttachments(
       attachments.push({ name, mimeType, size, problem });
       problems.push(`I could not read ${cleanName(name)}: ${problem}.`);
     };
-    if (index >= limits.maxFiles) unread(`only the first ${limits.maxFiles} files of a message are read`);
-    else if (size > limits.maxFileBytes)
+    if (size > limits.maxFileBytes)
       unread(`it is ${formatBytes(size)}, over the ${formatBytes(limits.maxFileBytes)} limit for one file`);
     else if (size > messageLeft)
       unread(

@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import {
   argumentsHash,
   executeToolCalls,
+  MAX_CALLS_PER_REPLY,
+  MAX_DANGEROUS_PER_REPLY,
   newToolRunState,
   resumeToolCalls,
   type ExecutorOptions,
@@ -576,6 +578,13 @@ describe("dependsOn", () => {
 // ---- dangerous tools and approvals -------------------------------------------------------
 
 describe("dangerous tools", () => {
+  const pendingGate = (): ApprovalGate & { requests: ApprovalRequest[] } => {
+    const requests: ApprovalRequest[] = [];
+    return Object.assign(async (request: ApprovalRequest) => (requests.push(request), "pending" as const), {
+      requests,
+    });
+  };
+
   function shop() {
     const meter = concurrencyMeter();
     const registry = createToolRegistry([
@@ -598,6 +607,27 @@ describe("dangerous tools", () => {
     expect(meter.calls).toBe(0);
     // Never started, so no tool_start; its end is announced so the trace records the refusal.
     expect(timeline(run.events)).toEqual(["end:c1"]);
+  });
+
+  it("one reply produced 300 approval cards: a reply's calls past 16, and its dangerous calls past 3, are refused with what to do", async () => {
+    const { registry } = shop();
+    const gate = pendingGate();
+    const lookups = Array.from({ length: 20 }, (_, index) => call(`l${index}`, "lookup", { id: `L${index}` }));
+    const deletions = Array.from({ length: 5 }, (_, index) => call(`d${index}`, "delete_order", { id: `D${index}` }));
+    const many = await executeToolCalls(lookups, { registry, approve: gate }, scope());
+    expect(many.records.map((record) => record.id)).toEqual(lookups.map((one) => one.id)); // every call answered, in order
+    expect(many.records.filter((record) => record.envelope.status === "success")).toHaveLength(MAX_CALLS_PER_REPLY);
+    expect(errorOf(many.records[19])).toEqual({
+      type: "execution_error",
+      message: `Not run: one reply may make at most ${MAX_CALLS_PER_REPLY} tool calls. Use the results of those that ran, then call this again if it is still needed.`,
+    });
+    const asking = await executeToolCalls(deletions, { registry, approve: gate }, scope());
+    expect(asking.pending.map((waiting) => waiting.call.id)).toEqual(["d0", "d1", "d2"]);
+    expect(gate.requests).toHaveLength(MAX_DANGEROUS_PER_REPLY);
+    expect(asking.records.map((record) => [record.id, errorOf(record).type])).toEqual([
+      ["d3", "denied"],
+      ["d4", "denied"],
+    ]);
   });
 
   it("asks for the calls a tool's rule of the arguments names, and runs the others unasked", async () => {
@@ -710,13 +740,6 @@ describe("dangerous tools", () => {
   });
 
   describe("a response mixing safe and dangerous calls, with a gate that answers later", () => {
-    const pendingGate = (): ApprovalGate & { requests: ApprovalRequest[] } => {
-      const requests: ApprovalRequest[] = [];
-      return Object.assign(async (request: ApprovalRequest) => (requests.push(request), "pending" as const), {
-        requests,
-      });
-    };
-
     async function pausedStep() {
       const { meter, registry } = shop();
       const gate = pendingGate();

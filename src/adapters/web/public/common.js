@@ -173,7 +173,9 @@ export function thinkingDetails(reasoning, cutChars, why) {
   );
 }
 
-export const randomId = () => crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+/** 16 hex digits. getRandomValues, not randomUUID: the page also runs over plain HTTP on a LAN address, where randomUUID is missing. */
+export const randomId = () =>
+  Array.from(crypto.getRandomValues(new Uint8Array(8)), (byte) => byte.toString(16).padStart(2, "0")).join("");
 
 /**
  * A little Markdown as elements (never parsed as HTML): paragraphs, line breaks, "- " lists,

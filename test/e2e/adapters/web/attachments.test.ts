@@ -9,6 +9,7 @@ import {
   cleanUp,
   collectPageErrors,
   DESKTOP,
+  getJson,
   launchChromium,
   postJson,
   startPlayground,
@@ -155,5 +156,23 @@ describe("files uploaded in the playground", () => {
     expect(refused.body.error).toBe(
       'Give "attachments" as a list of {"name", "type", "data"} objects, the data in base64.',
     );
+  });
+
+  it("POST /api/runs stored 200,000 attachment entries: a list longer than a message's files is refused whole, and nothing runs", async () => {
+    const before = requestsBefore();
+    const many = Array.from({ length: 200_000 }, (_, index) => ({ name: `f${index}.txt`, data: "aGk=" }));
+    const refused = await postJson(`${playground.url}api/runs`, {
+      session: "web:api-many",
+      userId: "ann",
+      input: "hi",
+      attachments: many,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe(
+      "A message may carry at most 8 files, and this one has 200000; send the others in another message.",
+    );
+    // Nothing was stored: the session does not exist.
+    expect((await getJson(`${playground.url}api/sessions/web%3Aapi-many/runs`)).status).toBe(404);
+    expect(playground.model.requests.length).toBe(before);
   });
 });

@@ -72,6 +72,19 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
       })()`),
     );
 
+  it("works over plain HTTP on a LAN address, where the browser has no crypto.randomUUID: it connects and answers", async () => {
+    const page = collectPageErrors(await browser.newPage(DESKTOP), pageErrors);
+    // What a browser gives a page that is not a secure context (http://192.168.x.y:8787): no randomUUID.
+    await page.addInitScript("delete Crypto.prototype.randomUUID");
+    await page.goto(playground.url);
+    expect(await page.evaluate("typeof crypto.randomUUID")).toBe("undefined");
+    await page.locator("#connection", { hasText: "Live" }).waitFor(VISIBLE);
+    await ask(page, `What is the status of order ${ORDERS[0]}?`);
+    await page.locator(".message.assistant .run-footer").waitFor(VISIBLE);
+    expect(await page.evaluate('localStorage.getItem("glassbox.session")')).toMatch(/^[0-9a-f]{16}$/);
+    await page.close();
+  });
+
   it("on a phone, a conversation shorter than the window leaves the page where it is: the header whole at the top", async () => {
     const page = await open(PHONE);
     const header = async () =>
