@@ -134,6 +134,8 @@ export interface SlackOAuthConfig {
   authorizeUrl?: string;
   /** Where the installations are kept: the store's database. */
   database: InstallationDatabase;
+  /** The workspaces (T...) and orgs (E...) that may install it (SLACK_ALLOWED_WORKSPACES); empty: any. */
+  allowedWorkspaces?: string[];
 }
 
 /** What glassbox uses (see slack-app-manifest.yaml). */
@@ -401,6 +403,7 @@ function slackOAuthConfig(env: NodeJS.ProcessEnv, botToken: string | undefined):
     scopes: scopes.length > 0 ? scopes : DEFAULT_SLACK_SCOPES,
     encryptionKey,
     authorizeUrl: nonEmpty(env.SLACK_AUTHORIZE_URL),
+    allowedWorkspaces: list(env.SLACK_ALLOWED_WORKSPACES),
     database: {
       databaseUrl: nonEmpty(env.GLASSBOX_DATABASE_URL),
       databaseSchema: nonEmpty(env.GLASSBOX_DATABASE_SCHEMA),

@@ -366,6 +366,15 @@ export const SETTINGS: readonly Setting[] = [
       "channels:history,groups:history,mpim:history,assistant:write,channels:read,files:read`).",
   },
   {
+    name: "SLACK_ALLOWED_WORKSPACES",
+    group: "Slack",
+    default: "unset: any workspace may install it (warned at start)",
+    example: "T0123ABCD,E0456EFGH",
+    meaning:
+      "With OAuth: the workspaces (`T...`) and Enterprise Grid orgs (`E...`) that may install the app and be " +
+      "answered; another is refused at install with a page that says why, and its events go unanswered.",
+  },
+  {
     name: "SLACK_AUTHORIZE_URL",
     group: "Slack",
     default: "Slack's",

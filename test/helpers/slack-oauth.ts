@@ -133,6 +133,8 @@ export interface InstalledBotOptions {
   socket?: boolean;
   env?: Record<string, string>;
   slack?: Partial<SlackConfig>;
+  /** Over the OAuth settings the bot starts with (SLACK_ALLOWED_WORKSPACES, say). */
+  oauth?: Partial<SlackOAuthConfig>;
 }
 
 /** Start it, then install workspaces with `install`. Call `stop` before cleanUp(): the adapter stops before the fakes close. */
@@ -155,6 +157,7 @@ export async function startInstalledBot(
     encryptionKey: newKey(),
     authorizeUrl: (fake.oauth as NonNullable<FakeSlack["oauth"]>).authorizeUrl,
     database: backend.database,
+    ...options.oauth,
   };
   const mode: Partial<SlackConfig> = options.socket
     ? { signingSecret: undefined, appToken: "xapp-1-fake-app-token", port: await freePort() }

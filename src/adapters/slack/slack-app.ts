@@ -39,6 +39,10 @@ export async function openSlackApp(
   const clientOptions = slackClientOptions(slack, log);
   const { logger, ...webOptions } = clientOptions; // Bolt takes its logger beside the clients' options
   const installations = slack.oauth ? await openSlackInstallations(slack.oauth) : undefined;
+  if (slack.oauth && !slack.oauth.allowedWorkspaces?.length)
+    log.warn(
+      "Slack: any workspace that finds the install link can install glassbox and be answered; set SLACK_ALLOWED_WORKSPACES to the workspaces it is for",
+    );
   try {
     const authorization =
       slack.oauth && installations

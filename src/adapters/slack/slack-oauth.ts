@@ -43,8 +43,10 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
   const unseal = (record: { key: string; sealed: string }) =>
     JSON.parse(cipher.open(record.sealed, record.key)) as Installation;
 
+  const allowed = allowList(oauth.allowedWorkspaces ?? []);
   return {
     async storeInstallation(installation) {
+      allowed.check(installation.team?.id, installation.enterprise?.id);
       const key = installationKey(
         installation.isEnterpriseInstall === true,
         installation.enterprise?.id,
@@ -64,6 +66,8 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
       });
     },
     async fetchInstallation(query, logger) {
+      // Bolt takes a throw here as "not authorized": a workspace off the list goes unanswered, installed or not.
+      allowed.check(query.teamId, query.enterpriseId);
       const key = installationKey(query.isEnterpriseInstall, query.enterpriseId, query.teamId);
       const record = key === undefined ? undefined : await records.get(key);
       // Bolt takes a throw here as "not authorized": the event is acknowledged and goes unanswered.
@@ -93,6 +97,26 @@ export async function openSlackInstallations(oauth: SlackOAuthConfig): Promise<S
       return record ? unseal(record).bot?.token : undefined;
     },
     close: () => records.close(),
+  };
+}
+
+/** A workspace or org that SLACK_ALLOWED_WORKSPACES leaves out. */
+export class WorkspaceNotAllowed extends Error {
+  constructor(readonly workspace: string) {
+    super(`Slack workspace ${workspace} is not in SLACK_ALLOWED_WORKSPACES, so glassbox does not serve it.`);
+    this.name = "WorkspaceNotAllowed";
+  }
+}
+
+/** The allow-list: a workspace passes when it, or its org, is on it; an empty list lets any pass. */
+function allowList(ids: string[]) {
+  const allowed = new Set(ids);
+  return {
+    check(teamId: string | undefined, enterpriseId: string | undefined): void {
+      if (allowed.size === 0) return;
+      if ((teamId && allowed.has(teamId)) || (enterpriseId && allowed.has(enterpriseId))) return;
+      throw new WorkspaceNotAllowed(teamId ?? enterpriseId ?? "(none named)");
+    },
   };
 }
 
@@ -195,12 +219,25 @@ export function oauthAppOptions(
         },
         failure: (error, _options, _request, response) => {
           log.warn({ code: error.code, error: error.message }, "Slack: an installation did not complete");
-          const [status, sentence] = failureSentence(error.code, error.message);
+          const refused = notAllowedIn(error);
+          const [status, sentence] = refused
+            ? [
+                403,
+                `This glassbox serves only the Slack workspaces its operator chose, and ${refused.workspace} is not one of them; ask whoever runs it to add it to SLACK_ALLOWED_WORKSPACES.`,
+              ]
+            : failureSentence(error.code, error.message);
           page(response, status, sentence);
         },
       },
     },
   };
+}
+
+/** The allow-list's refusal, as Bolt hands it on (itself, or wrapped as the cause). */
+function notAllowedIn(error: unknown): WorkspaceNotAllowed | undefined {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++)
+    if (cause instanceof WorkspaceNotAllowed) return cause;
+  return undefined;
 }
 
 function failureSentence(code: string, message: string): [number, string] {

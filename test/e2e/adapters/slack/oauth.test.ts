@@ -113,6 +113,8 @@ for (const backend of [SQLITE, POSTGRES]) {
           token: TEAM_OF[channelOf(call) as keyof typeof TEAM_OF].botToken,
         });
 
+      // Without SLACK_ALLOWED_WORKSPACES any workspace may install it: the start said so.
+      expect(bot.lines.some((line) => /set SLACK_ALLOWED_WORKSPACES/.test(String(line.msg)))).toBe(true);
       // The same Slack user id in two workspaces is two people to quotas and memory.
       const users = bot.store.db.prepare("SELECT DISTINCT user_id FROM runs ORDER BY user_id").pluck().all();
       expect(users).toEqual([`${TEAM_A.teamId}:U1`, `${TEAM_B.teamId}:U1`]);
@@ -120,6 +122,38 @@ for (const backend of [SQLITE, POSTGRES]) {
       const logged = bot.logText();
       for (const secret of [...tokens, bot.oauth.clientSecret, bot.oauth.stateSecret, bot.oauth.encryptionKey])
         expect(logged).not.toContain(secret);
+    });
+
+    it("any Slack workspace can install an OAuth deployment: with SLACK_ALLOWED_WORKSPACES, another is refused at install with a page that says why, and its events go unanswered", async () => {
+      const bot = await startBot({ backend, oauth: { allowedWorkspaces: [TEAM_A.teamId] } });
+      expect(await install(bot.slack.installUrl as string, TEAM_A.teamId)).toMatchObject({ status: 200 });
+      expect(await install(bot.slack.installUrl as string, TEAM_B.teamId)).toEqual({
+        status: 403,
+        page: expect.stringContaining(
+          `This glassbox serves only the Slack workspaces its operator chose, and ${TEAM_B.teamId} is not one of them; ask whoever runs it to add it to SLACK_ALLOWED_WORKSPACES.`,
+        ),
+      });
+      expect((await bot.rows()).map((row) => row.key)).toEqual([TEAM_A.teamId]);
+      const modelRequests = bot.model.requests.length;
+      const refused = await bot.fake.sendEvent(
+        eventsUrl(bot),
+        {
+          type: "app_mention",
+          user: "U1",
+          channel: CHANNEL_B,
+          text: `<@${TEAM_B.botUserId}> hello from outside`,
+          ts: bot.fake.nextTs(),
+        },
+        { team: TEAM_B },
+      );
+      expect(refused.status).toBe(401);
+      const threadA = await mention(bot, TEAM_A, CHANNEL_A, "hello from inside");
+      await answerIn(bot, CHANNEL_A, threadA, "You said: hello from inside");
+      expect(
+        bot.model.requests.slice(modelRequests).map((request) => JSON.stringify(request.body.messages)),
+      ).not.toContainEqual(expect.stringContaining("hello from outside"));
+      expect(bot.fake.calls.filter((call) => channelOf(call) === CHANNEL_B)).toEqual([]);
+      expect(bot.lines.some((line) => /set SLACK_ALLOWED_WORKSPACES/.test(String(line.msg)))).toBe(false);
     });
 
     it("keeps no token in plain text, and a different key cannot read the installations", async () => {
