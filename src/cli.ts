@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `trace`, `pipeline`, `replay`, `eval`,
+ * The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `erase`, `trace`, `pipeline`, `replay`, `eval`,
  * `usage`. Each command is a module of src/cli/, loaded only when it runs, so `--help` starts
  * without the model client, SQLite or the tool engine (bench/cli-startup.ts measures it).
  */
@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<{ default: Command }>> = {
   tools: () => import("./cli/tools.js"),
   sessions: () => import("./cli/sessions.js"),
   reset: () => import("./cli/reset.js"),
+  erase: () => import("./cli/erase.js"),
   trace: () => import("./cli/trace.js"),
   usage: () => import("./cli/usage.js"),
   replay: async () => ({ default: (await import("./cli/replay.js")).replayCommand }),
@@ -30,6 +31,9 @@ export async function main(argv: string[]): Promise<number> {
     options: {
       tools: { type: "string", multiple: true, default: [] },
       session: { type: "string" },
+      user: { type: "string" },
+      channel: { type: "string" },
+      workspace: { type: "string" },
       "max-steps": { type: "string" },
       approve: { type: "string", default: "ask" },
       json: { type: "boolean", default: false },

@@ -8,6 +8,10 @@ export interface CommandInput {
   options: {
     tools: string[];
     session?: string;
+    /** erase: a person, a channel or a workspace, as the store keeps their ids. */
+    user?: string;
+    channel?: string;
+    workspace?: string;
     "max-steps"?: string;
     approve: string;
     json: boolean;

@@ -6,6 +6,7 @@ export const HELP = `Usage:
   glassbox tools [--tools module.mjs]... [--json]
   glassbox sessions [--json]
   glassbox reset --session ID
+  glassbox erase --session ID | --user ID | --channel ID | --workspace ID [--json]
   glassbox trace <session-or-run-id> [--json]
   glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
   glassbox usage [--json]
@@ -16,6 +17,10 @@ Each run, chat or pipeline without --session starts a new conversation; its sess
 on the terminal (and is sessionId in --json). Pass --session ID to continue one: a bare ID means
 cli:ID, full keys such as slack:T1:C1:1718000000.000100 work too. Runs started here are recorded
 as user "cli". glassbox trace <run-id> shows a run step by step.
+
+erase removes a conversation, a person (as runs record them: U123, or T1:U123 where many Slack
+workspaces installed the app), every conversation of a channel, or of a workspace, from the database,
+and prints what it removed per table; an audit row keeps the counts, never the id.
 
 replay re-runs a recorded run from its exact recorded context on another model or prompt; its tools
 are answered from the recording and never run. eval replays several and exits 1 when any of them

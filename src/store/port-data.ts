@@ -145,3 +145,20 @@ export interface Fold {
   /** The summarising call (null for a failed one, or a summary written before calls were kept). */
   call: { model: string; promptTokens: number; completionTokens: number; cost: number | null } | null;
 }
+
+/**
+ * What to erase: one conversation (`session`), every conversation of a channel or workspace
+ * (`segment`: a part of the session key, such as a Slack channel id or team id), or a person
+ * (`user`: their runs and what came of them, their notes, their quota records, their ratings).
+ */
+export type EraseTarget =
+  | { kind: "session"; id: string }
+  | { kind: "segment"; id: string }
+  | { kind: "user"; id: string };
+
+/** What an erasure removed, table by table; the audit row keeps these counts and a hash of the target. */
+export interface ErasureReceipt {
+  kind: EraseTarget["kind"];
+  at: string;
+  removed: Record<string, number>;
+}

@@ -13,6 +13,8 @@ import type {
   DecisionOutcome,
   DecisionRequest,
   EventAcceptance,
+  EraseTarget,
+  ErasureReceipt,
   Fold,
   QuotaRequest,
   QuotaReservation,
@@ -147,6 +149,12 @@ export interface GateStore {
   /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
   watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;
   pruneCancelRequests(olderThan: Date): Promise<number>;
+  /**
+   * Removes the target's data from every table (see EraseTarget) in one transaction, and keeps an
+   * audit row: who erased, when, the kind, a hash of the target and the counts. On SQLite the freed
+   * pages are overwritten and the log is emptied where no other connection holds it.
+   */
+  erase(target: EraseTarget, by: string): Promise<ErasureReceipt>;
   /** Records what this process's worker can do, with its instance, for ingress processes to show while it lives. */
   offerTools(offer: WorkerOffer): Promise<void>;
   /** What the live workers on this database can do, all of them together (none: nothing). */

@@ -211,6 +211,17 @@ const MIGRATIONS = [
   -- what a worker can do (its tools' names, requests to suggest), for ingress processes, which load no tools
   ALTER TABLE instances ADD COLUMN offer jsonb;
   `,
+  `
+  -- erasures done (glassbox erase): who, when, what kind, a hash of the target, rows removed per table
+  CREATE TABLE erasures (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at timestamptz NOT NULL,
+    erased_by text NOT NULL,
+    kind text NOT NULL,
+    target_hash text NOT NULL,
+    removed jsonb NOT NULL
+  );
+  `,
 ];
 
 /** The schema version a database has once migrated. */

@@ -10,6 +10,7 @@ import { HEARTBEAT_EVERY_MS } from "./instances.js";
 import type { StorePort } from "./port.js";
 import { createPostgresApprovals } from "./postgres-approvals.js";
 import { createPool, describeOpenFailure, locationOf, type PostgresConnection } from "./postgres-client.js";
+import { createPostgresErase } from "./postgres-erase.js";
 import { createPostgresFacts } from "./postgres-facts.js";
 import { createPostgresFeedback } from "./postgres-feedback.js";
 import { createPostgresGates } from "./postgres-gates.js";
@@ -103,6 +104,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     cancelRequested: gates.cancelRequested,
     watchCancels: gates.watchCancels,
     pruneCancelRequests: gates.pruneCancelRequests,
+    erase: createPostgresErase(pool).erase,
     publishText: gates.publishText,
     watchText: gates.watchText,
     ...traces,

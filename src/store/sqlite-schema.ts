@@ -272,6 +272,17 @@ const MIGRATIONS = [
     installation_key TEXT NOT NULL
   );
   `,
+  `
+  -- erasures done (glassbox erase): who, when, what kind, a hash of the target, rows removed per table
+  CREATE TABLE erasures (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    erased_by TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target_hash TEXT NOT NULL,
+    removed TEXT NOT NULL
+  );
+  `,
 ];
 
 /** The schema version a file has once migrated. */

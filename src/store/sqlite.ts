@@ -6,6 +6,7 @@
  */
 import type { AfterCommit, StorePort } from "./port.js";
 import { createApprovalBook } from "./sqlite-approvals.js";
+import { createSqliteErase } from "./sqlite-erase.js";
 import { createFeedbackBook } from "./sqlite-feedback.js";
 import { createFoldReader } from "./sqlite-folds.js";
 import { createSqliteGates } from "./sqlite-gates.js";
@@ -54,6 +55,7 @@ function portOver(store: SqliteStore): SqlitePort {
   const writes = createSqliteWrites(store, createSqliteSteps(db), book);
   const searchSessions = createSessionSearch(store);
   const foldsOf = createFoldReader(store);
+  const eraser = createSqliteErase(db);
   let closed = false;
   const historyVersion = (_sessionId: string) => store.historyVersion();
   const readHistory = db.transaction((sessionId: string) => {
@@ -124,6 +126,7 @@ function portOver(store: SqliteStore): SqlitePort {
       return async () => stop();
     },
     pruneCancelRequests: async (olderThan) => gates.pruneCancelRequests(olderThan),
+    erase: async (target, by) => eraser.erase(target, by),
     publishText: async (notice) => gates.publishText(notice),
     watchText: async (listener) => {
       const stop = gates.watchText(listener);

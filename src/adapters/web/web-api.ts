@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunTrace, StepTrace } from "../../agent/trace.js";
-import type { StorePort } from "../../store/port.js";
+import type { EraseTarget, StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent, type WebEvent } from "./event-hub.js";
 import { actingUser, decodeSegment, type Caller } from "./api-rules.js";
@@ -278,6 +278,18 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       },
     ],
 
+    // Erasure is the operator's: the service credential only (or, with no token set, this machine).
+    [
+      "POST",
+      /^\/api\/erase$/,
+      async (request, response, _params, _url, caller) => {
+        if (caller.userId !== undefined)
+          throw new HttpError(403, "Only the service token (GLASSBOX_API_TOKEN) may erase data.");
+        const target = eraseTargetOf(await readJsonObject(request));
+        sendJson(response, 200, await store.erase(target, "api:service"));
+      },
+    ],
+
     [
       "GET",
       /^\/api\/usage$/,
@@ -375,4 +387,20 @@ function replayOptionsOf(body: Record<string, unknown>): { model?: string; syste
     ...(model ? { model: model.trim() } : {}),
     ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}),
   };
+}
+
+/** What POST /api/erase names: exactly one of session (a full key), user, channel or workspace. */
+function eraseTargetOf(body: Record<string, unknown>): EraseTarget {
+  const named = (["session", "user", "channel", "workspace"] as const).filter((key) => body[key] !== undefined);
+  const [key] = named;
+  const id = key === undefined ? undefined : body[key];
+  if (named.length !== 1 || typeof id !== "string" || !/^[\w.:@-]{1,200}$/.test(id))
+    throw new HttpError(
+      400,
+      'Name one thing to erase: "session" (a full key such as slack:T1:C1:1718000000.000100), "user", "channel" or "workspace", as text.',
+    );
+  if (key === "session") return { kind: "session", id };
+  if (key === "user") return { kind: "user", id };
+  if (!/^[\w.-]{1,100}$/.test(id)) throw new HttpError(400, `A ${key} id is letters, digits, ".", "_" or "-".`);
+  return { kind: "segment", id };
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -284,6 +284,33 @@ describe("glassbox sessions and reset", () => {
     const { code, stdout } = await glassbox(["reset", "--session", "never-used"]);
     expect(code).toBe(1);
     expect(stdout).toContain("There is no session cli:never-used");
+  });
+});
+
+describe("glassbox erase", () => {
+  it("erases a conversation and prints what it removed per table; the others stay, and nothing of it is left in the file", async () => {
+    const env = { GLASSBOX_DB: join(mkdtempSync(join(tmpdir(), "glassbox-cli-erase-")), "glassbox.db") };
+    server.setScript((request) => ({ content: `noted ${String(request.messages.at(-1)?.content).slice(0, 40)}` }));
+    await glassbox(["run", "my card is QUOKKA-4242", "--session", "leaving", "--json"], env);
+    await glassbox(["run", "my dog is called WOMBAT", "--session", "staying", "--json"], env);
+    const erased = await glassbox(["erase", "--session", "leaving"], env);
+    expect(erased.code).toBe(0);
+    expect(erased.stdout).toMatch(/^Erased conversation cli:leaving:$/m);
+    expect(erased.stdout).toMatch(/^ {2}messages +2$/m);
+    expect(erased.stdout).toMatch(/^ {2}runs +1$/m);
+    expect(erased.stdout).toMatch(/^ {2}sessions +1$/m);
+    const listed = JSON.parse((await glassbox(["sessions", "--json"], env)).stdout) as Array<{ id: string }>;
+    expect(listed.map((session) => session.id)).toEqual(["cli:staying"]);
+    const file = readFileSync(env.GLASSBOX_DB).toString("latin1");
+    expect(file).not.toContain("QUOKKA-4242");
+    expect(file).toContain("WOMBAT");
+    const json = JSON.parse((await glassbox(["erase", "--session", "leaving", "--json"], env)).stdout) as {
+      removed: Record<string, number>;
+    };
+    expect(Object.values(json.removed).every((count) => count === 0)).toBe(true); // nothing left to remove
+    const twice = await glassbox(["erase", "--session", "a", "--user", "b"], env);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain("Name one thing to erase");
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { GlassboxError } from "../../../src/agent/errors.js";
 import { openStorePort, storePortOptionsFromEnv } from "../../../src/store/index.js";
 import { approvalsContract } from "./contract-approvals.js";
+import { eraseContract } from "./contract-erase.js";
 import { conversationsContract, factsContract } from "./contract-conversations.js";
 import { feedbackContract } from "./contract-feedback.js";
 import { gatesContract } from "./contract-gates.js";
@@ -27,6 +28,7 @@ for (const target of TARGETS) {
     describe("gates", () => gatesContract(contract));
     describe("readings", () => readingsContract(contract));
     describe("feedback", () => feedbackContract(contract));
+    describe("erasure", () => eraseContract(contract));
   });
 }
 

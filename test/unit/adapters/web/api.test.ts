@@ -531,6 +531,21 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
     return run as RunBody & { userId: string };
   };
 
+  it("POST /api/erase: the service token erases a conversation and gets the receipt; a user's token is refused; a body naming two things is a 400", async () => {
+    const { url } = await startPlayground({ server });
+    const api = `${url}api`;
+    const own = await postJson(`${api}/runs`, { session: "to-erase", input: "hello" }, ALICE);
+    await finished(api, String(own.body.runId));
+    expect(await postJson(`${api}/erase`, { session: "web:to-erase" }, ALICE)).toEqual({
+      status: 403,
+      body: { error: "Only the service token (GLASSBOX_API_TOKEN) may erase data." },
+    });
+    expect((await postJson(`${api}/erase`, { session: "web:to-erase", user: "web:alice" }, SERVICE)).status).toBe(400);
+    const erased = await postJson(`${api}/erase`, { session: "web:to-erase" }, SERVICE);
+    expect(erased).toMatchObject({ status: 200, body: { kind: "session", removed: { sessions: 1, runs: 1 } } });
+    expect((await getJson(`${api}/runs/${String(own.body.runId)}`, SERVICE)).status).toBe(404);
+  });
+
   it("regression: a user's token acts only as its user; a body naming another user is refused with 403, for runs and for approvals", async () => {
     const { url } = await startPlayground({ server });
     const api = `${url}api`;

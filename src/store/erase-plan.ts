@@ -1,0 +1,72 @@
+/**
+ * Erasure, as both stores carry it out in one transaction. Each store first fills four temporary
+ * tables with what the target reaches (its own SQL: see sqlite-erase.ts, postgres-erase.ts):
+ *   erase_sessions  conversations removed whole (a session, or every one of a channel or workspace)
+ *   erase_runs      runs removed with everything they wrote (a person's, or those of erase_sessions,
+ *                   with their sub-agents' and pipeline stages')
+ *   erase_touched   conversations whose summaries go (they may retell what was removed), and which
+ *                   go whole once no run is left in them
+ *   erase_scopes    the channel keys whose shared notes go; erase_user the person, if one is erased
+ * then runs the statements below, the same on both, in an order that keeps every reference valid.
+ */
+import { createHash } from "node:crypto";
+import type { EraseTarget } from "./port-data.js";
+
+export const ERASE_TABLES = ["erase_sessions", "erase_runs", "erase_touched", "erase_scopes", "erase_user"];
+
+const RUNS = "SELECT id FROM erase_runs";
+const SESSIONS = "SELECT id FROM erase_sessions";
+const USER = "SELECT id FROM erase_user";
+/** Touched conversations with no run left in them (after the runs went). */
+const EMPTIED = `SELECT id FROM erase_touched WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = erase_touched.id)`;
+
+/** Each table's removal, in order; the receipt adds up the rows each removed. */
+export const ERASE_STATEMENTS: Array<{ table: string; sql: string }> = [
+  { table: "step_messages", sql: `DELETE FROM step_messages WHERE run_id IN (${RUNS})` },
+  { table: "steps", sql: `DELETE FROM steps WHERE run_id IN (${RUNS})` },
+  {
+    table: "approvals",
+    sql: `DELETE FROM approvals WHERE run_id IN (${RUNS}) OR session_id IN (${SESSIONS})`,
+  },
+  { table: "feedback", sql: `DELETE FROM feedback WHERE run_id IN (${RUNS}) OR user_id IN (${USER})` },
+  {
+    table: "cancel_requests",
+    sql: `DELETE FROM cancel_requests WHERE run_id IN (${RUNS}) OR session_id IN (${SESSIONS})`,
+  },
+  { table: "messages", sql: `DELETE FROM messages WHERE run_id IN (${RUNS}) OR session_id IN (${SESSIONS})` },
+  {
+    table: "summaries",
+    sql: `DELETE FROM summaries WHERE session_id IN (SELECT id FROM erase_touched) OR run_id IN (${RUNS})`,
+  },
+  { table: "runs", sql: `DELETE FROM runs WHERE id IN (${RUNS})` },
+  // What is left of a conversation no run is left in (its notes, its messages without a run).
+  { table: "messages", sql: `DELETE FROM messages WHERE session_id IN (${EMPTIED})` },
+  { table: "approvals", sql: `DELETE FROM approvals WHERE session_id IN (${EMPTIED})` },
+  { table: "cancel_requests", sql: `DELETE FROM cancel_requests WHERE session_id IN (${EMPTIED})` },
+  { table: "sessions", sql: `DELETE FROM sessions WHERE id IN (${SESSIONS}) OR id IN (${EMPTIED})` },
+  {
+    table: "facts",
+    sql: `DELETE FROM facts WHERE user_id IN (${USER}) OR scope IN (SELECT id FROM erase_scopes)`,
+  },
+  { table: "quota_reservations", sql: `DELETE FROM quota_reservations WHERE user_id IN (${USER})` },
+  { table: "quota_days", sql: `DELETE FROM quota_days WHERE user_id IN (${USER})` },
+];
+
+/** Adds the runs reached through erase_runs (sub-agents, later pipeline stages); the count added. */
+export const MORE_RUNS = `INSERT INTO erase_runs SELECT id FROM runs
+  WHERE (parent_run_id IN (${RUNS}) OR pipeline_run_id IN (${RUNS})) AND id NOT IN (${RUNS})`;
+
+export const TOUCHED = `INSERT INTO erase_touched SELECT id FROM erase_sessions
+  UNION SELECT DISTINCT session_id FROM runs WHERE id IN (${RUNS})`;
+
+/** How the audit row names the target: its kind, and a hash that matches a later request for the same id, never the id. */
+export function targetHash(target: EraseTarget): string {
+  return createHash("sha256").update(`${target.kind}\u0000${target.id}`).digest("hex");
+}
+
+/** The rows removed per table, from each statement's count. */
+export function receiptOf(counts: Array<{ table: string; removed: number }>): Record<string, number> {
+  const removed: Record<string, number> = {};
+  for (const { table, removed: rows } of counts) removed[table] = (removed[table] ?? 0) + rows;
+  return removed;
+}
