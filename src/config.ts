@@ -23,6 +23,8 @@ export interface GlassboxConfig {
     /** Whether attached images go to the model as image parts (GLASSBOX_MODEL_IMAGES: auto, on, off). */
     images: ImageMode;
   };
+  /** Conversations idle for more than this many days are removed daily (GLASSBOX_RETENTION_DAYS); unset: kept. */
+  retentionDays?: number;
   /** Extra tool modules (paths or package names), from GLASSBOX_TOOLS. */
   toolModules: string[];
   /** The built-in tools this deployment has (GLASSBOX_BUILTIN_TOOLS; default all three, `none` for none). */
@@ -176,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
         : { maxOutputTokens: positiveInteger(env, "GLASSBOX_MAX_OUTPUT_TOKENS", 1) }),
       images: imageModeOf(env.GLASSBOX_MODEL_IMAGES),
     },
+    ...(optionalPositive(env, "GLASSBOX_RETENTION_DAYS") === undefined
+      ? {}
+      : { retentionDays: optionalPositive(env, "GLASSBOX_RETENTION_DAYS") }),
     toolModules: list(env.GLASSBOX_TOOLS),
     builtinTools: builtinToolsOf(env.GLASSBOX_BUILTIN_TOOLS),
     demo: booleanOf(env, "GLASSBOX_DEMO"),

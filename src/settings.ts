@@ -191,6 +191,16 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "Above this many tools, each model call is sent only the relevant ones plus `list_tools`.",
   },
   {
+    name: "GLASSBOX_RETENTION_DAYS",
+    group: "Storage and scale",
+    default: "unset: conversations are kept",
+    example: "90",
+    meaning:
+      "Conversations nobody has touched for this many days are removed (every table, as `glassbox erase` " +
+      "removes them; one with a run in progress stays), at start and daily, by every process that runs turns; " +
+      "the log says what was removed.",
+  },
+  {
     name: "GLASSBOX_APPROVAL_TTL",
     group: "Tools and runs",
     default: "`3600`",

@@ -12,6 +12,10 @@
 import { createHash } from "node:crypto";
 import type { EraseTarget } from "./port-data.js";
 
+/** Conversations last active before $1 with no run in progress (`idle`), for each store's placeholder style. */
+export const IDLE_SESSIONS = `INSERT INTO erase_sessions SELECT id FROM sessions WHERE updated_at < $1
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = sessions.id AND r.status IN ('accepted', 'running', 'awaiting_approval'))`;
+
 export const ERASE_TABLES = ["erase_sessions", "erase_runs", "erase_touched", "erase_scopes", "erase_user"];
 
 const RUNS = "SELECT id FROM erase_runs";

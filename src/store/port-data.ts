@@ -149,12 +149,15 @@ export interface Fold {
 /**
  * What to erase: one conversation (`session`), every conversation of a channel or workspace
  * (`segment`: a part of the session key, such as a Slack channel id or team id), or a person
- * (`user`: their runs and what came of them, their notes, their quota records, their ratings).
+ * (`user`: their runs and what came of them, their notes, their quota records, their ratings), or
+ * the conversations nobody has touched since a moment (`idle`: GLASSBOX_RETENTION_DAYS).
  */
 export type EraseTarget =
   | { kind: "session"; id: string }
   | { kind: "segment"; id: string }
-  | { kind: "user"; id: string };
+  | { kind: "user"; id: string }
+  /** Retention: every conversation last active before `id` (an ISO moment) with no run in progress. */
+  | { kind: "idle"; id: string };
 
 /** What an erasure removed, table by table; the audit row keeps these counts and a hash of the target. */
 export interface ErasureReceipt {

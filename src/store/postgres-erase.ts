@@ -4,7 +4,15 @@
  * dump taken afterwards holds none of them.
  */
 import type pg from "pg";
-import { ERASE_STATEMENTS, ERASE_TABLES, MORE_RUNS, receiptOf, targetHash, TOUCHED } from "./erase-plan.js";
+import {
+  ERASE_STATEMENTS,
+  ERASE_TABLES,
+  IDLE_SESSIONS,
+  MORE_RUNS,
+  receiptOf,
+  targetHash,
+  TOUCHED,
+} from "./erase-plan.js";
 import { inTransaction } from "./postgres-client.js";
 import type { EraseTarget, ErasureReceipt } from "./port-data.js";
 
@@ -12,6 +20,7 @@ const SELECT_SESSIONS: Record<EraseTarget["kind"], string | undefined> = {
   session: "INSERT INTO erase_sessions SELECT id FROM sessions WHERE id = $1",
   segment: "INSERT INTO erase_sessions SELECT id FROM sessions WHERE strpos(':' || id || ':', ':' || $1 || ':') > 0",
   user: undefined,
+  idle: IDLE_SESSIONS,
 };
 
 export function createPostgresErase(pool: pg.Pool) {

@@ -6,13 +6,22 @@
  * stays in the file or its log (unless another connection holds the log at that moment).
  */
 import type Database from "better-sqlite3";
-import { ERASE_STATEMENTS, ERASE_TABLES, MORE_RUNS, receiptOf, targetHash, TOUCHED } from "./erase-plan.js";
+import {
+  ERASE_STATEMENTS,
+  ERASE_TABLES,
+  IDLE_SESSIONS,
+  MORE_RUNS,
+  receiptOf,
+  targetHash,
+  TOUCHED,
+} from "./erase-plan.js";
 import type { EraseTarget, ErasureReceipt } from "./port-data.js";
 
 const SELECT_SESSIONS: Record<EraseTarget["kind"], string | undefined> = {
   session: "INSERT INTO erase_sessions SELECT id FROM sessions WHERE id = @id",
   segment: "INSERT INTO erase_sessions SELECT id FROM sessions WHERE instr(':' || id || ':', ':' || @id || ':') > 0",
   user: undefined,
+  idle: IDLE_SESSIONS.replace("$1", "@id"),
 };
 
 export function createSqliteErase(db: Database.Database) {
@@ -58,8 +67,9 @@ export function createSqliteErase(db: Database.Database) {
         const receipt = erase.immediate(target, by);
         if ((receipt.removed.facts ?? 0) > 0) db.exec("INSERT INTO facts_index(facts_index) VALUES ('optimize')");
         // Rows deleted earlier in ordinary work (a settled quota reservation, say) left their bytes in
-        // free space: the file is rebuilt without it, then the log emptied.
-        db.exec("VACUUM");
+        // free space: the file is rebuilt without it, then the log emptied. Not for the daily retention
+        // sweep, whose rows were overwritten as they went and which must not rewrite the file daily.
+        if (target.kind !== "idle") db.exec("VACUUM");
         db.pragma("wal_checkpoint(TRUNCATE)");
         return receipt;
       } finally {

@@ -6,6 +6,8 @@ import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { expect, it } from "vitest";
 import { channelOf } from "../../../src/agent/memory.js";
+import { startRetention } from "../../../src/conversations/retention.js";
+import type { Logger } from "../../../src/logger.js";
 import type { AnyStorePort } from "../../../src/store/index.js";
 import { approvalRequest, outcomeOf, runRecord, stepOf, type Contract } from "../helpers/store-targets.js";
 
@@ -155,6 +157,25 @@ export function eraseContract(contract: Contract): void {
     expect(left).not.toContain("ZEBRAINB");
     expect(left).not.toContain(ANN);
     expect(left).toContain("OTTERSTAYS");
+  });
+
+  it("retention: the daily sweep removes the conversations idle since its cut-off, never one with a run in progress, and logs what went", async () => {
+    const store = await contract.open();
+    await converse(store, THREAD_A, ANN, "ZEBRAOLD", "run_old");
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_waiting", THREAD_B, BOB, "OTTERWAITS") });
+    const lines: Array<Record<string, unknown>> = [];
+    const log = { info: (fields: Record<string, unknown>) => lines.push(fields), warn: () => {} } as unknown as Logger;
+    // Two days on, with a retention of one day: both conversations are idle, one has a run waiting its turn.
+    const retention = startRetention({ store, days: 1, log, everyMs: 3_600_000 });
+    retention.stop();
+    await retention.sweep(new Date(Date.now() + 2 * 86_400_000));
+    expect(lines.at(-1)?.removed).toMatchObject({ sessions: 1, runs: 1 });
+    expect(await store.run("run_old")).toBeUndefined();
+    expect(await store.run("run_waiting")).toBeDefined();
+    await store.close();
+    const left = await everything(contract);
+    expect(left).not.toContain("ZEBRAOLD");
+    expect(left).toContain("OTTERWAITS");
   });
 
   it("erases a channel: every conversation in it and the notes shared there", async () => {

@@ -1,0 +1,36 @@
+/**
+ * GLASSBOX_RETENTION_DAYS: every process that runs turns removes, at start and then daily, the
+ * conversations nobody has touched for that many days (StorePort.erase, kind "idle"; one with a run
+ * in progress stays), and logs the receipt. Several workers sweeping at once remove each row once.
+ */
+import type { Logger } from "../logger.js";
+import type { StorePort } from "../store/port.js";
+
+export const RETENTION_SWEEP_MS = 24 * 60 * 60 * 1000;
+
+export function startRetention(options: {
+  store: Pick<StorePort, "erase">;
+  days: number;
+  log: Logger;
+  everyMs?: number;
+}): { sweep(now?: Date): Promise<void>; stop(): void } {
+  const { store, days, log } = options;
+  const sweep = async (now = new Date()) => {
+    const before = new Date(now.getTime() - days * 86_400_000).toISOString();
+    try {
+      const receipt = await store.erase({ kind: "idle", id: before }, "retention");
+      const removed = Object.fromEntries(Object.entries(receipt.removed).filter(([, count]) => count > 0));
+      if (Object.keys(removed).length > 0)
+        log.info({ removed, before }, `retention: removed conversations idle for more than ${days} days`);
+    } catch (error) {
+      log.warn(
+        { error: (error as Error).message },
+        "retention: removing old conversations failed; trying again tomorrow",
+      );
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), options.everyMs ?? RETENTION_SWEEP_MS);
+  timer.unref();
+  return { sweep, stop: () => clearInterval(timer) };
+}
