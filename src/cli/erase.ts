@@ -4,6 +4,7 @@
  * receipt: the rows removed per table. Run it while the conversations it reaches are idle: a run
  * still in progress writes what it holds when it next commits.
  */
+import { userInfo } from "node:os";
 import type { EraseTarget } from "../store/port-data.js";
 import { sessionKey, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
@@ -18,7 +19,7 @@ export default async function erase({ options }: CommandInput): Promise<number> 
     return 1;
   }
   try {
-    const receipt = await store.erase(target, `cli:${process.env.USER ?? "unknown"}`);
+    const receipt = await store.erase(target, `cli:${whoRuns()}`);
     const rows = Object.entries(receipt.removed).filter(([, count]) => count > 0);
     if (options.json) process.stdout.write(`${JSON.stringify(receipt)}\n`);
     else if (rows.length === 0)
@@ -57,4 +58,13 @@ function describe(target: EraseTarget): string {
   if (target.kind === "session") return `conversation ${target.id}`;
   if (target.kind === "user") return `user ${target.id}`;
   return `every conversation of ${target.id}`;
+}
+
+/** The account that ran the command, for the audit row. */
+function whoRuns(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown";
+  }
 }
