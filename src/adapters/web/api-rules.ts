@@ -49,6 +49,11 @@ export function credentialsOf(apiToken: string | undefined, apiUsers: Record<str
       throw configurationError(
         `GLASSBOX_API_USERS gives a token the user '${user}'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`,
       );
+    // web:api is who the service token acts as when a request names no user: no user's token may be it.
+    if (userId === SERVICE_USER)
+      throw configurationError(
+        `GLASSBOX_API_USERS gives a token the user '${user}', which is reserved for the service token (GLASSBOX_API_TOKEN); give that user another id.`,
+      );
     if (token.trim() === service)
       throw configurationError(
         `GLASSBOX_API_USERS gives ${userId} the same token as GLASSBOX_API_TOKEN; give each user a token of their own.`,
@@ -98,8 +103,11 @@ export function webUserKey(value: unknown): string | undefined {
   return SESSION_ID.test(id) ? `web:${id}` : undefined;
 }
 
+/** Who the service token acts as when a request names no user. */
+const SERVICE_USER = "web:api";
+
 function webUser(value: unknown): string {
-  if (value === undefined) return "web:api";
+  if (value === undefined) return SERVICE_USER;
   const key = webUserKey(value);
   if (!key)
     throw new HttpError(

@@ -694,6 +694,15 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
     expect((badUser as GlassboxError).message).toBe(
       `GLASSBOX_API_USERS gives a token the user 'no spaces'; a user id is letters, digits, "-", "_" or "." (up to 100), optionally prefixed with "web:".`,
     );
+    // The API user id api is the service token's: a user's token named so would act as it.
+    for (const reserved of ["api", "web:api"]) {
+      const asService = await startWithoutModel({ host, apiToken: "svc", apiUsers: { "eve-token": reserved } }).catch(
+        (error: unknown) => error,
+      );
+      expect((asService as GlassboxError).message).toBe(
+        `GLASSBOX_API_USERS gives a token the user '${reserved}', which is reserved for the service token (GLASSBOX_API_TOKEN); give that user another id.`,
+      );
+    }
     const shared = await startWithoutModel({ host, apiToken: "same", apiUsers: { same: "dave" } }).catch(
       (error: unknown) => error,
     );
