@@ -76,22 +76,36 @@ export function readersOf(store: StorePort) {
 export function storeRoutes(context: StoreApiContext): Route[] {
   const { hub, store, log } = context;
   const { mayRead, readableRun } = readersOf(store);
+  const streams = streamsPerCaller(MAX_STREAMS_PER_CALLER);
   const runView = async (run: RunTrace) => {
     const [approvals, feedback] = await Promise.all([store.approvalsOfRun(run.runId), store.feedbackOf(run.runId)]);
     return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
   };
 
-  async function streamRun(request: IncomingMessage, response: ServerResponse, stored: RunTrace): Promise<void> {
+  async function streamRun(
+    request: IncomingMessage,
+    response: ServerResponse,
+    stored: RunTrace,
+    caller: Caller,
+  ): Promise<void> {
     const { runId } = stored;
     // Watched before the stream opens, so a refusal (too many sessions followed: 503) is still an answer
     // of its own; the watcher is called back only later, once `stream` is open.
     const send = (numbered: NumberedEvent) => stream.send(numbered.id, numbered.event);
-    const watching = hub.watchRun(
-      runId,
-      { event: send, end: () => stream.close() },
-      UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
-    );
+    const release = streams.take(request, caller);
+    let watching: ReturnType<typeof hub.watchRun>;
+    try {
+      watching = hub.watchRun(
+        runId,
+        { event: send, end: () => stream.close() },
+        UNFINISHED.has(stored.status) ? stored.sessionId : undefined,
+      );
+    } catch (error) {
+      release();
+      throw error;
+    }
     const stream = openEventStream(request, response);
+    stream.onClose(release);
     if (!watching) {
       // Finished before this process followed it: the run as the store has it.
       const steps = await store.steps(runId);
@@ -140,7 +154,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       "GET",
       /^\/api\/runs\/([^/]+)\/events$/,
       async (request, response, [runId = ""], _url, caller) =>
-        streamRun(request, response, await readableRun(caller, runId)),
+        streamRun(request, response, await readableRun(caller, runId), caller),
     ],
 
     // A replay spends the model's tokens: only for whoever may read the run, with bounded inputs.
@@ -268,13 +282,23 @@ export function storeRoutes(context: StoreApiContext): Route[] {
           });
         };
         // As for a run: watched first, so a refusal is answered before the stream opens.
-        const watching = hub.watchSession(sessionId, afterId, {
-          event: send,
-          end: () => (known ? stream.close() : inLine(() => stream.close())),
-        });
+        const release = streams.take(request, caller);
+        let watching: ReturnType<typeof hub.watchSession>;
+        try {
+          watching = hub.watchSession(sessionId, afterId, {
+            event: send,
+            end: () => (known ? stream.close() : inLine(() => stream.close())),
+          });
+        } catch (error) {
+          release();
+          throw error;
+        }
         const stream = openEventStream(request, response);
         for (const numbered of watching.replay) send(numbered);
-        stream.onClose(watching.stop);
+        stream.onClose(() => {
+          watching.stop();
+          release();
+        });
       },
     ],
 
@@ -403,4 +427,35 @@ function eraseTargetOf(body: Record<string, unknown>): EraseTarget {
   if (key === "user") return { kind: "user", id };
   if (!/^[\w.-]{1,100}$/.test(id)) throw new HttpError(400, `A ${key} id is letters, digits, ".", "_" or "-".`);
   return { kind: "segment", id };
+}
+
+/** Live views one caller may hold open at once: one caller's pages cannot take every view this process follows. */
+export const MAX_STREAMS_PER_CALLER = 50;
+
+/**
+ * Open event streams per caller (a user's token, or else the address it comes from), each taken
+ * before its stream opens, so the one too many is a 503 of its own; the returned function gives it back, once.
+ */
+function streamsPerCaller(limit: number) {
+  const open = new Map<string, number>();
+  return {
+    take(request: IncomingMessage, caller: Caller): () => void {
+      const key = caller.userId ?? `address:${request.socket.remoteAddress ?? ""}`;
+      const count = open.get(key) ?? 0;
+      if (count >= limit)
+        throw new HttpError(
+          503,
+          `This caller already follows ${limit} live views here; close some pages (or streams) and try again.`,
+        );
+      open.set(key, count + 1);
+      let given = false;
+      return () => {
+        if (given) return;
+        given = true;
+        const left = (open.get(key) ?? 1) - 1;
+        if (left > 0) open.set(key, left);
+        else open.delete(key);
+      };
+    },
+  };
 }

@@ -6,6 +6,7 @@ import { demoReply } from "../../../../src/demo-script.js";
 import { acceptMessage, newRunId } from "../../../../src/conversations/turns.js";
 import { GlassboxError } from "../../../../src/agent/errors.js";
 import { runAgent } from "../../../../src/agent/loop.js";
+import { MAX_STREAMS_PER_CALLER } from "../../../../src/adapters/web/web-api.js";
 import { deferred } from "../../../helpers/agent.js";
 import {
   CANCELLABLE_ORDER,
@@ -530,6 +531,30 @@ describe("web API: users' tokens (GLASSBOX_API_USERS)", () => {
       .toBe(true);
     return run as RunBody & { userId: string };
   };
+
+  it("one caller's live-view streams cannot take everyone else's: past its limit a caller gets a 503 before the stream opens, others still get theirs", async () => {
+    const { url } = await startPlayground({ server });
+    const api = `${url}api`;
+    const controller = new AbortController();
+    const open = (token: typeof ALICE, session: string) =>
+      fetch(`${api}/sessions/web%3A${session}/events`, { headers: token, signal: controller.signal });
+    try {
+      const alice = await Promise.all(
+        Array.from({ length: MAX_STREAMS_PER_CALLER }, (_, index) => open(ALICE, `alice-view-${index}`)),
+      );
+      expect(alice.every((response) => response.status === 200)).toBe(true);
+      const refused = await open(ALICE, "alice-one-more");
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toEqual({
+        error: `This caller already follows ${MAX_STREAMS_PER_CALLER} live views here; close some pages (or streams) and try again.`,
+      });
+      expect((await open(BOB, "bob-view")).status).toBe(200);
+      await alice[0]?.body?.cancel(); // one of hers closes: she may open another
+      await expect.poll(async () => (await open(ALICE, "alice-again")).status, WAIT).toBe(200);
+    } finally {
+      controller.abort();
+    }
+  });
 
   it("POST /api/erase: the service token erases a conversation and gets the receipt; a user's token is refused; a body naming two things is a 400", async () => {
     const { url } = await startPlayground({ server });
