@@ -185,7 +185,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       sweeper,
       stopped,
       stop,
-      replay: replayOn(agent.model, store),
+      replay: replayOn(agent.model, store, undefined, agent.runSlots),
       hints,
       toolNames,
       prompts: examplePrompts(toolSources, 4),

@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { replayOn } from "../../../../src/adapters/web/web-replay.js";
 import { HttpError } from "../../../../src/adapters/web/http.js";
 import type { ChatModel } from "../../../../src/agent/types.js";
+import { createRunSlots } from "../../../../src/agent/run-slots.js";
 import { openStorePort } from "../../../../src/store/index.js";
+import { outcomeOf, stepOf } from "../../../e2e/helpers/store-targets.js";
+
+const ZERO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 const folders: string[] = [];
 afterEach(() => {
@@ -14,6 +18,52 @@ afterEach(() => {
 });
 
 describe("replayOn", () => {
+  it("replays take a run slot: with GLASSBOX_MAX_CONCURRENT_RUNS at 1 and the slot taken, a replay waits for it", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-replay-"));
+    folders.push(folder);
+    const store = await openStorePort({ databasePath: join(folder, "glassbox.db") });
+    try {
+      await store.record([
+        { kind: "start_run", run: { runId: "run_done", sessionId: "web:s", userId: "u", input: "hello" } },
+        {
+          kind: "step",
+          step: stepOf("run_done", 1, {
+            request: [
+              { role: "system", content: "You help." },
+              { role: "user", content: "hello" },
+            ],
+          }),
+        },
+        { kind: "end_run", outcome: outcomeOf("run_done", { output: "answer 1" }) },
+      ]);
+      let calls = 0;
+      const model: ChatModel = {
+        name: "scripted-model",
+        chat: async () => {
+          calls += 1;
+          return {
+            content: "answer 1",
+            toolCalls: [],
+            finishReason: "stop",
+            usage: ZERO_USAGE,
+            model: "scripted-model",
+          };
+        },
+      };
+      const slots = createRunSlots(1);
+      const release = await slots.acquire(); // a run holds the only slot
+      const replaying = replayOn(model, store, undefined, slots)("run_done", {});
+      await expect.poll(() => slots.counts()).toEqual({ running: 1, waiting: 1 });
+      expect(calls).toBe(0);
+      release();
+      await replaying;
+      expect(calls).toBe(1);
+      expect(slots.counts()).toEqual({ running: 0, waiting: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it("regression: a run that made no model call answers 409 with why, not a 500", async () => {
     const folder = mkdtempSync(join(tmpdir(), "glassbox-replay-"));
     folders.push(folder);
