@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { DecisionOutcome } from "../../agent/approvals.js";
 import { configurationError } from "../../agent/errors.js";
+import type { EraseTarget } from "../../store/port-data.js";
 import { HttpError } from "./http.js";
 
 const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -158,4 +159,20 @@ export function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>
     case "unknown":
       return new HttpError(404, `There is no web approval ${approvalId}.`);
   }
+}
+
+/** What POST /api/erase names: exactly one of session (a full key), user, channel or workspace. */
+export function eraseTargetOf(body: Record<string, unknown>): EraseTarget {
+  const named = (["session", "user", "channel", "workspace"] as const).filter((key) => body[key] !== undefined);
+  const [key] = named;
+  const id = key === undefined ? undefined : body[key];
+  if (named.length !== 1 || typeof id !== "string" || !/^[\w.:@-]{1,200}$/.test(id))
+    throw new HttpError(
+      400,
+      'Name one thing to erase: "session" (a full key such as slack:T1:C1:1718000000.000100), "user", "channel" or "workspace", as text.',
+    );
+  if (key === "session") return { kind: "session", id };
+  if (key === "user") return { kind: "user", id };
+  if (!/^[\w.-]{1,100}$/.test(id)) throw new HttpError(400, `A ${key} id is letters, digits, ".", "_" or "-".`);
+  return { kind: "segment", id };
 }

@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunTrace, StepTrace } from "../../agent/trace.js";
-import type { EraseTarget, StorePort } from "../../store/port.js";
+import type { StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent, type WebEvent } from "./event-hub.js";
-import { actingUser, decodeSegment, type Caller } from "./api-rules.js";
+import { actingUser, decodeSegment, eraseTargetOf, type Caller } from "./api-rules.js";
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-filters.js";
 import { storedRunEvents } from "./store-events.js";
+import { MAX_STREAMS_PER_CALLER, streamsPerCaller } from "./stream-limits.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
@@ -410,52 +411,5 @@ function replayOptionsOf(body: Record<string, unknown>): { model?: string; syste
   return {
     ...(model ? { model: model.trim() } : {}),
     ...(systemPrompt?.trim() ? { systemPrompt: systemPrompt.trim() } : {}),
-  };
-}
-
-/** What POST /api/erase names: exactly one of session (a full key), user, channel or workspace. */
-function eraseTargetOf(body: Record<string, unknown>): EraseTarget {
-  const named = (["session", "user", "channel", "workspace"] as const).filter((key) => body[key] !== undefined);
-  const [key] = named;
-  const id = key === undefined ? undefined : body[key];
-  if (named.length !== 1 || typeof id !== "string" || !/^[\w.:@-]{1,200}$/.test(id))
-    throw new HttpError(
-      400,
-      'Name one thing to erase: "session" (a full key such as slack:T1:C1:1718000000.000100), "user", "channel" or "workspace", as text.',
-    );
-  if (key === "session") return { kind: "session", id };
-  if (key === "user") return { kind: "user", id };
-  if (!/^[\w.-]{1,100}$/.test(id)) throw new HttpError(400, `A ${key} id is letters, digits, ".", "_" or "-".`);
-  return { kind: "segment", id };
-}
-
-/** Live views one caller may hold open at once: one caller's pages cannot take every view this process follows. */
-export const MAX_STREAMS_PER_CALLER = 50;
-
-/**
- * Open event streams per caller (a user's token, or else the address it comes from), each taken
- * before its stream opens, so the one too many is a 503 of its own; the returned function gives it back, once.
- */
-function streamsPerCaller(limit: number) {
-  const open = new Map<string, number>();
-  return {
-    take(request: IncomingMessage, caller: Caller): () => void {
-      const key = caller.userId ?? `address:${request.socket.remoteAddress ?? ""}`;
-      const count = open.get(key) ?? 0;
-      if (count >= limit)
-        throw new HttpError(
-          503,
-          `This caller already follows ${limit} live views here; close some pages (or streams) and try again.`,
-        );
-      open.set(key, count + 1);
-      let given = false;
-      return () => {
-        if (given) return;
-        given = true;
-        const left = (open.get(key) ?? 1) - 1;
-        if (left > 0) open.set(key, left);
-        else open.delete(key);
-      };
-    },
   };
 }

@@ -6,7 +6,7 @@ import { demoReply } from "../../../../src/demo-script.js";
 import { acceptMessage, newRunId } from "../../../../src/conversations/turns.js";
 import { GlassboxError } from "../../../../src/agent/errors.js";
 import { runAgent } from "../../../../src/agent/loop.js";
-import { MAX_STREAMS_PER_CALLER } from "../../../../src/adapters/web/web-api.js";
+import { MAX_STREAMS_PER_CALLER } from "../../../../src/adapters/web/stream-limits.js";
 import { deferred } from "../../../helpers/agent.js";
 import {
   CANCELLABLE_ORDER,
