@@ -109,12 +109,17 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
   const log = createLogger({ level: "warn" });
   const { startRoles } = await import("./roles/start.js");
   const roles = await startRoles({ config, role: "all", log });
-  const url = roles.ingress?.api?.url;
+  const api = roles.ingress?.api;
+  const url = api?.url;
   process.stdout.write(
     url
       ? `glassbox playground: chat at ${url}/ and the trace at ${url}/trace (Ctrl+C stops it)\n`
       : "glassbox playground: the web server is off (GLASSBOX_WEB=off), so there is nothing to open (Ctrl+C stops it)\n",
   );
+  if (api?.alsoAt.length)
+    process.stdout.write(
+      `It listens on every address; from another machine: ${api.alsoAt.map((at) => `${at}/`).join(", ")}\n`,
+    );
   const problem = modelProblem(config);
   if (problem) process.stdout.write(`${problem}\n`);
   const shutdown = async () => {

@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -53,5 +53,43 @@ describe("settings at start", () => {
     );
     expect(existsSync(join(folder, "from-environment.db"))).toBe(true);
     expect(existsSync(join(folder, "from-file.db"))).toBe(false);
+  });
+
+  it("the start line shows the address it really listens on: on every address, the machine's others too, each answering", {
+    timeout: 60_000,
+  }, async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-host-"));
+    folders.push(folder);
+    const bot = spawn(process.execPath, ["--import", TSX, MAIN], {
+      cwd: folder,
+      env: {
+        PATH: process.env.PATH ?? "",
+        GLASSBOX_DB: join(folder, "glassbox.db"),
+        GLASSBOX_WEB_PORT: "0",
+        GLASSBOX_WEB_HOST: "0.0.0.0",
+        GLASSBOX_API_TOKEN: "a-token-for-the-lan",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    bot.stdout.on("data", (chunk: Buffer) => void (stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => bot.on("exit", resolve));
+    try {
+      await expect.poll(() => stdout, { timeout: 45_000, interval: 50 }).toMatch(/glassbox playground: chat at /);
+      const port = /chat at http:\/\/127\.0\.0\.1:(\d+)\//.exec(stdout)?.[1];
+      // The machine's own IPv4 addresses besides loopback, each a page that answers.
+      const others = Object.values(networkInterfaces())
+        .flat()
+        .filter((entry) => entry && !entry.internal && entry.family === "IPv4");
+      if (others.length > 0) {
+        const line = stdout.split("\n").find((text) => text.startsWith("It listens on every address")) ?? "";
+        const listed = [...line.matchAll(/http:\/\/[^ ,]+\//g)].map((match) => match[0]);
+        expect(listed).toEqual(others.map((entry) => `http://${entry?.address}:${port}/`));
+        for (const address of listed) expect((await fetch(address)).status).toBe(200);
+      } else expect(stdout).not.toContain("It listens on every address");
+    } finally {
+      bot.kill("SIGTERM");
+      await exited;
+    }
   });
 });
