@@ -72,25 +72,25 @@ export function renderForModel(
     );
     return renderForModel(notJson, maxChars, storedChars);
   }
-  const forModel = cut(envelope, full, maxChars);
-  if (full.length <= storedChars) return { ...forModel, envelope };
-  const stored = cut(envelope, full, storedChars);
-  return { ...forModel, envelope: JSON.parse(stored.content) as ToolEnvelope, storedCutChars: stored.truncatedChars };
-}
-
-/** What the record of a call keeps of a result at most, as JSON (the model reads GLASSBOX_MAX_RESULT_CHARS of it). */
-export const STORED_RESULT_CHARS = 64 * 1024;
-
-/** `full` (the envelope's JSON) as it fits in `maxChars`: the result's text cut, with a marker. */
-function cut(envelope: ToolEnvelope, full: string, maxChars: number): { content: string; truncatedChars: number } {
-  if (full.length <= maxChars) return { content: full, truncatedChars: 0 };
-
+  if (full.length <= maxChars) return { content: full, truncatedChars: 0, envelope };
+  // The result's text, made once for both cuts (storedChars is never below maxChars).
   const text =
     envelope.status === "success"
       ? typeof envelope.data === "string"
         ? envelope.data
         : JSON.stringify(envelope.data)
       : envelope.error.message;
+  const forModel = cut(envelope, text, maxChars);
+  if (full.length <= storedChars) return { ...forModel, envelope };
+  const stored = cut(envelope, text, storedChars);
+  return { ...forModel, envelope: JSON.parse(stored.content) as ToolEnvelope, storedCutChars: stored.truncatedChars };
+}
+
+/** What the record of a call keeps of a result at most, as JSON (the model reads GLASSBOX_MAX_RESULT_CHARS of it). */
+export const STORED_RESULT_CHARS = 64 * 1024;
+
+/** The envelope, whose JSON is longer than `maxChars`, as it fits: its result's `text` cut, with a marker. */
+function cut(envelope: ToolEnvelope, text: string, maxChars: number): { content: string; truncatedChars: number } {
   const wrap = (kept: string) => {
     const marked = `${kept} …[cut ${text.length - kept.length} of ${text.length} characters]`;
     return JSON.stringify(
