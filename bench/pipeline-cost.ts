@@ -19,7 +19,8 @@
  * first setup, and Linux's /proc. BENCH_PIPELINE_THREADS, BENCH_ROUNDS and BENCH_SWEEP (e.g.
  * "8,32,100") change the defaults; BENCH_LAYOUTS (e.g. "postgres-one") measures only those setups.
  * BENCH_CPU_PROF=<directory> has every glassbox process write a V8 CPU profile there (node
- * --cpu-prof), for finding where a turn's time goes.
+ * --cpu-prof), for finding where a turn's time goes; BENCH_STATEMENTS=<n> lists a setup's n most frequent
+ * statements instead of 6.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,6 +68,8 @@ const CPU_RATIO_TARGET = 2;
 const SECRET = "bench-pipeline-signing-secret";
 const DATABASE_URL = process.env.GLASSBOX_BENCH_DATABASE_URL ?? process.env.GLASSBOX_TEST_DATABASE_URL;
 const PROFILES = process.env.BENCH_CPU_PROF;
+/** The most frequent statements listed per setup (BENCH_STATEMENTS, e.g. 40 to see a turn's every statement). */
+const SHOWN_STATEMENTS = Number(process.env.BENCH_STATEMENTS) || 6;
 
 type Layout = "sqlite" | "postgres-one" | "postgres-split";
 
@@ -407,8 +410,12 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
     rows.push({ label: `  idle: round trips`, value: idleRoundTripsPerSecond, unit: "per s" });
   }
   for (const [label, statements] of Object.entries(topStatements))
-    for (const { perTurn: times, statement } of statements.slice(0, 6))
-      rows.push({ label: `${label}: ${statement.slice(0, 90)}`, value: times, unit: "per turn" });
+    for (const { perTurn: times, statement } of statements.slice(0, SHOWN_STATEMENTS))
+      rows.push({
+        label: `${label}: ${statement.slice(0, SHOWN_STATEMENTS > 6 ? 160 : 90)}`,
+        value: times,
+        unit: "per turn",
+      });
   return {
     notes: [
       `${THREADS} new threads sent at once (every event in flight together), each a run of 2 model calls of ${MODEL_LATENCY_MS} ms and one calculator call; ${ROUNDS} timed bursts after a warm-up of ${WARMUP_THREADS}; CPU read from /proc before each burst and ${SETTLE_MS} ms after its last answer, divided by ${THREADS}`,

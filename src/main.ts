@@ -29,7 +29,7 @@ async function start(): Promise<void> {
 
 /**
  * GLASSBOX_ROLE: this process receives (ingress), runs turns (worker), or both (all), on the store
- * and run queue of openDeployment: PostgreSQL with graphile-worker, or (all) SQLite with the queue
+ * and run queue of openDeployment: PostgreSQL with its queue table, or (all) SQLite with the queue
  * in this process.
  */
 async function startRole(
@@ -56,10 +56,7 @@ async function startRole(
     log,
     where: store,
     onWorkerLost: (cause) => {
-      log.fatal(
-        { cause },
-        "the worker stopped taking turns (another worker took them over, or the queue shut down); restart it",
-      );
+      log.fatal({ cause }, "the worker stopped taking turns (another worker took them over); restart it");
       void shutdown(1);
     },
   });

@@ -239,7 +239,7 @@ export const SETTINGS: readonly Setting[] = [
     example: "postgres://glassbox@db:5432/glassbox",
     meaning:
       "PostgreSQL instead of the SQLite file (see [Running at scale](running-at-scale.md)); the run queue " +
-      "then is graphile-worker in the same database.",
+      "then is a table in the same database (schema `glassbox_queue`).",
   },
   {
     name: "GLASSBOX_DATABASE_SCHEMA",
@@ -282,7 +282,7 @@ export const SETTINGS: readonly Setting[] = [
     example: '{"heartbeatMs": 500, "deadAfterMs": 2000}',
     meaning:
       "JSON of the PostgreSQL queue's liveness timings in ms (`heartbeatMs`, `deadAfterMs`, `sweepMs`, " +
-      "`pollIntervalMs`, `cleanupMs`), for tests that need a dead worker's turns taken over in a second.",
+      "`pollIntervalMs`), for tests that need a dead worker's turns taken over in a second.",
   },
   // ---- Slack
   {

@@ -1,51 +1,47 @@
 /**
- * The run queue on PostgreSQL, for several processes sharing one database: graphile-worker 0.17 (the
- * last line that runs on Node 20) with one named queue per conversation, so a conversation's turns run
- * one at a time, in order, on whichever worker process is free, while other conversations go on.
- * graphile-worker leaves a dead worker's jobs and queues locked for 4 hours; worker-liveness.ts
- * (heartbeats and a sweeper) takes a killed worker's conversations over within 30 s.
+ * The run queue on PostgreSQL, for several processes sharing one database: a table of turns of its
+ * own (postgres-turns.ts), where a conversation's turns run one at a time, in order, on whichever
+ * worker process is free, while other conversations go on. Idle workers sleep until a notice on the
+ * queue's channel (an enqueue's commit, a conversation's next turn, a freed turn) or their poll;
+ * worker-liveness.ts (heartbeats and a sweeper) takes a killed worker's conversations over within 30 s.
  *
  * Execution is at least once: a turn running when its worker died runs again on another worker
  * (context.delivery > 1), so handlers must be idempotent.
  */
-import { EventEmitter } from "node:events";
-import {
-  Logger as GraphileLogger,
-  makeWorkerUtils,
-  runTaskList,
-  type LogLevel,
-  type Task,
-  type WorkerEvents,
-  type WorkerPool,
-} from "graphile-worker";
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import { addTurn, checkSchemaName, turnOf, TURN_TASK } from "./postgres-enqueue.js";
-import { DEFAULT_RETRY_DELAYS_MS, runTurn } from "./run-turn.js";
-import type { QueueWorker, RunQueue, StopCause, WorkOptions } from "./types.js";
-import { finishJob, releaseJob } from "./postgres-jobs.js";
 import {
-  checkTimings,
-  DEFAULT_LIVENESS,
-  installLiveness,
-  startLiveness,
-  type LivenessTimings,
-} from "./worker-liveness.js";
+  addTurn,
+  checkSchemaName,
+  claimTurns,
+  completeTurn,
+  installTurns,
+  releaseTurn,
+  turnOf,
+  wakeChannel,
+  type ClaimedTurn,
+} from "./postgres-turns.js";
+import { DEFAULT_RETRY_DELAYS_MS, runTurn } from "./run-turn.js";
+import type { QueueWorker, RunQueue, StopCause, Turn, TurnHandler, WorkOptions } from "./types.js";
+import { checkTimings, DEFAULT_LIVENESS, startLiveness, type LivenessTimings } from "./worker-liveness.js";
 
 export interface PostgresQueueOptions {
   /** postgres://... (GLASSBOX_DATABASE_URL). */
   connectionString: string;
-  /** graphile-worker's schema, which also holds the heartbeat table (default graphile_worker). */
+  /** The schema of the queue's tables (default glassbox_queue). */
   schema?: string;
   timings?: Partial<LivenessTimings>;
   /** Waits between attempts of a handler that throws (default DEFAULT_RETRY_DELAYS_MS). */
   retryDelaysMs?: readonly number[];
-  /** Where graphile-worker's lines and the queue's warnings go (nowhere without one). */
+  /** Where the queue's warnings go (nowhere without one). */
   logger?: Logger;
 }
 
-/** Connections a worker's jobs share at most, whatever its concurrency. */
-const MAX_JOB_CONNECTIONS = 10;
+/** Connections a worker's claims and completions share at most, whatever its concurrency. */
+const MAX_WORKER_CONNECTIONS = 10;
+/** The wait before a lost listening connection is opened again. */
+const RELISTEN_MS = 1_000;
 
 /** The caller's transaction: a `pg` client inside BEGIN. */
 export type PostgresTransaction = Pick<pg.ClientBase, "query">;
@@ -55,23 +51,16 @@ export interface PostgresRunQueue extends RunQueue<PostgresTransaction> {
   readonly timings: LivenessTimings;
 }
 
-/** Opens the queue: installs or upgrades graphile-worker's schema and the heartbeat table (safe when several processes start at once). */
+/** Opens the queue: creates its tables when missing (safe when several processes start at once). */
 export async function openPostgresRunQueue(options: PostgresQueueOptions): Promise<PostgresRunQueue> {
-  const schema = options.schema ?? "graphile_worker";
+  const schema = options.schema ?? "glassbox_queue";
   checkSchemaName(schema);
   const timings = { ...DEFAULT_LIVENESS, ...options.timings };
   checkTimings(timings);
   const retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
-  const logger = graphileLogger(options.logger);
   const pool = newPool({ connectionString: options.connectionString, max: 4 }, options.logger);
   try {
-    const utils = await makeWorkerUtils({ pgPool: pool, schema, logger });
-    try {
-      await utils.migrate();
-    } finally {
-      await utils.release();
-    }
-    await installLiveness(pool, schema);
+    await installTurns(pool, schema);
   } catch (error) {
     await pool.end().catch(() => {});
     throw unreachable(error, options.connectionString);
@@ -88,11 +77,14 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
       await addTurn(transaction, schema, turn);
     },
     async work(handler, workOptions) {
-      const worker = await startWorker(
-        { connectionString: options.connectionString, schema, timings, retryDelaysMs, logger, log: options.logger },
-        handler,
-        workOptions,
-      );
+      const settings = {
+        connectionString: options.connectionString,
+        schema,
+        timings,
+        retryDelaysMs,
+        log: options.logger,
+      };
+      const worker = await startWorker(settings, handler, workOptions);
       workers.add(worker);
       void worker.stopped.then(() => workers.delete(worker));
       return worker;
@@ -109,15 +101,15 @@ interface WorkerSettings {
   schema: string;
   timings: LivenessTimings;
   retryDelaysMs: readonly number[];
-  logger: GraphileLogger;
   log?: Logger;
 }
 
-async function startWorker(
-  settings: WorkerSettings,
-  handler: Parameters<PostgresRunQueue["work"]>[0],
-  options: WorkOptions,
-): Promise<QueueWorker> {
+/**
+ * A worker: claims free turns while it has room for them, runs each with `handler`, and completes
+ * it (or, after a lost lease, gives it back). It looks for work when a turn of its own settles, on
+ * a notice, and every pollIntervalMs while it has room.
+ */
+async function startWorker(settings: WorkerSettings, handler: TurnHandler, options: WorkOptions): Promise<QueueWorker> {
   const { schema, timings, retryDelaysMs } = settings;
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1)
     throw new Error("a worker's concurrency must be a whole number of at least 1");
@@ -127,88 +119,86 @@ async function startWorker(
       settings.log?.error({ error: (error as Error)?.message }, "a turn failed on every attempt and was given up"));
   const reportError = (error: unknown, context: string) =>
     settings.log?.warn({ error: (error as Error)?.message }, context);
-  // Jobs and the heartbeat use separate connections, so that busy turns never delay a heartbeat. A
-  // turn holds no connection while it runs (only to fetch and finish its job), so a few serve many
-  // turns, and a worker of high concurrency stays within the server's max_connections.
-  const jobsPool = newPool(
-    { connectionString: settings.connectionString, max: Math.min(options.concurrency + 2, MAX_JOB_CONNECTIONS) },
+  // Turns and the heartbeat use separate connections, so that busy turns never delay a heartbeat. A
+  // turn holds no connection while it runs (only to be claimed and completed), so a few serve many.
+  const turnsPool = newPool(
+    { connectionString: settings.connectionString, max: Math.min(options.concurrency + 1, MAX_WORKER_CONNECTIONS) },
     settings.log,
   );
   const livenessPool = newPool(
     { connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs },
     settings.log,
   );
+  const workerId = `worker-${randomBytes(9).toString("hex")}`;
   const lease = new AbortController();
-  let workerId = "";
+  const running = new Set<Promise<void>>();
+  let closing = false;
 
-  const task: Task = async (payload, helpers) => {
-    const turn = turnOf(payload);
-    const outcome = await runTurn(
-      handler,
-      turn,
-      { signal: lease.signal, delivery: helpers.job.attempts, workerId },
-      retryDelaysMs,
-      onError,
-    );
-    const query = (text: string, values: unknown[]) => helpers.query(text, values);
-    if (outcome !== "abandoned") {
-      await finishJob(query, schema, helpers.job.id, workerId).catch((error: unknown) =>
-        reportError(error, "finishing a turn"),
-      );
+  async function run(claimed: ClaimedTurn): Promise<void> {
+    let turn: Turn;
+    try {
+      turn = turnOf(claimed.turn);
+    } catch (error) {
+      reportError(error, "a queued turn was dropped");
+      return completeTurn(turnsPool, schema, claimed.id, workerId);
+    }
+    const context = { signal: lease.signal, delivery: claimed.delivery, workerId };
+    const outcome = await runTurn(handler, turn, context, retryDelaysMs, onError);
+    if (outcome === "abandoned") await releaseTurn(turnsPool, schema, claimed.id, workerId);
+    else await completeTurn(turnsPool, schema, claimed.id, workerId);
+  }
+
+  // One look for work at a time; a reason to look again that comes during one runs another after it.
+  let looking: Promise<void> | undefined;
+  let lookAgain = false;
+  const room = () => (closing || lease.signal.aborted ? 0 : options.concurrency - running.size);
+  function lookForWork(): void {
+    if (looking) {
+      lookAgain = true;
       return;
     }
-    // Not completed (that would delete the job) but given back as it was, for the worker that takes over.
-    await releaseJob(query, schema, helpers.job.id, workerId).catch((error: unknown) =>
-      reportError(error, "giving back a turn"),
-    );
-    throw new Error("this worker lost its lease; the turn is left to the worker that takes over");
-  };
-
-  // Taking a job locks every free conversation queue for a moment, so a worker of this pool looking
-  // at the same moment finds none and would sleep until its next poll: each job taken wakes another.
-  const events: WorkerEvents = new EventEmitter();
-  events.on("job:start", () => {
-    try {
-      workerPool.nudge(1);
-    } catch {
-      // the pool is stopping: nobody is left to wake
-    }
-  });
-  // No local queue (graphile-worker's batch fetching): a batch could hold two turns of one conversation.
-  const workerPool: WorkerPool = runTaskList(
-    {
-      concurrency: options.concurrency,
-      schema,
-      pollInterval: timings.pollIntervalMs,
-      noHandleSignals: true,
-      logger: settings.logger,
-      events,
-    },
-    { [TURN_TASK]: task },
-    jobsPool,
-  );
-  workerId = workerPool.id;
+    looking = (async () => {
+      do {
+        lookAgain = false;
+        while (room() > 0) {
+          const claimed = await claimTurns(turnsPool, schema, workerId, room());
+          for (const turn of claimed) {
+            const work: Promise<void> = run(turn)
+              .catch((error: unknown) => reportError(error, "finishing a turn"))
+              .finally(() => {
+                running.delete(work);
+                lookForWork();
+              });
+            running.add(work);
+          }
+          if (claimed.length === 0) break;
+        }
+      } while (lookAgain && room() > 0);
+    })()
+      .catch((error: unknown) => reportError(error, "looking for turns"))
+      .finally(() => (looking = undefined));
+  }
 
   let finish: (cause: StopCause) => void = () => {};
   const stopped = new Promise<StopCause>((resolve) => (finish = resolve));
   let stopping: Promise<void> | undefined;
   let liveness: Awaited<ReturnType<typeof startLiveness>> | undefined;
+  let listener: Awaited<ReturnType<typeof listenForWork>> | undefined;
+  let poll: NodeJS.Timeout | undefined;
   const shutDown = (cause: StopCause): Promise<void> =>
     (stopping ??= (async () => {
+      closing = true;
       if (cause !== "stopped") lease.abort(new Error("this worker lost its lease"));
+      clearInterval(poll);
+      await listener?.close();
       // Graceful: running turns finish (or, after a lost lease, settle on their aborted signal).
-      await Promise.resolve(workerPool.gracefulShutdown()).catch((error: unknown) =>
-        reportError(error, "stopping the queue's workers"),
-      );
-      // After a graceful stop the worker holds no locks and its row can go; after a lost lease it is gone already.
+      await looking;
+      await Promise.all(running);
+      // After a graceful stop the worker holds no turns and its row can go; after a lost lease it is gone already.
       await liveness?.stop({ removeRow: cause === "stopped" });
-      await Promise.all([jobsPool.end(), livenessPool.end()]).catch(() => {});
+      await Promise.all([turnsPool.end(), livenessPool.end()]).catch(() => {});
       finish(cause);
     })());
-  void workerPool.promise.then(
-    () => shutDown("ended"),
-    () => shutDown("ended"),
-  );
 
   try {
     liveness = await startLiveness({
@@ -219,11 +209,55 @@ async function startWorker(
       onLeaseLost: () => void shutDown("lease_lost"),
       onError: reportError,
     });
+    listener = await listenForWork(settings, lookForWork, () => closing);
   } catch (error) {
-    await shutDown("ended");
+    await shutDown("stopped");
     throw unreachable(error, settings.connectionString);
   }
+  poll = setInterval(() => room() > 0 && lookForWork(), timings.pollIntervalMs);
+  lookForWork();
   return { id: workerId, stopped, stop: () => shutDown("stopped") };
+}
+
+/**
+ * LISTENs on the queue's channel on a connection of its own, calling `wake` on every notice; a lost
+ * connection is opened again after a moment (and `wake` called, for any notice missed meanwhile).
+ */
+async function listenForWork(
+  settings: WorkerSettings,
+  wake: () => void,
+  closed: () => boolean,
+): Promise<{ close(): Promise<void> }> {
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString: settings.connectionString });
+    next.on("notification", wake);
+    next.on("error", (error) => {
+      settings.log?.warn({ error: error.message }, "the queue's listening connection failed");
+      if (client !== next) return;
+      client = undefined;
+      void next.end().catch(() => {});
+      if (!closed()) retry = setTimeout(reconnect, RELISTEN_MS);
+    });
+    await next.connect();
+    await next.query(`listen ${wakeChannel(settings.schema)}`);
+    client = next;
+  };
+  const reconnect = () =>
+    void connect().then(wake, (error: unknown) => {
+      settings.log?.warn({ error: (error as Error)?.message }, "the queue cannot listen for turns yet");
+      if (!closed()) retry = setTimeout(reconnect, RELISTEN_MS);
+    });
+  await connect();
+  return {
+    async close() {
+      clearTimeout(retry);
+      const last = client;
+      client = undefined;
+      await last?.end().catch(() => {});
+    },
+  };
 }
 
 /** A pool whose broken connections are logged, not thrown at the process (an idle one's or a busy one's). */
@@ -233,17 +267,6 @@ function newPool(config: pg.PoolConfig, log: Logger | undefined): pg.Pool {
   pool.on("error", report);
   pool.on("connect", (client) => client.on("error", report));
   return pool;
-}
-
-/** graphile-worker's log lines through glassbox's logger; its chatty "info" lines are debug here. */
-function graphileLogger(log: Logger | undefined): GraphileLogger {
-  return new GraphileLogger(() => (level: LogLevel, message: string) => {
-    if (!log) return;
-    const label = String(level);
-    if (label === "error") log.error({ source: "graphile-worker" }, message);
-    else if (label === "warning") log.warn({ source: "graphile-worker" }, message);
-    else log.debug({ source: "graphile-worker" }, message);
-  });
 }
 
 /** A database that cannot be reached or used, in one sentence that names it without its password. */

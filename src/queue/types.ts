@@ -7,8 +7,9 @@
  * Plain data in, plain data out: a turn carries ids, not content (content lives in the store), so
  * the same turn can be stored by a database queue and run by any worker process.
  *
- * Two implementations: in process (the default, one process) and PostgreSQL (graphile-worker, a named
- * queue per conversation, worker liveness so a killed worker's conversations are taken over).
+ * Two implementations: in process (the default, one process) and PostgreSQL (a table of turns, the
+ * head of each conversation claimed by one worker at a time; worker liveness so that a killed
+ * worker's conversations are taken over).
  */
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -55,9 +56,9 @@ export interface WorkOptions {
 
 /**
  * Why a worker stopped: "stopped" (its stop() was called), "lease_lost" (the others declared it
- * dead), "ended" (the queue library shut its workers down itself, e.g. on a newer schema).
+ * dead, or it could not reach the database for as long: its turns are someone else's now).
  */
-export type StopCause = "stopped" | "lease_lost" | "ended";
+export type StopCause = "stopped" | "lease_lost";
 
 export interface QueueWorker {
   readonly id: string;

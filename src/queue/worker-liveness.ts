@@ -1,27 +1,27 @@
 /**
- * Worker liveness for the PostgreSQL queue. graphile-worker keeps a job, and its named queue (the
- * conversation), locked by the worker that took it until that worker says it is done; a worker that
- * dies (SIGKILL, a lost machine) says nothing, and graphile-worker alone frees its locks after 4
- * hours. So each worker writes a heartbeat row every `heartbeatMs`, and every worker sweeps every
+ * Worker liveness for the PostgreSQL queue. A worker holds a turn (its row's locked_by) from its
+ * claim until it completes or gives it back; a worker that dies (SIGKILL, a lost machine) does
+ * neither. So each worker writes a heartbeat row every `heartbeatMs`, and every worker sweeps every
  * `sweepMs`: a worker whose heartbeat is older than `deadAfterMs` is dead, and so is one that holds
- * locks older than that without any heartbeat row; the sweep unlocks their jobs and queues
- * (graphile-worker's own force_unlock_workers) and wakes the idle workers, one of which takes the
- * conversation over.
+ * turns claimed longer ago than that without any heartbeat row; the sweep frees their turns (a turn
+ * delivered MAX_DELIVERIES times is given up instead) and wakes the idle workers, one of which takes
+ * the conversation over.
  *
- * The bound, by construction: a worker killed at time t wrote its last heartbeat, and took its last
- * lock, at or before t, so both are older than `deadAfterMs` by t + deadAfterMs; some live worker
- * sweeps within `sweepMs` after that; an idle worker is woken by the sweep's notification (or polls
+ * The bound, by construction: a worker killed at time t wrote its last heartbeat, and made its last
+ * claim, at or before t, so both are older than `deadAfterMs` by t + deadAfterMs; some live worker
+ * sweeps within `sweepMs` after that; an idle worker is woken by the sweep's notice (or polls
  * within `pollIntervalMs`). So takeover <= deadAfterMs + sweepMs + pollIntervalMs, 15 + 5 + 1 = 21 s
  * with the defaults, plus a few queries' time, inside the 30 s promised.
  *
  * The other side: a worker cut off from the database (or frozen) for longer than `deadAfterMs` will
  * be declared dead while it may still be running a turn. It stops itself first: once it has had no
  * successful heartbeat for `deadAfterMs - heartbeatMs`, or finds its row gone, it aborts its turns'
- * signals and takes no more (`onLeaseLost`); graphile-worker keeps those jobs for the worker that
- * takes over. A step already in flight can still finish on the old worker: execution is at least once.
+ * signals and takes no more (`onLeaseLost`), giving its turns back for the worker that takes over.
+ * A step already in flight can still finish on the old worker: execution is at least once.
  */
 import { hostname } from "node:os";
 import type pg from "pg";
+import { MAX_DELIVERIES, wakeChannel } from "./postgres-turns.js";
 
 export interface LivenessTimings {
   /** How often a worker writes its heartbeat (default 5 s). */
@@ -30,10 +30,8 @@ export interface LivenessTimings {
   deadAfterMs: number;
   /** How often every worker looks for dead ones (default 5 s). */
   sweepMs: number;
-  /** How often an idle worker looks for jobs when no notification woke it (graphile-worker's pollInterval; default 1 s). */
+  /** How often a worker with a free turn looks for work when no notice woke it (default 1 s). */
   pollIntervalMs: number;
-  /** How often empty conversation queues are deleted (default 60 s). */
-  cleanupMs: number;
 }
 
 export const DEFAULT_LIVENESS: LivenessTimings = {
@@ -41,7 +39,6 @@ export const DEFAULT_LIVENESS: LivenessTimings = {
   deadAfterMs: 15_000,
   sweepMs: 5_000,
   pollIntervalMs: 1_000,
-  cleanupMs: 60_000,
 };
 
 /** The longest a killed worker's conversation waits to be taken over (see the bound above), before query time. */
@@ -61,86 +58,35 @@ export function checkTimings(timings: LivenessTimings): void {
     );
 }
 
-/** The heartbeat table's name; the schema is graphile-worker's (checked to be a plain identifier). */
-const workersTable = (schema: string) => `"${schema}".glassbox_workers`;
-
-/** Creates the heartbeat table once, also when several processes start at the same moment. */
-export async function installLiveness(pool: pg.Pool, schema: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
-    await client.query("select pg_advisory_xact_lock(hashtext('glassbox.queue.install'), hashtext($1))", [schema]);
-    await client.query(`create table if not exists ${workersTable(schema)} (
-      worker_id text primary key,
-      heartbeat_at timestamptz not null default now(),
-      started_at timestamptz not null default now(),
-      host text not null,
-      pid integer not null
-    )`);
-    await client.query("commit");
-  } catch (error) {
-    await client.query("rollback").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
-}
+/** The heartbeat table (created with the turns, postgres-turns.ts). */
+const workersTable = (schema: string) => `"${schema}".workers`;
 
 /**
  * One sweep, in one statement (one snapshot): drops the rows of workers silent for `deadAfterMs`,
- * unlocks what they and any unregistered holder of an old lock held, and wakes idle workers.
- * Returns the ids of the workers found dead.
+ * frees the turns they and any unregistered holder of an old claim held (giving up a turn delivered
+ * MAX_DELIVERIES times), and wakes idle workers. Returns the ids of the workers found dead.
  */
 export async function sweepDeadWorkers(pool: pg.Pool, schema: string, deadAfterMs: number): Promise<string[]> {
-  const result = await pool.query<{ dead: string[]; jobs: number }>(
+  const result = await pool.query<{ dead: string[] }>(
     `with gone as (
        delete from ${workersTable(schema)} where heartbeat_at < now() - $1 * interval '1 millisecond' returning worker_id
      ), orphaned as (
-       select distinct locked_by as worker_id from "${schema}".jobs
+       select distinct locked_by as worker_id from "${schema}".turns
        where locked_by is not null and locked_at < now() - $1 * interval '1 millisecond'
          and locked_by not in (select worker_id from ${workersTable(schema)} where heartbeat_at >= now() - $1 * interval '1 millisecond')
      ), dead as (
        select worker_id from gone union select worker_id from orphaned
+     ), freed as (
+       update "${schema}".turns
+       set locked_by = null, locked_at = null, given_up_at = case when deliveries >= $2 then now() end
+       where locked_by in (select worker_id from dead)
+       returning given_up_at
      )
      select array(select worker_id from dead) as dead,
-            (select count(*)::int from "${schema}".jobs where locked_by in (select worker_id from dead)) as jobs,
-            case when exists (select 1 from dead) then "${schema}".force_unlock_workers(array(select worker_id from dead)) end as unlocked`,
-    [deadAfterMs],
+            (select pg_notify($3, '') where exists (select 1 from freed where given_up_at is null)) as woken`,
+    [deadAfterMs, MAX_DELIVERIES, wakeChannel(schema)],
   );
-  const row = result.rows[0];
-  if (!row || row.dead.length === 0) return [];
-  // Idle workers sleep until a notification or their next poll; this is graphile-worker's own "new jobs" call.
-  if (row.jobs > 0) await pool.query("select pg_notify('jobs:insert', $1)", [JSON.stringify({ count: row.jobs })]);
-  return row.dead;
-}
-
-/**
- * Deletes the queue rows of conversations with no job left (graphile-worker's GC_JOB_QUEUES), so
- * that taking a job stays cheap as conversations accumulate. graphile-worker's add_job creates the
- * queue row and then the job in two statements, so a cleanup between them would leave the job
- * without its queue; every enqueue therefore holds a shared advisory lock until its transaction
- * ends (see postgres-enqueue.ts), and cleanup runs only when it gets the lock alone.
- */
-export async function deleteEmptyQueues(pool: pg.Pool, schema: string): Promise<boolean> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
-    const gate = await client.query<{ alone: boolean }>(
-      "select pg_try_advisory_xact_lock(hashtext('glassbox.queue.enqueue'), hashtext($1)) as alone",
-      [schema],
-    );
-    if (gate.rows[0]?.alone) {
-      await client.query(`delete from "${schema}"._private_job_queues as job_queues
-        where locked_at is null and id not in (select job_queue_id from "${schema}"._private_jobs where job_queue_id is not null)`);
-    }
-    await client.query("commit");
-    return gate.rows[0]?.alone === true;
-  } catch (error) {
-    await client.query("rollback").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  return result.rows[0]?.dead ?? [];
 }
 
 export interface Liveness {
@@ -198,8 +144,6 @@ export async function startLiveness(options: {
     sweepDeadWorkers(pool, schema, timings.deadAfterMs).catch((error: unknown) =>
       onError(error, "sweeping for dead workers"),
     );
-  const cleanup = () =>
-    deleteEmptyQueues(pool, schema).catch((error: unknown) => onError(error, "deleting empty conversation queues"));
   await sweep();
   // Chained timeouts, not intervals: a slow query never overlaps the next one of its kind.
   const timers = new Set<NodeJS.Timeout>();
@@ -220,7 +164,6 @@ export async function startLiveness(options: {
   };
   every(timings.heartbeatMs, beat);
   every(timings.sweepMs, sweep);
-  every(timings.cleanupMs, cleanup);
 
   return {
     async stop({ removeRow }) {

@@ -1,7 +1,7 @@
 /**
  * What every deployment runs on: the store and the run queue that carries turns from the platforms'
  * inbound handlers to the conversations. SQLite goes with the queue in this process (one process
- * runs everything); PostgreSQL with graphile-worker (any number of ingress and worker processes).
+ * runs everything); PostgreSQL with its table of turns (any number of ingress and worker processes).
  * The pipeline above them is the same either way.
  */
 import { configurationError } from "../agent/errors.js";
@@ -73,7 +73,7 @@ export async function openDeployment(options: DeploymentOptions): Promise<Deploy
 }
 
 async function openPostgresQueue(options: DeploymentOptions, log: Logger): Promise<RunQueue<unknown>> {
-  const { openPostgresRunQueue } = await import("../queue/postgres.js"); // SQLite never loads graphile-worker
+  const { openPostgresRunQueue } = await import("../queue/postgres.js"); // SQLite never loads pg
   const connectionString = options.store.databaseUrl;
   if (!connectionString) throw configurationError("the PostgreSQL run queue needs GLASSBOX_DATABASE_URL.");
   return (await openPostgresRunQueue({ ...options.queue, connectionString, logger: log })) as RunQueue<unknown>;

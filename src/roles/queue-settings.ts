@@ -1,6 +1,6 @@
 /**
  * The run queue's settings from the environment, for the roles: GLASSBOX_QUEUE_TIMINGS is JSON of
- * the liveness timings (heartbeatMs, deadAfterMs, sweepMs, pollIntervalMs, cleanupMs), meant for
+ * the liveness timings (heartbeatMs, deadAfterMs, sweepMs, pollIntervalMs), meant for
  * tests and benchmarks that need a takeover in a second rather than the 21 s of the defaults.
  */
 import { configurationError } from "../agent/errors.js";

@@ -35,7 +35,7 @@ export interface StartRolesOptions {
   store?: StorePort;
   /** Which model answers, as the pages show it (the demo's "scripted model (demo)"); by default the configured one. */
   modelLabel?: string;
-  /** Called when the worker stops taking turns by itself (its lease lost, or the queue ended). */
+  /** Called when the worker stops taking turns by itself (its lease lost). */
   onWorkerLost?: (cause: string) => void;
 }
 

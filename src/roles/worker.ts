@@ -34,7 +34,7 @@ export interface WorkerRole {
   worker: QueueWorker;
   sweeper: ApprovalSweeper;
   /**
-   * Settles when the queue worker stops: "stopped" after stop(); "lease_lost" or "ended" when it
+   * Settles when the queue worker stops: "stopped" after stop(); "lease_lost" when it
    * stopped by itself, and then the process should exit non-zero so that a supervisor restarts it.
    */
   stopped: Promise<StopCause>;
@@ -174,7 +174,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         }
         await closeAll();
       })());
-    // Stopped by itself (its lease lost, or the queue library shut down): close what is left.
+    // Stopped by itself (its lease lost): close what is left.
     const stopped = worker.stopped.then(async (cause) => {
       if (cause !== "stopped") await closeAll();
       return cause;

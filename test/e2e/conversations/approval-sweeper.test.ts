@@ -1,5 +1,5 @@
 // The workers' sweep of expired approvals (src/conversations/approval-sweeper.ts), on SQLite with the
-// in-process queue and on PostgreSQL with graphile-worker (when GLASSBOX_TEST_DATABASE_URL is set),
+// in-process queue and on PostgreSQL (when GLASSBOX_TEST_DATABASE_URL is set),
 // with a worker that only records the turns it gets: approvals past their time are expired once,
 // their messages updated, and the run whose approvals are now all settled gets its resume turn;
 // a run still waiting for a click gets none; two workers sweeping at once expire each approval once.

@@ -111,7 +111,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`GLASSBOX_ROLE=all on PostgreSQL (${N
       }),
     });
     // What the other workers do to one whose heartbeats stopped reaching them.
-    await database.pool.query("delete from graphile_worker.glassbox_workers");
+    await database.pool.query("delete from glassbox_queue.workers");
     expect(await bot.exited).toBe(1);
     expect(bot.lines.some((line) => line.level === 60 && line.cause === "lease_lost")).toBe(true);
   }, 60_000);

@@ -1,5 +1,5 @@
 // Set-up for the ingress tests: a store and a run queue as a deployment pairs them (SQLite with the
-// in-process queue; PostgreSQL with graphile-worker, in a database of its own per test), and a worker
+// in-process queue; PostgreSQL, in a database of its own per test), and a worker
 // on the queue that only records the turns it is given (no engine, no model).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +33,7 @@ export interface IngressHarness {
   close(): Promise<void>;
 }
 
-const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200, cleanupMs: 60_000 };
+const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 };
 export const WAIT = { timeout: 20_000, interval: 20 };
 
 async function withRecorder(
@@ -96,7 +96,7 @@ async function postgresHarness(): Promise<IngressHarness> {
 export const TARGETS: Array<{ name: string; available: boolean; open: () => Promise<IngressHarness> }> = [
   { name: "SQLite and the in-process queue", available: true, open: sqliteHarness },
   {
-    name: `PostgreSQL and graphile-worker (${NEEDS_DATABASE})`,
+    name: `PostgreSQL (${NEEDS_DATABASE})`,
     available: Boolean(TEST_DATABASE_URL),
     open: postgresHarness,
   },

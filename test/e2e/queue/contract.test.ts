@@ -1,5 +1,5 @@
 // The run queue's contract, which every implementation passes: in process always, and on real
-// PostgreSQL (graphile-worker) whenever GLASSBOX_TEST_DATABASE_URL is set, each test in a database
+// PostgreSQL whenever GLASSBOX_TEST_DATABASE_URL is set, each test in a database
 // of its own. Workers run in this process here; test/e2e/queue/postgres-processes.test.ts runs them as
 // separate processes and kills them.
 import { setTimeout as sleep } from "node:timers/promises";
@@ -18,7 +18,7 @@ interface Harness {
   close(): Promise<void>;
 }
 
-const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200, cleanupMs: 60_000 };
+const FAST = { heartbeatMs: 100, deadAfterMs: 1_000, sweepMs: 100, pollIntervalMs: 200 };
 const RETRIES = [10, 10];
 
 async function inProcessHarness(): Promise<Harness> {
@@ -58,7 +58,7 @@ async function postgresHarness(): Promise<Harness> {
 
 const implementations: Array<[string, boolean, () => Promise<Harness>]> = [
   ["in process", true, inProcessHarness],
-  [`PostgreSQL (graphile-worker; ${NEEDS_DATABASE})`, Boolean(TEST_DATABASE_URL), postgresHarness],
+  [`PostgreSQL (${NEEDS_DATABASE})`, Boolean(TEST_DATABASE_URL), postgresHarness],
 ];
 
 for (const [name, available, open] of implementations) {

@@ -1,16 +1,15 @@
 // Worker liveness of the PostgreSQL run queue: the 30 s takeover bound of the default settings (by
 // construction; bench/queue-takeover.ts measures it), the sentence for a database it cannot use, and
 // on real PostgreSQL (GLASSBOX_TEST_DATABASE_URL) the fence of a worker declared dead, the sweep of
-// an unregistered lock holder, and the cleanup of empty conversation queues.
+// an unregistered holder of a turn, and the turn given up after its last delivery.
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { openPostgresRunQueue, type PostgresRunQueue } from "../../../src/queue/postgres.js";
+import { MAX_DELIVERIES } from "../../../src/queue/postgres-turns.js";
 import type { Turn } from "../../../src/queue/types.js";
 import {
   checkTimings,
   DEFAULT_LIVENESS,
-  deleteEmptyQueues,
   sweepDeadWorkers,
   takeoverBoundMs,
 } from "../../../src/queue/worker-liveness.js";
@@ -92,7 +91,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`run queue liveness on PostgreSQL (${
     await queue.enqueue(turn("x", "x-2"));
     await until(() => recorder.effects.some((effect) => effect.key === "x-1"));
     const other = await queue.work(createTurnHandler(recorder), { concurrency: 1 });
-    await database.pool.query("delete from graphile_worker.glassbox_workers where worker_id = $1", [fenced.id]);
+    await database.pool.query("delete from glassbox_queue.workers where worker_id = $1", [fenced.id]);
     expect(await fenced.stopped).toBe("lease_lost");
     recorder.open("x");
     await until(() => recorder.effects.some((effect) => effect.key === "x-2" && effect.kind === "end"));
@@ -112,14 +111,11 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`run queue liveness on PostgreSQL (${
   it("a lock held by a worker that never registered (or whose row is gone) is freed once it is older than deadAfterMs", async () => {
     const { database, queue } = await open({ heartbeatMs: 1_000, deadAfterMs: 120_000, sweepMs: 60_000 });
     await queue.enqueue(turn("ghosted", "g-1"));
-    // As graphile-worker takes a job: the job and its queue locked by a worker id, an hour ago.
+    // As a worker claims a turn: the row held by a worker id, an hour ago, its first delivery.
     await database.pool.query(
-      "update graphile_worker._private_jobs set locked_by = 'ghost', locked_at = now() - interval '1 hour', attempts = 1",
+      "update glassbox_queue.turns set locked_by = 'ghost', locked_at = now() - interval '1 hour', deliveries = 1",
     );
-    await database.pool.query(
-      "update graphile_worker._private_job_queues set locked_by = 'ghost', locked_at = now() - interval '1 hour'",
-    );
-    expect(await sweepDeadWorkers(database.pool, "graphile_worker", 60_000)).toEqual(["ghost"]);
+    expect(await sweepDeadWorkers(database.pool, "glassbox_queue", 60_000)).toEqual(["ghost"]);
     const recorder = memoryRecorder();
     await queue.work(createTurnHandler(recorder), { concurrency: 1 });
     await until(() => recorder.effects.some((effect) => effect.key === "g-1" && effect.kind === "end"));
@@ -129,29 +125,28 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`run queue liveness on PostgreSQL (${
     ]);
   });
 
-  it("deletes the queues of conversations with no turn left, but never while an enqueue's transaction is open", async () => {
+  it("a turn delivered to dying workers MAX_DELIVERIES times is given up, kept for an operator, and no longer holds its conversation back", async () => {
     const { database, queue } = await open({ heartbeatMs: 1_000, deadAfterMs: 120_000, sweepMs: 60_000 });
-    const queueRows = async () =>
-      Number(
-        (await database.pool.query<{ count: string }>("select count(*) from graphile_worker._private_job_queues"))
-          .rows[0]?.count,
-      );
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      await client.query("begin");
-      await queue.enqueueIn(client, turn("tidy", "t-1"));
-      expect(await deleteEmptyQueues(database.pool, "graphile_worker")).toBe(false);
-      await client.query("commit");
-    } finally {
-      await client.end();
-    }
+    await queue.enqueue(turn("doomed", "d-1"));
+    await queue.enqueue(turn("doomed", "d-2"));
+    const first = await database.pool.query<{ id: string }>("select min(id) as id from glassbox_queue.turns");
+    await database.pool.query(
+      "update glassbox_queue.turns set locked_by = 'ghost', locked_at = now() - interval '1 hour', deliveries = $2 where id = $1",
+      [first.rows[0]?.id, MAX_DELIVERIES],
+    );
+    expect(await sweepDeadWorkers(database.pool, "glassbox_queue", 60_000)).toEqual(["ghost"]);
     const recorder = memoryRecorder();
     await queue.work(createTurnHandler(recorder), { concurrency: 1 });
-    await until(() => recorder.effects.some((effect) => effect.key === "t-1" && effect.kind === "end"));
-    await until(async () => (await database.pool.query("select 1 from graphile_worker.jobs")).rowCount === 0);
-    expect(await queueRows()).toBe(1);
-    expect(await deleteEmptyQueues(database.pool, "graphile_worker")).toBe(true);
-    expect(await queueRows()).toBe(0);
+    await until(() => recorder.effects.some((effect) => effect.key === "d-2" && effect.kind === "end"));
+    expect(recorder.effects.map((effect) => `${effect.key}:${effect.kind}#${effect.delivery}`)).toEqual([
+      "d-2:start#1",
+      "d-2:end#1",
+    ]);
+    const kept = await database.pool.query(
+      "select turn->>'key' as key, deliveries from glassbox_queue.turns where given_up_at is not null",
+    );
+    expect(kept.rows).toEqual([{ key: "d-1", deliveries: MAX_DELIVERIES }]);
+    // Its key is free again: the same turn can be enqueued anew.
+    expect(await queue.enqueue(turn("doomed", "d-1"))).toEqual({ enqueued: true });
   });
 });

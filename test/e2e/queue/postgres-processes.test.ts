@@ -122,7 +122,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`PostgreSQL run queue with worker pro
         `${conversation}-2:end@survivor#1`,
       ]);
     }
-    const rows = await database.pool.query("select worker_id from graphile_worker.glassbox_workers order by worker_id");
+    const rows = await database.pool.query("select worker_id from glassbox_queue.workers order by worker_id");
     expect(rows.rows.map((row: { worker_id: string }) => row.worker_id)).toEqual([survivor.id]);
   });
 
@@ -131,12 +131,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`PostgreSQL run queue with worker pro
     const first = await worker(database.url, 1, SLOW);
     await queue.enqueue(turn("approval", "message-1", { pause: true }));
     await until(database, (seen) => finished(seen, "message-1"));
-    // The turn records "paused" just before its job completes: killed in between, the worker would
+    // The turn records "paused" just before it completes: killed in between, the worker would
     // still hold the conversation (until declared dead), which is not what this test is about.
-    while (
-      (await database.pool.query("select 1 from graphile_worker._private_jobs where locked_by = $1", [first.id]))
-        .rowCount
-    )
+    while ((await database.pool.query("select 1 from glassbox_queue.turns where locked_by = $1", [first.id])).rowCount)
       await sleep(25);
     await first.kill();
     const second = await worker(database.url, 1, SLOW);
@@ -153,10 +150,9 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`PostgreSQL run queue with worker pro
       "resume:run-1:end@second#1",
     ]);
     // The killed worker still counts as alive: the resume did not wait for a takeover.
-    const alive = await database.pool.query(
-      "select worker_id from graphile_worker.glassbox_workers where worker_id = $1",
-      [first.id],
-    );
+    const alive = await database.pool.query("select worker_id from glassbox_queue.workers where worker_id = $1", [
+      first.id,
+    ]);
     expect(alive.rowCount).toBe(1);
   });
 
@@ -168,6 +164,6 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`PostgreSQL run queue with worker pro
     expect(await leaving.stop()).toBe(0);
     const effects = await effectsOf(database.pool);
     expect(effects.map((effect) => `${effect.key}:${effect.kind}`)).toEqual(["d-1:start", "d-1:end"]);
-    expect((await database.pool.query("select 1 from graphile_worker.glassbox_workers")).rowCount).toBe(0);
+    expect((await database.pool.query("select 1 from glassbox_queue.workers")).rowCount).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 // Discord ingress end to end: real discord.js over the fake Discord's gateway and REST, on the real
-// store and run queue (SQLite with the in-process queue always; PostgreSQL with graphile-worker when
+// store and run queue (SQLite with the in-process queue always; PostgreSQL when
 // GLASSBOX_TEST_DATABASE_URL is set), with a worker that only records the turns it gets. "Nothing
 // was enqueued" is checked by a later message of the same conversation, which would reach the
 // worker second.

@@ -1,5 +1,5 @@
 // Slack ingress end to end: the real Bolt app (HTTP, signed requests) against the fake Slack, on the
-// real store and run queue (SQLite with the in-process queue always; PostgreSQL with graphile-worker
+// real store and run queue (SQLite with the in-process queue always; PostgreSQL
 // when GLASSBOX_TEST_DATABASE_URL is set), with a worker that only records the turns it gets. Every
 // "nothing was enqueued" is checked by a later message of the same thread: turns of one conversation
 // run in the order they were enqueued, so anything enqueued before it would have reached the worker first.

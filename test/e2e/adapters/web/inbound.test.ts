@@ -1,6 +1,6 @@
 // The HTTP API ingress end to end: real requests to POST /api/runs and POST /api/approvals/:id, on
-// the real store and run queue (SQLite with the in-process queue always; PostgreSQL with
-// graphile-worker when GLASSBOX_TEST_DATABASE_URL is set), with a worker that only records the turns
+// the real store and run queue (SQLite with the in-process queue always; PostgreSQL
+// when GLASSBOX_TEST_DATABASE_URL is set), with a worker that only records the turns
 // it gets. "Nothing was enqueued" is checked by a later accepted run of the same session, which
 // would have reached the worker second.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
