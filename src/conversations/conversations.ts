@@ -9,6 +9,7 @@
 import type { TurnWork } from "./turns.js";
 import type { StorePort } from "../store/port.js";
 import type { Approval } from "../agent/approvals.js";
+import type { Attachment } from "../agent/attachments.js";
 import { createQueuedTurns, type ReceiveFiles } from "./queued-turns.js";
 import { createTurnBodies } from "./turn-bodies.js";
 import type { AgentEvent } from "../agent/events.js";
@@ -22,6 +23,8 @@ export { QUEUED_NOTICE_MS } from "./turn-bodies.js";
 export interface MessageTask extends Omit<Task, "history"> {
   sessionId: string;
   userId: string;
+  /** The message's files, fetched once the run has its slot, so that a waiting run holds none of their bytes. */
+  fetchAttachments?: () => Promise<Attachment[] | undefined>;
 }
 
 /** How one run shows in a chat (a port: each adapter implements it for its platform). */

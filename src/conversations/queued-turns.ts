@@ -207,43 +207,45 @@ export function createQueuedTurns(
   ): Promise<RunResult | undefined> {
     const { startedRuns } = await store.record([{ kind: "take_over_run", runId: trace.runId }]);
     if (!startedRuns.includes(trace.runId)) return undefined; // it ended, or another process took it first
-    const attachments = await filesOf(files, trace, context); // fetched again: nothing of the dead worker's is here
     const steps = await store.steps(trace.runId);
     const history = await store.sessionHistory(trace.sessionId);
     const ours = history.messages
       .filter((stored) => stored.runId === trace.runId && stored.message.role !== "user")
       .map((stored) => stored.message);
-    const state: PausedRun = {
-      runId: trace.runId,
-      sessionId: trace.sessionId,
-      userId: trace.userId,
-      history: [],
-      messages: [
-        userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message,
-        ...ours,
-      ],
-      steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
-      usage: steps.reduce(
-        (sum, step) =>
-          addUsage(sum, {
-            promptTokens: step.promptTokens,
-            completionTokens: step.completionTokens,
-            totalTokens: step.promptTokens + step.completionTokens,
-          }),
-        emptyUsage(),
-      ),
-      toolCalls: await toolCallsOf(trace.runId),
-      toolState: newToolRunState(),
-      lastResults: {},
-      finished: [],
-      pending: [],
-    };
-    return bodies.inSlot(context.signal, surface, trace, async () =>
-      bodies.settle(
+    const toolCalls = await toolCallsOf(trace.runId);
+    return bodies.inSlot(context.signal, surface, trace, async () => {
+      // Fetched again (nothing of the dead worker's is here), and only once the run has its slot.
+      const attachments = await filesOf(files, trace, context);
+      const state: PausedRun = {
+        runId: trace.runId,
+        sessionId: trace.sessionId,
+        userId: trace.userId,
+        history: [],
+        messages: [
+          userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message,
+          ...ours,
+        ],
+        steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
+        usage: steps.reduce(
+          (sum, step) =>
+            addUsage(sum, {
+              promptTokens: step.promptTokens,
+              completionTokens: step.completionTokens,
+              totalTokens: step.promptTokens + step.completionTokens,
+            }),
+          emptyUsage(),
+        ),
+        toolCalls,
+        toolState: newToolRunState(),
+        lastResults: {},
+        finished: [],
+        pending: [],
+      };
+      return bodies.settle(
         await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }),
         surface,
-      ),
-    );
+      );
+    });
   }
 
   /** What a run not accepted any more comes to: taken over when its process is gone, else its stored answer, once. */
@@ -276,14 +278,14 @@ export function createQueuedTurns(
     const claim = claimOf(`answered:${work.runId}`);
     const surface = surfaceOf(bodies.openSurface(trace.sessionId, trace.userId), context, claim);
     if (trace.status !== "accepted") return goneOn(trace, context, surface, claim, work.files);
-    const attachments = await filesOf(work.files, trace, context);
+    const files = work.files;
     const task = {
       runId: work.runId,
       sessionId: trace.sessionId,
       userId: trace.userId,
       input: trace.input,
       inputStored: true,
-      ...(attachments ? { attachments } : {}),
+      ...(files?.length ? { fetchAttachments: () => filesOf(files, trace, context) } : {}),
     };
     return answered(await bodies.message(task, context.signal, surface), work.runId, claim, context);
   }

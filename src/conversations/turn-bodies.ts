@@ -198,15 +198,18 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
         task.onEvent?.(event);
       };
       return inSlot(signal, surface, task, async () => {
-        const command = options.pipelines && task.input.trim().match(PIPELINE_COMMAND);
+        const { fetchAttachments, ...given } = task;
+        const attachments = fetchAttachments && (await fetchAttachments());
+        const ready = attachments ? { ...given, attachments } : given;
+        const command = options.pipelines && ready.input.trim().match(PIPELINE_COMMAND);
         // A pipeline's first stage takes the accepted run over with the stage's own input, which it stores.
-        const { inputStored: _stored, ...staged } = task;
+        const { inputStored: _stored, ...staged } = ready;
         if (command && options.pipelines)
           return settle(
             await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
             surface,
           );
-        return settle(await runAgent(agent, { ...task, signal, onEvent }), surface);
+        return settle(await runAgent(agent, { ...ready, signal, onEvent }), surface);
       });
     },
 

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../../src/agent/approvals.js";
 import { createConversations, type ChatSurface } from "../../../src/conversations/conversations.js";
+import type { ReceiveFiles } from "../../../src/conversations/queued-turns.js";
+import { createRunSlots } from "../../../src/agent/run-slots.js";
 import { runAgent, type AgentConfig, type RunResult } from "../../../src/agent/loop.js";
 import { createMemory } from "../../../src/agent/memory.js";
 import { createTokenCounter } from "../../../src/agent/tokens.js";
@@ -353,6 +355,46 @@ for (const target of TARGETS) {
       expect(server.requests).toHaveLength(1);
       expect(lookup.calls).toHaveLength(1);
       expect((await store.run(work.runId))?.status).toBe("cancelled");
+    });
+
+    it("regression: a queued message's files are fetched once its run has a slot, not while it waits for one (finding 7)", async () => {
+      const { store, agent, lookup } = await setUp((request) =>
+        request.messages.some((message) => message.role === "tool") ||
+        !request.messages.some((message) => textOf(message).includes("hold"))
+          ? { content: "Done." }
+          : { toolCalls: [call("lookup", {}, "call_hold")] },
+      );
+      const fetched: string[] = [];
+      const receiveFiles: ReceiveFiles = async (files) => {
+        fetched.push(...files.map((file) => file.name));
+        return files.map((file) => ({ ...file, data: new TextEncoder().encode("notes") }));
+      };
+      const waitsForSlot = deferred();
+      const conversations = createConversations({ ...agent, runSlots: createRunSlots(1) }, store, {
+        openSurface: () => ({ ...recordingSurface().surface, queued: () => waitsForSlot.resolve() }),
+        receiveFiles,
+        queuedNoticeMs: 1,
+      });
+      const holding = await accept(store, "web:q-slot-1", "hold the slot", "EvSlot1");
+      const first = conversations.runQueued(holding, { signal: new AbortController().signal, delivery: 1 });
+      await lookup.started.promise;
+      const file = {
+        platform: "slack" as const,
+        name: "plan.md",
+        mimeType: "text/plain",
+        size: 5,
+        url: "https://files.example/plan.md",
+      };
+      const waiting = { ...(await accept(store, "web:q-slot-2", "read the plan", "EvSlot2")), files: [file] };
+      const second = conversations.runQueued(waiting, { signal: new AbortController().signal, delivery: 1 });
+      // The second turn waits for the slot (its surface was told so): its run is not started, nothing fetched.
+      await waitsForSlot.promise;
+      expect((await store.run(waiting.runId))?.status).toBe("accepted");
+      expect(fetched).toEqual([]);
+      lookup.release();
+      expect(await first).toMatchObject({ stopReason: "final" });
+      expect(await second).toMatchObject({ stopReason: "final", output: "Done." });
+      expect(fetched).toEqual(["plan.md"]);
     });
   });
 }
