@@ -5,10 +5,14 @@
  * number of conversations run side by side.
  *
  * - enqueue: one INSERT, in the caller's transaction or alone; a key still waiting or running adds
- *   nothing (a unique index over the rows not given up); the notice wakes idle workers on commit.
+ *   nothing (a unique index over the rows not given up). Idle workers are woken after the commit, by
+ *   a NOTIFY of its own (wakeWorkers): a transaction that notifies holds a lock over every other
+ *   notifying transaction's commit, its WAL flush included, so acceptances that notified would commit
+ *   one at a time.
  * - claim: one UPDATE of up to n free heads, oldest first, `for update skip locked` so that workers
  *   never wait on each other; the claim is the delivery (its count goes up by one).
- * - complete: one DELETE by the holder; it wakes idle workers only when the conversation has a next turn.
+ * - complete: one DELETE by the holder, who then looks for work at once and so finds the
+ *   conversation's next turn, now its head.
  * - release: a turn given back as it was (same id, so same place in its conversation) by a worker
  *   that lost its lease.
  * A turn holds nothing between statements: a worker killed while holding one is found by the sweep
@@ -91,18 +95,9 @@ export async function installTurns(pool: pg.Pool, schema: string): Promise<void>
 export async function addTurn(client: Queryable, schema: string, turn: Turn): Promise<boolean> {
   checkTurn(turn);
   const result = await client.query(
-    `with added as (
-       insert into "${schema}".turns (conversation, key, turn) values ($1, $2, $3)
-       on conflict (key) where given_up_at is null do nothing
-       returning id
-     )
-     select pg_notify($4, '') from added`,
-    [
-      bounded(turn.conversation, MAX_CONVERSATION),
-      bounded(turn.key, MAX_KEY),
-      JSON.stringify(turn),
-      wakeChannel(schema),
-    ],
+    `insert into "${schema}".turns (conversation, key, turn) values ($1, $2, $3)
+     on conflict (key) where given_up_at is null do nothing`,
+    [bounded(turn.conversation, MAX_CONVERSATION), bounded(turn.key, MAX_KEY), JSON.stringify(turn)],
   );
   return result.rowCount === 1;
 }
@@ -144,19 +139,33 @@ export async function claimTurns(
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
 }
 
-/** Deletes a finished turn that `workerId` still holds; wakes idle workers when its conversation has a next turn. */
+/** Deletes a finished turn that `workerId` still holds. */
 export async function completeTurn(client: Queryable, schema: string, id: string, workerId: string): Promise<void> {
-  await client.query(
-    `with done as (
-       delete from "${schema}".turns where id = $1 and locked_by = $2 returning conversation
-     )
-     select pg_notify($3, '') from done
-     where exists (
-       select 1 from "${schema}".turns as next
-       where next.conversation = done.conversation and next.id <> $1 and next.given_up_at is null
-     )`,
-    [id, workerId, wakeChannel(schema)],
-  );
+  await client.query(`delete from "${schema}".turns where id = $1 and locked_by = $2`, [id, workerId]);
+}
+
+/**
+ * Wakes idle workers, outside any transaction (a NOTIFY without writes commits without a WAL flush).
+ * One at a time: the commits that come while one is on its way share the next.
+ */
+export function wakeWorkers(pool: pg.Pool, schema: string, onError: (error: unknown) => void): () => void {
+  let sending = false;
+  let again = false;
+  const send = (): void => {
+    sending = true;
+    again = false;
+    pool
+      .query("select pg_notify($1, '')", [wakeChannel(schema)])
+      .catch(onError)
+      .finally(() => {
+        sending = false;
+        if (again) send();
+      });
+  };
+  return () => {
+    if (sending) again = true;
+    else send();
+  };
 }
 
 /** Gives a turn `workerId` still holds back as it was, in its place, and wakes idle workers. */

@@ -2,7 +2,7 @@
  * The run queue on PostgreSQL, for several processes sharing one database: a table of turns of its
  * own (postgres-turns.ts), where a conversation's turns run one at a time, in order, on whichever
  * worker process is free, while other conversations go on. Idle workers sleep until a notice on the
- * queue's channel (an enqueue's commit, a conversation's next turn, a freed turn) or their poll;
+ * queue's channel (after an enqueue's commit, a turn given back or freed) or their poll;
  * worker-liveness.ts (heartbeats and a sweeper) takes a killed worker's conversations over within 30 s.
  *
  * Execution is at least once: a turn running when its worker died runs again on another worker
@@ -20,6 +20,7 @@ import {
   releaseTurn,
   turnOf,
   wakeChannel,
+  wakeWorkers,
   type ClaimedTurn,
 } from "./postgres-turns.js";
 import { DEFAULT_RETRY_DELAYS_MS, runTurn } from "./run-turn.js";
@@ -43,8 +44,11 @@ const MAX_WORKER_CONNECTIONS = 10;
 /** The wait before a lost listening connection is opened again. */
 const RELISTEN_MS = 1_000;
 
-/** The caller's transaction: a `pg` client inside BEGIN. */
-export type PostgresTransaction = Pick<pg.ClientBase, "query">;
+/**
+ * The caller's transaction: a `pg` client inside BEGIN, and where to leave work for after its commit
+ * (without one, as for a bare client, idle workers find the turn at their next poll).
+ */
+export type PostgresTransaction = Pick<pg.ClientBase, "query"> & { afterCommit?(callback: () => void): void };
 
 export interface PostgresRunQueue extends RunQueue<PostgresTransaction> {
   readonly schema: string;
@@ -66,15 +70,21 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
     throw unreachable(error, options.connectionString);
   }
   const workers = new Set<QueueWorker>();
+  const wake = wakeWorkers(pool, schema, (error) =>
+    options.logger?.warn({ error: (error as Error)?.message }, "waking the queue's workers"),
+  );
 
   return {
     schema,
     timings,
     async enqueue(turn) {
-      return { enqueued: await addTurn(pool, schema, turn) };
+      const enqueued = await addTurn(pool, schema, turn);
+      if (enqueued) wake();
+      return { enqueued };
     },
     async enqueueIn(transaction, turn) {
       await addTurn(transaction, schema, turn);
+      transaction.afterCommit?.(wake);
     },
     async work(handler, workOptions) {
       const settings = {

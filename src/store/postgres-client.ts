@@ -102,21 +102,37 @@ function statementName(text: string): string {
 const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
 
 /**
+ * A transaction as the port hands it to what joins it (the run queue): its client's queries, and
+ * work to do once it has committed (the queue wakes its workers then, outside the transaction).
+ */
+export interface PostgresTransaction extends Pick<pg.ClientBase, "query"> {
+  afterCommit(callback: () => void): void;
+}
+
+/** `client` inside a transaction, as the port hands it to others, with `afterCommit` collecting into `hooks`. */
+export function transactionOf(client: pg.PoolClient, afterCommit: (callback: () => void) => void): PostgresTransaction {
+  return { query: client.query.bind(client) as pg.ClientBase["query"], afterCommit };
+}
+
+/**
  * Runs `body` in a transaction: committed when it resolves, rolled back when it throws; retried a few
  * times on a deadlock or a serialization failure. `begin` may ask for another isolation level.
+ * Callbacks `body` hands to `afterCommit` run once the transaction has committed, in order.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
-  body: (client: pg.PoolClient) => Promise<T>,
+  body: (client: pg.PoolClient, afterCommit: (callback: () => void) => void) => Promise<T>,
   begin = "BEGIN",
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
+    const committed: Array<() => void> = [];
     let broken = false;
     try {
       await client.query(begin);
-      const result = await body(client);
+      const result = await body(client, (callback) => void committed.push(callback));
       await client.query("COMMIT");
+      for (const callback of committed) callback();
       return result;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => (broken = true));

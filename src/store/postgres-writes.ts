@@ -6,7 +6,7 @@
  */
 import type pg from "pg";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunRecord, RunWrite } from "./port-data.js";
-import { inTransaction } from "./postgres-client.js";
+import { inTransaction, transactionOf, type PostgresTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
 import { claimIn } from "./postgres-gates.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
@@ -105,12 +105,12 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
 
     async acceptEvent(
       acceptance: EventAcceptance,
-      alsoInTransaction?: (transaction: pg.PoolClient) => Promise<void>,
+      alsoInTransaction?: (transaction: PostgresTransaction) => Promise<void>,
     ): Promise<AcceptOutcome> {
       const { run, message, sessionOwner } = acceptance;
       if (message && !run) throw new Error("an accepted event's message needs its run");
       let written: SessionWrite | undefined;
-      const outcome = await inTransaction(pool, async (client): Promise<AcceptOutcome> => {
+      const outcome = await inTransaction(pool, async (client, afterCommit): Promise<AcceptOutcome> => {
         written = undefined;
         if (run && sessionOwner !== undefined) {
           // The session locked until the end (it may not exist yet): two users cannot both take a new session.
@@ -129,7 +129,7 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
           messageId = accepted.ids[0] ?? null;
           written = accepted.session;
         }
-        if (alsoInTransaction) await alsoInTransaction(client);
+        if (alsoInTransaction) await alsoInTransaction(transactionOf(client, afterCommit));
         return { kind: "accepted", messageId };
       }).catch((error: unknown) => {
         if (error instanceof NotOwner) return { kind: "not_owner" as const, owner: error.owner };

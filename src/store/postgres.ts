@@ -9,7 +9,13 @@ import pg from "pg";
 import { HEARTBEAT_EVERY_MS } from "./instances.js";
 import type { StorePort } from "./port.js";
 import { createPostgresApprovals } from "./postgres-approvals.js";
-import { createPool, describeOpenFailure, locationOf, type PostgresConnection } from "./postgres-client.js";
+import {
+  createPool,
+  describeOpenFailure,
+  locationOf,
+  type PostgresConnection,
+  type PostgresTransaction,
+} from "./postgres-client.js";
 import { createPostgresErase } from "./postgres-erase.js";
 import { createPostgresFacts } from "./postgres-facts.js";
 import { createPostgresFeedback } from "./postgres-feedback.js";
@@ -27,8 +33,8 @@ export interface PostgresPortOptions extends PostgresConnection {
   longRunning?: boolean;
 }
 
-/** Its transactions are `pg` clients inside BEGIN: the run queue adds its job on the same client. */
-export type PostgresPort = StorePort<pg.PoolClient> & { kind: "postgres" };
+/** Its transactions are `pg` clients inside BEGIN: the run queue adds its turn on the same client. */
+export type PostgresPort = StorePort<PostgresTransaction> & { kind: "postgres" };
 
 /** A channel notices are announced on ("cancel", "text"): one per schema, so deployments sharing a database do not hear each other. */
 function channelOf(kind: string, schema: string | undefined): string {
