@@ -89,6 +89,8 @@ export interface WebConfig {
   apiToken?: string;
   /** GLASSBOX_API_USERS: bearer tokens of single users (token -> user id); a caller with one acts only as that user. */
   apiUsers: Record<string, string>;
+  /** GLASSBOX_REQUESTER_MAY_APPROVE (see DiscordConfig). */
+  requesterMayApprove?: boolean;
 }
 
 export const BUILTIN_TOOL_NAMES = ["current_time", "calculator", "memory"] as const;
@@ -102,6 +104,8 @@ export interface DiscordConfig {
   guildId?: string;
   /** User ids who may approve any dangerous call. */
   approvers: string[];
+  /** GLASSBOX_REQUESTER_MAY_APPROVE: whether the person who asked may approve their own call, when its tool does not say. */
+  requesterMayApprove?: boolean;
 }
 
 export interface SlackConfig {
@@ -121,6 +125,8 @@ export interface SlackConfig {
   allowedChannels: string[];
   /** User ids who may approve any dangerous call. */
   approvers: string[];
+  /** GLASSBOX_REQUESTER_MAY_APPROVE (see DiscordConfig). */
+  requesterMayApprove?: boolean;
 }
 
 export interface SlackOAuthConfig {
@@ -209,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
       apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
       apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
+      requesterMayApprove: requesterMayApprove(env),
     },
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
     role: roleOf(env.GLASSBOX_ROLE),
@@ -274,9 +281,12 @@ function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
   return [...new Set(names)] as BuiltinToolName[];
 }
 
-function booleanOf(env: NodeJS.ProcessEnv, name: string): boolean {
+const requesterMayApprove = (env: NodeJS.ProcessEnv) => booleanOf(env, "GLASSBOX_REQUESTER_MAY_APPROVE", true);
+
+function booleanOf(env: NodeJS.ProcessEnv, name: string, unset = false): boolean {
   const text = nonEmpty(env[name])?.toLowerCase();
-  if (text === undefined || text === "false" || text === "0" || text === "no") return false;
+  if (text === undefined) return unset;
+  if (text === "false" || text === "0" || text === "no") return false;
   if (text === "true" || text === "1" || text === "yes") return true;
   throw configurationError(`${name} is '${env[name]}'; set it to true or false.`);
 }
@@ -328,6 +338,7 @@ function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
     apiUrl: nonEmpty(env.DISCORD_API_URL),
     guildId: nonEmpty(env.DISCORD_GUILD_ID),
     approvers: list(env.DISCORD_APPROVERS),
+    requesterMayApprove: requesterMayApprove(env),
   };
 }
 
@@ -373,6 +384,7 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     apiUrl: nonEmpty(env.SLACK_API_URL),
     allowedChannels: list(env.SLACK_ALLOWED_CHANNELS),
     approvers: list(env.SLACK_APPROVERS),
+    requesterMayApprove: requesterMayApprove(env),
   };
 }
 

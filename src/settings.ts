@@ -328,6 +328,16 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "Comma-separated channel ids where the bot answers; elsewhere it says so once.",
   },
   {
+    name: "GLASSBOX_REQUESTER_MAY_APPROVE",
+    group: "Tools and runs",
+    default: "true",
+    example: "false",
+    meaning:
+      "Whether the person who asked may approve their own dangerous call. false: only an approver other than " +
+      "them can (SLACK_APPROVERS, DISCORD_APPROVERS, or the tool's own `approvers`). A tool's " +
+      "`requesterMayApprove` decides for its calls.",
+  },
+  {
     name: "SLACK_APPROVERS",
     group: "Slack",
     default: NONE,

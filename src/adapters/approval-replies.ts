@@ -1,4 +1,9 @@
 import type { DecisionOutcome } from "../agent/approvals.js";
+import { decidersOf } from "../store/approval-rules.js";
+import type { DecisionRequest } from "../store/port-data.js";
+
+/** How many approvers a refusal names before it says "or another approver". */
+const NAMED_APPROVERS = 5;
 
 /**
  * The one sentence a person gets when their click decided nothing. Both platforms write a mention as
@@ -6,12 +11,22 @@ import type { DecisionOutcome } from "../agent/approvals.js";
  */
 export function refusalFor(
   outcome: DecisionOutcome,
-  hasApprovers: boolean,
+  deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
   mention: (userId: string) => string = (userId) => `<@${userId}>`,
 ): string | undefined {
   switch (outcome.kind) {
-    case "not_allowed":
-      return `Only ${mention(outcome.approval.requester)}${hasApprovers ? " or an approver" : ""} can approve this.`;
+    case "not_allowed": {
+      const { approvers, requester } = decidersOf(outcome.approval, deployment);
+      if (requester)
+        return `Only ${mention(outcome.approval.requester)}${approvers.length > 0 ? " or an approver" : ""} can approve this.`;
+      const who = outcome.approval.requester;
+      const others = approvers.filter((approver) => approver !== who);
+      if (others.length === 0)
+        return `This needs someone other than ${mention(who)} to approve it, and nobody is set to; ask an admin to name an approver.`;
+      const named = others.slice(0, NAMED_APPROVERS).map(mention);
+      const rest = others.length > NAMED_APPROVERS ? " or another approver" : "";
+      return `This needs someone other than ${mention(who)} to approve it: ${named.join(", ")}${rest}.`;
+    }
     case "already_decided":
       return "This was already decided.";
     case "expired":

@@ -1,8 +1,10 @@
 /**
  * Durable approvals: a dangerous call that waits for a person is kept by the store, bound to one
- * exact call (run id, tool_call_id, argument hash), decided once, by the requester or an approver,
- * before it expires. Conversations decide through the store port, on either store.
+ * exact call (run id, tool_call_id, argument hash), decided once, by the requester (unless its tool
+ * says otherwise) or an approver, before it expires. Conversations decide through the store port, on either store.
  */
+
+import type { ApprovalPolicy } from "../tools/types.js";
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
 
@@ -22,6 +24,8 @@ export interface Approval {
   expiresAt: string;
   /** Where the platform shows the buttons (e.g. a Slack channel and ts), to update them later. */
   messageRef: string | null;
+  /** Who may decide, as the call's tool said when it was asked; what it leaves out is the deployment's. */
+  policy: ApprovalPolicy;
 }
 
 /**

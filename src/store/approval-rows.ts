@@ -1,4 +1,5 @@
 import type { Approval, ApprovalStatus } from "../agent/approvals.js";
+import type { ApprovalPolicy } from "../tools/types.js";
 
 /** An approvals row, as both stores keep it. */
 export interface ApprovalRow {
@@ -15,6 +16,7 @@ export interface ApprovalRow {
   decided_at: string | null;
   expires_at: string;
   message_ref: string | null;
+  policy: string | null;
 }
 
 export const toApproval = (row: ApprovalRow): Approval => ({
@@ -31,4 +33,14 @@ export const toApproval = (row: ApprovalRow): Approval => ({
   decidedAt: row.decided_at,
   expiresAt: row.expires_at,
   messageRef: row.message_ref,
+  policy: row.policy ? (JSON.parse(row.policy) as ApprovalPolicy) : {},
 });
+
+/** A request's policy as stored: NULL when its tool left everything to the deployment. */
+export function policyColumn({ approvers, requesterMayApprove }: ApprovalPolicy): string | null {
+  if (approvers === undefined && requesterMayApprove === undefined) return null;
+  return JSON.stringify({
+    ...(approvers ? { approvers } : {}),
+    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+  });
+}

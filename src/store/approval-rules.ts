@@ -34,6 +34,27 @@ export function isWaitingFor(paused: string | undefined, approval: Approval): bo
   );
 }
 
+/** Who may decide `approval`: its tool's policy, and what it leaves out the deployment's. */
+export function decidersOf(
+  approval: Pick<Approval, "policy">,
+  deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
+): { approvers: string[]; requester: boolean } {
+  return {
+    approvers: approval.policy.approvers ?? deployment.approvers,
+    requester: approval.policy.requesterMayApprove ?? deployment.requesterMayApprove ?? true,
+  };
+}
+
+/** Whether `userId` may decide: the requester when allowed (never as an approver of their own call), else an approver. */
+export function mayDecide(
+  approval: Pick<Approval, "policy" | "requester">,
+  deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
+  userId: string,
+): boolean {
+  const deciders = decidersOf(approval, deployment);
+  return userId === approval.requester ? deciders.requester : deciders.approvers.includes(userId);
+}
+
 /** What a click comes to before anything is written: an outcome, or "decide" (the approval may be decided now). */
 export function judgeClick(
   approval: Approval | undefined,
@@ -49,8 +70,7 @@ export function judgeClick(
       approval,
     };
   }
-  if (request.userId !== approval.requester && !request.approvers.includes(request.userId))
-    return { kind: "not_allowed", approval };
+  if (!mayDecide(approval, request, request.userId)) return { kind: "not_allowed", approval };
   if (Date.parse(approval.expiresAt) <= (request.now ?? new Date()).getTime()) return { kind: "expired", approval };
   if (!isWaitingFor(paused, approval)) return { kind: "stale", approval };
   return { kind: "decide", approval };

@@ -55,7 +55,10 @@ export interface DecisionRequest {
   approvalId: string;
   userId: string;
   approved: boolean;
+  /** The platform's approvers: who may decide a call whose tool names none. */
   approvers: string[];
+  /** Whether a requester may decide their own call when its tool does not say (GLASSBOX_REQUESTER_MAY_APPROVE; true when absent). */
+  requesterMayApprove?: boolean;
   origin?: ClickOrigin;
   now?: Date;
 }

@@ -8,13 +8,13 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ApprovalRequest } from "../tools/types.js";
-import { toApproval, type ApprovalRow } from "./approval-rows.js";
+import { policyColumn, toApproval, type ApprovalRow } from "./approval-rows.js";
 import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, transactionOf, type Db, type PostgresTransaction } from "./postgres-client.js";
 
 const COLUMNS =
-  "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref";
+  "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref, policy";
 const select = async (db: Db, where: string, values: unknown[]) =>
   (await db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE ${where}`, values)).rows.map(toApproval);
 const byId = async (db: Db, id: string, lock = "") => (await select(db, `id = $1 ${lock}`, [id]))[0];
@@ -45,8 +45,8 @@ export async function openApprovals(
   const opened: Approval[] = [];
   for (const request of requests) {
     await db.query(
-      `INSERT INTO approvals (id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, expires_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10) ON CONFLICT (run_id, tool_call_id) DO NOTHING`,
+      `INSERT INTO approvals (id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, expires_at, created_at, policy)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11) ON CONFLICT (run_id, tool_call_id) DO NOTHING`,
       [
         `apv_${randomUUID()}`,
         request.runId,
@@ -58,6 +58,7 @@ export async function openApprovals(
         request.userId,
         new Date(now.getTime() + ttlSeconds * 1000).toISOString(),
         now.toISOString(),
+        policyColumn(request),
       ],
     );
     opened.push(...(await select(db, "run_id = $1 AND tool_call_id = $2", [request.runId, request.toolCallId])));

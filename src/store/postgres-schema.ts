@@ -222,6 +222,10 @@ const MIGRATIONS = [
     removed jsonb NOT NULL
   );
   `,
+  `
+  -- who may decide a call, as its tool said (JSON: approvers, requesterMayApprove); NULL: the deployment's
+  ALTER TABLE approvals ADD COLUMN policy text;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

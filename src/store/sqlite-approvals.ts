@@ -3,18 +3,19 @@
  * the rules of a click applied as approval-rules.ts words them.
  */
 import { randomUUID } from "node:crypto";
-import type { Approval, ClickOrigin, DecisionOutcome } from "../agent/approvals.js";
+import type { Approval, DecisionOutcome } from "../agent/approvals.js";
 import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
-import { toApproval, type ApprovalRow } from "./approval-rows.js";
+import { policyColumn, toApproval, type ApprovalRow } from "./approval-rows.js";
 import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
+import type { DecisionRequest } from "./port-data.js";
 import type { SqliteStore } from "./sqlite-store.js";
 
 export function createApprovalBook(store: SqliteStore) {
   const { db } = store;
   const statements = {
     insert:
-      db.prepare(`INSERT INTO approvals (id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, expires_at, created_at)
-      VALUES (@id, @runId, @sessionId, @toolCallId, @toolName, @arguments, @argumentsHash, @requester, 'pending', @expiresAt, @createdAt)
+      db.prepare(`INSERT INTO approvals (id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, expires_at, created_at, policy)
+      VALUES (@id, @runId, @sessionId, @toolCallId, @toolName, @arguments, @argumentsHash, @requester, 'pending', @expiresAt, @createdAt, @policy)
       ON CONFLICT (run_id, tool_call_id) DO NOTHING`),
     byId: db.prepare("SELECT * FROM approvals WHERE id = ?"),
     byCall: db.prepare("SELECT * FROM approvals WHERE run_id = ? AND tool_call_id = ?"),
@@ -50,6 +51,7 @@ export function createApprovalBook(store: SqliteStore) {
             requester: request.userId,
             expiresAt: new Date(now.getTime() + ttlSeconds * 1000).toISOString(),
             createdAt: now.toISOString(),
+            policy: policyColumn(request),
           });
           return toApproval(statements.byCall.get(request.runId, request.toolCallId) as ApprovalRow);
         }),
@@ -73,20 +75,11 @@ export function createApprovalBook(store: SqliteStore) {
      * A person's click. Single use: only the first decision of a pending, unexpired approval counts.
      * Stale: the run must still be waiting for exactly this call with exactly these arguments.
      */
-    decide(
-      id: string,
-      userId: string,
-      approved: boolean,
-      approvers: string[],
-      origin?: ClickOrigin,
-      now = new Date(),
-    ): DecisionOutcome {
+    decide(request: DecisionRequest): DecisionOutcome {
+      const { approvalId: id, userId, approved, origin } = request;
+      const now = request.now ?? new Date();
       const found = this.get(id);
-      const judged = judgeClick(
-        found,
-        { approvalId: id, userId, approved, approvers, origin, now },
-        found && store.pausedRun(found.runId),
-      );
+      const judged = judgeClick(found, { ...request, now }, found && store.pausedRun(found.runId));
       if (judged.kind !== "decide") return judged;
       const { approval } = judged;
       if (

@@ -283,6 +283,10 @@ const MIGRATIONS = [
     removed TEXT NOT NULL
   );
   `,
+  `
+  -- who may decide a call, as its tool said (JSON: approvers, requesterMayApprove); NULL: the deployment's
+  ALTER TABLE approvals ADD COLUMN policy TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

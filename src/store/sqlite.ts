@@ -103,10 +103,8 @@ function portOver(store: SqliteStore): SqlitePort {
     pendingApprovalsOfSession: async (sessionId) => book.pendingOfSession(sessionId),
     attachApprovalMessage: async (id, messageRef) => book.attachMessage(id, messageRef),
     // IMMEDIATE: the click is judged and written under the write lock, so runReady is exact across processes.
-    async decideApproval({ approvalId, userId, approved, approvers, origin, now }, alsoInTransaction) {
-      const outcome = db
-        .transaction(() => book.decide(approvalId, userId, approved, approvers, origin, now))
-        .immediate();
+    async decideApproval(request, alsoInTransaction) {
+      const outcome = db.transaction(() => book.decide(request)).immediate();
       if (outcome.kind === "decided" && outcome.runReady && alsoInTransaction)
         await afterCommitted((transaction) => alsoInTransaction(transaction, outcome.approval));
       return outcome;

@@ -407,7 +407,10 @@ async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): P
 }
 
 function approvalRequest(unit: Unit, scope: RunScope): ApprovalRequest {
+  const { approvers, requesterMayApprove } = unit.tool.definition;
   return {
+    ...(approvers ? { approvers: [...approvers] } : {}),
+    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
     runId: scope.runId,
     sessionId: scope.sessionId,
     userId: scope.userId,

@@ -131,6 +131,17 @@ function checkDefinition(tool: AnyTool): void {
     throw fail(
       `dangerous must be true, false, or a function of the arguments that says whether a call needs approval; got ${JSON.stringify(tool.dangerous)?.slice(0, 40) ?? typeof tool.dangerous}.`,
     );
+  if (
+    tool.approvers !== undefined &&
+    !(
+      Array.isArray(tool.approvers) &&
+      tool.approvers.length <= MAX_TOOL_APPROVERS &&
+      tool.approvers.every((id) => typeof id === "string" && /^\S{1,200}$/.test(id))
+    )
+  )
+    throw fail(`approvers must be a list of at most ${MAX_TOOL_APPROVERS} user ids (as the platform names them).`);
+  if (tool.requesterMayApprove !== undefined && typeof tool.requesterMayApprove !== "boolean")
+    throw fail("requesterMayApprove must be true or false.");
   if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
     throw fail("timeoutMs must be a positive number of milliseconds.");
   if (
@@ -141,6 +152,8 @@ function checkDefinition(tool: AnyTool): void {
   }
 }
 
+const MAX_TOOL_APPROVERS = 100;
+
 /** What a tool definition may hold; anything else is a typo that could remove a gate (`dangrous: true`). */
 const DEFINITION_KEYS = [
   "name",
@@ -149,6 +162,8 @@ const DEFINITION_KEYS = [
   "handler",
   "resume",
   "dangerous",
+  "approvers",
+  "requesterMayApprove",
   "timeoutMs",
   "dependsOn",
 ];

@@ -45,6 +45,16 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * validated arguments (`({ amount }) => amount > 100`); a rule that throws or answers anything but false asks.
    */
   dangerous?: boolean | ((args: Args) => boolean);
+  /**
+   * Who may decide this tool's calls (user ids as the platform names them: Slack's U…, Discord's
+   * numbers, the API's users), instead of the platform's approvers (SLACK_APPROVERS, DISCORD_APPROVERS).
+   */
+  approvers?: string[];
+  /**
+   * Whether the person who asked may decide their own call (default GLASSBOX_REQUESTER_MAY_APPROVE,
+   * true). False: only an approver other than the requester can, as for "refunds need a second person".
+   */
+  requesterMayApprove?: boolean;
   /** Per-call time limit in ms (default 10 s). */
   timeoutMs?: number;
   /** Names of tools whose calls in the same model response must finish before this one starts. */
@@ -110,7 +120,7 @@ export interface ToolCallRecord {
 }
 
 /** What a human is asked to decide. Bound to one exact call by runId, toolCallId and argumentsHash. */
-export interface ApprovalRequest {
+export interface ApprovalRequest extends ApprovalPolicy {
   runId: string;
   sessionId: string;
   userId: string;
@@ -118,6 +128,12 @@ export interface ApprovalRequest {
   toolName: string;
   arguments: Record<string, unknown>;
   argumentsHash: string;
+}
+
+/** Who may decide a call, as its tool says; what it leaves out is the deployment's (its approvers, its default). */
+export interface ApprovalPolicy {
+  approvers?: string[];
+  requesterMayApprove?: boolean;
 }
 
 export interface ApprovalDecision {

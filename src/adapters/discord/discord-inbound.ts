@@ -198,10 +198,11 @@ export async function startDiscordIngress<Transaction>(
       ...button,
       userId: interaction.user.id,
       approvers: discord.approvers,
+      requesterMayApprove: discord.requesterMayApprove,
       origin: discordClickOrigin(interaction),
     });
     if (outcome.kind === "decided") await showDecision(client, outcome.approval);
-    const refusal = refusalFor(outcome, discord.approvers.length > 0);
+    const refusal = refusalFor(outcome, discord);
     if (refusal)
       await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
   }

@@ -271,11 +271,12 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
         userId: userOf(context, userId),
         approved: action.action_id === APPROVE_ACTION,
         approvers: slack.approvers,
+        requesterMayApprove: slack.requesterMayApprove,
         origin: clickOrigin(body),
       });
       await ack();
       setImmediate(() => {
-        const refusal = refusalFor(outcome, slack.approvers.length > 0, slackMention);
+        const refusal = refusalFor(outcome, slack, slackMention);
         const shown =
           outcome.kind === "decided"
             ? updateApprovalMessage(client, outcome.approval)

@@ -7,7 +7,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { DecisionOutcome } from "../../agent/approvals.js";
 import { configurationError } from "../../agent/errors.js";
-import type { EraseTarget } from "../../store/port-data.js";
+import { decidersOf } from "../../store/approval-rules.js";
+import type { DecisionRequest, EraseTarget } from "../../store/port-data.js";
 import { HttpError } from "./http.js";
 
 const SESSION_ID = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -134,14 +135,23 @@ export function decodeSegment(segment: string): string {
   }
 }
 
-export function refusalOf(outcome: Exclude<DecisionOutcome, { kind: "decided" }>, approvalId: string): HttpError {
+export function refusalOf(
+  outcome: Exclude<DecisionOutcome, { kind: "decided" }>,
+  approvalId: string,
+  deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
+): HttpError {
   switch (outcome.kind) {
-    case "not_allowed":
-      return new HttpError(
-        403,
-        `Only ${outcome.approval.requester}, who asked for this run, can decide this approval.`,
-        { outcome: outcome.kind },
-      );
+    case "not_allowed": {
+      const { approvers, requester } = decidersOf(outcome.approval, deployment);
+      const asker = outcome.approval.requester;
+      const others = approvers.filter((approver) => approver !== asker);
+      const who = requester
+        ? `${asker}, who asked for this run,${others.length > 0 ? " or an approver" : ""}`
+        : others.length > 0
+          ? `an approver other than ${asker}, who asked for this run,`
+          : `someone other than ${asker}, who asked for this run (and nobody is set to),`;
+      return new HttpError(403, `Only ${who} can decide this approval.`, { outcome: outcome.kind });
+    }
     case "already_decided":
       return new HttpError(
         409,

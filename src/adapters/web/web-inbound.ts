@@ -46,6 +46,8 @@ export interface HttpIngressOptions<Transaction> {
   apiUsers?: Record<string, string>;
   /** Users who may decide any web approval besides the one who asked. */
   approvers?: string[];
+  /** Whether the person who asked may decide their own call, when its tool does not say (default true). */
+  requesterMayApprove?: boolean;
   port: number;
   host: string;
   /** What an empty chat suggests asking. */
@@ -147,14 +149,15 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       sessionId?.startsWith("web:") &&
       (caller.userId === undefined || (await store.sessionOwner(sessionId)) === caller.userId);
     if (!readable) throw new HttpError(404, `There is no web approval ${approvalId}.`);
+    const deployment = { approvers: options.approvers ?? [], requesterMayApprove: options.requesterMayApprove ?? true };
     const outcome = await decideClick(store, queue, {
       approvalId,
       userId,
       approved: body.approved,
-      approvers: options.approvers ?? [],
+      ...deployment,
       origin: { sessionPrefix: "web:" },
     });
-    if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId);
+    if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId, deployment);
     events?.changed(outcome.approval.sessionId);
     sendJson(response, 200, {
       outcome: outcome.kind,

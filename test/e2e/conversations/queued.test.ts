@@ -19,6 +19,7 @@ import type { AnyStorePort } from "../../../src/store/index.js";
 import type { Message } from "../../../src/agent/types.js";
 import type { Script } from "../../../src/testing/scripted-model-server.js";
 import { createToolRegistry } from "../../../src/tools/registry.js";
+import type { ToolDefinition } from "../../../src/tools/types.js";
 import { call, closeServers, deferred, recordingTool, startServer, textOf } from "../../helpers/agent.js";
 import { testModel } from "../../helpers/memory.js";
 import { inProcesses, runRecord, stepOf, TARGETS, useContract } from "../helpers/store-targets.js";
@@ -57,7 +58,7 @@ for (const target of TARGETS) {
     const first = { signal: new AbortController().signal, delivery: 1 };
     const again = { signal: new AbortController().signal, delivery: 2 };
 
-    async function setUp(script: Script, options: { cancelFromStore?: boolean } = {}) {
+    async function setUp(script: Script, options: { cancelFromStore?: boolean; tools?: ToolDefinition[] } = {}) {
       const server = await startServer({ script });
       const store = await contract.open();
       const model = testModel(server);
@@ -72,7 +73,7 @@ for (const target of TARGETS) {
       });
       const agent: AgentConfig = {
         model,
-        tools: createToolRegistry([notice.tool, lookup.tool]),
+        tools: createToolRegistry([notice.tool, lookup.tool, ...(options.tools ?? [])]),
         memory,
         trace: createTraceRecorder(store, { estimateTokens: memory.estimate }),
       };
@@ -225,6 +226,40 @@ for (const target of TARGETS) {
       expect(notice.calls).toHaveLength(1);
       expect(server.requests).toHaveLength(2);
       expect(shown.finished).toHaveLength(2);
+    });
+
+    it("a tool's approval policy travels with its approval: its requester may not decide, its own approver may", async () => {
+      const refund = recordingTool("issue_refund", () => ({ refunded: true }), {
+        dangerous: true,
+        approvers: ["U_FINANCE"],
+        requesterMayApprove: false,
+      });
+      const { store, conversations, shown } = await setUp(
+        (body) =>
+          body.messages.at(-1)?.role === "tool"
+            ? { content: "Refunded." }
+            : { toolCalls: [call("issue_refund", { amount: 120 }, "call_refund")] },
+        { tools: [refund.tool] },
+      );
+      const work = await accept(store, "slack:T1:C1:7.7", "Refund order 7", "EvRefund");
+      expect(await conversations.runQueued(work, first)).toMatchObject({ stopReason: "awaiting_approval" });
+      const approvalId = shown.asked[0]?.id ?? "";
+      expect((await store.approval(approvalId))?.policy).toEqual({
+        approvers: ["U_FINANCE"],
+        requesterMayApprove: false,
+      });
+      // The requester is a platform approver too: neither makes them a decider of this call.
+      const click = { approvalId, userId: USER, approved: true, approvers: [USER, "U_OTHER"] };
+      expect(await store.decideApproval(click)).toMatchObject({ kind: "not_allowed" });
+      expect(await store.decideApproval({ ...click, userId: "U_OTHER" })).toMatchObject({ kind: "not_allowed" });
+      expect(refund.calls).toHaveLength(0);
+      expect(await store.decideApproval({ ...click, userId: "U_FINANCE" })).toMatchObject({
+        kind: "decided",
+        runReady: true,
+      });
+      const resume: TurnWork = { kind: "resume", runId: work.runId, sessionId: work.sessionId, approvalId };
+      expect(await conversations.runQueued(resume, first)).toMatchObject({ stopReason: "final", output: "Refunded." });
+      expect(refund.calls).toHaveLength(1);
     });
 
     it("a reset turn supersedes what waited, and the next message starts afresh", async () => {

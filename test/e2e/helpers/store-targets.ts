@@ -2,6 +2,7 @@
 // for each test (SQLite: a file in a temp dir; PostgreSQL: a schema of its own in the database
 // GLASSBOX_TEST_DATABASE_URL names, dropped afterwards), handles on it, processes of their own on
 // it, and builders for the plain data the port takes.
+import type { ApprovalPolicy } from "../../../src/tools/types.js";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -204,6 +205,7 @@ export async function pausedRun(
   sessionId: string,
   callIds: string[],
   ttlSeconds = 3600,
+  policy: ApprovalPolicy = {},
 ) {
   const { approvals } = await store.record([
     { kind: "start_run", run: runRecord(runId, sessionId) },
@@ -215,7 +217,11 @@ export async function pausedRun(
         paused: pausedWaitingFor(...callIds.map((id) => ({ id, hash: `hash-${id}` }))),
       }),
     },
-    { kind: "open_approvals", requests: callIds.map((id) => approvalRequest(runId, sessionId, id)), ttlSeconds },
+    {
+      kind: "open_approvals",
+      requests: callIds.map((id) => ({ ...approvalRequest(runId, sessionId, id), ...policy })),
+      ttlSeconds,
+    },
   ]);
   return approvals;
 }

@@ -5,6 +5,34 @@ import { expect, it } from "vitest";
 import { outcomeOf, pausedRun, runRecord, type Contract } from "../helpers/store-targets.js";
 
 export function approvalsContract({ open }: Contract): void {
+  it("a call's tool policy is kept with its approval: who may decide is its approvers, and its requester only when allowed", async () => {
+    const store = await open();
+    const [kept] = await pausedRun(store, "run_p", "slack:T1:C1:5.5", ["call_p"], 3600, {
+      approvers: ["U7"],
+      requesterMayApprove: false,
+    });
+    if (!kept) throw new Error("no approval opened");
+    expect((await store.approval(kept.id))?.policy).toEqual({ approvers: ["U7"], requesterMayApprove: false });
+    const click = { approvalId: kept.id, userId: "U1", approved: true, approvers: ["U9", "U1"] };
+    // The requester, also a platform approver: not for a call its tool keeps from them.
+    expect(await store.decideApproval(click)).toMatchObject({ kind: "not_allowed" });
+    // A platform approver the tool does not name.
+    expect(await store.decideApproval({ ...click, userId: "U9" })).toMatchObject({ kind: "not_allowed" });
+    expect(await store.decideApproval({ ...click, userId: "U7" })).toMatchObject({
+      kind: "decided",
+      approval: { status: "approved", decidedBy: "U7" },
+    });
+
+    // A tool that says nothing leaves both to the deployment: its approvers, and its rule for requesters.
+    const [open2] = await pausedRun(store, "run_q", "slack:T1:C1:6.6", ["call_q"]);
+    expect(open2?.policy).toEqual({});
+    const asked = { approvalId: open2?.id ?? "", userId: "U1", approved: true, approvers: ["U9"] };
+    expect(await store.decideApproval({ ...asked, requesterMayApprove: false })).toMatchObject({ kind: "not_allowed" });
+    expect(await store.decideApproval({ ...asked, userId: "U9", requesterMayApprove: false })).toMatchObject({
+      kind: "decided",
+    });
+  });
+
   it("a click is decided once, by the requester or an approver, where it was posted, before it expires, while its run waits for it", async () => {
     const store = await open();
     const [approval] = await pausedRun(store, "run_a", "slack:T1:C1:1.1", ["call_a"]);

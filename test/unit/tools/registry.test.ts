@@ -112,7 +112,7 @@ describe("registration", () => {
   it("a typo removes the approval gate: an unknown key is refused, with the key it resembles", () => {
     const typo = registrationError([{ ...tool("cancel_order"), dangrous: true }]);
     expect(typo.message).toBe(
-      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
+      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, approvers, requesterMayApprove, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
     );
     const synonym = registrationError([{ ...tool("cancel_order"), requiresApproval: true, timeout: 5 }]);
     expect(synonym.message).toContain(`unknown keys "requiresApproval" (did you mean "dangerous"?), "timeout"`);
@@ -122,6 +122,16 @@ describe("registration", () => {
     const error = registrationError([tool("cancel_order", { dangerous: dangerous as unknown as boolean })]);
     expect(error.message).toMatch(
       /^Tool 'cancel_order': dangerous must be true, false, or a function of the arguments that says whether a call needs approval; got /,
+    );
+  });
+
+  it("rejects approvers that are not a list of user ids, and a requesterMayApprove that is not a boolean", () => {
+    for (const approvers of ["U1", ["U1", ""], ["U 1"], [7]])
+      expect(registrationError([tool("refund", { approvers: approvers as unknown as string[] })]).message).toBe(
+        "Tool 'refund': approvers must be a list of at most 100 user ids (as the platform names them).",
+      );
+    expect(registrationError([tool("refund", { requesterMayApprove: "no" as unknown as boolean })]).message).toBe(
+      "Tool 'refund': requesterMayApprove must be true or false.",
     );
   });
 

@@ -21,6 +21,7 @@ const approval: Approval = {
   decidedAt: null,
   expiresAt: "2026-12-06T10:00:00.000Z",
   messageRef: null,
+  policy: {},
 };
 
 describe("Slack approval mentions", () => {
@@ -38,14 +39,35 @@ describe("Slack approval mentions", () => {
     };
     expect(approvalOutcome(decided).text).toContain("Approved by <@U0BOSS>");
 
-    expect(refusalFor({ kind: "not_allowed", approval }, true, slackMention)).toBe(
+    expect(refusalFor({ kind: "not_allowed", approval }, { approvers: ["T0TEAM:U0BOSS"] }, slackMention)).toBe(
       "Only <@U0ASKER> or an approver can approve this.",
+    );
+  });
+
+  it("a call its requester may not approve names who can, from its tool's approvers or the platform's", () => {
+    const secondPerson = { ...approval, policy: { requesterMayApprove: false } };
+    expect(
+      refusalFor(
+        { kind: "not_allowed", approval: secondPerson },
+        { approvers: ["T0TEAM:U0BOSS", "T0TEAM:U0ASKER"] },
+        slackMention,
+      ),
+    ).toBe("This needs someone other than <@U0ASKER> to approve it: <@U0BOSS>.");
+    const toolApprovers = {
+      ...approval,
+      policy: { approvers: ["U1", "U2", "U3", "U4", "U5", "U6"], requesterMayApprove: false },
+    };
+    expect(refusalFor({ kind: "not_allowed", approval: toolApprovers }, { approvers: ["U9"] })).toBe(
+      "This needs someone other than <@T0TEAM:U0ASKER> to approve it: <@U1>, <@U2>, <@U3>, <@U4>, <@U5> or another approver.",
+    );
+    expect(refusalFor({ kind: "not_allowed", approval }, { approvers: [], requesterMayApprove: false })).toBe(
+      "This needs someone other than <@T0TEAM:U0ASKER> to approve it, and nobody is set to; ask an admin to name an approver.",
     );
   });
 
   it("keeps a one-workspace user's id as it is", () => {
     expect(slackMention("U0ASKER")).toBe("<@U0ASKER>");
-    expect(refusalFor({ kind: "not_allowed", approval: { ...approval, requester: "123" } }, false)).toBe(
+    expect(refusalFor({ kind: "not_allowed", approval: { ...approval, requester: "123" } }, { approvers: [] })).toBe(
       "Only <@123> can approve this.",
     );
   });

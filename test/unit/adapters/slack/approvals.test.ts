@@ -119,6 +119,22 @@ describe("Slack approvals", () => {
     expect(h.fake.callsTo("chat.postEphemeral").map((c) => c.args.user)).toEqual(["U2", "U2"]);
   });
 
+  it("with the requester kept from approving their own call, their click names who can; an approver's runs it", async () => {
+    const h = await startHarness({ script: cancelScript(), slack: { approvers: ["U9"], requesterMayApprove: false } });
+    const { ts } = await h.mention(ASK);
+    const approval = await waitForApproval(h.fake, CHANNEL, ts);
+
+    await h.click(approval, "U1");
+    const note = await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U1", CALL_WAIT);
+    expect(note.args.text).toBe("This needs someone other than <@U1> to approve it: <@U9>.");
+    await h.slack.conversations.idle();
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
+
+    await h.click(approval, "U9");
+    await waitForBotMessage(h.fake, CHANNEL, ts, "order 20240410003 is cancelled");
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
+  });
+
   it("two dangerous calls in one step: the run resumes once both are decided, with each decision in its place", async () => {
     const other = "20240418004"; // pending: cancellable too
     const h = await startHarness({
