@@ -170,6 +170,16 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "Model calls with tools in one run before it must conclude.",
   },
   {
+    name: "GLASSBOX_RUN_TIMEOUT_MS",
+    group: "Tools and runs",
+    default: NONE,
+    example: "600000",
+    meaning:
+      "The longest a run may work, counted from its start and again after each approval (the wait for a " +
+      "person does not count). Past it the model call or tools in flight are stopped and the run ends with a " +
+      "sentence saying so.",
+  },
+  {
     name: "GLASSBOX_TOOL_TIMEOUT_MS",
     group: "Tools and runs",
     default: "`10000`",

@@ -262,6 +262,7 @@ export async function createAgentConfig(
     port,
     systemPrompt: config.systemPrompt,
     maxSteps: options.maxSteps ?? config.maxSteps,
+    ...(config.runTimeoutMs !== undefined ? { runTimeoutMs: config.runTimeoutMs } : {}),
     approve: options.approve,
     toolTimeoutMs: config.toolTimeoutMs,
     maxResultChars: config.maxResultChars,

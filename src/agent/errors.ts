@@ -14,6 +14,7 @@ export type ErrorCode =
   | "model_unavailable"
   | "model_rejected"
   | "cancelled"
+  | "run_timeout" // a run went past GLASSBOX_RUN_TIMEOUT_MS
   | "quota" // a user is over a daily cap
   | "internal"; // a fault inside glassbox itself, such as a store that cannot write
 

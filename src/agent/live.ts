@@ -18,6 +18,7 @@ import type { Message } from "./types.js";
 export type CommitPoint = "start" | "reply" | "results" | "end";
 
 export interface Live {
+  /** The task's signal, and the run's time limit when it has one (an abort then has a TimeoutError as its reason). */
   signal?: AbortSignal;
   emit: (event: AgentEvent) => void;
   /** Resolves once what was emitted since the last commit point is committed (and then announced). */
@@ -26,6 +27,7 @@ export interface Live {
 
 export function liveOf(task: Pick<Task, "signal" | "onEvent" | "inputStored">, config: AgentConfig): Live {
   const { memory, trace } = config;
+  const signal = withTimeLimit(task.signal, config.runTimeoutMs);
   const store: RunWriter | undefined = memory?.store ?? trace?.store;
   if (memory && trace && memory.store !== trace.store)
     throw new Error("memory and the trace must write to the same store");
@@ -38,7 +40,7 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent" | "inputStored">, c
       console.warn(`glassbox: an event listener failed on ${event.type}: ${(error as Error).message}`);
     }
   };
-  if (!store) return { signal: task.signal, emit: announce, commit: async () => {} };
+  if (!store) return { signal, emit: announce, commit: async () => {} };
 
   let unit: PendingUnit = createRunUnit();
   let held: AgentEvent[] = [];
@@ -76,7 +78,7 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent" | "inputStored">, c
     messages = undefined;
   };
   return {
-    signal: task.signal,
+    signal,
     emit(event) {
       try {
         persist(event);
@@ -98,4 +100,11 @@ export function liveOf(task: Pick<Task, "signal" | "onEvent" | "inputStored">, c
       for (const event of announced) announce(event);
     },
   };
+}
+
+/** `signal`, aborted also once `limitMs` have passed (with a TimeoutError as its reason). */
+function withTimeLimit(signal: AbortSignal | undefined, limitMs: number | undefined): AbortSignal | undefined {
+  if (limitMs === undefined) return signal;
+  const limit = AbortSignal.timeout(limitMs);
+  return signal ? AbortSignal.any([signal, limit]) : limit;
 }

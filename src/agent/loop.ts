@@ -76,7 +76,7 @@ export async function resumeAgent(
 async function loop(config: AgentConfig, run: RunState, live: Live): Promise<RunResult> {
   const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
   while (true) {
-    if (live.signal?.aborted) return finish(run, live, "cancelled", CANCELLED);
+    if (live.signal?.aborted) return failed(run, live, stopOf(config, live));
     if (run.steps >= maxSteps) return concludeAtStepLimit(config, run, live, maxSteps);
 
     const reply = await callModel(config, run, live, "auto");
@@ -144,7 +144,7 @@ async function callModel(
   } catch (error) {
     if (live.signal?.aborted || (error instanceof GlassboxError && error.code === "cancelled")) {
       run.steps = step - 1; // stopped before the model answered: no step
-      return new GlassboxError("cancelled", CANCELLED);
+      return stopOf(config, live);
     }
     if (error instanceof GlassboxError) return error;
     const reason = error instanceof Error ? error.message : String(error);
@@ -153,8 +153,22 @@ async function callModel(
   run.usage = addUsage(run.usage, response.usage);
   live.emit({ type: "model_end", runId: run.runId, step, response, latencyMs: performance.now() - started });
   // A reply that lands after the run was cancelled is traced but dropped, so none of its calls start.
-  return live.signal?.aborted ? new GlassboxError("cancelled", CANCELLED) : response;
+  return live.signal?.aborted ? stopOf(config, live) : response;
 }
+
+/** Why an aborted run stops: its time limit ran out, or someone asked. */
+function stopOf(config: AgentConfig, live: Live): GlassboxError {
+  const reason: unknown = live.signal?.reason;
+  if (reason instanceof DOMException && reason.name === "TimeoutError" && config.runTimeoutMs !== undefined)
+    return new GlassboxError(
+      "run_timeout",
+      `I stopped: this request ran past its time limit of ${formatLimit(config.runTimeoutMs)} (GLASSBOX_RUN_TIMEOUT_MS). Ask again with a narrower question, or ask an admin to raise the limit.`,
+    );
+  return new GlassboxError("cancelled", CANCELLED);
+}
+
+const formatLimit = (ms: number) =>
+  ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1_000 === 0 ? `${ms / 1_000} s` : `${ms} ms`;
 
 /** One tool message per call, in the order of the assistant's tool_calls; then the guards' notes. Committed at the next commit point. */
 function recordToolResults(run: RunState, live: Live, records: ToolCallRecord[]): void {

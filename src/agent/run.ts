@@ -25,6 +25,12 @@ export interface AgentConfig {
    * nobody can approve.
    */
   approvalTtlSeconds?: number;
+  /**
+   * The longest a run may work, in ms, counted from its start and again from each resume after an
+   * approval (the wait for a person does not count); past it, what is in flight is stopped and the
+   * run ends with a sentence saying so. Unset: no limit beyond the model's and the tools' own.
+   */
+  runTimeoutMs?: number;
   toolTimeoutMs?: number;
   maxResultChars?: number;
   toolConcurrency?: number;

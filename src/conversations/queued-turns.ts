@@ -271,7 +271,8 @@ export function createQueuedTurns(
   ): Promise<RunResult | undefined> {
     const trace = await store.run(work.runId);
     if (!trace || trace.sessionId !== work.sessionId) {
-      bodies.onError(new Error(`the queued run ${work.runId} is not in the store`), "running a queued turn");
+      // Erased (glassbox erase, retention) while its turn waited: the turn is dropped.
+      bodies.onError(new Error(`the queued run ${work.runId} is not in the store (erased?)`), "dropping a queued turn");
       return undefined;
     }
     context.track(work.runId);

@@ -262,6 +262,19 @@ for (const target of TARGETS) {
       expect(refund.calls).toHaveLength(1);
     });
 
+    it("a queued turn of a conversation erased before it ran is dropped: no model call, nothing written back", async () => {
+      const { server, store, conversations, shown } = await setUp(() => ({ content: "Should not be asked." }));
+      const work = await accept(store, "slack:T1:C1:8.8", "Tell me about my account", "EvErased");
+      const receipt = await store.erase({ kind: "session", id: "slack:T1:C1:8.8" }, "test");
+      expect(receipt.removed.runs).toBe(1);
+      expect(await conversations.runQueued(work, first)).toBeUndefined();
+      expect(server.requests).toHaveLength(0);
+      expect(shown.finished).toHaveLength(0);
+      expect(await store.run(work.runId)).toBeUndefined();
+      expect((await store.listSessions()).map((session) => session.id)).not.toContain("slack:T1:C1:8.8");
+      expect((await store.sessionHistory("slack:T1:C1:8.8")).messages).toEqual([]);
+    });
+
     it("a reset turn supersedes what waited, and the next message starts afresh", async () => {
       const { server, store, conversations, shown, decisions } = await setUp((body) =>
         textOf(body.messages.at(-1)).startsWith("Post")

@@ -175,6 +175,39 @@ describe.each([
     expect(server.requests).toHaveLength(1); // an abort is not retried
   });
 
+  it("a run past its time limit (runTimeoutMs) stops its hanging model call and ends with a sentence saying so", async () => {
+    const server = await startServer({ script: [{ hang: true }] });
+    const result = await runAgent(
+      { model: modelFor(server, { stream }), tools: createToolRegistry([calculator]), runTimeoutMs: 300 },
+      { input: "hi" },
+    );
+    expect(result).toMatchObject({ stopReason: "error", error: { code: "run_timeout" } });
+    expect(result.output).toBe(
+      "I stopped: this request ran past its time limit of 300 ms (GLASSBOX_RUN_TIMEOUT_MS). Ask again with a narrower question, or ask an admin to raise the limit.",
+    );
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("a run past its time limit stops a hanging tool the same way, and asks the model nothing more", async () => {
+    const hanging = recordingTool("wait_forever", () => new Promise(() => {}));
+    const server = await startServer({
+      script: [{ toolCalls: [call("wait_forever", {})] }, { content: "never asked" }],
+    });
+    const result = await runAgent(
+      {
+        model: modelFor(server, { stream }),
+        tools: createToolRegistry([hanging.tool]),
+        toolTimeoutMs: 20_000,
+        runTimeoutMs: 1_000,
+      },
+      { input: "wait" },
+    );
+    expect(result).toMatchObject({ stopReason: "error", error: { code: "run_timeout" } });
+    expect(result.output).toContain("time limit of 1 s");
+    expect(hanging.calls[0]?.context.signal.aborted).toBe(true);
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("is cancelled while a tool hangs, and the tool's signal is aborted", async () => {
     const started = deferred();
     const hanging = recordingTool("wait_forever", (_args, _context) => {
@@ -496,6 +529,17 @@ describe("runAgent / resumeAgent: approvals", () => {
     expect(JSON.parse(JSON.stringify(paused))).toEqual(paused); // survives storage as JSON
     expect(paused?.pending.map((pending) => pending.call.id)).toEqual(["call_refund"]);
     expect(paused?.finished.map((record) => record.id)).toEqual(["call_lookup"]);
+  });
+
+  it("the wait for a person does not count toward the run's time limit: a resume has its own", async () => {
+    const { config, result } = await pausedRun();
+    const stored = JSON.parse(JSON.stringify(result.paused)) as PausedRun;
+    const argumentsHash = stored.pending[0]?.approval?.argumentsHash ?? "";
+    await new Promise((resolve) => setTimeout(resolve, 400)); // longer than the limit below
+    const resumed = await resumeAgent({ ...config, runTimeoutMs: 300 }, stored, {
+      call_refund: { approved: true, by: "U1", argumentsHash },
+    });
+    expect(resumed).toMatchObject({ stopReason: "final", output: "Refunded 40 for order A-1." });
   });
 
   it("resumes from stored JSON with an approval: runs the dangerous call and answers, one tool message per call in order", async () => {
