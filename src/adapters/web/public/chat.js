@@ -18,6 +18,7 @@ import {
   markdown,
   pretty,
   randomId,
+  showActingAs,
   thinkingDetails,
 } from "./common.js";
 import { isNextStage } from "./pipelines.js";
@@ -89,6 +90,7 @@ async function start() {
     const info = await api("/api/info");
     dom.model.textContent = info.model ?? "none configured";
     if (info.user) userId = info.user;
+    showActingAs(info.user);
     showHints(info.hints ?? []);
     if (info.problem) showProblem(info.problem);
   } catch (error) {

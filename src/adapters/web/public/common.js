@@ -4,19 +4,28 @@
 
 const TOKEN_KEY = "glassbox.token";
 
-takeTokenFromAddress();
+const storedToken = () => localStorage.getItem(TOKEN_KEY) ?? "";
 
-/** ?token=... in the address is kept for later and removed from the address bar. */
+/** Settles once a ?token= in the address is kept or declined; the first request waits for it. */
+const addressToken = takeTokenFromAddress();
+
+/**
+ * ?token=... in the address leaves the address bar and is kept for later. A link must not quietly
+ * make this browser act as someone else: when it carries another token than the one kept, the
+ * person is asked first.
+ */
 function takeTokenFromAddress() {
   const url = new URL(location.href);
   const token = url.searchParams.get("token");
-  if (token === null) return;
-  localStorage.setItem(TOKEN_KEY, token);
+  if (token === null) return Promise.resolve();
   url.searchParams.delete("token");
   history.replaceState(null, "", url);
+  if (storedToken() === "" || storedToken() === token) {
+    localStorage.setItem(TOKEN_KEY, token);
+    return Promise.resolve();
+  }
+  return askToSwitchToken(token);
 }
-
-const storedToken = () => localStorage.getItem(TOKEN_KEY) ?? "";
 
 export class ApiError extends Error {
   constructor(status, message, body) {
@@ -28,6 +37,7 @@ export class ApiError extends Error {
 
 /** A JSON request to the API; a 401 asks the person for the token once, then tries again. */
 export async function api(path, { method = "GET", body } = {}) {
+  await addressToken;
   for (;;) {
     const headers = { accept: "application/json" };
     if (storedToken()) headers.authorization = `Bearer ${storedToken()}`;
@@ -85,6 +95,53 @@ function askForToken(wasWrong) {
     asking = undefined;
   });
   return asking;
+}
+
+/** Asks whether to use a link's token instead of the one this browser keeps; resolves once answered. */
+function askToSwitchToken(token) {
+  return new Promise((resolve) => {
+    const decide = (use) => {
+      if (use) localStorage.setItem(TOKEN_KEY, token);
+      dialog.remove();
+      resolve();
+    };
+    const dialog = el(
+      "dialog",
+      { class: "token-dialog", "aria-labelledby": "switch-title" },
+      el("h2", { id: "switch-title" }, "Another API token"),
+      el(
+        "p",
+        {},
+        "This link carries an API token other than the one this browser keeps. With it you act as whoever it belongs to. Use it from now on?",
+      ),
+      el(
+        "div",
+        { class: "buttons" },
+        button("Keep my token", () => decide(false)),
+        button("Use the link's token", () => decide(true), "primary"),
+      ),
+    );
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      decide(false);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
+function button(label, onClick, className) {
+  const made = el("button", { type: "button", ...(className ? { class: className } : {}) }, label);
+  made.addEventListener("click", onClick);
+  return made;
+}
+
+/** Says in the page's header whom a user's token acts as (GLASSBOX_API_USERS); nothing for the service token. */
+export function showActingAs(user) {
+  const acting = document.getElementById("acting");
+  if (!acting) return;
+  acting.hidden = !user;
+  if (user) document.getElementById("acting-user").textContent = user;
 }
 
 /** Builds an element: attributes (strings; booleans add or leave out), then children (nodes or text). */

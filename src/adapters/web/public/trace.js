@@ -1,7 +1,7 @@
 // The trace viewer: every session in the store (from every adapter), found by the text of its
 // messages and narrowed by adapter, status, feedback, tool and date; for one session its runs as a timeline
 // of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
-import { $, api, el, formatCost, formatNumber, formatWhen } from "./common.js";
+import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "./common.js";
 import { loadSession, renderSession } from "./trace-session.js";
 
 const dom = {
@@ -49,6 +49,7 @@ async function start() {
     const info = await api("/api/info");
     dom.model.textContent = info.model ?? "none configured";
     priced = info.priced;
+    showActingAs(info.user);
     dom.toolNames.replaceChildren(...(info.tools ?? []).map((name) => el("option", { value: name })));
   } catch (error) {
     dom.model.textContent = "unknown";

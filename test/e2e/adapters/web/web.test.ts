@@ -275,4 +275,43 @@ describe("web playground in Chromium", () => {
     expect(await asking.locator("#model-label").textContent()).toBe("scripted model (demo)");
     await asking.close();
   });
+
+  it("regression: a link's ?token= does not quietly replace the token this browser keeps; the header says whom it acts as", async () => {
+    const shared = await startPlayground({ server: { apiUsers: { "ana-token": "web:ana", "bo-token": "web:bo" } } });
+    const people = await browser.newContext();
+    try {
+      const first = await people.newPage();
+      await first.goto(`${shared.url}?token=ana-token`);
+      await first.locator("#acting", { hasText: "Acting as web:ana" }).waitFor(VISIBLE);
+      await first.close();
+
+      // Another token in a link: asked first; kept when declined, and the link's token gone from the address.
+      const declined = await people.newPage();
+      await declined.goto(`${shared.url}?token=bo-token`);
+      const asked = declined.getByRole("dialog", { name: "Another API token" });
+      await asked.waitFor(VISIBLE);
+      expect(declined.url()).toBe(shared.url);
+      await asked.getByRole("button", { name: "Keep my token" }).click();
+      await declined.locator("#acting", { hasText: "Acting as web:ana" }).waitFor(VISIBLE);
+      await declined.close();
+
+      const accepted = await people.newPage();
+      await accepted.goto(`${shared.url}trace?token=bo-token`);
+      await accepted
+        .getByRole("dialog", { name: "Another API token" })
+        .getByRole("button", { name: "Use the link's token" })
+        .click();
+      await accepted.locator("#acting", { hasText: "Acting as web:bo" }).waitFor(VISIBLE);
+      await accepted.close();
+
+      // The same token again is no question.
+      const again = await people.newPage();
+      await again.goto(`${shared.url}?token=bo-token`);
+      await again.locator("#acting", { hasText: "Acting as web:bo" }).waitFor(VISIBLE);
+      expect(await again.getByRole("dialog").count()).toBe(0);
+      await again.close();
+    } finally {
+      await people.close();
+    }
+  });
 });
