@@ -52,6 +52,14 @@ export interface Fact {
   scope: string;
   content: string;
   createdAt: string;
+  /** Where a note shared with a channel came from (absent for notes kept before it was recorded). */
+  origin?: FactOrigin;
+}
+
+/** The run that wrote a note, and whether that run had read files or tool results (text a stranger may have written). */
+export interface FactOrigin {
+  runId: string;
+  readContent: boolean;
 }
 
 export interface RunRecord {
@@ -230,9 +238,12 @@ export interface HistoryStore {
 
 /** Long-term facts, per user or shared in a channel. */
 export interface FactStore {
-  addFact(userId: string, scope: string, content: string): Promise<number>;
-  /** Only the fact's owner may forget it; false otherwise or when there is no such fact. */
-  forgetFact(userId: string, factId: number): Promise<boolean>;
+  addFact(userId: string, scope: string, content: string, origin?: FactOrigin): Promise<number>;
+  /**
+   * Forgets a fact: its owner may, and so may anyone in `channel` for a note shared with it; false
+   * otherwise or when there is no such fact.
+   */
+  forgetFact(userId: string, factId: number, channel?: string): Promise<boolean>;
   /** The user's own facts and those shared in `channel` that best match the words of `query`, best first. */
   searchFacts(userId: string, channel: string, query: string, limit: number): Promise<Fact[]>;
 }

@@ -20,24 +20,27 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
         shared_with_channel: {
           type: "boolean",
           default: false,
-          description: "True to share it with everyone in this channel.",
+          description: "True to share it with everyone in this channel (the user confirms it first).",
         },
       },
       required: ["fact"],
       additionalProperties: false,
     },
+    // A note every member's runs in the channel will read is shown to the person first, on a card
+    // they confirm: text in a file or a tool result must not plant one in their name.
+    dangerous: ({ shared_with_channel }) => shared_with_channel === true,
     handler: async ({ fact, shared_with_channel }, context) => {
-      const scope = shared_with_channel ? channelOf(context.sessionId) : "user";
-      return {
-        factId: await store.addFact(context.userId, scope, fact.trim()),
-        fact: fact.trim(),
-        scope: shared_with_channel ? "channel" : "user",
-      };
+      if (!shared_with_channel)
+        return { factId: await store.addFact(context.userId, "user", fact.trim()), fact: fact.trim(), scope: "user" };
+      const origin = { runId: context.runId, readContent: context.readContent === true };
+      const factId = await store.addFact(context.userId, channelOf(context.sessionId), fact.trim(), origin);
+      return { factId, fact: fact.trim(), scope: "channel" };
     },
   };
   const forget: ToolDefinition<{ fact_id: number }> = {
     name: "forget",
-    description: "Deletes a remembered fact by its id (shown as 'fact N' where facts are listed).",
+    description:
+      "Deletes a remembered fact by its id (shown as 'fact N' where facts are listed): the user's own, or a note shared with this channel.",
     parameters: {
       type: "object",
       properties: { fact_id: { type: "integer", minimum: 1, description: "The fact's id." } },
@@ -45,8 +48,9 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
       additionalProperties: false,
     },
     handler: async ({ fact_id }, context) => {
-      if (!(await store.forgetFact(context.userId, fact_id)))
-        throw new Error(`There is no fact ${fact_id} of this user to forget.`);
+      // Anyone in a channel may forget what was shared with it, as anyone there could be misled by it.
+      if (!(await store.forgetFact(context.userId, fact_id, channelOf(context.sessionId))))
+        throw new Error(`There is no fact ${fact_id} of this user or shared with this channel to forget.`);
       return { forgotten: fact_id };
     },
   };

@@ -342,7 +342,7 @@ function noteLine(fact: Fact, userId: string): string {
       ? fact.userId === userId
         ? "stated by this user"
         : `stated by user ${fact.userId}`
-      : `shared with this channel by user ${fact.userId}`;
+      : `shared with this channel by user ${fact.userId}${fact.origin?.readContent ? ", written after reading files or tool results" : ""}`;
   return `- (fact ${fact.id}, ${who}) ${content}`;
 }
 

@@ -1,7 +1,7 @@
 /** What the loop hands the tool executor: its options from the agent's configuration, and the run's scope. */
 import type { ExecutorOptions, RunScope } from "../tools/executor.js";
 import type { Live } from "./live.js";
-import type { AgentConfig, RunState } from "./run.js";
+import { hasReadContent, type AgentConfig, type RunState } from "./run.js";
 
 export function executorOptions(config: AgentConfig): ExecutorOptions {
   return {
@@ -18,6 +18,7 @@ export function scopeOf(run: RunState, live: Live): RunScope {
     runId: run.runId,
     sessionId: run.sessionId,
     userId: run.userId,
+    readContent: hasReadContent(run),
     signal: live.signal,
     state: run.toolState,
     emit: (event) => live.emit({ ...event, step: run.steps }),

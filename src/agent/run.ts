@@ -126,7 +126,13 @@ export interface RunState {
   lastResults: Record<string, string>;
   /** For a sub-agent's run: the run and tool call it works for. */
   parent?: { runId: string; toolCallId: string };
+  /** The request came with files: text the person did not write is in the model's context. */
+  readFiles?: boolean;
 }
+
+/** Whether the run's model has read text that neither the person nor glassbox wrote (files, tool results). */
+export const hasReadContent = (run: Pick<RunState, "readFiles" | "messages">): boolean =>
+  run.readFiles === true || run.messages.some((message) => message.role === "tool");
 
 /** A new run's state, before its first step. */
 export function newRunState(task: Task): RunState {
@@ -142,6 +148,7 @@ export function newRunState(task: Task): RunState {
     toolState: newToolRunState(),
     lastResults: {},
     ...(task.parent ? { parent: task.parent } : {}),
+    ...(task.attachments?.length ? { readFiles: true } : {}),
   };
 }
 

@@ -240,6 +240,7 @@ export function createQueuedTurns(
         lastResults: {},
         finished: [],
         pending: [],
+        ...(attachments?.length ? { readFiles: true } : {}),
       };
       return bodies.settle(
         await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }),

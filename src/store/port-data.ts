@@ -10,6 +10,7 @@ export type { Approval, ApprovalStatus, ClickOrigin, DecisionOutcome } from "../
 export type { ApprovalDecision, ApprovalRequest, ToolCallRecord } from "../tools/types.js";
 export type {
   Fact,
+  FactOrigin,
   MessageEntry,
   QuotaLimits,
   QuotaRequest,

@@ -226,6 +226,10 @@ const MIGRATIONS = [
   -- who may decide a call, as its tool said (JSON: approvers, requesterMayApprove); NULL: the deployment's
   ALTER TABLE approvals ADD COLUMN policy text;
   `,
+  `
+  -- where a note came from (JSON: runId, readContent), for notes shared with a channel
+  ALTER TABLE facts ADD COLUMN origin text;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

@@ -287,6 +287,10 @@ const MIGRATIONS = [
   -- who may decide a call, as its tool said (JSON: approvers, requesterMayApprove); NULL: the deployment's
   ALTER TABLE approvals ADD COLUMN policy TEXT;
   `,
+  `
+  -- where a note came from (JSON: runId, readContent), for notes shared with a channel
+  ALTER TABLE facts ADD COLUMN origin TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -9,6 +9,7 @@
 import type Database from "better-sqlite3";
 import type {
   Fact,
+  FactOrigin,
   RunOutcome,
   RunRecord,
   SessionInfo,
@@ -17,6 +18,7 @@ import type {
   SummaryCall,
 } from "../agent/contracts.js";
 import type { Message } from "../agent/types.js";
+import { factOf, originColumn, type FactRow } from "./fact-rows.js";
 import { INSTANCE, instanceRegistration, ownerChecker } from "./instances.js";
 import { toStoredMessage, type MessageRow } from "./message-rows.js";
 import { groupCommit, startCheckpointer } from "./sqlite-commit.js";
@@ -69,8 +71,8 @@ export interface SqliteStore {
   listSessions(): SessionInfo[];
   /** The user who started the session's first run; undefined for a session without runs. */
   sessionOwner(sessionId: string): string | undefined;
-  addFact(userId: string, scope: string, content: string): number;
-  forgetFact(userId: string, factId: number): boolean;
+  addFact(userId: string, scope: string, content: string, origin?: FactOrigin): number;
+  forgetFact(userId: string, factId: number, channel?: string): boolean;
   /** The facts a user may see (their own, and those shared in this channel) that best match `query` (bm25). */
   searchFacts(userId: string, channel: string, query: string, limit: number): Fact[];
   /** True for the first claim of the ids, false when any was claimed before; all are claimed, in one commit. */
@@ -166,10 +168,12 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     sessionOwner: db
       .prepare("SELECT user_id FROM runs WHERE session_id = ? AND parent_run_id IS NULL ORDER BY rowid LIMIT 1")
       .pluck(),
-    insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at) VALUES (?, ?, ?, ?)"),
-    deleteFact: db.prepare("DELETE FROM facts WHERE id = ? AND user_id = ?"),
+    insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at, origin) VALUES (?, ?, ?, ?, ?)"),
+    deleteFact: db.prepare(
+      "DELETE FROM facts WHERE id = @factId AND (user_id = @userId OR (scope <> 'user' AND scope = @channel))",
+    ),
     searchFacts: db.prepare(`
-      SELECT f.id, f.user_id AS userId, f.scope, f.content, f.created_at AS createdAt
+      SELECT f.id, f.user_id AS userId, f.scope, f.content, f.created_at AS createdAt, f.origin
       FROM facts_index JOIN facts f ON f.id = facts_index.rowid
       WHERE facts_index MATCH @match AND ((f.scope = 'user' AND f.user_id = @userId) OR f.scope = @channel)
       ORDER BY bm25(facts_index) LIMIT @limit`),
@@ -361,11 +365,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     sessionOwner(sessionId: string): string | undefined {
       return statements.sessionOwner.get(sessionId) as string | undefined;
     },
-    addFact(userId: string, scope: string, content: string): number {
-      return Number(statements.insertFact.run(userId, scope, content, now()).lastInsertRowid);
+    addFact(userId: string, scope: string, content: string, origin?: FactOrigin): number {
+      return Number(statements.insertFact.run(userId, scope, content, now(), originColumn(origin)).lastInsertRowid);
     },
-    forgetFact(userId: string, factId: number): boolean {
-      return statements.deleteFact.run(factId, userId).changes > 0;
+    forgetFact(userId: string, factId: number, channel?: string): boolean {
+      return statements.deleteFact.run({ factId, userId, channel: channel ?? null }).changes > 0;
     },
     /**
      * The facts that best match the words of `query` (bm25): the user's personal facts, and the facts
@@ -375,7 +379,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       const match = ftsQuery(query);
       // A store without facts (most runs of most bots) skips the full-text query, which costs far more.
       return match && statements.anyFact.get() !== undefined
-        ? (statements.searchFacts.all({ match, userId, channel, limit }) as Fact[])
+        ? (statements.searchFacts.all({ match, userId, channel, limit }) as FactRow[]).map(factOf)
         : [];
     },
     claim(...eventIds: string[]): boolean {

@@ -84,8 +84,8 @@ function portOver(store: SqliteStore): SqlitePort {
     listSessions: async () => store.listSessions(),
     sessionOwner: async (sessionId) => store.sessionOwner(sessionId),
     // facts
-    addFact: async (userId, scope, content) => store.addFact(userId, scope, content),
-    forgetFact: async (userId, factId) => store.forgetFact(userId, factId),
+    addFact: async (userId, scope, content, origin) => store.addFact(userId, scope, content, origin),
+    forgetFact: async (userId, factId, channel) => store.forgetFact(userId, factId, channel),
     searchFacts: async (userId, channel, query, limit) => store.searchFacts(userId, channel, query, limit),
     // runs
     acceptEvent: (acceptance, alsoInTransaction) => writes.acceptEvent(acceptance, alsoInTransaction),

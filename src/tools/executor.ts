@@ -53,6 +53,8 @@ export interface RunScope {
   runId: string;
   sessionId: string;
   userId: string;
+  /** Whether the run had read files or tool results before these calls (see ToolContext.readContent). */
+  readContent?: boolean;
   signal?: AbortSignal;
   state: ToolRunState;
   emit?: (event: ToolEvent) => void;

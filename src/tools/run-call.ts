@@ -61,6 +61,7 @@ export async function runCall<U extends CallToRun>(
     userId: scope.userId,
     runId: scope.runId,
     toolCallId: call.id,
+    readContent: scope.readContent === true,
     approve: options.approve,
     reportUsage(spent: TokenUsage) {
       usage = {

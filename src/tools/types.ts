@@ -14,6 +14,11 @@ export interface ToolContext {
   userId: string;
   runId: string;
   toolCallId: string;
+  /**
+   * Whether the run had read files or tool results before this call: text that neither the person
+   * nor glassbox wrote was in the model's context, so the call may have been planted by it.
+   */
+  readContent?: boolean;
   /** The run's approval gate, for a tool that runs an agent of its own (its dangerous calls ask the same person). */
   approve?: ApprovalGate;
   /** A tool that calls a model itself (a sub-agent) reports the tokens, so they count toward the run. */

@@ -270,6 +270,29 @@ export function factsContract({ open }: Contract): void {
     expect(await store.searchFacts("U1", channelOf("discord:dm:C1"), "release train", 5)).toEqual([]);
   });
 
+  it("a channel note keeps its origin; anyone in its channel may forget it, while a personal fact stays its owner's", async () => {
+    const store = await open();
+    const note = await store.addFact("U1", "slack:T1:C1", "Standup moves to 10:30.", {
+      runId: "run_n",
+      readContent: true,
+    });
+    const personal = await store.addFact("U1", "user", "Standup reminders by DM please.");
+    expect(await store.searchFacts("U2", "slack:T1:C1", "standup", 5)).toEqual([
+      expect.objectContaining({ id: note, origin: { runId: "run_n", readContent: true } }),
+    ]);
+    expect(
+      (await store.searchFacts("U1", "slack:T1:C1", "standup reminders", 5)).find((f) => f.id === personal),
+    ).not.toHaveProperty("origin");
+    // A personal fact: not for another user, whatever channel they are in ("user" is no channel).
+    expect(await store.forgetFact("U2", personal, "user")).toBe(false);
+    expect(await store.forgetFact("U2", personal, "slack:T1:C1")).toBe(false);
+    // The channel note: not from another channel; from its own, by anyone.
+    expect(await store.forgetFact("U2", note, "slack:T1:C2")).toBe(false);
+    expect(await store.forgetFact("U2", note)).toBe(false);
+    expect(await store.forgetFact("U2", note, "slack:T1:C1")).toBe(true);
+    expect((await store.searchFacts("U1", "slack:T1:C1", "standup", 5)).map((fact) => fact.id)).toEqual([personal]);
+  });
+
   it("forgetFact works only for the fact's owner, and a forgotten fact is no longer found", async () => {
     const store = await open();
     const id = await store.addFact("U1", "user", "Parking spot number 42 in the garage.");
