@@ -93,7 +93,8 @@ export const SETTINGS: readonly Setting[] = [
     example: "2000",
     meaning:
       "The most tokens one model reply may hold, sent as the server takes it (`max_completion_tokens` to " +
-      "OpenAI, `max_tokens` elsewhere). A reply is stopped past 1,000,000 characters whatever this says.",
+      "OpenAI, `max_tokens` elsewhere). With daily caps, each call holds room for this much answer while it " +
+      "runs. A reply is stopped past 1,000,000 characters whatever this says.",
   },
   {
     name: "GLASSBOX_MODEL_IMAGES",

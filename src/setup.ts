@@ -202,7 +202,10 @@ export async function createAgentConfig(
   const { tokens, cost } = config.dailyLimits;
   const guard =
     tokens !== undefined || cost !== undefined
-      ? createSpendingGuard(port, config.dailyLimits, config.prices, { callTimeoutMs: config.model.timeoutMs })
+      ? createSpendingGuard(port, config.dailyLimits, config.prices, {
+          callTimeoutMs: config.model.timeoutMs,
+          ...(config.model.maxOutputTokens !== undefined ? { maxOutputTokens: config.model.maxOutputTokens } : {}),
+        })
       : undefined;
   const capped = (chat: ChatModel) => (guard ? withSpendingGuard(chat, guard, counter) : chat);
   const model = capped(createModel(config, log));

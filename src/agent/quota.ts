@@ -17,15 +17,17 @@ export interface DailyLimits {
 }
 
 /**
- * What a call may write beyond its prompt, reserved until it answers. A call whose answer is
- * longer spends more than it reserved: the bound on overspending holds for answers within this.
+ * What a call may write beyond its prompt, reserved until it answers, when its answer has no bound
+ * of its own (GLASSBOX_MAX_OUTPUT_TOKENS). A call whose answer is longer spends more than it
+ * reserved: the bound on overspending holds for answers within this. With GLASSBOX_MAX_OUTPUT_TOKENS
+ * the reservation is the whole answer the call may stream.
  */
 export const COMPLETION_ALLOWANCE_TOKENS = 1_000;
 
 /**
- * Beyond the call's time limit, how long its reservation holds. The SDK's limit runs only until the
- * answer begins; a streamed answer within the completion allowance ends well inside this margin. A
- * call that outlasts its hold (the SDK retrying it, say) no longer holds room for the rest of it.
+ * Beyond the call's time limit, how long its reservation holds. The limit covers the whole reply,
+ * streamed or not (llm/reply-limits.ts). A call that outlasts its hold (the SDK retrying it, say)
+ * no longer holds room for the rest of it.
  */
 export const HOLD_MARGIN_MS = 60_000;
 
@@ -79,6 +81,8 @@ export interface SpendingGuardOptions {
    * HOLD_MARGIN_MS; one of a process that is gone holds nothing at all.
    */
   callTimeoutMs?: number;
+  /** The most tokens an answer may have (GLASSBOX_MAX_OUTPUT_TOKENS): reserved whole; COMPLETION_ALLOWANCE_TOKENS without one. */
+  maxOutputTokens?: number;
   clock?: () => Date;
   /** The first wait before asking the store again while the user's other calls are in flight (doubling to maxPollMs). */
   pollMs?: number;
@@ -104,6 +108,7 @@ export function createSpendingGuard(
   const firstPoll = options.pollMs ?? 20;
   const maxPoll = options.maxPollMs ?? 500;
   const holdSeconds = Math.ceil(((options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + HOLD_MARGIN_MS) / 1000);
+  const completionAllowance = options.maxOutputTokens ?? COMPLETION_ALLOWANCE_TOKENS;
   // Calls of this process waiting per user: a settle here wakes them without waiting for a poll.
   const waiting = new Map<string, Set<() => void>>();
   const wake = (userId: string) => {
@@ -130,11 +135,11 @@ export function createSpendingGuard(
 
   return {
     async reserve(userId, estimatedPromptTokens, model, signal) {
-      const tokens = estimatedPromptTokens + COMPLETION_ALLOWANCE_TOKENS;
+      const tokens = estimatedPromptTokens + completionAllowance;
       const cost =
         costOf(priceOf(model, prices), {
           promptTokens: estimatedPromptTokens,
-          completionTokens: COMPLETION_ALLOWANCE_TOKENS,
+          completionTokens: completionAllowance,
         }) ?? 0;
       for (let delay = firstPoll; ; delay = Math.min(delay * 2, maxPoll)) {
         if (signal?.aborted) throw new GlassboxError("cancelled", "The run was cancelled.");

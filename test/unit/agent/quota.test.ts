@@ -127,4 +127,40 @@ describe("quotas hold under concurrency", () => {
       rmSync(directory, { recursive: true, force: true });
     }
   });
+
+  it("regression: with GLASSBOX_MAX_OUTPUT_TOKENS a call holds room for its whole answer, so long answers started together pass a cap by at most one call (finding 1)", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
+    const call = { promptTokens: 150, completionTokens: 3_000 };
+    const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
+    const config = loadConfig({
+      OPENAI_BASE_URL: server.url,
+      GLASSBOX_DB: join(directory, "glassbox.db"),
+      GLASSBOX_USER_DAILY_TOKENS: "10000",
+      GLASSBOX_MAX_OUTPUT_TOKENS: "3000",
+    });
+    const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
+    try {
+      const conversations = await startPipeline({
+        agent,
+        store: agent.port,
+        settings: { dailyLimits: config.dailyLimits },
+      });
+      pipelines.push(conversations);
+      await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          conversations.send({ input: `long question ${index}`, sessionId: `web:long${index}`, userId: "U1" }),
+        ),
+      );
+      const spent = agent.store.db
+        .prepare("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM runs WHERE user_id = 'U1'")
+        .pluck()
+        .get() as number;
+      expect(spent).toBeGreaterThan(10_000 - 3_150); // the cap is used
+      expect(spent).toBeLessThanOrEqual(10_000 + call.promptTokens + call.completionTokens);
+    } finally {
+      await pipelines.pop()?.close();
+      await agent.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
 });
