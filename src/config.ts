@@ -257,11 +257,9 @@ export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
 
 /**
  * Turns a worker process runs at once on PostgreSQL, from bench/pipeline-cost.ts (300 Slack threads
- * at once on ingress + 2 workers, 2-core host): 8 took 9.6 s, 4.8x SQLite's one process; 32 took
- * 4.0 s and 100 took 4.1 s (the host's CPU is the limit from 32 on). A free turn costs while idle:
- * graphile-worker looks for a job once a second for each, so 2 idle workers at 100 spent 2.6x the
- * CPU of 32 (156 against 60 ms a second, with the database's) in 203 round trips a second.
- * Raise it for long model calls and bursty teams.
+ * at once on ingress + 2 workers, 2-core host): 8 took 9.6 s; 32, 64 and 100 took 4.3 to 4.5 s (the
+ * host's CPU is the limit from 32 on). An idle worker looks for work once a second whatever this
+ * says, so raising it costs nothing while idle. Raise it for long model calls and bursty teams.
  */
 export const DEFAULT_WORKER_CONCURRENCY = 32;
 
