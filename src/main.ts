@@ -38,12 +38,10 @@ async function startRole(
   how: { chosenByUrl?: boolean; oneProcess?: boolean } = {},
 ): Promise<void> {
   const log = createLogger({ level: "info" });
-  const [{ storePortOptionsFromEnv }, { startRoles }, { yieldToIngress }] = await Promise.all([
+  const [{ storePortOptionsFromEnv }, { startRoles }] = await Promise.all([
     import("./store/index.js"),
     import("./roles/start.js"),
-    import("./roles/worker.js"),
   ]);
-  if (role === "worker") yieldToIngress(log);
   const store = storePortOptionsFromEnv();
   let roles: StartedRoles | undefined;
   const shutdown = async (code: number) => {

@@ -8,7 +8,6 @@
  * that run through the store's NOTIFY) and sweeps expired approvals. It takes no platform events:
  * answers go out through the platforms' web APIs (surfaces.ts).
  */
-import { getPriority, setPriority } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
@@ -71,23 +70,6 @@ export interface WorkerRoleOptions {
   queuedNoticeMs?: number;
   /** Files uploaded to the web server in this process (`all`), which its messages' runs read. */
   uploads?: UploadShelf;
-}
-
-/**
- * The CPU priority (nice) of a process that only runs turns. On a host it shares with ingress, the
- * acknowledgements come first: Slack and Discord give them 3 s, while a turn has no deadline of its
- * own. Measured (bench/pipeline-cost.ts, 500 events at once on 2 cores): without it, up to a quarter
- * of the acknowledgements passed 3 s; with it, none, and the burst's wall time stayed the same.
- */
-export const WORKER_NICE = 10;
-
-/** Lowers this process's CPU priority to WORKER_NICE (never raises it); a platform that refuses is logged, not fatal. */
-export function yieldToIngress(log: Logger): void {
-  try {
-    if (getPriority() < WORKER_NICE) setPriority(WORKER_NICE);
-  } catch (error) {
-    log.debug({ error: (error as Error).message }, "the worker could not lower its CPU priority");
-  }
 }
 
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
