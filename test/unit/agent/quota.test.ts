@@ -25,6 +25,26 @@ afterEach(async () => {
   for (const pipeline of pipelines.splice(0)) await pipeline.close();
 });
 
+/** The agent as `npm start` builds it from `env`, over a SQLite file, behind the pipeline; every model call spends `usage`. */
+async function cappedPipeline(usage: { promptTokens: number; completionTokens: number }, env: Record<string, string>) {
+  const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
+  const server = await startServer({ script: () => ({ content: "ok", usage }), latencyMs: 30 });
+  const config = loadConfig({ OPENAI_BASE_URL: server.url, GLASSBOX_DB: join(directory, "glassbox.db"), ...env });
+  const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
+  const conversations = await startPipeline({
+    agent,
+    store: agent.port,
+    settings: { dailyLimits: config.dailyLimits },
+  });
+  pipelines.push(conversations);
+  const close = async () => {
+    await pipelines.pop()?.close();
+    await agent.close();
+    rmSync(directory, { recursive: true, force: true });
+  };
+  return { server, agent, conversations, close };
+}
+
 describe("daily caps per user", () => {
   cleanUpAfterEach();
 
@@ -81,22 +101,9 @@ describe("quotas hold under concurrency", () => {
   cleanUpAfterEach();
 
   it("40 runs started together by one user spend at most one model call past a 2,000-token cap; the rest are refused in one sentence", async () => {
-    const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
     const call = { promptTokens: 150, completionTokens: 10 };
-    const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
-    const config = loadConfig({
-      OPENAI_BASE_URL: server.url,
-      GLASSBOX_DB: join(directory, "glassbox.db"),
-      GLASSBOX_USER_DAILY_TOKENS: "2000",
-    });
-    const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
+    const { server, agent, conversations, close } = await cappedPipeline(call, { GLASSBOX_USER_DAILY_TOKENS: "2000" });
     try {
-      const conversations = await startPipeline({
-        agent,
-        store: agent.port,
-        settings: { dailyLimits: config.dailyLimits },
-      });
-      pipelines.push(conversations);
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
           conversations.send({ input: `question ${index}`, sessionId: `web:q${index}`, userId: "U1" }),
@@ -122,30 +129,17 @@ describe("quotas hold under concurrency", () => {
         "final",
       );
     } finally {
-      await pipelines.pop()?.close();
-      await agent.close();
-      rmSync(directory, { recursive: true, force: true });
+      await close();
     }
   });
 
   it("regression: with GLASSBOX_MAX_OUTPUT_TOKENS a call holds room for its whole answer, so long answers started together pass a cap by at most one call (finding 1)", async () => {
-    const directory = mkdtempSync(join(tmpdir(), "glassbox-quota-"));
     const call = { promptTokens: 150, completionTokens: 3_000 };
-    const server = await startServer({ script: () => ({ content: "ok", usage: call }), latencyMs: 30 });
-    const config = loadConfig({
-      OPENAI_BASE_URL: server.url,
-      GLASSBOX_DB: join(directory, "glassbox.db"),
+    const { agent, conversations, close } = await cappedPipeline(call, {
       GLASSBOX_USER_DAILY_TOKENS: "10000",
       GLASSBOX_MAX_OUTPUT_TOKENS: "3000",
     });
-    const agent = await sqliteAgentConfig(config, createLogger({ level: "silent" }));
     try {
-      const conversations = await startPipeline({
-        agent,
-        store: agent.port,
-        settings: { dailyLimits: config.dailyLimits },
-      });
-      pipelines.push(conversations);
       await Promise.all(
         Array.from({ length: 20 }, (_, index) =>
           conversations.send({ input: `long question ${index}`, sessionId: `web:long${index}`, userId: "U1" }),
@@ -158,9 +152,7 @@ describe("quotas hold under concurrency", () => {
       expect(spent).toBeGreaterThan(10_000 - 3_150); // the cap is used
       expect(spent).toBeLessThanOrEqual(10_000 + call.promptTokens + call.completionTokens);
     } finally {
-      await pipelines.pop()?.close();
-      await agent.close();
-      rmSync(directory, { recursive: true, force: true });
+      await close();
     }
   });
 });
