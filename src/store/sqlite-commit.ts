@@ -76,9 +76,11 @@ const DEFAULT_CHECKPOINT_PAGES = 1_000;
 
 // The thread's whole program. PASSIVE copies what it can without waiting for readers or writers;
 // a checkpoint already running on another connection is simply left to finish. A missed heartbeat
-// is harmless (the next one comes), so its errors are ignored.
+// is harmless (the next one comes), so its errors are ignored. Asked to stop, it closes its
+// connection and ends by itself: a thread torn down with a database open inside a native call can
+// take the whole process with it.
 const BACKGROUND_PROGRAM = `
-const { workerData } = require("node:worker_threads");
+const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 const { id, host, pid, startedAt } = workerData.instance;
@@ -89,15 +91,23 @@ const heartbeat = () => {
   } catch {}
 };
 heartbeat();
-setInterval(heartbeat, workerData.heartbeatEveryMs);
-setInterval(() => {
+const beating = setInterval(heartbeat, workerData.heartbeatEveryMs);
+const checkpointing = setInterval(() => {
   try {
     db.pragma("wal_checkpoint(PASSIVE)");
   } catch (error) {
     if (error.code !== "SQLITE_BUSY") throw error;
   }
 }, workerData.everyMs);
+parentPort.once("message", () => {
+  clearInterval(beating);
+  clearInterval(checkpointing);
+  db.close();
+  parentPort.close();
+});
 `;
+/** How long a stopping thread may take to close its connection before it is terminated. */
+const STOP_WITHIN_MS = 5_000;
 
 /**
  * Checkpoints the WAL from a worker thread, which also beats for this instance (see instances.ts).
@@ -121,5 +131,10 @@ export function startCheckpointer(db: Database.Database, path: string): { stop()
   worker.on("error", () => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
   });
-  return { stop: () => void worker.terminate() };
+  return {
+    stop: () => {
+      worker.postMessage("stop");
+      setTimeout(() => void worker.terminate(), STOP_WITHIN_MS).unref();
+    },
+  };
 }
