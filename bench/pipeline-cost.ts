@@ -9,7 +9,7 @@
  *    time of every glassbox process and of the PostgreSQL server (from /proc, see process-cpu.ts) is
  *    read before the burst and SETTLE_MS after its last answer, after a warm-up burst; divided by
  *    THREADS. The statements each process ran are counted by a preloaded module (count-queries.mjs):
- *    SQLite statement runs, PostgreSQL round trips (pg queries).
+ *    SQLite statement runs, PostgreSQL statements and round trips (waits for the server's answers).
  * 2. Acknowledgements: on the split setup, ACK_THREADS new threads at once; each event's time until
  *    ingress answered it, against Slack's 3 s (a later one is delivered again).
  * 3. Worker concurrency: the THREADS burst's wall time on the split setup for each of SWEEP turns
@@ -225,6 +225,7 @@ async function measuredBurst(deployed: Deployed, prefix: string): Promise<Round>
     counts[label] = {
       sqlite: countsBetween(was.sqlite, now.sqlite),
       postgres: countsBetween(was.postgres, now.postgres),
+      postgresRoundTrips: now.postgresRoundTrips - was.postgresRoundTrips,
     };
   }
   return {
@@ -284,7 +285,8 @@ async function measureWall(concurrency: number): Promise<SweepPoint> {
     const roundTrips = deployed.children.reduce(
       (sum, child) =>
         sum +
-        totalOf(countsBetween(countsBefore[child.label]?.postgres ?? {}, countsAfter[child.label]?.postgres ?? {})),
+        (countsAfter[child.label]?.postgresRoundTrips ?? 0) -
+        (countsBefore[child.label]?.postgresRoundTrips ?? 0),
       0,
     );
     return {
@@ -305,8 +307,10 @@ function percentile(values: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] as number;
 }
 
+type Store = "sqlite" | "postgres";
+
 /** Every process's statements of one store in one round, summed. */
-function storeCounts(round: Round, store: keyof QueryCounts): Counts {
+function storeCounts(round: Round, store: Store): Counts {
   const sum: Counts = {};
   for (const counts of Object.values(round.counts))
     for (const [statement, times] of Object.entries(counts[store])) sum[statement] = (sum[statement] ?? 0) + times;
@@ -320,7 +324,7 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
   const topStatements: Record<string, Array<{ perTurn: number; statement: string }>> = {};
   for (const { layout, rounds } of measured) {
     const label = LABELS[layout];
-    const store: keyof QueryCounts = layout === "sqlite" ? "sqlite" : "postgres";
+    const store: Store = layout === "sqlite" ? "sqlite" : "postgres";
     for (const process of Object.keys(rounds[0]?.cpuMs ?? {}))
       rows.push({
         label: `${label}: CPU per turn, ${process}`,
@@ -337,13 +341,19 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
     );
     totals.set(layout, total);
     rows.push({ label: `${label}: CPU per turn, total`, value: total, unit: "ms" });
-    const unit = store === "sqlite" ? "statements" : "round trips";
-    for (const process of Object.keys(rounds[0]?.counts ?? {}))
+    for (const process of Object.keys(rounds[0]?.counts ?? {})) {
       rows.push({
-        label: `${label}: ${unit} per turn, ${process}`,
+        label: `${label}: statements per turn, ${process}`,
         value: perTurn(rounds.map((round) => totalOf(round.counts[process]?.[store] ?? {}))),
         unit: "",
       });
+      if (store === "postgres")
+        rows.push({
+          label: `${label}: round trips per turn, ${process}`,
+          value: perTurn(rounds.map((round) => round.counts[process]?.postgresRoundTrips ?? 0)),
+          unit: "",
+        });
+    }
     rows.push({
       label: `${label}: transactions per turn`,
       value: perTurn(rounds.map((round) => transactionsOf(storeCounts(round, store)))),
@@ -420,7 +430,7 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
     notes: [
       `${THREADS} new threads sent at once (every event in flight together), each a run of 2 model calls of ${MODEL_LATENCY_MS} ms and one calculator call; ${ROUNDS} timed bursts after a warm-up of ${WARMUP_THREADS}; CPU read from /proc before each burst and ${SETTLE_MS} ms after its last answer, divided by ${THREADS}`,
       "every glassbox process is src/main.ts (under tsx) with the default settings; the fake Slack and the model server run in the bench process; the PostgreSQL server's CPU is the sum over its processes (the postmaster's own and reaped children's time, and its living children's), on a server nobody else uses during the bench",
-      "statements and round trips are counted inside each glassbox process by a preloaded module (bench/fixtures/count-queries.mjs): SQLite statement runs, and pg queries (each one round trip); transactions are the BEGINs among them",
+      "statements and round trips are counted inside each glassbox process by a preloaded module (bench/fixtures/count-queries.mjs): SQLite statement runs, pg queries, and pg round trips (a query sent while its connection awaits no answer starts one; one sent behind others waits in theirs); transactions are the BEGINs among them",
       `acknowledgements: ${ACK_THREADS} new threads at once, ${ACK_ROUNDS} times, on the PostgreSQL ingress + 2 workers above; each event from its send until ingress answered it`,
       `worker concurrency: the ${THREADS}-thread burst on fresh ingress + 2 workers for each GLASSBOX_WORKER_CONCURRENCY, ${SWEEP_ROUNDS} bursts each after a warm-up; then ${IDLE_MS / 1000} s with nothing coming in (graphile-worker polls once a second for each free turn of a worker)`,
     ],

@@ -93,13 +93,18 @@ export async function installTurns(pool: pg.Pool, schema: string): Promise<void>
 
 /** Adds `turn` on `client` (inside the caller's transaction, or alone); true when it was new. */
 export async function addTurn(client: Queryable, schema: string, turn: Turn): Promise<boolean> {
+  const [text, values] = turnInsert(schema, turn);
+  return (await client.query(text, values)).rowCount === 1;
+}
+
+/** The statement that enqueues `turn` (checked first: a turn out of bounds throws here). */
+export function turnInsert(schema: string, turn: Turn): [string, unknown[]] {
   checkTurn(turn);
-  const result = await client.query(
+  return [
     `insert into "${schema}".turns (conversation, key, turn) values ($1, $2, $3)
      on conflict (key) where given_up_at is null do nothing`,
     [bounded(turn.conversation, MAX_CONVERSATION), bounded(turn.key, MAX_KEY), JSON.stringify(turn)],
-  );
-  return result.rowCount === 1;
+  ];
 }
 
 export interface ClaimedTurn {

@@ -18,6 +18,7 @@ import {
   completeTurn,
   installTurns,
   releaseTurn,
+  turnInsert,
   turnOf,
   wakeChannel,
   wakeWorkers,
@@ -45,10 +46,15 @@ const MAX_WORKER_CONNECTIONS = 10;
 const RELISTEN_MS = 1_000;
 
 /**
- * The caller's transaction: a `pg` client inside BEGIN, and where to leave work for after its commit
- * (without one, as for a bare client, idle workers find the turn at their next poll).
+ * The caller's transaction: a `pg` client inside BEGIN; `send`, where it has one, for a statement the
+ * transaction waits for before it commits (the turn's insert then travels with the caller's COMMIT);
+ * and where to leave work for after its commit (without one, as for a bare client, idle workers find
+ * the turn at their next poll).
  */
-export type PostgresTransaction = Pick<pg.ClientBase, "query"> & { afterCommit?(callback: () => void): void };
+export type PostgresTransaction = Pick<pg.ClientBase, "query"> & {
+  send?(text: string, values: unknown[]): void;
+  afterCommit?(callback: () => void): void;
+};
 
 export interface PostgresRunQueue extends RunQueue<PostgresTransaction> {
   readonly schema: string;
@@ -83,7 +89,8 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
       return { enqueued };
     },
     async enqueueIn(transaction, turn) {
-      await addTurn(transaction, schema, turn);
+      if (transaction.send) transaction.send(...turnInsert(schema, turn));
+      else await addTurn(transaction, schema, turn);
       transaction.afterCommit?.(wake);
     },
     async work(handler, workOptions) {

@@ -11,7 +11,7 @@ import type { ApprovalRequest } from "../tools/types.js";
 import { policyColumn, toApproval, type ApprovalRow } from "./approval-rows.js";
 import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
-import { inTransaction, transactionOf, type Db, type PostgresTransaction } from "./postgres-client.js";
+import { inTransaction, type Db, type PostgresTransaction } from "./postgres-client.js";
 
 const COLUMNS =
   "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref, policy";
@@ -81,7 +81,7 @@ export function createPostgresApprovals(pool: pg.Pool) {
       request: DecisionRequest,
       alsoInTransaction?: (transaction: PostgresTransaction, decided: Approval) => Promise<void>,
     ): Promise<DecisionOutcome> {
-      return inTransaction(pool, async (client, afterCommit) => {
+      return inTransaction(pool, async (client) => {
         const target = (
           await client.query<{ run_id: string }>("SELECT run_id FROM approvals WHERE id = $1", [request.approvalId])
         ).rows[0];
@@ -113,7 +113,7 @@ export function createPostgresApprovals(pool: pg.Pool) {
         }
         const decided = (await byId(client, judged.approval.id)) ?? judged.approval;
         const runReady = (await ofRun(client, decided.runId)).every((other) => other.status !== "pending");
-        if (runReady && alsoInTransaction) await alsoInTransaction(transactionOf(client, afterCommit), decided);
+        if (runReady && alsoInTransaction) await alsoInTransaction(client, decided);
         return { kind: "decided", approval: decided, runReady };
       });
     },

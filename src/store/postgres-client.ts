@@ -63,6 +63,9 @@ export function createPool(connection: PostgresConnection): pg.Pool {
     types: TYPES,
     connectionTimeoutMillis: 10_000,
     application_name: "glassbox",
+    // A statement is written without waiting for the one before it to be answered: a transaction's
+    // BEGIN travels with its first statement.
+    pipeline: true,
     ...(connection.schema ? { options: `-c search_path=${connection.schema}` } : {}),
   });
   // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
@@ -102,39 +105,68 @@ function statementName(text: string): string {
 const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
 
 /**
- * A transaction as the port hands it to what joins it (the run queue): its client's queries, and
- * work to do once it has committed (the queue wakes its workers then, outside the transaction).
+ * A transaction: its client's queries; `send` for a statement whose answer nothing in the body needs
+ * (the transaction waits for it before it counts as committed, and fails if it fails), so that it
+ * travels with the statements after it and with COMMIT; and work to do once it has committed (the
+ * run queue wakes its workers then, outside the transaction).
  */
 export interface PostgresTransaction extends Pick<pg.ClientBase, "query"> {
+  send(text: string, values?: unknown[]): void;
   afterCommit(callback: () => void): void;
 }
 
-/** `client` inside a transaction, as the port hands it to others, with `afterCommit` collecting into `hooks`. */
-export function transactionOf(client: pg.PoolClient, afterCommit: (callback: () => void) => void): PostgresTransaction {
-  return { query: client.query.bind(client) as pg.ClientBase["query"], afterCommit };
+/** What a body hands back when it is made of answers still on their way: awaited once COMMIT is sent behind them. */
+export class Answered<T> {
+  constructor(readonly answer: Promise<T>) {}
 }
 
+/** The answer of `answer` once the transaction has committed; see inTransaction. */
+export const answeredLater = <T>(answer: Promise<T>) => new Answered(answer);
+
 /**
- * Runs `body` in a transaction: committed when it resolves, rolled back when it throws; retried a few
- * times on a deadlock or a serialization failure. `begin` may ask for another isolation level.
- * Callbacks `body` hands to `afterCommit` run once the transaction has committed, in order.
+ * Runs `body` in a transaction: committed when it resolves, rolled back when it or any statement in it
+ * fails; retried a few times on a deadlock or a serialization failure. `begin` may ask for another
+ * isolation level. The connection pipelines: BEGIN travels with the body's first statement, and what
+ * the body sends without awaiting (`send`, or an `answeredLater` it returns) travels with COMMIT, so
+ * a body that needs no answer before its end is one round trip. Callbacks handed to `afterCommit`
+ * run once the transaction has committed, in order.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
-  body: (client: pg.PoolClient, afterCommit: (callback: () => void) => void) => Promise<T>,
+  body: (transaction: PostgresTransaction) => Promise<T | Answered<T>>,
   begin = "BEGIN",
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     const committed: Array<() => void> = [];
+    const answers: Promise<unknown>[] = [];
+    // Each statement's answer is kept, with a handler at once: one may fail while the body awaits another.
+    const kept = <A>(answer: Promise<A>) => {
+      answers.push(answer);
+      answer.catch(() => {});
+      return answer;
+    };
+    const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
+    const transaction: PostgresTransaction = {
+      query: ((text: string, values?: unknown[]) => kept(query(text, values))) as pg.ClientBase["query"],
+      send: (text, values) => void kept(query(text, values)),
+      afterCommit: (callback) => void committed.push(callback),
+    };
     let broken = false;
     try {
-      await client.query(begin);
-      const result = await body(client, (callback) => void committed.push(callback));
-      await client.query("COMMIT");
+      kept(query(begin));
+      const result = await body(transaction);
+      const commit = query("COMMIT");
+      const value = result instanceof Answered ? result.answer : Promise.resolve(result);
+      // A statement that failed ends the transaction in a rollback, which COMMIT then reports as done:
+      // the first failure is the transaction's outcome.
+      const settled = await Promise.allSettled([...answers, value, commit]);
+      const failed = settled.find((outcome) => outcome.status === "rejected");
+      if (failed) throw failed.reason;
       for (const callback of committed) callback();
-      return result;
+      return (settled[answers.length] as PromiseFulfilledResult<T>).value;
     } catch (error) {
+      await Promise.allSettled(answers); // the connection answers in order: nothing of this body is left on it
       await client.query("ROLLBACK").catch(() => (broken = true));
       if (attempt < 4 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
       throw error;

@@ -75,20 +75,28 @@ export function insertedMessages(
   };
 }
 
-/** Appends messages in the current epoch, touching the session in the same statement; their ids ascend in the order given. */
-export async function insertMessages(
+/**
+ * Appends messages in the current epoch, touching the session in the same statement; their ids
+ * ascend in the order given. The statement is sent at once (before the answer is awaited).
+ */
+export function insertMessages(
   db: Db,
   sessionId: string,
   runId: string | null,
   entries: MessageEntry[],
 ): Promise<{ ids: number[]; session: SessionWrite }> {
   const at = new Date().toISOString();
-  if (entries.length === 0) return { ids: [], session: await touchSession(db, sessionId, at, true) };
-  const { rows } = await db.query<{ id: number; epoch: number; version: number }>(
-    `WITH session AS (${TOUCH_SESSION}) ${INSERT_MESSAGES}`,
-    [sessionId, at, 1, runId, ...messageColumns(entries)],
-  );
-  return insertedMessages(sessionId, rows);
+  if (entries.length === 0)
+    return touchSession(db, sessionId, at, true).then((session) => ({ ids: [] as number[], session }));
+  return db
+    .query<{ id: number; epoch: number; version: number }>(`WITH session AS (${TOUCH_SESSION}) ${INSERT_MESSAGES}`, [
+      sessionId,
+      at,
+      1,
+      runId,
+      ...messageColumns(entries),
+    ])
+    .then(({ rows }) => insertedMessages(sessionId, rows));
 }
 
 async function messagesAfter(db: Db, sessionId: string, epoch: number, afterId: number): Promise<StoredMessage[]> {

@@ -8,7 +8,7 @@ import { INSTANCE } from "./instances.js";
 import { ownerAlive, type InstanceRecord } from "./instances.js";
 import type { MessageEntry, RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
-import { inTransaction, type Db } from "./postgres-client.js";
+import { inTransaction, type Db, type PostgresTransaction } from "./postgres-client.js";
 import {
   INSERT_MESSAGES,
   insertedMessages,
@@ -49,13 +49,18 @@ export function keepInstanceRow(): () => void {
   };
 }
 
-/** Records this instance, in the transaction that names it as a run's owner, unless a heartbeat keeps its row. */
+const REGISTER_INSTANCE =
+  "INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING";
+const instanceValues = () => [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt];
+
+/** Records this instance, in the statement's transaction that names it as a run's owner, unless a heartbeat keeps its row. */
 async function registerInstance(db: Db): Promise<void> {
-  if (beatingHandles > 0) return;
-  await db.query(
-    "INSERT INTO instances (id, host, pid, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
-    [INSTANCE.id, INSTANCE.host, INSTANCE.pid, INSTANCE.startedAt],
-  );
+  if (beatingHandles === 0) await db.query(REGISTER_INSTANCE, instanceValues());
+}
+
+/** registerInstance, sent with the transaction's next statements. */
+function sendInstance(transaction: PostgresTransaction): void {
+  if (beatingHandles === 0) transaction.send(REGISTER_INSTANCE, instanceValues());
 }
 
 /** The user who started the session's first run (not a sub-agent's). */
@@ -76,17 +81,18 @@ const acceptedRun = (user: string, input: string, owner: string) =>
 
 /**
  * A run accepted before it starts (owned by this process until it starts or ends unstarted), with
- * the message it answers, in one statement that also makes or touches its session.
+ * the message it answers, in one statement that also makes or touches its session. Sent at once;
+ * the answer is the message's id.
  */
-export async function acceptRun(
-  db: Db,
+export function acceptRun(
+  transaction: PostgresTransaction,
   run: RunRecord,
   entries: MessageEntry[],
 ): Promise<{ ids: number[]; session?: SessionWrite }> {
-  await registerInstance(db);
+  sendInstance(transaction);
   const at = new Date().toISOString();
   if (entries.length === 0) {
-    await db.query(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
+    transaction.send(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
       run.sessionId,
       at,
       0,
@@ -95,13 +101,14 @@ export async function acceptRun(
       run.input,
       INSTANCE.id,
     ]);
-    return { ids: [] };
+    return Promise.resolve({ ids: [] });
   }
-  const { rows } = await db.query<{ id: number; epoch: number; version: number }>(
-    `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
-    [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
-  );
-  return insertedMessages(run.sessionId, rows);
+  return transaction
+    .query<{ id: number; epoch: number; version: number }>(
+      `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
+      [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
+    )
+    .then(({ rows }) => insertedMessages(run.sessionId, rows));
 }
 
 /** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */
@@ -167,9 +174,12 @@ export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
   return taken.rowCount === 1;
 }
 
-/** The run's end; `priced`: with its model and cost (see PRICE), in the same statement. */
-export async function endRun(db: Db, outcome: RunOutcome, priced = false): Promise<void> {
-  await db.query(priced ? END_RUN.replace(" WHERE id = $1", `, ${PRICE} WHERE id = $1`) : END_RUN, endValues(outcome));
+/** The run's end, sent; `priced`: with its model and cost (see PRICE), in the same statement. */
+export function endRun(transaction: PostgresTransaction, outcome: RunOutcome, priced = false): void {
+  transaction.send(
+    priced ? END_RUN.replace(" WHERE id = $1", `, ${PRICE} WHERE id = $1`) : END_RUN,
+    endValues(outcome),
+  );
 }
 
 /** Run `$1`'s model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */

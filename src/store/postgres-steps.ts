@@ -2,13 +2,13 @@
  * A run's trace writes on PostgreSQL: a step, its request kept by reference (each distinct message
  * and tool list of a run stored once, in step_messages, numbered within the run; a step keeps the
  * numbers it sent), its finished tool calls and the guards' notes appended to jsonb lists, and the
- * run's price. Run inside the transaction of a run's writes.
+ * run's price. Sent inside the transaction of a run's writes, with the statements after them.
  */
 import { rangesOf } from "./request-refs.js";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { StepRecord } from "./port-data.js";
-import type { Db } from "./postgres-client.js";
+import type { Db, PostgresTransaction } from "./postgres-client.js";
 import { PRICE } from "./postgres-runs.js";
 
 type Part = Message | ToolSpec[];
@@ -23,28 +23,26 @@ interface RunParts {
 export function createPostgresSteps() {
   const runs = new Map<string, RunParts>();
 
-  async function partsOf(db: Db, runId: string): Promise<RunParts> {
-    let parts = runs.get(runId);
-    if (!parts) {
-      // A resumed run (after an approval, a restart, on another worker) goes on numbering after what it stored.
-      const { rows } = await db.query<{ last: number }>(
-        "SELECT coalesce(max(seq), 0) AS last FROM step_messages WHERE run_id = $1",
-        [runId],
-      );
-      parts = { next: (rows[0]?.last ?? 0) + 1, byObject: new WeakMap(), byJson: new Map() };
-      runs.set(runId, parts);
-    }
-    return parts;
+  /** What `runId` has stored, read when this handle does not know it yet: before a step of it is sent. */
+  async function loadParts(db: Db, runId: string): Promise<void> {
+    if (runs.has(runId)) return;
+    // A resumed run (after an approval, a restart, on another worker) goes on numbering after what it stored.
+    const { rows } = await db.query<{ last: number }>(
+      "SELECT coalesce(max(seq), 0) AS last FROM step_messages WHERE run_id = $1",
+      [runId],
+    );
+    if (!runs.has(runId))
+      runs.set(runId, { next: (rows[0]?.last ?? 0) + 1, byObject: new WeakMap(), byJson: new Map() });
   }
 
   /** What is new in a step's request, to store beside it, and the refs for its row. */
-  async function requestOf(
-    db: Db,
+  function requestOf(
     runId: string,
     messages: Message[],
     tools: ToolSpec[] | undefined,
-  ): Promise<{ fresh: Array<{ seq: number; body: string }>; requestRefs: string; toolsRef: number | null }> {
-    const parts = await partsOf(db, runId);
+  ): { fresh: Array<{ seq: number; body: string }>; requestRefs: string; toolsRef: number | null } {
+    const parts = runs.get(runId);
+    if (!parts) throw new Error(`run ${runId}'s stored parts are not loaded: call loadParts first`);
     const fresh: Array<{ seq: number; body: string }> = [];
     const seqOf = (part: Part): number => {
       const known = parts.byObject.get(part);
@@ -69,10 +67,11 @@ export function createPostgresSteps() {
     startedRun(runId: string): void {
       runs.set(runId, { next: 1, byObject: new WeakMap(), byJson: new Map() });
     },
-    /** The step and the new parts of its request, in one statement. */
-    async appendStep(db: Db, step: StepRecord): Promise<void> {
-      const { fresh, requestRefs, toolsRef } = await requestOf(db, step.runId, step.request, step.tools);
-      await db.query(
+    loadParts,
+    /** The step and the new parts of its request, in one statement, sent (its run's parts loaded first). */
+    appendStep(transaction: PostgresTransaction, step: StepRecord): void {
+      const { fresh, requestRefs, toolsRef } = requestOf(step.runId, step.request, step.tools);
+      transaction.send(
         `WITH parts AS (
            INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($20::integer[], $21::text[]) AS part(seq, body)
          )
@@ -105,23 +104,22 @@ export function createPostgresSteps() {
         ],
       );
     },
-    async addToolCalls(db: Db, runId: string, step: number, records: ToolCallRecord[]): Promise<void> {
+    addToolCalls(transaction: PostgresTransaction, runId: string, step: number, records: ToolCallRecord[]): void {
       if (records.length === 0) return;
-      await db.query("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [
+      transaction.send("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [
         JSON.stringify(records),
         runId,
         step,
       ]);
     },
-    async addNote(db: Db, runId: string, step: number, text: string): Promise<void> {
-      await db.query("UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3", [
-        text,
-        runId,
-        step,
-      ]);
+    addNote(transaction: PostgresTransaction, runId: string, step: number, text: string): void {
+      transaction.send(
+        "UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3",
+        [text, runId, step],
+      );
     },
-    async priceRun(db: Db, runId: string): Promise<void> {
-      await db.query(`UPDATE runs SET ${PRICE} WHERE id = $1`, [runId]);
+    priceRun(transaction: PostgresTransaction, runId: string): void {
+      transaction.send(`UPDATE runs SET ${PRICE} WHERE id = $1`, [runId]);
     },
     /** The run has ended, or its writes were taken back: this handle forgets what it stored for it. */
     forgetRun(runId: string): void {

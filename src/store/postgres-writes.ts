@@ -2,11 +2,12 @@
  * The PostgreSQL store's transactional writes: a run's writes, in order, in one transaction; an
  * event's acceptance (session owner checked under the session's row lock, claims, the accepted run,
  * its message, and whatever the caller adds, such as the run queue's job) in another. History
- * versions are noted only once a transaction has committed.
+ * versions are noted only once a transaction has committed. Writes whose answers nothing waits for
+ * are sent one behind the other, so a step's writes and their COMMIT travel together.
  */
 import type pg from "pg";
 import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunRecord, RunWrite } from "./port-data.js";
-import { inTransaction, transactionOf, type PostgresTransaction } from "./postgres-client.js";
+import { answeredLater, inTransaction, type PostgresTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
 import { claimIn } from "./postgres-gates.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
@@ -22,13 +23,15 @@ import {
 import type { PostgresSteps } from "./postgres-steps.js";
 
 export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versions: HistoryVersions) {
+  /** Sends the writes in order; waits only where a write decides on an answer (a run's start, approvals). */
   async function apply(
-    client: pg.PoolClient,
+    transaction: PostgresTransaction,
     writes: RunWrite[],
     sessions: SessionWrite[],
     notAccepted?: string,
-  ): Promise<RecordOutcome> {
+  ) {
     const outcome: RecordOutcome = { messageIds: [], startedRuns: [], approvals: [] };
+    const messageIds: Array<Promise<number[]>> = [];
     const starts = new Set<string>();
     let pricedWith: string | undefined;
     for (const [index, write] of writes.entries()) {
@@ -37,49 +40,52 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
           // Memory and the trace each start the run: the second start finds it started.
           if (starts.has(write.run.runId)) break;
           starts.add(write.run.runId);
-          if (await startRun(client, write.run, write.run.runId === notAccepted)) {
+          if (await startRun(transaction, write.run, write.run.runId === notAccepted)) {
             outcome.startedRuns.push(write.run.runId);
             steps.startedRun(write.run.runId);
           }
           break;
         case "resume_run":
-          await resumeRun(client, write.runId);
+          await resumeRun(transaction, write.runId);
           break;
         case "take_over_run":
-          if (await takeOverRun(client, write.runId)) outcome.startedRuns.push(write.runId);
+          if (await takeOverRun(transaction, write.runId)) outcome.startedRuns.push(write.runId);
           break;
-        case "messages": {
-          const { ids, session } = await insertMessages(client, write.sessionId, write.runId, write.entries);
-          outcome.messageIds.push(ids);
-          sessions.push(session);
+        case "messages":
+          messageIds.push(
+            insertMessages(transaction, write.sessionId, write.runId, write.entries).then(({ ids, session }) => {
+              sessions.push(session);
+              return ids;
+            }),
+          );
           break;
-        }
         case "step":
-          await steps.appendStep(client, write.step);
+          await steps.loadParts(transaction, write.step.runId);
+          steps.appendStep(transaction, write.step);
           break;
         case "tool_calls":
-          await steps.addToolCalls(client, write.runId, write.step, write.records);
+          steps.addToolCalls(transaction, write.runId, write.step, write.records);
           break;
         case "note":
-          await steps.addNote(client, write.runId, write.step, write.text);
+          steps.addNote(transaction, write.runId, write.step, write.text);
           break;
         case "end_run": {
           // The trace prices the run right after its end: both in one statement.
           const next = writes[index + 1];
           pricedWith = next?.kind === "price_run" && next.runId === write.outcome.runId ? next.runId : undefined;
-          await endRun(client, write.outcome, pricedWith !== undefined);
+          endRun(transaction, write.outcome, pricedWith !== undefined);
           break;
         }
         case "price_run":
-          if (pricedWith !== write.runId) await steps.priceRun(client, write.runId);
+          if (pricedWith !== write.runId) steps.priceRun(transaction, write.runId);
           pricedWith = undefined;
           break;
         case "open_approvals":
-          outcome.approvals.push(...(await openApprovals(client, write.requests, write.ttlSeconds, write.now)));
+          outcome.approvals.push(...(await openApprovals(transaction, write.requests, write.ttlSeconds, write.now)));
           break;
       }
     }
-    return outcome;
+    return answeredLater(Promise.all(messageIds).then((ids) => ({ ...outcome, messageIds: ids })));
   }
 
   return {
@@ -110,7 +116,7 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
       const { run, message, sessionOwner } = acceptance;
       if (message && !run) throw new Error("an accepted event's message needs its run");
       let written: SessionWrite | undefined;
-      const outcome = await inTransaction(pool, async (client, afterCommit): Promise<AcceptOutcome> => {
+      const outcome = await inTransaction(pool, async (client) => {
         written = undefined;
         if (run && sessionOwner !== undefined) {
           // The session locked until the end (it may not exist yet): two users cannot both take a new session.
@@ -121,16 +127,18 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
           if (owner !== undefined && owner !== sessionOwner) throw new NotOwner(owner);
         }
         // The claims commit even for a duplicate (a redelivery's new id is remembered too).
-        if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" };
-        let messageId: number | null = null;
-        if (run) {
-          // The run, its message and its session's touch: one statement.
-          const accepted = await acceptRun(client, run, message ? [message] : []);
-          messageId = accepted.ids[0] ?? null;
-          written = accepted.session;
-        }
-        if (alsoInTransaction) await alsoInTransaction(transactionOf(client, afterCommit));
-        return { kind: "accepted", messageId };
+        if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" } as AcceptOutcome;
+        // The run, its message and its session's touch: one statement, sent with the caller's and COMMIT.
+        const accepted: ReturnType<typeof acceptRun> = run
+          ? acceptRun(client, run, message ? [message] : [])
+          : Promise.resolve({ ids: [] });
+        if (alsoInTransaction) await alsoInTransaction(client);
+        return answeredLater(
+          accepted.then(({ ids, session }): AcceptOutcome => {
+            written = session;
+            return { kind: "accepted", messageId: ids[0] ?? null };
+          }),
+        );
       }).catch((error: unknown) => {
         if (error instanceof NotOwner) return { kind: "not_owner" as const, owner: error.owner };
         throw error;
