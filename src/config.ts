@@ -87,6 +87,8 @@ export interface WebConfig {
   host: string;
   /** GLASSBOX_WEB_PORT, default 8787. */
   port: number;
+  /** GLASSBOX_HEALTH_PORT: /healthz and /readyz on a port of their own too (on `host`), in every role; unset, none. */
+  healthPort?: number;
   /** GLASSBOX_API_TOKEN: /api then needs `Authorization: Bearer <token>`; a service credential that may act for any user. */
   apiToken?: string;
   /** GLASSBOX_API_USERS: bearer tokens of single users (token -> user id); a caller with one acts only as that user. */
@@ -216,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       enabled: webEnabledOf(env.GLASSBOX_WEB),
       host: nonEmpty(env.GLASSBOX_WEB_HOST) ?? "127.0.0.1",
       port: portOf(env, "GLASSBOX_WEB_PORT", 8_787),
+      healthPort: nonEmpty(env.GLASSBOX_HEALTH_PORT) === undefined ? undefined : portOf(env, "GLASSBOX_HEALTH_PORT", 0),
       apiToken: nonEmpty(env.GLASSBOX_API_TOKEN),
       apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
       requesterMayApprove: requesterMayApprove(env),

@@ -85,6 +85,7 @@ async function startRole(
       store: roles.deployment.store.kind === "postgres" ? "postgresql" : "sqlite",
       chat: pages && `${pages}/`,
       trace: pages && `${pages}/trace`,
+      health: roles.healthUrl && `${roles.healthUrl}/readyz`,
     },
     line,
   );

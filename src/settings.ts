@@ -461,7 +461,9 @@ export const SETTINGS: readonly Setting[] = [
     group: "Web and HTTP API",
     default: "`127.0.0.1`",
     example: "0.0.0.0",
-    meaning: "Where the web page and HTTP API listen; any other address than loopback needs a token.",
+    meaning:
+      "Where the web page, the HTTP API and the health port listen; any other address than loopback needs a token " +
+      "(the health routes never do).",
   },
   {
     name: "GLASSBOX_WEB_PORT",
@@ -469,6 +471,15 @@ export const SETTINGS: readonly Setting[] = [
     default: "`8787`",
     example: "8787",
     meaning: "The web page's and HTTP API's port.",
+  },
+  {
+    name: "GLASSBOX_HEALTH_PORT",
+    group: "Web and HTTP API",
+    default: NONE,
+    example: "8788",
+    meaning:
+      "A port of its own for `/healthz` and `/readyz` (on `GLASSBOX_WEB_HOST`), in every role, a worker's too " +
+      "(see [Deploying](deploying.md)); the web server answers both routes as well.",
   },
   {
     name: "GLASSBOX_API_TOKEN",

@@ -18,6 +18,7 @@ import { startSlackIngress, type SlackIngress } from "../adapters/slack/slack-in
 import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 import type { ExamplePrompt } from "../adapters/example-requests.js";
 import type { UploadShelf } from "../adapters/web/web-uploads.js";
+import type { Health } from "../adapters/web/health.js";
 
 export interface IngressRole {
   /** The store this process accepts into (the deployment's). */
@@ -48,6 +49,8 @@ export async function startIngressRole(options: {
   modelLabel?: string;
   /** Why no run can start here (no model configured, and no worker): the pages say it, POST /api/runs answers it. */
   problem?: string;
+  /** The process's readiness: the platforms add theirs, and the web server serves it. */
+  health?: Health;
 }): Promise<IngressRole> {
   const { config, log } = options;
   const { store, queue } = options.deployment;
@@ -61,7 +64,10 @@ export async function startIngressRole(options: {
     const slack = config.slack
       ? await startSlackIngress({ ...common, slack: config.slack, prompts: options.prompts })
       : undefined;
-    if (slack) started.push(slack);
+    if (slack) {
+      started.push(slack);
+      options.health?.set("slack", slack.notReady);
+    }
     const discord = config.discord
       ? await startDiscordIngress({
           ...common,
@@ -69,7 +75,10 @@ export async function startIngressRole(options: {
           model: { name: config.model.model, prices: config.prices },
         })
       : undefined;
-    if (discord) started.push(discord);
+    if (discord) {
+      started.push(discord);
+      options.health?.set("discord", discord.notReady);
+    }
     const trace = {
       store,
       // Without a model the label would name the default one, which is not there.
@@ -85,6 +94,7 @@ export async function startIngressRole(options: {
           toolNames: offered.tools,
           problem: options.problem,
           uploads: options.uploads,
+          health: options.health,
         })
       : undefined;
     if (api) started.push(api);

@@ -7,6 +7,7 @@
 import { type GlassboxConfig, modelProblem } from "../config.js";
 import type { Logger } from "../logger.js";
 import { createUploadShelf } from "../adapters/web/web-uploads.js";
+import { createHealth, type Health, startHealthServer } from "../adapters/web/health.js";
 import type { GlassboxAgent } from "../setup.js";
 import type { StorePortOptions } from "../store/index.js";
 import type { StorePort } from "../store/port.js";
@@ -17,6 +18,10 @@ import { startWorkerRole, type WorkerRole } from "./worker.js";
 
 export interface StartedRoles {
   deployment: Deployment;
+  /** What /readyz reports. */
+  health: Health;
+  /** The health port's address (GLASSBOX_HEALTH_PORT), when it has one. */
+  healthUrl?: string;
   worker?: WorkerRole;
   ingress?: IngressRole;
   /** Stops receiving, then the worker (its turns settle), then closes the queue and the store. */
@@ -41,15 +46,32 @@ export interface StartRolesOptions {
 
 export async function startRoles(options: StartRolesOptions): Promise<StartedRoles> {
   const { config, role, log } = options;
+  // The health port answers from the start: live while the database opens (and migrates), ready once all is.
+  const health = createHealth(role);
+  health.set("store", () => "opening the database");
+  const healthServer =
+    config.web.healthPort === undefined
+      ? undefined
+      : await startHealthServer(health, config.web.host, config.web.healthPort);
   const deployment = await openDeployment({
     store: options.where ?? { databasePath: config.databasePath },
     queue: queueOptionsFromEnv(),
     role,
     log,
     given: options.store,
+  }).catch(async (error: unknown) => {
+    await healthServer?.stop();
+    throw error;
   });
-  const stops: Array<() => Promise<void>> = [deployment.close];
+  health.set("store", () =>
+    deployment.store.ping().then(
+      () => undefined,
+      () => "not answering",
+    ),
+  );
+  const stops: Array<() => Promise<void>> = [...(healthServer ? [healthServer.stop] : []), deployment.close];
   const stop = async () => {
+    health.set("process", () => "stopping");
     for (const part of stops.splice(0).reverse())
       await part().catch((error: unknown) => log.warn({ error: (error as Error).message }, "stopping failed"));
   };
@@ -61,6 +83,7 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
     const uploads = role === "all" && !problem ? createUploadShelf() : undefined;
     let worker: WorkerRole | undefined;
     if ((role === "worker" || role === "all") && !problem) {
+      health.set("worker", () => "starting");
       worker = await startWorkerRole({
         config,
         uploads,
@@ -70,11 +93,18 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         agent: options.agent,
       });
       stops.push(worker.stop);
-      void worker.stopped.then((cause) => cause !== "stopped" && options.onWorkerLost?.(cause));
+      let stoppedBy: string | undefined;
+      void worker.stopped.then((cause) => {
+        stoppedBy = cause;
+        if (cause !== "stopped") options.onWorkerLost?.(cause);
+      });
+      health.set("worker", () => (stoppedBy ? `stopped taking turns (${stoppedBy})` : undefined));
     }
+    if (problem) health.set("model", () => "not configured: the page says what to set");
     await startupChores(deployment.store, log);
     let ingress: IngressRole | undefined;
     if (role === "ingress" || role === "all") {
+      health.set("ingress", () => "starting");
       ingress = await startIngressRole({
         config,
         deployment,
@@ -85,10 +115,12 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         ...(problem ? { problem, hints: [], toolNames: [] } : {}),
         modelLabel: options.modelLabel,
         uploads,
+        health,
       });
       stops.push(ingress.stop);
+      health.set("ingress", () => undefined);
     }
-    return { deployment, worker, ingress, stop };
+    return { deployment, health, healthUrl: healthServer?.url, worker, ingress, stop };
   } catch (error) {
     await stop();
     throw error;

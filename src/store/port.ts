@@ -214,6 +214,8 @@ export interface StorePort<Transaction = unknown>
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for messages to people: a file path, or a database URL without its password. */
   readonly location: string;
+  /** Resolves once the database answers a statement (readiness); rejects when it does not. */
+  ping(): Promise<void>;
   /** Ends the handle: waiting writes are committed first. */
   close(): Promise<void>;
 }

@@ -115,6 +115,9 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     watchText: gates.watchText,
     ...traces,
     ...sessions,
+    async ping() {
+      await pool.query("SELECT 1");
+    },
     async close() {
       if (closed) return;
       closed = true;

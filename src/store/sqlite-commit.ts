@@ -77,10 +77,16 @@ const DEFAULT_CHECKPOINT_PAGES = 1_000;
 // The thread's whole program. PASSIVE copies what it can without waiting for readers or writers;
 // a checkpoint already running on another connection is simply left to finish. A missed heartbeat
 // is harmless (the next one comes), so its errors are ignored. Asked to stop, it closes its
-// connection and ends by itself: a thread torn down with a database open inside a native call can
-// take the whole process with it.
+// connection and says so in \`ended\` (however it ends): a thread torn down with a database open
+// inside a native call can take the whole process with it, and once the store is closed its files
+// are the caller's to remove.
 const BACKGROUND_PROGRAM = `
 const { parentPort, workerData } = require("node:worker_threads");
+const ended = new Int32Array(workerData.ended);
+process.on("exit", () => {
+  Atomics.store(ended, 0, 1);
+  Atomics.notify(ended, 0);
+});
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 const { id, host, pid, startedAt } = workerData.instance;
@@ -102,12 +108,17 @@ const checkpointing = setInterval(() => {
 parentPort.once("message", () => {
   clearInterval(beating);
   clearInterval(checkpointing);
-  db.close();
-  parentPort.close();
+  try {
+    db.close();
+  } finally {
+    Atomics.store(ended, 0, 1);
+    Atomics.notify(ended, 0);
+    parentPort.close();
+  }
 });
 `;
-/** How long a stopping thread may take to close its connection before it is terminated. */
-const STOP_WITHIN_MS = 5_000;
+/** How long closing the store waits for the thread to close its connection before it is terminated. */
+const STOP_WITHIN_MS = 2_000;
 
 /**
  * Checkpoints the WAL from a worker thread, which also beats for this instance (see instances.ts).
@@ -117,10 +128,12 @@ const STOP_WITHIN_MS = 5_000;
 export function startCheckpointer(db: Database.Database, path: string): { stop(): void } {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+  const ended = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(BACKGROUND_PROGRAM, {
     eval: true,
     workerData: {
       driver,
+      ended: ended.buffer,
       path,
       everyMs: CHECKPOINT_EVERY_MS,
       heartbeatEveryMs: HEARTBEAT_EVERY_MS,
@@ -132,9 +145,10 @@ export function startCheckpointer(db: Database.Database, path: string): { stop()
     if (db.open) db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
   });
   return {
+    // Synchronous, as closing the store is: it returns once the thread's connection is closed.
     stop: () => {
       worker.postMessage("stop");
-      setTimeout(() => void worker.terminate(), STOP_WITHIN_MS).unref();
+      if (Atomics.wait(ended, 0, 0, STOP_WITHIN_MS) === "timed-out") void worker.terminate();
     },
   };
 }

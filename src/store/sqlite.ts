@@ -152,6 +152,10 @@ function portOver(store: SqliteStore): SqlitePort {
     foldsOf: async (sessionId) => foldsOf(sessionId),
     usageHistory: async (runs) => readUsageHistory(db, runs),
     runUsage: async (runId) => readRunUsage(db, runId),
+    async ping() {
+      if (closed) throw new Error("the store is closed");
+      store.db.prepare("SELECT 1").get();
+    },
     async close() {
       if (closed) return;
       closed = true;

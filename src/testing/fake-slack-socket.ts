@@ -27,6 +27,8 @@ export interface FakeSocketMode {
   connections(): number;
   waitForSocket(count: number, timeoutMs: number): Promise<void>;
   disconnect(connection: number, reason: string): void;
+  /** Cuts connection #`connection` without a word, as a lost network does. */
+  drop(connection: number): void;
   /** Ends pending acks unacked and every connection. */
   close(): Promise<void>;
 }
@@ -125,6 +127,9 @@ export function createFakeSocketMode(
     },
     disconnect(connection, reason) {
       sockets[connection]?.send(JSON.stringify({ type: "disconnect", reason, debug_info: { host: "applink-fake" } }));
+    },
+    drop(connection) {
+      sockets[connection]?.terminate();
     },
     async close() {
       for (const finishAck of [...pendingAcks.values()]) finishAck(false);

@@ -135,6 +135,8 @@ export interface FakeSlack {
   sendSocketBlockAction(action: BlockActionInput, options?: { connection?: number }): Promise<SocketSendResult>;
   /** Sends Slack's `disconnect` message (the client should reconnect through apps.connections.open). */
   disconnectSocket(connection?: number, reason?: string): void;
+  /** Cuts a socket without a word (a lost network): the client finds out and connects again. */
+  dropSocket(connection?: number): void;
   nextTs(): string;
   /** Stores a message a person wrote, with no event sent (for tests that drive a worker, which receives none); returns its ts. */
   addUserMessage(channel: string, message: { user: string; text: string; threadTs?: string }): string;
@@ -453,6 +455,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     sendSocketBlockAction: (action, o = {}) =>
       socketMode.sendEnvelope("interactive", blockActionPayload(action), o.connection ?? 0),
     disconnectSocket: (connection = 0, reason = "refresh_requested") => socketMode.disconnect(connection, reason),
+    dropSocket: (connection = 0) => socketMode.drop(connection),
     nextTs,
     addUserMessage(channel, { user, text, threadTs }) {
       const ts = nextTs();

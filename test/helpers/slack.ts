@@ -3,6 +3,7 @@
 // against the fake Slack, the real openai SDK against the scripted model server, and real SQLite files (the agent's
 // store and the demo shop) in a temp dir. Waiting is done on recorded calls and polled state with
 // generous timeouts, never on fixed delays.
+import type { Health } from "../../src/adapters/web/health.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -143,6 +144,8 @@ export interface SlackAdapter {
   eventsUrl?: string;
   /** Installed through OAuth: where a workspace starts installing the app. */
   installUrl?: string;
+  /** What /readyz reports of the process. */
+  readiness: Health["readiness"];
   conversations: {
     /** Resolves once no turn waits or runs, and the replies ingress posts after acknowledging are out. */
     idle(): Promise<void>;
@@ -198,6 +201,7 @@ export async function startAdapter(options: {
     app: ingress.app,
     eventsUrl: ingress.eventsUrl,
     installUrl: ingress.installUrl,
+    readiness: () => roles.health.readiness(),
     conversations: {
       async idle() {
         // Replies after an acknowledgement go out on a later turn of the event loop; a turn may enqueue another.

@@ -24,6 +24,7 @@ import {
   type ChatInputCommandInteraction,
   type Message,
   type ModalSubmitInteraction,
+  Status,
 } from "discord.js";
 import type { Price } from "../../agent/cost.js";
 import { rateInConversation } from "../../agent/feedback.js";
@@ -74,6 +75,8 @@ export interface DiscordIngress {
   inviteUrl: string;
   /** Resolves once every event received so far is accepted (or refused): turns are then in the queue. */
   idle(): Promise<void>;
+  /** Undefined while the gateway connection is up; else why not: for /readyz. */
+  notReady(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -252,6 +255,11 @@ export async function startDiscordIngress<Transaction>(
     client: ready,
     inviteUrl: inviteUrlOf(ready),
     idle: () => inOrder.idle(),
+    // Each shard's own status: the client's stays "ready" while a shard reconnects.
+    notReady: () =>
+      ready.isReady() && ready.ws.shards.every((shard) => shard.status === Status.Ready)
+        ? undefined
+        : "the gateway connection is down",
     async stop() {
       await inOrder.idle();
       await client.destroy();

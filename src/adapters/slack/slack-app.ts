@@ -74,3 +74,23 @@ export async function openSlackApp(
     throw error;
   }
 }
+
+/**
+ * Whether the app receives events: in Socket Mode, while its WebSocket is open (else the client's
+ * last state: "connecting", "reconnecting", ...); over HTTP, once it listens. Bolt keeps its receiver
+ * private; the Socket Mode client is read from it.
+ */
+export function slackConnection(app: App, socketMode: boolean): () => string | undefined {
+  if (!socketMode) return () => undefined;
+  const client = (app as unknown as { receiver?: { client?: SocketClient } }).receiver?.client;
+  if (!client) return () => "no Socket Mode client";
+  let state = "connecting";
+  for (const next of ["connecting", "reconnecting", "disconnecting", "disconnected"])
+    client.on(next, () => (state = next));
+  client.on("close", () => (state = "disconnected"));
+  return () => (client.websocket?.isActive() ? undefined : state);
+}
+
+interface SocketClient extends NodeJS.EventEmitter {
+  websocket?: { isActive(): boolean };
+}

@@ -53,7 +53,7 @@ import {
   type SlackMessageEvent,
 } from "./slack-events.js";
 import { withoutBroadcasts } from "./slack-text.js";
-import { openSlackApp } from "./slack-app.js";
+import { openSlackApp, slackConnection } from "./slack-app.js";
 import type { StorePort } from "../../store/port.js";
 import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
 import {
@@ -84,6 +84,8 @@ export interface SlackIngressOptions<Transaction> {
 
 export interface SlackIngress {
   app: App;
+  /** Undefined while events come in; else why not ("reconnecting"): for /readyz. */
+  notReady(): string | undefined;
   /** The Events API request URL in HTTP mode (`.../slack/events`); undefined in Socket Mode. */
   eventsUrl?: string;
   /** Installed through OAuth: where a workspace starts installing the app (`.../slack/install`). */
@@ -333,6 +335,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     throw error; // over HTTP: a 500, so Slack delivers it again
   });
 
+  const notReady = slackConnection(app, Boolean(slack.appToken));
   const server = (await (async () => {
     if (slack.appToken && installations) await assertInstallPortFree(slack.port);
     return slack.appToken ? app.start() : app.start({ port: slack.port, host: slack.host });
@@ -343,6 +346,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
   return {
     app,
+    notReady,
     eventsUrl: address ? `http://${slack.host}:${address.port}/slack/events` : undefined,
     installUrl: installations ? `http://${slack.host}:${address?.port ?? slack.port}${INSTALL_PATH}` : undefined,
     async stop() {

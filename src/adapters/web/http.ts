@@ -1,5 +1,6 @@
 /** Small HTTP helpers over node:http: JSON in and out, errors as one sentence, Server-Sent Events. */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { configurationError } from "../../agent/errors.js";
 
 /** A request the server refuses; the sentence is what the caller reads (`{ error }`). */
 export class HttpError extends Error {
@@ -104,4 +105,15 @@ export function openEventStream(request: IncomingMessage, response: ServerRespon
       else listeners.push(listener);
     },
   };
+}
+
+/** Why a server cannot listen, in one sentence saying what to set (`portSetting`, or GLASSBOX_WEB_HOST). */
+export function listenError(error: NodeJS.ErrnoException, host: string, port: number, portSetting: string): Error {
+  if (error.code === "EADDRINUSE")
+    return configurationError(`Port ${port} on ${host} is in use; set ${portSetting} to another port.`);
+  if (error.code === "EADDRNOTAVAIL")
+    return configurationError(
+      `This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`,
+    );
+  return error;
 }

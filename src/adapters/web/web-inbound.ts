@@ -16,7 +16,8 @@ import { configurationError } from "../../agent/errors.js";
 import type { TokenCounter } from "../../agent/tokens.js";
 import type { Logger } from "../../logger.js";
 import { approvalView } from "./event-hub.js";
-import { HttpError, readJsonObject, sendJson } from "./http.js";
+import { type Health, serveHealth } from "./health.js";
+import { HttpError, listenError, readJsonObject, sendJson } from "./http.js";
 import { actingUser, credentialsOf, inputOf, refusalOf, webSession, type Caller } from "./api-rules.js";
 import { notRunning, readersOf, routerOf, storeRoutes, type Route } from "./web-api.js";
 import { callersOf, isLoopback, sendHttpError } from "./web-access.js";
@@ -60,6 +61,8 @@ export interface HttpIngressOptions<Transaction> {
   problem?: string;
   /** The tools the pages name: a worker's in the same process, or those the live workers recorded (this process loads none). */
   toolNames?: string[];
+  /** The process's readiness, served at /healthz and /readyz without a token. */
+  health?: Health;
   /** The pages and the store's routes, read from `store` (the same database); without it, only the writes. */
   trace?: {
     store: StorePort;
@@ -241,6 +244,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   }
 
   const server: Server = createServer((request, response) => {
+    if (options.health && serveHealth(request, response, options.health)) return;
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
       if (error instanceof HttpError) return sendHttpError(response, error);
@@ -250,7 +254,9 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   });
   server.requestTimeout = 10_000; // a slow body never holds a connection for long
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) => reject(listenError(error, options.host, options.port)));
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(listenError(error, options.host, options.port, "GLASSBOX_WEB_PORT")),
+    );
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
@@ -269,17 +275,6 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       await closed;
     },
   };
-}
-
-/** Why the server cannot listen, in one sentence saying what to set. */
-function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
-  if (error.code === "EADDRINUSE")
-    return configurationError(`Port ${port} on ${host} is in use; set GLASSBOX_WEB_PORT to another port.`);
-  if (error.code === "EADDRNOTAVAIL")
-    return configurationError(
-      `This machine has no address ${host}; set GLASSBOX_WEB_HOST to one of its addresses, or 127.0.0.1.`,
-    );
-  return error;
 }
 
 /** The host of the server's address as a page is opened: a wildcard address is reached on 127.0.0.1. */

@@ -29,6 +29,12 @@ for (const target of TARGETS) {
     describe("readings", () => readingsContract(contract));
     describe("feedback", () => feedbackContract(contract));
     describe("erasure", () => eraseContract(contract));
+    it("ping answers while the handle is open (readiness), and fails once it is closed", async () => {
+      const store = await contract.open();
+      await expect(store.ping()).resolves.toBeUndefined();
+      await store.close();
+      await expect(store.ping()).rejects.toThrow();
+    });
   });
 }
 

@@ -1,7 +1,7 @@
 // Socket Mode and startup: the real Bolt app connected to the fake Slack over a WebSocket with an
 // app token (no public URL, no signing secret), exactly-once across connections, and the
 // configuration errors that stop startup with one sentence.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../../../src/config.js";
 import {
   agentFor,
@@ -38,6 +38,24 @@ const mention = (ts: string, text = `<@${BOT}> hello over the socket`) => ({
 });
 
 describe("Slack in Socket Mode", () => {
+  it("is ready while its socket is connected, and not while Slack refuses to give it a new one", async () => {
+    const fake = await startSlack();
+    const model = await startModel([]);
+    const { log } = memoryLogger();
+    const { agent } = await agentFor(model, tempPaths(), log);
+    const slack = await startAdapter({ fake, agent, log, slack: socketMode });
+    expect(await slack.readiness()).toMatchObject({ ready: true, checks: { slack: "ok", store: "ok" } });
+    fake.refuse("apps.connections.open", "internal_error");
+    fake.dropSocket(0);
+    const report = await vi.waitFor(async () => {
+      const now = await slack.readiness();
+      if (now.ready) throw new Error("still ready");
+      return now;
+    });
+    expect(report.checks.store).toBe("ok");
+    expect(["connecting", "reconnecting", "disconnected", "disconnecting"]).toContain(report.checks.slack);
+  });
+
   it("acks an app_mention envelope and answers it in the thread", async () => {
     const fake = await startSlack();
     const model = await startModel([{ content: "Hello from the socket." }]);
