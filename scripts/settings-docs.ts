@@ -66,8 +66,21 @@ export function envExample(): string {
         `# ${setting.name}=${quoted(setting.example)}`,
       );
   }
+  lines.push("", ...COMPOSE);
   return `${lines.join("\n")}\n`;
 }
+
+/** What compose.yaml reads from .env besides glassbox's settings (docs/deploying.md). */
+const COMPOSE = [
+  "# ---- Docker Compose (compose.yaml; not read by glassbox itself)",
+  "# The database's password for the scale profile: letters and digits (openssl rand -hex 24).",
+  "# POSTGRES_PASSWORD=",
+  "# Where this host publishes the web page and API, and Slack's HTTP mode. Default: 127.0.0.1:8787, 127.0.0.1:3000.",
+  "# PUBLISH_WEB=127.0.0.1:8787",
+  "# PUBLISH_SLACK=0.0.0.0:3000",
+  "# The image to run. Default: glassbox:latest (built from this folder).",
+  "# IMAGE=glassbox:0.3.0",
+];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(CONFIGURATION_PAGE, configurationPage(readFileSync(CONFIGURATION_PAGE, "utf8")));
