@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The command line: `glassbox run`, `chat`, `tools`, `sessions`, `reset`, `erase`, `trace`, `pipeline`, `replay`, `eval`,
- * `usage`. Each command is a module of src/cli/, loaded only when it runs, so `--help` starts
+ * `usage`, `init`. Each command is a module of src/cli/, loaded only when it runs, so `--help` starts
  * without the model client, SQLite or the tool engine (bench/cli-startup.ts measures it).
  */
 import { parseArgs } from "node:util";
@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<{ default: Command }>> = {
   usage: () => import("./cli/usage.js"),
   replay: async () => ({ default: (await import("./cli/replay.js")).replayCommand }),
   eval: async () => ({ default: (await import("./cli/replay.js")).evalCommand }),
+  init: () => import("./cli/init.js"),
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -40,6 +41,13 @@ export async function main(argv: string[]): Promise<number> {
       model: { type: "string" },
       "system-prompt": { type: "string" },
       feedback: { type: "string" },
+      dir: { type: "string" },
+      platform: { type: "string" },
+      "slack-mode": { type: "string" },
+      "public-url": { type: "string" },
+      "model-url": { type: "string" },
+      shape: { type: "string" },
+      force: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });

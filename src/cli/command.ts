@@ -20,6 +20,14 @@ export interface CommandInput {
     "system-prompt"?: string;
     /** eval: the rated runs to take (down, up or all). */
     feedback?: string;
+    /** init: where to write, and the answers given as flags. */
+    dir?: string;
+    platform?: string;
+    "slack-mode"?: string;
+    "public-url"?: string;
+    "model-url"?: string;
+    shape?: string;
+    force: boolean;
   };
 }
 

@@ -12,6 +12,8 @@ export const HELP = `Usage:
   glassbox usage [--json]
   glassbox replay <run-id> [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
   glassbox eval <run-id>... | --feedback down|up|all [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
+  glassbox init [--platform slack|discord|web] [--slack-mode socket|http] [--public-url URL]
+                [--model-url URL] [--model M] [--shape single|scale] [--dir DIR] [--force]
 
 Each run, chat or pipeline without --session starts a new conversation; its session id is shown
 on the terminal (and is sessionId in --json). Pass --session ID to continue one: a bare ID means
@@ -21,6 +23,10 @@ as user "cli". glassbox trace <run-id> shows a run step by step.
 erase removes a conversation, a person (as runs record them: U123, or T1:U123 where many Slack
 workspaces installed the app), every conversation of a channel, or of a workspace, from the database,
 and prints what it removed per table; an audit row keeps the counts, never the id.
+
+init asks for the platform, the model server and the shape (or takes them as flags), and writes .env
+(with a new API token), Slack's app manifest (slack-manifest.yaml) and the compose profile to start;
+it replaces no file without asking, or --force.
 
 replay re-runs a recorded run from its exact recorded context on another model or prompt; its tools
 are answered from the recording and never run. eval replays several and exits 1 when any of them
