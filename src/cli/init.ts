@@ -105,7 +105,7 @@ const secret = (bytes: number) => randomBytes(bytes).toString("hex");
 /** .env: what was chosen, what glassbox made, and empty lines for the secrets a person pastes. */
 function envFile(answers: Answers): string {
   const lines = [
-    "# Written by glassbox init; docs/configuration.md explains every setting, .env.example lists them all.",
+    "# Written by glassbox init; docs/configuration.md explains every setting glassbox reads.",
     "",
     "# ---- Model",
     `OPENAI_BASE_URL=${answers.modelUrl}`,

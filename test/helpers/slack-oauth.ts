@@ -3,7 +3,7 @@
 // server, installations in a real SQLite file or a PostgreSQL schema of their own, and a "browser"
 // that walks Slack's OAuth redirects with plain HTTP requests, carrying the state cookie as a browser does.
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
+import { freePort } from "./http.js";
 import pg from "pg";
 import { pino } from "pino";
 import { DEFAULT_SLACK_SCOPES, type SlackConfig, type SlackOAuthConfig } from "../../src/config.js";
@@ -223,12 +223,4 @@ export async function consent(authorizeUrl: string, teamId: string): Promise<str
 export async function followRedirect(url: string, cookie: string | null): Promise<InstallResult> {
   const response = await fetch(url, { redirect: "manual", headers: cookie ? { cookie } : {} });
   return { status: response.status, page: await response.text() };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }

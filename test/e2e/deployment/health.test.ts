@@ -2,7 +2,6 @@
 // without a token where the API needs one, ready once every part is, and not ready (503, naming the
 // part) while the database is still being migrated or a platform's connection is down.
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -16,22 +15,10 @@ import {
   type TestDatabase,
 } from "../fixtures/queue-database.js";
 import { startRoleProcess, type RoleProcess } from "../fixtures/role-processes.js";
+import { fetchJson as get, freePort } from "../../helpers/http.js";
 
 const WAIT = { timeout: 30_000, interval: 100 };
 const TOKEN = "health-test-service-token";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function get(url: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 const processes: RoleProcess[] = [];
 const cleanups: Array<() => Promise<void> | void> = [];

@@ -8,7 +8,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +15,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startScriptedModelServer, type ScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from "../fixtures/queue-database.js";
+import { fetchJson as json, freePort } from "../../helpers/http.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -33,19 +33,6 @@ const missing = [
 /** podman with this machine's needs: no ulimits or systemd cgroups to set, and the runc runtime. */
 function podman(args: string[], timeout = 120_000) {
   return run("podman", ["--runtime", "runc", ...args], { env: process.env, timeout, maxBuffer: 32 * 1024 * 1024 });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function json(url: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 /** Sends a message through the HTTP API and waits for the run's answer. */

@@ -13,6 +13,7 @@ import { migrate, SCHEMA_VERSION } from "../../../src/store/sqlite-schema.js";
 import { startScriptedModelServer, type ScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from "../fixtures/queue-database.js";
 import { startRoleProcess, type RoleProcess } from "../fixtures/role-processes.js";
+import { fetchJson as json } from "../../helpers/http.js";
 
 /** The schema versions release 0.2.0 left its databases at. */
 const RELEASE_0_2_0 = { sqlite: 16, postgres: 5 };
@@ -39,11 +40,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 }, 30_000);
-
-async function json(url: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 /** Starts this release on the database `env` names; checks the old run, then continues its conversation. */
 async function upgradeAndContinue(env: Record<string, string>): Promise<void> {
