@@ -30,15 +30,17 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY src/adapters/web/public ./src/adapters/web/public
 COPY data/shop-seed.sql ./data/shop-seed.sql
-# Everything the bot writes goes to /data, the one volume (the root file system may be read-only).
+# Everything the bot writes goes to /data, the one volume (the root file system may be read-only):
+# the SQLite file, and temporary files (TMPDIR), a tool's or an MCP server's too.
 # The web server listens on every address of the container; its API still asks for
 # GLASSBOX_API_TOKEN from anywhere but the container itself.
 ENV NODE_ENV=production \
   GLASSBOX_DB=/data/glassbox.db \
   GLASSBOX_WEB_HOST=0.0.0.0 \
   GLASSBOX_WEB_PORT=8787 \
-  GLASSBOX_HEALTH_PORT=8788
-RUN mkdir -p /data && chown node:node /data
+  GLASSBOX_HEALTH_PORT=8788 \
+  TMPDIR=/data/tmp
+RUN mkdir -p /data/tmp && chown -R node:node /data
 VOLUME /data
 USER node
 EXPOSE 8787 8788

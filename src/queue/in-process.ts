@@ -145,6 +145,8 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): In
       for (let running = runningTurns(); running.length > 0; running = runningTurns())
         await Promise.allSettled(running);
     },
+    // Turns never leave this process: nothing to reach.
+    ping: async () => {},
     async close() {
       await Promise.all([...workers].map(stopWorker));
     },

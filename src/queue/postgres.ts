@@ -106,6 +106,9 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
       void worker.stopped.then(() => workers.delete(worker));
       return worker;
     },
+    async ping() {
+      await pool.query(`select 1 from "${schema}".turns limit 1`);
+    },
     async close() {
       await Promise.all([...workers].map((worker) => worker.stop()));
       await pool.end();

@@ -81,6 +81,8 @@ export interface RunQueue<Transaction> {
   enqueueIn(transaction: Transaction, turn: Turn): Promise<void>;
   /** Starts running turns in this process with `handler`. */
   work(handler: TurnHandler, options: WorkOptions): Promise<QueueWorker>;
+  /** Resolves while turns can be enqueued and claimed (readiness); rejects when they cannot. */
+  ping(): Promise<void>;
   /** Stops this process's workers and lets go of the queue's resources. */
   close(): Promise<void>;
 }

@@ -63,12 +63,21 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
     await healthServer?.stop();
     throw error;
   });
-  health.set("store", () =>
-    deployment.store.ping().then(
+  const answering = (ping: () => Promise<void>) => () =>
+    ping().then(
       () => undefined,
       () => "not answering",
-    ),
+    );
+  health.set(
+    "store",
+    answering(() => deployment.store.ping()),
   );
+  // On PostgreSQL the run queue is tables of their own; in one process on SQLite it is this process.
+  if (deployment.store.kind === "postgres")
+    health.set(
+      "queue",
+      answering(() => deployment.queue.ping()),
+    );
   const stops: Array<() => Promise<void>> = [...(healthServer ? [healthServer.stop] : []), deployment.close];
   const stop = async () => {
     health.set("process", () => "stopping");

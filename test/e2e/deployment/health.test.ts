@@ -114,7 +114,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`health of a worker on PostgreSQL (${
       async () =>
         expect(await get(`${health}/readyz`)).toEqual({
           status: 200,
-          body: { ready: true, role: "worker", checks: { store: "ok", worker: "ok" } },
+          body: { ready: true, role: "worker", checks: { store: "ok", queue: "ok", worker: "ok" } },
         }),
       WAIT,
     );

@@ -55,7 +55,7 @@ const containers: string[] = [];
 const volumes: string[] = [];
 const databases: TestDatabase[] = [];
 
-/** Starts the image detached, on the host's network, with a read-only root, /tmp in memory, and `env`. */
+/** Starts the image detached, on the host's network, with a read-only root, `volume` (else an anonymous one) as /data, and `env`. */
 async function start(name: string, env: Record<string, string>, volume?: string): Promise<string> {
   const id = `glassbox-e2e-${name}-${randomBytes(3).toString("hex")}`;
   containers.push(id);
@@ -67,8 +67,6 @@ async function start(name: string, env: Record<string, string>, volume?: string)
     id,
     "--network=host",
     "--read-only",
-    "--tmpfs",
-    "/tmp",
     ...(volume ? ["-v", `${volume}:/data`] : []),
     ...settings,
     IMAGE,
@@ -152,10 +150,23 @@ if (missing.length === 0)
       // The image's HEALTHCHECK asks the same route.
       await podman(["healthcheck", "run", id]);
       // What the run wrote is on the volume, written by the image's user.
-      const { stdout: listed } = await podman(["exec", id, "sh", "-c", "id -u; ls /data; touch /app/x 2>&1 || true"]);
+      // Temporary files go to the volume too (TMPDIR); the root file system takes nothing.
+      const { stdout: listed } = await podman([
+        "exec",
+        id,
+        "sh",
+        "-c",
+        'id -u; ls /data; touch "$TMPDIR/probe" && echo temporary-ok; touch /app/x 2>&1 || true',
+      ]);
       expect(listed).toMatch(/^1000\n/);
       expect(listed).toContain("glassbox.db");
+      expect(listed).toContain("temporary-ok");
       expect(listed).toMatch(/Read-only file system/);
+      const { stdout: labels } = await podman(["inspect", id, "--format", "{{json .Config.Labels}}"]);
+      expect(JSON.parse(labels)).toMatchObject({
+        "org.opencontainers.image.version": "e2e",
+        "org.opencontainers.image.title": "glassbox",
+      });
       expect(await stopped(id)).toBe(0);
     }, 180_000);
 

@@ -213,6 +213,11 @@ for (const [name, available, open] of implementations) {
       ]);
     });
 
+    it("ping answers while the queue is open", async () => {
+      harness = await open();
+      await expect(harness.queue.ping()).resolves.toBeUndefined();
+    });
+
     it("refuses a turn without a key or with a payload past the limit, in one sentence", async () => {
       harness = await open();
       await expect(harness.queue.enqueue(turn("c", ""))).rejects.toThrow(
