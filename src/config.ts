@@ -58,6 +58,8 @@ export interface GlassboxConfig {
   dailyLimits: DailyLimits;
   /** A JSON file of specialist agents and pipelines (GLASSBOX_AGENTS). */
   agentsFile?: string;
+  /** GLASSBOX_CHANNELS: the per-channel settings file (conversations/channel-settings.ts). */
+  channelsFile?: string;
   /** Above this many tools, each model call gets only the relevant ones (GLASSBOX_TOOL_SELECTION_THRESHOLD). */
   toolSelectionThreshold: number;
   /** The local web playground and HTTP API. */
@@ -209,6 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     discord: discordConfig(env),
     prices: pricesOf(env.GLASSBOX_PRICES),
     agentsFile: nonEmpty(env.GLASSBOX_AGENTS),
+    channelsFile: nonEmpty(env.GLASSBOX_CHANNELS),
     toolSelectionThreshold: positiveNumber(env, "GLASSBOX_TOOL_SELECTION_THRESHOLD", 20),
     dailyLimits: {
       tokens: optionalPositive(env, "GLASSBOX_USER_DAILY_TOKENS"),

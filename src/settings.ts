@@ -232,6 +232,15 @@ export const SETTINGS: readonly Setting[] = [
     example: "agents.json",
     meaning: "A JSON file of specialist agents and pipelines (see [Several agents](several-agents.md)).",
   },
+  {
+    name: "GLASSBOX_CHANNELS",
+    group: "Tools and runs",
+    default: NONE,
+    example: "examples/channels.yaml",
+    meaning:
+      "A YAML or JSON file of per-channel settings: a system prompt and the tools allowed, by default, " +
+      "workspace and channel; read again when it changes (see [Channels](channels.md)).",
+  },
   // ---- Storage and scale
   {
     name: "GLASSBOX_DB",

@@ -6,6 +6,7 @@
  * Everything goes through the store port (SQLite or PostgreSQL). The turns' bodies are in
  * turn-bodies.ts, and what a queued turn does on each delivery in queued-turns.ts.
  */
+import type { ChannelSettings } from "./channel-settings.js";
 import type { TurnWork } from "./turns.js";
 import type { StorePort } from "../store/port.js";
 import type { Approval } from "../agent/approvals.js";
@@ -68,6 +69,8 @@ export interface ConversationOptions {
   receiveFiles?: ReceiveFiles;
   /** Whether each model call first asks the store if its run was stopped from elsewhere (default: on PostgreSQL). */
   cancelFromStore?: boolean;
+  /** Per-channel settings (GLASSBOX_CHANNELS): each run takes its session's prompt and tools. */
+  channels?: { current(): ChannelSettings };
 }
 
 export interface Conversations {

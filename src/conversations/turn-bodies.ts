@@ -15,6 +15,7 @@ import { quotaProblem } from "../agent/quota.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
+import { agentIn, settingsFor } from "./channel-settings.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;
@@ -75,6 +76,10 @@ export type TurnBodies = ReturnType<typeof createTurnBodies>;
 /** `agent` is the chat agent (approvals pause); `store` the port every body reads and writes through. */
 export function createTurnBodies(agent: AgentConfig, store: StorePort, options: ConversationOptions) {
   const openSurface = options.openSurface ?? (() => noSurface);
+  const channels = options.channels;
+  /** The agent a session's runs take: its channel's prompt and tools, as the settings say now. */
+  const agentFor = (sessionId: string) =>
+    channels ? agentIn(agent, settingsFor(channels.current(), sessionId)) : agent;
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const shown = (approval: Approval) =>
@@ -209,7 +214,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
             await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
             surface,
           );
-        return settle(await runAgent(agent, { ...ready, signal, onEvent }), surface);
+        return settle(await runAgent(agentFor(task.sessionId), { ...ready, signal, onEvent }), surface);
       });
     },
 
@@ -222,7 +227,10 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     ): Promise<RunResult> {
       return inSlot(signal, surface, { sessionId }, async () =>
         settle(
-          await resumeAgent(agent, paused, decisions, { signal, onEvent: (event) => surface.onEvent(event) }),
+          await resumeAgent(agentFor(sessionId), paused, decisions, {
+            signal,
+            onEvent: (event) => surface.onEvent(event),
+          }),
           surface,
         ),
       );

@@ -10,6 +10,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
+import { watchChannelSettings } from "../conversations/channel-settings.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
@@ -90,7 +91,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const agent = options.agent ?? (await built());
     const surfaces = options.surfaces ?? (await openWorkerSurfaces(config, log, store.publishText, options.uploads));
     if (!options.surfaces) closing.push(() => surfaces.close());
+    const channels = config.channelsFile
+      ? watchChannelSettings(config.channelsFile, log, agent.tools.names())
+      : undefined;
+    if (channels) closing.push(async () => channels.stop());
     const conversations = createConversations(agent, store, {
+      channels,
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
       receiveFiles: surfaces.receiveFiles,

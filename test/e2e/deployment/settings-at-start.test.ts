@@ -55,6 +55,31 @@ describe("settings at start", () => {
     expect(existsSync(join(folder, "from-file.db"))).toBe(false);
   });
 
+  it("a per-channel settings file with a mistake stops the start with one sentence naming its line", {
+    timeout: 60_000,
+  }, async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-env-"));
+    folders.push(folder);
+    const file = join(folder, "channels.yaml");
+    writeFileSync(file, "defaults:\n  tools: [calculator]\nchannels:\n  C1:\n    tols: [current_time]\n");
+    const bot = spawn(process.execPath, ["--import", TSX, MAIN], {
+      cwd: folder,
+      env: {
+        PATH: process.env.PATH ?? "",
+        GLASSBOX_DB: join(folder, "glassbox.db"),
+        GLASSBOX_WEB_PORT: "0",
+        OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+        GLASSBOX_CHANNELS: file,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    bot.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => bot.on("exit", resolve));
+    expect(code).toBe(1);
+    expect(stderr).toBe(`glassbox: ${file}:5: channels.C1.tols is not a setting; did you mean tools?\n`);
+  });
+
   it("the start line shows the address it really listens on: on every address, the machine's others too, each answering", {
     timeout: 60_000,
   }, async () => {

@@ -1,0 +1,231 @@
+/**
+ * Per-channel settings (GLASSBOX_CHANNELS): a YAML or JSON file saying what the bot is and may do
+ * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
+ * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`) and
+ * `tools` (names or patterns such as `crm_*`; `[]` for none). A mistake is one sentence naming the
+ * line, with the setting it likely means; the file is read again when it changes (or on SIGHUP),
+ * and a file that became wrong leaves the settings as they were.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync, watch } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
+import { LineCounter, parseDocument, isMap, isScalar, isSeq, type Node, type Pair } from "yaml";
+import { configurationError } from "../agent/errors.js";
+import type { AgentConfig } from "../agent/run.js";
+import type { Logger } from "../logger.js";
+import { closestNames } from "../tools/closest-names.js";
+
+/** What one level of the file says; what it leaves out comes from the level before. */
+export interface ChannelLevel {
+  systemPrompt?: string;
+  /** Names or patterns (`*` matches any run of characters) of the tools allowed. */
+  tools?: string[];
+}
+
+export interface ChannelSettings {
+  /** The file's path and a short hash of what it held when read: the version a run used. */
+  source: { path: string; version: string };
+  defaults: ChannelLevel;
+  workspaces: Record<string, ChannelLevel>;
+  channels: Record<string, ChannelLevel>;
+}
+
+const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools"] as const;
+const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
+
+/**
+ * Reads and checks the file; a mistake is a configuration error naming the file, the line and the
+ * fix. Given `toolNames` (the process's tools), a tool named without a pattern must be one of them.
+ */
+export function readChannelSettings(path: string, toolNames?: readonly string[]): ChannelSettings {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw configurationError(
+      `GLASSBOX_CHANNELS names ${path}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? "unreadable"}); fix the path or unset it.`,
+    );
+  }
+  const lines = new LineCounter();
+  const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const at = (node: Node | null | undefined) => (node?.range ? `${path}:${lines.linePos(node.range[0]).line}` : path);
+  const wrong = (node: Node | null | undefined, sentence: string) => configurationError(`${at(node)}: ${sentence}`);
+  const [syntax] = document.errors;
+  if (syntax)
+    throw configurationError(`${path}:${lines.linePos(syntax.pos[0]).line}: ${syntax.message.split("\n")[0]}`);
+  const root = document.contents;
+  if (root === null) return { source: sourceOf(path, text), defaults: {}, workspaces: {}, channels: {} };
+  if (!isMap(root)) throw wrong(root, "the file must be a mapping of defaults, workspaces and channels.");
+
+  const level = (node: Node | null, where: string): ChannelLevel => {
+    if (!isMap(node)) throw wrong(node, `${where} must be a mapping of ${LEVEL_KEYS.join(", ")}.`);
+    const found: ChannelLevel = {};
+    for (const pair of node.items as Pair<Node, Node>[]) {
+      const key = keyOf(pair, wrong);
+      const value = pair.value;
+      if (key === "systemPrompt") found.systemPrompt = text_(value, `${where}.systemPrompt`);
+      else if (key === "systemPromptFile") {
+        const file = resolve(dirname(path), text_(value, `${where}.systemPromptFile`));
+        try {
+          found.systemPrompt = readFileSync(file, "utf8").trim();
+        } catch {
+          throw wrong(value, `${where}.systemPromptFile names ${file}, which cannot be read.`);
+        }
+      } else if (key === "tools") {
+        if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
+          throw wrong(value, `${where}.tools must be a list of tool names or patterns, such as [calculator, "crm_*"].`);
+        found.tools = value.items.map((item) => {
+          const name = String((item as { value: string }).value);
+          if (toolNames && !name.includes("*") && !toolNames.includes(name)) {
+            const [closest] = closestNames(name, [...toolNames]);
+            throw wrong(
+              item as Node,
+              `${where}.tools names ${name}, which is no tool here; ${closest ? `did you mean ${closest}?` : `the tools are ${toolNames.join(", ")}.`}`,
+            );
+          }
+          return name;
+        });
+      } else throw wrong(pair.key as Node, unknownKey(`${where}.${key}`, key, LEVEL_KEYS));
+    }
+    return found;
+  };
+  const text_ = (node: Node | null, where: string): string => {
+    if (!isScalar(node) || typeof node.value !== "string" || node.value.trim() === "")
+      throw wrong(node, `${where} must be a text.`);
+    return node.value;
+  };
+  const byId = (node: Node | null, where: string): Record<string, ChannelLevel> => {
+    if (!isMap(node)) throw wrong(node, `${where} must be a mapping of ids to settings.`);
+    return Object.fromEntries(
+      (node.items as Pair<Node, Node>[]).map((pair) => {
+        const id = keyOf(pair, wrong);
+        return [id, level(pair.value, `${where}.${id}`)];
+      }),
+    );
+  };
+
+  const settings: ChannelSettings = { source: sourceOf(path, text), defaults: {}, workspaces: {}, channels: {} };
+  for (const pair of root.items as Pair<Node, Node>[]) {
+    const key = keyOf(pair, wrong);
+    if (key === "defaults") settings.defaults = level(pair.value, "defaults");
+    else if (key === "workspaces") settings.workspaces = byId(pair.value, "workspaces");
+    else if (key === "channels") settings.channels = byId(pair.value, "channels");
+    else throw wrong(pair.key as Node, unknownKey(key, key, TOP_KEYS));
+  }
+  return settings;
+}
+
+function keyOf(pair: Pair<Node, Node>, wrong: (node: Node | null, sentence: string) => Error): string {
+  const key = pair.key;
+  if (!isScalar(key) || (typeof key.value !== "string" && typeof key.value !== "number"))
+    throw wrong(key, "a key must be a plain name or id.");
+  return String(key.value);
+}
+
+function unknownKey(where: string, key: string, known: readonly string[]): string {
+  const [closest] = closestNames(key, [...known]);
+  return closest
+    ? `${where} is not a setting; did you mean ${closest}?`
+    : `${where} is not a setting; the settings are ${known.join(", ")}.`;
+}
+
+function sourceOf(path: string, text: string): ChannelSettings["source"] {
+  return { path, version: createHash("sha256").update(text).digest("hex").slice(0, 12) };
+}
+
+/** Where a session is: its workspace (Slack team, Discord guild) and channel; none for the web and the command line. */
+export function placeOf(sessionId: string): { workspace?: string; channel?: string } {
+  const [platform, first, second] = sessionId.split(":");
+  if (platform === "slack") return { workspace: first, channel: second };
+  if (platform === "discord") return first === "dm" ? { channel: second } : { workspace: first, channel: second };
+  return {};
+}
+
+/** What applies in a session: the defaults, then its workspace's, then its channel's. */
+export function settingsFor(settings: ChannelSettings, sessionId: string): ChannelLevel {
+  const { workspace, channel } = placeOf(sessionId);
+  return {
+    ...settings.defaults,
+    ...(workspace ? settings.workspaces[workspace] : {}),
+    ...(channel ? settings.channels[channel] : {}),
+  };
+}
+
+/** Whether `name` is one of `allowed` (names, or patterns where `*` matches any run of characters). */
+export function toolAllowed(allowed: readonly string[], name: string): boolean {
+  return allowed.some((pattern) =>
+    pattern.includes("*")
+      ? new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`, "u").test(name)
+      : pattern === name,
+  );
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The settings as the file says now: read at start (a mistake stops it), again on change or SIGHUP. */
+export interface LiveChannelSettings {
+  current(): ChannelSettings;
+  /** Reads the file again now; false (the settings kept) when it has a mistake, which is logged. */
+  reload(): boolean;
+  stop(): void;
+}
+
+/** How long a burst of change events (an editor's save) settles before the file is read. */
+const SETTLE_MS = 100;
+
+export function watchChannelSettings(path: string, log: Logger, toolNames?: readonly string[]): LiveChannelSettings {
+  let settings = readChannelSettings(path, toolNames);
+  const reload = () => {
+    try {
+      const read = readChannelSettings(path, toolNames);
+      if (read.source.version !== settings.source.version)
+        log.info({ file: path, version: read.source.version }, "channels: settings read again");
+      settings = read;
+      return true;
+    } catch (error) {
+      log.warn(
+        { file: path, problem: (error as Error).message },
+        "channels: the file has a mistake; the settings stay as they were",
+      );
+      return false;
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  // The folder, not the file: an editor that saves by replacing the file would leave a file watch behind.
+  const watcher = watch(dirname(resolve(path)), (_event, name) => {
+    if (name !== basename(path)) return;
+    clearTimeout(timer);
+    timer = setTimeout(reload, SETTLE_MS);
+  });
+  watcher.unref();
+  const onHangUp = () => void reload();
+  process.on("SIGHUP", onHangUp);
+  return {
+    current: () => settings,
+    reload,
+    stop() {
+      clearTimeout(timer);
+      watcher.close();
+      process.off("SIGHUP", onHangUp);
+    },
+  };
+}
+
+/** The agent as a session's settings make it: their system prompt, and only the tools they allow. */
+export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
+  if (level.tools === undefined && level.systemPrompt === undefined) return agent;
+  const allowed = level.tools;
+  const tools = allowed
+    ? agent.tools.subset(agent.tools.names().filter((name) => toolAllowed(allowed, name)))
+    : agent.tools;
+  const select = agent.selectTools;
+  return {
+    ...agent,
+    tools,
+    systemPrompt: level.systemPrompt ?? agent.systemPrompt,
+    // The selector knows every tool: what it picks is kept to those allowed here.
+    ...(select && allowed
+      ? { selectTools: (run) => select(run).filter((spec) => tools.get(spec.function.name) !== undefined) }
+      : {}),
+  };
+}

@@ -1,0 +1,71 @@
+// Per-channel settings through the real Slack pipeline (Bolt against the fake Slack, the scripted
+// model), with the repository's example file (examples/channels.yaml): #support may look an order
+// up, #random may not, each channel's system prompt reaches the model, and an edited file takes
+// effect on the next message without a restart.
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
+import { BOT, CANCELLABLE_ORDER, cleanUp, startHarness, waitForBotMessage } from "../../../helpers/slack.js";
+
+afterEach(cleanUp);
+
+const EXAMPLE = fileURLToPath(new URL("../../../../examples/channels.yaml", import.meta.url));
+
+/** The model looks the order up when it may, then answers with what the tool said. */
+function lookUpThenAnswer(body: ChatCompletionRequestBody) {
+  const last = body.messages.at(-1);
+  if (last?.role === "tool") return { content: `tool said: ${String(last.content).slice(0, 300)}` };
+  return {
+    toolCalls: [{ name: "get_order_status", arguments: JSON.stringify({ order_id: CANCELLABLE_ORDER }) }],
+  };
+}
+
+const toolNames = (body: ChatCompletionRequestBody) =>
+  ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((tool) => tool.function.name);
+const systemOf = (body: ChatCompletionRequestBody) =>
+  String(body.messages.find((message) => message.role === "system")?.content ?? "");
+
+describe("per-channel settings on Slack", () => {
+  it("#support may look an order up and #random may not; each channel's prompt reaches the model", async () => {
+    const h = await startHarness({ script: lookUpThenAnswer, env: { GLASSBOX_CHANNELS: EXAMPLE } });
+
+    const support = await h.mention(`<@${BOT}> where is order ${CANCELLABLE_ORDER}?`, { channel: "C0SUPPORT" });
+    const supported = await waitForBotMessage(h.fake, "C0SUPPORT", support.ts, "tool said:");
+    expect(supported.text).toContain('"status":"success"');
+    const [supportFirst] = h.model.requests.map((request) => request.body);
+    expect(toolNames(supportFirst as ChatCompletionRequestBody)).toEqual(
+      expect.arrayContaining(["get_order_status", "current_time"]),
+    );
+    expect(toolNames(supportFirst as ChatCompletionRequestBody)).not.toContain("cancel_order");
+    expect(systemOf(supportFirst as ChatCompletionRequestBody)).toContain("You help the support team");
+
+    const before = h.model.requests.length;
+    const random = await h.mention(`<@${BOT}> where is order ${CANCELLABLE_ORDER}?`, { channel: "C0RANDOM" });
+    const refused = await waitForBotMessage(h.fake, "C0RANDOM", random.ts, "tool said:");
+    // The model was offered no tool, and the call it made anyway came back as a tool it does not have.
+    const randomFirst = h.model.requests[before]?.body as ChatCompletionRequestBody;
+    expect(toolNames(randomFirst)).toEqual([]);
+    expect(systemOf(randomFirst)).toContain("the Example team's assistant");
+    expect(refused.text).toContain("tool_not_found");
+    expect(refused.text).not.toContain('"status":"success"');
+  });
+
+  it("an edited file takes effect on the next message, without a restart", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "glassbox-channels-")), "channels.yaml");
+    copyFileSync(EXAMPLE, file);
+    const h = await startHarness({ script: lookUpThenAnswer, env: { GLASSBOX_CHANNELS: file } });
+    const first = await h.mention(`<@${BOT}> where is order ${CANCELLABLE_ORDER}?`, { channel: "C0RANDOM" });
+    expect((await waitForBotMessage(h.fake, "C0RANDOM", first.ts, "tool said:")).text).toContain("tool_not_found");
+
+    // #random gets the order tool too.
+    writeFileSync(file, readFileSync(file, "utf8").replace("    tools: []", "    tools: [get_order_status]"));
+    await vi.waitFor(async () => {
+      const again = await h.mention(`<@${BOT}> where is order ${CANCELLABLE_ORDER}?`, { channel: "C0RANDOM" });
+      const answer = await waitForBotMessage(h.fake, "C0RANDOM", again.ts, "tool said:");
+      expect(answer.text).toContain('"status":"success"');
+    }, 10_000);
+  });
+});

@@ -1,0 +1,104 @@
+// The per-channel settings file: what it says for a session (defaults, workspace, channel), the one
+// sentence for each kind of mistake (naming the line), and reading it again when it changes.
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it, vi } from "vitest";
+import {
+  readChannelSettings,
+  settingsFor,
+  toolAllowed,
+  watchChannelSettings,
+} from "../../../src/conversations/channel-settings.js";
+import { createLogger } from "../../../src/logger.js";
+
+const EXAMPLE = fileURLToPath(new URL("../../../examples/channels.yaml", import.meta.url));
+const TOOLS = ["current_time", "calculator", "get_order_status", "cancel_order", "send_message", "remember", "forget"];
+
+function fileWith(text: string, name = "channels.yaml"): string {
+  const path = join(mkdtempSync(join(tmpdir(), "glassbox-channels-")), name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const mistake = (text: string, name?: string) => {
+  const path = fileWith(text, name);
+  try {
+    readChannelSettings(path, TOOLS);
+  } catch (error) {
+    return (error as Error).message.replace(path, "FILE");
+  }
+  throw new Error("no mistake found");
+};
+
+describe("per-channel settings", () => {
+  it("the example file: the defaults, then the workspace's, then the channel's, for Slack and Discord sessions", () => {
+    const settings = readChannelSettings(EXAMPLE, TOOLS);
+    expect(settings.source.version).toMatch(/^[0-9a-f]{12}$/);
+    expect(settingsFor(settings, "slack:T0FAKE0001:C0SUPPORT:1718000000.000100")).toEqual({
+      systemPrompt: "You help the support team answer customers about their orders.",
+      tools: ["current_time", "calculator", "get_order_status", "remember", "forget"],
+    });
+    expect(settingsFor(settings, "slack:T0FAKE0001:C0RANDOM:1718000000.000200")).toEqual({
+      systemPrompt: "You are the Example team's assistant. Keep answers short.",
+      tools: [],
+    });
+    expect(settingsFor(settings, "slack:T0OTHER:C9:1")).toEqual(settings.defaults);
+    expect(settingsFor(settings, "discord:1100000000000000100:C0SUPPORT:1200")).toMatchObject({
+      tools: ["current_time", "calculator", "get_order_status", "remember", "forget"],
+    });
+    expect(settingsFor(settings, "web:abc")).toEqual(settings.defaults);
+    expect(settingsFor(settings, "cli:abc")).toEqual(settings.defaults);
+  });
+
+  it("tools may be named by patterns", () => {
+    expect(toolAllowed(["crm_*"], "crm_lookup")).toBe(true);
+    expect(toolAllowed(["crm_*"], "crm")).toBe(false);
+    expect(toolAllowed(["*_order*"], "get_order_status")).toBe(true);
+    expect(toolAllowed(["calculator"], "calculator.x")).toBe(false);
+    expect(toolAllowed([], "calculator")).toBe(false);
+  });
+
+  it("a mistake is one sentence naming the file's line, with what was likely meant", () => {
+    expect(mistake("defaults:\n  tols: [calculator]\n")).toBe(
+      "FILE:2: defaults.tols is not a setting; did you mean tools?",
+    );
+    expect(mistake("chanels:\n  C1: {}\n")).toBe("FILE:1: chanels is not a setting; did you mean channels?");
+    expect(mistake("channels:\n  C1:\n    tools: [calculater]\n")).toBe(
+      "FILE:3: channels.C1.tools names calculater, which is no tool here; did you mean calculator?",
+    );
+    expect(mistake("channels:\n  C1:\n    tools: calculator\n")).toMatch(
+      /^FILE:3: channels\.C1\.tools must be a list of tool names or patterns/,
+    );
+    expect(mistake("channels:\n  C1:\n    systemPromptFile: missing.txt\n")).toMatch(
+      /^FILE:3: channels\.C1\.systemPromptFile names .*missing\.txt, which cannot be read\.$/,
+    );
+    expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
+    expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "model": "x"}}}', "channels.json")).toBe(
+      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools.",
+    );
+  });
+
+  it("is read again when the file changes; a file that became wrong leaves the settings as they were", async () => {
+    const path = fileWith("channels:\n  C1:\n    tools: [calculator]\n");
+    const warnings: string[] = [];
+    const log = createLogger({ level: "warn" });
+    log.warn = ((fields: { problem?: string }) => void warnings.push(fields.problem ?? "")) as typeof log.warn;
+    const live = watchChannelSettings(path, log, TOOLS);
+    try {
+      expect(settingsFor(live.current(), "slack:T1:C1:1").tools).toEqual(["calculator"]);
+      writeFileSync(path, "channels:\n  C1:\n    tools: [current_time]\n");
+      await vi.waitFor(() => expect(settingsFor(live.current(), "slack:T1:C1:1").tools).toEqual(["current_time"]));
+
+      const before = live.current();
+      writeFileSync(path, "channels:\n  C1:\n    tool: [calculator]\n");
+      expect(live.reload()).toBe(false);
+      expect(live.current()).toBe(before);
+      expect(warnings.at(-1)).toContain("channels.C1.tool is not a setting; did you mean tools?");
+      expect(readFileSync(path, "utf8")).toContain("tool:");
+    } finally {
+      live.stop();
+    }
+  });
+});
