@@ -16,6 +16,7 @@ export type ErrorCode =
   | "cancelled"
   | "run_timeout" // a run went past GLASSBOX_RUN_TIMEOUT_MS
   | "quota" // a user is over a daily cap
+  | "not_allowed" // the person may not use the bot where they asked (GLASSBOX_CHANNELS' users)
   | "internal"; // a fault inside glassbox itself, such as a store that cannot write
 
 export class GlassboxError extends Error {

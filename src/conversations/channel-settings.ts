@@ -1,8 +1,8 @@
 /**
  * Per-channel settings (GLASSBOX_CHANNELS): a YAML or JSON file saying what the bot is and may do
  * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
- * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`) and
- * `tools` (names or patterns such as `crm_*`; `[]` for none). A mistake is one sentence naming the
+ * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`),
+ * `tools` (names or patterns such as `crm_*`; `[]` for none) and `users` (who may use the bot there). A mistake is one sentence naming the
  * line, with the setting it likely means; the file is read again when it changes (or on SIGHUP),
  * and a file that became wrong leaves the settings as they were.
  */
@@ -20,6 +20,8 @@ export interface ChannelLevel {
   systemPrompt?: string;
   /** Names or patterns (`*` matches any run of characters) of the tools allowed. */
   tools?: string[];
+  /** The people who may use the bot there (Slack or Discord user ids); unset: everyone. */
+  users?: string[];
 }
 
 export interface ChannelSettings {
@@ -30,7 +32,7 @@ export interface ChannelSettings {
   channels: Record<string, ChannelLevel>;
 }
 
-const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools"] as const;
+const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools", "users"] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
 /**
@@ -85,6 +87,10 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
           }
           return name;
         });
+      } else if (key === "users") {
+        if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
+          throw wrong(value, `${where}.users must be a list of user ids, such as [U012AB3CD].`);
+        found.users = value.items.map((item) => String((item as { value: string }).value));
       } else throw wrong(pair.key as Node, unknownKey(`${where}.${key}`, key, LEVEL_KEYS));
     }
     return found;
@@ -228,4 +234,16 @@ export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
       ? { selectTools: (run) => select(run).filter((spec) => tools.get(spec.function.name) !== undefined) }
       : {}),
   };
+}
+
+/**
+ * Why `userId` may not use the bot under `level`, in a sentence for them; undefined when they may.
+ * A user id as runs record it may carry its workspace (`T1:U1`, installed in many): either form matches.
+ */
+export function refusalHere(level: ChannelLevel, userId: string | undefined): string | undefined {
+  if (!level.users) return undefined;
+  const person = userId ?? "";
+  const plain = person.slice(person.lastIndexOf(":") + 1);
+  if (level.users.includes(person) || level.users.includes(plain)) return undefined;
+  return "I'm not set up to work for you in this channel; ask whoever runs glassbox here to add you, or ask me where you may.";
 }

@@ -15,7 +15,7 @@ import { quotaProblem } from "../agent/quota.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
-import { agentIn, settingsFor } from "./channel-settings.js";
+import { agentIn, refusalHere, settingsFor } from "./channel-settings.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;
@@ -195,6 +195,9 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       signal: AbortSignal,
       surface = openSurface(task.sessionId, task.userId),
     ): Promise<RunResult> {
+      // Someone the channel does not serve changes nothing there, not even what waits for approval.
+      const refused = channels && refusalHere(settingsFor(channels.current(), task.sessionId), task.userId);
+      if (refused) return settle(await neverStarted(task, refused, "not_allowed"), surface);
       await supersede(task.sessionId);
       const overQuota = options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits));
       if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
 import {
   readChannelSettings,
+  refusalHere,
   settingsFor,
   toolAllowed,
   watchChannelSettings,
@@ -52,6 +53,15 @@ describe("per-channel settings", () => {
     expect(settingsFor(settings, "cli:abc")).toEqual(settings.defaults);
   });
 
+  it("users: only those listed are served there, by their id with or without its workspace", () => {
+    const finance = settingsFor(readChannelSettings(EXAMPLE, TOOLS), "slack:T0FAKE0001:C0FINANCE:1");
+    expect(refusalHere(finance, "U0FINANCE1")).toBeUndefined();
+    expect(refusalHere(finance, "T0FAKE0001:U0FINANCE2")).toBeUndefined();
+    expect(refusalHere(finance, "U1")).toMatch(/^I'm not set up to work for you in this channel/);
+    expect(refusalHere(finance, undefined)).toBeDefined();
+    expect(refusalHere({}, "U1")).toBeUndefined(); // no list: everyone
+  });
+
   it("tools may be named by patterns", () => {
     expect(toolAllowed(["crm_*"], "crm_lookup")).toBe(true);
     expect(toolAllowed(["crm_*"], "crm")).toBe(false);
@@ -76,7 +86,7 @@ describe("per-channel settings", () => {
     );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
     expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "model": "x"}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools.",
+      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools, users.",
     );
   });
 

@@ -53,6 +53,20 @@ describe("per-channel settings on Slack", () => {
     expect(refused.text).not.toContain('"status":"success"');
   });
 
+  it("#finance works for its people alone: anyone else is told so in the thread, and no model is called", async () => {
+    const h = await startHarness({
+      script: () => ({ content: "The total is 42." }),
+      env: { GLASSBOX_CHANNELS: EXAMPLE },
+    });
+    const outsider = await h.mention(`<@${BOT}> add up the invoices`, { channel: "C0FINANCE", user: "U1" });
+    await waitForBotMessage(h.fake, "C0FINANCE", outsider.ts, "I'm not set up to work for you in this channel");
+    expect(h.model.requests).toHaveLength(0);
+
+    const member = await h.mention(`<@${BOT}> add up the invoices`, { channel: "C0FINANCE", user: "U0FINANCE1" });
+    await waitForBotMessage(h.fake, "C0FINANCE", member.ts, "The total is 42.");
+    expect(h.model.requests).toHaveLength(1);
+  });
+
   it("an edited file takes effect on the next message, without a restart", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "glassbox-channels-")), "channels.yaml");
     copyFileSync(EXAMPLE, file);
