@@ -16,6 +16,7 @@ import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
 import { agentIn, refusalHere, settingsFor } from "./channel-settings.js";
+import { CAPABILITIES_QUESTION, describeCapabilities } from "./capabilities.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;
@@ -126,6 +127,24 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     return result;
   }
 
+  /** A run answered by glassbox itself (what it can do here): its accepted row ends with the answer; nothing was spent. */
+  async function answeredWithoutModel(
+    task: Pick<MessageTask, "runId" | "sessionId">,
+    text: string,
+  ): Promise<RunResult> {
+    const result: RunResult = {
+      runId: task.runId ?? "",
+      sessionId: task.sessionId,
+      output: text,
+      stopReason: "final",
+      steps: 0,
+      usage: emptyUsage(),
+      toolCalls: [],
+    };
+    if (task.runId) await store.endUnstartedRun(runOutcomeOf(result));
+    return result;
+  }
+
   /**
    * Runs `work` once one of the process's run slots is free (agent.runSlots), in arrival order; the
    * surface hears that the request is queued if that takes a while. Cancelled while waiting, it never starts.
@@ -198,6 +217,10 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       // Someone the channel does not serve changes nothing there, not even what waits for approval.
       const refused = channels && refusalHere(settingsFor(channels.current(), task.sessionId), task.userId);
       if (refused) return settle(await neverStarted(task, refused, "not_allowed"), surface);
+      if (CAPABILITIES_QUESTION.test(task.input)) {
+        const text = await describeCapabilities(agentFor(task.sessionId), store, task.userId, options.dailyLimits);
+        return settle(await answeredWithoutModel(task, text), surface);
+      }
       await supersede(task.sessionId);
       const overQuota = options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits));
       if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);

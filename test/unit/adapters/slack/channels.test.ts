@@ -67,6 +67,33 @@ describe("per-channel settings on Slack", () => {
     expect(h.model.requests).toHaveLength(1);
   });
 
+  it('"what can you do here?" answers for this person in this channel, without a model call', async () => {
+    const h = await startHarness({
+      script: () => ({ content: "unused" }),
+      env: { GLASSBOX_CHANNELS: EXAMPLE, GLASSBOX_USER_DAILY_TOKENS: "5000" },
+    });
+    /** The tools the answer says are used without asking, as a set. */
+    const onTheirOwn = (text: string) =>
+      new Set(/Tools I use on my own: ([^.\n]+)\./.exec(text)?.[1]?.split(", ") ?? []);
+    const ask = async (channel: string, user: string) => {
+      const { ts } = await h.mention(`<@${BOT}> what can you do here?`, { channel, user });
+      return (await waitForBotMessage(h.fake, channel, ts, /Here is what I can do|not set up to work for you/)).text;
+    };
+    const support = await ask("C0SUPPORT", "U1");
+    expect(onTheirOwn(support)).toEqual(new Set(["current_time", "calculator", "get_order_status", "forget"]));
+    expect(support).toContain("remember asks first when its arguments call for it: you (or an approver) decide.");
+    expect(support).not.toContain("cancel_order");
+    expect(support).toContain("Left of your budget today (UTC): 5,000 of 5,000 tokens");
+    expect(support).toContain("glassbox erase --user");
+    const random = await ask("C0RANDOM", "U1");
+    expect(random).toContain("I have no tools in this channel");
+    expect(await ask("C0FINANCE", "U1")).toContain("I'm not set up to work for you in this channel");
+    const finance = await ask("C0FINANCE", "U0FINANCE1");
+    expect(onTheirOwn(finance)).toEqual(new Set(["calculator"]));
+    expect(finance).not.toContain("remember asks first");
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it("an edited file takes effect on the next message, without a restart", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "glassbox-channels-")), "channels.yaml");
     copyFileSync(EXAMPLE, file);

@@ -67,6 +67,15 @@ describe("web API: runs, events and approvals", () => {
     expect(run.output).toContain(`Order ${CANCELLABLE_ORDER} is **paid**`);
   });
 
+  it('answers "what can you do here?" itself, with the tools it has and which ask first, without a model call', async () => {
+    const calls = playground.model.requests.length;
+    const run = await pollUntilDone(await startRun("capabilities", "What can you do here?"));
+    expect(run).toMatchObject({ status: "final", steps: 0 });
+    expect(run.output).toMatch(/^Here is what I can do here, for you:/);
+    expect(run.output).toContain("cancel_order asks first: you (or an approver) decide.");
+    expect(playground.model.requests.length).toBe(calls);
+  });
+
   it("streams a run's events from run_start to run_end, replaying what happened before the stream opened, then ends", async () => {
     const runId = await startRun("streaming", `Status of ${CANCELLABLE_ORDER} please`);
     const live = await readEvents(`${api}/runs/${runId}/events`);

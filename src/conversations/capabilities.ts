@@ -1,0 +1,53 @@
+/**
+ * "What can you do here?": asked in any chat (a mention, a DM, the web page), the bot answers for
+ * this person in this place, without a model call: the tools it may use here and which ask first
+ * (and whom), what is left of their daily budget, what it remembers, and how to have it erased.
+ */
+import type { AgentConfig } from "../agent/run.js";
+import type { DailyLimits } from "../agent/quota.js";
+import type { StorePort } from "../store/port.js";
+
+/** The question, however it is punctuated or cased: "what can you do here?", "What can you do?". */
+export const CAPABILITIES_QUESTION = /^\s*what\s+can\s+you\s+do(\s+here)?(\s+for\s+me)?\s*\??\s*$/i;
+
+export async function describeCapabilities(
+  agent: AgentConfig,
+  store: Pick<StorePort, "userUsageSince">,
+  userId: string | undefined,
+  dailyLimits: DailyLimits | undefined,
+  now = new Date(),
+): Promise<string> {
+  const tools = agent.tools.list().map((tool) => tool.definition);
+  const lines = ["Here is what I can do here, for you:"];
+  if (tools.length === 0) lines.push("- I can answer and talk things through; I have no tools in this channel.");
+  else {
+    const plain = tools.filter((tool) => !tool.dangerous).map((tool) => tool.name);
+    if (plain.length > 0) lines.push(`- Tools I use on my own: ${plain.join(", ")}.`);
+    for (const tool of tools.filter((candidate) => candidate.dangerous)) {
+      const when = typeof tool.dangerous === "function" ? "asks first when its arguments call for it" : "asks first";
+      const who = tool.approvers?.length
+        ? `${tool.approvers.join(", ")}${tool.requesterMayApprove === false ? "" : " or you"} decide`
+        : tool.requesterMayApprove === false
+          ? "an approver other than you decides"
+          : "you (or an approver) decide";
+      lines.push(`- ${tool.name} ${when}: ${who}.`);
+    }
+  }
+  if (userId && (dailyLimits?.tokens !== undefined || dailyLimits?.cost !== undefined)) {
+    const day = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+    const used = await store.userUsageSince(userId, day);
+    const parts: string[] = [];
+    if (dailyLimits.tokens !== undefined) {
+      const left = Math.max(0, dailyLimits.tokens - used.promptTokens - used.completionTokens);
+      parts.push(`${left.toLocaleString("en-US")} of ${dailyLimits.tokens.toLocaleString("en-US")} tokens`);
+    }
+    if (dailyLimits.cost !== undefined && used.cost !== null)
+      parts.push(`$${Math.max(0, dailyLimits.cost - used.cost).toFixed(2)} of $${dailyLimits.cost.toFixed(2)}`);
+    if (parts.length > 0) lines.push(`- Left of your budget today (UTC): ${parts.join(", ")}.`);
+  }
+  lines.push(
+    "- I remember this conversation, summarising its oldest parts, and the notes you ask me to remember;",
+    "  `forget` removes a note. Whoever runs glassbox can erase everything of yours (glassbox erase --user).",
+  );
+  return lines.join("\n");
+}
