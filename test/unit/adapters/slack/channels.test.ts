@@ -77,7 +77,9 @@ describe("per-channel settings on Slack", () => {
       new Set(/Tools I use on my own: ([^.\n]+)\./.exec(text)?.[1]?.split(", ") ?? []);
     const ask = async (channel: string, user: string) => {
       const { ts } = await h.mention(`<@${BOT}> what can you do here?`, { channel, user });
-      return (await waitForBotMessage(h.fake, channel, ts, /Here is what I can do|not set up to work for you/)).text;
+      return (
+        (await waitForBotMessage(h.fake, channel, ts, /Here is what I can do|not set up to work for you/)).text ?? ""
+      );
     };
     const support = await ask("C0SUPPORT", "U1");
     expect(onTheirOwn(support)).toEqual(new Set(["current_time", "calculator", "get_order_status", "forget"]));
