@@ -2,7 +2,8 @@
  * Per-channel settings (GLASSBOX_CHANNELS): a YAML or JSON file saying what the bot is and may do
  * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
  * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`),
- * `tools` (names or patterns such as `crm_*`; `[]` for none) and `users` (who may use the bot there). A mistake is one sentence naming the
+ * `tools` (names or patterns such as `crm_*`; `[]` for none), `users` (who may use the bot there),
+ * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`). A mistake is one sentence naming the
  * line, with the setting it likely means; the file is read again when it changes (or on SIGHUP),
  * and a file that became wrong leaves the settings as they were.
  */
@@ -12,6 +13,7 @@ import { basename, dirname, resolve } from "node:path";
 import { LineCounter, parseDocument, isMap, isScalar, isSeq, type Node, type Pair } from "yaml";
 import { configurationError } from "../agent/errors.js";
 import type { AgentConfig } from "../agent/run.js";
+import type { RegisteredTool, ToolRegistry } from "../tools/registry.js";
 import type { Logger } from "../logger.js";
 import { closestNames } from "../tools/closest-names.js";
 
@@ -22,6 +24,10 @@ export interface ChannelLevel {
   tools?: string[];
   /** The people who may use the bot there (Slack or Discord user ids); unset: everyone. */
   users?: string[];
+  /** Who may decide the dangerous calls made there (user ids), instead of the tool's or the platform's. */
+  approvers?: string[];
+  /** Whether the person who asked may decide their own dangerous call there. */
+  requesterMayApprove?: boolean;
 }
 
 export interface ChannelSettings {
@@ -32,7 +38,7 @@ export interface ChannelSettings {
   channels: Record<string, ChannelLevel>;
 }
 
-const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools", "users"] as const;
+const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools", "users", "approvers", "requesterMayApprove"] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
 /**
@@ -87,10 +93,14 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
           }
           return name;
         });
-      } else if (key === "users") {
+      } else if (key === "users" || key === "approvers") {
         if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
-          throw wrong(value, `${where}.users must be a list of user ids, such as [U012AB3CD].`);
-        found.users = value.items.map((item) => String((item as { value: string }).value));
+          throw wrong(value, `${where}.${key} must be a list of user ids, such as [U012AB3CD].`);
+        found[key] = value.items.map((item) => String((item as { value: string }).value));
+      } else if (key === "requesterMayApprove") {
+        if (!isScalar(value) || typeof value.value !== "boolean")
+          throw wrong(value, `${where}.requesterMayApprove must be true or false.`);
+        found.requesterMayApprove = value.value;
       } else throw wrong(pair.key as Node, unknownKey(`${where}.${key}`, key, LEVEL_KEYS));
     }
     return found;
@@ -217,22 +227,54 @@ export function watchChannelSettings(path: string, log: Logger, toolNames?: read
   };
 }
 
-/** The agent as a session's settings make it: their system prompt, and only the tools they allow. */
+/**
+ * The agent as a session's settings make it: their system prompt, only the tools they allow, and
+ * their approval policy on each dangerous tool (it replaces what the tool itself says).
+ */
 export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
-  if (level.tools === undefined && level.systemPrompt === undefined) return agent;
-  const allowed = level.tools;
-  const tools = allowed
+  const { tools: allowed, systemPrompt, approvers, requesterMayApprove } = level;
+  if (
+    allowed === undefined &&
+    systemPrompt === undefined &&
+    approvers === undefined &&
+    requesterMayApprove === undefined
+  )
+    return agent;
+  const chosen = allowed
     ? agent.tools.subset(agent.tools.names().filter((name) => toolAllowed(allowed, name)))
     : agent.tools;
+  const policy = {
+    ...(approvers ? { approvers } : {}),
+    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+  };
+  const tools = Object.keys(policy).length > 0 ? withPolicy(chosen, policy) : chosen;
   const select = agent.selectTools;
   return {
     ...agent,
     tools,
-    systemPrompt: level.systemPrompt ?? agent.systemPrompt,
+    systemPrompt: systemPrompt ?? agent.systemPrompt,
     // The selector knows every tool: what it picks is kept to those allowed here.
     ...(select && allowed
       ? { selectTools: (run) => select(run).filter((spec) => tools.get(spec.function.name) !== undefined) }
       : {}),
+  };
+}
+
+/** `registry` with `policy` on each dangerous tool's definition, which the executor reads when it asks. */
+function withPolicy(
+  registry: ToolRegistry,
+  policy: Pick<ChannelLevel, "approvers" | "requesterMayApprove">,
+): ToolRegistry {
+  const governed = (tool: RegisteredTool): RegisteredTool =>
+    tool.definition.dangerous ? { ...tool, definition: { ...tool.definition, ...policy } } : tool;
+  return {
+    ...registry,
+    get: (name) => {
+      const tool = registry.get(name);
+      return tool && governed(tool);
+    },
+    list: () => registry.list().map(governed),
+    subset: (names) => withPolicy(registry.subset(names), policy),
   };
 }
 

@@ -86,7 +86,7 @@ describe("per-channel settings", () => {
     );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
     expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "model": "x"}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools, users.",
+      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools, users, approvers, requesterMayApprove.",
     );
   });
 

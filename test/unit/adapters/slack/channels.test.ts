@@ -8,7 +8,16 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
-import { BOT, CANCELLABLE_ORDER, cleanUp, startHarness, waitForBotMessage } from "../../../helpers/slack.js";
+import {
+  BOT,
+  CANCELLABLE_ORDER,
+  cancelScript,
+  cleanUp,
+  orderStatus,
+  startHarness,
+  waitForApproval,
+  waitForBotMessage,
+} from "../../../helpers/slack.js";
 
 afterEach(cleanUp);
 
@@ -92,8 +101,30 @@ describe("per-channel settings on Slack", () => {
     expect(await ask("C0FINANCE", "U1")).toContain("I'm not set up to work for you in this channel");
     const finance = await ask("C0FINANCE", "U0FINANCE1");
     expect(onTheirOwn(finance)).toEqual(new Set(["calculator"]));
+    expect(finance).toContain("cancel_order asks first: U0FINANCE1, U0FINANCE2 decide.");
     expect(finance).not.toContain("remember asks first");
     expect(h.model.requests).toHaveLength(0);
+  });
+
+  it("#finance: a cancellation needs a second person of the channel's approvers; the requester's click names who can", async () => {
+    const h = await startHarness({ script: cancelScript(), env: { GLASSBOX_CHANNELS: EXAMPLE } });
+    const { ts } = await h.mention(`<@${BOT}> cancel order ${CANCELLABLE_ORDER}, ordered twice`, {
+      channel: "C0FINANCE",
+      user: "U0FINANCE1",
+    });
+    const approval = await waitForApproval(h.fake, "C0FINANCE", ts);
+
+    await h.click(approval, "U0FINANCE1");
+    const note = await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U0FINANCE1", {
+      timeoutMs: 10_000,
+    });
+    expect(note.args.text).toBe("This needs someone other than <@U0FINANCE1> to approve it: <@U0FINANCE2>.");
+    await h.slack.conversations.idle();
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
+
+    await h.click(approval, "U0FINANCE2");
+    await waitForBotMessage(h.fake, "C0FINANCE", ts, "order 20240410003 is cancelled");
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
   });
 
   it("an edited file takes effect on the next message, without a restart", async () => {
