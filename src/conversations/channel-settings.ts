@@ -55,7 +55,8 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
     );
   }
   const lines = new LineCounter();
-  const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  // Discord's ids are past 2^53: read as exact integers, so that an id written unquoted stays itself.
+  const document = parseDocument(text, { lineCounter: lines, prettyErrors: false, intAsBigInt: true });
   const at = (node: Node | null | undefined) => (node?.range ? `${path}:${lines.linePos(node.range[0]).line}` : path);
   const wrong = (node: Node | null | undefined, sentence: string) => configurationError(`${at(node)}: ${sentence}`);
   const [syntax] = document.errors;
@@ -94,9 +95,10 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
           return name;
         });
       } else if (key === "users" || key === "approvers") {
-        if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
+        const ids = (item: unknown) => isScalar(item) && ["string", "bigint"].includes(typeof item.value);
+        if (!isSeq(value) || !value.items.every(ids))
           throw wrong(value, `${where}.${key} must be a list of user ids, such as [U012AB3CD].`);
-        found[key] = value.items.map((item) => String((item as { value: string }).value));
+        found[key] = value.items.map((item) => String((item as { value: string | bigint }).value));
       } else if (key === "requesterMayApprove") {
         if (!isScalar(value) || typeof value.value !== "boolean")
           throw wrong(value, `${where}.requesterMayApprove must be true or false.`);
@@ -133,7 +135,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
 
 function keyOf(pair: Pair<Node, Node>, wrong: (node: Node | null, sentence: string) => Error): string {
   const key = pair.key;
-  if (!isScalar(key) || (typeof key.value !== "string" && typeof key.value !== "number"))
+  if (!isScalar(key) || !["string", "bigint"].includes(typeof key.value))
     throw wrong(key, "a key must be a plain name or id.");
   return String(key.value);
 }

@@ -62,6 +62,15 @@ describe("per-channel settings", () => {
     expect(refusalHere({}, "U1")).toBeUndefined(); // no list: everyone
   });
 
+  it("Discord's ids written unquoted stay exactly themselves (they are past 2^53)", () => {
+    const path = fileWith("channels:\n  1300000000000000101:\n    users: [1300000000000000301]\n");
+    const settings = readChannelSettings(path, TOOLS);
+    expect(Object.keys(settings.channels)).toEqual(["1300000000000000101"]);
+    expect(settingsFor(settings, "discord:1300000000000000100:1300000000000000101").users).toEqual([
+      "1300000000000000301",
+    ]);
+  });
+
   it("tools may be named by patterns", () => {
     expect(toolAllowed(["crm_*"], "crm_lookup")).toBe(true);
     expect(toolAllowed(["crm_*"], "crm")).toBe(false);
