@@ -3,17 +3,16 @@
  * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
  * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`),
  * `tools` (names or patterns such as `crm_*`; `[]` for none), `users` (who may use the bot there),
- * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`). A mistake is one sentence naming the
- * line, with the setting it likely means; the file is read again when it changes (or on SIGHUP),
- * and a file that became wrong leaves the settings as they were.
+ * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`); what a run
+ * makes of them is channel-agent.ts. A mistake is one sentence naming the line, with the setting it
+ * likely means; the file is read again when it changes (or on SIGHUP), and a file that became wrong
+ * leaves the settings as they were.
  */
 import { createHash } from "node:crypto";
 import { readFileSync, watch } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { LineCounter, parseDocument, isMap, isScalar, isSeq, type Node, type Pair } from "yaml";
 import { configurationError } from "../agent/errors.js";
-import type { AgentConfig } from "../agent/run.js";
-import type { RegisteredTool, ToolRegistry } from "../tools/registry.js";
 import type { Logger } from "../logger.js";
 import { closestNames } from "../tools/closest-names.js";
 
@@ -169,17 +168,6 @@ export function settingsFor(settings: ChannelSettings, sessionId: string): Chann
   };
 }
 
-/** Whether `name` is one of `allowed` (names, or patterns where `*` matches any run of characters). */
-export function toolAllowed(allowed: readonly string[], name: string): boolean {
-  return allowed.some((pattern) =>
-    pattern.includes("*")
-      ? new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`, "u").test(name)
-      : pattern === name,
-  );
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
 /** The settings as the file says now: read at start (a mistake stops it), again on change or SIGHUP. */
 export interface LiveChannelSettings {
   current(): ChannelSettings;
@@ -227,67 +215,4 @@ export function watchChannelSettings(path: string, log: Logger, toolNames?: read
       process.off("SIGHUP", onHangUp);
     },
   };
-}
-
-/**
- * The agent as a session's settings make it: their system prompt, only the tools they allow, and
- * their approval policy on each dangerous tool (it replaces what the tool itself says).
- */
-export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
-  const { tools: allowed, systemPrompt, approvers, requesterMayApprove } = level;
-  if (
-    allowed === undefined &&
-    systemPrompt === undefined &&
-    approvers === undefined &&
-    requesterMayApprove === undefined
-  )
-    return agent;
-  const chosen = allowed
-    ? agent.tools.subset(agent.tools.names().filter((name) => toolAllowed(allowed, name)))
-    : agent.tools;
-  const policy = {
-    ...(approvers ? { approvers } : {}),
-    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
-  };
-  const tools = Object.keys(policy).length > 0 ? withPolicy(chosen, policy) : chosen;
-  const select = agent.selectTools;
-  return {
-    ...agent,
-    tools,
-    systemPrompt: systemPrompt ?? agent.systemPrompt,
-    // The selector knows every tool: what it picks is kept to those allowed here.
-    ...(select && allowed
-      ? { selectTools: (run) => select(run).filter((spec) => tools.get(spec.function.name) !== undefined) }
-      : {}),
-  };
-}
-
-/** `registry` with `policy` on each dangerous tool's definition, which the executor reads when it asks. */
-function withPolicy(
-  registry: ToolRegistry,
-  policy: Pick<ChannelLevel, "approvers" | "requesterMayApprove">,
-): ToolRegistry {
-  const governed = (tool: RegisteredTool): RegisteredTool =>
-    tool.definition.dangerous ? { ...tool, definition: { ...tool.definition, ...policy } } : tool;
-  return {
-    ...registry,
-    get: (name) => {
-      const tool = registry.get(name);
-      return tool && governed(tool);
-    },
-    list: () => registry.list().map(governed),
-    subset: (names) => withPolicy(registry.subset(names), policy),
-  };
-}
-
-/**
- * Why `userId` may not use the bot under `level`, in a sentence for them; undefined when they may.
- * A user id as runs record it may carry its workspace (`T1:U1`, installed in many): either form matches.
- */
-export function refusalHere(level: ChannelLevel, userId: string | undefined): string | undefined {
-  if (!level.users) return undefined;
-  const person = userId ?? "";
-  const plain = person.slice(person.lastIndexOf(":") + 1);
-  if (level.users.includes(person) || level.users.includes(plain)) return undefined;
-  return "I'm not set up to work for you in this channel; ask whoever runs glassbox here to add you, or ask me where you may.";
 }

@@ -15,7 +15,8 @@ import { quotaProblem } from "../agent/quota.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
-import { agentIn, refusalHere, settingsFor } from "./channel-settings.js";
+import { agentIn, refusalHere } from "./channel-agent.js";
+import { settingsFor } from "./channel-settings.js";
 import { CAPABILITIES_QUESTION, describeCapabilities } from "./capabilities.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */

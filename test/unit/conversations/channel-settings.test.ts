@@ -5,13 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
-import {
-  readChannelSettings,
-  refusalHere,
-  settingsFor,
-  toolAllowed,
-  watchChannelSettings,
-} from "../../../src/conversations/channel-settings.js";
+import { refusalHere, toolAllowed } from "../../../src/conversations/channel-agent.js";
+import { readChannelSettings, settingsFor, watchChannelSettings } from "../../../src/conversations/channel-settings.js";
 import { createLogger } from "../../../src/logger.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../../examples/channels.yaml", import.meta.url));
