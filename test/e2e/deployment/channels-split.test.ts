@@ -1,0 +1,87 @@
+// Per-channel settings with ingress and a worker in processes of their own on PostgreSQL (the real
+// src/main.ts, the fake Slack, the scripted model): the worker reads examples/channels.yaml, so a
+// mention in #support may look an order up and one in #random may not, whichever process received it.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { startFakeSlack, type FakeSlack } from "../../../src/testing/fake-slack.js";
+import {
+  startScriptedModelServer,
+  type ChatCompletionRequestBody,
+  type ScriptedModelServer,
+} from "../../../src/testing/scripted-model-server.js";
+import {
+  createTestDatabase,
+  NEEDS_DATABASE,
+  TEST_DATABASE_URL,
+  type TestDatabase,
+} from "../fixtures/queue-database.js";
+import { fakeSlackEnvironment, startRoleProcess, type RoleProcess } from "../fixtures/role-processes.js";
+
+const BOT = "U0FAKEBOT1";
+const SECRET = "channels-split-signing-secret";
+const WAIT = { timeout: 30_000, interval: 50 };
+const EXAMPLE = fileURLToPath(new URL("../../../examples/channels.yaml", import.meta.url));
+
+function lookUpThenAnswer(body: ChatCompletionRequestBody) {
+  const last = body.messages.at(-1);
+  if (last?.role === "tool") return { content: `tool said: ${String(last.content).slice(0, 200)}` };
+  return { toolCalls: [{ name: "get_order_status", arguments: JSON.stringify({ order_id: "20240410003" }) }] };
+}
+
+describe.runIf(Boolean(TEST_DATABASE_URL))(
+  `per-channel settings across ingress and a worker (${NEEDS_DATABASE})`,
+  () => {
+    const processes: RoleProcess[] = [];
+    const cleanups: Array<() => Promise<void> | void> = [];
+    afterEach(async () => {
+      for (const running of processes.splice(0)) await running.kill();
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    }, 30_000);
+
+    it("#support may look an order up and #random may not", async () => {
+      const directory = mkdtempSync(join(tmpdir(), "glassbox-channels-split-"));
+      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+      const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
+      cleanups.push(() => database.drop());
+      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
+      cleanups.push(() => fake.close());
+      const model: ScriptedModelServer = await startScriptedModelServer({ script: lookUpThenAnswer });
+      cleanups.push(() => model.close());
+      const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
+
+      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
+      processes.push(ingress);
+      const worker = await startRoleProcess("worker", {
+        GLASSBOX_DATABASE_URL: database.url,
+        ...slack,
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: "sk-test-channels-split",
+        GLASSBOX_DEMO: "true",
+        GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+        GLASSBOX_CHANNELS: EXAMPLE,
+      });
+      processes.push(worker);
+      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
+
+      const ask = async (channel: string) => {
+        const ts = fake.nextTs();
+        const sent = await fake.sendEvent(
+          eventsUrl,
+          { type: "app_mention", user: "U1", channel, text: `<@${BOT}> where is order 20240410003?`, ts },
+          { signingSecret: SECRET },
+        );
+        expect(sent.status).toBe(200);
+        return vi.waitFor(() => {
+          const answer = fake.messages(channel, ts).find((message) => message.text?.includes("tool said:"));
+          if (!answer) throw new Error(`no answer in ${channel} yet`);
+          return answer.text ?? "";
+        }, WAIT);
+      };
+      expect(await ask("C0SUPPORT")).toContain('"status":"success"');
+      expect(await ask("C0RANDOM")).toContain("tool_not_found");
+    }, 90_000);
+  },
+);
