@@ -32,8 +32,8 @@ COPY src/adapters/web/public ./src/adapters/web/public
 COPY data/shop-seed.sql ./data/shop-seed.sql
 # Everything the bot writes goes to /data, the one volume (the root file system may be read-only):
 # the SQLite file, and temporary files (TMPDIR), a tool's or an MCP server's too.
-# The web server listens on every address of the container; its API still asks for
-# GLASSBOX_API_TOKEN from anywhere but the container itself.
+# The web server listens on every address of the container, so its API needs GLASSBOX_API_TOKEN
+# (without one glassbox does not start; the health port never asks for it).
 ENV NODE_ENV=production \
   GLASSBOX_DB=/data/glassbox.db \
   GLASSBOX_WEB_HOST=0.0.0.0 \
@@ -46,6 +46,6 @@ USER node
 EXPOSE 8787 8788
 # Node is PID 1: glassbox handles SIGTERM and SIGINT itself (a worker finishes or hands back its turns).
 STOPSIGNAL SIGTERM
-# Asks the role's own health route: the web server's port, or the worker's health port.
+# Asks /readyz on GLASSBOX_HEALTH_PORT (else the web server's port), in every role.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 CMD ["node", "dist/healthcheck.js"]
 ENTRYPOINT ["node", "dist/main.js"]
