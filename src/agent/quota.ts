@@ -33,7 +33,8 @@ export const HOLD_MARGIN_MS = 60_000;
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 
-const dayStartOf = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+/** The start of `now`'s day (UTC), from which the daily caps count. */
+export const dayStartOf = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
 
 /** The sentence for a user at a cap, saying when it resets (midnight UTC). */
 function capSentence(cap: "tokens" | "cost", limits: DailyLimits, now: Date): string {

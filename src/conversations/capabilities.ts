@@ -4,7 +4,7 @@
  * (and whom), what is left of their daily budget, what it remembers, and how to have it erased.
  */
 import type { AgentConfig } from "../agent/run.js";
-import type { DailyLimits } from "../agent/quota.js";
+import { dayStartOf, type DailyLimits } from "../agent/quota.js";
 import type { StorePort } from "../store/port.js";
 
 /** The question, however it is punctuated or cased: "what can you do here?", "What can you do?". */
@@ -34,8 +34,7 @@ export async function describeCapabilities(
     }
   }
   if (userId && (dailyLimits?.tokens !== undefined || dailyLimits?.cost !== undefined)) {
-    const day = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    const used = await store.userUsageSince(userId, day);
+    const used = await store.userUsageSince(userId, dayStartOf(now));
     const parts: string[] = [];
     if (dailyLimits.tokens !== undefined) {
       const left = Math.max(0, dailyLimits.tokens - used.promptTokens - used.completionTokens);
