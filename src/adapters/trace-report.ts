@@ -17,6 +17,7 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
   const lines = [
     `Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`,
     `  asked: ${oneLine(run.input, 200)}`,
+    ...(run.configuration ? [`  settings: ${run.configuration}`] : []),
   ];
   for (const step of steps) {
     const context = `${count(step.contextMessages, "message")}${step.contextTokens === null ? "" : ` (~${count(step.contextTokens, "token")})`}`;

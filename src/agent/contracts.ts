@@ -70,6 +70,8 @@ export interface RunRecord {
   /** For a sub-agent's run: the run and tool call it works for. */
   parent?: { runId: string; toolCallId: string };
   pipeline?: PipelineStage;
+  /** The channel settings the run used: their file and version. */
+  configuration?: string;
 }
 
 export interface RunOutcome {
@@ -86,8 +88,16 @@ export interface RunOutcome {
 
 /** The run a run_start event starts, as the store keeps it. */
 export function runRecordOf(event: Extract<AgentEvent, { type: "run_start" }>): RunRecord {
-  const { runId, sessionId, userId, input, parent, pipeline } = event;
-  return { runId, sessionId, userId, input, ...(parent ? { parent } : {}), ...(pipeline ? { pipeline } : {}) };
+  const { runId, sessionId, userId, input, parent, pipeline, configuration } = event;
+  return {
+    runId,
+    sessionId,
+    userId,
+    input,
+    ...(parent ? { parent } : {}),
+    ...(pipeline ? { pipeline } : {}),
+    ...(configuration ? { configuration } : {}),
+  };
 }
 
 /** How a run ended, as its row stores it. */

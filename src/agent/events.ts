@@ -12,6 +12,8 @@ export type AgentEvent =
       input: string;
       parent?: { runId: string; toolCallId: string };
       pipeline?: PipelineStage;
+      /** The channel settings the run used: their file and version. */
+      configuration?: string;
     }
   | {
       type: "run_resumed";

@@ -39,6 +39,7 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
       input: inputWithAttachments(task),
       ...(task.parent ? { parent: task.parent } : {}),
       ...(task.pipeline ? { pipeline: task.pipeline } : {}),
+      ...(config.configuration ? { configuration: config.configuration } : {}),
     });
     addMessages(run, live, [userMessageOf(task)]);
     await live.commit("start");

@@ -15,6 +15,8 @@ export interface AgentConfig {
   model: ChatModel;
   tools: ToolRegistry;
   systemPrompt?: string;
+  /** Which configuration made this agent (a channel's settings: their file and version); recorded with each run it starts. */
+  configuration?: string;
   /** Model calls with tools before the run must conclude (default 8). */
   maxSteps?: number;
   /** Decides dangerous calls; without one they are all denied. */

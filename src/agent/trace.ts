@@ -76,6 +76,8 @@ export interface RunTrace {
   pipelineStage: number | null;
   pipelineStages: number | null;
   pipelineName: string | null;
+  /** The channel settings the run used (GLASSBOX_CHANNELS): their file and version, as `channels.yaml@1a2b3c4d5e6f`. */
+  configuration: string | null;
 }
 
 export interface UsageTotal {

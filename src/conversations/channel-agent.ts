@@ -1,25 +1,32 @@
 /**
  * What a session's channel settings (channel-settings.ts) make of a run: the agent it runs with
- * (the prompt, the tools allowed, who decides dangerous calls) and whether the person may use the
- * bot there at all.
+ * (the prompt, the model, the tools allowed, who decides dangerous calls, and the settings' version
+ * it records) and whether the person may use the bot there at all.
  */
+import { basename } from "node:path";
 import type { AgentConfig } from "../agent/run.js";
+import type { ChatModel } from "../agent/types.js";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.js";
-import type { ChannelLevel } from "./channel-settings.js";
+import type { ChannelLevel, ChannelSettings } from "./channel-settings.js";
+
+/** Where a level comes from, and how a model named there is reached. */
+export interface ChannelSource {
+  source: ChannelSettings["source"];
+  /** A model of the same server by another name (cached by the caller); without it a level's model is not used. */
+  modelNamed?: (name: string) => ChatModel;
+}
+
+/** How a run's trace names the settings it used: the file's name and the hash of what it held. */
+export const configurationOf = (source: ChannelSettings["source"]) => `${basename(source.path)}@${source.version}`;
 
 /**
- * The agent as a session's settings make it: their system prompt, only the tools they allow, and
- * their approval policy on each dangerous tool (it replaces what the tool itself says).
+ * The agent as a session's settings make it: their system prompt and model, only the tools they
+ * allow, their approval policy on each dangerous tool (it replaces what the tool itself says), and
+ * the settings' version, which each run records.
  */
-export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
+export function agentIn(agent: AgentConfig, level: ChannelLevel, from?: ChannelSource): AgentConfig {
   const { tools: allowed, systemPrompt, approvers, requesterMayApprove } = level;
-  if (
-    allowed === undefined &&
-    systemPrompt === undefined &&
-    approvers === undefined &&
-    requesterMayApprove === undefined
-  )
-    return agent;
+  const model = level.model && level.model !== agent.model.name ? from?.modelNamed?.(level.model) : undefined;
   const chosen = allowed
     ? agent.tools.subset(agent.tools.names().filter((name) => toolAllowed(allowed, name)))
     : agent.tools;
@@ -33,6 +40,8 @@ export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
     ...agent,
     tools,
     systemPrompt: systemPrompt ?? agent.systemPrompt,
+    ...(model ? { model } : {}),
+    ...(from ? { configuration: configurationOf(from.source) } : {}),
     // The selector knows every tool: what it picks is kept to those allowed here.
     ...(select && allowed
       ? { selectTools: (run) => select(run).filter((spec) => tools.get(spec.function.name) !== undefined) }

@@ -2,7 +2,7 @@
  * Per-channel settings (GLASSBOX_CHANNELS): a YAML or JSON file saying what the bot is and may do
  * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
  * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`),
- * `tools` (names or patterns such as `crm_*`; `[]` for none), `users` (who may use the bot there),
+ * `model`, `tools` (names or patterns such as `crm_*`; `[]` for none), `users` (who may use the bot there),
  * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`); what a run
  * makes of them is channel-agent.ts. A mistake is one sentence naming the line, with the setting it
  * likely means; the file is read again when it changes (or on SIGHUP), and a file that became wrong
@@ -19,6 +19,8 @@ import { closestNames } from "../tools/closest-names.js";
 /** What one level of the file says; what it leaves out comes from the level before. */
 export interface ChannelLevel {
   systemPrompt?: string;
+  /** The model the runs there call, on the same model server (GLASSBOX_MODEL's otherwise). */
+  model?: string;
   /** Names or patterns (`*` matches any run of characters) of the tools allowed. */
   tools?: string[];
   /** The people who may use the bot there (Slack or Discord user ids); unset: everyone. */
@@ -37,7 +39,15 @@ export interface ChannelSettings {
   channels: Record<string, ChannelLevel>;
 }
 
-const LEVEL_KEYS = ["systemPrompt", "systemPromptFile", "tools", "users", "approvers", "requesterMayApprove"] as const;
+const LEVEL_KEYS = [
+  "systemPrompt",
+  "systemPromptFile",
+  "model",
+  "tools",
+  "users",
+  "approvers",
+  "requesterMayApprove",
+] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
 /**
@@ -72,6 +82,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       const key = keyOf(pair, wrong);
       const value = pair.value;
       if (key === "systemPrompt") found.systemPrompt = text_(value, `${where}.systemPrompt`);
+      else if (key === "model") found.model = text_(value, `${where}.model`).trim();
       else if (key === "systemPromptFile") {
         const file = resolve(dirname(path), text_(value, `${where}.systemPromptFile`));
         try {

@@ -18,6 +18,7 @@ import type { AgentConfig, RunResult, Task } from "../agent/loop.js";
 import type { DailyLimits } from "../agent/quota.js";
 import { stoppedFromStore } from "./cancel-from-store.js";
 import type { Pipelines } from "../agent/sub-agents.js";
+import type { ChatModel } from "../agent/types.js";
 
 export { QUEUED_NOTICE_MS } from "./turn-bodies.js";
 
@@ -69,8 +70,10 @@ export interface ConversationOptions {
   receiveFiles?: ReceiveFiles;
   /** Whether each model call first asks the store if its run was stopped from elsewhere (default: on PostgreSQL). */
   cancelFromStore?: boolean;
-  /** Per-channel settings (GLASSBOX_CHANNELS): each run takes its session's prompt and tools. */
+  /** Per-channel settings (GLASSBOX_CHANNELS): each run takes its session's prompt, model and tools. */
   channels?: { current(): ChannelSettings };
+  /** A model of the same server by another name (a channel's `model`), with the main model's spending guard. */
+  modelNamed?: (name: string) => ChatModel;
 }
 
 export interface Conversations {
@@ -99,15 +102,30 @@ export function createConversations(
     controller?.abort();
     return controller !== undefined;
   };
+  const stoppable = (model: ChatModel) =>
+    (options.cancelFromStore ?? store.kind === "postgres")
+      ? stoppedFromStore(model, (runId) => store.cancelRequested(runId), stopRun)
+      : model;
   const chatAgent: AgentConfig = {
     ...agent,
     approve: agent.approve ?? (async () => "pending"),
     approvalTtlSeconds: options.approvalTtlSeconds ?? 3_600,
-    ...((options.cancelFromStore ?? store.kind === "postgres")
-      ? { model: stoppedFromStore(agent.model, (runId) => store.cancelRequested(runId), stopRun) }
-      : {}),
+    model: stoppable(agent.model),
   };
-  const bodies = createTurnBodies(chatAgent, store, options);
+  // A channel's model, made once per name and stoppable as the main one is.
+  const named = new Map<string, ChatModel>();
+  const { modelNamed } = options;
+  const channelModel =
+    modelNamed &&
+    ((name: string) => {
+      const made = named.get(name) ?? stoppable(modelNamed(name));
+      named.set(name, made);
+      return made;
+    });
+  const bodies = createTurnBodies(chatAgent, store, {
+    ...options,
+    ...(channelModel ? { modelNamed: channelModel } : {}),
+  });
   const queued = createQueuedTurns(chatAgent, store, bodies, options.receiveFiles);
 
   return {

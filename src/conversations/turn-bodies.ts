@@ -79,9 +79,15 @@ export type TurnBodies = ReturnType<typeof createTurnBodies>;
 export function createTurnBodies(agent: AgentConfig, store: StorePort, options: ConversationOptions) {
   const openSurface = options.openSurface ?? (() => noSurface);
   const channels = options.channels;
-  /** The agent a session's runs take: its channel's prompt and tools, as the settings say now. */
-  const agentFor = (sessionId: string) =>
-    channels ? agentIn(agent, settingsFor(channels.current(), sessionId)) : agent;
+  /** The agent a session's runs take: its channel's prompt, model and tools, as the settings say now. */
+  const agentFor = (sessionId: string) => {
+    if (!channels) return agent;
+    const settings = channels.current();
+    return agentIn(agent, settingsFor(settings, sessionId), {
+      source: settings.source,
+      ...(options.modelNamed ? { modelNamed: options.modelNamed } : {}),
+    });
+  };
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const shown = (approval: Approval) =>

@@ -51,7 +51,7 @@ export interface WorkerRole {
 }
 
 /** What a worker runs turns with: the agent, with its pipelines and where its tools came from when it has them. */
-export type WorkerAgent = AgentConfig & Partial<Pick<GlassboxAgent, "pipelines" | "toolSources">>;
+export type WorkerAgent = AgentConfig & Partial<Pick<GlassboxAgent, "pipelines" | "toolSources" | "specialists">>;
 
 export interface WorkerRoleOptions {
   config: GlassboxConfig;
@@ -97,6 +97,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     if (channels) closing.push(async () => channels.stop());
     const conversations = createConversations(agent, store, {
       channels,
+      ...(agent.specialists ? { modelNamed: agent.specialists.modelNamed } : {}),
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
       receiveFiles: surfaces.receiveFiles,

@@ -117,30 +117,32 @@ export async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean>
   await registerInstance(db);
   const started = await db.query(
     // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, input = CASE WHEN left($8, length(input)) = input THEN $8 ELSE input END WHERE id = $3 AND status = 'accepted'",
-    [new Date().toISOString(), INSTANCE.id, run.runId, ...stageOf(run), run.input],
+    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, input = CASE WHEN left($9, length(input)) = input THEN $9 ELSE input END WHERE id = $3 AND status = 'accepted'",
+    [new Date().toISOString(), INSTANCE.id, run.runId, ...startedWith(run), run.input],
   );
   return started.rowCount === 1;
 }
 
-const stageOf = ({ pipeline }: RunRecord) => [
+/** What a run starts with besides its ids: its pipeline stage and its configuration. */
+const startedWith = ({ pipeline, configuration }: RunRecord) => [
   pipeline?.runId ?? null,
   pipeline?.stage ?? null,
   pipeline?.stages ?? null,
   pipeline?.name ?? null,
+  configuration ?? null,
 ];
 
 /** Starts a run, accepted or new (a sub-agent's, a CLI's); `notAccepted`: startAcceptedRun found it was not. */
 export async function startRun(db: Db, run: RunRecord, notAccepted = false): Promise<boolean> {
   if (!notAccepted && (await startAcceptedRun(db, run))) return true;
   const at = new Date().toISOString();
-  const stage = stageOf(run);
+  const started = startedWith(run);
   const { rows } = await db.query<{ status: string }>("SELECT status FROM runs WHERE id = $1", [run.runId]);
   if (rows[0] !== undefined) return false;
   await touchSession(db, run.sessionId, at, false);
   const inserted = await db.query(
-    `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name)
-     VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name, configuration)
+     VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
     [
       run.runId,
       run.sessionId,
@@ -150,7 +152,7 @@ export async function startRun(db: Db, run: RunRecord, notAccepted = false): Pro
       run.parent?.runId ?? null,
       run.parent?.toolCallId ?? null,
       INSTANCE.id,
-      ...stage,
+      ...started,
     ],
   );
   return inserted.rowCount === 1;

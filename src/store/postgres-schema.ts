@@ -230,6 +230,10 @@ const MIGRATIONS = [
   -- where a note came from (JSON: runId, readContent), for notes shared with a channel
   ALTER TABLE facts ADD COLUMN origin text;
   `,
+  `
+  -- the channel settings a run used (GLASSBOX_CHANNELS): the file's name and the hash of what it held
+  ALTER TABLE runs ADD COLUMN configuration text;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

@@ -12,7 +12,8 @@ import type { RecordedRequest, RequestedCall, RunTrace, StepTrace, UsageTotal } 
 const RUN_COLUMNS = `id AS "runId", session_id AS "sessionId", user_id AS "userId", input, status, output, model, steps,
   prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", cost, started_at AS "startedAt", ended_at AS "endedAt",
   parent_run_id AS "parentRunId", parent_tool_call_id AS "parentToolCallId",
-  pipeline_run_id AS "pipelineRunId", pipeline_stage AS "pipelineStage", pipeline_stages AS "pipelineStages", pipeline_name AS "pipelineName"`;
+  pipeline_run_id AS "pipelineRunId", pipeline_stage AS "pipelineStage", pipeline_stages AS "pipelineStages", pipeline_name AS "pipelineName",
+  configuration`;
 
 interface StepRow {
   step: number;

@@ -291,6 +291,10 @@ const MIGRATIONS = [
   -- where a note came from (JSON: runId, readContent), for notes shared with a channel
   ALTER TABLE facts ADD COLUMN origin TEXT;
   `,
+  `
+  -- the channel settings a run used (GLASSBOX_CHANNELS): the file's name and the hash of what it held
+  ALTER TABLE runs ADD COLUMN configuration TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

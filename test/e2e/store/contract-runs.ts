@@ -340,6 +340,24 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.stagesOf("run_stage2")).toEqual([]);
   });
 
+  it("keeps the channel settings a run used, whether it was accepted first or started at once", async () => {
+    const store = await open();
+    const configuration = "channels.yaml@0123456789ab";
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_conf_accepted", "web:conf", "U1", "hello") });
+    await store.record([
+      { kind: "start_run", run: { ...runRecord("run_conf_accepted", "web:conf", "U1", "hello"), configuration } },
+    ]);
+    await store.record([
+      { kind: "start_run", run: { ...runRecord("run_conf_new", "web:conf", "U1", "again"), configuration } },
+      { kind: "start_run", run: runRecord("run_conf_none", "web:conf", "U1", "without") },
+    ]);
+    expect((await store.runsOfSession("web:conf")).map((run) => [run.runId, run.configuration])).toEqual([
+      ["run_conf_accepted", configuration],
+      ["run_conf_new", configuration],
+      ["run_conf_none", null],
+    ]);
+  });
+
   it("pauses a run and opens its approvals in one transaction; a resume makes it running again, once", async () => {
     const store = await open();
     const paused = pausedWaitingFor({ id: "call_a", hash: "hash-call_a" });

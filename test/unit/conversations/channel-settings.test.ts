@@ -38,6 +38,7 @@ describe("per-channel settings", () => {
     });
     expect(settingsFor(settings, "slack:T0FAKE0001:C0RANDOM:1718000000.000200")).toEqual({
       systemPrompt: "You are the Example team's assistant. Keep answers short.",
+      model: "gpt-4.1-nano",
       tools: [],
     });
     expect(settingsFor(settings, "slack:T0OTHER:C9:1")).toEqual(settings.defaults);
@@ -89,8 +90,8 @@ describe("per-channel settings", () => {
       /^FILE:3: channels\.C1\.systemPromptFile names .*missing\.txt, which cannot be read\.$/,
     );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
-    expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "model": "x"}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.model is not a setting; the settings are systemPrompt, systemPromptFile, tools, users, approvers, requesterMayApprove.",
+    expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "temperature": 0.2}}}', "channels.json")).toBe(
+      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove.",
     );
   });
 

@@ -129,7 +129,7 @@ function runMeta(run, parts) {
     "p",
     { class: "meta" },
     el("span", { class: `run-status status-${run.status}` }, run.status.replaceAll("_", " ")),
-    ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}`,
+    ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}${run.configuration ? ` · settings ${run.configuration}` : ""}`,
   );
 }
 

@@ -2,11 +2,14 @@
 // model), with the repository's example file (examples/channels.yaml): #support may look an order
 // up, #random may not, each channel's system prompt reaches the model, and an edited file takes
 // effect on the next message without a restart.
+import { createHash } from "node:crypto";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { formatRunTimeline } from "../../../../src/adapters/trace-report.js";
+import type { RunTrace } from "../../../../src/store/port.js";
 import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
 import {
   BOT,
@@ -60,6 +63,27 @@ describe("per-channel settings on Slack", () => {
     expect(systemOf(randomFirst)).toContain("the Example team's assistant");
     expect(refused.text).toContain("tool_not_found");
     expect(refused.text).not.toContain('"status":"success"');
+  });
+
+  it("#random's runs call its own model; every run records the settings' file and version it used", async () => {
+    const h = await startHarness({ script: () => ({ content: "Hello there." }), env: { GLASSBOX_CHANNELS: EXAMPLE } });
+    const random = await h.mention(`<@${BOT}> hi`, { channel: "C0RANDOM" });
+    await waitForBotMessage(h.fake, "C0RANDOM", random.ts, "Hello there.");
+    const support = await h.mention(`<@${BOT}> hi`, { channel: "C0SUPPORT" });
+    await waitForBotMessage(h.fake, "C0SUPPORT", support.ts, "Hello there.");
+    const [inRandom, inSupport] = h.model.requests.map((request) => request.body.model);
+    expect(inRandom).toBe("gpt-4.1-nano");
+    expect(inSupport).toBe(h.agent.model.name);
+    expect(inSupport).not.toBe("gpt-4.1-nano");
+
+    const version = createHash("sha256").update(readFileSync(EXAMPLE)).digest("hex").slice(0, 12);
+    const runs = [
+      ...(await h.agent.port.runsOfSession(`slack:T0FAKE0001:C0RANDOM:${random.ts}`)),
+      ...(await h.agent.port.runsOfSession(`slack:T0FAKE0001:C0SUPPORT:${support.ts}`)),
+    ];
+    expect(runs.map((run) => run.configuration)).toEqual([`channels.yaml@${version}`, `channels.yaml@${version}`]);
+    expect(runs[0]?.model).toBe("gpt-4.1-nano");
+    expect(formatRunTimeline(runs[0] as RunTrace, [])).toContain(`settings: channels.yaml@${version}`);
   });
 
   it("#finance works for its people alone: anyone else is told so in the thread, and no model is called", async () => {
