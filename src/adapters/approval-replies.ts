@@ -1,5 +1,5 @@
-import type { DecisionOutcome } from "../agent/approvals.js";
-import { decidersOf } from "../store/approval-rules.js";
+import type { Approval, DecisionOutcome } from "../agent/approvals.js";
+import { approvalsNeeded, decidersOf } from "../store/approval-rules.js";
 import type { DecisionRequest } from "../store/port-data.js";
 
 /** How many approvers a refusal names before it says "or another approver". */
@@ -16,6 +16,7 @@ export function refusalFor(
 ): string | undefined {
   switch (outcome.kind) {
     case "not_allowed": {
+      if (outcome.reason === "approved_already") return `You approved this already; ${stillNeeded(outcome.approval)}.`;
       const { approvers, requester } = decidersOf(outcome.approval, deployment);
       if (requester)
         return `Only ${mention(outcome.approval.requester)}${approvers.length > 0 ? " or an approver" : ""} can approve this.`;
@@ -35,6 +36,37 @@ export function refusalFor(
     case "unknown":
       return "This request is no longer waiting for a decision.";
     case "decided":
+    case "counted":
       return undefined;
   }
+}
+
+/** What a rule of several approvals still waits for: "it needs one more approval, from someone else". */
+function stillNeeded(approval: Approval): string {
+  const left = approvalsNeeded(approval) - approval.approvedBy.length;
+  return `it needs ${left === 1 ? "one more approval" : `${left} more approvals`}, from someone else`;
+}
+
+/**
+ * Who may decide a pending approval, as its card says it (no final stop): the requester or an
+ * approver; under a rule of several approvals, how many, whether the requester counts, and who
+ * approved so far. Approvers are named where the call's tool or channel names them.
+ */
+export function whoDecides(approval: Approval, mention: (userId: string) => string = (id) => `<@${id}>`): string {
+  const { approvers, requesterMayApprove } = approval.policy;
+  const requester = mention(approval.requester);
+  const others = approvers?.filter((id) => id !== approval.requester && !approval.approvedBy.includes(id));
+  const named = others?.length ? others.slice(0, NAMED_APPROVERS).map(mention).join(", ") : undefined;
+  const needed = approvalsNeeded(approval);
+  if (needed > 1) {
+    const given = approval.approvedBy.length;
+    return [
+      `Needs ${needed} approvals from different people${requesterMayApprove === false ? `, not ${requester}` : ""}`,
+      given > 0 ? `; ${given} of ${needed} so far, by ${approval.approvedBy.map(mention).join(", ")}` : "",
+      named ? `; approvers: ${named}` : "",
+    ].join("");
+  }
+  if (requesterMayApprove === false)
+    return `Only an approver other than ${requester} can decide${named ? `: ${named}` : ""}`;
+  return `Only ${requester} or ${named ? `an approver (${named})` : "an approver"} can decide`;
 }

@@ -21,6 +21,8 @@ export interface Approval {
   status: ApprovalStatus;
   decidedBy: string | null;
   decidedAt: string | null;
+  /** Who approved so far, in order: under a rule of several approvals it stays pending until enough have. */
+  approvedBy: string[];
   expiresAt: string;
   /** Where the platform shows the buttons (e.g. a Slack channel and ts), to update them later. */
   messageRef: string | null;
@@ -42,7 +44,10 @@ export interface ClickOrigin {
 
 export type DecisionOutcome =
   | { kind: "decided"; approval: Approval; runReady: boolean }
-  | { kind: "not_allowed"; approval: Approval }
+  /** An approval counted toward a rule of several; it waits for `needed` in all. */
+  | { kind: "counted"; approval: Approval; needed: number }
+  /** `approved_already`: this person's approval is counted already, and it needs someone else's. */
+  | { kind: "not_allowed"; approval: Approval; reason?: "approved_already" }
   | { kind: "already_decided"; approval: Approval }
   | { kind: "expired"; approval: Approval }
   | { kind: "stale"; approval: Approval }

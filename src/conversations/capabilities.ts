@@ -6,9 +6,24 @@
 import type { AgentConfig } from "../agent/run.js";
 import { dayStartOf, type DailyLimits } from "../agent/quota.js";
 import type { StorePort } from "../store/port.js";
+import type { ToolDefinition } from "../tools/types.js";
 
 /** The question, however it is punctuated or cased: "what can you do here?", "What can you do?". */
 export const CAPABILITIES_QUESTION = /^\s*what\s+can\s+you\s+do(\s+here)?(\s+for\s+me)?\s*\??\s*$/i;
+
+/** Who decides a dangerous tool's calls made by `userId`: named approvers but them, how many, whether they may. */
+function whoApproves(tool: ToolDefinition, userId: string | undefined): string {
+  const own = tool.requesterMayApprove !== false;
+  const plain = (id: string) => id.slice(id.lastIndexOf(":") + 1);
+  const others = tool.approvers?.filter((id) => !userId || plain(id) !== plain(userId));
+  const needed = tool.approvalsNeeded ?? 1;
+  if (needed > 1) {
+    const from = others?.length ? others.join(", ") : "the approvers";
+    return `${needed === 2 ? "two" : needed} of ${from}${own ? " and you" : ""} must approve${own ? "" : ", not you"}`;
+  }
+  if (others?.length) return `${others.join(", ")}${own ? " or you" : ""} decide${own ? "" : ", not you"}`;
+  return own ? "you (or an approver) decide" : "an approver other than you decides";
+}
 
 export async function describeCapabilities(
   agent: AgentConfig,
@@ -25,12 +40,7 @@ export async function describeCapabilities(
     if (plain.length > 0) lines.push(`- Tools I use on my own: ${plain.join(", ")}.`);
     for (const tool of tools.filter((candidate) => candidate.dangerous)) {
       const when = typeof tool.dangerous === "function" ? "asks first when its arguments call for it" : "asks first";
-      const who = tool.approvers?.length
-        ? `${tool.approvers.join(", ")}${tool.requesterMayApprove === false ? "" : " or you"} decide`
-        : tool.requesterMayApprove === false
-          ? "an approver other than you decides"
-          : "you (or an approver) decide";
-      lines.push(`- ${tool.name} ${when}: ${who}.`);
+      lines.push(`- ${tool.name} ${when}: ${whoApproves(tool, userId)}.`);
     }
   }
   if (userId && (dailyLimits?.tokens !== undefined || dailyLimits?.cost !== undefined)) {

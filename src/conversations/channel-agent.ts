@@ -7,6 +7,7 @@ import { basename } from "node:path";
 import type { AgentConfig } from "../agent/run.js";
 import type { ChatModel } from "../agent/types.js";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.js";
+import type { ApprovalPolicy } from "../tools/types.js";
 import type { ChannelLevel, ChannelSettings } from "./channel-settings.js";
 
 /** Where a level comes from, and how a model named there is reached. */
@@ -25,16 +26,15 @@ export const configurationOf = (source: ChannelSettings["source"]) => `${basenam
  * the settings' version, which each run records.
  */
 export function agentIn(agent: AgentConfig, level: ChannelLevel, from?: ChannelSource): AgentConfig {
-  const { tools: allowed, systemPrompt, approvers, requesterMayApprove } = level;
+  const { tools: allowed, systemPrompt } = level;
   const model = level.model && level.model !== agent.model.name ? from?.modelNamed?.(level.model) : undefined;
   const chosen = allowed
     ? agent.tools.subset(agent.tools.names().filter((name) => toolAllowed(allowed, name)))
     : agent.tools;
-  const policy = {
-    ...(approvers ? { approvers } : {}),
-    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
-  };
-  const tools = Object.keys(policy).length > 0 ? withPolicy(chosen, policy) : chosen;
+  const governs = ["approvers", "requesterMayApprove", "toolApprovers", "twoPersonRule"].some(
+    (key) => level[key as keyof ChannelLevel] !== undefined,
+  );
+  const tools = governs ? withPolicy(chosen, (name) => policyHere(level, name)) : chosen;
   const select = agent.selectTools;
   return {
     ...agent,
@@ -49,13 +49,23 @@ export function agentIn(agent: AgentConfig, level: ChannelLevel, from?: ChannelS
   };
 }
 
-/** `registry` with `policy` on each dangerous tool's definition, which the executor reads when it asks. */
-function withPolicy(
-  registry: ToolRegistry,
-  policy: Pick<ChannelLevel, "approvers" | "requesterMayApprove">,
-): ToolRegistry {
+/** Who decides a call to tool `name` under `level`: its own approvers or the level's, the requester's part, how many approve. */
+function policyHere(level: ChannelLevel, name: string): ApprovalPolicy {
+  const own = Object.entries(level.toolApprovers ?? {}).find(([pattern]) => toolAllowed([pattern], name))?.[1];
+  const approvers = own ?? level.approvers;
+  return {
+    ...(approvers ? { approvers } : {}),
+    ...(level.requesterMayApprove !== undefined ? { requesterMayApprove: level.requesterMayApprove } : {}),
+    ...(level.twoPersonRule && toolAllowed(level.twoPersonRule, name) ? { approvalsNeeded: 2 } : {}),
+  };
+}
+
+/** `registry` with each dangerous tool's policy on its definition, which the executor reads when it asks. */
+function withPolicy(registry: ToolRegistry, policyOf: (name: string) => ApprovalPolicy): ToolRegistry {
   const governed = (tool: RegisteredTool): RegisteredTool =>
-    tool.definition.dangerous ? { ...tool, definition: { ...tool.definition, ...policy } } : tool;
+    tool.definition.dangerous
+      ? { ...tool, definition: { ...tool.definition, ...policyOf(tool.definition.name) } }
+      : tool;
   return {
     ...registry,
     get: (name) => {
@@ -63,7 +73,7 @@ function withPolicy(
       return tool && governed(tool);
     },
     list: () => registry.list().map(governed),
-    subset: (names) => withPolicy(registry.subset(names), policy),
+    subset: (names) => withPolicy(registry.subset(names), policyOf),
   };
 }
 

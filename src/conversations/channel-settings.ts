@@ -3,7 +3,8 @@
  * where: `defaults`, then `workspaces` (a Slack team or a Discord guild, by id), then `channels` (by
  * id), each level overriding the one before. A level sets `systemPrompt` (or `systemPromptFile`),
  * `model`, `tools` (names or patterns such as `crm_*`; `[]` for none), `users` (who may use the bot there),
- * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`); what a run
+ * and who decides the dangerous calls made there (`approvers`, `requesterMayApprove`, `toolApprovers`
+ * per tool, `twoPersonRule` for the tools that need two people's approval); what a run
  * makes of them is channel-agent.ts. A mistake is one sentence naming the line, with the setting it
  * likely means; the file is read again when it changes (or on SIGHUP), and a file that became wrong
  * leaves the settings as they were.
@@ -29,6 +30,10 @@ export interface ChannelLevel {
   approvers?: string[];
   /** Whether the person who asked may decide their own dangerous call there. */
   requesterMayApprove?: boolean;
+  /** Approvers of one tool's calls there (by name or pattern), instead of `approvers`. */
+  toolApprovers?: Record<string, string[]>;
+  /** Tools (names or patterns) whose calls there need two different people's approval. */
+  twoPersonRule?: string[];
 }
 
 export interface ChannelSettings {
@@ -47,6 +52,8 @@ const LEVEL_KEYS = [
   "users",
   "approvers",
   "requesterMayApprove",
+  "toolApprovers",
+  "twoPersonRule",
 ] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
@@ -90,25 +97,20 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
         } catch {
           throw wrong(value, `${where}.systemPromptFile names ${file}, which cannot be read.`);
         }
-      } else if (key === "tools") {
-        if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
-          throw wrong(value, `${where}.tools must be a list of tool names or patterns, such as [calculator, "crm_*"].`);
-        found.tools = value.items.map((item) => {
-          const name = String((item as { value: string }).value);
-          if (toolNames && !name.includes("*") && !toolNames.includes(name)) {
-            const [closest] = closestNames(name, [...toolNames]);
-            throw wrong(
-              item as Node,
-              `${where}.tools names ${name}, which is no tool here; ${closest ? `did you mean ${closest}?` : `the tools are ${toolNames.join(", ")}.`}`,
-            );
-          }
-          return name;
-        });
-      } else if (key === "users" || key === "approvers") {
-        const ids = (item: unknown) => isScalar(item) && ["string", "bigint"].includes(typeof item.value);
-        if (!isSeq(value) || !value.items.every(ids))
-          throw wrong(value, `${where}.${key} must be a list of user ids, such as [U012AB3CD].`);
-        found[key] = value.items.map((item) => String((item as { value: string | bigint }).value));
+      } else if (key === "tools" || key === "twoPersonRule") found[key] = toolList(value, `${where}.${key}`);
+      else if (key === "users" || key === "approvers") found[key] = idList(value, `${where}.${key}`);
+      else if (key === "toolApprovers") {
+        if (!isMap(value))
+          throw wrong(
+            value,
+            `${where}.toolApprovers must map tool names or patterns to user ids, such as cancel_order: [U012AB3CD].`,
+          );
+        found.toolApprovers = Object.fromEntries(
+          (value.items as Pair<Node, Node>[]).map((pair) => {
+            const name = toolName(pair.key, keyOf(pair, wrong), `${where}.toolApprovers`);
+            return [name, idList(pair.value, `${where}.toolApprovers.${name}`)];
+          }),
+        );
       } else if (key === "requesterMayApprove") {
         if (!isScalar(value) || typeof value.value !== "boolean")
           throw wrong(value, `${where}.requesterMayApprove must be true or false.`);
@@ -116,6 +118,28 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       } else throw wrong(pair.key as Node, unknownKey(`${where}.${key}`, key, LEVEL_KEYS));
     }
     return found;
+  };
+  /** A tool's name or pattern; a name must be one of the process's tools. */
+  const toolName = (node: Node | null, name: string, where: string): string => {
+    if (toolNames && !name.includes("*") && !toolNames.includes(name)) {
+      const [closest] = closestNames(name, [...toolNames]);
+      throw wrong(
+        node,
+        `${where} names ${name}, which is no tool here; ${closest ? `did you mean ${closest}?` : `the tools are ${toolNames.join(", ")}.`}`,
+      );
+    }
+    return name;
+  };
+  const toolList = (value: Node | null, where: string): string[] => {
+    if (!isSeq(value) || !value.items.every((item) => isScalar(item) && typeof item.value === "string"))
+      throw wrong(value, `${where} must be a list of tool names or patterns, such as [calculator, "crm_*"].`);
+    return value.items.map((item) => toolName(item as Node, String((item as { value: string }).value), where));
+  };
+  const idList = (value: Node | null, where: string): string[] => {
+    const id = (item: unknown) => isScalar(item) && ["string", "bigint"].includes(typeof item.value);
+    if (!isSeq(value) || !value.items.every(id))
+      throw wrong(value, `${where} must be a list of user ids, such as [U012AB3CD].`);
+    return value.items.map((item) => String((item as { value: string | bigint }).value));
   };
   const text_ = (node: Node | null, where: string): string => {
     if (!isScalar(node) || typeof node.value !== "string" || node.value.trim() === "")

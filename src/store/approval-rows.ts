@@ -17,6 +17,8 @@ export interface ApprovalRow {
   expires_at: string;
   message_ref: string | null;
   policy: string | null;
+  /** JSON list of who approved so far. */
+  approved_by: string | null;
 }
 
 export const toApproval = (row: ApprovalRow): Approval => ({
@@ -34,13 +36,15 @@ export const toApproval = (row: ApprovalRow): Approval => ({
   expiresAt: row.expires_at,
   messageRef: row.message_ref,
   policy: row.policy ? (JSON.parse(row.policy) as ApprovalPolicy) : {},
+  approvedBy: row.approved_by ? (JSON.parse(row.approved_by) as string[]) : [],
 });
 
 /** A request's policy as stored: NULL when its tool left everything to the deployment. */
-export function policyColumn({ approvers, requesterMayApprove }: ApprovalPolicy): string | null {
-  if (approvers === undefined && requesterMayApprove === undefined) return null;
+export function policyColumn({ approvers, requesterMayApprove, approvalsNeeded }: ApprovalPolicy): string | null {
+  if (approvers === undefined && requesterMayApprove === undefined && approvalsNeeded === undefined) return null;
   return JSON.stringify({
     ...(approvers ? { approvers } : {}),
     ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+    ...(approvalsNeeded !== undefined ? { approvalsNeeded } : {}),
   });
 }

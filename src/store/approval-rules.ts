@@ -71,9 +71,27 @@ export function judgeClick(
     };
   }
   if (!mayDecide(approval, request, request.userId)) return { kind: "not_allowed", approval };
+  if (request.approved && approval.approvedBy.includes(request.userId))
+    return { kind: "not_allowed", approval, reason: "approved_already" };
   if (Date.parse(approval.expiresAt) <= (request.now ?? new Date()).getTime()) return { kind: "expired", approval };
   if (!isWaitingFor(paused, approval)) return { kind: "stale", approval };
   return { kind: "decide", approval };
+}
+
+/** How many different people must approve `approval` (its tool's rule; 1 by default). */
+export const approvalsNeeded = (approval: Pick<Approval, "policy">): number => approval.policy.approvalsNeeded ?? 1;
+
+/**
+ * What a click that may decide writes: who approved so far, and whether it settles the approval (a
+ * denial always does; an approval once enough different people have given theirs).
+ */
+export function approvalAfter(
+  approval: Pick<Approval, "policy" | "approvedBy">,
+  request: Pick<DecisionRequest, "userId" | "approved">,
+): { approvedBy: string[]; settles: boolean } {
+  if (!request.approved) return { approvedBy: approval.approvedBy, settles: true };
+  const approvedBy = [...approval.approvedBy, request.userId];
+  return { approvedBy, settles: approvedBy.length >= approvalsNeeded(approval) };
 }
 
 /** The decisions of a run's settled approvals, keyed by tool_call_id, as the executor takes them. */
@@ -84,6 +102,7 @@ export function decisionsOf(approvals: Approval[]): Record<string, ApprovalDecis
     decisions[approval.toolCallId] = {
       approved: approval.status === "approved",
       by: approval.decidedBy ?? approval.status,
+      ...(approval.approvedBy.length > 1 ? { approvedBy: approval.approvedBy } : {}),
       argumentsHash: approval.argumentsHash,
       ...(approval.status === "expired" ? { reason: "nobody approved it in time" } : {}),
     };

@@ -9,12 +9,12 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ApprovalRequest } from "../tools/types.js";
 import { policyColumn, toApproval, type ApprovalRow } from "./approval-rows.js";
-import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
+import { approvalAfter, approvalsNeeded, decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { Approval, ApprovalStatus, DecisionOutcome, DecisionRequest } from "./port-data.js";
 import { inTransaction, type Db, type PostgresTransaction } from "./postgres-client.js";
 
 const COLUMNS =
-  "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref, policy";
+  "id, run_id, session_id, tool_call_id, tool_name, arguments, arguments_hash, requester, status, decided_by, decided_at, expires_at, message_ref, policy, approved_by";
 const select = async (db: Db, where: string, values: unknown[]) =>
   (await db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE ${where}`, values)).rows.map(toApproval);
 const byId = async (db: Db, id: string, lock = "") => (await select(db, `id = $1 ${lock}`, [id]))[0];
@@ -29,10 +29,12 @@ async function settle(
   by: string,
   at: string,
   messageRef: string | null = null,
+  approvedBy: string[] | null = null,
 ): Promise<boolean> {
   const sql =
-    "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, message_ref = COALESCE(message_ref, $5) WHERE id = $4 AND status = 'pending'";
-  return (await db.query(sql, [status, by, at, id, messageRef])).rowCount === 1;
+    "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, message_ref = COALESCE(message_ref, $5), approved_by = COALESCE($6, approved_by) WHERE id = $4 AND status = 'pending'";
+  const given = approvedBy && JSON.stringify(approvedBy);
+  return (await db.query(sql, [status, by, at, id, messageRef, given])).rowCount === 1;
 }
 
 /** One pending approval per request (idempotent: a call is asked once); inside the caller's transaction. */
@@ -99,6 +101,17 @@ export function createPostgresApprovals(pool: pg.Pool) {
         const judged = judgeClick(approval, request, paused);
         if (judged.kind !== "decide") return judged;
         const at = (request.now ?? new Date()).toISOString();
+        const next = approvalAfter(judged.approval, request);
+        const messageRef = messageOfDecision(judged.approval, request.origin);
+        if (!next.settles) {
+          // The approval's row is locked: no other click counts meanwhile.
+          await client.query(
+            "UPDATE approvals SET approved_by = $1, message_ref = COALESCE(message_ref, $2) WHERE id = $3",
+            [JSON.stringify(next.approvedBy), messageRef, judged.approval.id],
+          );
+          const counted = (await byId(client, judged.approval.id)) ?? judged.approval;
+          return { kind: "counted", approval: counted, needed: approvalsNeeded(counted) };
+        }
         if (
           !(await settle(
             client,
@@ -106,7 +119,8 @@ export function createPostgresApprovals(pool: pg.Pool) {
             request.approved ? "approved" : "denied",
             request.userId,
             at,
-            messageOfDecision(judged.approval, request.origin),
+            messageRef,
+            next.approvedBy,
           ))
         ) {
           return { kind: "already_decided", approval: (await byId(client, judged.approval.id)) ?? judged.approval };

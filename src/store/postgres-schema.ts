@@ -234,6 +234,10 @@ const MIGRATIONS = [
   -- the channel settings a run used (GLASSBOX_CHANNELS): the file's name and the hash of what it held
   ALTER TABLE runs ADD COLUMN configuration text;
   `,
+  `
+  -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
+  ALTER TABLE approvals ADD COLUMN approved_by text;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

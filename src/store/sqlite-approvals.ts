@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { Approval, DecisionOutcome } from "../agent/approvals.js";
 import type { ApprovalDecision, ApprovalRequest } from "../tools/types.js";
 import { policyColumn, toApproval, type ApprovalRow } from "./approval-rows.js";
-import { decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
+import { approvalAfter, approvalsNeeded, decisionsOf, judgeClick, messageOfDecision } from "./approval-rules.js";
 import type { DecisionRequest } from "./port-data.js";
 import type { SqliteStore } from "./sqlite-store.js";
 
@@ -23,6 +23,11 @@ export function createApprovalBook(store: SqliteStore) {
     decide: db.prepare(
       "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, message_ref = COALESCE(message_ref, ?) WHERE id = ? AND status = 'pending'",
     ),
+    // An approval given toward a rule of several, on the list as it was read (no other counted meanwhile).
+    count: db.prepare(
+      "UPDATE approvals SET approved_by = ?, message_ref = COALESCE(message_ref, ?) WHERE id = ? AND status = 'pending' AND coalesce(approved_by, '[]') = ?",
+    ),
+    approvedBy: db.prepare("UPDATE approvals SET approved_by = ? WHERE id = ?"),
     setMessage: db.prepare("UPDATE approvals SET message_ref = ? WHERE id = ?"),
     expired: db.prepare(
       "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? AND session_id LIKE ? ORDER BY expires_at",
@@ -82,17 +87,30 @@ export function createApprovalBook(store: SqliteStore) {
       const judged = judgeClick(found, { ...request, now }, found && store.pausedRun(found.runId));
       if (judged.kind !== "decide") return judged;
       const { approval } = judged;
-      if (
-        statements.decide.run(
+      const next = approvalAfter(approval, request);
+      const before = JSON.stringify(approval.approvedBy);
+      if (!next.settles) {
+        const counted = statements.count.run(
+          JSON.stringify(next.approvedBy),
+          messageOfDecision(approval, origin),
+          id,
+          before,
+        ).changes;
+        if (counted !== 1) return { kind: "already_decided", approval: this.get(id) ?? approval };
+        return { kind: "counted", approval: this.get(id) ?? approval, needed: approvalsNeeded(approval) };
+      }
+      const settled = db.transaction(() => {
+        const changed = statements.decide.run(
           approved ? "approved" : "denied",
           userId,
           now.toISOString(),
           messageOfDecision(approval, origin),
           id,
-        ).changes !== 1
-      ) {
-        return { kind: "already_decided", approval: this.get(id) ?? approval };
-      }
+        ).changes;
+        if (changed === 1) statements.approvedBy.run(JSON.stringify(next.approvedBy), id);
+        return changed === 1;
+      })();
+      if (!settled) return { kind: "already_decided", approval: this.get(id) ?? approval };
       const decided = this.get(id) ?? approval;
       return {
         kind: "decided",

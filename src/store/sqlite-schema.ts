@@ -295,6 +295,10 @@ const MIGRATIONS = [
   -- the channel settings a run used (GLASSBOX_CHANNELS): the file's name and the hash of what it held
   ALTER TABLE runs ADD COLUMN configuration TEXT;
   `,
+  `
+  -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
+  ALTER TABLE approvals ADD COLUMN approved_by TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -409,10 +409,11 @@ async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): P
 }
 
 function approvalRequest(unit: Unit, scope: RunScope): ApprovalRequest {
-  const { approvers, requesterMayApprove } = unit.tool.definition;
+  const { approvers, requesterMayApprove, approvalsNeeded } = unit.tool.definition;
   return {
     ...(approvers ? { approvers: [...approvers] } : {}),
     ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+    ...(approvalsNeeded !== undefined && approvalsNeeded > 1 ? { approvalsNeeded } : {}),
     runId: scope.runId,
     sessionId: scope.sessionId,
     userId: scope.userId,

@@ -142,6 +142,10 @@ function checkDefinition(tool: AnyTool): void {
     throw fail(`approvers must be a list of at most ${MAX_TOOL_APPROVERS} user ids (as the platform names them).`);
   if (tool.requesterMayApprove !== undefined && typeof tool.requesterMayApprove !== "boolean")
     throw fail("requesterMayApprove must be true or false.");
+  if (tool.approvalsNeeded !== undefined && !isApprovalsNeeded(tool.approvalsNeeded))
+    throw fail(
+      `approvalsNeeded must be a whole number from 1 to ${MAX_APPROVALS_NEEDED} (2: two people must approve).`,
+    );
   if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
     throw fail("timeoutMs must be a positive number of milliseconds.");
   if (
@@ -153,6 +157,11 @@ function checkDefinition(tool: AnyTool): void {
 }
 
 const MAX_TOOL_APPROVERS = 100;
+export const MAX_APPROVALS_NEEDED = 5;
+
+/** Whether `value` is a number of approvals a call may need. */
+export const isApprovalsNeeded = (value: unknown): value is number =>
+  Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_APPROVALS_NEEDED;
 
 /** What a tool definition may hold; anything else is a typo that could remove a gate (`dangrous: true`). */
 const DEFINITION_KEYS = [
@@ -164,6 +173,7 @@ const DEFINITION_KEYS = [
   "dangerous",
   "approvers",
   "requesterMayApprove",
+  "approvalsNeeded",
   "timeoutMs",
   "dependsOn",
 ];

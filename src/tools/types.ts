@@ -60,6 +60,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * true). False: only an approver other than the requester can, as for "refunds need a second person".
    */
   requesterMayApprove?: boolean;
+  /**
+   * How many different people must approve a call (default 1): 2 is the two-person rule. The
+   * requester counts as one of them only where they may approve their own call.
+   */
+  approvalsNeeded?: number;
   /** Per-call time limit in ms (default 10 s). */
   timeoutMs?: number;
   /** Names of tools whose calls in the same model response must finish before this one starts. */
@@ -139,12 +144,16 @@ export interface ApprovalRequest extends ApprovalPolicy {
 export interface ApprovalPolicy {
   approvers?: string[];
   requesterMayApprove?: boolean;
+  /** Different people who must approve (default 1). */
+  approvalsNeeded?: number;
 }
 
 export interface ApprovalDecision {
   approved: boolean;
-  /** Who decided ("cli", a user id, or "expired"). */
+  /** Who decided ("cli", a user id, or "expired"); under a rule of several approvals, the last of them. */
   by: string;
+  /** Under a rule of several approvals: everyone who approved, in order. */
+  approvedBy?: string[];
   reason?: string;
   /** The call the decision is for; a decision for other arguments is ignored. */
   argumentsHash: string;

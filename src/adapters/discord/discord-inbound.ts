@@ -42,7 +42,7 @@ import {
   sessionUsageText,
 } from "./discord-events.js";
 import { loginWithCommands } from "./discord-login.js";
-import { approvalOutcomeText, NO_PINGS } from "./discord-surface.js";
+import { approvalButtons, approvalOutcomeText, approvalQuestionText, NO_PINGS } from "./discord-surface.js";
 import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./discord-feedback.js";
 import { createSessionQueue } from "../../conversations/session-queue.js";
 import { askSomething } from "../example-requests.js";
@@ -204,7 +204,7 @@ export async function startDiscordIngress<Transaction>(
       requesterMayApprove: discord.requesterMayApprove,
       origin: discordClickOrigin(interaction),
     });
-    if (outcome.kind === "decided") await showDecision(client, outcome.approval);
+    if (outcome.kind === "decided" || outcome.kind === "counted") await showDecision(client, outcome.approval);
     const refusal = refusalFor(outcome, discord);
     if (refusal)
       await interaction.followUp({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: NO_PINGS });
@@ -288,15 +288,19 @@ function discordChannelOf(sessionId: string): string {
   return sessionId.split(":").at(-1) ?? "";
 }
 
-/** The buttons' message, once decided: the outcome, no buttons. */
+/**
+ * The buttons' message as the approval now stands: once decided, the outcome without buttons; still
+ * pending (an approval counted toward a rule of several), the question with who approved so far.
+ */
 async function showDecision(client: Client, approval: Approval): Promise<void> {
   if (!approval.messageRef) return;
   const [channelId = "", messageId = ""] = approval.messageRef.split(":");
   const channel = await client.channels.fetch(channelId);
   if (!channel?.isTextBased()) return;
+  const pending = approval.status === "pending";
   await channel.messages.edit(messageId, {
-    content: approvalOutcomeText(approval),
-    components: [],
+    content: pending ? approvalQuestionText(approval) : approvalOutcomeText(approval),
+    components: pending ? [approvalButtons(approval)] : [],
     allowedMentions: NO_PINGS,
   });
 }

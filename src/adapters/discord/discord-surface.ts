@@ -22,6 +22,7 @@ import type { AgentEvent } from "../../agent/events.js";
 import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
+import { whoDecides } from "../approval-replies.js";
 import { splitMessage } from "../split-message.js";
 import { feedbackId, feedbackRow } from "./discord-feedback.js";
 
@@ -137,14 +138,9 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
     async askApproval(approval: Approval) {
       await work;
       // No backtick is left in the arguments to close the block early, nor a hidden character.
-      const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT);
-      const buttons = new ActionRowBuilder<ButtonBuilder>().addComponents(
-        new ButtonBuilder().setCustomId(approveId(approval.id)).setLabel("Approve").setStyle(ButtonStyle.Success),
-        new ButtonBuilder().setCustomId(denyId(approval.id)).setLabel("Deny").setStyle(ButtonStyle.Danger),
-      );
       const posted = await (await target()).send({
-        content: `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${codeName(approval.toolName)}\`\n\`\`\`json\n${args}\n\`\`\`\nOnly <@${approval.requester}> or an approver can decide; it expires <t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>.`,
-        components: [buttons],
+        content: approvalQuestionText(approval),
+        components: [approvalButtons(approval)],
         allowedMentions: { parse: [], users: [approval.requester] }, // the person whose decision it is
       });
       return `${posted.channelId}:${posted.id}`;
@@ -181,6 +177,21 @@ function holdsButton(components: readonly unknown[], customId: string): boolean 
     const { custom_id: id, components: inner } = component as { custom_id?: unknown; components?: unknown };
     return id === customId || (Array.isArray(inner) && holdsButton(inner, customId));
   });
+}
+
+/** The approval's question: who asked for which call, with which arguments, who may decide and until when. */
+export function approvalQuestionText(approval: Approval): string {
+  // No backtick is left in the arguments to close the block early, nor a hidden character.
+  const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT);
+  const expires = `<t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>`;
+  return `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${codeName(approval.toolName)}\`\n\`\`\`json\n${args}\n\`\`\`\n${whoDecides(approval)}; it expires ${expires}.`;
+}
+
+export function approvalButtons(approval: Approval): ActionRowBuilder<ButtonBuilder> {
+  return new ActionRowBuilder<ButtonBuilder>().addComponents(
+    new ButtonBuilder().setCustomId(approveId(approval.id)).setLabel("Approve").setStyle(ButtonStyle.Success),
+    new ButtonBuilder().setCustomId(denyId(approval.id)).setLabel("Deny").setStyle(ButtonStyle.Danger),
+  );
 }
 
 /** The approval message once decided: the question stays, the buttons go, the outcome is added. */

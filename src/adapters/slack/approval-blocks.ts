@@ -2,6 +2,7 @@
 import type { KnownBlock } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
+import { whoDecides } from "../approval-replies.js";
 import { argumentsForDisplay, codeName } from "../describe-call.js";
 import { slackUserOf } from "./slack-oauth.js";
 import { mrkdwnText } from "./slack-text.js";
@@ -26,7 +27,7 @@ export function approvalQuestion(approval: Approval): { text: string; blocks: Kn
         elements: [
           {
             type: "mrkdwn",
-            text: `Only ${slackMention(approval.requester)} or an approver can decide. Expires ${slackTime(approval.expiresAt)}.`,
+            text: `${whoDecides(approval, slackMention)}. Expires ${slackTime(approval.expiresAt)}.`,
           },
         ],
       },
@@ -97,9 +98,14 @@ function slackTime(iso: string): string {
   return `<!date^${Math.floor(date.getTime() / 1000)}^{time}|${fallback}>`;
 }
 
-/** The buttons' message of a decided, expired or superseded approval: the outcome, no buttons. */
+/**
+ * The buttons' message as the approval now stands: decided, expired or superseded, its outcome
+ * without buttons; still pending (an approval counted toward a rule of several), the question with
+ * who approved so far.
+ */
 export async function updateApprovalMessage(client: WebClient, approval: Approval): Promise<void> {
   if (!approval.messageRef) return;
   const [channel = "", ts = ""] = approval.messageRef.split(":");
-  await client.chat.update({ channel, ts, ...approvalOutcome(approval) });
+  const shown = approval.status === "pending" ? approvalQuestion(approval) : approvalOutcome(approval);
+  await client.chat.update({ channel, ts, ...shown });
 }

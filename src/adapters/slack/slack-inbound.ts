@@ -280,7 +280,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       setImmediate(() => {
         const refusal = refusalFor(outcome, slack, slackMention);
         const shown =
-          outcome.kind === "decided"
+          outcome.kind === "decided" || outcome.kind === "counted"
             ? updateApprovalMessage(client, outcome.approval)
             : refusal && channel
               ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) })

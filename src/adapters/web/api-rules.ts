@@ -136,12 +136,16 @@ export function decodeSegment(segment: string): string {
 }
 
 export function refusalOf(
-  outcome: Exclude<DecisionOutcome, { kind: "decided" }>,
+  outcome: Exclude<DecisionOutcome, { kind: "decided" | "counted" }>,
   approvalId: string,
   deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
 ): HttpError {
   switch (outcome.kind) {
     case "not_allowed": {
+      if (outcome.reason === "approved_already")
+        return new HttpError(409, "You approved this already; it needs another person's approval.", {
+          outcome: "approved_already",
+        });
       const { approvers, requester } = decidersOf(outcome.approval, deployment);
       const asker = outcome.approval.requester;
       const others = approvers.filter((approver) => approver !== asker);

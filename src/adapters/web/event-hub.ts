@@ -9,6 +9,7 @@ import type { ErrorCode } from "../../agent/errors.js";
 import type { PipelineStage, StopReason } from "../../agent/run.js";
 import type { Usage } from "../../agent/types.js";
 import type { ToolCallRecord } from "../../tools/types.js";
+import { approvalsNeeded } from "../../store/approval-rules.js";
 
 /** An approval as the page shows it. */
 export interface ApprovalView {
@@ -24,6 +25,9 @@ export interface ApprovalView {
   decidedBy: string | null;
   decidedAt: string | null;
   expiresAt: string;
+  /** Who approved so far, and how many different people must (a rule of several approvals). */
+  approvedBy: string[];
+  approvalsNeeded: number;
 }
 
 export type WebEvent =
@@ -116,6 +120,8 @@ export function approvalView(approval: Approval): ApprovalView {
     decidedBy: approval.decidedBy,
     decidedAt: approval.decidedAt,
     expiresAt: approval.expiresAt,
+    approvedBy: approval.approvedBy,
+    approvalsNeeded: approvalsNeeded(approval),
   };
 }
 

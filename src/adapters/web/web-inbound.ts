@@ -160,12 +160,14 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       ...deployment,
       origin: { sessionPrefix: "web:" },
     });
-    if (outcome.kind !== "decided") throw refusalOf(outcome, approvalId, deployment);
+    if (outcome.kind !== "decided" && outcome.kind !== "counted") throw refusalOf(outcome, approvalId, deployment);
     events?.changed(outcome.approval.sessionId);
+    // "counted": an approval toward a rule of several; the approval waits for `needed` in all.
     sendJson(response, 200, {
       outcome: outcome.kind,
       approval: approvalView(outcome.approval),
-      resumed: outcome.runReady,
+      resumed: outcome.kind === "decided" && outcome.runReady,
+      ...(outcome.kind === "counted" ? { needed: outcome.needed } : {}),
     });
   }
 

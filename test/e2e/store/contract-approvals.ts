@@ -33,6 +33,38 @@ export function approvalsContract({ open }: Contract): void {
     });
   });
 
+  it("the two-person rule: two different approvers settle a call, each counted once; one denial settles it", async () => {
+    const store = await open();
+    const policy = { approvers: ["U7", "U8", "U9"], requesterMayApprove: false, approvalsNeeded: 2 };
+    const [kept] = await pausedRun(store, "run_two", "slack:T1:C1:7.7", ["call_two"], 3600, policy);
+    if (!kept) throw new Error("no approval opened");
+    expect((await store.approval(kept.id))?.policy).toEqual(policy);
+    const click = { approvalId: kept.id, userId: "U7", approved: true, approvers: [] };
+    expect(await store.decideApproval({ ...click, userId: "U1" })).toMatchObject({ kind: "not_allowed" });
+    expect(await store.decideApproval(click)).toMatchObject({
+      kind: "counted",
+      needed: 2,
+      approval: { status: "pending", approvedBy: ["U7"], decidedBy: null },
+    });
+    expect(await store.decideApproval(click)).toMatchObject({ kind: "not_allowed", reason: "approved_already" });
+    expect(await store.decideApproval({ ...click, userId: "U8" })).toMatchObject({
+      kind: "decided",
+      runReady: true,
+      approval: { status: "approved", decidedBy: "U8", approvedBy: ["U7", "U8"] },
+    });
+    expect(await store.decisionsOf("run_two")).toMatchObject({
+      call_two: { approved: true, by: "U8", approvedBy: ["U7", "U8"] },
+    });
+
+    const [other] = await pausedRun(store, "run_two_b", "slack:T1:C1:8.8", ["call_two_b"], 3600, policy);
+    const deny = { approvalId: other?.id ?? "", userId: "U7", approved: true, approvers: [] };
+    expect(await store.decideApproval(deny)).toMatchObject({ kind: "counted" });
+    expect(await store.decideApproval({ ...deny, userId: "U9", approved: false })).toMatchObject({
+      kind: "decided",
+      approval: { status: "denied", decidedBy: "U9", approvedBy: ["U7"] },
+    });
+  });
+
   it("a click is decided once, by the requester or an approver, where it was posted, before it expires, while its run waits for it", async () => {
     const store = await open();
     const [approval] = await pausedRun(store, "run_a", "slack:T1:C1:1.1", ["call_a"]);

@@ -51,7 +51,10 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
           method: "POST",
           body: { approved, userId: who() },
         });
-        decided(answer.approval);
+        if (answer.outcome === "counted") {
+          const { approvedBy, approvalsNeeded } = answer.approval;
+          outcome.textContent = `Your approval is counted: ${approvedBy.length} of ${approvalsNeeded}; it waits for someone else's.`;
+        } else decided(answer.approval);
       } catch (error) {
         outcome.textContent = error.message;
         outcome.classList.add("error");

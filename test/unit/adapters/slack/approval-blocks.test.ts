@@ -22,6 +22,7 @@ const approval: Approval = {
   expiresAt: "2026-12-06T10:00:00.000Z",
   messageRef: null,
   policy: {},
+  approvedBy: [],
 };
 
 describe("Slack approval mentions", () => {

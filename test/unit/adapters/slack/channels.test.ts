@@ -125,12 +125,12 @@ describe("per-channel settings on Slack", () => {
     expect(await ask("C0FINANCE", "U1")).toContain("I'm not set up to work for you in this channel");
     const finance = await ask("C0FINANCE", "U0FINANCE1");
     expect(onTheirOwn(finance)).toEqual(new Set(["calculator"]));
-    expect(finance).toContain("cancel_order asks first: U0FINANCE1, U0FINANCE2 decide.");
+    expect(finance).toContain("cancel_order asks first: two of U0FINANCE2, U0FINANCE3 must approve, not you.");
     expect(finance).not.toContain("remember asks first");
     expect(h.model.requests).toHaveLength(0);
   });
 
-  it("#finance: a cancellation needs a second person of the channel's approvers; the requester's click names who can", async () => {
+  it("#finance: a cancellation needs two people of the channel's approvers, neither the requester; refused clicks say who can", async () => {
     const h = await startHarness({ script: cancelScript(), env: { GLASSBOX_CHANNELS: EXAMPLE } });
     const { ts } = await h.mention(`<@${BOT}> cancel order ${CANCELLABLE_ORDER}, ordered twice`, {
       channel: "C0FINANCE",
@@ -142,13 +142,39 @@ describe("per-channel settings on Slack", () => {
     const note = await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U0FINANCE1", {
       timeoutMs: 10_000,
     });
-    expect(note.args.text).toBe("This needs someone other than <@U0FINANCE1> to approve it: <@U0FINANCE2>.");
+    expect(note.args.text).toBe(
+      "This needs someone other than <@U0FINANCE1> to approve it: <@U0FINANCE2>, <@U0FINANCE3>.",
+    );
+    expect(JSON.stringify(approval.message.blocks)).toContain(
+      "Needs 2 approvals from different people, not <@U0FINANCE1>",
+    );
     await h.slack.conversations.idle();
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
 
+    // The first approval counts; the card says so and keeps its buttons; nothing runs yet.
     await h.click(approval, "U0FINANCE2");
+    const counted = await h.fake.waitForCall(
+      "chat.update",
+      (c) => JSON.stringify(c.args.blocks).includes("1 of 2 so far, by <@U0FINANCE2>"),
+      { timeoutMs: 10_000 },
+    );
+    expect(JSON.stringify(counted.args.blocks)).toContain("glassbox_approve");
+    await h.click(approval, "U0FINANCE2");
+    const again = await h.fake.waitForCall("chat.postEphemeral", (c) => c.args.user === "U0FINANCE2", {
+      timeoutMs: 10_000,
+    });
+    expect(again.args.text).toBe("You approved this already; it needs one more approval, from someone else.");
+    await h.slack.conversations.idle();
+    expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("paid");
+
+    await h.click(approval, "U0FINANCE3");
     await waitForBotMessage(h.fake, "C0FINANCE", ts, "order 20240410003 is cancelled");
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
+    expect(await h.agent.port.approval(approval.id)).toMatchObject({
+      status: "approved",
+      decidedBy: "U0FINANCE3",
+      approvedBy: ["U0FINANCE2", "U0FINANCE3"],
+    });
   });
 
   it("an edited file takes effect on the next message, without a restart", async () => {
