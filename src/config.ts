@@ -190,9 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
         : { maxOutputTokens: positiveInteger(env, "GLASSBOX_MAX_OUTPUT_TOKENS", 1) }),
       images: imageModeOf(env.GLASSBOX_MODEL_IMAGES),
     },
-    ...(optionalPositive(env, "GLASSBOX_RETENTION_DAYS") === undefined
-      ? {}
-      : { retentionDays: optionalPositive(env, "GLASSBOX_RETENTION_DAYS") }),
+    ...(retentionDaysOf(env) === undefined ? {} : { retentionDays: retentionDaysOf(env) }),
     toolModules: list(env.GLASSBOX_TOOLS),
     builtinTools: builtinToolsOf(env.GLASSBOX_BUILTIN_TOOLS),
     demo: booleanOf(env, "GLASSBOX_DEMO"),
@@ -470,6 +468,19 @@ function encodingOf(value: string | undefined): GlassboxConfig["encoding"] {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value?.trim() ? value.trim() : undefined;
+}
+
+/** GLASSBOX_RETENTION_DAYS: whole days above 0, or unset (kept); 0 would read as "keep" to some and "remove all" to others. */
+function retentionDaysOf(env: NodeJS.ProcessEnv): number | undefined {
+  const text = nonEmpty(env.GLASSBOX_RETENTION_DAYS);
+  if (text === undefined) return undefined;
+  const days = Number(text);
+  if (!Number.isInteger(days) || days <= 0)
+    throw configurationError(
+      `GLASSBOX_RETENTION_DAYS is '${text}'; set it to a whole number of days above 0 (such as 90), ` +
+        "or leave it unset to keep every conversation.",
+    );
+  return days;
 }
 
 function optionalPositive(env: NodeJS.ProcessEnv, name: string): number | undefined {

@@ -207,9 +207,9 @@ export const SETTINGS: readonly Setting[] = [
     default: "unset: conversations are kept",
     example: "90",
     meaning:
-      "Conversations nobody has touched for this many days are removed (every table, as `glassbox erase` " +
-      "removes them; one with a run in progress stays), at start and daily, by every process that runs turns; " +
-      "the log says what was removed.",
+      "Conversations nobody has touched for this many whole days are removed (every table, as `glassbox erase` " +
+      "removes them; one with a run in progress stays), at start and daily, by every process whatever its role; " +
+      "the log says how many rows of each table went.",
   },
   {
     name: "GLASSBOX_APPROVAL_TTL",

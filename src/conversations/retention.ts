@@ -1,12 +1,18 @@
 /**
- * GLASSBOX_RETENTION_DAYS: every process that runs turns removes, at start and then daily, the
+ * GLASSBOX_RETENTION_DAYS: every process (any role) removes, at start and then daily, the
  * conversations nobody has touched for that many days (StorePort.erase, kind "idle"; one with a run
- * in progress stays), and logs the receipt. Several workers sweeping at once remove each row once.
+ * in progress stays), and logs the receipt: the rows removed per table and the erasure's time, as its
+ * audit row has them; never a conversation's id, its words or a person's id. Several processes
+ * sweeping at once remove each row once: the one that comes second finds nothing left to remove.
  */
 import type { Logger } from "../logger.js";
 import type { StorePort } from "../store/port.js";
 
 export const RETENTION_SWEEP_MS = 24 * 60 * 60 * 1000;
+const DAY_MS = 86_400_000;
+
+/** Who the erasures audit row names for a retention sweep. */
+export const RETENTION_ERASER = "retention";
 
 export function startRetention(options: {
   store: Pick<StorePort, "erase">;
@@ -16,12 +22,15 @@ export function startRetention(options: {
 }): { sweep(now?: Date): Promise<void>; stop(): void } {
   const { store, days, log } = options;
   const sweep = async (now = new Date()) => {
-    const before = new Date(now.getTime() - days * 86_400_000).toISOString();
+    const before = new Date(now.getTime() - days * DAY_MS).toISOString();
     try {
-      const receipt = await store.erase({ kind: "idle", id: before }, "retention");
+      const receipt = await store.erase({ kind: "idle", id: before }, RETENTION_ERASER);
       const removed = Object.fromEntries(Object.entries(receipt.removed).filter(([, count]) => count > 0));
       if (Object.keys(removed).length > 0)
-        log.info({ removed, before }, `retention: removed conversations idle for more than ${days} days`);
+        log.info(
+          { kind: receipt.kind, at: receipt.at, removed, before },
+          `retention: removed conversations idle for more than ${days} days`,
+        );
     } catch (error) {
       log.warn(
         { error: (error as Error).message },

@@ -3,9 +3,11 @@
  * event is accepted), then ingress, which borrows the worker's model for replays and its tools'
  * names when both run here. One process on SQLite is `all` with the queue in this process. With no
  * model configured and no chat platform, `all` runs the web server alone, whose pages say what to set.
+ * Whatever the role, the process sweeps conversations older than GLASSBOX_RETENTION_DAYS.
  */
 import { type GlassboxConfig, modelProblem } from "../config.js";
 import type { Logger } from "../logger.js";
+import { startRetention } from "../conversations/retention.js";
 import { createUploadShelf } from "../adapters/web/web-uploads.js";
 import { createHealth, type Health, startHealthServer } from "../adapters/web/health.js";
 import type { GlassboxAgent } from "../setup.js";
@@ -111,6 +113,11 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
     }
     if (problem) health.set("model", () => "not configured: the page says what to set");
     await startupChores(deployment.store, log);
+    // Every role sweeps, so retention holds whichever processes run (an ingress alone, the pages alone).
+    if (config.retentionDays !== undefined) {
+      const retention = startRetention({ store: deployment.store, days: config.retentionDays, log });
+      stops.push(async () => retention.stop());
+    }
     let ingress: IngressRole | undefined;
     if (role === "ingress" || role === "all") {
       health.set("ingress", () => "starting");

@@ -20,7 +20,6 @@ import type { AgentConfig } from "../agent/loop.js";
 import type { StorePort } from "../store/port.js";
 import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
-import { startRetention } from "../conversations/retention.js";
 import { openWorkerSurfaces, type WorkerSurfaces } from "../adapters/surfaces.js";
 import { replayOn, type ReplayOnModel } from "../adapters/web/web-replay.js";
 import { examplePrompts, exampleRequests, type ExamplePrompt } from "../adapters/example-requests.js";
@@ -122,10 +121,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       everyMs: options.sweepMs,
     });
     closing.push(() => sweeper.stop());
-    if (config.retentionDays !== undefined) {
-      const retention = startRetention({ store, days: config.retentionDays, log });
-      closing.push(async () => retention.stop());
-    }
 
     const runTurn = async (turn: Turn, context: TurnContext): Promise<void> => {
       let work: TurnWork;
