@@ -9,6 +9,9 @@ import type { StorePort } from "../store/port.js";
 import type { ToolDefinition } from "../tools/types.js";
 
 /** The question, however it is punctuated or cased: "what can you do here?", "What can you do?". */
+/** The question as a button or command asks it. */
+export const CAPABILITIES_QUESTION_TEXT = "What can you do here?";
+
 export const CAPABILITIES_QUESTION = /^\s*what\s+can\s+you\s+do(\s+here)?(\s+for\s+me)?\s*\??\s*$/i;
 
 /** Who decides a dangerous tool's calls made by `userId`: named approvers but them, how many, whether they may. */

@@ -47,7 +47,8 @@ import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./dis
 import { createSessionQueue } from "../../conversations/session-queue.js";
 import { askSomething } from "../example-requests.js";
 import type { Approval, StorePort } from "../../store/port.js";
-import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
+import { storedTextOf, turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
+import { CAPABILITIES_QUESTION_TEXT } from "../../conversations/capabilities.js";
 import {
   acceptMessage,
   acceptReset,
@@ -139,7 +140,16 @@ export async function startDiscordIngress<Transaction>(
         await message.reply({ content: askSomething("Ask me something", options.hints), allowedMentions: NO_PINGS });
       return;
     }
-    const run = { runId: newRunId(), sessionId, userId: message.author.id, input };
+    await acceptText(eventIds, { sessionId, userId: message.author.id, input }, files);
+  }
+
+  /** A message's run, its stored message and its turn, accepted once (by its event ids). */
+  async function acceptText(
+    eventIds: string[],
+    { sessionId, userId, input }: { sessionId: string; userId: string; input: string },
+    files: TurnFile[] = [],
+  ): Promise<boolean> {
+    const run = { runId: newRunId(), sessionId, userId, input };
     const entry = { role: "user" as const, content: storedTextOf(input, files) };
     const outcome = await acceptMessage(store, queue, {
       eventIds,
@@ -149,6 +159,7 @@ export async function startDiscordIngress<Transaction>(
     });
     if (outcome.kind !== "accepted")
       log.debug({ eventIds, sessionId }, "Discord ingress: already accepted, nothing added");
+    return outcome.kind === "accepted";
   }
 
   /** 👍 / 👎 on an answer, by whoever can see its channel; a 👎 asks for a reason. Never starts a run. */
@@ -232,6 +243,13 @@ export async function startDiscordIngress<Transaction>(
         content: "Started a new conversation here; I no longer see what was said before.",
         allowedMentions: NO_PINGS,
       });
+      return;
+    }
+    if (interaction.commandName === "what-can-you-do") {
+      // Asked as a message, in its place among the conversation's: a worker answers it in the channel.
+      const input = CAPABILITIES_QUESTION_TEXT;
+      if (await acceptText([eventId], { sessionId, userId: interaction.user.id, input }))
+        await interaction.reply({ content: "Answering here in a moment.", flags: MessageFlags.Ephemeral });
       return;
     }
     if (!(await store.claim(eventId))) return;

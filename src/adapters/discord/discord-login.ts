@@ -8,6 +8,9 @@ export const SLASH_COMMANDS = [
   new SlashCommandBuilder().setName("reset").setDescription("Start a new conversation here"),
   new SlashCommandBuilder().setName("stop").setDescription("Cancel what the bot is doing here"),
   new SlashCommandBuilder().setName("usage").setDescription("Tokens and cost of the conversation here"),
+  new SlashCommandBuilder()
+    .setName("what-can-you-do")
+    .setDescription("What I can do here, for you: tools, who approves, your budget, what I remember"),
 ].map((command) => command.toJSON());
 
 // Gateway close codes (discord.com/developers/docs/topics/opcodes-and-status-codes).

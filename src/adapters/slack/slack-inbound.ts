@@ -21,6 +21,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { App, BlockAction, Context } from "@slack/bolt";
+import type { KnownBlock } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import { createSessionQueue } from "../../conversations/session-queue.js";
 import type { TokenCounter } from "../../agent/tokens.js";
@@ -55,7 +56,9 @@ import {
 import { withoutBroadcasts } from "./slack-text.js";
 import { openSlackApp, slackConnection } from "./slack-app.js";
 import type { StorePort } from "../../store/port.js";
-import { storedTextOf, turnFilesOf } from "../../conversations/turn-files.js";
+import { storedTextOf, turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
+import { CAPABILITIES_QUESTION_TEXT } from "../../conversations/capabilities.js";
+import { CAPABILITIES_ACTION, sessionOfClick, withCapabilitiesButton } from "./capabilities-button.js";
 import {
   acceptMessage,
   decideClick,
@@ -94,7 +97,7 @@ export interface SlackIngress {
 }
 
 /** Slack posts in the thread a message came from (an answer to "stop", a notice) go out after the acknowledgement. */
-type Reply = (text: string) => void;
+type Reply = (text: string, blocks?: KnownBlock[]) => void;
 
 export async function startSlackIngress<Transaction>(options: SlackIngressOptions<Transaction>): Promise<SlackIngress> {
   const { store, queue, slack, log, counter } = options;
@@ -116,10 +119,10 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   /** Posts after the current delivery is acknowledged; a failed post is logged, never the delivery's failure. */
   const replyIn =
     (client: WebClient, channel: string, threadTs: string | undefined): Reply =>
-    (text) => {
+    (text, blocks) => {
       setImmediate(() => {
         client.chat
-          .postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text })
+          .postMessage({ channel, ...(threadTs ? { thread_ts: threadTs } : {}), text, ...(blocks ? { blocks } : {}) })
           .catch((error: unknown) =>
             log.warn({ error: (error as Error).message, channel }, "Slack ingress: a reply failed"),
           );
@@ -191,23 +194,46 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       // "stop" reaches the worker running the session: a cancel request in the store (and a NOTIFY on PostgreSQL).
       if (input)
         reply((await store.requestCancel({ sessionId })).length > 0 ? "Stopping." : "Nothing is running here.");
-      else reply(askSomething("Ask me something after the mention", options.hints));
+      else {
+        const { text, blocks } = withCapabilitiesButton(
+          askSomething("Ask me something after the mention", options.hints),
+        );
+        reply(text, blocks);
+      }
       return;
     }
     const noted = await notedInput(message, input, client);
-    const run = { runId: newRunId(), sessionId, userId, input: noted };
-    const entry = { role: "user" as const, content: storedTextOf(noted, files) };
+    if (await acceptText(eventIds, { sessionId, userId, input: noted }, files)) titleOnce(message, input, client);
+  }
+
+  /** A message's run, its stored message and its turn, accepted once (by its event ids). */
+  async function acceptText(
+    eventIds: string[],
+    { sessionId, userId, input }: { sessionId: string; userId: string; input: string },
+    files: TurnFile[] = [],
+  ): Promise<boolean> {
+    const run = { runId: newRunId(), sessionId, userId, input };
+    const entry = { role: "user" as const, content: storedTextOf(input, files) };
     const outcome = await acceptMessage(store, queue, {
       eventIds,
       run,
       message: { message: entry, tokens: counter.message(entry) },
       files,
     });
-    if (outcome.kind === "accepted") {
-      log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
-      titleOnce(message, input, client);
-    } else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
+    if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
+    else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
+    return outcome.kind === "accepted";
   }
+
+  // The empty mention's button: the question asked in that thread, for the person who clicked.
+  app.action<BlockAction>(CAPABILITIES_ACTION, async ({ ack, body, context }) => {
+    const sessionId = sessionOfClick(body);
+    if (sessionId) {
+      const who = { sessionId, userId: userOf(context, body.user.id), input: CAPABILITIES_QUESTION_TEXT };
+      await inOrder.run(sessionId, () => acceptText([`slack:interaction:${body.trigger_id}`], who));
+    }
+    await ack();
+  });
 
   app.event("app_mention", async ({ event, body, client, context }) => {
     await onMessage(

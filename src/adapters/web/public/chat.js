@@ -36,6 +36,7 @@ let session = `web:${localStorage.getItem(SESSION_KEY) ?? keep(SESSION_KEY, rand
 const dom = {
   messages: $("#messages"),
   empty: $("#empty"),
+  capabilities: $("#capabilities"),
   form: $("#composer"),
   input: $("#message"),
   send: $("#send"),
@@ -76,6 +77,11 @@ dom.input.addEventListener("keydown", (event) => {
   }
 });
 dom.stop.addEventListener("click", () => void stop());
+// Answered by glassbox itself, for this user: its tools here, which ask first, their budget, memory.
+dom.capabilities.addEventListener("click", () => {
+  dom.input.value = "What can you do here?";
+  void send();
+});
 dom.newChat.addEventListener("click", () => {
   session = `web:${keep(SESSION_KEY, randomId())}`;
   fresh = true;

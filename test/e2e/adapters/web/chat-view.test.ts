@@ -85,6 +85,17 @@ describe("chat page in Chromium: following the conversation, stopping, decisions
     await page.close();
   });
 
+  it('"What can you do here?" beside the buttons asks it: glassbox answers for this user, without the model', async () => {
+    const page = await open(DESKTOP);
+    const calls = playground.model.requests.length;
+    await page.getByRole("button", { name: "What can you do here?" }).click();
+    const answer = page.locator(".message.assistant").last();
+    await expect.poll(() => answer.textContent(), WAIT).toContain("Here is what I can do here, for you:");
+    expect(await answer.textContent()).toContain("cancel_order asks first");
+    expect(playground.model.requests.length).toBe(calls);
+    await page.close();
+  });
+
   it("on a phone, a conversation shorter than the window leaves the page where it is: the header whole at the top", async () => {
     const page = await open(PHONE);
     const header = async () =>

@@ -1,4 +1,5 @@
-// Slash commands and startup on Discord, end to end through the one pipeline: /reset, /stop and /usage registered at startup
+// Slash commands and startup on Discord, end to end through the one pipeline: /reset, /stop, /usage and
+// /what-can-you-do registered at startup
 // (to the server in DISCORD_GUILD_ID, else globally) and run through the fake's interactions; a bad
 // token or a missing privileged intent stops startup with one sentence saying what to fix.
 import { MessageFlags, PermissionFlagsBits } from "discord.js";
@@ -49,13 +50,13 @@ async function runCommand(h: Awaited<ReturnType<typeof startHarness>>, name: str
 describe("Discord slash commands", () => {
   it("registers /reset, /stop and /usage to DISCORD_GUILD_ID when set", async () => {
     const h = await startHarness({ discord: { guildId: GUILD } });
-    expect(names(h.fake.commands(GUILD))).toEqual(["reset", "stop", "usage"]);
+    expect(names(h.fake.commands(GUILD))).toEqual(["reset", "stop", "usage", "what-can-you-do"]);
     expect(h.fake.commands("global")).toEqual([]);
   });
 
   it("registers them globally otherwise", async () => {
     const h = await startHarness();
-    expect(names(h.fake.commands("global"))).toEqual(["reset", "stop", "usage"]);
+    expect(names(h.fake.commands("global"))).toEqual(["reset", "stop", "usage", "what-can-you-do"]);
     expect(h.fake.commands(GUILD)).toEqual([]);
   });
 
@@ -103,6 +104,16 @@ describe("Discord slash commands", () => {
     // Another channel is another conversation, with nothing spent yet.
     const other = await runCommand(h, "usage", DM);
     expect(other?.content).toMatch(/^This conversation: 0 runs, 0 prompt \+ 0 completion tokens/);
+  });
+
+  it("/what-can-you-do: answered in the channel for the person asking, without a model call", async () => {
+    const h = await startHarness({ script: [] });
+    const reply = await runCommand(h, "what-can-you-do");
+    expect(reply).toMatchObject({ flags: MessageFlags.Ephemeral, content: "Answering here in a moment." });
+    const answer = await waitForBotMessage(h.fake, CHANNEL, "Here is what I can do here, for you:");
+    expect(answer.content).toContain("Tools I use on my own:");
+    expect(answer.content).toContain("glassbox erase --user");
+    expect(h.model.requests).toHaveLength(0);
   });
 
   it("/usage says the cost is unknown for a model without a price", async () => {

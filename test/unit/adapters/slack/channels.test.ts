@@ -130,6 +130,22 @@ describe("per-channel settings on Slack", () => {
     expect(h.model.requests).toHaveLength(0);
   });
 
+  it('an empty mention\'s reply has a "What can you do here?" button, answered for whoever clicks it', async () => {
+    const h = await startHarness({ script: [], env: { GLASSBOX_CHANNELS: EXAMPLE } });
+    const { ts } = await h.mention(`<@${BOT}>`, { channel: "C0SUPPORT" });
+    const reply = await waitForBotMessage(h.fake, "C0SUPPORT", ts, "Ask me something after the mention");
+    expect(JSON.stringify(reply.blocks)).toContain("glassbox_capabilities");
+    await h.click(
+      { channel: "C0SUPPORT", ts: reply.ts, id: "capabilities", message: reply },
+      "U1",
+      "glassbox_capabilities",
+    );
+    const answer = await waitForBotMessage(h.fake, "C0SUPPORT", ts, "Here is what I can do here, for you:");
+    expect(answer.text).toContain("get_order_status");
+    expect(answer.text).toContain("remember asks first");
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it("#finance: a cancellation needs two people of the channel's approvers, neither the requester; refused clicks say who can", async () => {
     const h = await startHarness({ script: cancelScript(), env: { GLASSBOX_CHANNELS: EXAMPLE } });
     const { ts } = await h.mention(`<@${BOT}> cancel order ${CANCELLABLE_ORDER}, ordered twice`, {
