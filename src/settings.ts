@@ -93,8 +93,9 @@ export const SETTINGS: readonly Setting[] = [
     example: "2000",
     meaning:
       "The most tokens one model reply may hold, sent as the server takes it (`max_completion_tokens` to " +
-      "OpenAI, `max_tokens` elsewhere). With daily caps, each call holds room for this much answer while it " +
-      "runs. A reply is stopped past 1,000,000 characters whatever this says.",
+      "OpenAI's hosts, `max_tokens` elsewhere; a server that refuses one name is sent the other). With daily caps, " +
+      "each call holds room for this much answer while it runs. A reply is stopped past 1,000,000 characters " +
+      "whatever this says.",
   },
   {
     name: "GLASSBOX_MODEL_IMAGES",
@@ -514,7 +515,8 @@ export const SETTINGS: readonly Setting[] = [
     example: "200000",
     meaning:
       "Daily cap of tokens per user. Over it, a user gets one sentence saying when it resets, and no model call " +
-      "is made; runs started together overspend by at most one call, across every process on one database.",
+      "is made; a user passes it by at most one call's output, across every process on one database. A call cut " +
+      "off, or answered without usage, counts its prompt and what it streamed.",
   },
   {
     name: "GLASSBOX_USER_DAILY_COST",

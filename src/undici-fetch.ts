@@ -3,12 +3,16 @@
  * Fetch interface. Node's global fetch wraps every exchange in WHATWG streams and abort plumbing
  * that cost about a third of a small chat completion's round trip on a local server (bench/agent-core
  * measures both); a busy bot pays that on every model call and every Slack call. Server-sent events
- * are passed on as a stream, as they arrive; other bodies are read whole. Anything unusual (a
- * Request object, a form upload, a redirect) goes to the global fetch, which handles it fully.
+ * are passed on as a stream, as they arrive; other bodies are read whole when they are short (up to
+ * WHOLE_BODY_BYTES), and stream on past that, so a reader can stop a body that never ends. Anything
+ * unusual (a Request object, a form upload, a redirect) goes to the global fetch, which handles it fully.
  */
 import { Readable } from "node:stream";
 
 type SimpleBody = string | Uint8Array | ArrayBuffer | null | undefined;
+
+/** A body up to this long is read before the Response is made; a longer one is passed on as it arrives. */
+export const WHOLE_BODY_BYTES = 1 << 20;
 
 // undici is loaded on the first request: a command that never calls out (glassbox tools, --help)
 // does not pay for its 130-odd modules at start-up.
@@ -41,8 +45,43 @@ export async function undiciFetch(input: string | URL | Request, init: RequestIn
   const streamed = headers.get("content-type")?.includes("text/event-stream") ?? false;
   const body = streamed
     ? (Readable.toWeb(response.body) as ReadableStream<Uint8Array>)
-    : new Uint8Array(await response.body.arrayBuffer());
+    : await wholeOrStreamed(response.body);
   return new Response(body, { status, headers });
+}
+
+/** The body whole when it ends within WHOLE_BODY_BYTES; otherwise what came so far, then the rest as it arrives. */
+async function wholeOrStreamed(body: AsyncIterable<Buffer>): Promise<Uint8Array | ReadableStream<Uint8Array>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const pieces = body[Symbol.asyncIterator]();
+  while (size <= WHOLE_BODY_BYTES) {
+    const next = await pieces.next();
+    if (next.done) {
+      const whole = new Uint8Array(size);
+      let at = 0;
+      for (const chunk of chunks) {
+        whole.set(chunk, at);
+        at += chunk.length;
+      }
+      return whole;
+    }
+    chunks.push(next.value);
+    size += next.value.length;
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+    },
+    async pull(controller) {
+      const next = await pieces.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    // A reader that stops early closes the connection's body.
+    async cancel() {
+      await pieces.return?.();
+    },
+  });
 }
 
 function isSimpleBody(body: unknown): body is SimpleBody {

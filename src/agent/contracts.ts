@@ -210,6 +210,22 @@ export type QuotaReservation =
   | { kind: "wait" }
   | { kind: "at_cap"; cap: "tokens" | "cost"; spentTokens: number; spentCost: number | null };
 
+/**
+ * A call in flight that has streamed past what it reserved asks for its reservation to be `tokens` (and
+ * `cost`) in all. It grows when that fits under the caps beside the user's other calls in flight, or
+ * when there are none; otherwise the call must stop, so that at most one call goes past a cap.
+ */
+export interface QuotaGrowth {
+  reservationId: string;
+  tokens: number;
+  cost: number;
+  limits: QuotaLimits;
+  now?: Date;
+}
+
+/** The answer to a growth: grown (or the reservation was already settled), or no room beside the user's other calls. */
+export type QuotaGrowthOutcome = { kind: "grown" } | { kind: "at_cap"; cap: "tokens" | "cost" };
+
 /** What a settled call spent; its cost is null when its model has no known price. */
 export interface QuotaSpent {
   tokens: number;
@@ -265,7 +281,9 @@ export interface QuotaStore {
    * calls in flight reserved must fit; the user's only call in flight is admitted while the caps are not reached.
    */
   reserveQuota(request: QuotaRequest): Promise<QuotaReservation>;
-  /** Ends a reservation; what the call spent (nothing if it failed) joins the day's spending. */
+  /** Enlarges a reservation whose call streams past it, by the rule of QuotaGrowth. */
+  growQuota(growth: QuotaGrowth): Promise<QuotaGrowthOutcome>;
+  /** Ends a reservation; what the call spent (nothing when it never reached the server) joins the day's spending. */
   settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void>;
   /** One user's usage since a moment (top-level runs). */
   userUsageSince(userId: string, since: Date): Promise<UsageTotal>;

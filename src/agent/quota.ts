@@ -4,12 +4,15 @@
  * room in the store (reserveQuota, atomic across processes) against what the user has spent today
  * plus what their calls in flight, in any process, have reserved. Runs started together, on one
  * worker or many, therefore cannot all pass a cap that one check at their start would let through.
+ * A call counts what it spends however it ends: a reply cut off (by a limit, a cancel, the run's
+ * time limit) or one without reported usage is counted by estimate, and a call streaming past its
+ * reservation grows it as it goes, so the user's other calls see it.
  */
 import { costOf, priceOf, type Price } from "./cost.js";
 import { GlassboxError } from "./errors.js";
 import type { TokenCounter } from "./tokens.js";
 import type { QuotaStore } from "./contracts.js";
-import type { ChatModel, ModelRequest, Usage } from "./types.js";
+import type { ChatModel, ModelRequest, ReplyMeter, Usage } from "./types.js";
 export interface DailyLimits {
   tokens?: number;
   /** US dollars. */
@@ -18,9 +21,8 @@ export interface DailyLimits {
 
 /**
  * What a call may write beyond its prompt, reserved until it answers, when its answer has no bound
- * of its own (GLASSBOX_MAX_OUTPUT_TOKENS). A call whose answer is longer spends more than it
- * reserved: the bound on overspending holds for answers within this. With GLASSBOX_MAX_OUTPUT_TOKENS
- * the reservation is the whole answer the call may stream.
+ * of its own (GLASSBOX_MAX_OUTPUT_TOKENS); with it, the reservation is the whole answer the call may
+ * stream. A call that streams past what it holds grows its reservation by this much at a time.
  */
 export const COMPLETION_ALLOWANCE_TOKENS = 1_000;
 
@@ -64,15 +66,24 @@ export async function quotaProblem(
 
 export interface SpendingGuard {
   /**
-   * Before a model call of `userId`: resolves with a settle function to call with the usage once
-   * it answers (or without, if it failed), or rejects with a GlassboxError("quota") in one sentence.
+   * Before a model call of `userId`: resolves with the call's reservation, or rejects with a
+   * GlassboxError("quota") in one sentence.
    */
-  reserve(
-    userId: string,
-    estimatedPromptTokens: number,
-    model: string,
-    signal?: AbortSignal,
-  ): Promise<(usage?: Usage) => Promise<void>>;
+  reserve(userId: string, estimatedPromptTokens: number, model: string, signal?: AbortSignal): Promise<Reservation>;
+}
+
+/** The room a model call holds under its user's caps while it runs. */
+export interface Reservation {
+  /**
+   * The call has streamed about `completionTokens` so far. Past what it holds, the reservation grows
+   * (in the store, for every process to see); when it cannot grow beside the user's other calls in
+   * flight, `refused` aborts with the quota sentence and the call must stop. Resolves once the
+   * reservation holds what was streamed, or was refused (the call need not wait for it).
+   */
+  streamed(completionTokens: number): Promise<void>;
+  readonly refused: AbortSignal;
+  /** Ends the reservation with what the call spent (nothing: it never reached the server). Once; later calls do nothing. */
+  settle(usage?: Usage): Promise<void>;
 }
 
 export interface SpendingGuardOptions {
@@ -95,12 +106,13 @@ export interface SpendingGuardOptions {
  * call is admitted when the reservations fit under the caps, or when it is the user's only call in
  * flight and the caps are not reached yet; otherwise it waits for a call in flight to answer (woken
  * at once by one of this process, and asking the store again with a short backoff for the others),
- * and is refused once the spending itself reaches a cap. So a user overspends a cap by at most one
- * call's worth, however many processes there are. A call of a process that was killed mid-call
- * holds no room once the store judges that process gone (see quota-rules' heldInFlight).
+ * and is refused once the spending itself reaches a cap. A call streaming past its reservation grows
+ * it, and is stopped when it cannot grow beside the user's other calls in flight. So a user overspends
+ * a cap by at most one call's worth, however many processes there are. A call of a process that was
+ * killed mid-call holds no room once the store judges that process gone (see quota-rules' heldInFlight).
  */
 export function createSpendingGuard(
-  store: Pick<QuotaStore, "reserveQuota" | "settleQuota">,
+  store: Pick<QuotaStore, "reserveQuota" | "growQuota" | "settleQuota">,
   limits: DailyLimits,
   prices: Record<string, Price> = {},
   options: SpendingGuardOptions = {},
@@ -134,37 +146,72 @@ export function createSpendingGuard(
     });
   }
 
+  const costOfCall = (model: string, promptTokens: number, completionTokens: number) =>
+    costOf(priceOf(model, prices), { promptTokens, completionTokens }) ?? 0;
+
+  /** A reservation made: it grows as its call streams past it, one grow at a time, until it is settled. */
+  function held(reservationId: string, userId: string, prompt: number, reserved: number, model: string): Reservation {
+    const refusal = new AbortController();
+    let holding = reserved;
+    let streamed = 0;
+    let growing: Promise<void> | undefined;
+    let settled = false;
+    const grow = async (): Promise<void> => {
+      // Ahead of what was streamed by one allowance, so a long answer asks the store every 1,000 tokens or so.
+      while (!settled && !refusal.signal.aborted && prompt + streamed > holding) {
+        const tokens = prompt + streamed + COMPLETION_ALLOWANCE_TOKENS;
+        const cost = costOfCall(model, prompt, tokens - prompt);
+        const now = clock();
+        const outcome = await store.growQuota({ reservationId, tokens, cost, limits, now });
+        if (outcome.kind === "at_cap")
+          return refusal.abort(new GlassboxError("quota", capSentence(outcome.cap, limits, now)));
+        holding = tokens;
+      }
+    };
+    return {
+      refused: refusal.signal,
+      streamed(completionTokens) {
+        streamed = Math.max(streamed, completionTokens);
+        if (growing || settled || prompt + streamed <= holding) return growing ?? Promise.resolve();
+        growing = grow()
+          .catch(() => {
+            // A store that cannot write now: the call goes on, and its settle counts what it spent.
+          })
+          .finally(() => {
+            growing = undefined;
+          });
+        return growing;
+      },
+      async settle(usage) {
+        if (settled) return;
+        settled = true;
+        await growing; // the ledger sees the grow before the settle that ends it
+        const spent = usage && {
+          tokens: usage.promptTokens + usage.completionTokens,
+          cost: costOf(priceOf(model, prices), usage),
+        };
+        try {
+          await store.settleQuota(reservationId, spent);
+        } catch {
+          // A store that cannot write now: the reservation holds its room until its hold ends (the call's time limit and the margin).
+        } finally {
+          wake(userId);
+        }
+      },
+    };
+  }
+
   return {
     async reserve(userId, estimatedPromptTokens, model, signal) {
       const tokens = estimatedPromptTokens + completionAllowance;
-      const cost =
-        costOf(priceOf(model, prices), {
-          promptTokens: estimatedPromptTokens,
-          completionTokens: completionAllowance,
-        }) ?? 0;
+      const cost = costOfCall(model, estimatedPromptTokens, completionAllowance);
       for (let delay = firstPoll; ; delay = Math.min(delay * 2, maxPoll)) {
         if (signal?.aborted) throw new GlassboxError("cancelled", "The run was cancelled.");
         const now = clock();
         const outcome = await store.reserveQuota({ userId, tokens, cost, limits, holdSeconds, now });
         if (outcome.kind === "at_cap") throw new GlassboxError("quota", capSentence(outcome.cap, limits, now));
-        if (outcome.kind === "reserved") {
-          let settled = false;
-          return async (usage?: Usage) => {
-            if (settled) return;
-            settled = true;
-            const spent = usage && {
-              tokens: usage.promptTokens + usage.completionTokens,
-              cost: costOf(priceOf(model, prices), usage),
-            };
-            try {
-              await store.settleQuota(outcome.reservationId, spent);
-            } catch {
-              // A store that cannot write now: the reservation holds its room until its hold ends (the call's time limit and the margin).
-            } finally {
-              wake(userId);
-            }
-          };
-        }
+        if (outcome.kind === "reserved")
+          return held(outcome.reservationId, userId, estimatedPromptTokens, tokens, model);
         await pause(userId, delay, signal);
       }
     },
@@ -174,6 +221,9 @@ export function createSpendingGuard(
 /**
  * The model with every call of a known user checked against the guard: a call over a cap fails
  * with the quota sentence, which ends the run there. Calls without a user (summaries) are not checked.
+ * What a call spent is the usage its server reported; where it reported none, or the call did not end
+ * with a reply (a limit, a cancel, the run's time limit stopped it), the estimate: the prompt as
+ * counted before the call, once the server began its reply, and what it streamed (text, reasoning, call arguments).
  */
 export function withSpendingGuard(model: ChatModel, guard: SpendingGuard, counter: TokenCounter): ChatModel {
   const schemaTokens = new WeakMap<object, number>();
@@ -187,13 +237,35 @@ export function withSpendingGuard(model: ChatModel, guard: SpendingGuard, counte
     name: model.name,
     async chat(request) {
       if (request.userId === undefined) return model.chat(request);
-      const settle = await guard.reserve(request.userId, promptEstimate(request), model.name, request.signal);
+      const prompt = promptEstimate(request);
+      const reservation = await guard.reserve(request.userId, prompt, model.name, request.signal);
+      let began = false;
+      let streamed = 0;
+      const meter: ReplyMeter = {
+        began() {
+          began = true;
+          request.meter?.began();
+        },
+        received(text) {
+          streamed += counter.text(text);
+          void reservation.streamed(streamed);
+          request.meter?.received(text);
+        },
+      };
+      const signal = request.signal ? AbortSignal.any([request.signal, reservation.refused]) : reservation.refused;
+      const estimate = (reported?: Usage): Usage => {
+        const promptTokens = reported?.promptTokens || prompt;
+        const completionTokens = reported?.completionTokens || streamed;
+        return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+      };
       try {
-        const response = await model.chat(request);
-        await settle(response.usage);
+        const response = await model.chat({ ...request, signal, meter });
+        await reservation.settle(estimate(response.usage));
         return response;
       } catch (error) {
-        await settle(); // a failed call is billed as nothing here; the provider may differ (settled once)
+        // Never began: the server did not take the request (unreachable, refused it), so nothing was spent.
+        await reservation.settle(began ? estimate() : undefined);
+        if (reservation.refused.aborted && !request.signal?.aborted) throw reservation.refused.reason;
         throw error;
       }
     },

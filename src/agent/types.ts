@@ -56,6 +56,16 @@ export interface ModelRequest {
   runId?: string;
   /** Whose daily allowance the call spends (checked by withSpendingGuard); never sent to the server. */
   userId?: string;
+  /** Told of the reply as it is read, however the call ends (what it spent, see quota.ts); never sent to the server. */
+  meter?: ReplyMeter;
+}
+
+/** What a model call has received so far: whether the server began a reply, and each piece of it. */
+export interface ReplyMeter {
+  /** The server took the request and began its reply (its headers came). */
+  began(): void;
+  /** A piece of the reply as it is read, streamed or whole: answer text, reasoning or call arguments. */
+  received(text: string): void;
 }
 
 export interface ModelResponse {

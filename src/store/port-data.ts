@@ -12,6 +12,8 @@ export type {
   Fact,
   FactOrigin,
   MessageEntry,
+  QuotaGrowth,
+  QuotaGrowthOutcome,
   QuotaLimits,
   QuotaRequest,
   QuotaReservation,

@@ -16,6 +16,8 @@ import type {
   EraseTarget,
   ErasureReceipt,
   Fold,
+  QuotaGrowth,
+  QuotaGrowthOutcome,
   QuotaRequest,
   QuotaReservation,
   QuotaSpent,
@@ -137,7 +139,12 @@ export interface GateStore {
    * admitted while the caps are not reached.
    */
   reserveQuota(request: QuotaRequest): Promise<QuotaReservation>;
-  /** Ends a reservation; what the call spent (nothing if it failed) joins the day's spending. */
+  /**
+   * Enlarges the reservation of a call streaming past it: granted when it fits beside the user's other
+   * calls in flight, or when there are none (that one call may pass a cap); otherwise refused, and the call stops.
+   */
+  growQuota(growth: QuotaGrowth): Promise<QuotaGrowthOutcome>;
+  /** Ends a reservation; what the call spent (nothing when it never reached the server) joins the day's spending. */
   settleQuota(reservationId: string, spent?: QuotaSpent): Promise<void>;
   /** Asks the running (or accepted) runs of the target to stop; returns their ids (none: nothing was running). */
   requestCancel(target: CancelTarget): Promise<string[]>;

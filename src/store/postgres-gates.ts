@@ -1,7 +1,7 @@
 /**
  * The gates on PostgreSQL: event claims (a primary key and ON CONFLICT DO NOTHING: of two claims at
  * once, the second waits for the first to commit and finds it), the quota ledger (the user's day row
- * locked FOR UPDATE while a reservation is judged, so processes cannot both take the last room; a
+ * locked FOR UPDATE while a reservation is made or grown, so processes cannot both take the last room; a
  * reservation is its process's, and holds nothing once that process is gone), cancel requests
  * (rows, and a NOTIFY that every process listening on the database hears), and streaming answer
  * text (a NOTIFY alone, on a channel of its own, heard on the same listening connection).
@@ -12,13 +12,15 @@ import { INSTANCE } from "./instances.js";
 import type {
   CancelNotice,
   CancelTarget,
+  QuotaGrowth,
+  QuotaGrowthOutcome,
   QuotaRequest,
   QuotaReservation,
   QuotaSpent,
   TextNotice,
 } from "./port-data.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, heldInFlight, type HoldRow } from "./quota-rules.js";
+import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, growth, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
 const FORGET_EXPIRED_MS = 86_400_000;
@@ -200,6 +202,45 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
           ],
         );
         return { kind: "reserved", reservationId };
+      });
+    },
+
+    growQuota(request: QuotaGrowth): Promise<QuotaGrowthOutcome> {
+      const now = request.now ?? new Date();
+      return inTransaction(pool, async (client) => {
+        // The reservation's row, then its day's, as settleQuota locks them: never the other way round.
+        const held = (
+          await client.query<{ user_id: string; day: string }>(
+            "SELECT user_id, day FROM quota_reservations WHERE id = $1 FOR UPDATE",
+            [request.reservationId],
+          )
+        ).rows[0];
+        if (!held) return { kind: "grown" }; // settled meanwhile: nothing left to hold
+        const ledger = (
+          await client.query<{ tokens: number; cost: number | null }>(
+            "SELECT tokens, cost FROM quota_days WHERE user_id = $1 AND day = $2 FOR UPDATE",
+            [held.user_id, held.day],
+          )
+        ).rows[0];
+        // The user's other calls in flight, judged as reserveQuota judges them.
+        const others = await client.query<HoldRow>(
+          `SELECT r.owner, i.id IS NOT NULL AS known, i.host, i.pid, i.heartbeat_at AS "heartbeatAt", sum(r.tokens) AS tokens, sum(r.cost) AS cost, count(*) AS calls
+           FROM quota_reservations r LEFT JOIN instances i ON i.id = r.owner WHERE r.user_id = $1 AND r.day = $2 AND r.expires_at > $3 AND r.id <> $4 GROUP BY r.owner, i.id`,
+          [held.user_id, held.day, now.toISOString(), request.reservationId],
+        );
+        const outcome = growth(
+          { tokens: ledger?.tokens ?? 0, cost: ledger?.cost ?? 0, ...heldInFlight(others.rows) },
+          request.limits,
+          request.tokens,
+          request.cost,
+        );
+        if (outcome.kind === "grown")
+          await client.query("UPDATE quota_reservations SET tokens = $1, cost = $2 WHERE id = $3", [
+            request.tokens,
+            request.cost,
+            request.reservationId,
+          ]);
+        return outcome;
       });
     },
 

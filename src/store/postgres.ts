@@ -105,6 +105,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     claim: (...eventIds) => gates.claim(eventIds),
     pruneClaims: gates.pruneClaims,
     reserveQuota: gates.reserveQuota,
+    growQuota: gates.growQuota,
     settleQuota: gates.settleQuota,
     requestCancel: gates.requestCancel,
     cancelRequested: gates.cancelRequested,

@@ -2,11 +2,12 @@
  * When a model call is admitted under a user's daily caps, as one pure rule both stores apply inside
  * their transaction (the rule of src/agent/quota.ts's in-process guard): refused once the day's
  * spending reaches a cap; admitted when the reservations fit, or when it would be the user's only
- * call in flight; otherwise it waits for a call in flight to settle. A user overspends a cap by at
- * most one call's worth. Only the calls of processes still alive count as in flight.
+ * call in flight; otherwise it waits for a call in flight to settle. A call streaming past what it
+ * reserved grows its reservation by the same measure, or stops. A user overspends a cap by at most one
+ * call's worth. Only the calls of processes still alive count as in flight.
  */
 import { ownerAlive, type InstanceRecord } from "./instances.js";
-import type { QuotaLimits, QuotaReservation } from "./port-data.js";
+import type { QuotaGrowthOutcome, QuotaLimits, QuotaReservation } from "./port-data.js";
 
 /** A user's day as a store keeps it: what settled calls spent, and what calls in flight reserved. */
 export interface QuotaLedger {
@@ -83,6 +84,20 @@ export function admission(
     (limits.tokens === undefined || ledger.tokens + ledger.reservedTokens + tokens <= limits.tokens) &&
     (limits.cost === undefined || ledger.cost === null || ledger.cost + ledger.reservedCost + cost <= limits.cost);
   return fits || ledger.inFlight === 0 ? "reserve" : "wait";
+}
+
+/**
+ * Whether a call in flight may hold `tokens` and `cost` in all, `ledger` holding the user's other calls
+ * in flight (not this one): when that fits under the caps, or when no other call is in flight. Then this
+ * is the one call that may pass a cap; with others in flight it must stop, or each could pass it.
+ */
+export function growth(ledger: QuotaLedger, limits: QuotaLimits, tokens: number, cost: number): QuotaGrowthOutcome {
+  if (ledger.inFlight === 0) return { kind: "grown" };
+  if (limits.tokens !== undefined && ledger.tokens + ledger.reservedTokens + tokens > limits.tokens)
+    return { kind: "at_cap", cap: "tokens" };
+  if (limits.cost !== undefined && ledger.cost !== null && ledger.cost + ledger.reservedCost + cost > limits.cost)
+    return { kind: "at_cap", cap: "cost" };
+  return { kind: "grown" };
 }
 
 /** The day's cost once a call settles: unknown stays unknown, and an unpriced call makes it unknown. */

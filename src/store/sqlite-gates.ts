@@ -1,7 +1,7 @@
 /**
  * The SQLite store's gates: the quota ledger (a reservation per model call in flight, owned by its
- * process, against the user's day, in one IMMEDIATE transaction so processes sharing the file cannot
- * both take the last room), cancel requests (rows, plus a signal to the handles of this process on
+ * process, against the user's day, made or grown in one IMMEDIATE transaction so processes sharing the
+ * file cannot both take the last room), cancel requests (rows, plus a signal to the handles of this process on
  * the same file), streaming answer text (a signal alone: one process runs its runs and shows them),
  * and this process's heartbeat. Statements are prepared on first use: a read-only
  * handle on a file older than these tables never needs them.
@@ -14,6 +14,8 @@ import type { TraceReader } from "./sqlite-traces.js";
 import type {
   CancelNotice,
   CancelTarget,
+  QuotaGrowth,
+  QuotaGrowthOutcome,
   QuotaRequest,
   QuotaReservation,
   QuotaSpent,
@@ -27,6 +29,7 @@ import {
   dayOf,
   dayStart,
   DEFAULT_HOLD_SECONDS,
+  growth,
   heldInFlight,
   type HoldRow,
 } from "./quota-rules.js";
@@ -105,6 +108,36 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
     return { kind: "reserved", reservationId };
   });
 
+  const grow = db.transaction((request: QuotaGrowth): QuotaGrowthOutcome => {
+    const now = request.now ?? new Date();
+    const held = sql("SELECT user_id AS userId, day FROM quota_reservations WHERE id = ?").get(request.reservationId) as
+      | { userId: string; day: string }
+      | undefined;
+    if (!held) return { kind: "grown" }; // settled meanwhile: nothing left to hold
+    const ledger = sql("SELECT tokens, cost FROM quota_days WHERE user_id = ? AND day = ?").get(
+      held.userId,
+      held.day,
+    ) as { tokens: number; cost: number | null } | undefined;
+    // The user's other calls in flight, judged as reserve judges them.
+    const others = sql(
+      `SELECT r.owner, i.id IS NOT NULL AS known, i.host, i.pid, i.heartbeat_at AS heartbeatAt, sum(r.tokens) AS tokens, sum(r.cost) AS cost, count(*) AS calls
+       FROM quota_reservations r LEFT JOIN instances i ON i.id = r.owner WHERE r.user_id = ? AND r.day = ? AND r.expires_at > ? AND r.id <> ? GROUP BY r.owner`,
+    ).all(held.userId, held.day, now.toISOString(), request.reservationId) as HoldRow[];
+    const outcome = growth(
+      { tokens: ledger?.tokens ?? 0, cost: ledger?.cost ?? 0, ...heldInFlight(others) },
+      request.limits,
+      request.tokens,
+      request.cost,
+    );
+    if (outcome.kind === "grown")
+      sql("UPDATE quota_reservations SET tokens = ?, cost = ? WHERE id = ?").run(
+        request.tokens,
+        request.cost,
+        request.reservationId,
+      );
+    return outcome;
+  });
+
   const settle = db.transaction((reservationId: string, spent: QuotaSpent | undefined) => {
     const held = sql("DELETE FROM quota_reservations WHERE id = ? RETURNING user_id AS userId, day").get(
       reservationId,
@@ -142,6 +175,7 @@ export function createSqliteGates(db: Database.Database, reader: TraceReader) {
 
   return {
     reserveQuota: (request: QuotaRequest) => reserve.immediate(request),
+    growQuota: (request: QuotaGrowth) => grow.immediate(request),
     settleQuota: (reservationId: string, spent?: QuotaSpent) => settle.immediate(reservationId, spent),
     requestCancel(target: CancelTarget): string[] {
       const runIds = requestCancel.immediate(target, new Date().toISOString());

@@ -116,6 +116,7 @@ function portOver(store: SqliteStore): SqlitePort {
     claim: (...eventIds) => store.atomically(() => store.claim(...eventIds)),
     pruneClaims: async (olderThan) => store.pruneClaims(olderThan),
     reserveQuota: async (request) => gates.reserveQuota(request),
+    growQuota: async (growth) => gates.growQuota(growth),
     settleQuota: async (reservationId, spent) => gates.settleQuota(reservationId, spent),
     requestCancel: async (target) => gates.requestCancel(target),
     cancelRequested: async (runId) => gates.cancelRequested(runId),

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { undiciFetch } from "../../src/undici-fetch.js";
+import { undiciFetch, WHOLE_BODY_BYTES } from "../../src/undici-fetch.js";
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -62,6 +62,26 @@ describe("undiciFetch", () => {
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
       rest += new TextDecoder().decode(chunk.value);
     expect(rest).toBe("data: last\n\n");
+  });
+
+  it("passes a body longer than WHOLE_BODY_BYTES on as it arrives, so a reader can stop one that never ends", async () => {
+    let closed: Promise<void> | undefined;
+    const url = await serve((_request, _body, response) => {
+      closed = new Promise((resolve) => response.once("close", () => resolve()));
+      response.writeHead(200, { "content-type": "application/json" });
+      response.write(Buffer.alloc(2 * WHOLE_BODY_BYTES, "x")); // and never ends
+    });
+    const response = await undiciFetch(url, { method: "POST", body: "{}" });
+    const reader = response.body!.getReader();
+    let read = 0;
+    while (read < 2 * WHOLE_BODY_BYTES) {
+      const chunk = await reader.read();
+      expect(chunk.done).toBe(false);
+      read += chunk.value?.length ?? 0;
+    }
+    await reader.cancel();
+    await closed; // the server sees the connection's end
+    expect(read).toBe(2 * WHOLE_BODY_BYTES);
   });
 
   it("follows a redirect, sending the body again", async () => {

@@ -22,8 +22,9 @@ import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilitie
 import { IdFormat } from "./ids.js";
 import { createImageGate, type ImageMode } from "./images.js";
 import { toWireMessages } from "./outgoing.js";
+import { otherLimitName, outputLimitNameFor, refusesLimitName } from "./output-limit.js";
 import { judgeReply } from "./reply.js";
-import { BodyReadError, readBody, type BodyItem } from "./sse.js";
+import { BodyReadError, BodyTooLongError, readBody, type BodyItem } from "./sse.js";
 import { ReplyLimits } from "./reply-limits.js";
 import { ReplyAssembler } from "./stream.js";
 import { parseTextDecision, REEMIT_REQUEST, toTextProtocol } from "./text-protocol.js";
@@ -71,13 +72,9 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
   const where = { baseURL: redactUrl(baseURL), model: options.model };
   const timeoutMs = options.timeoutMs ?? 60_000;
   const idleMs = Math.min(options.idleMs ?? 30_000, timeoutMs);
-  // OpenAI's own API takes max_completion_tokens (its reasoning models refuse max_tokens); other servers take max_tokens.
-  const outputLimit =
-    options.maxOutputTokens === undefined
-      ? {}
-      : /(^|\.)openai\.com$/.test(hostOf(baseURL))
-        ? { max_completion_tokens: options.maxOutputTokens }
-        : { max_tokens: options.maxOutputTokens };
+  // Sent under the name this server takes (output-limit.ts); a refusal of the name switches it once, for the process.
+  let limitName = outputLimitNameFor(baseURL);
+  let limitNameLearned = false;
   const warn = options.warn ?? ((message: string) => console.warn(message));
   // Options this server refuses (tools, stream_options, ...), remembered for the process.
   const capabilities = capabilitiesOf(where, warn);
@@ -111,7 +108,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
         ? { tools, ...(request.toolChoice === "none" ? { tool_choice: "none" as const } : {}) }
         : {}),
       ...(streaming ? { stream: true, stream_options: { include_usage: true } } : {}),
-      ...outputLimit,
+      ...(options.maxOutputTokens === undefined ? {} : { [limitName]: options.maxOutputTokens }),
     };
     const limits = new ReplyLimits({ deadlineMs: timeoutMs, idleMs }, request.signal);
     let response: Response;
@@ -126,10 +123,22 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       if (!resent && error instanceof OpenAI.APIError && error.status === 400 && ids.learnFromRefusal(error.message)) {
         return send(messages, request, withTools, true);
       }
+      if (!resent && options.maxOutputTokens !== undefined && !limitNameLearned && refusesLimitName(error, limitName)) {
+        const refused = limitName;
+        limitName = otherLimitName(limitName);
+        limitNameLearned = true;
+        warn(
+          `The model server at ${where.baseURL} refuses ${refused} for '${where.model}', so glassbox sends GLASSBOX_MAX_OUTPUT_TOKENS as ${limitName} from now on.`,
+        );
+        const reply = await send(messages, request, withTools, true);
+        const note = `the server refused ${refused}; the output limit went as ${limitName}, as it will from now on`;
+        return { ...reply, notes: [...(reply.notes ?? []), note] };
+      }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
     let read: ModelResponse;
     try {
+      request.meter?.began();
       limits.started();
       read = await readReply(response, request, messages, offered, streaming, () => refusableIn(params), limits);
     } catch (error) {
@@ -155,10 +164,12 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
     sent: () => RefusableOption[],
     limits: ReplyLimits,
   ): Promise<ModelResponse> {
+    const meter = request.meter;
     const assembler = new ReplyAssembler({
       onAnswer: streaming ? request.onDelta : undefined,
       answerStart,
       holdTextCalls: offered.size > 0,
+      ...(meter ? { onPiece: (text: string) => meter.received(text) } : {}),
     });
     const whole = response.headers.get("content-type")?.includes("json") === true; // one JSON body, not a stream
     try {
@@ -192,6 +203,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       if (request.signal?.aborted) throw new OpenAI.APIUserAbortError();
       return judged.response;
     } catch (error) {
+      if (error instanceof BodyTooLongError) limits.tooLong(); // its sentence is the size cap's (see send)
       throw readingError(error, request.signal);
     }
   }
@@ -312,12 +324,4 @@ function untilAborted<T>(promise: PromiseLike<T>, signal: AbortSignal | undefine
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).then(() => signal.removeEventListener("abort", onAbort));
   });
-}
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname;
-  } catch {
-    return "";
-  }
 }

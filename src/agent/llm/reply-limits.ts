@@ -9,6 +9,13 @@ import { GlassboxError } from "../errors.js";
 /** About 250,000 tokens: far beyond any answer or call a chat needs. */
 export const MAX_REPLY_CHARS = 1_000_000;
 
+/**
+ * How much of a body read whole (a reply that is not an event stream), or of one line of a stream, is
+ * read: JSON may spell a character in six (\uXXXX), so any reply within MAX_REPLY_CHARS fits, and a
+ * body past this is longer than MAX_REPLY_CHARS whatever it holds. Stopped with the same sentence.
+ */
+export const MAX_BODY_CHARS = 8 * MAX_REPLY_CHARS;
+
 type Reason = "deadline" | "idle" | "size";
 
 export class ReplyLimits {
@@ -37,6 +44,11 @@ export class ReplyLimits {
     if (chars > MAX_REPLY_CHARS) return this.stop("size");
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.stop("idle"), this.bounds.idleMs);
+  }
+
+  /** The body itself passed MAX_BODY_CHARS while being read: stopped as a reply past the size cap. */
+  tooLong(): void {
+    this.stop("size");
   }
 
   done(): void {

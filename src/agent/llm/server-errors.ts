@@ -7,6 +7,10 @@
 import OpenAI from "openai";
 import { type ErrorCode, GlassboxError } from "../errors.js";
 import { fixFor, refusableIn, refusedOption, type RefusableOption } from "./capabilities.js";
+import { readTextUpTo } from "./sse.js";
+
+/** How much of an error's body is read. */
+const MAX_ERROR_BODY_CHARS = 100_000;
 
 type Where = { baseURL: string; model: string };
 
@@ -315,7 +319,8 @@ export function readableModelErrors(fetch: Fetch): Fetch {
     // Successful replies pass untouched (an HTTP 200 that is only an error is found where the reply
     // is read, by errorInReply: reading every body twice here cost each step about 0.1 ms).
     if (response.ok) return response;
-    const text = await response.text();
+    // An error's reason is in its first lines; a body without end is not read to its end.
+    const { text } = await readTextUpTo(response.body, MAX_ERROR_BODY_CHARS);
     const headers = new Headers(response.headers);
     headers.delete("content-length");
     headers.delete("content-encoding");

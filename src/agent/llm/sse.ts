@@ -4,7 +4,9 @@
  * SDK's stream, which throws on the first `data:` line that is not JSON and loses the rest of the
  * answer; here such a line is skipped and counted, and everything else is read as the SSE spec
  * says (LF, CRLF or CR line ends, comment lines, multi-line data, a character split across reads).
+ * A body read whole, and each line of a stream, is read no further than MAX_BODY_CHARS.
  */
+import { MAX_BODY_CHARS } from "./reply-limits.js";
 
 /** One payload of a reply, or the end of it. */
 export type BodyItem =
@@ -20,6 +22,14 @@ export class BodyReadError extends Error {
   }
 }
 
+/** A body, or one line of an event stream, longer than MAX_BODY_CHARS: reading stopped there. */
+export class BodyTooLongError extends Error {
+  constructor() {
+    super(`the reply's body passed ${MAX_BODY_CHARS.toLocaleString("en-US")} characters`);
+    this.name = "BodyTooLongError";
+  }
+}
+
 /**
  * Reads a response body, streamed or whole: an event stream as its payloads arrive, any other body
  * at once (an array, so a plain JSON reply costs no turns of an async iterator). An event stream is
@@ -29,16 +39,44 @@ export class BodyReadError extends Error {
 export async function readBody(response: Response): Promise<AsyncIterable<BodyItem> | BodyItem[]> {
   const contentType = response.headers.get("content-type") ?? "";
   if (contentType.includes("text/event-stream") && response.body) return readEventStream(response.body);
-  let text: string;
-  try {
-    text = await response.text();
-  } catch (error) {
-    throw new BodyReadError(error);
-  }
+  const { text, cut } = await readTextUpTo(response.body, MAX_BODY_CHARS);
+  if (cut) throw new BodyTooLongError();
   const value = parseJson(text);
   if (value !== undefined) return [{ kind: "json", value }];
   const items = [...eventsOf(text)];
   return items.some((item) => item.kind === "json") ? items : [{ kind: "unreadable", text }];
+}
+
+/**
+ * A body as text, read no further than `maxChars` (then `cut`, and the rest of it cancelled): a reply
+ * that is not an event stream is read whole before it is parsed, and a server may send one without end.
+ */
+export async function readTextUpTo(
+  body: ReadableStream<Uint8Array> | null,
+  maxChars: number,
+): Promise<{ text: string; cut: boolean }> {
+  if (!body) return { text: "", cut: false };
+  const reader = body.getReader();
+  const decoder = new TextDecoder("utf-8");
+  const pieces: string[] = [];
+  let length = 0;
+  try {
+    while (true) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw new BodyReadError(error);
+      }
+      const piece = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
+      pieces.push(piece);
+      length += piece.length;
+      if (length > maxChars) return { text: pieces.join("").slice(0, maxChars), cut: true };
+      if (chunk.done) return { text: pieces.join(""), cut: false };
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
 }
 
 async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<BodyItem> {
@@ -78,8 +116,10 @@ function* eventsOf(text: string): Generator<BodyItem> {
 /** The SSE line protocol, fed text as it arrives. */
 class EventParser {
   private pending: string[] = []; // pieces of a line not yet ended, joined once it ends (a long delta comes in many reads)
+  private pendingChars = 0;
   private afterCarriageReturn = false; // the last read ended a line with CR: an LF that opens the next read belongs to it
   private data: string[] = [];
+  private dataChars = 0;
   private event: string | undefined;
 
   *push(text: string, end: boolean): Generator<BodyItem> {
@@ -93,6 +133,9 @@ class EventParser {
       const found = LINE_END.exec(text);
       if (!found) {
         this.pending.push(text.slice(position));
+        this.pendingChars += text.length - position;
+        // A line without end (no chunk of a reply is this long) would otherwise be held whole.
+        if (this.pendingChars > MAX_BODY_CHARS) throw new BodyTooLongError();
         break;
       }
       const lineEnd = found.index;
@@ -115,6 +158,7 @@ class EventParser {
     if (this.pending.length === 0) return rest;
     const line = this.pending.join("") + rest;
     this.pending = [];
+    this.pendingChars = 0;
     return line;
   }
 
@@ -131,8 +175,11 @@ class EventParser {
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") this.data.push(value);
-    else if (field === "event") this.event = value;
+    if (field === "data") {
+      this.data.push(value);
+      this.dataChars += value.length;
+      if (this.dataChars > MAX_BODY_CHARS) throw new BodyTooLongError(); // data lines without the blank line that ends an event
+    } else if (field === "event") this.event = value;
     // other fields (id, retry) and unknown lines carry nothing for a chat completion
   }
 
@@ -144,6 +191,7 @@ class EventParser {
     const data = this.data.join("\n");
     const event = this.event;
     this.data = [];
+    this.dataChars = 0;
     this.event = undefined;
     if (data.trim() === "[DONE]") return yield { kind: "done" };
     if (data.trim() === "") return; // an empty keep-alive event

@@ -39,6 +39,8 @@ export interface AssemblerOptions {
   answerStart: AnswerStart;
   /** Tools are on offer: text that may be a tool call is held back from `onAnswer`. */
   holdTextCalls: boolean;
+  /** Receives every piece of text, reasoning and call arguments as it is read (what the call spends). */
+  onPiece?: (text: string) => void;
 }
 
 interface CallState {
@@ -65,8 +67,10 @@ export class ReplyAssembler {
   private readonly noted = new Set<string>();
   private readonly thinking: ThinkingFilter | undefined;
   private readonly gate: TextCallGate | undefined;
+  private readonly onPiece: ((text: string) => void) | undefined;
 
   constructor(options: AssemblerOptions) {
+    this.onPiece = options.onPiece;
     const onAnswer = options.onAnswer;
     if (onAnswer) {
       this.gate = options.holdTextCalls ? new TextCallGate(onAnswer) : undefined;
@@ -212,12 +216,14 @@ export class ReplyAssembler {
   private addContent(text: string): void {
     if (text === "") return;
     this.chars += text.length;
+    this.onPiece?.(text);
     this.text.push(text);
     this.thinking?.push(text);
   }
 
   private addReasoning(text: string): void {
     this.chars += text.length;
+    this.onPiece?.(text);
     this.reasoning.push(text);
     // A server that sends reasoning on its own sends answers without it.
     this.thinking?.answerIsPlain();
@@ -272,6 +278,7 @@ export class ReplyAssembler {
       call.name = call.name && call.argumentPieces.length === 0 ? call.name + name : call.name || name;
     if (args) {
       this.chars += args.length;
+      this.onPiece?.(args);
       call.argumentPieces.push(args);
     }
     if (isPlainObject(entry.extra_content)) call.extra_content = { ...call.extra_content, ...entry.extra_content };

@@ -110,6 +110,38 @@ export function gatesContract({ open, database }: Contract): void {
     expect(await reserve(200, "U3", new Date(Date.now() + 2_000))).toMatchObject({ kind: "reserved" });
   });
 
+  it("grows a reservation of a call streaming past it when that fits beside the user's other calls in flight, or when none is; refuses otherwise; the growth is seen on another handle", async () => {
+    const [store, other] = [await open(), await open()];
+    const limits = { tokens: 1_000 };
+    const reserve = (tokens: number, on = store) => on.reserveQuota({ userId: "U1", tokens, cost: 0, limits });
+    const grow = (reservationId: string, tokens: number) => store.growQuota({ reservationId, tokens, cost: 0, limits });
+    const first = await reserve(300);
+    const second = await reserve(300);
+    if (first.kind !== "reserved" || second.kind !== "reserved") throw new Error("both fit under the cap");
+    expect(await grow(first.reservationId, 700)).toEqual({ kind: "grown" }); // 700 + 300: exactly the cap
+    expect(await reserve(1, other)).toEqual({ kind: "wait" }); // the other handle sees the room taken
+    expect(await grow(first.reservationId, 701)).toEqual({ kind: "at_cap", cap: "tokens" }); // beside the second: no
+    await store.settleQuota(second.reservationId, { tokens: 250, cost: null });
+    // Alone now: the one call that may pass the cap.
+    expect(await grow(first.reservationId, 5_000)).toEqual({ kind: "grown" });
+    expect(await reserve(1, other)).toEqual({ kind: "wait" });
+    await store.settleQuota(first.reservationId, { tokens: 4_800, cost: null });
+    expect(await grow(first.reservationId, 9_000)).toEqual({ kind: "grown" }); // settled: nothing left to hold
+    expect(await reserve(1, other)).toEqual({ kind: "at_cap", cap: "tokens", spentTokens: 5_050, spentCost: null });
+
+    // The cost cap the same way.
+    const priced = { cost: 0.1 };
+    const costly = await store.reserveQuota({ userId: "U2", tokens: 10, cost: 0.04, limits: priced });
+    const beside = await store.reserveQuota({ userId: "U2", tokens: 10, cost: 0.04, limits: priced });
+    if (costly.kind !== "reserved" || beside.kind !== "reserved") throw new Error("both fit under the cap");
+    const growCost = (cost: number) =>
+      store.growQuota({ reservationId: costly.reservationId, tokens: 10, cost, limits: priced });
+    expect(await growCost(0.05)).toEqual({ kind: "grown" });
+    expect(await growCost(0.07)).toEqual({ kind: "at_cap", cap: "cost" });
+    await store.settleQuota(beside.reservationId);
+    expect(await growCost(0.5)).toEqual({ kind: "grown" });
+  });
+
   it("a reservation of another process holds room while that process lives and its hold lasts; once the process is gone (SIGKILL), none", async () => {
     const store = await open();
     const limits = { tokens: 1_000 };
