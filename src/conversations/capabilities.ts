@@ -25,11 +25,13 @@ export async function describeCapabilities(
     if (plain.length > 0) lines.push(`- Tools I use on my own: ${plain.join(", ")}.`);
     for (const tool of tools.filter((candidate) => candidate.dangerous)) {
       const when = typeof tool.dangerous === "function" ? "asks first when its arguments call for it" : "asks first";
-      const who = tool.approvers?.length
-        ? `${tool.approvers.join(", ")}${tool.requesterMayApprove === false ? "" : " or you"} decide`
-        : tool.requesterMayApprove === false
-          ? "an approver other than you decides"
-          : "you (or an approver) decide";
+      const who = tool.requesterConfirms
+        ? "you confirm it, as it is done in your name (or an approver)"
+        : tool.approvers?.length
+          ? `${tool.approvers.join(", ")}${tool.requesterMayApprove === false ? "" : " or you"} decide`
+          : tool.requesterMayApprove === false
+            ? "an approver other than you decides"
+            : "you (or an approver) decide";
       lines.push(`- ${tool.name} ${when}: ${who}.`);
     }
   }

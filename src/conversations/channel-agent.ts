@@ -40,13 +40,22 @@ export function agentIn(agent: AgentConfig, level: ChannelLevel): AgentConfig {
   };
 }
 
-/** `registry` with `policy` on each dangerous tool's definition, which the executor reads when it asks. */
+/**
+ * `registry` with `policy` on each dangerous tool's definition, which the executor reads when it asks;
+ * a call the requester confirms (done in their name) takes the approvers but stays theirs to confirm.
+ */
 function withPolicy(
   registry: ToolRegistry,
   policy: Pick<ChannelLevel, "approvers" | "requesterMayApprove">,
 ): ToolRegistry {
+  const { requesterMayApprove: _, ...confirmation } = policy;
   const governed = (tool: RegisteredTool): RegisteredTool =>
-    tool.definition.dangerous ? { ...tool, definition: { ...tool.definition, ...policy } } : tool;
+    tool.definition.dangerous
+      ? {
+          ...tool,
+          definition: { ...tool.definition, ...(tool.definition.requesterConfirms ? confirmation : policy) },
+        }
+      : tool;
   return {
     ...registry,
     get: (name) => {

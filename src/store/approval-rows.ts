@@ -37,10 +37,11 @@ export const toApproval = (row: ApprovalRow): Approval => ({
 });
 
 /** A request's policy as stored: NULL when its tool left everything to the deployment. */
-export function policyColumn({ approvers, requesterMayApprove }: ApprovalPolicy): string | null {
-  if (approvers === undefined && requesterMayApprove === undefined) return null;
+export function policyColumn({ approvers, requesterMayApprove, requesterConfirms }: ApprovalPolicy): string | null {
+  if (approvers === undefined && requesterMayApprove === undefined && requesterConfirms === undefined) return null;
   return JSON.stringify({
     ...(approvers ? { approvers } : {}),
     ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+    ...(requesterConfirms ? { requesterConfirms } : {}),
   });
 }

@@ -142,6 +142,12 @@ function checkDefinition(tool: AnyTool): void {
     throw fail(`approvers must be a list of at most ${MAX_TOOL_APPROVERS} user ids (as the platform names them).`);
   if (tool.requesterMayApprove !== undefined && typeof tool.requesterMayApprove !== "boolean")
     throw fail("requesterMayApprove must be true or false.");
+  if (tool.requesterConfirms !== undefined && typeof tool.requesterConfirms !== "boolean")
+    throw fail("requesterConfirms must be true or false.");
+  if (tool.requesterConfirms === true && tool.requesterMayApprove === false)
+    throw fail(
+      "a call the requester confirms cannot also be one they may not decide; drop requesterMayApprove: false.",
+    );
   if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
     throw fail("timeoutMs must be a positive number of milliseconds.");
   if (
@@ -164,6 +170,7 @@ const DEFINITION_KEYS = [
   "dangerous",
   "approvers",
   "requesterMayApprove",
+  "requesterConfirms",
   "timeoutMs",
   "dependsOn",
 ];

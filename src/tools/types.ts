@@ -60,6 +60,13 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * true). False: only an approver other than the requester can, as for "refunds need a second person".
    */
   requesterMayApprove?: boolean;
+  /**
+   * True: a call that asks is the requester confirming something done in their name (a note for
+   * their whole channel), not asking leave: they may always decide it, whatever
+   * GLASSBOX_REQUESTER_MAY_APPROVE or a channel's requesterMayApprove says, and approvers may too;
+   * the card asks them to confirm. Not with `requesterMayApprove: false`.
+   */
+  requesterConfirms?: boolean;
   /** Per-call time limit in ms (default 10 s). */
   timeoutMs?: number;
   /** Names of tools whose calls in the same model response must finish before this one starts. */
@@ -139,6 +146,8 @@ export interface ApprovalRequest extends ApprovalPolicy {
 export interface ApprovalPolicy {
   approvers?: string[];
   requesterMayApprove?: boolean;
+  /** The call is done in the requester's name: they confirm it whatever the self-approval setting says (see ToolDefinition). */
+  requesterConfirms?: boolean;
 }
 
 export interface ApprovalDecision {

@@ -143,7 +143,7 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
         new ButtonBuilder().setCustomId(denyId(approval.id)).setLabel("Deny").setStyle(ButtonStyle.Danger),
       );
       const posted = await (await target()).send({
-        content: `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${codeName(approval.toolName)}\`\n\`\`\`json\n${args}\n\`\`\`\nOnly <@${approval.requester}> or an approver can decide; it expires <t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>.`,
+        content: approvalQuestionText(approval, args),
         components: [buttons],
         allowedMentions: { parse: [], users: [approval.requester] }, // the person whose decision it is
       });
@@ -181,6 +181,17 @@ function holdsButton(components: readonly unknown[], customId: string): boolean 
     const { custom_id: id, components: inner } = component as { custom_id?: unknown; components?: unknown };
     return id === customId || (Array.isArray(inner) && holdsButton(inner, customId));
   });
+}
+
+/** The approval's question: the call and its arguments (`args`, escaped), who may decide, until when. */
+function approvalQuestionText(approval: Approval, args: string): string {
+  const requester = `<@${approval.requester}>`;
+  const tool = `\`${codeName(approval.toolName)}\``;
+  const expires = `<t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>`;
+  const call = `\`\`\`json\n${args}\n\`\`\``;
+  if (approval.policy.requesterConfirms === true)
+    return `🔒 **Confirmation needed**: I would run ${tool} in ${requester}'s name\n${call}\n${requester}, approve it only if you asked for it: it is done in your name, so you can confirm it whoever decides other calls here (an approver can too); it expires ${expires}.`;
+  return `🔒 **Approval needed**: ${requester} asked me to run ${tool}\n${call}\nOnly ${requester} or an approver can decide; it expires ${expires}.`;
 }
 
 /** The approval message once decided: the question stays, the buttons go, the outcome is added. */

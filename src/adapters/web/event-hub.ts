@@ -24,6 +24,8 @@ export interface ApprovalView {
   decidedBy: string | null;
   decidedAt: string | null;
   expiresAt: string;
+  /** The call is done in the requester's name (a channel note): they confirm it, whatever the self-approval setting. */
+  requesterConfirms?: true;
 }
 
 export type WebEvent =
@@ -116,6 +118,7 @@ export function approvalView(approval: Approval): ApprovalView {
     decidedBy: approval.decidedBy,
     decidedAt: approval.decidedAt,
     expiresAt: approval.expiresAt,
+    ...(approval.policy.requesterConfirms === true ? { requesterConfirms: true as const } : {}),
   };
 }
 

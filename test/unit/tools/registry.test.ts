@@ -112,7 +112,7 @@ describe("registration", () => {
   it("a typo removes the approval gate: an unknown key is refused, with the key it resembles", () => {
     const typo = registrationError([{ ...tool("cancel_order"), dangrous: true }]);
     expect(typo.message).toBe(
-      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, approvers, requesterMayApprove, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
+      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, approvers, requesterMayApprove, requesterConfirms, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
     );
     const synonym = registrationError([{ ...tool("cancel_order"), requiresApproval: true, timeout: 5 }]);
     expect(synonym.message).toContain(`unknown keys "requiresApproval" (did you mean "dangerous"?), "timeout"`);
@@ -132,6 +132,18 @@ describe("registration", () => {
       );
     expect(registrationError([tool("refund", { requesterMayApprove: "no" as unknown as boolean })]).message).toBe(
       "Tool 'refund': requesterMayApprove must be true or false.",
+    );
+  });
+
+  it("rejects a requesterConfirms that is not a boolean, or that says the requester may not decide", () => {
+    expect(registrationError([tool("note", { requesterConfirms: 1 as unknown as boolean })]).message).toBe(
+      "Tool 'note': requesterConfirms must be true or false.",
+    );
+    expect(
+      registrationError([tool("note", { dangerous: true, requesterConfirms: true, requesterMayApprove: false })])
+        .message,
+    ).toBe(
+      "Tool 'note': a call the requester confirms cannot also be one they may not decide; drop requesterMayApprove: false.",
     );
   });
 
