@@ -47,6 +47,7 @@ const approval = (sessionId: string, status: Approval["status"] = "pending"): Ap
     status,
     createdAt: new Date().toISOString(),
     expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    policy: {},
     ...(status === "pending" ? {} : { decidedBy: "42", decidedAt: new Date().toISOString() }),
   }) as unknown as Approval;
 
