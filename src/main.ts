@@ -60,10 +60,18 @@ async function startRole(
       void shutdown(1);
     },
   });
-  const pages = roles.ingress?.api?.url;
+  const api = roles.ingress?.api;
+  const pages = api?.url;
   const { slack, discord } = roles.ingress ?? {};
   if (slack && config.slack)
-    log.info({ mode: config.slack.appToken ? "socket" : "http", eventsUrl: slack.eventsUrl }, "Slack connected");
+    log.info(
+      {
+        mode: config.slack.appToken ? "socket" : "http",
+        eventsUrl: slack.eventsUrl,
+        ...(slack.alsoAt.length ? { alsoAt: slack.alsoAt } : {}),
+      },
+      "Slack connected",
+    );
   if (discord) {
     log.info({ user: discord.client.user.tag }, "Discord connected");
     process.stdout.write(`Invite the Discord bot to a server: ${discord.inviteUrl}\n`);
@@ -85,11 +93,18 @@ async function startRole(
       store: roles.deployment.store.kind === "postgres" ? "postgresql" : "sqlite",
       chat: pages && `${pages}/`,
       trace: pages && `${pages}/trace`,
+      ...(api?.alsoAt.length ? { alsoAt: api.alsoAt.map((at) => `${at}/`) } : {}),
       health: roles.healthUrl && `${roles.healthUrl}/readyz`,
     },
     line,
   );
   process.stdout.write(`${line} (Ctrl+C stops it)\n`);
+  if (api?.alsoAt.length) process.stdout.write(`${elsewhereLine(api.alsoAt)}\n`);
+}
+
+/** For a web server on every address: where another machine opens it (the start line names this machine's loopback). */
+function elsewhereLine(alsoAt: readonly string[]): string {
+  return `It listens on every address; from another machine: ${alsoAt.map((at) => `${at}/`).join(", ")}`;
 }
 
 /** Where the store is, without the password: "db:5432/glassbox", with its schema if one is set. */
@@ -114,10 +129,7 @@ async function startPlayground(config: GlassboxConfig): Promise<void> {
       ? `glassbox playground: chat at ${url}/ and the trace at ${url}/trace (Ctrl+C stops it)\n`
       : "glassbox playground: the web server is off (GLASSBOX_WEB=off), so there is nothing to open (Ctrl+C stops it)\n",
   );
-  if (api?.alsoAt.length)
-    process.stdout.write(
-      `It listens on every address; from another machine: ${api.alsoAt.map((at) => `${at}/`).join(", ")}\n`,
-    );
+  if (api?.alsoAt.length) process.stdout.write(`${elsewhereLine(api.alsoAt)}\n`);
   const problem = modelProblem(config);
   if (problem) process.stdout.write(`${problem}\n`);
   const shutdown = async () => {

@@ -473,7 +473,7 @@ export const SETTINGS: readonly Setting[] = [
     example: "0.0.0.0",
     meaning:
       "Where the web page, the HTTP API and the health port listen; any other address than loopback needs a token " +
-      "(the health routes never do).",
+      "(the health routes never do). On `0.0.0.0` or `::` the start names the machine's addresses it answers on.",
   },
   {
     name: "GLASSBOX_WEB_PORT",

@@ -65,7 +65,11 @@ export async function loadTools(
       source: { kind: "builtin" },
       tools: [
         ...createBuiltinTools({ include: builtins }),
-        ...(options.facts && config.builtinTools.includes("memory") ? createMemoryTools(options.facts) : []),
+        ...(options.facts && config.builtinTools.includes("memory")
+          ? createMemoryTools(options.facts, {
+              approvers: { slack: config.slack?.approvers ?? [], discord: config.discord?.approvers ?? [] },
+            })
+          : []),
       ],
     },
     ...(config.demo

@@ -127,6 +127,16 @@ export function shapeAttachments(
   });
 }
 
+/**
+ * Whether a message carries files as userMessageOf gives them: each file's line ("[Attached file: …",
+ * "[Attached image: …") starts a line of the message's text, in the turn that brought it and as the
+ * conversation keeps it. Someone who types such a line counts too, which errs on the careful side.
+ */
+export function carriesFiles(message: Message): boolean {
+  return message.role === "user" && ATTACHED_LINE.test(textOf(message.content));
+}
+const ATTACHED_LINE = /^\[Attached (?:file|image)\b/m;
+
 /** The user message of a task: its text, or, with attachments, the text and each file as shapeAttachments gives it. */
 export function userMessageOf(
   task: { input: string; attachments?: readonly Attachment[] },

@@ -266,10 +266,11 @@ export interface HistoryStore {
 export interface FactStore {
   addFact(userId: string, scope: string, content: string, origin?: FactOrigin): Promise<number>;
   /**
-   * Forgets a fact: its owner may, and so may anyone in `channel` for a note shared with it; false
-   * otherwise or when there is no such fact.
+   * Forgets a fact: its owner may, anyone in `channel` may for a note shared with it, and an approver
+   * may for any note shared with a channel whose scope starts with `approverOf` (their platform,
+   * "slack:"); false otherwise or when there is no such fact.
    */
-  forgetFact(userId: string, factId: number, channel?: string): Promise<boolean>;
+  forgetFact(userId: string, factId: number, channel?: string, approverOf?: string): Promise<boolean>;
   /** The user's own facts and those shared in `channel` that best match the words of `query`, best first. */
   searchFacts(userId: string, channel: string, query: string, limit: number): Promise<Fact[]>;
 }

@@ -11,6 +11,7 @@ import { liveOf, type Live } from "./live.js";
 import { executorOptions, scopeOf } from "./run-scope.js";
 import {
   newRunState,
+  readsContent,
   type AgentConfig,
   type PausedRun,
   type RunResult,
@@ -129,6 +130,8 @@ async function callModel(
   const step = ++run.steps;
   const tools = config.selectTools?.(run) ?? config.tools.specs();
   const messages = await buildContext(config, run, tools);
+  // What the calls this step makes may have been planted by: whatever the model reads now, history included.
+  if (readsContent(messages)) run.readContent = true;
   live.emit({ type: "model_start", runId: run.runId, step, messages, toolCount: tools.length, tools, toolChoice });
   const started = performance.now();
   let response: ModelResponse;

@@ -2,8 +2,19 @@ import type { FactStore } from "./contracts.js";
 import type { AnyTool, ToolDefinition } from "../tools/types.js";
 import { channelOf } from "./memory.js";
 
+export interface MemoryToolOptions {
+  /**
+   * Each platform's approvers (SLACK_APPROVERS, DISCORD_APPROVERS), by the first part of a session
+   * key ("slack", "discord"): they may forget any note shared with a channel of their platform.
+   */
+  approvers?: Readonly<Record<string, readonly string[]>>;
+}
+
 /** Long-term facts as tools, kept through the store port: the model decides what is worth remembering, per user or per channel. */
-export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact">): AnyTool[] {
+export function createMemoryTools(
+  store: Pick<FactStore, "addFact" | "forgetFact">,
+  options: MemoryToolOptions = {},
+): AnyTool[] {
   const remember: ToolDefinition<{ fact: string; shared_with_channel?: boolean }> = {
     name: "remember",
     description:
@@ -29,6 +40,8 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
     // A note every member's runs in the channel will read is shown to the person first, on a card
     // they confirm: text in a file or a tool result must not plant one in their name.
     dangerous: ({ shared_with_channel }) => shared_with_channel === true,
+    // The note is kept in their name: confirming it is theirs whatever the self-approval setting says.
+    requesterConfirms: true,
     handler: async ({ fact, shared_with_channel }, context) => {
       if (!shared_with_channel)
         return { factId: await store.addFact(context.userId, "user", fact.trim()), fact: fact.trim(), scope: "user" };
@@ -40,7 +53,7 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
   const forget: ToolDefinition<{ fact_id: number }> = {
     name: "forget",
     description:
-      "Deletes a remembered fact by its id (shown as 'fact N' where facts are listed): the user's own, or a note shared with this channel.",
+      "Deletes a remembered fact by its id (shown as 'fact N' where facts are listed): the user's own, or a note shared with this channel (an approver: with any channel).",
     parameters: {
       type: "object",
       properties: { fact_id: { type: "integer", minimum: 1, description: "The fact's id." } },
@@ -48,9 +61,20 @@ export function createMemoryTools(store: Pick<FactStore, "addFact" | "forgetFact
       additionalProperties: false,
     },
     handler: async ({ fact_id }, context) => {
-      // Anyone in a channel may forget what was shared with it, as anyone there could be misled by it.
-      if (!(await store.forgetFact(context.userId, fact_id, channelOf(context.sessionId))))
-        throw new Error(`There is no fact ${fact_id} of this user or shared with this channel to forget.`);
+      // Anyone in a channel may forget what was shared with it, as anyone there could be misled by it;
+      // an approver may forget a note of any channel of their platform, wherever they ask.
+      const platform = context.sessionId.split(":")[0] ?? "";
+      const approver = platform !== "" && options.approvers?.[platform]?.includes(context.userId) === true;
+      const forgotten = await store.forgetFact(
+        context.userId,
+        fact_id,
+        channelOf(context.sessionId),
+        approver ? `${platform}:` : undefined,
+      );
+      if (!forgotten)
+        throw new Error(
+          `There is no fact ${fact_id} of this user or shared with ${approver ? "a channel on this platform" : "this channel"} to forget.`,
+        );
       return { forgotten: fact_id };
     },
   };

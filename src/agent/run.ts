@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { newToolRunState, type PendingToolCall, type ToolRunState } from "../tools/executor.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ApprovalGate, ToolCallRecord, ToolErrorType } from "../tools/types.js";
-import type { Attachment } from "./attachments.js";
+import { carriesFiles, type Attachment } from "./attachments.js";
 import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
@@ -130,11 +130,23 @@ export interface RunState {
   parent?: { runId: string; toolCallId: string };
   /** The request came with files: text the person did not write is in the model's context. */
   readFiles?: boolean;
+  /**
+   * A model call of this run had files or tool results in its context: this run's, or the
+   * conversation's earlier turns (see readsContent).
+   */
+  readContent?: boolean;
 }
 
 /** Whether the run's model has read text that neither the person nor glassbox wrote (files, tool results). */
-export const hasReadContent = (run: Pick<RunState, "readFiles" | "messages">): boolean =>
-  run.readFiles === true || run.messages.some((message) => message.role === "tool");
+export const hasReadContent = (run: Pick<RunState, "readFiles" | "readContent" | "messages">): boolean =>
+  run.readFiles === true || run.readContent === true || run.messages.some((message) => message.role === "tool");
+
+/**
+ * Whether a model call's messages hold text that neither the person nor glassbox wrote: a tool's
+ * result, or a message that carried files, whether this run's or one the history brought along.
+ */
+export const readsContent = (messages: readonly Message[]): boolean =>
+  messages.some((message) => message.role === "tool" || carriesFiles(message));
 
 /** A new run's state, before its first step. */
 export function newRunState(task: Task): RunState {

@@ -16,6 +16,7 @@ export const CAPABILITIES_QUESTION = /^\s*what\s+can\s+you\s+do(\s+here)?(\s+for
 
 /** Who decides a dangerous tool's calls made by `userId`: named approvers but them, how many, whether they may. */
 function whoApproves(tool: ToolDefinition, userId: string | undefined): string {
+  if (tool.requesterConfirms) return "you confirm it, as it is done in your name (or an approver)";
   const own = tool.requesterMayApprove !== false;
   const plain = (id: string) => id.slice(id.lastIndexOf(":") + 1);
   const others = tool.approvers?.filter((id) => !userId || plain(id) !== plain(userId));

@@ -60,12 +60,19 @@ function policyHere(level: ChannelLevel, name: string): ApprovalPolicy {
   };
 }
 
-/** `registry` with each dangerous tool's policy on its definition, which the executor reads when it asks. */
+/**
+ * `registry` with each dangerous tool's policy on its definition, which the executor reads when it
+ * asks; a call the requester confirms (done in their name) takes the rest but stays theirs to confirm.
+ */
 function withPolicy(registry: ToolRegistry, policyOf: (name: string) => ApprovalPolicy): ToolRegistry {
-  const governed = (tool: RegisteredTool): RegisteredTool =>
-    tool.definition.dangerous
-      ? { ...tool, definition: { ...tool.definition, ...policyOf(tool.definition.name) } }
-      : tool;
+  const governed = (tool: RegisteredTool): RegisteredTool => {
+    if (!tool.definition.dangerous) return tool;
+    const { requesterMayApprove, ...confirmation } = policyOf(tool.definition.name);
+    const policy = tool.definition.requesterConfirms
+      ? confirmation
+      : { ...confirmation, ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}) };
+    return { ...tool, definition: { ...tool.definition, ...policy } };
+  };
   return {
     ...registry,
     get: (name) => {

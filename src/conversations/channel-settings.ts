@@ -20,7 +20,7 @@ import { closestNames } from "../tools/closest-names.js";
 /** What one level of the file says; what it leaves out comes from the level before. */
 export interface ChannelLevel {
   systemPrompt?: string;
-  /** The model the runs there call, on the same model server (GLASSBOX_MODEL's otherwise). */
+  /** The model the runs there call, on the same model server (LLM_MODEL's otherwise). */
   model?: string;
   /** Names or patterns (`*` matches any run of characters) of the tools allowed. */
   tools?: string[];

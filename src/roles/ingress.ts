@@ -105,6 +105,7 @@ export async function startIngressRole(options: {
         discordInvite: discord?.inviteUrl,
         api: api?.url ?? null,
         trace: api ? `${api.url}/trace` : null,
+        ...(api?.alsoAt.length ? { alsoAt: api.alsoAt } : {}),
       },
       "ingress: receiving; workers run the turns",
     );

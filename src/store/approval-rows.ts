@@ -40,11 +40,18 @@ export const toApproval = (row: ApprovalRow): Approval => ({
 });
 
 /** A request's policy as stored: NULL when its tool left everything to the deployment. */
-export function policyColumn({ approvers, requesterMayApprove, approvalsNeeded }: ApprovalPolicy): string | null {
-  if (approvers === undefined && requesterMayApprove === undefined && approvalsNeeded === undefined) return null;
+export function policyColumn({
+  approvers,
+  requesterMayApprove,
+  approvalsNeeded,
+  requesterConfirms,
+}: ApprovalPolicy): string | null {
+  if ([approvers, requesterMayApprove, approvalsNeeded, requesterConfirms].every((value) => value === undefined))
+    return null;
   return JSON.stringify({
     ...(approvers ? { approvers } : {}),
     ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
     ...(approvalsNeeded !== undefined ? { approvalsNeeded } : {}),
+    ...(requesterConfirms ? { requesterConfirms } : {}),
   });
 }

@@ -41,7 +41,9 @@ export function decidersOf(
 ): { approvers: string[]; requester: boolean } {
   return {
     approvers: approval.policy.approvers ?? deployment.approvers,
-    requester: approval.policy.requesterMayApprove ?? deployment.requesterMayApprove ?? true,
+    requester:
+      approval.policy.requesterConfirms === true ||
+      (approval.policy.requesterMayApprove ?? deployment.requesterMayApprove ?? true),
   };
 }
 

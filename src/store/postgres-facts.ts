@@ -17,11 +17,13 @@ export function createPostgresFacts(pool: pg.Pool) {
       );
       return (rows[0] as { id: number }).id;
     },
-    async forgetFact(userId: string, factId: number, channel?: string): Promise<boolean> {
+    async forgetFact(userId: string, factId: number, channel?: string, approverOf?: string): Promise<boolean> {
       if (!Number.isSafeInteger(factId)) return false;
+      // A note shared with a channel: anyone there, or an approver of its platform (a prefix of its scope).
       const deleted = await pool.query(
-        "DELETE FROM facts WHERE id = $1 AND (user_id = $2 OR (scope <> 'user' AND scope = $3))",
-        [factId, userId, channel ?? null],
+        `DELETE FROM facts WHERE id = $1 AND (user_id = $2 OR (scope <> 'user' AND (scope = $3
+           OR left(scope, length($4::text)) = $4::text)))`,
+        [factId, userId, channel ?? null, approverOf || null],
       );
       return (deleted.rowCount ?? 0) > 0;
     },

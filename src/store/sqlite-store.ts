@@ -72,7 +72,7 @@ export interface SqliteStore {
   /** The user who started the session's first run; undefined for a session without runs. */
   sessionOwner(sessionId: string): string | undefined;
   addFact(userId: string, scope: string, content: string, origin?: FactOrigin): number;
-  forgetFact(userId: string, factId: number, channel?: string): boolean;
+  forgetFact(userId: string, factId: number, channel?: string, approverOf?: string): boolean;
   /** The facts a user may see (their own, and those shared in this channel) that best match `query` (bm25). */
   searchFacts(userId: string, channel: string, query: string, limit: number): Fact[];
   /** True for the first claim of the ids, false when any was claimed before; all are claimed, in one commit. */
@@ -169,9 +169,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       .prepare("SELECT user_id FROM runs WHERE session_id = ? AND parent_run_id IS NULL ORDER BY rowid LIMIT 1")
       .pluck(),
     insertFact: db.prepare("INSERT INTO facts (user_id, scope, content, created_at, origin) VALUES (?, ?, ?, ?, ?)"),
-    deleteFact: db.prepare(
-      "DELETE FROM facts WHERE id = @factId AND (user_id = @userId OR (scope <> 'user' AND scope = @channel))",
-    ),
+    // A note shared with a channel: anyone there, or an approver of its platform (a prefix of its scope).
+    deleteFact: db.prepare(`
+      DELETE FROM facts WHERE id = @factId AND (user_id = @userId OR (scope <> 'user' AND (scope = @channel
+        OR substr(scope, 1, length(@approverOf)) = @approverOf)))`),
     searchFacts: db.prepare(`
       SELECT f.id, f.user_id AS userId, f.scope, f.content, f.created_at AS createdAt, f.origin
       FROM facts_index JOIN facts f ON f.id = facts_index.rowid
@@ -370,8 +371,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     addFact(userId: string, scope: string, content: string, origin?: FactOrigin): number {
       return Number(statements.insertFact.run(userId, scope, content, now(), originColumn(origin)).lastInsertRowid);
     },
-    forgetFact(userId: string, factId: number, channel?: string): boolean {
-      return statements.deleteFact.run({ factId, userId, channel: channel ?? null }).changes > 0;
+    forgetFact(userId: string, factId: number, channel?: string, approverOf?: string): boolean {
+      return (
+        statements.deleteFact.run({ factId, userId, channel: channel ?? null, approverOf: approverOf || null })
+          .changes > 0
+      );
     },
     /**
      * The facts that best match the words of `query` (bm25): the user's personal facts, and the facts

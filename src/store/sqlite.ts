@@ -85,7 +85,7 @@ function portOver(store: SqliteStore): SqlitePort {
     sessionOwner: async (sessionId) => store.sessionOwner(sessionId),
     // facts
     addFact: async (userId, scope, content, origin) => store.addFact(userId, scope, content, origin),
-    forgetFact: async (userId, factId, channel) => store.forgetFact(userId, factId, channel),
+    forgetFact: async (userId, factId, channel, approverOf) => store.forgetFact(userId, factId, channel, approverOf),
     searchFacts: async (userId, channel, query, limit) => store.searchFacts(userId, channel, query, limit),
     // runs
     acceptEvent: (acceptance, alsoInTransaction) => writes.acceptEvent(acceptance, alsoInTransaction),

@@ -409,10 +409,15 @@ async function askGate(unit: Unit, options: ExecutorOptions, scope: RunScope): P
 }
 
 function approvalRequest(unit: Unit, scope: RunScope): ApprovalRequest {
-  const { approvers, requesterMayApprove, approvalsNeeded } = unit.tool.definition;
+  const { approvers, requesterMayApprove, approvalsNeeded, requesterConfirms } = unit.tool.definition;
   return {
     ...(approvers ? { approvers: [...approvers] } : {}),
-    ...(requesterMayApprove !== undefined ? { requesterMayApprove } : {}),
+    // A confirmation is the requester's by nature: no self-approval setting takes it from them.
+    ...(requesterConfirms === true
+      ? { requesterConfirms: true }
+      : requesterMayApprove !== undefined
+        ? { requesterMayApprove }
+        : {}),
     ...(approvalsNeeded !== undefined && approvalsNeeded > 1 ? { approvalsNeeded } : {}),
     runId: scope.runId,
     sessionId: scope.sessionId,

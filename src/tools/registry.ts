@@ -146,6 +146,12 @@ function checkDefinition(tool: AnyTool): void {
     throw fail(
       `approvalsNeeded must be a whole number from 1 to ${MAX_APPROVALS_NEEDED} (2: two people must approve).`,
     );
+  if (tool.requesterConfirms !== undefined && typeof tool.requesterConfirms !== "boolean")
+    throw fail("requesterConfirms must be true or false.");
+  if (tool.requesterConfirms === true && tool.requesterMayApprove === false)
+    throw fail(
+      "a call the requester confirms cannot also be one they may not decide; drop requesterMayApprove: false.",
+    );
   if (tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0))
     throw fail("timeoutMs must be a positive number of milliseconds.");
   if (
@@ -174,6 +180,7 @@ const DEFINITION_KEYS = [
   "approvers",
   "requesterMayApprove",
   "approvalsNeeded",
+  "requesterConfirms",
   "timeoutMs",
   "dependsOn",
 ];

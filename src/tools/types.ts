@@ -65,6 +65,13 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * requester counts as one of them only where they may approve their own call.
    */
   approvalsNeeded?: number;
+  /**
+   * True: a call that asks is the requester confirming something done in their name (a note for
+   * their whole channel), not asking leave: they may always decide it, whatever
+   * GLASSBOX_REQUESTER_MAY_APPROVE or a channel's requesterMayApprove says, and approvers may too;
+   * the card asks them to confirm. Not with `requesterMayApprove: false`.
+   */
+  requesterConfirms?: boolean;
   /** Per-call time limit in ms (default 10 s). */
   timeoutMs?: number;
   /** Names of tools whose calls in the same model response must finish before this one starts. */
@@ -146,6 +153,8 @@ export interface ApprovalPolicy {
   requesterMayApprove?: boolean;
   /** Different people who must approve (default 1). */
   approvalsNeeded?: number;
+  /** The call is done in the requester's name: they confirm it whatever the self-approval setting says (see ToolDefinition). */
+  requesterConfirms?: boolean;
 }
 
 export interface ApprovalDecision {

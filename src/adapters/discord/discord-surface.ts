@@ -137,7 +137,6 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
 
     async askApproval(approval: Approval) {
       await work;
-      // No backtick is left in the arguments to close the block early, nor a hidden character.
       const posted = await (await target()).send({
         content: approvalQuestionText(approval),
         components: [approvalButtons(approval)],
@@ -182,9 +181,13 @@ function holdsButton(components: readonly unknown[], customId: string): boolean 
 /** The approval's question: who asked for which call, with which arguments, who may decide and until when. */
 export function approvalQuestionText(approval: Approval): string {
   // No backtick is left in the arguments to close the block early, nor a hidden character.
-  const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT);
+  const call = `\`\`\`json\n${argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT)}\n\`\`\``;
+  const requester = `<@${approval.requester}>`;
+  const tool = `\`${codeName(approval.toolName)}\``;
   const expires = `<t:${Math.floor(Date.parse(approval.expiresAt) / 1000)}:R>`;
-  return `🔒 **Approval needed**: <@${approval.requester}> asked me to run \`${codeName(approval.toolName)}\`\n\`\`\`json\n${args}\n\`\`\`\n${whoDecides(approval)}; it expires ${expires}.`;
+  if (approval.policy.requesterConfirms === true)
+    return `🔒 **Confirmation needed**: I would run ${tool} in ${requester}'s name\n${call}\n${requester}, approve it only if you asked for it: it is done in your name, so you can confirm it whoever decides other calls here (an approver can too); it expires ${expires}.`;
+  return `🔒 **Approval needed**: ${requester} asked me to run ${tool}\n${call}\n${whoDecides(approval)}; it expires ${expires}.`;
 }
 
 export function approvalButtons(approval: Approval): ActionRowBuilder<ButtonBuilder> {

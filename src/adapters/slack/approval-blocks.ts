@@ -17,19 +17,21 @@ export const slackMention = (userId: string | null): string => (userId ? `<@${sl
 // The tool's name and arguments come from the model: they are escaped (mrkdwnText); the mentions
 // and dates around them are the bot's own.
 export function approvalQuestion(approval: Approval): { text: string; blocks: KnownBlock[] } {
-  const text = `${slackMention(approval.requester)} asked me to run ${toolName(approval)}. Approve?`;
+  const requester = slackMention(approval.requester);
+  const confirms = approval.policy.requesterConfirms === true;
+  const text = confirms
+    ? `${requester}, confirm ${toolName(approval)} in your name?`
+    : `${requester} asked me to run ${toolName(approval)}. Approve?`;
+  const who = confirms
+    ? `${requester}, approve it only if you asked for it: it is done in your name, so you can confirm it whoever decides other calls here (an approver can too).`
+    : `${whoDecides(approval, slackMention)}.`;
   return {
     text,
     blocks: [
       ...approvalHeader(approval),
       {
         type: "context",
-        elements: [
-          {
-            type: "mrkdwn",
-            text: `${whoDecides(approval, slackMention)}. Expires ${slackTime(approval.expiresAt)}.`,
-          },
-        ],
+        elements: [{ type: "mrkdwn", text: `${who} Expires ${slackTime(approval.expiresAt)}.` }],
       },
       {
         type: "actions",
@@ -75,12 +77,16 @@ export function approvalOutcome(approval: Approval): { text: string; blocks: Kno
 function approvalHeader(approval: Approval): KnownBlock[] {
   // No backtick is left in the arguments to close the block early, nor a raw <, > or & to command.
   const args = argumentsForDisplay(approval.arguments, ARGUMENTS_LIMIT, mrkdwnText);
+  const requester = slackMention(approval.requester);
   return [
     {
       type: "section",
       text: {
         type: "mrkdwn",
-        text: `:lock: *Approval needed*: ${slackMention(approval.requester)} asked me to run \`${toolName(approval)}\``,
+        text:
+          approval.policy.requesterConfirms === true
+            ? `:lock: *Confirmation needed*: I would run \`${toolName(approval)}\` in ${requester}'s name`
+            : `:lock: *Approval needed*: ${requester} asked me to run \`${toolName(approval)}\``,
       },
     },
     { type: "section", text: { type: "mrkdwn", text: `\`\`\`${args}\`\`\`` } },

@@ -59,6 +59,7 @@ import type { StorePort } from "../../store/port.js";
 import { storedTextOf, turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
 import { CAPABILITIES_QUESTION_TEXT } from "../../conversations/capabilities.js";
 import { CAPABILITIES_ACTION, sessionOfClick, withCapabilitiesButton } from "./capabilities-button.js";
+import { addressesOf } from "../listen-addresses.js";
 import {
   acceptMessage,
   decideClick,
@@ -93,6 +94,8 @@ export interface SlackIngress {
   eventsUrl?: string;
   /** Installed through OAuth: where a workspace starts installing the app (`.../slack/install`). */
   installUrl?: string;
+  /** Listening on every address: the machine's other addresses its HTTP server answers on. */
+  alsoAt: string[];
   stop(): Promise<void>;
 }
 
@@ -370,11 +373,14 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     throw error;
   })) as unknown;
   const address = slack.appToken ? undefined : ((server as Server).address() as AddressInfo | null);
+  // On every address (GLASSBOX_HOST's default 0.0.0.0), the URLs name this machine's loopback and the others.
+  const at = addressesOf(slack.host, address?.port ?? slack.port);
   return {
     app,
     notReady,
-    eventsUrl: address ? `http://${slack.host}:${address.port}/slack/events` : undefined,
-    installUrl: installations ? `http://${slack.host}:${address?.port ?? slack.port}${INSTALL_PATH}` : undefined,
+    eventsUrl: address ? `${at.url}/slack/events` : undefined,
+    installUrl: installations ? `${at.url}${INSTALL_PATH}` : undefined,
+    alsoAt: address || installations ? at.alsoAt : [],
     async stop() {
       await app.stop();
       await inOrder.idle();

@@ -28,6 +28,8 @@ export interface ApprovalView {
   /** Who approved so far, and how many different people must (a rule of several approvals). */
   approvedBy: string[];
   approvalsNeeded: number;
+  /** The call is done in the requester's name (a channel note): they confirm it, whatever the self-approval setting. */
+  requesterConfirms?: true;
 }
 
 export type WebEvent =
@@ -122,6 +124,7 @@ export function approvalView(approval: Approval): ApprovalView {
     expiresAt: approval.expiresAt,
     approvedBy: approval.approvedBy,
     approvalsNeeded: approvalsNeeded(approval),
+    ...(approval.policy.requesterConfirms === true ? { requesterConfirms: true as const } : {}),
   };
 }
 

@@ -8,6 +8,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { listenError, sendJson } from "./http.js";
+import { addressesOf, type ListenAddresses } from "../listen-addresses.js";
 
 /** A part's readiness: undefined when ready, else a few words why not ("connecting"). */
 export type ReadinessCheck = () => string | undefined | Promise<string | undefined>;
@@ -75,8 +76,7 @@ export function serveHealth(request: IncomingMessage, response: ServerResponse, 
   return true;
 }
 
-export interface HealthServer {
-  url: string;
+export interface HealthServer extends ListenAddresses {
   stop(): Promise<void>;
 }
 
@@ -95,7 +95,7 @@ export async function startHealthServer(health: Health, host: string, port: numb
   });
   const { port: listening } = server.address() as AddressInfo;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${listening}`,
+    ...addressesOf(host, listening),
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

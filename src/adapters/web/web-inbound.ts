@@ -10,7 +10,6 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { networkInterfaces } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { configurationError } from "../../agent/errors.js";
 import type { TokenCounter } from "../../agent/tokens.js";
@@ -27,6 +26,7 @@ import { followStoreEvents } from "./store-events.js";
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
 import type { UploadShelf } from "./web-uploads.js";
 import { storedTextOf } from "../../conversations/turn-files.js";
+import { addressesOf, type ListenAddresses } from "../listen-addresses.js";
 import type { ReplayOnModel } from "./web-replay.js";
 import {
   acceptMessage,
@@ -76,11 +76,7 @@ export interface HttpIngressOptions<Transaction> {
 /** How long a stop lets open event streams finish before it cuts the connections. */
 const STOP_GRACE_MS = 1_000;
 
-export interface HttpIngress {
-  /** The address to open on this machine (loopback when it listens on every address). */
-  url: string;
-  /** Listening on every address (0.0.0.0, ::): the machine's other addresses it answers on, for another machine. */
-  alsoAt: string[];
+export interface HttpIngress extends ListenAddresses {
   stop(): Promise<void>;
 }
 
@@ -263,10 +259,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${urlHost(options.host)}:${port}`,
-    alsoAt: WILDCARDS.has(options.host)
-      ? otherAddresses(options.host).map((address) => `http://${address}:${port}`)
-      : [],
+    ...addressesOf(options.host, port),
     async stop() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       events?.stop(); // ends the open event streams, each after what was written to it
@@ -277,21 +270,4 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
       await closed;
     },
   };
-}
-
-/** The host of the server's address as a page is opened: a wildcard address is reached on 127.0.0.1. */
-const WILDCARDS = new Set(["0.0.0.0", "::"]);
-
-/** The machine's own addresses other than loopback (IPv4 for 0.0.0.0; IPv6 too for ::), as URL hosts. */
-function otherAddresses(host: string): string[] {
-  return Object.values(networkInterfaces())
-    .flat()
-    .filter((entry) => entry !== undefined && !entry.internal && (host === "::" || entry.family === "IPv4"))
-    .map((entry) => (entry?.family === "IPv6" ? `[${entry.address}]` : (entry?.address ?? "")))
-    .filter((address) => address !== "" && !address.startsWith("[fe80"));
-}
-
-function urlHost(host: string): string {
-  if (WILDCARDS.has(host)) return "127.0.0.1";
-  return host.includes(":") ? `[${host}]` : host;
 }

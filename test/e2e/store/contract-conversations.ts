@@ -293,6 +293,22 @@ export function factsContract({ open }: Contract): void {
     expect((await store.searchFacts("U1", "slack:T1:C1", "standup", 5)).map((fact) => fact.id)).toEqual([personal]);
   });
 
+  it("an approver of a platform may forget any note shared with one of its channels, and nothing else", async () => {
+    const store = await open();
+    const note = await store.addFact("U1", "slack:T1:C1", "Refunds go to account 999.");
+    const discordNote = await store.addFact("U1", "discord:G1:C1", "Refunds go to account 999.");
+    const personal = await store.addFact("U1", "user", "Refunds to my own account please.");
+    // Not a personal fact, not another platform's note, and no prefix that matches everything.
+    expect(await store.forgetFact("UA", personal, "slack:T9:C9", "slack:")).toBe(false);
+    expect(await store.forgetFact("UA", discordNote, "slack:T9:C9", "slack:")).toBe(false);
+    expect(await store.forgetFact("UA", note, "slack:T9:C9", "")).toBe(false);
+    expect(await store.forgetFact("UA", note, "slack:T9:C9", "slack:")).toBe(true);
+    expect(await store.forgetFact("UA", discordNote, "slack:T9:C9", "discord:")).toBe(true);
+    expect((await store.searchFacts("U1", "slack:T1:C1", "refunds account", 5)).map((fact) => fact.id)).toEqual([
+      personal,
+    ]);
+  });
+
   it("forgetFact works only for the fact's owner, and a forgotten fact is no longer found", async () => {
     const store = await open();
     const id = await store.addFact("U1", "user", "Parking spot number 42 in the garage.");

@@ -14,7 +14,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAIModel } from "../../../src/agent/llm/index.js";
 import { runAgent } from "../../../src/agent/loop.js";
 import { loadConfig } from "../../../src/config.js";
+import { createMemory } from "../../../src/agent/memory.js";
+import { createTokenCounter } from "../../../src/agent/tokens.js";
+import { createTraceRecorder } from "../../../src/agent/trace.js";
 import { createAgentConfig } from "../../../src/setup.js";
+import { openStorePort } from "../../../src/store/index.js";
+import { STORED_RESULT_CHARS } from "../../../src/tools/call-outcome.js";
+import { TARGETS } from "../helpers/store-targets.js";
 import { startScriptedModelServer } from "../../../src/testing/scripted-model-server.js";
 import { executeToolCalls, newToolRunState, type ExecutorOptions } from "../../../src/tools/executor.js";
 import {
@@ -279,6 +285,7 @@ describe("an MCP server over stdio", () => {
       "fixture__lookup",
       "fixture__stats_get",
       expect.stringMatching(/^fixture__summarise_quarterly_[a-z_]+_[0-9a-f]{8}$/),
+      "fixture__bulk",
     ]);
     for (const name of names) expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
     expect(toolNamed(mcp, "fixture__echo").description).toBe("fixture: Echoes the text back.");
@@ -471,7 +478,7 @@ describe("an MCP server over stdio", () => {
     });
 
     expect(mcp.tools.every((tool) => tool.name.startsWith("fixture__"))).toBe(true);
-    expect(mcp.tools).toHaveLength(10);
+    expect(mcp.tools).toHaveLength(11);
     const status = Object.fromEntries(mcp.status().map((entry) => [entry.server, entry]));
     expect(status.missing).toMatchObject({
       state: "failed",
@@ -590,6 +597,84 @@ describe("MCP tools in a run", () => {
     expect(agent.mcp.status()[0]?.state).toBe("connected");
   });
 });
+
+// ---- a huge result, kept bounded --------------------------------------------------------------------
+
+for (const target of TARGETS) {
+  describe(`an MCP tool's huge result, kept bounded: ${target.name}`, () => {
+    it("stored and streamed MCP results are bounded to 64 KB with their size, text and structured alike (finding 5)", async () => {
+      const HUGE = 2_000_000;
+      const ROWS = 50_000;
+      const server = fixture({ timeoutMs: 30_000 }); // a slow machine still moves 2 MB through stdio in time
+      const { mcp } = await connect({ fixture: server.config });
+      const model = await startScriptedModelServer({
+        script: (body) => {
+          const last = body.messages.at(-1);
+          if (last?.role === "tool") return { content: "read both" };
+          return {
+            toolCalls: [
+              { id: "call_text", name: "fixture__bulk", arguments: JSON.stringify({ chars: HUGE }) },
+              { id: "call_rows", name: "fixture__bulk", arguments: JSON.stringify({ rows: ROWS }) },
+            ],
+          };
+        },
+      });
+      cleanups.push(() => model.close());
+      const database = await target.fresh();
+      const port = await openStorePort(database.options);
+      cleanups.push(async () => {
+        await port.close();
+        await database.drop();
+      });
+      const chat = createOpenAIModel({ baseURL: model.url, model: "gpt-4o-mini", apiKey: "test-key", maxRetries: 0 });
+      const memory = createMemory({
+        store: port,
+        model: chat,
+        counter: await createTokenCounter("o200k_base"),
+        budgetTokens: 4_000,
+      });
+      const heard: ToolCallRecord[] = [];
+      const result = await runAgent(
+        {
+          model: chat,
+          tools: createToolRegistry(mcp.tools),
+          memory,
+          trace: createTraceRecorder(port, { estimateTokens: memory.estimate }),
+        },
+        {
+          input: "dump it",
+          runId: "run_mcp_huge",
+          sessionId: "web:mcp-huge",
+          userId: "U1",
+          onEvent: (event) => {
+            if (event.type === "tool_end") heard.push(event.record);
+          },
+        },
+      );
+      expect(result).toMatchObject({ stopReason: "final", output: "read both" });
+      expect(calledTools(server.entries())).toEqual(["bulk", "bulk"]);
+
+      const [step] = await port.steps("run_mcp_huge");
+      const stored = step?.toolCalls ?? [];
+      expect(stored.map((record) => record.id).sort()).toEqual(["call_rows", "call_text"]);
+      for (const record of [...stored, ...heard]) {
+        expect(JSON.stringify(record.envelope).length).toBeLessThanOrEqual(STORED_RESULT_CHARS);
+        expect(record.storedCutChars).toBeGreaterThan(0);
+        expect(record.content.length).toBeLessThanOrEqual(4_000); // the model's view
+      }
+      const text = stored.find((record) => record.id === "call_text");
+      // The kept text is the result's start and a marker with the original size (matched, not diffed: it is 64 KB).
+      const kept = text?.envelope.status === "success" ? String(text.envelope.data) : "";
+      expect(/^y+ …\[cut \d+ of 2000000 characters\]$/.test(kept)).toBe(true);
+      expect(text?.storedCutChars).toBeGreaterThan(HUGE - STORED_RESULT_CHARS);
+      const rows = stored.find((record) => record.id === "call_rows");
+      expect(rows?.storedCutChars).toBeGreaterThan(ROWS * 20 - STORED_RESULT_CHARS); // each row is 20+ characters of JSON
+      // The conversation keeps the model's view, not the result.
+      const history = await port.sessionHistory("web:mcp-huge");
+      expect(Math.max(...history.messages.map((kept) => JSON.stringify(kept.message).length))).toBeLessThan(10_000);
+    });
+  });
+}
 
 // ---- the reference server ----------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ describe("registration", () => {
   it("a typo removes the approval gate: an unknown key is refused, with the key it resembles", () => {
     const typo = registrationError([{ ...tool("cancel_order"), dangrous: true }]);
     expect(typo.message).toBe(
-      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, approvers, requesterMayApprove, approvalsNeeded, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
+      `Tool 'cancel_order': an unknown key "dangrous" (did you mean "dangerous"?); a tool has name, description, parameters, handler, resume, dangerous, approvers, requesterMayApprove, approvalsNeeded, requesterConfirms, timeoutMs, dependsOn. Nothing was loaded, so no call runs unchecked.`,
     );
     const synonym = registrationError([{ ...tool("cancel_order"), requiresApproval: true, timeout: 5 }]);
     expect(synonym.message).toContain(`unknown keys "requiresApproval" (did you mean "dangerous"?), "timeout"`);
@@ -137,6 +137,18 @@ describe("registration", () => {
       expect(registrationError([tool("refund", { approvalsNeeded: approvalsNeeded as number })]).message).toBe(
         "Tool 'refund': approvalsNeeded must be a whole number from 1 to 5 (2: two people must approve).",
       );
+  });
+
+  it("rejects a requesterConfirms that is not a boolean, or that says the requester may not decide", () => {
+    expect(registrationError([tool("note", { requesterConfirms: 1 as unknown as boolean })]).message).toBe(
+      "Tool 'note': requesterConfirms must be true or false.",
+    );
+    expect(
+      registrationError([tool("note", { dangerous: true, requesterConfirms: true, requesterMayApprove: false })])
+        .message,
+    ).toBe(
+      "Tool 'note': a call the requester confirms cannot also be one they may not decide; drop requesterMayApprove: false.",
+    );
   });
 
   it("rejects dependsOn that is not a list of names", () => {

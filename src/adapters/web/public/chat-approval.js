@@ -23,8 +23,20 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
       `Nothing happens until someone decides. It expires at ${formatWhen(approval.expiresAt)}.`,
     );
     const titleId = `approval-${approval.id}`;
-    const title = el("h2", { id: titleId }, "Approval needed");
-    const hint = mine ? null : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`);
+    // A call done in the requester's name (a note for the whole channel) is theirs to confirm.
+    const confirms = approval.requesterConfirms === true;
+    const title = el("h2", { id: titleId }, confirms ? "Confirmation needed" : "Approval needed");
+    const hint = confirms
+      ? el(
+          "p",
+          { class: "hint" },
+          mine
+            ? "It is done in your name: approve it only if you asked for it."
+            : `Only ${approval.requester}, in whose name it is done, can confirm it.`,
+        )
+      : mine
+        ? null
+        : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`);
     const card = el(
       "section",
       { class: "approval", "aria-labelledby": titleId, "data-approval-id": approval.id },
@@ -32,9 +44,15 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
       el(
         "p",
         {},
-        "glassbox wants to run ",
+        confirms ? "glassbox would run " : "glassbox wants to run ",
         el("code", {}, approval.tool),
-        mine ? " for you:" : ` for ${approval.requester}:`,
+        confirms
+          ? mine
+            ? " in your name:"
+            : ` in ${approval.requester}'s name:`
+          : mine
+            ? " for you:"
+            : ` for ${approval.requester}:`,
       ),
       el("pre", { class: "arguments" }, pretty(approval.arguments)),
       waiting,

@@ -116,7 +116,9 @@ describe("per-channel settings on Slack", () => {
     };
     const support = await ask("C0SUPPORT", "U1");
     expect(onTheirOwn(support)).toEqual(new Set(["current_time", "calculator", "get_order_status", "forget"]));
-    expect(support).toContain("remember asks first when its arguments call for it: you (or an approver) decide.");
+    expect(support).toContain(
+      "remember asks first when its arguments call for it: you confirm it, as it is done in your name (or an approver).",
+    );
     expect(support).not.toContain("cancel_order");
     expect(support).toContain("Left of your budget today (UTC): 5,000 of 5,000 tokens");
     expect(support).toContain("glassbox erase --user");
