@@ -7,6 +7,7 @@ import type { AgentConfig } from "../agent/run.js";
 import { dayStartOf, type DailyLimits } from "../agent/quota.js";
 import type { StorePort } from "../store/port.js";
 import type { ToolDefinition } from "../tools/types.js";
+import { budgetLeft, type BudgetReading } from "./channel-budget.js";
 
 /** The question, however it is punctuated or cased: "what can you do here?", "What can you do?". */
 /** The question as a button or command asks it. */
@@ -34,6 +35,7 @@ export async function describeCapabilities(
   store: Pick<StorePort, "userUsageSince">,
   userId: string | undefined,
   dailyLimits: DailyLimits | undefined,
+  budgets: BudgetReading[] = [],
   now = new Date(),
 ): Promise<string> {
   const tools = agent.tools.list().map((tool) => tool.definition);
@@ -58,6 +60,7 @@ export async function describeCapabilities(
       parts.push(`$${Math.max(0, dailyLimits.cost - used.cost).toFixed(2)} of $${dailyLimits.cost.toFixed(2)}`);
     if (parts.length > 0) lines.push(`- Left of your budget today (UTC): ${parts.join(", ")}.`);
   }
+  for (const reading of budgets) lines.push(`- ${budgetLeft(reading)}`);
   lines.push(
     "- I remember this conversation, summarising its oldest parts, and the notes you ask me to remember;",
     "  `forget` removes a note. Whoever runs glassbox can erase everything of yours (glassbox erase --user).",

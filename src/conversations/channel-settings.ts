@@ -34,7 +34,24 @@ export interface ChannelLevel {
   toolApprovers?: Record<string, string[]>;
   /** Tools (names or patterns) whose calls there need two different people's approval. */
   twoPersonRule?: string[];
+  /** What may be spent there (see channel-budget.ts); each scope's overrides the level before's. */
+  budget?: ChannelBudget;
 }
+
+/** At most this many tokens or dollars in a period. */
+export interface BudgetLimit {
+  tokens?: number;
+  cost?: number;
+}
+
+export type BudgetPeriods = Partial<Record<(typeof BUDGET_PERIODS)[number], BudgetLimit>>;
+
+/** Budgets by whose spending they count: the channel's, the workspace's (a Slack team, a Discord guild), each person's. */
+export type ChannelBudget = Partial<Record<(typeof BUDGET_SCOPES)[number], BudgetPeriods>>;
+
+export const BUDGET_SCOPES = ["channel", "workspace", "user"] as const;
+export const BUDGET_PERIODS = ["daily", "monthly"] as const;
+const BUDGET_UNITS = ["tokens", "cost"] as const;
 
 export interface ChannelSettings {
   /** The file's path and a short hash of what it held when read: the version a run used. */
@@ -54,6 +71,7 @@ const LEVEL_KEYS = [
   "requesterMayApprove",
   "toolApprovers",
   "twoPersonRule",
+  "budget",
 ] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
@@ -99,6 +117,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
         }
       } else if (key === "tools" || key === "twoPersonRule") found[key] = toolList(value, `${where}.${key}`);
       else if (key === "users" || key === "approvers") found[key] = idList(value, `${where}.${key}`);
+      else if (key === "budget") found.budget = budgetOf(value, `${where}.budget`);
       else if (key === "toolApprovers") {
         if (!isMap(value))
           throw wrong(
@@ -141,6 +160,37 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       throw wrong(value, `${where} must be a list of user ids, such as [U012AB3CD].`);
     return value.items.map((item) => String((item as { value: string | bigint }).value));
   };
+  /** A mapping whose keys are among `known`, each value read by `read`. */
+  const mapOf = <K extends string, V>(
+    node: Node | null,
+    where: string,
+    known: readonly K[],
+    read: (value: Node | null, at: string) => V,
+  ) => {
+    if (!isMap(node)) throw wrong(node, `${where} must be a mapping of ${known.join(", ")}.`);
+    const found: Partial<Record<K, V>> = {};
+    for (const pair of node.items as Pair<Node, Node>[]) {
+      const key = keyOf(pair, wrong);
+      if (!known.includes(key as K)) throw wrong(pair.key as Node, unknownKey(`${where}.${key}`, key, known));
+      found[key as K] = read(pair.value, `${where}.${key}`);
+    }
+    return found;
+  };
+  const budgetOf = (node: Node | null, where: string): ChannelBudget =>
+    mapOf(node, where, BUDGET_SCOPES, (scope, at) =>
+      mapOf(scope, at, BUDGET_PERIODS, (period, inPeriod) =>
+        mapOf(period, inPeriod, BUDGET_UNITS, (value, atUnit) => {
+          const amount = isScalar(value) ? Number(value.value) : Number.NaN;
+          const whole = atUnit.endsWith(".tokens");
+          if (!(amount > 0) || (whole && !Number.isInteger(amount)))
+            throw wrong(
+              value,
+              `${atUnit} must be ${whole ? "a whole number of tokens" : "an amount of dollars"} above 0.`,
+            );
+          return amount;
+        }),
+      ),
+    );
   const text_ = (node: Node | null, where: string): string => {
     if (!isScalar(node) || typeof node.value !== "string" || node.value.trim() === "")
       throw wrong(node, `${where} must be a text.`);
@@ -196,11 +246,14 @@ export function placeOf(sessionId: string): { workspace?: string; channel?: stri
 /** What applies in a session: the defaults, then its workspace's, then its channel's. */
 export function settingsFor(settings: ChannelSettings, sessionId: string): ChannelLevel {
   const { workspace, channel } = placeOf(sessionId);
-  return {
-    ...settings.defaults,
-    ...(workspace ? settings.workspaces[workspace] : {}),
-    ...(channel ? settings.channels[channel] : {}),
-  };
+  const levels = [
+    settings.defaults,
+    workspace ? settings.workspaces[workspace] : {},
+    channel ? settings.channels[channel] : {},
+  ];
+  // Budgets merge by scope: a channel's own budget leaves its workspace's in force.
+  const budget = Object.assign({}, ...levels.map((level) => level?.budget ?? {})) as ChannelBudget;
+  return Object.assign({}, ...levels, Object.keys(budget).length > 0 ? { budget } : {}) as ChannelLevel;
 }
 
 /** The settings as the file says now: read at start (a mistake stops it), again on change or SIGHUP. */

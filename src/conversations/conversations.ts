@@ -43,6 +43,8 @@ export interface ChatSurface {
   askApproval(approval: Approval): Promise<string | undefined>;
   /** Says the request waits for a free slot (GLASSBOX_MAX_CONCURRENT_RUNS), once it has waited QUEUED_NOTICE_MS. */
   queued?(runId?: string): void;
+  /** Posts a note after the run's outcome (a budget past 80 %); without it the note joins the answer's text. */
+  note?(text: string): Promise<void>;
   /**
    * Whether the conversation already shows run `runId`'s rated answer (the message carrying its
    * feedback buttons), looking at what was posted since `since` (the run's start). Asked only before a

@@ -81,6 +81,7 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
     finish: async (result) => (cutOff(result, context) ? undefined : surface.finish(result, claim)),
     askApproval: (approval) => surface.askApproval(approval),
     ...(surface.queued ? { queued: (runId?: string) => surface.queued?.(runId) } : {}),
+    ...(surface.note ? { note: surface.note.bind(surface) } : {}),
     ...(surface.shownAlready ? { shownAlready: surface.shownAlready.bind(surface) } : {}),
   };
 }

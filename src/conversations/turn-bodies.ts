@@ -18,6 +18,15 @@ import { addUsage, emptyUsage } from "../agent/types.js";
 import { agentIn, refusalHere } from "./channel-agent.js";
 import { settingsFor } from "./channel-settings.js";
 import { CAPABILITIES_QUESTION, describeCapabilities } from "./capabilities.js";
+import {
+  budgetNote,
+  budgetSentence,
+  nearing,
+  readBudgets,
+  usedUp,
+  withBudget,
+  type BudgetReading,
+} from "./channel-budget.js";
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;
@@ -79,15 +88,40 @@ export type TurnBodies = ReturnType<typeof createTurnBodies>;
 export function createTurnBodies(agent: AgentConfig, store: StorePort, options: ConversationOptions) {
   const openSurface = options.openSurface ?? (() => noSurface);
   const channels = options.channels;
-  /** The agent a session's runs take: its channel's prompt, model and tools, as the settings say now. */
+  /** The agent a session's runs take: its channel's prompt, model, tools and budget, as the settings say now. */
   const agentFor = (sessionId: string) => {
     if (!channels) return agent;
     const settings = channels.current();
-    return agentIn(agent, settingsFor(settings, sessionId), {
+    const level = settingsFor(settings, sessionId);
+    const made = agentIn(agent, level, {
       source: settings.source,
       ...(options.modelNamed ? { modelNamed: options.modelNamed } : {}),
     });
+    const { budget } = level;
+    return budget
+      ? { ...made, model: withBudget(made.model, (userId) => readBudgets(store, budget, sessionId, userId)) }
+      : made;
   };
+  /** The budgets that apply to a person in a session, as they stand now; none without channel settings. */
+  const budgetsOf = async (sessionId: string, userId: string | undefined): Promise<BudgetReading[]> => {
+    const budget = channels && settingsFor(channels.current(), sessionId).budget;
+    return budget && userId !== undefined ? readBudgets(store, budget, sessionId, userId) : [];
+  };
+  /** After an answer, the note of each budget that passed 80 %, said once per budget and period. */
+  async function budgetNotes(task: MessageTask): Promise<string[]> {
+    const due: string[] = [];
+    for (const reading of nearing(await budgetsOf(task.sessionId, task.userId)))
+      if (await store.claim(reading.key)) due.push(budgetNote(reading));
+    return due;
+  }
+  /** Shows a run's end, then its notes: in a message of their own where the surface can, else with the answer. */
+  async function settleNoted(result: RunResult, notes: string[], surface: ChatSurface): Promise<RunResult> {
+    if (notes.length === 0) return settle(result, surface);
+    if (!surface.note) return settle({ ...result, output: `${result.output}\n\n${notes.join("\n")}` }, surface);
+    const settled = await settle(result, surface);
+    await surface.note(notes.join("\n")).catch((error: unknown) => onError(error, "posting a budget note"));
+    return settled;
+  }
   const showDecision = options.showDecision ?? (async () => {});
   const onError = options.onError ?? (() => {});
   const shown = (approval: Approval) =>
@@ -224,12 +258,17 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       // Someone the channel does not serve changes nothing there, not even what waits for approval.
       const refused = channels && refusalHere(settingsFor(channels.current(), task.sessionId), task.userId);
       if (refused) return settle(await neverStarted(task, refused, "not_allowed"), surface);
+      const budgets = await budgetsOf(task.sessionId, task.userId);
       if (CAPABILITIES_QUESTION.test(task.input)) {
-        const text = await describeCapabilities(agentFor(task.sessionId), store, task.userId, options.dailyLimits);
+        const agentHere = agentFor(task.sessionId);
+        const text = await describeCapabilities(agentHere, store, task.userId, options.dailyLimits, budgets);
         return settle(await answeredWithoutModel(task, text), surface);
       }
       await supersede(task.sessionId);
-      const overQuota = options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits));
+      const spent = usedUp(budgets);
+      const overQuota =
+        (spent && budgetSentence(spent)) ||
+        (options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits)));
       if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);
       const onEvent = (event: AgentEvent) => {
         surface.onEvent(event);
@@ -247,7 +286,8 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
             await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
             surface,
           );
-        return settle(await runAgent(agentFor(task.sessionId), { ...ready, signal, onEvent }), surface);
+        const result = await runAgent(agentFor(task.sessionId), { ...ready, signal, onEvent });
+        return settleNoted(result, budgets.length > 0 ? await budgetNotes(task) : [], surface);
       });
     },
 

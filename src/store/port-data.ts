@@ -31,6 +31,21 @@ export type {
   SummaryCall,
 } from "../agent/contracts.js";
 export type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+
+/**
+ * Whose spending is counted: a place's (the session key `place` and every key under it, `place:...`:
+ * a channel's threads, a workspace's channels), a person's, or both.
+ */
+export interface SpendScope {
+  place?: string;
+  userId?: string;
+}
+
+/** Tokens and dollars spent; `cost` null when a step has no known price. */
+export interface Spent {
+  tokens: number;
+  cost: number | null;
+}
 export type { UsageExample } from "../tools/usage-learning.js";
 
 /**

@@ -31,6 +31,8 @@ import type {
   StoredMessage,
   TextNotice,
   UsageTotal,
+  SpendScope,
+  Spent,
   WorkerOffer,
 } from "./port-data.js";
 import type { Message } from "../agent/types.js";
@@ -192,6 +194,11 @@ export interface TraceReadings extends UsageHistory {
   totalsByUser(userId?: string): Promise<UsageTotal[]>;
   totalsByDay(userId?: string): Promise<UsageTotal[]>;
   userUsageSince(userId: string, since: Date): Promise<UsageTotal>;
+  /**
+   * What the model calls of a place or a person cost since a moment, counted by their stored steps
+   * (runs under way included). `cost` is null when a step has no known price.
+   */
+  spentSince(scope: SpendScope, since: Date): Promise<Spent>;
   searchSessions(filters: SessionFilters): Promise<{ sessions: SessionListing[]; more: boolean }>;
   foldsOf(sessionId: string): Promise<Fold[]>;
 }

@@ -7,7 +7,15 @@ import type pg from "pg";
 import type { Message, ToolSpec } from "../agent/types.js";
 import { seqsOf } from "./request-refs.js";
 import type { ToolCallRecord } from "../tools/types.js";
-import type { RecordedRequest, RequestedCall, RunTrace, StepTrace, UsageTotal } from "./port-data.js";
+import type {
+  RecordedRequest,
+  RequestedCall,
+  RunTrace,
+  SpendScope,
+  Spent,
+  StepTrace,
+  UsageTotal,
+} from "./port-data.js";
 
 const RUN_COLUMNS = `id AS "runId", session_id AS "sessionId", user_id AS "userId", input, status, output, model, steps,
   prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", cost, started_at AS "startedAt", ended_at AS "endedAt",
@@ -127,6 +135,29 @@ export function createPostgresTraces(pool: pg.Pool) {
     totalsByUser: (userId?: string) => totals("user_id", userId),
     totalsByDay: (userId?: string) => totals(DAY, userId),
     /** One user's usage since a moment (for daily quotas). */
+    async spentSince(scope: SpendScope, since: Date): Promise<Spent> {
+      const params: unknown[] = [since.toISOString()];
+      const conditions = ["s.created_at >= $1"];
+      if (scope.place !== undefined) {
+        // The place's own key, and those under it (ASCII keys: none sorts past U+FFFF after "place:").
+        const [place, from, to] = [
+          params.push(scope.place),
+          params.push(`${scope.place}:`),
+          params.push(`${scope.place}:\uffff`),
+        ];
+        conditions.push(
+          `(r.session_id = $${place} OR (r.session_id COLLATE "C" >= $${from} AND r.session_id COLLATE "C" < $${to}))`,
+        );
+      }
+      if (scope.userId !== undefined) conditions.push(`r.user_id = $${params.push(scope.userId)}`);
+      const { rows } = await pool.query<Spent>(
+        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
+           CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
+         FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
+        params,
+      );
+      return rows[0] ?? { tokens: 0, cost: 0 };
+    },
     async userUsageSince(userId: string, since: Date): Promise<UsageTotal> {
       return (
         (await totals("user_id", userId, since))[0] ?? {

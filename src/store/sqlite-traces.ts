@@ -1,6 +1,7 @@
 /** Readings over the trace tables on SQLite, for the CLI and the web page. */
 import type { RecordedRequest } from "../agent/contracts.js";
 import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+import type { SpendScope, Spent } from "./port-data.js";
 import type { Message } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import { createRequestLog } from "./sqlite-requests.js";
@@ -91,6 +92,20 @@ export function createTraceReader(store: SqliteStore) {
       userId === undefined
         ? totals("substr(started_at, 1, 10)")
         : totals("substr(started_at, 1, 10)", "user_id = ?", userId),
+    spentSince(scope: SpendScope, since: Date): Spent {
+      const conditions = ["s.created_at >= @since"];
+      if (scope.place !== undefined)
+        conditions.push("(r.session_id = @place OR (r.session_id >= @from AND r.session_id < @to))");
+      if (scope.userId !== undefined) conditions.push("r.user_id = @userId");
+      const row = db
+        .prepare(
+          `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
+             CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
+           FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
+        )
+        .get({ since: since.toISOString(), ...placeRange(scope.place), userId: scope.userId ?? null }) as Spent;
+      return row;
+    },
     /** One user's usage since a moment (for daily quotas). */
     userUsageSince(userId: string, since: Date): UsageTotal {
       return (
@@ -107,3 +122,6 @@ export function createTraceReader(store: SqliteStore) {
 }
 
 export type TraceReader = ReturnType<typeof createTraceReader>;
+
+/** The session keys under `place` (`place:...`), as a range: keys are ASCII, so none sorts past U+FFFF after it. */
+const placeRange = (place = "") => ({ place, from: `${place}:`, to: `${place}:\uffff` });

@@ -149,6 +149,7 @@ function portOver(store: SqliteStore): SqlitePort {
     totalsByUser: async (userId) => reader.totalsByUser(userId),
     totalsByDay: async (userId) => reader.totalsByDay(userId),
     userUsageSince: async (userId, since) => reader.userUsageSince(userId, since),
+    spentSince: async (scope, since) => reader.spentSince(scope, since),
     searchSessions: async (filters) => searchSessions(filters),
     foldsOf: async (sessionId) => foldsOf(sessionId),
     usageHistory: async (runs) => readUsageHistory(db, runs),

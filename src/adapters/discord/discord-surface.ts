@@ -91,6 +91,11 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
       });
     },
 
+    async note(text: string) {
+      then(async () => (await target()).send({ content: text, allowedMentions: NO_PINGS }));
+      await work;
+    },
+
     onEvent(event: AgentEvent) {
       if (event.type === "run_start" || event.type === "run_resumed") {
         const note = queued;

@@ -307,6 +307,11 @@ export function openSlackSurface(
       });
     },
 
+    async note(text: string) {
+      then(() => client.chat.postMessage({ channel: place.channel, ...thread, text: withoutBroadcasts(text) }));
+      await work;
+    },
+
     async finish(result: RunResult, posted?: () => Promise<unknown>) {
       answered = true;
       clearTimeout(statusTimer);

@@ -340,6 +340,39 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.stagesOf("run_stage2")).toEqual([]);
   });
 
+  it("counts what a place or a person spent since a moment, by their steps, runs under way included", async () => {
+    const store = await open();
+    const step = (runId: string, n: number, cost: number | null) =>
+      ({ kind: "step", step: stepOf(runId, n, { promptTokens: 100, completionTokens: 10, cost }) }) as const;
+    await store.record([
+      { kind: "start_run", run: runRecord("run_sp1", "slack:T1:C1:1.1", "U1", "a") },
+      step("run_sp1", 1, 0.5),
+      step("run_sp1", 2, 0.25),
+    ]);
+    await store.record([
+      { kind: "start_run", run: runRecord("run_sp2", "slack:T1:C1:2.2", "U2", "b") },
+      step("run_sp2", 1, 1),
+    ]);
+    // C12 shares C1's first letters, T12 T1's: neither is under C1 or T1.
+    await store.record([
+      { kind: "start_run", run: runRecord("run_sp3", "slack:T1:C12:3.3", "U1", "c") },
+      step("run_sp3", 1, 2),
+    ]);
+    await store.record([
+      { kind: "start_run", run: runRecord("run_sp4", "slack:T12:C1:4.4", "U1", "d") },
+      step("run_sp4", 1, null),
+    ]);
+    const since = new Date(Date.now() - 60_000);
+    expect(await store.spentSince({ place: "slack:T1:C1" }, since)).toEqual({ tokens: 330, cost: 1.75 });
+    expect(await store.spentSince({ place: "slack:T1" }, since)).toEqual({ tokens: 440, cost: 3.75 });
+    expect(await store.spentSince({ userId: "U1" }, since)).toEqual({ tokens: 440, cost: null });
+    expect(await store.spentSince({ place: "slack:T1", userId: "U1" }, since)).toEqual({ tokens: 330, cost: 2.75 });
+    expect(await store.spentSince({ place: "slack:T1" }, new Date(Date.now() + 60_000))).toEqual({
+      tokens: 0,
+      cost: 0,
+    });
+  });
+
   it("keeps the channel settings a run used, whether it was accepted first or started at once", async () => {
     const store = await open();
     const configuration = "channels.yaml@0123456789ab";

@@ -35,6 +35,7 @@ describe("per-channel settings", () => {
     expect(settingsFor(settings, "slack:T0FAKE0001:C0SUPPORT:1718000000.000100")).toEqual({
       systemPrompt: "You help the support team answer customers about their orders.",
       tools: ["current_time", "calculator", "get_order_status", "remember", "forget"],
+      budget: { channel: { daily: { cost: 5 }, monthly: { cost: 60 } } },
     });
     expect(settingsFor(settings, "slack:T0FAKE0001:C0RANDOM:1718000000.000200")).toEqual({
       systemPrompt: "You are the Example team's assistant. Keep answers short.",
@@ -80,6 +81,15 @@ describe("per-channel settings", () => {
       "FILE:2: defaults.tols is not a setting; did you mean tools?",
     );
     expect(mistake("chanels:\n  C1: {}\n")).toBe("FILE:1: chanels is not a setting; did you mean channels?");
+    expect(mistake("channels:\n  C1:\n    budget:\n      channel: { daly: { cost: 5 } }\n")).toBe(
+      "FILE:4: channels.C1.budget.channel.daly is not a setting; did you mean daily?",
+    );
+    expect(mistake("channels:\n  C1:\n    budget:\n      user: { daily: { tokens: 1.5 } }\n")).toBe(
+      "FILE:4: channels.C1.budget.user.daily.tokens must be a whole number of tokens above 0.",
+    );
+    expect(mistake("channels:\n  C1:\n    budget:\n      team: { daily: { cost: 5 } }\n")).toBe(
+      "FILE:4: channels.C1.budget.team is not a setting; the settings are channel, workspace, user.",
+    );
     expect(mistake("channels:\n  C1:\n    tools: [calculater]\n")).toBe(
       "FILE:3: channels.C1.tools names calculater, which is no tool here; did you mean calculator?",
     );
@@ -91,7 +101,7 @@ describe("per-channel settings", () => {
     );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
     expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "temperature": 0.2}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule.",
+      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule, budget.",
     );
   });
 
