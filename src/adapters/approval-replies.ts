@@ -41,6 +41,12 @@ export function refusalFor(
   }
 }
 
+/** Who approved a settled approval: everyone, under a rule of several approvals; else who decided. */
+export function approvers(approval: Approval, mention: (userId: string) => string = (id) => `<@${id}>`): string {
+  const given = approval.approvedBy.length > 1 ? approval.approvedBy : [approval.decidedBy ?? "someone"];
+  return given.map(mention).join(" and ");
+}
+
 /** What a rule of several approvals still waits for: "it needs one more approval, from someone else". */
 function stillNeeded(approval: Approval): string {
   const left = approvalsNeeded(approval) - approval.approvedBy.length;

@@ -22,7 +22,7 @@ import type { AgentEvent } from "../../agent/events.js";
 import { answeredBy, type RunResult } from "../../agent/run.js";
 import type { Logger } from "../../logger.js";
 import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js";
-import { whoDecides } from "../approval-replies.js";
+import { approvers, whoDecides } from "../approval-replies.js";
 import { splitMessage } from "../split-message.js";
 import { feedbackId, feedbackRow } from "./discord-feedback.js";
 
@@ -207,7 +207,7 @@ export function approvalOutcomeText(approval: Approval): string {
   const when = approval.decidedAt ? ` <t:${Math.floor(Date.parse(approval.decidedAt) / 1000)}:t>` : "";
   const outcome =
     approval.status === "approved"
-      ? `✅ Approved by <@${approval.decidedBy}>${when}`
+      ? `✅ Approved by ${approvers(approval)}${when}`
       : approval.status === "denied"
         ? `❌ Denied by <@${approval.decidedBy}>${when}`
         : approval.decidedBy === "superseded"

@@ -2,7 +2,7 @@
 import type { KnownBlock } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
-import { whoDecides } from "../approval-replies.js";
+import { approvers, whoDecides } from "../approval-replies.js";
 import { argumentsForDisplay, codeName } from "../describe-call.js";
 import { slackUserOf } from "./slack-oauth.js";
 import { mrkdwnText } from "./slack-text.js";
@@ -62,7 +62,7 @@ export function approvalOutcome(approval: Approval): { text: string; blocks: Kno
   const when = approval.decidedAt ? ` at ${slackTime(approval.decidedAt)}` : "";
   const outcome =
     approval.status === "approved"
-      ? `:white_check_mark: Approved by ${slackMention(approval.decidedBy)}${when}`
+      ? `:white_check_mark: Approved by ${approvers(approval, slackMention)}${when}`
       : approval.status === "denied"
         ? `:x: Denied by ${slackMention(approval.decidedBy)}${when}`
         : approval.decidedBy === "superseded"
