@@ -1,15 +1,20 @@
 /**
  * GLASSBOX_RETENTION_DAYS: every process that runs turns removes, at start and then daily, the
  * conversations nobody has touched for that many days (StorePort.erase, kind "idle"; one with a run
- * in progress stays), and logs the receipt. Several workers sweeping at once remove each row once.
+ * in progress stays), with the run queue's turns of them (a given-up turn, say), and logs the
+ * receipt. Several workers sweeping at once remove each row once.
  */
 import type { Logger } from "../logger.js";
+import type { RunQueue } from "../queue/types.js";
 import type { StorePort } from "../store/port.js";
+import { eraseWithTurns } from "./turns.js";
 
 export const RETENTION_SWEEP_MS = 24 * 60 * 60 * 1000;
 
-export function startRetention(options: {
-  store: Pick<StorePort, "erase">;
+export function startRetention<Transaction>(options: {
+  store: Pick<StorePort<Transaction>, "erase">;
+  /** The run queue, where it keeps turns the store's erasure can reach. */
+  queue?: Pick<RunQueue<Transaction>, "forgetIn">;
   days: number;
   log: Logger;
   everyMs?: number;
@@ -18,7 +23,10 @@ export function startRetention(options: {
   const sweep = async (now = new Date()) => {
     const before = new Date(now.getTime() - days * 86_400_000).toISOString();
     try {
-      const receipt = await store.erase({ kind: "idle", id: before }, "retention");
+      const target = { kind: "idle" as const, id: before };
+      const receipt = await (options.queue
+        ? eraseWithTurns(store, options.queue, target, "retention")
+        : store.erase(target, "retention"));
       const removed = Object.fromEntries(Object.entries(receipt.removed).filter(([, count]) => count > 0));
       if (Object.keys(removed).length > 0)
         log.info({ removed, before }, `retention: removed conversations idle for more than ${days} days`);

@@ -122,7 +122,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     });
     closing.push(() => sweeper.stop());
     if (config.retentionDays !== undefined) {
-      const retention = startRetention({ store, days: config.retentionDays, log });
+      const retention = startRetention({ store, queue, days: config.retentionDays, log });
       closing.push(async () => retention.stop());
     }
 
