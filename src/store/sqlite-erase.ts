@@ -3,8 +3,9 @@
  * pages are overwritten with zeros; then the notes' full-text index is merged (dropping what was
  * deleted from it), the file rebuilt (VACUUM, which drops the free space where earlier deletes left
  * their bytes) and the write-ahead log checkpointed and truncated, so no copy of the removed text
- * stays in the file or its log (unless another connection holds the log at that moment).
+ * stays in the file or its log (unless another connection holds the log for the second it is tried).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import {
   ANONYMISE_APPROVALS,
@@ -44,6 +45,23 @@ const ANONYMISE_STEPS = `UPDATE steps SET tool_calls = (
     FROM json_each(steps.tool_calls) AS c)
   WHERE run_id IN (${DECIDED_RUNS}) AND json_valid(tool_calls) AND EXISTS (
     SELECT 1 FROM json_each(steps.tool_calls) AS c WHERE json_extract(c.value, '$.approval.by') IN (SELECT id FROM erase_user))`;
+
+/** Tries to empty the log this long while another connection (the checkpoint thread) is checkpointing it. */
+const EMPTY_LOG_TRIES = 40;
+const EMPTY_LOG_PAUSE_MS = 25;
+
+/**
+ * Copies the log into the file and truncates it. A checkpoint already running on another connection
+ * (a bot's checkpoint thread) makes SQLite answer busy at once, without its busy handler: the log,
+ * which still holds the removed rows' old pages, would stay as it is; so it is tried again a moment later.
+ */
+async function emptyLog(db: Database.Database): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    const [result] = db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: number }>;
+    if (!result || result.busy === 0 || tries === EMPTY_LOG_TRIES) return;
+    await sleep(EMPTY_LOG_PAUSE_MS);
+  }
+}
 
 type AlsoInTransaction = (transaction: AfterCommit, erased: ErasedWork) => Promise<Record<string, number>>;
 
@@ -108,7 +126,7 @@ export function createSqliteErase(db: Database.Database) {
         // free space: the file is rebuilt without it, then the log emptied. Not for the daily retention
         // sweep, whose rows were overwritten as they went and which must not rewrite the file daily.
         if (target.kind !== "idle") db.exec("VACUUM");
-        db.pragma("wal_checkpoint(TRUNCATE)");
+        await emptyLog(db);
         return receipt;
       } finally {
         db.pragma(`secure_delete = ${before ? "ON" : "OFF"}`);
