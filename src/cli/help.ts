@@ -21,8 +21,9 @@ cli:ID, full keys such as slack:T1:C1:1718000000.000100 work too. Runs started h
 as user "cli". glassbox trace <run-id> shows a run step by step.
 
 erase removes a conversation, a person (as runs record them: U123, or T1:U123 where many Slack
-workspaces installed the app), every conversation of a channel, or of a workspace, from the database,
-and prints what it removed per table; an audit row keeps the counts, never the id.
+workspaces installed the app), every conversation of a channel, or of a workspace (with its Slack
+installation), from the database and its queued turns, and prints what it removed per table; an
+audit row keeps the counts, never the id.
 
 init asks for the platform, the model server and the shape (or takes them as flags), and writes .env
 (with a new API token), Slack's app manifest (slack-manifest.yaml) and the compose profile to start;

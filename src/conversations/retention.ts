@@ -4,9 +4,12 @@
  * in progress stays), and logs the receipt: the rows removed per table and the erasure's time, as its
  * audit row has them; never a conversation's id, its words or a person's id. Several processes
  * sweeping at once remove each row once: the one that comes second finds nothing left to remove.
+ * The run queue's turns of them (a given-up turn, say) go with them.
  */
 import type { Logger } from "../logger.js";
+import type { RunQueue } from "../queue/types.js";
 import type { StorePort } from "../store/port.js";
+import { eraseWithTurns } from "./turns.js";
 
 export const RETENTION_SWEEP_MS = 24 * 60 * 60 * 1000;
 const DAY_MS = 86_400_000;
@@ -14,8 +17,10 @@ const DAY_MS = 86_400_000;
 /** Who the erasures audit row names for a retention sweep. */
 export const RETENTION_ERASER = "retention";
 
-export function startRetention(options: {
-  store: Pick<StorePort, "erase">;
+export function startRetention<Transaction>(options: {
+  store: Pick<StorePort<Transaction>, "erase">;
+  /** The run queue, where it keeps turns the store's erasure can reach. */
+  queue?: Pick<RunQueue<Transaction>, "forgetIn">;
   days: number;
   log: Logger;
   everyMs?: number;
@@ -24,7 +29,10 @@ export function startRetention(options: {
   const sweep = async (now = new Date()) => {
     const before = new Date(now.getTime() - days * DAY_MS).toISOString();
     try {
-      const receipt = await store.erase({ kind: "idle", id: before }, RETENTION_ERASER);
+      const target = { kind: "idle" as const, id: before };
+      const receipt = await (options.queue
+        ? eraseWithTurns(store, options.queue, target, RETENTION_ERASER)
+        : store.erase(target, RETENTION_ERASER));
       const removed = Object.fromEntries(Object.entries(receipt.removed).filter(([, count]) => count > 0));
       if (Object.keys(removed).length > 0)
         log.info(

@@ -10,12 +10,16 @@
  *   the run (or the run it works for) with the stored decisions.
  * - `reset`: a new start asked for (Discord's /reset), in its place among the conversation's turns;
  *   the worker resets the session (later runs see none of its earlier messages).
+ *
+ * An erasure takes the turns of what it removed with it (eraseWithTurns).
  */
 import { randomUUID } from "node:crypto";
 import type {
   AcceptOutcome,
   DecisionOutcome,
   DecisionRequest,
+  EraseTarget,
+  ErasureReceipt,
   MessageEntry,
   RunRecord,
   StorePort,
@@ -78,9 +82,16 @@ export function workOf(turn: Turn): TurnWork {
 /** The parts of the store and the queue that ingress uses: nothing that runs a model. */
 export type IngressStore<Transaction> = Pick<
   StorePort<Transaction>,
-  "acceptEvent" | "decideApproval" | "approval" | "attachApprovalMessage" | "claim" | "requestCancel" | "sessionOwner"
+  | "acceptEvent"
+  | "decideApproval"
+  | "approval"
+  | "attachApprovalMessage"
+  | "claim"
+  | "requestCancel"
+  | "sessionOwner"
+  | "erase"
 >;
-export type IngressQueue<Transaction> = Pick<RunQueue<Transaction>, "enqueueIn">;
+export type IngressQueue<Transaction> = Pick<RunQueue<Transaction>, "enqueueIn" | "forgetIn">;
 
 /**
  * Claims the event ids, records the run, stores its message and enqueues its turn, in one
@@ -116,4 +127,23 @@ export function decideClick<Transaction>(
   request: DecisionRequest,
 ): Promise<DecisionOutcome> {
   return store.decideApproval(request, (transaction, decided) => queue.enqueueIn(transaction, resumeTurn(decided)));
+}
+
+/**
+ * An erasure of the store, and of the run queue's turns of what went (the conversations removed
+ * whole, and the removed runs' messages and resumes), in one transaction where the queue shares the
+ * store's database; the receipt counts them as `queued_turns`.
+ */
+export function eraseWithTurns<Transaction>(
+  store: Pick<StorePort<Transaction>, "erase">,
+  queue: Pick<RunQueue<Transaction>, "forgetIn">,
+  target: EraseTarget,
+  by: string,
+): Promise<ErasureReceipt> {
+  return store.erase(target, by, async (transaction, erased) => ({
+    queued_turns: await queue.forgetIn(transaction, {
+      conversations: erased.conversations,
+      payload: { field: "runId", values: erased.runs },
+    }),
+  }));
 }

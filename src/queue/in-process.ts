@@ -15,6 +15,7 @@ import {
   type StopCause,
   type Turn,
   type TurnHandler,
+  type TurnSelection,
   type WorkOptions,
 } from "./types.js";
 
@@ -67,6 +68,29 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): In
     }
     dispatch();
     return { enqueued: true };
+  }
+
+  /** Forgets the waiting turns `selection` names; a running one is its worker's (see RunQueue.forgetIn). */
+  function forget({ conversations, payload }: TurnSelection): number {
+    const gone = new Set(conversations);
+    const values = new Set(payload?.values ?? []);
+    const named = (turn: Turn) => {
+      const value = payload ? turn.payload[payload.field] : undefined;
+      return gone.has(turn.conversation) || (typeof value === "string" && values.has(value));
+    };
+    let forgotten = 0;
+    for (const [conversation, line] of lines) {
+      const kept = line.filter((turn) => !named(turn));
+      for (const turn of line) if (named(turn)) keys.delete(turn.key);
+      forgotten += line.length - kept.length;
+      if (kept.length > 0) lines.set(conversation, kept);
+      else {
+        lines.delete(conversation);
+        const waiting = ready.indexOf(conversation);
+        if (waiting >= 0) ready.splice(waiting, 1);
+      }
+    }
+    return forgotten;
   }
 
   /** A worker with a free slot, taking turns among them so that none sits idle while another is full. */
@@ -122,6 +146,9 @@ export function createInProcessRunQueue(options: InProcessQueueOptions = {}): In
     async enqueueIn(transaction, turn) {
       checkTurn(turn);
       transaction.afterCommit(() => void enqueue(turn));
+    },
+    async forgetIn(_transaction, selection) {
+      return forget(selection);
     },
     async work(handler, workOptions) {
       if (!Number.isInteger(workOptions.concurrency) || workOptions.concurrency < 1)

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL queue's table and its four statements. A turn is one row of `turns`; the row with
+ * The PostgreSQL queue's table and its statements. A turn is one row of `turns`; the row with
  * the lowest id among a conversation's rows is its head, and only a head that nobody holds can be
  * claimed, so a conversation's turns run one at a time, in the order they were enqueued, while any
  * number of conversations run side by side.
@@ -15,12 +15,13 @@
  *   conversation's next turn, now its head.
  * - release: a turn given back as it was (same id, so same place in its conversation) by a worker
  *   that lost its lease.
+ * - forget: the DELETE of an erasure, in the store's transaction (turnDelete).
  * A turn holds nothing between statements: a worker killed while holding one is found by the sweep
  * (worker-liveness.ts), which frees its turns for the others.
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
-import { checkTurn, type Turn } from "./types.js";
+import { checkTurn, type Turn, type TurnSelection } from "./types.js";
 
 export type Queryable = Pick<pg.ClientBase, "query">;
 
@@ -104,6 +105,22 @@ export function turnInsert(schema: string, turn: Turn): [string, unknown[]] {
     `insert into "${schema}".turns (conversation, key, turn) values ($1, $2, $3)
      on conflict (key) where given_up_at is null do nothing`,
     [bounded(turn.conversation, MAX_CONVERSATION), bounded(turn.key, MAX_KEY), JSON.stringify(turn)],
+  ];
+}
+
+/**
+ * The statement that forgets the turns `selection` names: waiting or given up, or held by a worker
+ * when their whole conversation goes (see RunQueue.forgetIn).
+ */
+export function turnDelete(schema: string, selection: TurnSelection): [string, unknown[]] {
+  return [
+    `delete from "${schema}".turns
+     where conversation = any($1::text[]) or (locked_by is null and turn->'payload'->>$2 = any($3::text[]))`,
+    [
+      selection.conversations.map((conversation) => bounded(conversation, MAX_CONVERSATION)),
+      selection.payload?.field ?? "",
+      selection.payload?.values ?? [],
+    ],
   ];
 }
 

@@ -18,6 +18,7 @@ import {
   completeTurn,
   installTurns,
   releaseTurn,
+  turnDelete,
   turnInsert,
   turnOf,
   wakeChannel,
@@ -92,6 +93,9 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
       if (transaction.send) transaction.send(...turnInsert(schema, turn));
       else await addTurn(transaction, schema, turn);
       transaction.afterCommit?.(wake);
+    },
+    async forgetIn(transaction, selection) {
+      return (await transaction.query(...turnDelete(schema, selection))).rowCount ?? 0;
     },
     async work(handler, workOptions) {
       const settings = {

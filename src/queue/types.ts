@@ -68,6 +68,12 @@ export interface QueueWorker {
   readonly stopped: Promise<StopCause>;
 }
 
+/** Turns to forget: those of `conversations`, and those whose payload's `field` holds one of `values`. */
+export interface TurnSelection {
+  conversations: string[];
+  payload?: { field: string; values: string[] };
+}
+
 /**
  * `Transaction` is the caller's open transaction as its store knows it (a `pg` client inside BEGIN
  * for PostgreSQL; an after-commit hook for the in-process queue beside SQLite).
@@ -79,6 +85,15 @@ export interface RunQueue<Transaction> {
    * are accepted together or not at all: the turn exists if and only if the transaction commits.
    */
   enqueueIn(transaction: Transaction, turn: Turn): Promise<void>;
+  /**
+   * Forgets the selected turns (an erasure), as part of the caller's transaction; resolves with how
+   * many. Waiting turns go (and, on PostgreSQL, given-up ones). A turn being run stays with its worker,
+   * which completes it; on PostgreSQL its row goes when its whole conversation does (a dead worker's
+   * row would otherwise wait for the sweep), never alone, which would let the conversation's next turn
+   * start beside it. In process, where turns are memory, they are forgotten at once (the store calls
+   * this once its erasure has committed).
+   */
+  forgetIn(transaction: Transaction, selection: TurnSelection): Promise<number>;
   /** Starts running turns in this process with `handler`. */
   work(handler: TurnHandler, options: WorkOptions): Promise<QueueWorker>;
   /** Resolves while turns can be enqueued and claimed (readiness); rejects when they cannot. */

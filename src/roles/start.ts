@@ -115,7 +115,12 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
     await startupChores(deployment.store, log);
     // Every role sweeps, so retention holds whichever processes run (an ingress alone, the pages alone).
     if (config.retentionDays !== undefined) {
-      const retention = startRetention({ store: deployment.store, days: config.retentionDays, log });
+      const retention = startRetention({
+        store: deployment.store,
+        queue: deployment.queue,
+        days: config.retentionDays,
+        log,
+      });
       stops.push(async () => retention.stop());
     }
     let ingress: IngressRole | undefined;

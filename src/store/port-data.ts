@@ -168,21 +168,35 @@ export interface Fold {
 }
 
 /**
- * What to erase: one conversation (`session`), every conversation of a channel or workspace
- * (`segment`: a part of the session key, such as a Slack channel id or team id), or a person
- * (`user`: their runs and what came of them, their notes, their quota records, their ratings), or
- * the conversations nobody has touched since a moment (`idle`: GLASSBOX_RETENTION_DAYS).
+ * What to erase: one conversation (`session`), every conversation of a channel (`segment`: a part
+ * of the session key, such as a Slack channel id) or of a workspace (`workspace`: a Slack team or
+ * Discord guild id, the same way; its Slack installation goes too), or a person (`user`: their runs and what came of them,
+ * their notes, their quota records, their ratings; their id where they decided someone else's call
+ * becomes "erased"), or the conversations nobody has touched since a moment (`idle`:
+ * GLASSBOX_RETENTION_DAYS).
  */
 export type EraseTarget =
   | { kind: "session"; id: string }
   | { kind: "segment"; id: string }
+  | { kind: "workspace"; id: string }
   | { kind: "user"; id: string }
   /** Retention: every conversation last active before `id` (an ISO moment) with no run in progress. */
   | { kind: "idle"; id: string };
 
-/** What an erasure removed, table by table; the audit row keeps these counts and a hash of the target. */
+/** What an erasure took from the conversations, for whoever keeps work for them (the run queue's turns). */
+export interface ErasedWork {
+  /** The conversations removed whole. */
+  conversations: string[];
+  /** The runs removed (in conversations removed whole, and a person's elsewhere). */
+  runs: string[];
+}
+
+/** What an erasure did, table by table; the audit row keeps these counts and a hash of the target. */
 export interface ErasureReceipt {
   kind: EraseTarget["kind"];
   at: string;
+  /** Rows removed, per table (`queued_turns`: the run queue's turns of what went). */
   removed: Record<string, number>;
+  /** Rows of other people's runs in which the erased person's id was replaced by "erased", per table. */
+  anonymised: Record<string, number>;
 }

@@ -13,6 +13,7 @@ import type {
   DecisionOutcome,
   DecisionRequest,
   EventAcceptance,
+  ErasedWork,
   EraseTarget,
   ErasureReceipt,
   Fold,
@@ -129,6 +130,22 @@ export interface ApprovalStore<Transaction> {
   supersedeApprovals(sessionId: string, now?: Date): Promise<Approval[]>;
 }
 
+export interface ErasureStore<Transaction> {
+  /**
+   * Removes the target's data from every table (see EraseTarget) in one transaction, and keeps an
+   * audit row: who erased, when, the kind, a hash of the target and the counts. On SQLite the freed
+   * pages are overwritten and the log is emptied where no other connection holds it.
+   * `alsoInTransaction` removes what others keep of the erased work (the run queue's turns) and
+   * answers its counts, which join the receipt and the audit row: PostgreSQL runs it inside the
+   * erasure's transaction, SQLite once the erasure has committed (its queue is this process's memory).
+   */
+  erase(
+    target: EraseTarget,
+    by: string,
+    alsoInTransaction?: (transaction: Transaction, erased: ErasedWork) => Promise<Record<string, number>>,
+  ): Promise<ErasureReceipt>;
+}
+
 export interface GateStore {
   /** True for the first claim of the ids, false when any was claimed before; all are claimed, in one commit. */
   claim(...eventIds: string[]): Promise<boolean>;
@@ -158,12 +175,6 @@ export interface GateStore {
   /** Calls `listener` for every cancel request made on this database from now on; resolves with the way to stop. */
   watchCancels(listener: (notice: CancelNotice) => void): Promise<() => Promise<void>>;
   pruneCancelRequests(olderThan: Date): Promise<number>;
-  /**
-   * Removes the target's data from every table (see EraseTarget) in one transaction, and keeps an
-   * audit row: who erased, when, the kind, a hash of the target and the counts. On SQLite the freed
-   * pages are overwritten and the log is emptied where no other connection holds it.
-   */
-  erase(target: EraseTarget, by: string): Promise<ErasureReceipt>;
   /** Records what this process's worker can do, with its instance, for ingress processes to show while it lives. */
   offerTools(offer: WorkerOffer): Promise<void>;
   /** What the live workers on this database can do, all of them together (none: nothing). */
@@ -222,6 +233,7 @@ export interface StorePort<Transaction = unknown>
     FactStore,
     RunStore<Transaction>,
     ApprovalStore<Transaction>,
+    ErasureStore<Transaction>,
     GateStore,
     TraceReadings,
     FeedbackStore {

@@ -125,7 +125,7 @@ function portOver(store: SqliteStore): SqlitePort {
       return async () => stop();
     },
     pruneCancelRequests: async (olderThan) => gates.pruneCancelRequests(olderThan),
-    erase: async (target, by) => eraser.erase(target, by),
+    erase: (target, by, alsoInTransaction) => eraser.erase(target, by, alsoInTransaction),
     publishText: async (notice) => gates.publishText(notice),
     watchText: async (listener) => {
       const stop = gates.watchText(listener);

@@ -144,6 +144,8 @@ export interface SlackAdapter {
   eventsUrl?: string;
   /** Installed through OAuth: where a workspace starts installing the app. */
   installUrl?: string;
+  /** The web server's address (the HTTP API and the pages), when the settings start one. */
+  apiUrl?: string;
   /** What /readyz reports of the process. */
   readiness: Health["readiness"];
   conversations: {
@@ -201,6 +203,7 @@ export async function startAdapter(options: {
     app: ingress.app,
     eventsUrl: ingress.eventsUrl,
     installUrl: ingress.installUrl,
+    apiUrl: roles.ingress?.api?.url,
     readiness: () => roles.health.readiness(),
     conversations: {
       async idle() {

@@ -188,5 +188,5 @@ export function eraseTargetOf(body: Record<string, unknown>): EraseTarget {
   if (key === "session") return { kind: "session", id };
   if (key === "user") return { kind: "user", id };
   if (!/^[\w.-]{1,100}$/.test(id)) throw new HttpError(400, `A ${key} id is letters, digits, ".", "_" or "-".`);
-  return { kind: "segment", id };
+  return { kind: key === "workspace" ? "workspace" : "segment", id };
 }

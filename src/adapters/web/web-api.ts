@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunTrace, StepTrace } from "../../agent/trace.js";
-import type { StorePort } from "../../store/port.js";
+import type { EraseTarget, ErasureReceipt, StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
 import { approvalView, type EventHub, type NumberedEvent, type WebEvent } from "./event-hub.js";
 import { actingUser, decodeSegment, eraseTargetOf, type Caller } from "./api-rules.js";
@@ -19,6 +19,8 @@ export interface StoreApiContext {
   storedRun?: (run: RunTrace, steps: StepTrace[]) => WebEvent[];
   /** Where runs are accepted and the trace is read. */
   store: StorePort;
+  /** POST /api/erase: the store's erasure with the run queue's turns of what went (eraseWithTurns). */
+  erase: (target: EraseTarget, by: string) => Promise<ErasureReceipt>;
   log: Logger;
   /** Shown by the page: which model answers; null when none is configured. */
   modelLabel: string | null;
@@ -311,7 +313,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
         if (caller.userId !== undefined)
           throw new HttpError(403, "Only the service token (GLASSBOX_API_TOKEN) may erase data.");
         const target = eraseTargetOf(await readJsonObject(request));
-        sendJson(response, 200, await store.erase(target, "api:service"));
+        sendJson(response, 200, await context.erase(target, "api:service"));
       },
     ],
 

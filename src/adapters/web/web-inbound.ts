@@ -31,6 +31,7 @@ import type { ReplayOnModel } from "./web-replay.js";
 import {
   acceptMessage,
   decideClick,
+  eraseWithTurns,
   newRunId,
   type IngressQueue,
   type IngressStore,
@@ -209,6 +210,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         hub: events.hub,
         storedRun: events.storedRun,
         store: trace.store,
+        erase: (target, by) => eraseWithTurns(store, queue, target, by),
         log,
         modelLabel: trace.modelLabel,
         toolNames: options.toolNames ?? [],

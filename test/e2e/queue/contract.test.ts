@@ -7,7 +7,7 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { createInProcessRunQueue, type LocalTransaction } from "../../../src/queue/in-process.js";
 import { openPostgresRunQueue } from "../../../src/queue/postgres.js";
-import type { QueueWorker, RunQueue, Turn } from "../../../src/queue/types.js";
+import type { QueueWorker, RunQueue, Turn, TurnSelection } from "../../../src/queue/types.js";
 import { createTestDatabase, NEEDS_DATABASE, TEST_DATABASE_URL, type Effect } from "../fixtures/queue-database.js";
 import { createTurnHandler, memoryRecorder, type TurnScript } from "../fixtures/queue-handler.js";
 
@@ -15,6 +15,8 @@ interface Harness {
   queue: RunQueue<never>;
   /** Enqueues `turns` inside one transaction that then commits or rolls back. */
   enqueueInTransaction(turns: Turn[], outcome: "commit" | "rollback"): Promise<void>;
+  /** Forgets the selected turns inside a transaction that commits; how many went. */
+  forgetInTransaction(selection: TurnSelection): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,8 @@ async function inProcessHarness(): Promise<Harness> {
       for (const turn of turns) await queue.enqueueIn(transaction, turn);
       if (outcome === "commit") for (const callback of afterCommit) callback();
     },
+    // The SQLite store calls it once its erasure has committed.
+    forgetInTransaction: (selection) => queue.forgetIn({ afterCommit: (callback) => callback() }, selection),
     close: () => queue.close(),
   };
 }
@@ -47,6 +51,12 @@ async function postgresHarness(): Promise<Harness> {
       await client.query("begin");
       for (const turn of turns) await queue.enqueueIn(client, turn);
       await client.query(outcome);
+    },
+    async forgetInTransaction(selection) {
+      await client.query("begin");
+      const forgotten = await queue.forgetIn(client, selection);
+      await client.query("commit");
+      return forgotten;
     },
     async close() {
       await queue.close();
@@ -211,6 +221,35 @@ for (const [name, available, open] of implementations) {
       expect(errors.map(({ turn: failed, error }) => `${failed.key}: ${(error as Error).message}`)).toEqual([
         "flaky-2: attempt 3 of flaky-2 fails, as scripted",
       ]);
+    });
+
+    it("forgets the waiting turns an erasure names (by conversation, or by a field of their payload); a running one finishes, and its conversation's next turn still waits for it", async () => {
+      const { harness, recorder } = await start(1);
+      // A turn's payload names its run, as a glassbox turn's does.
+      const ofRun = (key: string, runId: string, script: TurnScript = {}): Turn => ({
+        conversation: "shared",
+        key,
+        payload: { ...script, runId },
+      });
+      await harness.queue.enqueue(ofRun("shared-1", "gone", { gate: "shared" }));
+      await until(() => recorder.effects.some((effect) => effect.key === "shared-1"));
+      await harness.queue.enqueue(ofRun("shared-2", "gone"));
+      await harness.queue.enqueue(ofRun("shared-3", "kept"));
+      await harness.queue.enqueue(turn("erased", "erased-1"));
+      await harness.queue.enqueue(turn("erased", "erased-2"));
+      const forgotten = await harness.forgetInTransaction({
+        conversations: ["erased"],
+        payload: { field: "runId", values: ["gone"] },
+      });
+      expect(forgotten).toBe(3);
+      // The running turn is its worker's still: its key is taken.
+      expect(await harness.queue.enqueue(turn("shared", "shared-1"))).toEqual({ enqueued: false });
+      recorder.open("shared");
+      await harness.queue.enqueue(turn("after", "after-1"));
+      await until(() => ended(recorder.effects, "shared-3") && ended(recorder.effects, "after-1"));
+      expect(
+        recorder.effects.map((effect) => `${effect.key}:${effect.kind}`).filter((key) => !key.startsWith("after")),
+      ).toEqual(["shared-1:start", "shared-1:end", "shared-3:start", "shared-3:end"]);
     });
 
     it("ping answers while the queue is open", async () => {

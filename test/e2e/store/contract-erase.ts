@@ -1,15 +1,28 @@
-// The store contract, erasure: a conversation, a channel or a person removed from every table that
-// holds them, the rest untouched, a receipt per table and an audit row that names no one; then the
-// database itself searched for their words and ids (SQLite: the file and its log, byte for byte;
-// PostgreSQL: every table's rows as text, as a dump would have them).
+// The store contract, erasure: a conversation, a channel, a workspace or a person removed from every
+// table that holds them (and from the run queue's turns), the rest untouched, a person's id replaced
+// where they decided someone else's call, a receipt per table and an audit row that names no one;
+// then the database itself searched for their words and ids (SQLite: the file and its log, byte for
+// byte; PostgreSQL: every table's rows as text, as a dump would have them, the queue's schema too).
 import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
-import { expect, it } from "vitest";
+import { expect, it, vi } from "vitest";
 import { channelOf } from "../../../src/agent/memory.js";
 import { startRetention } from "../../../src/conversations/retention.js";
+import { acceptMessage, eraseWithTurns } from "../../../src/conversations/turns.js";
 import type { Logger } from "../../../src/logger.js";
-import type { AnyStorePort } from "../../../src/store/index.js";
-import { approvalRequest, outcomeOf, runRecord, stepOf, type Contract } from "../helpers/store-targets.js";
+import { createInProcessRunQueue } from "../../../src/queue/in-process.js";
+import { openPostgresRunQueue } from "../../../src/queue/postgres.js";
+import type { RunQueue, Turn } from "../../../src/queue/types.js";
+import type { AnyStorePort, StorePort } from "../../../src/store/index.js";
+import { openInstallationRecords } from "../../../src/store/installations.js";
+import {
+  approvalRequest,
+  outcomeOf,
+  pausedWaitingFor,
+  runRecord,
+  stepOf,
+  type Contract,
+} from "../helpers/store-targets.js";
 
 const ANN = "U0ANNERASE";
 const BOB = "U0BOBKEEPS";
@@ -79,8 +92,8 @@ async function converse(store: AnyStorePort, sessionId: string, userId: string, 
   if (reservation.kind === "reserved") await store.settleQuota(reservation.reservationId, { tokens: 5, cost: 0 });
 }
 
-/** Every place the database keeps text, as one string: the SQLite file and its log, or every PostgreSQL table's rows. */
-async function everything(contract: Contract): Promise<string> {
+/** Every place the database keeps text, as one string: the SQLite file and its log, or every PostgreSQL table's rows (also of `schemas`). */
+async function everything(contract: Contract, schemas: string[] = []): Promise<string> {
   const { options } = contract.database();
   if (contract.target.kind === "sqlite") {
     const path = options.databasePath as string;
@@ -92,20 +105,67 @@ async function everything(contract: Contract): Promise<string> {
   const client = new pg.Client({ connectionString: options.databaseUrl });
   await client.connect();
   try {
-    await client.query(`SET search_path = ${options.databaseSchema}`);
-    const tables = await client.query<{ name: string }>(
-      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1",
-      [options.databaseSchema],
+    const tables = await client.query<{ schema: string; name: string }>(
+      "SELECT table_schema AS schema, table_name AS name FROM information_schema.tables WHERE table_schema = ANY($1)",
+      [[options.databaseSchema, ...schemas]],
     );
     const rows: string[] = [];
-    for (const { name } of tables.rows)
+    for (const { schema, name } of tables.rows)
       rows.push(
-        ...(await client.query<{ row: string }>(`SELECT t::text AS row FROM "${name}" t`)).rows.map((r) => r.row),
+        ...(await client.query<{ row: string }>(`SELECT t::text AS row FROM "${schema}"."${name}" t`)).rows.map(
+          (r) => r.row,
+        ),
       );
     return rows.join("\n");
   } finally {
     await client.end();
   }
+}
+
+/** The run queue that goes with the store: in this process beside SQLite; beside PostgreSQL, its table in a schema of this test's own. */
+async function queueBeside(contract: Contract) {
+  const { options } = contract.database();
+  if (contract.target.kind === "sqlite") {
+    const queue = createInProcessRunQueue({ retryDelaysMs: [] });
+    return { queue: queue as RunQueue<unknown>, schemas: [] as string[], close: () => queue.close() };
+  }
+  const schema = `${options.databaseSchema}_queue`;
+  const connectionString = options.databaseUrl as string;
+  const queue = await openPostgresRunQueue({ connectionString, schema, timings: { pollIntervalMs: 50 } });
+  return {
+    queue: queue as RunQueue<unknown>,
+    schemas: [schema],
+    async close() {
+      await queue.close();
+      const admin = new pg.Client({ connectionString });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
+    },
+  };
+}
+
+/** A message accepted as ingress accepts it: its run, its message and its turn (with a file's reference) in one transaction. */
+async function queuedMessage(
+  store: AnyStorePort,
+  queue: RunQueue<unknown>,
+  message: { runId: string; sessionId: string; userId: string; words: string },
+) {
+  const { runId, sessionId, userId, words } = message;
+  const outcome = await acceptMessage(store as StorePort<unknown>, queue, {
+    eventIds: [`Ev_${runId}`],
+    run: runRecord(runId, sessionId, userId, `${words} queued`),
+    message: { message: { role: "user", content: `${words} queued` }, tokens: 3 },
+    files: [
+      {
+        platform: "slack",
+        name: `${words}.txt`,
+        mimeType: "text/plain",
+        size: 10,
+        url: `https://files.example/${words}`,
+      },
+    ],
+  });
+  expect(outcome.kind).toBe("accepted");
 }
 
 export function eraseContract(contract: Contract): void {
@@ -192,6 +252,224 @@ export function eraseContract(contract: Contract): void {
     expect(left).not.toContain("ZEBRATWO");
     expect(left).not.toContain(`shared in ${channelOf(THREAD_A)}`);
     expect(left).toContain(`shared in ${channelOf(THREAD_B)}`);
+    expect(left).toContain("OTTERSTAYS");
+  });
+
+  it("takes the run queue's turns of what went: a person's waiting turns in their conversation and in another's, with their file names; another person's turn stays and runs", async () => {
+    const store = await contract.open();
+    const { queue, schemas, close } = await queueBeside(contract);
+    try {
+      // Nothing runs yet (no worker): every turn waits.
+      await queuedMessage(store, queue, { runId: "run_ann_a", sessionId: THREAD_A, userId: ANN, words: "ZEBRAQUEUED" });
+      await queuedMessage(store, queue, { runId: "run_bob_b", sessionId: THREAD_B, userId: BOB, words: "OTTERQUEUED" });
+      await queuedMessage(store, queue, { runId: "run_ann_b", sessionId: THREAD_B, userId: ANN, words: "ZEBRABEHIND" });
+      const receipt = await eraseWithTurns(store as StorePort<unknown>, queue, { kind: "user", id: ANN }, "test");
+      expect(receipt.removed).toMatchObject({ queued_turns: 2, runs: 2, sessions: 1 });
+      const left = await everything(contract, schemas);
+      for (const gone of ["ZEBRAQUEUED", "ZEBRABEHIND", ANN, THREAD_A]) expect(left).not.toContain(gone);
+      expect(left).toContain("OTTERQUEUED");
+
+      // A worker now finds bob's turn, then one enqueued after it in the same conversation, and nothing of ann's.
+      const ran: Turn[] = [];
+      await queue.work(async (turn) => void ran.push(turn), { concurrency: 1 });
+      await queue.enqueue({ conversation: THREAD_B, key: "after", payload: {} });
+      await vi.waitFor(() => expect(ran.map((turn) => turn.key)).toContain("after"), { timeout: 10_000 });
+      expect(ran.map((turn) => turn.key)).toEqual(["Ev_run_bob_b", "after"]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a conversation erased whole takes its queued turns with it, and the audit row counts them", async () => {
+    const store = await contract.open();
+    const { queue, schemas, close } = await queueBeside(contract);
+    try {
+      await queuedMessage(store, queue, { runId: "run_one", sessionId: THREAD_A, userId: BOB, words: "ZEBRAONE" });
+      await queuedMessage(store, queue, { runId: "run_two", sessionId: THREAD_A, userId: BOB, words: "ZEBRATWO" });
+      await queuedMessage(store, queue, { runId: "run_three", sessionId: THREAD_B, userId: BOB, words: "OTTERSTAYS" });
+      const receipt = await eraseWithTurns(
+        store as StorePort<unknown>,
+        queue,
+        { kind: "session", id: THREAD_A },
+        "test",
+      );
+      expect(receipt.removed).toMatchObject({ queued_turns: 2, runs: 2, sessions: 1 });
+      await store.close();
+      const left = await everything(contract, schemas);
+      for (const gone of ["ZEBRAONE", "ZEBRATWO", THREAD_A]) expect(left).not.toContain(gone);
+      expect(left).toContain("OTTERSTAYS");
+      expect(left).toMatch(/queued_turns"+: ?2/); // the audit row's counts
+    } finally {
+      await close();
+    }
+  });
+
+  it("a person who decided someone else's call: their id becomes \"erased\" in that run's approval and its stored tool call, and the run stays", async () => {
+    const store = await contract.open();
+    const callId = "call_bob";
+    await store.record([
+      { kind: "start_run", run: runRecord("run_bob", THREAD_B, BOB, "OTTERSTAYS asked") },
+      {
+        kind: "step",
+        step: stepOf("run_bob", 1, {
+          requestedCalls: [{ id: callId, name: "post_notice", arguments: `{"text":"lunch is here"}` }],
+        }),
+      },
+      {
+        kind: "end_run",
+        outcome: outcomeOf("run_bob", {
+          status: "awaiting_approval",
+          output: "Waiting",
+          paused: pausedWaitingFor({ id: callId, hash: `hash-${callId}` }),
+        }),
+      },
+      {
+        kind: "open_approvals",
+        requests: [approvalRequest("run_bob", THREAD_B, callId, BOB)],
+        ttlSeconds: 600,
+      },
+    ]);
+    const [approval] = await store.approvalsOfRun("run_bob");
+    // Ann decides as one of the platform's approvers (SLACK_APPROVERS: configuration, not stored with the approval).
+    const decided = await store.decideApproval({
+      approvalId: approval?.id ?? "",
+      userId: ANN,
+      approved: true,
+      approvers: [ANN],
+    });
+    expect(decided.kind).toBe("decided");
+    const decision = (await store.decisionsOf("run_bob"))[callId];
+    expect(decision?.by).toBe(ANN);
+    await store.record([
+      {
+        kind: "tool_calls",
+        runId: "run_bob",
+        step: 1,
+        records: [
+          {
+            id: callId,
+            name: "post_notice",
+            rawArguments: `{"text":"lunch is here"}`,
+            repairs: [],
+            envelope: { status: "success", data: "OTTERSTAYS posted" },
+            content: "OTTERSTAYS posted",
+            truncatedChars: 0,
+            durationMs: 1,
+            dangerous: true,
+            approval: decision,
+          },
+        ],
+      },
+      { kind: "end_run", outcome: outcomeOf("run_bob", { output: "OTTERSTAYS answered" }) },
+    ]);
+    await converse(store, THREAD_A, ANN, "ZEBRAGONE", "run_ann");
+
+    const receipt = await store.erase({ kind: "user", id: ANN }, "cli:operator");
+    expect(receipt.anonymised).toEqual({ steps: 1, approvals: 1 });
+    expect(receipt.removed).toMatchObject({ runs: 1 });
+    expect(await store.approval(approval?.id ?? "")).toMatchObject({ status: "approved", decidedBy: "erased" });
+    const [step] = await store.steps("run_bob");
+    expect(step?.toolCalls.map((call) => [call.id, call.approval?.by, call.content])).toEqual([
+      [callId, "erased", "OTTERSTAYS posted"],
+    ]);
+    expect((await store.run("run_bob"))?.output).toBe("OTTERSTAYS answered");
+    await store.close();
+    const left = await everything(contract);
+    expect(left).not.toContain(ANN);
+    expect(left).not.toContain("ZEBRAGONE");
+    expect(left).toContain("OTTERSTAYS");
+  });
+
+  it('a person who gave the first of two approvals of someone else\'s call: their id becomes "erased" in the list of who approved, once', async () => {
+    const store = await contract.open();
+    const callId = "call_two";
+    // Ann and Carl decide as the platform's approvers (configuration, not stored with the approval).
+    const policy = { requesterMayApprove: false, approvalsNeeded: 2 };
+    await store.record([
+      { kind: "start_run", run: runRecord("run_two", THREAD_B, BOB, "OTTERSTAYS asked twice") },
+      { kind: "step", step: stepOf("run_two", 1) },
+      {
+        kind: "end_run",
+        outcome: outcomeOf("run_two", {
+          status: "awaiting_approval",
+          output: "Waiting",
+          paused: pausedWaitingFor({ id: callId, hash: `hash-${callId}` }),
+        }),
+      },
+      {
+        kind: "open_approvals",
+        requests: [{ ...approvalRequest("run_two", THREAD_B, callId, BOB), ...policy }],
+        ttlSeconds: 600,
+      },
+    ]);
+    const [approval] = await store.approvalsOfRun("run_two");
+    const click = { approvalId: approval?.id ?? "", approved: true, approvers: [ANN, "U0CARL"] };
+    expect(await store.decideApproval({ ...click, userId: ANN })).toMatchObject({ kind: "counted" });
+    expect(await store.decideApproval({ ...click, userId: "U0CARL" })).toMatchObject({ kind: "decided" });
+    const decision = (await store.decisionsOf("run_two"))[callId];
+    expect(decision?.approvedBy).toEqual([ANN, "U0CARL"]);
+    const record = {
+      id: callId,
+      name: "post_notice",
+      rawArguments: "{}",
+      repairs: [],
+      envelope: { status: "success" as const, data: "OTTERSTAYS posted" },
+      content: "OTTERSTAYS posted",
+      truncatedChars: 0,
+      durationMs: 1,
+      dangerous: true,
+      approval: decision,
+    };
+    await store.record([{ kind: "tool_calls", runId: "run_two", step: 1, records: [record] }]);
+    await converse(store, THREAD_A, ANN, "ZEBRAGONE", "run_ann");
+
+    const receipt = await store.erase({ kind: "user", id: ANN }, "cli:operator");
+    expect(receipt.anonymised).toEqual({ steps: 1, approvals: 1 });
+    expect(await store.approval(approval?.id ?? "")).toMatchObject({
+      decidedBy: "U0CARL",
+      approvedBy: ["erased", "U0CARL"],
+    });
+    const [step] = await store.steps("run_two");
+    expect(step?.toolCalls[0]?.approval).toMatchObject({ by: "U0CARL", approvedBy: ["erased", "U0CARL"] });
+    await store.close();
+    const left = await everything(contract);
+    expect(left).not.toContain(ANN);
+    expect(left).toContain("OTTERSTAYS");
+  });
+
+  it("erases a workspace: its conversations, the notes shared there and its Slack installation; another workspace's stays", async () => {
+    const store = await contract.open();
+    const { options } = contract.database();
+    const installations = await openInstallationRecords(options);
+    const install = (key: string, sealed: string) =>
+      installations.put({
+        key,
+        teamId: key,
+        enterpriseId: null,
+        orgWide: false,
+        botUserId: `B_${key}`,
+        scopes: ["chat:write"],
+        sealed,
+        installedAt: new Date().toISOString(),
+      });
+    try {
+      await install("T0ERASE", "SEALEDZEBRA");
+      await install("T0STAYS", "SEALEDOTTER");
+      await converse(store, THREAD_A, ANN, "ZEBRAGONE", "run_one");
+      await converse(store, "slack:T0STAYS:C0STAYS:3.3", BOB, "OTTERSTAYS", "run_two");
+      const receipt = await store.erase({ kind: "workspace", id: "T0ERASE" }, "cli:operator");
+      expect(receipt.kind).toBe("workspace");
+      expect(receipt.removed).toMatchObject({ sessions: 1, runs: 1, facts: 1, slack_installations: 1 });
+      expect(await installations.get("T0ERASE")).toBeUndefined();
+      expect((await installations.get("T0STAYS"))?.sealed).toBe("SEALEDOTTER");
+    } finally {
+      await installations.close();
+    }
+    await store.close();
+    const left = await everything(contract);
+    expect(left).not.toContain("ZEBRAGONE");
+    expect(left).not.toContain("SEALEDZEBRA");
+    expect(left).toContain("SEALEDOTTER");
     expect(left).toContain("OTTERSTAYS");
   });
 }
