@@ -25,7 +25,8 @@ import type {
   StorePort,
 } from "../store/port.js";
 import type { RunQueue, Turn } from "../queue/types.js";
-import { isTurnFile, type TurnFile } from "./turn-files.js";
+import { isTurnFile, storedTextOf, type TurnFile } from "./turn-files.js";
+import type { TokenCounter } from "../agent/tokens.js";
 
 export type TurnWork =
   | { kind: "message"; runId: string; sessionId: string; eventIds: string[]; files?: TurnFile[] }
@@ -105,6 +106,40 @@ export function acceptMessage<Transaction>(
   const { files, ...accepted } = acceptance;
   const turn = messageTurn(acceptance.run, acceptance.eventIds, files);
   return store.acceptEvent(accepted, (transaction) => queue.enqueueIn(transaction, turn));
+}
+
+/** A person's message as a platform's inbound handler has it: its text, who sent it where, its files. */
+export interface InboundText {
+  eventIds: string[];
+  sessionId: string;
+  userId: string;
+  input: string;
+  files?: TurnFile[];
+  /** The user a new session is kept for (the HTTP API's token), checked against the session's. */
+  sessionOwner?: string;
+}
+
+/**
+ * Accepts a person's message: a new run for it, the message stored as memory will count it (the
+ * files named in it), and its turn, as acceptMessage does. The run's id comes back with the outcome.
+ */
+export async function acceptInboundText<Transaction>(
+  store: IngressStore<Transaction>,
+  queue: IngressQueue<Transaction>,
+  counter: Pick<TokenCounter, "message">,
+  text: InboundText,
+): Promise<{ outcome: AcceptOutcome; runId: string }> {
+  const { eventIds, sessionId, userId, input, files = [], sessionOwner } = text;
+  const run = { runId: newRunId(), sessionId, userId, input };
+  const entry = { role: "user" as const, content: storedTextOf(input, files) };
+  const outcome = await acceptMessage(store, queue, {
+    eventIds,
+    run,
+    message: { message: entry, tokens: counter.message(entry) },
+    ...(files.length ? { files } : {}),
+    ...(sessionOwner ? { sessionOwner } : {}),
+  });
+  return { outcome, runId: run.runId };
 }
 
 /** Claims the event and enqueues the session's reset, in one transaction; false for a duplicate. */

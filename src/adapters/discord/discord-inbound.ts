@@ -47,13 +47,12 @@ import { feedbackButton, REASON_INPUT, reasonModal, reasonModalRun } from "./dis
 import { createSessionQueue } from "../../conversations/session-queue.js";
 import { askSomething } from "../example-requests.js";
 import type { Approval, StorePort } from "../../store/port.js";
-import { storedTextOf, turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
+import { turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
 import { CAPABILITIES_QUESTION_TEXT } from "../../conversations/capabilities.js";
 import {
-  acceptMessage,
+  acceptInboundText,
   acceptReset,
   decideClick,
-  newRunId,
   type IngressQueue,
   type IngressStore,
 } from "../../conversations/turns.js";
@@ -149,14 +148,7 @@ export async function startDiscordIngress<Transaction>(
     { sessionId, userId, input }: { sessionId: string; userId: string; input: string },
     files: TurnFile[] = [],
   ): Promise<boolean> {
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: storedTextOf(input, files) };
-    const outcome = await acceptMessage(store, queue, {
-      eventIds,
-      run,
-      message: { message: entry, tokens: counter.message(entry) },
-      files,
-    });
+    const { outcome } = await acceptInboundText(store, queue, counter, { eventIds, sessionId, userId, input, files });
     if (outcome.kind !== "accepted")
       log.debug({ eventIds, sessionId }, "Discord ingress: already accepted, nothing added");
     return outcome.kind === "accepted";

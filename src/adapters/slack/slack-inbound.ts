@@ -56,17 +56,11 @@ import {
 import { withoutBroadcasts } from "./slack-text.js";
 import { openSlackApp, slackConnection } from "./slack-app.js";
 import type { StorePort } from "../../store/port.js";
-import { storedTextOf, turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
+import { turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
 import { CAPABILITIES_QUESTION_TEXT } from "../../conversations/capabilities.js";
 import { CAPABILITIES_ACTION, sessionOfClick, withCapabilitiesButton } from "./capabilities-button.js";
 import { addressesOf } from "../listen-addresses.js";
-import {
-  acceptMessage,
-  decideClick,
-  newRunId,
-  type IngressQueue,
-  type IngressStore,
-} from "../../conversations/turns.js";
+import { acceptInboundText, decideClick, type IngressQueue, type IngressStore } from "../../conversations/turns.js";
 
 /** What Slack ingress reads and writes: a message's acceptance, a click's decision, a rating and its reason. */
 export type SlackIngressStore<Transaction> = IngressStore<Transaction> &
@@ -215,15 +209,14 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     { sessionId, userId, input }: { sessionId: string; userId: string; input: string },
     files: TurnFile[] = [],
   ): Promise<boolean> {
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: storedTextOf(input, files) };
-    const outcome = await acceptMessage(store, queue, {
+    const { outcome, runId } = await acceptInboundText(store, queue, counter, {
       eventIds,
-      run,
-      message: { message: entry, tokens: counter.message(entry) },
+      sessionId,
+      userId,
+      input,
       files,
     });
-    if (outcome.kind === "accepted") log.debug({ runId: run.runId, sessionId }, "Slack ingress: accepted");
+    if (outcome.kind === "accepted") log.debug({ runId, sessionId }, "Slack ingress: accepted");
     else log.debug({ eventIds, sessionId }, "Slack ingress: already accepted, nothing added");
     return outcome.kind === "accepted";
   }

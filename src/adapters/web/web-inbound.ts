@@ -25,14 +25,12 @@ import type { StorePort } from "../../store/port.js";
 import { followStoreEvents } from "./store-events.js";
 import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js";
 import type { UploadShelf } from "./web-uploads.js";
-import { storedTextOf } from "../../conversations/turn-files.js";
 import { addressesOf, type ListenAddresses } from "../listen-addresses.js";
 import type { ReplayOnModel } from "./web-replay.js";
 import {
-  acceptMessage,
+  acceptInboundText,
   decideClick,
   eraseWithTurns,
-  newRunId,
   type IngressQueue,
   type IngressStore,
 } from "../../conversations/turns.js";
@@ -113,14 +111,13 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     const userId = actingUser(caller, body.userId);
     const files = uploads?.keep(attachments) ?? [];
     // The run's input is the text: the worker adds a line for each file, saying how the model was given it, as it starts the run.
-    const run = { runId: newRunId(), sessionId, userId, input };
-    const entry = { role: "user" as const, content: storedTextOf(input, files) };
     // Accepted means stored and enqueued: the 202 comes after the commit.
-    const outcome = await acceptMessage(store, queue, {
+    const { outcome, runId } = await acceptInboundText(store, queue, counter, {
       eventIds: [],
-      run,
-      message: { message: entry, tokens: counter.message(entry) },
-      ...(files.length ? { files } : {}),
+      sessionId,
+      userId,
+      input,
+      files,
       ...(caller.userId ? { sessionOwner: caller.userId } : {}),
     });
     if (outcome.kind === "not_owner")
@@ -129,8 +126,8 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
     sendJson(
       response,
       202,
-      { runId: run.runId, session: sessionId, ...(problems.length ? { problems } : {}) },
-      { location: `/api/runs/${run.runId}` },
+      { runId, session: sessionId, ...(problems.length ? { problems } : {}) },
+      { location: `/api/runs/${runId}` },
     );
   }
 
