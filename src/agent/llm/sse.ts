@@ -56,33 +56,35 @@ export async function readTextUpTo(
   maxChars: number,
 ): Promise<{ text: string; cut: boolean }> {
   if (!body) return { text: "", cut: false };
-  const reader = body.getReader();
-  const decoder = new TextDecoder("utf-8");
   const pieces: string[] = [];
   let length = 0;
-  try {
-    while (true) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        throw new BodyReadError(error);
-      }
-      const piece = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
-      pieces.push(piece);
-      length += piece.length;
-      if (length > maxChars) return { text: pieces.join("").slice(0, maxChars), cut: true };
-      if (chunk.done) return { text: pieces.join(""), cut: false };
-    }
-  } finally {
-    reader.cancel().catch(() => {});
+  for await (const { text, done } of decodedChunks(body)) {
+    pieces.push(text);
+    length += text.length;
+    if (length > maxChars) return { text: pieces.join("").slice(0, maxChars), cut: true };
+    if (done) break;
   }
+  return { text: pieces.join(""), cut: false };
 }
 
 async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<BodyItem> {
+  const parser = new EventParser();
+  for await (const { text, done } of decodedChunks(body)) {
+    for (const item of parser.push(text, done)) {
+      yield item;
+      if (item.kind === "done") return;
+    }
+  }
+}
+
+/**
+ * A body's text as it arrives. `stream: true` keeps a multi-byte character cut between two reads
+ * until its last byte comes; a reader that leaves early ([DONE], an error, a cancelled run, a body
+ * past its bound) stops the server's stream.
+ */
+async function* decodedChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<{ text: string; done: boolean }> {
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
-  const parser = new EventParser();
   try {
     while (true) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
@@ -91,16 +93,10 @@ async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerato
       } catch (error) {
         throw new BodyReadError(error);
       }
-      // `stream: true` keeps a multi-byte character cut between two reads until its last byte comes.
-      const text = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
-      for (const item of parser.push(text, chunk.done)) {
-        yield item;
-        if (item.kind === "done") return;
-      }
+      yield { text: chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true }), done: chunk.done };
       if (chunk.done) return;
     }
   } finally {
-    // Stops the server's stream when the reader leaves early ([DONE], an error, a cancelled run).
     reader.cancel().catch(() => {});
   }
 }
