@@ -1,7 +1,8 @@
 // Per-channel settings with ingress and a worker in processes of their own on PostgreSQL (the real
 // src/main.ts, the fake Slack, the scripted model): the worker reads examples/channels.yaml, so a
-// mention in #support may look an order up and one in #random may not, whichever process received it.
-import { mkdtempSync, rmSync } from "node:fs";
+// mention in #support may look an order up and one in #random may not, whichever process received it;
+// and a channel's budget spent through one worker holds in another, which reads it from the store.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,6 +83,52 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       };
       expect(await ask("C0SUPPORT")).toContain('"status":"success"');
       expect(await ask("C0RANDOM")).toContain("tool_not_found");
+    }, 90_000);
+
+    it("a channel's budget spent through one worker stops the next message on another, from the store", async () => {
+      const directory = mkdtempSync(join(tmpdir(), "glassbox-budget-split-"));
+      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+      const settings = join(directory, "channels.yaml");
+      writeFileSync(settings, "channels:\n  C0BUDGET:\n    budget:\n      channel: { daily: { tokens: 1000 } }\n");
+      const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
+      cleanups.push(() => database.drop());
+      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
+      cleanups.push(() => fake.close());
+      const model: ScriptedModelServer = await startScriptedModelServer({
+        script: () => ({ content: "Spent.", usage: { promptTokens: 1000, completionTokens: 100 } }),
+      });
+      cleanups.push(() => model.close());
+      const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
+      const workerEnv = {
+        GLASSBOX_DATABASE_URL: database.url,
+        ...slack,
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: "sk-test-budget-split",
+        GLASSBOX_CHANNELS: settings,
+      };
+      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
+      processes.push(ingress);
+      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
+      const ask = async (expected: string) => {
+        const ts = fake.nextTs();
+        const event = { type: "app_mention", user: "U1", channel: "C0BUDGET", text: `<@${BOT}> go`, ts };
+        expect((await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET })).status).toBe(200);
+        return vi.waitFor(() => {
+          const answer = fake.messages("C0BUDGET", ts).find((message) => message.text?.includes(expected));
+          if (!answer) throw new Error("no answer yet");
+          return answer.text ?? "";
+        }, WAIT);
+      };
+
+      const first = await startRoleProcess("worker", workerEnv);
+      processes.push(first);
+      await ask("Spent.");
+      await first.kill();
+      // Another worker, which never saw that run: what the channel spent is in the store.
+      const second = await startRoleProcess("worker", workerEnv);
+      processes.push(second);
+      expect(await ask("This channel has used its daily budget")).toContain("(1,100 tokens of 1,000 tokens)");
+      expect(model.requests).toHaveLength(1);
     }, 90_000);
   },
 );
