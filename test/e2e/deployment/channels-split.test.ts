@@ -1,7 +1,8 @@
 // Per-channel settings with ingress and a worker in processes of their own on PostgreSQL (the real
 // src/main.ts, the fake Slack, the scripted model): the worker reads examples/channels.yaml, so a
 // mention in #support may look an order up and one in #random may not, whichever process received it;
-// and a channel's budget spent through one worker holds in another, which reads it from the store.
+// a click on a two-person card through ingress is counted, and a second person's runs the call; and a
+// channel's budget spent through one worker holds in another, which reads it from the store.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -83,6 +84,83 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       };
       expect(await ask("C0SUPPORT")).toContain('"status":"success"');
       expect(await ask("C0RANDOM")).toContain("tool_not_found");
+    }, 90_000);
+
+    it("the two-person rule across ingress and a worker: a click through ingress is counted on the card, a second person's runs the call", async () => {
+      const directory = mkdtempSync(join(tmpdir(), "glassbox-two-person-split-"));
+      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+      const settings = join(directory, "channels.yaml");
+      writeFileSync(
+        settings,
+        [
+          "channels:",
+          "  C0FIN:",
+          "    approvers: [U1, U2, U3]",
+          "    requesterMayApprove: false",
+          "    twoPersonRule: [cancel_order]",
+          "",
+        ].join("\n"),
+      );
+      const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
+      cleanups.push(() => database.drop());
+      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
+      cleanups.push(() => fake.close());
+      const cancel = { order_id: "20240410003", reason: "ordered twice" };
+      const model: ScriptedModelServer = await startScriptedModelServer({
+        script: [
+          { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify(cancel) }] },
+          { content: "Done: order 20240410003 is cancelled." },
+        ],
+      });
+      cleanups.push(() => model.close());
+      const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
+      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
+      processes.push(ingress);
+      const worker = await startRoleProcess("worker", {
+        GLASSBOX_DATABASE_URL: database.url,
+        ...slack,
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: "sk-test-two-person-split",
+        GLASSBOX_DEMO: "true",
+        GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+        GLASSBOX_CHANNELS: settings,
+      });
+      processes.push(worker);
+      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
+
+      const ts = fake.nextTs();
+      const event = { type: "app_mention", user: "U1", channel: "C0FIN", text: `<@${BOT}> cancel it`, ts };
+      expect((await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET })).status).toBe(200);
+      const card = await vi.waitFor(() => {
+        const found = fake
+          .messages("C0FIN", ts)
+          .find((message) => JSON.stringify(message.blocks ?? []).includes("glassbox_approve"));
+        if (!found) throw new Error("no approval card yet");
+        return found;
+      }, WAIT);
+      const approvalId = /"value":"(apv_[^"]+)"/.exec(JSON.stringify(card.blocks))?.[1] ?? "";
+      const clickAs = async (userId: string) => {
+        const action = {
+          userId,
+          channel: "C0FIN",
+          messageTs: card.ts,
+          actionId: "glassbox_approve",
+          value: approvalId,
+        };
+        expect((await fake.sendBlockAction(eventsUrl, action)).status).toBe(200);
+      };
+      await clickAs("U2");
+      await vi.waitFor(() => {
+        const shown = JSON.stringify(fake.messages("C0FIN", ts).find((message) => message.ts === card.ts)?.blocks);
+        if (!shown.includes("1 of 2 so far, by <@U2>")) throw new Error("not counted on the card yet");
+      }, WAIT);
+      expect(model.requests).toHaveLength(1);
+      await clickAs("U3");
+      await vi.waitFor(() => {
+        const answer = fake.messages("C0FIN", ts).find((message) => message.text?.includes("is cancelled"));
+        if (!answer) throw new Error("no answer yet");
+      }, WAIT);
+      expect(model.requests).toHaveLength(2);
     }, 90_000);
 
     it("a channel's budget spent through one worker stops the next message on another, from the store", async () => {
