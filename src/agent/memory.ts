@@ -119,8 +119,11 @@ export function createMemory(options: MemoryOptions): Memory {
   /** The notes block of the run (facts matching its request), counted once per run. */
   async function notesFor(run: RunState, request: string): Promise<{ text: string; tokens: number }> {
     let notes = notesByRun.get(run.runId);
+    if (notes === undefined && run.notes === "none") notes = { text: "", tokens: 0 };
     if (notes === undefined) {
-      const facts = await store.searchFacts(run.userId, channelOf(run.sessionId), request, options.factLimit ?? 5);
+      // "mine": no channel's notes (no scope is the empty text).
+      const channel = run.notes === "mine" ? "" : channelOf(run.sessionId);
+      const facts = await store.searchFacts(run.userId, channel, request, options.factLimit ?? 5);
       const lines: string[] = [];
       let tokens = counter.text(notesBlock([]));
       for (const fact of facts) {

@@ -52,8 +52,16 @@ export interface AgentConfig {
   runSlots?: RunSlots;
 }
 
+/**
+ * Which remembered notes a run is shown: the person's and those shared with its channel (default),
+ * the person's own alone, or none.
+ */
+export type NotesScope = "channel" | "mine" | "none";
+
 export interface Task {
   input: string;
+  /** Which remembered notes the run is shown (default "channel"). */
+  notes?: NotesScope;
   /** Files that came with the message (images, text, anything else), read within the adapter's limits. */
   attachments?: Attachment[];
   /** The run's id, when the caller needs it before the run starts (an HTTP API answering at once). */
@@ -117,6 +125,8 @@ export interface RunState {
   runId: string;
   sessionId: string;
   userId: string;
+  /** Which remembered notes the run is shown (default "channel"). */
+  notes?: NotesScope;
   history: Message[];
   /** The messages this run added, starting with the user's input. */
   messages: Message[];
@@ -162,6 +172,7 @@ export function newRunState(task: Task): RunState {
     toolState: newToolRunState(),
     lastResults: {},
     ...(task.parent ? { parent: task.parent } : {}),
+    ...(task.notes && task.notes !== "channel" ? { notes: task.notes } : {}),
     ...(task.attachments?.length ? { readFiles: true } : {}),
   };
 }

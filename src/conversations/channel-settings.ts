@@ -15,6 +15,7 @@ import { basename, dirname, resolve } from "node:path";
 import { LineCounter, parseDocument, isMap, isScalar, isSeq, type Node, type Pair } from "yaml";
 import { configurationError } from "../agent/errors.js";
 import type { Logger } from "../logger.js";
+import type { NotesScope } from "../agent/run.js";
 import { closestNames } from "../tools/closest-names.js";
 
 /** What one level of the file says; what it leaves out comes from the level before. */
@@ -34,6 +35,8 @@ export interface ChannelLevel {
   toolApprovers?: Record<string, string[]>;
   /** Tools (names or patterns) whose calls there need two different people's approval. */
   twoPersonRule?: string[];
+  /** Which remembered notes runs there are shown: the person's and the channel's, the person's alone, or none. */
+  notes?: NotesScope;
   /** What may be spent there (see channel-budget.ts); each scope's overrides the level before's. */
   budget?: ChannelBudget;
 }
@@ -52,6 +55,7 @@ export type ChannelBudget = Partial<Record<(typeof BUDGET_SCOPES)[number], Budge
 export const BUDGET_SCOPES = ["channel", "workspace", "user"] as const;
 export const BUDGET_PERIODS = ["daily", "monthly"] as const;
 const BUDGET_UNITS = ["tokens", "cost"] as const;
+const NOTES_SCOPES: readonly NotesScope[] = ["channel", "mine", "none"];
 
 export interface ChannelSettings {
   /** The file's path and a short hash of what it held when read: the version a run used. */
@@ -72,6 +76,7 @@ const LEVEL_KEYS = [
   "toolApprovers",
   "twoPersonRule",
   "budget",
+  "notes",
 ] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
@@ -118,7 +123,11 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       } else if (key === "tools" || key === "twoPersonRule") found[key] = toolList(value, `${where}.${key}`);
       else if (key === "users" || key === "approvers") found[key] = idList(value, `${where}.${key}`);
       else if (key === "budget") found.budget = budgetOf(value, `${where}.budget`);
-      else if (key === "toolApprovers") {
+      else if (key === "notes") {
+        if (!isScalar(value) || !NOTES_SCOPES.includes(value.value as NotesScope))
+          throw wrong(value, `${where}.notes must be one of ${NOTES_SCOPES.join(", ")}.`);
+        found.notes = value.value as NotesScope;
+      } else if (key === "toolApprovers") {
         if (!isMap(value))
           throw wrong(
             value,

@@ -286,7 +286,13 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
             await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
             surface,
           );
-        const result = await runAgent(agentFor(task.sessionId), { ...ready, signal, onEvent });
+        const notes = channels && settingsFor(channels.current(), task.sessionId).notes;
+        const result = await runAgent(agentFor(task.sessionId), {
+          ...ready,
+          signal,
+          onEvent,
+          ...(notes ? { notes } : {}),
+        });
         return settleNoted(result, budgets.length > 0 ? await budgetNotes(task) : [], surface);
       });
     },

@@ -101,7 +101,7 @@ describe("per-channel settings", () => {
     );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
     expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "temperature": 0.2}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule, budget.",
+      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule, budget, notes.",
     );
   });
 
