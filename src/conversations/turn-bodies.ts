@@ -16,7 +16,7 @@ import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
 import { agentIn, refusalHere } from "./channel-agent.js";
-import { settingsFor } from "./channel-settings.js";
+import { settingsFor, type ChannelLevel, type ChannelSettings } from "./channel-settings.js";
 import { CAPABILITIES_QUESTION, describeCapabilities } from "./capabilities.js";
 import {
   budgetNote,
@@ -27,6 +27,12 @@ import {
   withBudget,
   type BudgetReading,
 } from "./channel-budget.js";
+
+/** Where a message is, as the channel settings see it: the file's version and the level that applies. */
+interface Here {
+  source: ChannelSettings["source"];
+  level: ChannelLevel;
+}
 
 /** How long a request waits for a slot before the chat says it is queued. */
 export const QUEUED_NOTICE_MS = 3_000;
@@ -88,29 +94,31 @@ export type TurnBodies = ReturnType<typeof createTurnBodies>;
 export function createTurnBodies(agent: AgentConfig, store: StorePort, options: ConversationOptions) {
   const openSurface = options.openSurface ?? (() => noSurface);
   const channels = options.channels;
-  /** The agent a session's runs take: its channel's prompt, model, tools and budget, as the settings say now. */
-  const agentFor = (sessionId: string) => {
-    if (!channels) return agent;
+  /** The channel settings that apply in a session, as the file says now; none without one. */
+  const hereOf = (sessionId: string): Here | undefined => {
+    if (!channels) return undefined;
     const settings = channels.current();
-    const level = settingsFor(settings, sessionId);
-    const made = agentIn(agent, level, {
-      source: settings.source,
+    return { source: settings.source, level: settingsFor(settings, sessionId) };
+  };
+  /** The agent a session's runs take: its channel's prompt, model, tools and budget. */
+  const agentFor = (sessionId: string, here = hereOf(sessionId)) => {
+    if (!here) return agent;
+    const made = agentIn(agent, here.level, {
+      source: here.source,
       ...(options.modelNamed ? { modelNamed: options.modelNamed } : {}),
     });
-    const { budget } = level;
+    const { budget } = here.level;
     return budget
       ? { ...made, model: withBudget(made.model, (userId) => readBudgets(store, budget, sessionId, userId)) }
       : made;
   };
-  /** The budgets that apply to a person in a session, as they stand now; none without channel settings. */
-  const budgetsOf = async (sessionId: string, userId: string | undefined): Promise<BudgetReading[]> => {
-    const budget = channels && settingsFor(channels.current(), sessionId).budget;
-    return budget && userId !== undefined ? readBudgets(store, budget, sessionId, userId) : [];
-  };
+  /** The budgets that apply to a person in a session, as they stand now. */
+  const budgetsOf = async (here: Here | undefined, task: MessageTask): Promise<BudgetReading[]> =>
+    here?.level.budget ? readBudgets(store, here.level.budget, task.sessionId, task.userId) : [];
   /** After an answer, the note of each budget that passed 80 %, said once per budget and period. */
-  async function budgetNotes(task: MessageTask): Promise<string[]> {
+  async function budgetNotes(here: Here | undefined, task: MessageTask): Promise<string[]> {
     const due: string[] = [];
-    for (const reading of nearing(await budgetsOf(task.sessionId, task.userId)))
+    for (const reading of nearing(await budgetsOf(here, task)))
       if (await store.claim(reading.key)) due.push(budgetNote(reading));
     return due;
   }
@@ -255,12 +263,14 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       signal: AbortSignal,
       surface = openSurface(task.sessionId, task.userId),
     ): Promise<RunResult> {
+      // One reading of the settings for the whole message: its refusal, its budgets, its agent.
+      const here = hereOf(task.sessionId);
       // Someone the channel does not serve changes nothing there, not even what waits for approval.
-      const refused = channels && refusalHere(settingsFor(channels.current(), task.sessionId), task.userId);
+      const refused = here && refusalHere(here.level, task.userId);
       if (refused) return settle(await neverStarted(task, refused, "not_allowed"), surface);
-      const budgets = await budgetsOf(task.sessionId, task.userId);
+      const budgets = await budgetsOf(here, task);
       if (CAPABILITIES_QUESTION.test(task.input)) {
-        const agentHere = agentFor(task.sessionId);
+        const agentHere = agentFor(task.sessionId, here);
         const text = await describeCapabilities(agentHere, store, task.userId, options.dailyLimits, budgets);
         return settle(await answeredWithoutModel(task, text), surface);
       }
@@ -286,14 +296,14 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
             await pipelineTurn(options.pipelines, command[1] ?? "", command[2] ?? "", { ...staged, signal, onEvent }),
             surface,
           );
-        const notes = channels && settingsFor(channels.current(), task.sessionId).notes;
-        const result = await runAgent(agentFor(task.sessionId), {
+        const notes = here?.level.notes;
+        const result = await runAgent(agentFor(task.sessionId, here), {
           ...ready,
           signal,
           onEvent,
           ...(notes ? { notes } : {}),
         });
-        return settleNoted(result, budgets.length > 0 ? await budgetNotes(task) : [], surface);
+        return settleNoted(result, budgets.length > 0 ? await budgetNotes(here, task) : [], surface);
       });
     },
 

@@ -4,6 +4,7 @@ import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/tr
 import type { SpendScope, Spent } from "./port-data.js";
 import type { Message } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
+import type { Statement } from "better-sqlite3";
 import { createRequestLog } from "./sqlite-requests.js";
 import type { SqliteStore } from "./sqlite-store.js";
 
@@ -34,6 +35,25 @@ const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, in
 
 export function createTraceReader(store: SqliteStore) {
   const { db } = store;
+  // Read before each model call of a run with a budget: prepared once per shape (place, person, both),
+  // each shape with its own conditions, so that the runs' index on the session or the user serves it.
+  const spentStatements = new Map<string, Statement>();
+  const spentStatement = (byPlace: boolean, byUser: boolean): Statement => {
+    const shape = `${byPlace}:${byUser}`;
+    let statement = spentStatements.get(shape);
+    if (!statement) {
+      const conditions = ["s.created_at >= @since"];
+      if (byPlace) conditions.push("(r.session_id = @place OR (r.session_id >= @from AND r.session_id < @to))");
+      if (byUser) conditions.push("r.user_id = @userId");
+      statement = db.prepare(
+        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
+           CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
+         FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
+      );
+      spentStatements.set(shape, statement);
+    }
+    return statement;
+  };
   const requests = createRequestLog(db);
   const statements = {
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
@@ -93,18 +113,8 @@ export function createTraceReader(store: SqliteStore) {
         ? totals("substr(started_at, 1, 10)")
         : totals("substr(started_at, 1, 10)", "user_id = ?", userId),
     spentSince(scope: SpendScope, since: Date): Spent {
-      const conditions = ["s.created_at >= @since"];
-      if (scope.place !== undefined)
-        conditions.push("(r.session_id = @place OR (r.session_id >= @from AND r.session_id < @to))");
-      if (scope.userId !== undefined) conditions.push("r.user_id = @userId");
-      const row = db
-        .prepare(
-          `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
-             CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
-           FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
-        )
-        .get({ since: since.toISOString(), ...placeRange(scope.place), userId: scope.userId ?? null }) as Spent;
-      return row;
+      const params = { since: since.toISOString(), ...placeRange(scope.place), userId: scope.userId ?? null };
+      return spentStatement(scope.place !== undefined, scope.userId !== undefined).get(params) as Spent;
     },
     /** One user's usage since a moment (for daily quotas). */
     userUsageSince(userId: string, since: Date): UsageTotal {
