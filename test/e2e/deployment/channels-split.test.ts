@@ -12,6 +12,7 @@ import { startFakeSlack, type FakeSlack } from "../../../src/testing/fake-slack.
 import {
   startScriptedModelServer,
   type ChatCompletionRequestBody,
+  type Script,
   type ScriptedModelServer,
 } from "../../../src/testing/scripted-model-server.js";
 import {
@@ -43,94 +44,83 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
     }, 30_000);
 
-    it("#support may look an order up and #random may not", async () => {
+    /**
+     * A database of its own, the fake Slack, the scripted model and an ingress process; workers (started
+     * with `startWorker`) read `settings` (a path, or the file's text written beside them).
+     */
+    async function deploy(script: Script, settings: { path: string } | { text: string }) {
       const directory = mkdtempSync(join(tmpdir(), "glassbox-channels-split-"));
       cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+      const file = "path" in settings ? settings.path : join(directory, "channels.yaml");
+      if ("text" in settings) writeFileSync(file, settings.text);
       const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
       cleanups.push(() => database.drop());
       const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
       cleanups.push(() => fake.close());
-      const model: ScriptedModelServer = await startScriptedModelServer({ script: lookUpThenAnswer });
+      const model: ScriptedModelServer = await startScriptedModelServer({ script });
       cleanups.push(() => model.close());
       const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
-
       const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
       processes.push(ingress);
-      const worker = await startRoleProcess("worker", {
-        GLASSBOX_DATABASE_URL: database.url,
-        ...slack,
-        OPENAI_BASE_URL: model.url,
-        OPENAI_API_KEY: "sk-test-channels-split",
-        GLASSBOX_DEMO: "true",
-        GLASSBOX_SHOP_DB: join(directory, "shop.db"),
-        GLASSBOX_CHANNELS: EXAMPLE,
-      });
-      processes.push(worker);
       const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
-
-      const ask = async (channel: string) => {
+      const startWorker = async () => {
+        const worker = await startRoleProcess("worker", {
+          GLASSBOX_DATABASE_URL: database.url,
+          ...slack,
+          OPENAI_BASE_URL: model.url,
+          OPENAI_API_KEY: "sk-test-channels-split",
+          GLASSBOX_DEMO: "true",
+          GLASSBOX_SHOP_DB: join(directory, "shop.db"),
+          GLASSBOX_CHANNELS: file,
+        });
+        processes.push(worker);
+        return worker;
+      };
+      /** A mention sent to ingress; its thread's ts. */
+      const mention = async (channel: string, text: string) => {
         const ts = fake.nextTs();
-        const sent = await fake.sendEvent(
-          eventsUrl,
-          { type: "app_mention", user: "U1", channel, text: `<@${BOT}> where is order 20240410003?`, ts },
-          { signingSecret: SECRET },
-        );
-        expect(sent.status).toBe(200);
-        return vi.waitFor(() => {
-          const answer = fake.messages(channel, ts).find((message) => message.text?.includes("tool said:"));
+        const event = { type: "app_mention", user: "U1", channel, text: `<@${BOT}> ${text}`, ts };
+        expect((await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET })).status).toBe(200);
+        return ts;
+      };
+      /** The bot's message in a thread that holds `expected`, once it is there. */
+      const reply = (channel: string, ts: string, expected: string) =>
+        vi.waitFor(() => {
+          const answer = fake.messages(channel, ts).find((message) => message.text?.includes(expected));
           if (!answer) throw new Error(`no answer in ${channel} yet`);
           return answer.text ?? "";
         }, WAIT);
-      };
+      return { fake, model, eventsUrl, startWorker, mention, reply };
+    }
+
+    it("#support may look an order up and #random may not", async () => {
+      const { startWorker, mention, reply } = await deploy(lookUpThenAnswer, { path: EXAMPLE });
+      await startWorker();
+      const ask = async (channel: string) =>
+        reply(channel, await mention(channel, "where is order 20240410003?"), "tool said:");
       expect(await ask("C0SUPPORT")).toContain('"status":"success"');
       expect(await ask("C0RANDOM")).toContain("tool_not_found");
     }, 90_000);
 
     it("the two-person rule across ingress and a worker: a click through ingress is counted on the card, a second person's runs the call", async () => {
-      const directory = mkdtempSync(join(tmpdir(), "glassbox-two-person-split-"));
-      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-      const settings = join(directory, "channels.yaml");
-      writeFileSync(
-        settings,
-        [
-          "channels:",
-          "  C0FIN:",
-          "    approvers: [U1, U2, U3]",
-          "    requesterMayApprove: false",
-          "    twoPersonRule: [cancel_order]",
-          "",
-        ].join("\n"),
-      );
-      const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
-      cleanups.push(() => database.drop());
-      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
-      cleanups.push(() => fake.close());
       const cancel = { order_id: "20240410003", reason: "ordered twice" };
-      const model: ScriptedModelServer = await startScriptedModelServer({
-        script: [
+      const text = [
+        "channels:",
+        "  C0FIN:",
+        "    approvers: [U1, U2, U3]",
+        "    requesterMayApprove: false",
+        "    twoPersonRule: [cancel_order]",
+        "",
+      ].join("\n");
+      const { fake, model, eventsUrl, startWorker, mention, reply } = await deploy(
+        [
           { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify(cancel) }] },
           { content: "Done: order 20240410003 is cancelled." },
         ],
-      });
-      cleanups.push(() => model.close());
-      const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
-      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
-      processes.push(ingress);
-      const worker = await startRoleProcess("worker", {
-        GLASSBOX_DATABASE_URL: database.url,
-        ...slack,
-        OPENAI_BASE_URL: model.url,
-        OPENAI_API_KEY: "sk-test-two-person-split",
-        GLASSBOX_DEMO: "true",
-        GLASSBOX_SHOP_DB: join(directory, "shop.db"),
-        GLASSBOX_CHANNELS: settings,
-      });
-      processes.push(worker);
-      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
-
-      const ts = fake.nextTs();
-      const event = { type: "app_mention", user: "U1", channel: "C0FIN", text: `<@${BOT}> cancel it`, ts };
-      expect((await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET })).status).toBe(200);
+        { text },
+      );
+      await startWorker();
+      const ts = await mention("C0FIN", "cancel it");
       const card = await vi.waitFor(() => {
         const found = fake
           .messages("C0FIN", ts)
@@ -156,56 +146,26 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       }, WAIT);
       expect(model.requests).toHaveLength(1);
       await clickAs("U3");
-      await vi.waitFor(() => {
-        const answer = fake.messages("C0FIN", ts).find((message) => message.text?.includes("is cancelled"));
-        if (!answer) throw new Error("no answer yet");
-      }, WAIT);
+      await reply("C0FIN", ts, "is cancelled");
       expect(model.requests).toHaveLength(2);
     }, 90_000);
 
     it("a channel's budget spent through one worker stops the next message on another, from the store", async () => {
-      const directory = mkdtempSync(join(tmpdir(), "glassbox-budget-split-"));
-      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-      const settings = join(directory, "channels.yaml");
-      writeFileSync(settings, "channels:\n  C0BUDGET:\n    budget:\n      channel: { daily: { tokens: 1000 } }\n");
-      const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
-      cleanups.push(() => database.drop());
-      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
-      cleanups.push(() => fake.close());
-      const model: ScriptedModelServer = await startScriptedModelServer({
-        script: () => ({ content: "Spent.", usage: { promptTokens: 1000, completionTokens: 100 } }),
-      });
-      cleanups.push(() => model.close());
-      const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
-      const workerEnv = {
-        GLASSBOX_DATABASE_URL: database.url,
-        ...slack,
-        OPENAI_BASE_URL: model.url,
-        OPENAI_API_KEY: "sk-test-budget-split",
-        GLASSBOX_CHANNELS: settings,
-      };
-      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
-      processes.push(ingress);
-      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
-      const ask = async (expected: string) => {
-        const ts = fake.nextTs();
-        const event = { type: "app_mention", user: "U1", channel: "C0BUDGET", text: `<@${BOT}> go`, ts };
-        expect((await fake.sendEvent(eventsUrl, event, { signingSecret: SECRET })).status).toBe(200);
-        return vi.waitFor(() => {
-          const answer = fake.messages("C0BUDGET", ts).find((message) => message.text?.includes(expected));
-          if (!answer) throw new Error("no answer yet");
-          return answer.text ?? "";
-        }, WAIT);
-      };
-
-      const first = await startRoleProcess("worker", workerEnv);
-      processes.push(first);
-      await ask("Spent.");
+      const { model, startWorker, mention, reply } = await deploy(
+        () => ({ content: "Spent.", usage: { promptTokens: 1000, completionTokens: 100 } }),
+        { text: "channels:\n  C0BUDGET:\n    budget:\n      channel: { daily: { tokens: 1000 } }\n" },
+      );
+      const first = await startWorker();
+      await reply("C0BUDGET", await mention("C0BUDGET", "go"), "Spent.");
       await first.kill();
       // Another worker, which never saw that run: what the channel spent is in the store.
-      const second = await startRoleProcess("worker", workerEnv);
-      processes.push(second);
-      expect(await ask("This channel has used its daily budget")).toContain("(1,100 tokens of 1,000 tokens)");
+      await startWorker();
+      const refused = await reply(
+        "C0BUDGET",
+        await mention("C0BUDGET", "go"),
+        "This channel has used its daily budget",
+      );
+      expect(refused).toContain("(1,100 tokens of 1,000 tokens)");
       expect(model.requests).toHaveLength(1);
     }, 90_000);
   },
