@@ -1,6 +1,7 @@
 /** Traces as text for a terminal: a run's timeline step by step, and usage totals. */
 import { feedbackLine, type Feedback } from "../agent/feedback.js";
 import type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+import type { BudgetStanding } from "../conversations/channel-budget.js";
 import { describeCall } from "./describe-call.js";
 import { count, formatNumber as number, formatTable } from "./terminal/table.js";
 import { PLAIN, type Style } from "./terminal/style.js";
@@ -87,6 +88,29 @@ export function formatUsage(title: string, keyHeader: string, totals: UsageTotal
     number(total.promptTokens),
     number(total.completionTokens),
     total.cost === null ? "unknown" : dollars(total.cost),
+  ]);
+  return `${style.bold(title)}\n${formatTable(columns, rows, { indent: "  ", style })}`;
+}
+
+/** The channel settings' budgets as they stand (budgetStandings): whose, used, limit, share. */
+export function formatBudgets(readings: BudgetStanding[], style: Style = PLAIN): string {
+  const title = "Budgets this month (UTC), from GLASSBOX_CHANNELS";
+  if (readings.length === 0) return `${title}: none spent against yet`;
+  const columns = [
+    { header: "BUDGET" },
+    { header: "FOR" },
+    { header: "USED", align: "right" as const },
+    { header: "LIMIT", align: "right" as const },
+    { header: "SHARE", align: "right" as const },
+  ];
+  const amount = (reading: BudgetStanding, value: number) =>
+    reading.unit === "cost" ? `$${value.toFixed(2)}` : `${number(Math.round(value))} tokens`;
+  const rows = readings.map((reading) => [
+    `${reading.scope} ${reading.period}`,
+    reading.of,
+    amount(reading, reading.used),
+    amount(reading, reading.limit),
+    reading.limit > 0 ? `${Math.floor((reading.used / reading.limit) * 100)}%` : "-",
   ]);
   return `${style.bold(title)}\n${formatTable(columns, rows, { indent: "  ", style })}`;
 }

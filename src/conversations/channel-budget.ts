@@ -10,7 +10,14 @@ import { dayStartOf } from "../agent/quota.js";
 import { GlassboxError } from "../agent/errors.js";
 import type { ChatModel, Message } from "../agent/types.js";
 import type { SpendScope, StorePort } from "../store/port.js";
-import { BUDGET_PERIODS, BUDGET_SCOPES, placeOf, type ChannelBudget } from "./channel-settings.js";
+import {
+  BUDGET_PERIODS,
+  BUDGET_SCOPES,
+  placeOf,
+  settingsFor,
+  type ChannelBudget,
+  type ChannelSettings,
+} from "./channel-settings.js";
 
 type Scope = (typeof BUDGET_SCOPES)[number];
 type Period = (typeof BUDGET_PERIODS)[number];
@@ -22,11 +29,16 @@ export interface BudgetReading {
   unit: "tokens" | "cost";
   used: number;
   limit: number;
+  /** Whose spending it counts: a place (`slack:T1:C1`, `slack:T1`) or a person's user id. */
+  of: string;
   /** The period's start (its end is the next one's start). */
   since: Date;
   /** Names the budget and the place or person it is for, once per period (the 80 % note's claim). */
   key: string;
 }
+
+/** A budget as it stands, as shown to people (budgetStandings). */
+export type BudgetStanding = Omit<BudgetReading, "key">;
 
 const monthStartOf = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 const nextStart = (period: Period, since: Date) =>
@@ -68,13 +80,47 @@ export async function readBudgets(
           .digest("hex")
           .slice(0, 16);
       const key = `budget:${scope}:${period}:${whose}:${since.toISOString().slice(0, 10)}`;
+      const of = spendScope.place ?? userId;
       if (limits.tokens !== undefined)
-        readings.push({ scope, period, unit: "tokens", used: spent.tokens, limit: limits.tokens, since, key });
+        readings.push({ scope, period, unit: "tokens", used: spent.tokens, limit: limits.tokens, of, since, key });
       // A step without a known price counts nothing toward a dollar budget.
       if (limits.cost !== undefined)
-        readings.push({ scope, period, unit: "cost", used: spent.cost ?? 0, limit: limits.cost, since, key });
+        readings.push({ scope, period, unit: "cost", used: spent.cost ?? 0, limit: limits.cost, of, since, key });
     }
   return readings;
+}
+
+/**
+ * Every budget of `settings` that someone spent against this month (UTC), as it stands now, for
+ * `glassbox usage`, the HTTP API and the trace viewer. Given `userId`, only the budgets that concern
+ * that person: theirs, and those of the places where they spent.
+ */
+export async function budgetStandings(
+  store: Pick<StorePort, "spentSince" | "spendersSince">,
+  settings: ChannelSettings,
+  userId?: string,
+  now = new Date(),
+): Promise<BudgetStanding[]> {
+  const spenders = (await store.spendersSince(monthStartOf(now))).filter(
+    (spender) => userId === undefined || spender.userId === userId,
+  );
+  const standings = new Map<string, BudgetReading>();
+  const seen = new Set<string>();
+  for (const { sessionId, userId: spender } of spenders) {
+    // A channel's threads share its settings and its budgets: one reading each.
+    const { workspace, channel } = placeOf(sessionId);
+    const place = `${sessionId.split(":")[0]}:${workspace ?? ""}:${channel ?? sessionId}|${spender}`;
+    const budget = settingsFor(settings, sessionId).budget;
+    if (!budget || seen.has(place)) continue;
+    seen.add(place);
+    for (const reading of await readBudgets(store, budget, sessionId, spender, now))
+      standings.set(`${reading.key}|${reading.unit}|${reading.limit}`, reading);
+  }
+  const order = (reading: BudgetReading) =>
+    [BUDGET_SCOPES.indexOf(reading.scope), reading.of, BUDGET_PERIODS.indexOf(reading.period), reading.unit].join("|");
+  return [...standings.values()]
+    .sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0))
+    .map(({ key: _key, ...standing }) => standing);
 }
 
 const WHOSE: Record<Scope, string> = { channel: "This channel", workspace: "This workspace", user: "You" };

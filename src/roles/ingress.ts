@@ -19,6 +19,8 @@ import type { ReplayOnModel } from "../adapters/web/web-replay.js";
 import type { ExamplePrompt } from "../adapters/example-requests.js";
 import type { UploadShelf } from "../adapters/web/web-uploads.js";
 import type { Health } from "../adapters/web/health.js";
+import { budgetStandings } from "../conversations/channel-budget.js";
+import { watchChannelSettings, type LiveChannelSettings } from "../conversations/channel-settings.js";
 
 export interface IngressRole {
   /** The store this process accepts into (the deployment's). */
@@ -51,6 +53,8 @@ export async function startIngressRole(options: {
   problem?: string;
   /** The process's readiness: the platforms add theirs, and the web server serves it. */
   health?: Health;
+  /** The channel settings a worker in this process follows; otherwise read here (GLASSBOX_CHANNELS). */
+  channels?: LiveChannelSettings;
 }): Promise<IngressRole> {
   const { config, log } = options;
   const { store, queue } = options.deployment;
@@ -79,8 +83,13 @@ export async function startIngressRole(options: {
       started.push(discord);
       options.health?.set("discord", discord.notReady);
     }
+    // The pages and the API show how the settings' budgets stand; a mistake in the file stops the start.
+    const channels =
+      options.channels ?? (config.channelsFile ? watchChannelSettings(config.channelsFile, log) : undefined);
+    if (channels && !options.channels) started.push({ stop: async () => channels.stop() });
     const trace = {
       store,
+      ...(channels ? { budgets: (userId?: string) => budgetStandings(store, channels.current(), userId) } : {}),
       // Without a model the label would name the default one, which is not there.
       modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
       priced: !options.problem && priceOf(config.model.model, config.prices) !== null,

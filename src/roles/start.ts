@@ -131,7 +131,13 @@ export async function startRoles(options: StartRolesOptions): Promise<StartedRol
         deployment,
         log,
         ...(worker
-          ? { replay: worker.replay, hints: worker.hints, toolNames: worker.toolNames, prompts: worker.prompts }
+          ? {
+              replay: worker.replay,
+              hints: worker.hints,
+              toolNames: worker.toolNames,
+              prompts: worker.prompts,
+              channels: worker.channels,
+            }
           : {}),
         ...(problem ? { problem, hints: [], toolNames: [] } : {}),
         modelLabel: options.modelLabel,

@@ -10,7 +10,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
-import { watchChannelSettings } from "../conversations/channel-settings.js";
+import { watchChannelSettings, type LiveChannelSettings } from "../conversations/channel-settings.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
@@ -45,6 +45,8 @@ export interface WorkerRole {
   toolNames: string[];
   /** Slack's suggested prompts, from this worker's tools (for ingress in the same process). */
   prompts: ExamplePrompt[];
+  /** The channel settings this worker follows (GLASSBOX_CHANNELS), for ingress in the same process. */
+  channels?: LiveChannelSettings;
   /** Takes no more turns, lets the running ones settle (at most `stopGraceMs`), then closes. */
   stop(): Promise<void>;
 }
@@ -191,6 +193,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       hints,
       toolNames,
       prompts: examplePrompts(toolSources, 4),
+      ...(channels ? { channels } : {}),
     };
   } catch (error) {
     await closeAll();

@@ -41,6 +41,12 @@ export interface SpendScope {
   userId?: string;
 }
 
+/** A person who spent in a session (spendersSince). */
+export interface Spender {
+  sessionId: string;
+  userId: string;
+}
+
 /** Tokens and dollars spent; `cost` null when a step has no known price. */
 export interface Spent {
   tokens: number;
@@ -114,6 +120,8 @@ export interface TextNotice {
   error?: { code: string; message: string };
   /** The run waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS), which the store does not say: pages show it queued. */
   queued?: true;
+  /** Said to the person after the run's answer (a budget past 80 %), which no stored row keeps. */
+  note?: string;
 }
 
 export type SessionStatusFilter = "error" | "awaiting_approval";

@@ -33,6 +33,7 @@ import type {
   TextNotice,
   UsageTotal,
   SpendScope,
+  Spender,
   Spent,
   WorkerOffer,
 } from "./port-data.js";
@@ -210,6 +211,8 @@ export interface TraceReadings extends UsageHistory {
    * (runs under way included). `cost` is null when a step has no known price.
    */
   spentSince(scope: SpendScope, since: Date): Promise<Spent>;
+  /** Who spent where since a moment: each session and person with a model call since then (for budgets' standings). */
+  spendersSince(since: Date): Promise<Spender[]>;
   searchSessions(filters: SessionFilters): Promise<{ sessions: SessionListing[]; more: boolean }>;
   foldsOf(sessionId: string): Promise<Fold[]>;
 }

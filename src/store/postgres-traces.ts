@@ -12,6 +12,7 @@ import type {
   RequestedCall,
   RunTrace,
   SpendScope,
+  Spender,
   Spent,
   StepTrace,
   UsageTotal,
@@ -157,6 +158,15 @@ export function createPostgresTraces(pool: pg.Pool) {
         params,
       );
       return rows[0] ?? { tokens: 0, cost: 0 };
+    },
+    async spendersSince(since: Date): Promise<Spender[]> {
+      const { rows } = await pool.query<Spender>(
+        `SELECT r.session_id AS "sessionId", r.user_id AS "userId"
+         FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.created_at >= $1 AND r.user_id IS NOT NULL
+         GROUP BY r.session_id, r.user_id ORDER BY r.session_id COLLATE "C", r.user_id COLLATE "C"`,
+        [since.toISOString()],
+      );
+      return rows;
     },
     async userUsageSince(userId: string, since: Date): Promise<UsageTotal> {
       return (

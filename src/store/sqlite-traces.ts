@@ -1,7 +1,7 @@
 /** Readings over the trace tables on SQLite, for the CLI and the web page. */
 import type { RecordedRequest } from "../agent/contracts.js";
 import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
-import type { SpendScope, Spent } from "./port-data.js";
+import type { SpendScope, Spender, Spent } from "./port-data.js";
 import type { Message } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { Statement } from "better-sqlite3";
@@ -56,6 +56,11 @@ export function createTraceReader(store: SqliteStore) {
   };
   const requests = createRequestLog(db);
   const statements = {
+    spenders: db.prepare(
+      `SELECT DISTINCT r.session_id AS sessionId, r.user_id AS userId
+       FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.created_at >= ? AND r.user_id IS NOT NULL
+       ORDER BY sessionId, userId`,
+    ),
     run: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
@@ -116,6 +121,7 @@ export function createTraceReader(store: SqliteStore) {
       const params = { since: since.toISOString(), ...placeRange(scope.place), userId: scope.userId ?? null };
       return spentStatement(scope.place !== undefined, scope.userId !== undefined).get(params) as Spent;
     },
+    spendersSince: (since: Date): Spender[] => statements.spenders.all(since.toISOString()) as Spender[],
     /** One user's usage since a moment (for daily quotas). */
     userUsageSince(userId: string, since: Date): UsageTotal {
       return (

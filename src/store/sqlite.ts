@@ -150,6 +150,7 @@ function portOver(store: SqliteStore): SqlitePort {
     totalsByDay: async (userId) => reader.totalsByDay(userId),
     userUsageSince: async (userId, since) => reader.userUsageSince(userId, since),
     spentSince: async (scope, since) => reader.spentSince(scope, since),
+    spendersSince: async (since) => reader.spendersSince(since),
     searchSessions: async (filters) => searchSessions(filters),
     foldsOf: async (sessionId) => foldsOf(sessionId),
     usageHistory: async (runs) => readUsageHistory(db, runs),

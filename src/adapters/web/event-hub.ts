@@ -10,6 +10,7 @@ import type { PipelineStage, StopReason } from "../../agent/run.js";
 import type { Usage } from "../../agent/types.js";
 import type { ToolCallRecord } from "../../tools/types.js";
 import { approvalsNeeded } from "../../store/approval-rules.js";
+import { whoDecides } from "../approval-replies.js";
 
 /** An approval as the page shows it. */
 export interface ApprovalView {
@@ -30,6 +31,12 @@ export interface ApprovalView {
   approvalsNeeded: number;
   /** The call is done in the requester's name (a channel note): they confirm it, whatever the self-approval setting. */
   requesterConfirms?: true;
+  /** Who may decide, and why, in a sentence (as the Slack and Discord cards say it). */
+  whoDecides: string;
+  /** The approvers its tool or channel names (the deployment's own are not listed). */
+  approvers?: string[];
+  /** The requester may not decide their own call (channel or tool policy). */
+  requesterMayApprove?: false;
 }
 
 export type WebEvent =
@@ -60,6 +67,8 @@ export type WebEvent =
   | { type: "note"; runId: string; step: number; text: string }
   /** The request waits for a free run slot (GLASSBOX_MAX_CONCURRENT_RUNS). */
   | { type: "queued"; runId: string; sessionId: string }
+  /** Said to the person after the run's answer (a budget past 80 %); kept by no stored row. */
+  | { type: "notice"; runId: string; sessionId: string; text: string }
   | { type: "approval_requested"; runId: string; approval: ApprovalView }
   | { type: "approval_decided"; runId: string; approval: ApprovalView }
   /** How the run ended; "awaiting_approval" is a pause: the run goes on once its approvals are decided. */
@@ -125,6 +134,9 @@ export function approvalView(approval: Approval): ApprovalView {
     approvedBy: approval.approvedBy,
     approvalsNeeded: approvalsNeeded(approval),
     ...(approval.policy.requesterConfirms === true ? { requesterConfirms: true as const } : {}),
+    whoDecides: whoDecides(approval, (id) => id),
+    ...(approval.policy.approvers ? { approvers: approval.policy.approvers } : {}),
+    ...(approval.policy.requesterMayApprove === false ? { requesterMayApprove: false as const } : {}),
   };
 }
 
@@ -167,6 +179,14 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
     }
   }
 
+  function publishToSession(sessionId: string, numbered: NumberedEvent): void {
+    const session = sessionOf(sessionId);
+    session.events.push(numbered);
+    if (session.events.length > limits.sessionEvents)
+      session.events.splice(0, session.events.length - limits.sessionEvents);
+    for (const watcher of session.watchers) watcher.event(numbered);
+  }
+
   function end(entry: RunEntry): void {
     entry.phase = "ended";
     for (const watcher of [...entry.watchers]) watcher.end();
@@ -181,14 +201,13 @@ export function createEventHub(limits: EventHubLimits = { runs: 500, sessionEven
 
     publish(sessionId: string, event: WebEvent): void {
       const numbered = { id: nextId++, event };
-      const run = runOf(event.runId, sessionId);
+      // A notice may come after its run's end, once the hub forgot the run: it makes no run of its own.
+      const run = event.type === "notice" ? runs.get(event.runId) : runOf(event.runId, sessionId);
+      if (!run) return publishToSession(sessionId, numbered);
       if (event.type === "run_start" || event.type === "run_resumed") run.phase = "running";
       run.events.push(numbered);
-      const session = sessionOf(sessionId);
-      session.events.push(numbered);
-      if (session.events.length > limits.sessionEvents)
-        session.events.splice(0, session.events.length - limits.sessionEvents);
-      for (const watcher of [...run.watchers, ...session.watchers]) watcher.event(numbered);
+      for (const watcher of run.watchers) watcher.event(numbered);
+      publishToSession(sessionId, numbered);
       if (event.type === "run_end") {
         if (event.stopReason === "awaiting_approval") run.phase = "paused";
         else end(run);

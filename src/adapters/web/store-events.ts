@@ -112,6 +112,13 @@ export function followStoreEvents(options: StoreEventsOptions): StoreEvents {
     const entry = followed.get(notice.sessionId);
     if (!entry) return;
     if (notice.queued) return showQueued(notice.sessionId, notice.runId, entry);
+    if (notice.note !== undefined)
+      return inner.publish(notice.sessionId, {
+        type: "notice",
+        runId: notice.runId,
+        sessionId: notice.sessionId,
+        text: notice.note,
+      });
     if (notice.text === "") return readSoon(notice.sessionId, entry); // the run stored something
     const seen = entry.runs?.get(notice.runId);
     // Shown at once when the step before it was sent with its calls' ends (each is stored before the next

@@ -16,6 +16,8 @@ import type { TextNotice } from "../../store/port-data.js";
 /** Most bytes of one notice's JSON (PostgreSQL refuses a payload of 8,000 or more). */
 export const MAX_NOTICE_BYTES = 7_000;
 const DEFAULT_EVERY_MS = 200;
+/** A note is a sentence or two: cut well within one notice. */
+const MAX_NOTE_CHARS = 2_000;
 /**
  * Events announced once what they tell is stored (the loop announces a unit's events after its commit).
  * Not model_end: a step's calls are stored before they run or wait for an approval, and a page reading
@@ -53,6 +55,8 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
 
   return (sessionId) => {
     let pending: { runId: string; step: number; text: string } | undefined;
+    /** The run whose end was shown last: a note follows it. */
+    let ended: string | undefined;
     let timer: NodeJS.Timeout | undefined;
     // One at a time: two notices sent at once (on two connections) could arrive in either order.
     let sending: Promise<void> = Promise.resolve();
@@ -79,7 +83,12 @@ export function createTextRelay(options: TextRelayOptions): (sessionId: string) 
         else if (event.type === "model_end") flush();
       },
       finish: async (result) => {
+        ended = result.runId;
         news(result.runId, result.steps, result.error); // the run's end as the turn settled it
+        await sending;
+      },
+      note: async (text) => {
+        if (ended) send({ sessionId, runId: ended, step: 0, text: "", note: text.slice(0, MAX_NOTE_CHARS) });
         await sending;
       },
       askApproval: async (approval) => {

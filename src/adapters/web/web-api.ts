@@ -10,6 +10,7 @@ import { sessionFiltersOf } from "./session-filters.js";
 import { storedRunEvents } from "./store-events.js";
 import { MAX_STREAMS_PER_CALLER, streamsPerCaller } from "./stream-limits.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
+import type { BudgetStanding } from "../../conversations/channel-budget.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
 export interface StoreApiContext {
@@ -28,6 +29,8 @@ export interface StoreApiContext {
   toolNames: string[];
   /** Whether the model has a known price (costs are "unknown", never 0, without one). */
   priced: boolean;
+  /** How the channel settings' budgets stand (all, or those that concern one person); absent without settings. */
+  budgets?: (userId?: string) => Promise<BudgetStanding[]>;
   /** Why no run can start (no model configured); POST /api/runs then answers 503 with it. */
   problem?: string;
   /** What an empty chat suggests asking. */
@@ -321,11 +324,12 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       "GET",
       /^\/api\/usage$/,
       async (_request, response, _params, _url, caller) => {
-        const [byUser, byDay] = await Promise.all([
+        const [byUser, byDay, budgets] = await Promise.all([
           store.totalsByUser(caller.userId),
           store.totalsByDay(caller.userId),
+          context.budgets?.(caller.userId),
         ]);
-        sendJson(response, 200, { byUser, byDay });
+        sendJson(response, 200, { byUser, byDay, ...(budgets ? { budgets } : {}) });
       },
     ],
   ];

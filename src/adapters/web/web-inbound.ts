@@ -27,6 +27,7 @@ import { MAX_UPLOAD_BODY_BYTES, uploadedAttachments } from "./web-attachments.js
 import type { UploadShelf } from "./web-uploads.js";
 import { addressesOf, type ListenAddresses } from "../listen-addresses.js";
 import type { ReplayOnModel } from "./web-replay.js";
+import type { BudgetStanding } from "../../conversations/channel-budget.js";
 import {
   acceptInboundText,
   decideClick,
@@ -69,6 +70,8 @@ export interface HttpIngressOptions<Transaction> {
     modelLabel: string | null;
     /** Whether that model has a known price. */
     priced: boolean;
+    /** How the channel settings' budgets stand (all, or those that concern one person); absent without settings. */
+    budgets?: (userId?: string) => Promise<BudgetStanding[]>;
   };
 }
 
@@ -212,6 +215,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         modelLabel: trace.modelLabel,
         toolNames: options.toolNames ?? [],
         priced: trace.priced,
+        ...(trace.budgets ? { budgets: trace.budgets } : {}),
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
         problem: options.problem,

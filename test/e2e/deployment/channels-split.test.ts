@@ -60,9 +60,16 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       const model: ScriptedModelServer = await startScriptedModelServer({ script });
       cleanups.push(() => model.close());
       const slack = fakeSlackEnvironment(fake.apiUrl, SECRET);
-      const ingress = await startRoleProcess("ingress", { GLASSBOX_DATABASE_URL: database.url, ...slack });
+      // Ingress reads the settings too: its API and pages say how their budgets stand.
+      const ingress = await startRoleProcess("ingress", {
+        GLASSBOX_DATABASE_URL: database.url,
+        ...slack,
+        GLASSBOX_CHANNELS: file,
+      });
       processes.push(ingress);
-      const eventsUrl = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg))?.slack as string;
+      const receiving = ingress.lines.find((line) => /^ingress: receiving/.test(line.msg));
+      const eventsUrl = receiving?.slack as string;
+      const apiUrl = receiving?.api as string;
       const startWorker = async () => {
         const worker = await startRoleProcess("worker", {
           GLASSBOX_DATABASE_URL: database.url,
@@ -90,7 +97,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
           if (!answer) throw new Error(`no answer in ${channel} yet`);
           return answer.text ?? "";
         }, WAIT);
-      return { fake, model, eventsUrl, startWorker, mention, reply };
+      return { fake, model, eventsUrl, apiUrl, startWorker, mention, reply };
     }
 
     it("#support may look an order up and #random may not", async () => {
@@ -151,7 +158,7 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
     }, 90_000);
 
     it("a channel's budget spent through one worker stops the next message on another, from the store", async () => {
-      const { model, startWorker, mention, reply } = await deploy(
+      const { model, apiUrl, startWorker, mention, reply } = await deploy(
         () => ({ content: "Spent.", usage: { promptTokens: 1000, completionTokens: 100 } }),
         { text: "channels:\n  C0BUDGET:\n    budget:\n      channel: { daily: { tokens: 1000 } }\n" },
       );
@@ -167,6 +174,17 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       );
       expect(refused).toContain("(1,100 tokens of 1,000 tokens)");
       expect(model.requests).toHaveLength(1);
+      // Ingress, which runs no turn, says how the channel's budget stands, from the store.
+      const usage = (await (await fetch(`${apiUrl}/api/usage`)).json()) as { budgets: unknown[] };
+      expect(usage.budgets).toEqual([
+        expect.objectContaining({
+          scope: "channel",
+          period: "daily",
+          of: expect.stringMatching(/^slack:[^:]+:C0BUDGET$/),
+          used: 1100,
+          limit: 1000,
+        }),
+      ]);
     }, 90_000);
   },
 );

@@ -371,6 +371,16 @@ export function runsContract({ open, database }: Contract): void {
       tokens: 0,
       cost: 0,
     });
+    // A run that made no model call spent nothing: it names no spender.
+    await store.record([{ kind: "start_run", run: runRecord("run_sp5", "slack:T1:C9:5.5", "U3", "e") }]);
+    // In the order of their bytes, as every key: "2" sorts before ":".
+    expect(await store.spendersSince(since)).toEqual([
+      { sessionId: "slack:T12:C1:4.4", userId: "U1" },
+      { sessionId: "slack:T1:C12:3.3", userId: "U1" },
+      { sessionId: "slack:T1:C1:1.1", userId: "U1" },
+      { sessionId: "slack:T1:C1:2.2", userId: "U2" },
+    ]);
+    expect(await store.spendersSince(new Date(Date.now() + 60_000))).toEqual([]);
   });
 
   it("keeps the channel settings a run used, whether it was accepted first or started at once", async () => {

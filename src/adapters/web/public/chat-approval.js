@@ -26,6 +26,10 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
     // A call done in the requester's name (a note for the whole channel) is theirs to confirm.
     const confirms = approval.requesterConfirms === true;
     const title = el("h2", { id: titleId }, confirms ? "Confirmation needed" : "Approval needed");
+    // The requester decides unless the policy says otherwise; others only when the policy names them.
+    const mayDecide = mine
+      ? confirms || approval.requesterMayApprove !== false
+      : (approval.approvers ?? []).includes(who());
     const hint = confirms
       ? el(
           "p",
@@ -34,9 +38,9 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
             ? "It is done in your name: approve it only if you asked for it."
             : `Only ${approval.requester}, in whose name it is done, can confirm it.`,
         )
-      : mine
+      : mayDecide && approval.approvalsNeeded <= 1
         ? null
-        : el("p", { class: "hint" }, `Only ${approval.requester}, who asked, can decide.`);
+        : el("p", { class: "hint" }, `${approval.whoDecides}.`);
     const card = el(
       "section",
       { class: "approval", "aria-labelledby": titleId, "data-approval-id": approval.id },
@@ -60,7 +64,7 @@ export function createApprovalCards(who, watch = { waiting: () => {}, settled: (
       hint,
       outcome,
     );
-    if (!mine) approve.disabled = deny.disabled = true;
+    if (!mayDecide) approve.disabled = deny.disabled = true;
     const decide = async (approved) => {
       approve.disabled = deny.disabled = true;
       outcome.textContent = approved ? "Approving…" : "Denying…";

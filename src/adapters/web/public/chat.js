@@ -262,6 +262,8 @@ function showSendError(text) {
 }
 
 function onEvent(event) {
+  // A notice follows an answer on this page; one for a run the page never showed has nothing to follow.
+  if (event.type === "notice" && !runs.has(event.runId)) return;
   const view = event.type === "run_start" ? startedView(event) : viewOf(event.runId);
   switch (event.type) {
     case "run_start":
@@ -317,6 +319,10 @@ function onEvent(event) {
       break;
     case "run_end":
       endRun(view, event, true);
+      break;
+    case "notice":
+      view.footer.before(el("p", { class: "notice" }, event.text));
+      announce(event.text);
       break;
   }
   updateEmpty();

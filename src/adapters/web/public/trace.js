@@ -2,6 +2,7 @@
 // messages and narrowed by adapter, status, feedback, tool and date; for one session its runs as a timeline
 // of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
 import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "./common.js";
+import { showBudgets } from "./trace-budgets.js";
 import { loadSession, renderSession } from "./trace-session.js";
 
 const dom = {
@@ -20,6 +21,7 @@ const dom = {
   toolNames: $("#tool-names"),
   listStatus: $("#sessions-status"),
   listError: $("#sessions-error"),
+  budgets: $("#budgets"),
 };
 const SEARCH_DELAY_MS = 250;
 let priced = true;
@@ -59,6 +61,7 @@ async function start() {
 }
 
 async function refresh() {
+  void showBudgets(dom.budgets);
   await loadSessions();
   await showSelected();
 }
