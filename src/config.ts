@@ -164,6 +164,7 @@ export const DEFAULT_SLACK_SCOPES = [
   "assistant:write",
   "channels:read",
   "files:read",
+  "usergroups:read",
 ];
 
 function imageModeOf(value: string | undefined): ImageMode {

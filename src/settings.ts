@@ -406,7 +406,7 @@ export const SETTINGS: readonly Setting[] = [
     example: "app_mentions:read,chat:write,im:history",
     meaning:
       "Bot scopes an install asks for, comma-separated (default `app_mentions:read,chat:write,im:history," +
-      "channels:history,groups:history,mpim:history,assistant:write,channels:read,files:read`).",
+      "channels:history,groups:history,mpim:history,assistant:write,channels:read,files:read,usergroups:read`).",
   },
   {
     name: "SLACK_ALLOWED_WORKSPACES",

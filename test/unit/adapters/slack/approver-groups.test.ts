@@ -89,6 +89,21 @@ describe("approvers named by a Slack user group", () => {
     expect(orderStatus(h.paths.shopDb, CANCELLABLE_ORDER)).toBe("cancelled");
   });
 
+  it('"What can you do here?" names the group in words, and leaves a Discord role out on Slack', async () => {
+    const settings = settingsFile([
+      `approvers: ["group:${GROUP}", "role:1300000000000000400", U9]`,
+      "requesterMayApprove: false",
+    ]);
+    const h = await startHarness({ env: { GLASSBOX_CHANNELS: settings, GLASSBOX_DEMO: "true" } });
+    const { ts } = await h.mention("<@U0FAKEBOT1> what can you do here?", { user: "U1" });
+    const answer = await waitForBotMessage(h.fake, CHANNEL, ts, "Here is what I can do here");
+    expect(answer.text).toContain(
+      `cancel_order asks first: the members of the Slack user group ${GROUP}, U9 decide, not you.`,
+    );
+    expect(answer.text).not.toContain("1300000000000000400");
+    expect(h.model.requests).toHaveLength(0);
+  });
+
   it("takes a lookup Slack refuses as not a member: the click is refused and the refusal logged", async () => {
     const h = await startHarness({
       script: cancelScript(),
