@@ -4,6 +4,7 @@
  */
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
+import { approverEntry, approverMistake } from "./tools/approver-entries.js";
 import type { DailyLimits } from "./agent/quota.js";
 import type { ImageMode, ToolMode } from "./agent/llm/index.js";
 import { parseMcpServers, type McpServerConfig } from "./tools/mcp-config.js";
@@ -163,6 +164,7 @@ export const DEFAULT_SLACK_SCOPES = [
   "assistant:write",
   "channels:read",
   "files:read",
+  "usergroups:read",
 ];
 
 function imageModeOf(value: string | undefined): ImageMode {
@@ -342,7 +344,7 @@ function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
     token,
     apiUrl: nonEmpty(env.DISCORD_API_URL),
     guildId: nonEmpty(env.DISCORD_GUILD_ID),
-    approvers: list(env.DISCORD_APPROVERS),
+    approvers: approversOf(env, "DISCORD_APPROVERS", "role"),
     requesterMayApprove: requesterMayApprove(env),
   };
 }
@@ -388,7 +390,7 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     host: nonEmpty(env.GLASSBOX_HOST) ?? "0.0.0.0",
     apiUrl: nonEmpty(env.SLACK_API_URL),
     allowedChannels: list(env.SLACK_ALLOWED_CHANNELS),
-    approvers: list(env.SLACK_APPROVERS),
+    approvers: approversOf(env, "SLACK_APPROVERS", "group"),
     requesterMayApprove: requesterMayApprove(env),
   };
 }
@@ -432,6 +434,25 @@ function slackOAuthConfig(env: NodeJS.ProcessEnv, botToken: string | undefined):
       databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
     },
   };
+}
+
+/**
+ * A platform's approvers: user ids, and its own kind of group (Slack user groups as group:S...,
+ * Discord roles as role:...); a mistake or the other platform's kind is one sentence.
+ */
+function approversOf(env: NodeJS.ProcessEnv, name: string, own: "group" | "role"): string[] {
+  const entries = list(env[name]);
+  for (const entry of entries) {
+    const mistake = approverMistake(entry);
+    if (mistake) throw configurationError(`${name} names ${entry}, ${mistake}`);
+    const kind = approverEntry(entry).kind;
+    if (kind !== "user" && kind !== own)
+      throw configurationError(
+        `${name} names ${entry}, a ${kind === "group" ? "Slack user group" : "Discord role"}; ` +
+          `list user ids${own === "group" ? " and Slack user groups (group:S...)" : " and Discord roles (role:...)"} there.`,
+      );
+  }
+  return entries;
 }
 
 function list(value: string | undefined): string[] {

@@ -362,8 +362,10 @@ export const SETTINGS: readonly Setting[] = [
     name: "SLACK_APPROVERS",
     group: "Slack",
     default: NONE,
-    example: "U0123ABCDEF",
-    meaning: "Comma-separated user ids who may approve any dangerous call (besides the person who asked).",
+    example: "U0123ABCDEF,group:S0123ABC",
+    meaning:
+      "Comma-separated user ids, and user groups as group:<id>, who may approve any dangerous call (besides " +
+      "the person who asked); a group's members are read with the scope usergroups:read.",
   },
   {
     name: "SLACK_CLIENT_ID",
@@ -404,7 +406,7 @@ export const SETTINGS: readonly Setting[] = [
     example: "app_mentions:read,chat:write,im:history",
     meaning:
       "Bot scopes an install asks for, comma-separated (default `app_mentions:read,chat:write,im:history," +
-      "channels:history,groups:history,mpim:history,assistant:write,channels:read,files:read`).",
+      "channels:history,groups:history,mpim:history,assistant:write,channels:read,files:read,usergroups:read`).",
   },
   {
     name: "SLACK_ALLOWED_WORKSPACES",
@@ -441,8 +443,10 @@ export const SETTINGS: readonly Setting[] = [
     name: "DISCORD_APPROVERS",
     group: "Discord",
     default: NONE,
-    example: "123456789012345678",
-    meaning: "Comma-separated user ids who may approve any dangerous call (besides the person who asked).",
+    example: "123456789012345678,role:223456789012345678",
+    meaning:
+      "Comma-separated user ids, and roles as role:<id>, who may approve any dangerous call (besides the " +
+      "person who asked).",
   },
   {
     name: "DISCORD_GUILD_ID",

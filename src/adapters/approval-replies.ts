@@ -1,30 +1,55 @@
 import type { Approval, DecisionOutcome } from "../agent/approvals.js";
 import { approvalsNeeded, decidersOf } from "../store/approval-rules.js";
 import type { DecisionRequest } from "../store/port-data.js";
+import { approverEntry } from "../tools/approver-entries.js";
+
+/**
+ * How a platform names an approver entry (a person, a group, a role) in its own mention form;
+ * undefined for an entry only another platform has (a Discord role on Slack), which is left out.
+ */
+export type Mention = (entry: string) => string | undefined;
+
+/** Discord's forms: <@id> for a person, <@&id> for a role (shown without a ping: see NO_PINGS). */
+export const discordMention: Mention = (entry) => {
+  const named = approverEntry(entry);
+  return named.kind === "user" ? `<@${named.id}>` : named.kind === "role" ? `<@&${named.id}>` : undefined;
+};
+
+/** Approvers as named in a sentence: each in the platform's form, another platform's left out. */
+const namedIn = (entries: readonly string[], mention: Mention): string[] =>
+  entries.flatMap((entry) => mention(entry) ?? []);
 
 /** How many approvers a refusal names before it says "or another approver". */
 const NAMED_APPROVERS = 5;
 
 /**
- * The one sentence a person gets when their click decided nothing. Both platforms write a mention as
- * <@id>; Slack passes its own, as a user of a many-workspace install is kept as `<team>:<user>`.
+ * The one sentence a person gets when their click decided nothing, naming who could (people, groups,
+ * roles). Discord's mentions are the default; Slack passes its own, as a user of a many-workspace
+ * install is kept as `<team>:<user>` and a user group is written <!subteam^ID>.
  */
 export function refusalFor(
   outcome: DecisionOutcome,
   deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
-  mention: (userId: string) => string = (userId) => `<@${userId}>`,
+  approverMention: Mention = discordMention,
 ): string | undefined {
+  const mention = (userId: string) => approverMention(userId) ?? userId;
   switch (outcome.kind) {
     case "not_allowed": {
       if (outcome.reason === "approved_already") return `You approved this already; ${stillNeeded(outcome.approval)}.`;
       const { approvers, requester } = decidersOf(outcome.approval, deployment);
-      if (requester)
-        return `Only ${mention(outcome.approval.requester)}${approvers.length > 0 ? " or an approver" : ""} can approve this.`;
       const who = outcome.approval.requester;
-      const others = approvers.filter((approver) => approver !== who);
+      const others = namedIn(
+        approvers.filter((approver) => approver !== who),
+        approverMention,
+      );
+      if (requester) {
+        const named = others.slice(0, NAMED_APPROVERS).join(", ");
+        const also = others.length > NAMED_APPROVERS ? " or another approver" : "";
+        return `Only ${mention(who)}${others.length > 0 ? ` or an approver (${named}${also})` : ""} can approve this.`;
+      }
       if (others.length === 0)
         return `This needs someone other than ${mention(who)} to approve it, and nobody is set to; ask an admin to name an approver.`;
-      const named = others.slice(0, NAMED_APPROVERS).map(mention);
+      const named = others.slice(0, NAMED_APPROVERS);
       const rest = others.length > NAMED_APPROVERS ? " or another approver" : "";
       return `This needs someone other than ${mention(who)} to approve it: ${named.join(", ")}${rest}.`;
     }
@@ -58,11 +83,15 @@ function stillNeeded(approval: Approval): string {
  * approver; under a rule of several approvals, how many, whether the requester counts, and who
  * approved so far. Approvers are named where the call's tool or channel names them.
  */
-export function whoDecides(approval: Approval, mention: (userId: string) => string = (id) => `<@${id}>`): string {
+export function whoDecides(approval: Approval, approverMention: Mention = discordMention): string {
+  const mention = (userId: string) => approverMention(userId) ?? userId;
   const { approvers, requesterMayApprove } = approval.policy;
   const requester = mention(approval.requester);
-  const others = approvers?.filter((id) => id !== approval.requester && !approval.approvedBy.includes(id));
-  const named = others?.length ? others.slice(0, NAMED_APPROVERS).map(mention).join(", ") : undefined;
+  const others = namedIn(
+    approvers?.filter((id) => id !== approval.requester && !approval.approvedBy.includes(id)) ?? [],
+    approverMention,
+  );
+  const named = others.length ? others.slice(0, NAMED_APPROVERS).join(", ") : undefined;
   const needed = approvalsNeeded(approval);
   if (needed > 1) {
     const given = approval.approvedBy.length;

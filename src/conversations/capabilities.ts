@@ -6,6 +6,7 @@
 import type { AgentConfig } from "../agent/run.js";
 import { dayStartOf, type DailyLimits } from "../agent/quota.js";
 import type { StorePort } from "../store/port.js";
+import { approverEntry, approverInWords } from "../tools/approver-entries.js";
 import type { ToolDefinition } from "../tools/types.js";
 import { budgetLeft, type BudgetReading } from "./channel-budget.js";
 
@@ -15,12 +16,20 @@ export const CAPABILITIES_QUESTION_TEXT = "What can you do here?";
 
 export const CAPABILITIES_QUESTION = /^\s*what\s+can\s+you\s+do(\s+here)?(\s+for\s+me)?\s*\??\s*$/i;
 
-/** Who decides a dangerous tool's calls made by `userId`: named approvers but them, how many, whether they may. */
-function whoApproves(tool: ToolDefinition, userId: string | undefined): string {
+/**
+ * Who decides a dangerous tool's calls made by `userId` in `sessionId`: named approvers but them (the
+ * groups or roles of the session's platform with what they are; another platform's left out), how
+ * many, whether they may.
+ */
+function whoApproves(tool: ToolDefinition, userId: string | undefined, sessionId: string): string {
   if (tool.requesterConfirms) return "you confirm it, as it is done in your name (or an approver)";
   const own = tool.requesterMayApprove !== false;
   const plain = (id: string) => id.slice(id.lastIndexOf(":") + 1);
-  const others = tool.approvers?.filter((id) => !userId || plain(id) !== plain(userId));
+  const platformKind = sessionId.startsWith("slack:") ? "group" : sessionId.startsWith("discord:") ? "role" : "user";
+  const others = tool.approvers
+    ?.filter((id) => [platformKind, "user"].includes(approverEntry(id).kind))
+    .filter((id) => !userId || plain(id) !== plain(userId))
+    .map(approverInWords);
   const needed = tool.approvalsNeeded ?? 1;
   if (needed > 1) {
     const from = others?.length ? others.join(", ") : "the approvers";
@@ -33,11 +42,12 @@ function whoApproves(tool: ToolDefinition, userId: string | undefined): string {
 export async function describeCapabilities(
   agent: AgentConfig,
   store: Pick<StorePort, "userUsageSince">,
-  userId: string | undefined,
+  asker: { userId: string | undefined; sessionId: string },
   dailyLimits: DailyLimits | undefined,
   budgets: BudgetReading[] = [],
   now = new Date(),
 ): Promise<string> {
+  const { userId, sessionId } = asker;
   const tools = agent.tools.list().map((tool) => tool.definition);
   const lines = ["Here is what I can do here, for you:"];
   if (tools.length === 0) lines.push("- I can answer and talk things through; I have no tools in this channel.");
@@ -46,7 +56,7 @@ export async function describeCapabilities(
     if (plain.length > 0) lines.push(`- Tools I use on my own: ${plain.join(", ")}.`);
     for (const tool of tools.filter((candidate) => candidate.dangerous)) {
       const when = typeof tool.dangerous === "function" ? "asks first when its arguments call for it" : "asks first";
-      lines.push(`- ${tool.name} ${when}: ${whoApproves(tool, userId)}.`);
+      lines.push(`- ${tool.name} ${when}: ${whoApproves(tool, userId, sessionId)}.`);
     }
   }
   if (userId && (dailyLimits?.tokens !== undefined || dailyLimits?.cost !== undefined)) {

@@ -16,6 +16,7 @@ import { LineCounter, parseDocument, isMap, isScalar, isSeq, type Node, type Pai
 import { configurationError } from "../agent/errors.js";
 import type { Logger } from "../logger.js";
 import type { NotesScope } from "../agent/run.js";
+import { approverEntry, approverMistake } from "../tools/approver-entries.js";
 import { closestNames } from "../tools/closest-names.js";
 
 /** What one level of the file says; what it leaves out comes from the level before. */
@@ -27,7 +28,10 @@ export interface ChannelLevel {
   tools?: string[];
   /** The people who may use the bot there (Slack or Discord user ids); unset: everyone. */
   users?: string[];
-  /** Who may decide the dangerous calls made there (user ids), instead of the tool's or the platform's. */
+  /**
+   * Who may decide the dangerous calls made there, instead of the tool's or the platform's: user ids,
+   * Slack user groups (`group:S0123ABC`) and Discord roles (`role:123456789012345678`).
+   */
   approvers?: string[];
   /** Whether the person who asked may decide their own dangerous call there. */
   requesterMayApprove?: boolean;
@@ -121,7 +125,8 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
           throw wrong(value, `${where}.systemPromptFile names ${file}, which cannot be read.`);
         }
       } else if (key === "tools" || key === "twoPersonRule") found[key] = toolList(value, `${where}.${key}`);
-      else if (key === "users" || key === "approvers") found[key] = idList(value, `${where}.${key}`);
+      else if (key === "users") found.users = idList(value, `${where}.users`, "people");
+      else if (key === "approvers") found.approvers = idList(value, `${where}.approvers`, "approvers");
       else if (key === "budget") found.budget = budgetOf(value, `${where}.budget`);
       else if (key === "notes") {
         if (!isScalar(value) || !NOTES_SCOPES.includes(value.value as NotesScope))
@@ -131,12 +136,12 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
         if (!isMap(value))
           throw wrong(
             value,
-            `${where}.toolApprovers must map tool names or patterns to user ids, such as cancel_order: [U012AB3CD].`,
+            `${where}.toolApprovers must map tool names or patterns to approvers, such as cancel_order: [U012AB3CD, group:S0123ABC].`,
           );
         found.toolApprovers = Object.fromEntries(
           (value.items as Pair<Node, Node>[]).map((pair) => {
             const name = toolName(pair.key, keyOf(pair, wrong), `${where}.toolApprovers`);
-            return [name, idList(pair.value, `${where}.toolApprovers.${name}`)];
+            return [name, idList(pair.value, `${where}.toolApprovers.${name}`, "approvers")];
           }),
         );
       } else if (key === "requesterMayApprove") {
@@ -163,11 +168,24 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       throw wrong(value, `${where} must be a list of tool names or patterns, such as [calculator, "crm_*"].`);
     return value.items.map((item) => toolName(item as Node, String((item as { value: string }).value), where));
   };
-  const idList = (value: Node | null, where: string): string[] => {
+  /** User ids; for approvers also Slack user groups and Discord roles (approver-entries.ts), each checked. */
+  const idList = (value: Node | null, where: string, of: "people" | "approvers"): string[] => {
     const id = (item: unknown) => isScalar(item) && ["string", "bigint"].includes(typeof item.value);
     if (!isSeq(value) || !value.items.every(id))
-      throw wrong(value, `${where} must be a list of user ids, such as [U012AB3CD].`);
-    return value.items.map((item) => String((item as { value: string | bigint }).value));
+      throw wrong(
+        value,
+        of === "people"
+          ? `${where} must be a list of user ids, such as [U012AB3CD].`
+          : `${where} must be a list of user ids, Slack user groups or Discord roles, such as [U012AB3CD, group:S0123ABC, role:123456789012345678].`,
+      );
+    return (value.items as Node[]).map((item) => {
+      const entry = String((item as unknown as { value: string | bigint }).value);
+      const mistake = approverMistake(entry);
+      if (of === "people" && (mistake || approverEntry(entry).kind !== "user"))
+        throw wrong(item, `${where} names ${entry}; it lists people by user id (groups and roles name approvers).`);
+      if (mistake) throw wrong(item, `${where} names ${entry}, ${mistake}`);
+      return entry;
+    });
   };
   /** A mapping whose keys are among `known`, each value read by `read`. */
   const mapOf = <K extends string, V>(

@@ -271,7 +271,13 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       const budgets = await budgetsOf(here, task);
       if (CAPABILITIES_QUESTION.test(task.input)) {
         const agentHere = agentFor(task.sessionId, here);
-        const text = await describeCapabilities(agentHere, store, task.userId, options.dailyLimits, budgets);
+        const text = await describeCapabilities(
+          agentHere,
+          store,
+          { userId: task.userId, sessionId: task.sessionId },
+          options.dailyLimits,
+          budgets,
+        );
         return settle(await answeredWithoutModel(task, text), surface);
       }
       await supersede(task.sessionId);

@@ -47,14 +47,19 @@ export function decidersOf(
   };
 }
 
-/** Whether `userId` may decide: the requester when allowed (never as an approver of their own call), else an approver. */
+/**
+ * Whether `userId` may decide: the requester when allowed (never as an approver of their own call, not
+ * through a group either), else an approver: named, or in a group or role named (`memberOf`).
+ */
 export function mayDecide(
   approval: Pick<Approval, "policy" | "requester">,
   deployment: Pick<DecisionRequest, "approvers" | "requesterMayApprove">,
   userId: string,
+  memberOf: readonly string[] = [],
 ): boolean {
   const deciders = decidersOf(approval, deployment);
-  return userId === approval.requester ? deciders.requester : deciders.approvers.includes(userId);
+  if (userId === approval.requester) return deciders.requester;
+  return deciders.approvers.some((approver) => approver === userId || memberOf.includes(approver));
 }
 
 /** What a click comes to before anything is written: an outcome, or "decide" (the approval may be decided now). */
@@ -72,7 +77,7 @@ export function judgeClick(
       approval,
     };
   }
-  if (!mayDecide(approval, request, request.userId)) return { kind: "not_allowed", approval };
+  if (!mayDecide(approval, request, request.userId, request.memberOf)) return { kind: "not_allowed", approval };
   if (request.approved && approval.approvedBy.includes(request.userId))
     return { kind: "not_allowed", approval, reason: "approved_already" };
   if (Date.parse(approval.expiresAt) <= (request.now ?? new Date()).getTime()) return { kind: "expired", approval };

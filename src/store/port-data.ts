@@ -79,8 +79,13 @@ export interface DecisionRequest {
   approvalId: string;
   userId: string;
   approved: boolean;
-  /** The platform's approvers: who may decide a call whose tool names none. */
+  /** The platform's approvers: who may decide a call whose tool names none (user ids, `group:...`, `role:...`). */
   approvers: string[];
+  /**
+   * The groups and roles named as approvers (`group:S...`, `role:...`) that the person clicking is in,
+   * as the platform established them from its own credentials (never from the click's body); none when absent.
+   */
+  memberOf?: string[];
   /** Whether a requester may decide their own call when its tool does not say (GLASSBOX_REQUESTER_MAY_APPROVE; true when absent). */
   requesterMayApprove?: boolean;
   origin?: ClickOrigin;

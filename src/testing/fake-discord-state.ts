@@ -31,6 +31,14 @@ export interface FakeDiscordGuildInput {
   id: string;
   name?: string;
   channels: FakeDiscordChannelInput[];
+  /** The guild's roles besides @everyone, each with the users who have it (a member's `roles` lists their ids). */
+  roles?: FakeDiscordRoleInput[];
+}
+
+export interface FakeDiscordRoleInput {
+  id: string;
+  name: string;
+  members: string[];
 }
 
 /**
@@ -70,7 +78,7 @@ export interface DiscordState {
   closed: boolean;
   readonly timers: Set<NodeJS.Timeout>; // later()'s, cleared by close()
   readonly users: Map<string, ApiUser>;
-  readonly guilds: Map<string, { id: string; name: string; joinedAt: string }>;
+  readonly guilds: Map<string, { id: string; name: string; joinedAt: string; roles: FakeDiscordRoleInput[] }>;
   readonly channels: Map<string, Channel>;
   readonly messagesById: Map<string, StoredMessage>;
   readonly interactions: Map<string, Interaction>; // by id
@@ -100,7 +108,7 @@ export interface DiscordState {
 export function createDiscordState(options: DiscordStateOptions): DiscordState {
   const { botUserId, applicationId } = options;
   const users = new Map<string, ApiUser>();
-  const guilds = new Map<string, { id: string; name: string; joinedAt: string }>();
+  const guilds = new Map<string, { id: string; name: string; joinedAt: string; roles: FakeDiscordRoleInput[] }>();
   const channels = new Map<string, Channel>();
   const messagesById = new Map<string, StoredMessage>();
   const messageWrites: MessageWrite[] = [];
@@ -164,7 +172,12 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   });
 
   for (const g of options.guilds) {
-    guilds.set(g.id, { id: g.id, name: g.name ?? `guild-${g.id}`, joinedAt: new Date().toISOString() });
+    guilds.set(g.id, {
+      id: g.id,
+      name: g.name ?? `guild-${g.id}`,
+      joinedAt: new Date().toISOString(),
+      roles: g.roles ?? [],
+    });
     for (const c of g.channels) {
       channels.set(c.id, {
         id: c.id,
@@ -195,7 +208,8 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   function memberJson(userId: string, guildId: string, withUser: boolean): Json {
     return {
       ...(withUser ? { user: user(userId) } : {}),
-      roles: [],
+      // The ids of the member's roles, @everyone left out, as Discord sends them.
+      roles: (guilds.get(guildId)?.roles ?? []).filter((role) => role.members.includes(userId)).map((role) => role.id),
       nick: null,
       avatar: null,
       banner: null,
@@ -279,21 +293,19 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
       max_video_channel_users: 25,
       application_id: null,
       premium_progress_bar_enabled: false,
-      roles: [
-        {
-          id: guildId,
-          name: "@everyone",
-          color: 0,
-          hoist: false,
-          icon: null,
-          unicode_emoji: null,
-          position: 0,
-          permissions: MEMBER_PERMISSIONS,
-          managed: false,
-          mentionable: false,
-          flags: 0,
-        },
-      ],
+      roles: [{ id: guildId, name: "@everyone" }, ...(g?.roles ?? [])].map((role, position) => ({
+        id: role.id,
+        name: role.name,
+        color: 0,
+        hoist: false,
+        icon: null,
+        unicode_emoji: null,
+        position,
+        permissions: position === 0 ? MEMBER_PERMISSIONS : "0",
+        managed: false,
+        mentionable: false,
+        flags: 0,
+      })),
       emojis: [],
       stickers: [],
       // GUILD_CREATE's own fields:

@@ -51,7 +51,12 @@ import {
 } from "./fake-discord-server.js";
 import { createDiscordState, type FakeDiscordGuildInput, type MessageWrite } from "./fake-discord-state.js";
 
-export type { FakeDiscordChannelInput, FakeDiscordGuildInput, MessageWrite } from "./fake-discord-state.js";
+export type {
+  FakeDiscordChannelInput,
+  FakeDiscordGuildInput,
+  FakeDiscordRoleInput,
+  MessageWrite,
+} from "./fake-discord-state.js";
 export type { Pings } from "./platform-mentions.js";
 export type { GatewayPayloadRecord } from "./fake-discord-gateway.js";
 export type { RecordedRequest, RefuseOptions, WaitOptions } from "./fake-discord-server.js";

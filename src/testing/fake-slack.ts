@@ -55,6 +55,8 @@ export interface FakeSlackOptions {
   oauth?: FakeOAuthOptions;
   /** Block types this Slack refuses with invalid_blocks (as where an app or surface does not support them). */
   unsupportedBlocks?: string[];
+  /** The workspace's user groups (S... ids) and their members, which usergroups.users.list answers. */
+  userGroups?: Record<string, string[]>;
 }
 
 export interface RecordedCall {
@@ -104,6 +106,8 @@ export interface FakeSlack {
    * without threadTs every message, top level and replies; with it the thread's parent (if known) and replies. */
   messages(channel: string, threadTs?: string): FakeMessage[];
   refuse(method: string, error?: string): void; // start refusing a method mid-test
+  /** Sets a user group's members (a new group, or a change to one), as an admin would in Slack. */
+  setUserGroup(id: string, members: string[]): void;
   sendEvent(
     targetUrl: string,
     event: Record<string, unknown>,
@@ -159,7 +163,9 @@ function refusalOf(method: string, error: string, args: Args): Reply {
       : channel.startsWith("G")
         ? "groups:history"
         : "channels:history"
-    : undefined;
+    : method.startsWith("usergroups.")
+      ? "usergroups:read"
+      : undefined;
   return { ...fail(error), ...(needed ? { needed } : {}), provided: "app_mentions:read,chat:write,im:history" };
 }
 
@@ -205,6 +211,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       : Object.entries(options.refuse ?? {}),
   );
 
+  const userGroups = new Map(Object.entries(options.userGroups ?? {}));
   const calls: RecordedCall[] = [];
   const waiters = new Set<{ check: (c: RecordedCall, i: number) => void; reject: (e: Error) => void }>();
   let origin = "";
@@ -265,6 +272,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           profile: { display_name: name, real_name: name },
         },
       };
+    },
+    // Slack answers the members' ids of a group (disabled ones only with include_disabled, which the fake keeps none of).
+    "usergroups.users.list": (a) => {
+      const members = userGroups.get(str(a.usergroup) ?? "");
+      return members ? { ok: true, users: [...members] } : fail("no_such_subteam");
     },
     "apps.connections.open": () => socketMode.openConnection(),
   };
@@ -410,6 +422,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return structuredClone([...list].sort((a, b) => compareTs(a.ts, b.ts)));
     },
     refuse: (method, error = "missing_scope") => void refused.set(method, error),
+    setUserGroup: (id, members) => void userGroups.set(id, [...members]),
     async sendEvent(targetUrl, event, o = {}) {
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
       const retry: Record<string, string> =

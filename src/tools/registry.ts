@@ -2,6 +2,7 @@
  * The registry: tools by name, each schema compiled once. A bad definition fails here, at
  * registration, with a message naming the tool — never later, in the middle of a run.
  */
+import { approverMistake } from "./approver-entries.js";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { isPlainObject } from "./args.js";
@@ -139,7 +140,11 @@ function checkDefinition(tool: AnyTool): void {
       tool.approvers.every((id) => typeof id === "string" && /^\S{1,200}$/.test(id))
     )
   )
-    throw fail(`approvers must be a list of at most ${MAX_TOOL_APPROVERS} user ids (as the platform names them).`);
+    throw fail(
+      `approvers must be a list of at most ${MAX_TOOL_APPROVERS} user ids (as the platform names them), Slack user groups (group:S...) or Discord roles (role:...).`,
+    );
+  const mistaken = tool.approvers?.find((entry) => approverMistake(entry) !== undefined);
+  if (mistaken !== undefined) throw fail(`approvers names ${mistaken}, ${approverMistake(mistaken)}`);
   if (tool.requesterMayApprove !== undefined && typeof tool.requesterMayApprove !== "boolean")
     throw fail("requesterMayApprove must be true or false.");
   if (tool.approvalsNeeded !== undefined && !isApprovalsNeeded(tool.approvalsNeeded))

@@ -35,3 +35,41 @@ describe("GLASSBOX_REQUESTER_MAY_APPROVE", () => {
     );
   });
 });
+
+describe("SLACK_APPROVERS and DISCORD_APPROVERS", () => {
+  it("take user ids and the platform's own groups: Slack user groups, Discord roles", () => {
+    const config = loadConfig({
+      ...PLATFORMS,
+      SLACK_APPROVERS: "U1, group:S0123ABC",
+      DISCORD_APPROVERS: "123456789012345678,role:223456789012345678",
+    });
+    expect(config.slack?.approvers).toEqual(["U1", "group:S0123ABC"]);
+    expect(config.discord?.approvers).toEqual(["123456789012345678", "role:223456789012345678"]);
+  });
+
+  it("a mistake, or the other platform's kind of group, is one sentence with the fix", () => {
+    const mistakes: Array<[Record<string, string>, string]> = [
+      [
+        { SLACK_APPROVERS: "<!subteam^S0123ABC|@leads>" },
+        "SLACK_APPROVERS names <!subteam^S0123ABC|@leads>, a Slack user group mention; write it as group:S0123ABC.",
+      ],
+      [
+        { SLACK_APPROVERS: "group:leads" },
+        "SLACK_APPROVERS names group:leads, which is no Slack user group id; write a group as group:S0123ABC, with its id (not its @handle).",
+      ],
+      [
+        { SLACK_APPROVERS: "role:223456789012345678" },
+        "SLACK_APPROVERS names role:223456789012345678, a Discord role; list user ids and Slack user groups (group:S...) there.",
+      ],
+      [
+        { DISCORD_APPROVERS: "<@&223456789012345678>" },
+        "DISCORD_APPROVERS names <@&223456789012345678>, a Discord role mention; write it as role:223456789012345678.",
+      ],
+      [
+        { DISCORD_APPROVERS: "group:S0123ABC" },
+        "DISCORD_APPROVERS names group:S0123ABC, a Slack user group; list user ids and Discord roles (role:...) there.",
+      ],
+    ];
+    for (const [env, sentence] of mistakes) expect(() => loadConfig({ ...PLATFORMS, ...env })).toThrow(sentence);
+  });
+});

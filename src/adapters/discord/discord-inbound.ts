@@ -32,6 +32,7 @@ import type { TokenCounter } from "../../agent/tokens.js";
 import type { DiscordConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { refusalFor } from "../approval-replies.js";
+import { ROLE_PREFIX } from "../../tools/approver-entries.js";
 import {
   approvalButton,
   discordClickOrigin,
@@ -205,6 +206,7 @@ export async function startDiscordIngress<Transaction>(
       userId: interaction.user.id,
       approvers: discord.approvers,
       requesterMayApprove: discord.requesterMayApprove,
+      memberOf: rolesOf(interaction),
       origin: discordClickOrigin(interaction),
     });
     if (outcome.kind === "decided" || outcome.kind === "counted") await showDecision(client, outcome.approval);
@@ -313,4 +315,16 @@ async function showDecision(client: Client, approval: Approval): Promise<void> {
     components: pending ? [approvalButtons(approval)] : [],
     allowedMentions: NO_PINGS,
   });
+}
+
+/**
+ * The roles of the person clicking, as approver entries (`role:<id>`): from the member Discord sends
+ * with a guild interaction over the bot's own gateway connection (a click in a DM has none). discord.js
+ * gives a cached guild's member as a GuildMember, whose roles it looks up in the guild's roles (all of
+ * them, from GUILD_CREATE and the role events), else Discord's own member with the role ids.
+ */
+export function rolesOf(interaction: Pick<ButtonInteraction, "member">): string[] {
+  const roles = interaction.member?.roles;
+  const ids = roles === undefined ? [] : Array.isArray(roles) ? roles : [...roles.cache.keys()];
+  return ids.map((id) => `${ROLE_PREFIX}${id}`);
 }

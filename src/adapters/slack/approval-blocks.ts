@@ -2,7 +2,8 @@
 import type { KnownBlock } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import type { Approval } from "../../agent/approvals.js";
-import { approvers, whoDecides } from "../approval-replies.js";
+import { approverEntry } from "../../tools/approver-entries.js";
+import { approvers, type Mention, whoDecides } from "../approval-replies.js";
 import { argumentsForDisplay, codeName } from "../describe-call.js";
 import { slackUserOf } from "./slack-oauth.js";
 import { mrkdwnText } from "./slack-text.js";
@@ -14,6 +15,15 @@ const ARGUMENTS_LIMIT = 2_900; // a section's text may hold 3,000 characters, th
 /** A person as Slack writes a mention; a user of a many-workspace install is kept as `<team>:<user>`. */
 export const slackMention = (userId: string | null): string => (userId ? `<@${slackUserOf(userId)}>` : "someone");
 
+/**
+ * An approver as Slack mentions one: a person, or a user group (<!subteam^ID>, which notifies its
+ * members where a message is posted, as a named person is); a Discord role is no approver here.
+ */
+export const slackApprover: Mention = (entry) => {
+  const named = approverEntry(entry);
+  return named.kind === "user" ? slackMention(named.id) : named.kind === "group" ? `<!subteam^${named.id}>` : undefined;
+};
+
 // The tool's name and arguments come from the model: they are escaped (mrkdwnText); the mentions
 // and dates around them are the bot's own.
 export function approvalQuestion(approval: Approval): { text: string; blocks: KnownBlock[] } {
@@ -24,7 +34,7 @@ export function approvalQuestion(approval: Approval): { text: string; blocks: Kn
     : `${requester} asked me to run ${toolName(approval)}. Approve?`;
   const who = confirms
     ? `${requester}, approve it only if you asked for it: it is done in your name, so you can confirm it whoever decides other calls here (an approver can too).`
-    : `${whoDecides(approval, slackMention)}.`;
+    : `${whoDecides(approval, slackApprover)}.`;
   return {
     text,
     blocks: [

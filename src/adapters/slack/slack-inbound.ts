@@ -30,7 +30,7 @@ import type { Logger } from "../../logger.js";
 import { rateInConversation, type FeedbackWrites } from "../../agent/feedback.js";
 import { refusalFor } from "../approval-replies.js";
 import { askSomething, type ExamplePrompt } from "../example-requests.js";
-import { APPROVE_ACTION, DENY_ACTION, slackMention, updateApprovalMessage } from "./approval-blocks.js";
+import { APPROVE_ACTION, DENY_ACTION, slackApprover, updateApprovalMessage } from "./approval-blocks.js";
 import {
   FEEDBACK_ACTIONS,
   feedbackValueOf,
@@ -54,6 +54,9 @@ import {
   type SlackMessageEvent,
 } from "./slack-events.js";
 import { withoutBroadcasts } from "./slack-text.js";
+import { createUserGroupLookup } from "./slack-user-groups.js";
+import { decidersOf } from "../../store/approval-rules.js";
+import { groupsAmong } from "../../tools/approver-entries.js";
 import { openSlackApp, slackConnection } from "./slack-app.js";
 import type { StorePort } from "../../store/port.js";
 import { turnFilesOf, type TurnFile } from "../../conversations/turn-files.js";
@@ -93,6 +96,9 @@ export interface SlackIngress {
   stop(): Promise<void>;
 }
 
+/** A user group's mention, which a refusal keeps: it names who could approve. */
+const USER_GROUP = /^!subteam\^S[A-Z0-9]+$/;
+
 /** Slack posts in the thread a message came from (an answer to "stop", a notice) go out after the acknowledgement. */
 type Reply = (text: string, blocks?: KnownBlock[]) => void;
 
@@ -103,6 +109,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
   const { app, installations, botOf, userOf } = await openSlackApp(slack, log, { processBeforeResponse: true });
 
   const inOrder = createSessionQueue();
+  const userGroups = createUserGroupLookup(log);
   const viewing = createViewingMemory();
   const nameOf = channelNames();
   listenForAgentView(app, {
@@ -283,29 +290,61 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     );
   });
 
+  /**
+   * Of the user groups that may decide approval `approvalId` (its tool's or channel's approvers, else
+   * SLACK_APPROVERS), the ones the person clicking is in, asked of Slack; none for its requester, who
+   * decides as the requester or not at all.
+   */
+  async function groupsOfClicker(
+    client: WebClient,
+    teamId: string,
+    approvalId: string,
+    decider: string,
+    slackUser: string,
+  ): Promise<string[]> {
+    const approval = await store.approval(approvalId);
+    if (!approval || approval.requester === decider) return [];
+    const groups = groupsAmong(decidersOf(approval, slack).approvers);
+    return groups.length > 0 ? userGroups.memberOf(client, teamId, slackUser, groups) : [];
+  }
+
   app.action<BlockAction>(
     new RegExp(`^(${APPROVE_ACTION}|${DENY_ACTION})$`),
     async ({ ack, action, body, client, context }) => {
       if (action.type !== "button" || !("action_id" in action) || !action.value) return ack();
       const userId = body.user.id;
       const channel = body.channel?.id;
+      const decider = userOf(context, userId);
+      const memberOf = await groupsOfClicker(
+        client,
+        context.teamId ?? body.team?.id ?? "",
+        action.value,
+        decider,
+        userId,
+      );
       // Decided (and its resume enqueued) before the acknowledgement: a click that could not be written gets no ack.
       const outcome = await decideClick(store, queue, {
         approvalId: action.value,
-        userId: userOf(context, userId),
+        userId: decider,
         approved: action.action_id === APPROVE_ACTION,
         approvers: slack.approvers,
         requesterMayApprove: slack.requesterMayApprove,
+        memberOf,
         origin: clickOrigin(body),
       });
       await ack();
       setImmediate(() => {
-        const refusal = refusalFor(outcome, slack, slackMention);
+        const refusal = refusalFor(outcome, slack, slackApprover);
         const shown =
           outcome.kind === "decided" || outcome.kind === "counted"
             ? updateApprovalMessage(client, outcome.approval)
             : refusal && channel
-              ? client.chat.postEphemeral({ channel, user: userId, text: withoutBroadcasts(refusal) })
+              ? client.chat.postEphemeral({
+                  channel,
+                  user: userId,
+                  // Seen by the clicker alone: the user groups it names notify nobody.
+                  text: withoutBroadcasts(refusal, USER_GROUP),
+                })
               : undefined;
         shown?.catch((error: unknown) =>
           log.warn({ error: (error as Error).message, channel }, "Slack ingress: showing a decision failed"),

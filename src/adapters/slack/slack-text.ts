@@ -15,9 +15,14 @@
 /** What may stay in angle brackets in mrkdwn: a link, a user, a channel. No `<!...>` command. */
 const POINTER = /^(?:(?:https?|mailto):[^|\s]*|@[UW][A-Z0-9]+|#[CG][A-Z0-9]+)(?:\|[^]*)?$/;
 
-/** mrkdwn (a converted answer, an error) with every `<...>` that only points somewhere kept, and the rest shown as text. */
-export function withoutBroadcasts(mrkdwn: string): string {
-  return mrkdwn.replace(/<([^<>]*)>/g, (token, inner: string) => (POINTER.test(inner) ? token : `&lt;${inner}&gt;`));
+/**
+ * mrkdwn (a converted answer, an error) with every `<...>` that only points somewhere kept, and the
+ * rest shown as text; `alsoKeep` keeps the bot's own commands of a kind (a user group it names).
+ */
+export function withoutBroadcasts(mrkdwn: string, alsoKeep?: RegExp): string {
+  return mrkdwn.replace(/<([^<>]*)>/g, (token, inner: string) =>
+    POINTER.test(inner) || alsoKeep?.test(inner) ? token : `&lt;${inner}&gt;`,
+  );
 }
 
 /** Plain text (a tool call, an argument) as mrkdwn that shows exactly it. */

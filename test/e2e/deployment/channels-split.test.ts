@@ -1,8 +1,9 @@
 // Per-channel settings with ingress and a worker in processes of their own on PostgreSQL (the real
 // src/main.ts, the fake Slack, the scripted model): the worker reads examples/channels.yaml, so a
 // mention in #support may look an order up and one in #random may not, whichever process received it;
-// a click on a two-person card through ingress is counted, and a second person's runs the call; and a
-// channel's budget spent through one worker holds in another, which reads it from the store.
+// a click on a two-person card through ingress is counted, and a second person's runs the call; a
+// Slack user group named as approvers is looked up by ingress at the click; and a channel's budget
+// spent through one worker holds in another, which reads it from the store.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,16 +47,21 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
 
     /**
      * A database of its own, the fake Slack, the scripted model and an ingress process; workers (started
-     * with `startWorker`) read `settings` (a path, or the file's text written beside them).
+     * with `startWorker`) read `settings` (a path, or the file's text written beside them); the fake
+     * Slack's workspace has `userGroups`.
      */
-    async function deploy(script: Script, settings: { path: string } | { text: string }) {
+    async function deploy(
+      script: Script,
+      settings: { path: string } | { text: string },
+      userGroups: Record<string, string[]> = {},
+    ) {
       const directory = mkdtempSync(join(tmpdir(), "glassbox-channels-split-"));
       cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
       const file = "path" in settings ? settings.path : join(directory, "channels.yaml");
       if ("text" in settings) writeFileSync(file, settings.text);
       const database: TestDatabase = await createTestDatabase(TEST_DATABASE_URL as string);
       cleanups.push(() => database.drop());
-      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT });
+      const fake: FakeSlack = await startFakeSlack({ signingSecret: SECRET, botUserId: BOT, userGroups });
       cleanups.push(() => fake.close());
       const model: ScriptedModelServer = await startScriptedModelServer({ script });
       cleanups.push(() => model.close());
@@ -155,6 +161,51 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(
       await clickAs("U3");
       await reply("C0FIN", ts, "is cancelled");
       expect(model.requests).toHaveLength(2);
+    }, 90_000);
+
+    it("approvers by Slack user group across ingress and a worker: ingress asks Slack who is in the group at the click", async () => {
+      const cancel = { order_id: "20240410003", reason: "ordered twice" };
+      const text = ["channels:", "  C0FIN:", '    approvers: ["group:S0FIN"]', "    requesterMayApprove: false", ""];
+      const { fake, model, eventsUrl, startWorker, mention, reply } = await deploy(
+        [
+          { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify(cancel) }] },
+          { content: "Done: order 20240410003 is cancelled." },
+        ],
+        { text: text.join("\n") },
+        { S0FIN: ["U3"] },
+      );
+      await startWorker();
+      const ts = await mention("C0FIN", "cancel it");
+      const card = await vi.waitFor(() => {
+        const found = fake
+          .messages("C0FIN", ts)
+          .find((message) => JSON.stringify(message.blocks ?? []).includes("glassbox_approve"));
+        if (!found) throw new Error("no approval card yet");
+        return found;
+      }, WAIT);
+      // The worker wrote the card from the channel's settings, which ingress never reads.
+      expect(JSON.stringify(card.blocks)).toContain("can decide: <!subteam^S0FIN>");
+      const approvalId = /"value":"(apv_[^"]+)"/.exec(JSON.stringify(card.blocks))?.[1] ?? "";
+      const clickAs = async (userId: string) => {
+        const action = {
+          userId,
+          channel: "C0FIN",
+          messageTs: card.ts,
+          actionId: "glassbox_approve",
+          value: approvalId,
+        };
+        expect((await fake.sendBlockAction(eventsUrl, action)).status).toBe(200);
+      };
+      await clickAs("U2");
+      const refusal = await fake.waitForCall("chat.postEphemeral", (call) => call.args.user === "U2", {
+        timeoutMs: 30_000,
+      });
+      expect(refusal.args.text).toBe("This needs someone other than <@U1> to approve it: <!subteam^S0FIN>.");
+      expect(model.requests).toHaveLength(1);
+      await clickAs("U3");
+      await reply("C0FIN", ts, "is cancelled");
+      expect(model.requests).toHaveLength(2);
+      expect(fake.callsTo("usergroups.users.list").map((call) => call.args.usergroup)).toEqual(["S0FIN"]);
     }, 90_000);
 
     it("a channel's budget spent through one worker stops the next message on another, from the store", async () => {

@@ -65,6 +65,32 @@ export function approvalsContract({ open }: Contract): void {
     });
   });
 
+  it("approvers by group or role: a click decides by the groups the platform found the clicker in, counting people", async () => {
+    const store = await open();
+    const policy = {
+      approvers: ["group:S1", "role:1300000000000000400"],
+      requesterMayApprove: false,
+      approvalsNeeded: 2,
+    };
+    const [kept] = await pausedRun(store, "run_grp", "slack:T1:C1:9.1", ["call_grp"], 3600, policy);
+    if (!kept) throw new Error("no approval opened");
+    expect((await store.approval(kept.id))?.policy).toEqual(policy);
+    const click = { approvalId: kept.id, userId: "U7", approved: true, approvers: [] };
+    expect(await store.decideApproval(click)).toMatchObject({ kind: "not_allowed" });
+    expect(await store.decideApproval({ ...click, memberOf: ["group:S2"] })).toMatchObject({ kind: "not_allowed" });
+    // The requester, in the group: still not an approver of their own call.
+    expect(await store.decideApproval({ ...click, userId: "U1", memberOf: ["group:S1"] })).toMatchObject({
+      kind: "not_allowed",
+    });
+    const both = { ...click, memberOf: ["group:S1", "role:1300000000000000400"] };
+    expect(await store.decideApproval(both)).toMatchObject({ kind: "counted", approval: { approvedBy: ["U7"] } });
+    expect(await store.decideApproval(both)).toMatchObject({ kind: "not_allowed", reason: "approved_already" });
+    expect(await store.decideApproval({ ...click, userId: "U8", memberOf: ["group:S1"] })).toMatchObject({
+      kind: "decided",
+      approval: { status: "approved", approvedBy: ["U7", "U8"] },
+    });
+  });
+
   it("a click is decided once, by the requester or an approver, where it was posted, before it expires, while its run waits for it", async () => {
     const store = await open();
     const [approval] = await pausedRun(store, "run_a", "slack:T1:C1:1.1", ["call_a"]);

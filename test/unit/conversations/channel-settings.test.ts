@@ -105,6 +105,37 @@ describe("per-channel settings", () => {
     );
   });
 
+  it("approvers may name Slack user groups and Discord roles; each mistake in them is one sentence", () => {
+    const path = fileWith(
+      [
+        "defaults:",
+        '  approvers: [U1, "group:S0LEADS", "role:1300000000000000400"]',
+        "  toolApprovers:",
+        '    cancel_order: ["group:S0FINANCE"]',
+        "",
+      ].join("\n"),
+    );
+    expect(readChannelSettings(path, TOOLS).defaults).toMatchObject({
+      approvers: ["U1", "group:S0LEADS", "role:1300000000000000400"],
+      toolApprovers: { cancel_order: ["group:S0FINANCE"] },
+    });
+    expect(mistake('channels:\n  C1:\n    approvers:\n      - U1\n      - "<!subteam^S0LEADS|@leads>"\n')).toBe(
+      "FILE:5: channels.C1.approvers names <!subteam^S0LEADS|@leads>, a Slack user group mention; write it as group:S0LEADS.",
+    );
+    expect(mistake('channels:\n  C1:\n    toolApprovers:\n      cancel_order: ["<@&1300000000000000400>"]\n')).toBe(
+      "FILE:4: channels.C1.toolApprovers.cancel_order names <@&1300000000000000400>, a Discord role mention; write it as role:1300000000000000400.",
+    );
+    expect(mistake('channels:\n  C1:\n    approvers: ["group:finance-leads"]\n')).toBe(
+      "FILE:3: channels.C1.approvers names group:finance-leads, which is no Slack user group id; write a group as group:S0123ABC, with its id (not its @handle).",
+    );
+    expect(mistake('channels:\n  C1:\n    approvers: ["role:Admins"]\n')).toBe(
+      "FILE:3: channels.C1.approvers names role:Admins, which is no Discord role id; write a role as role:123456789012345678, with its id (not its name).",
+    );
+    expect(mistake('channels:\n  C1:\n    users: ["group:S0LEADS"]\n')).toBe(
+      "FILE:3: channels.C1.users names group:S0LEADS; it lists people by user id (groups and roles name approvers).",
+    );
+  });
+
   it("is read again when the file changes; a file that became wrong leaves the settings as they were", async () => {
     const path = fileWith("channels:\n  C1:\n    tools: [calculator]\n");
     const warnings: string[] = [];

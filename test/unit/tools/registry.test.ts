@@ -128,7 +128,7 @@ describe("registration", () => {
   it("rejects approvers that are not a list of user ids, and a requesterMayApprove that is not a boolean", () => {
     for (const approvers of ["U1", ["U1", ""], ["U 1"], [7]])
       expect(registrationError([tool("refund", { approvers: approvers as unknown as string[] })]).message).toBe(
-        "Tool 'refund': approvers must be a list of at most 100 user ids (as the platform names them).",
+        "Tool 'refund': approvers must be a list of at most 100 user ids (as the platform names them), Slack user groups (group:S...) or Discord roles (role:...).",
       );
     expect(registrationError([tool("refund", { requesterMayApprove: "no" as unknown as boolean })]).message).toBe(
       "Tool 'refund': requesterMayApprove must be true or false.",

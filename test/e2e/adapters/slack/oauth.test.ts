@@ -414,6 +414,7 @@ describe("Slack OAuth settings and the encryption key", () => {
         "assistant:write",
         "channels:read",
         "files:read",
+        "usergroups:read",
       ],
     });
   });

@@ -103,7 +103,7 @@ describe("Discord approvals", () => {
       await h.fake.waitForRequest("POST", /^\/webhooks\//, (r) => r.path.includes(clicked.token), REQUEST_WAIT);
       const [ack, note] = interactionReplies(h.fake, clicked.interactionId);
       expect(ack).toMatchObject({ type: DEFERRED_UPDATE });
-      expect(note?.content).toMatch(new RegExp(`^Only <@${USER}>( or an approver)? can approve this`));
+      expect(note?.content).toBe(`Only <@${USER}> or an approver (<@${APPROVER}>) can approve this.`);
       expect(note?.flags).toBe(MessageFlags.Ephemeral);
     }
     await h.discord.idle();

@@ -41,7 +41,7 @@ describe("Slack approval mentions", () => {
     expect(approvalOutcome(decided).text).toContain("Approved by <@U0BOSS>");
 
     expect(refusalFor({ kind: "not_allowed", approval }, { approvers: ["T0TEAM:U0BOSS"] }, slackMention)).toBe(
-      "Only <@U0ASKER> or an approver can approve this.",
+      "Only <@U0ASKER> or an approver (<@U0BOSS>) can approve this.",
     );
   });
 
