@@ -10,6 +10,7 @@ import type { PipelineStage, StopReason } from "../../agent/run.js";
 import type { Usage } from "../../agent/types.js";
 import type { ToolCallRecord } from "../../tools/types.js";
 import { approvalsNeeded } from "../../store/approval-rules.js";
+import { approverEntry } from "../../tools/approver-entries.js";
 import { whoDecides } from "../approval-replies.js";
 
 /** An approval as the page shows it. */
@@ -134,7 +135,8 @@ export function approvalView(approval: Approval): ApprovalView {
     approvedBy: approval.approvedBy,
     approvalsNeeded: approvalsNeeded(approval),
     ...(approval.policy.requesterConfirms === true ? { requesterConfirms: true as const } : {}),
-    whoDecides: whoDecides(approval, (id) => id),
+    // A page's people are named by their ids; Slack groups and Discord roles never decide here.
+    whoDecides: whoDecides(approval, (entry) => (approverEntry(entry).kind === "user" ? entry : undefined)),
     ...(approval.policy.approvers ? { approvers: approval.policy.approvers } : {}),
     ...(approval.policy.requesterMayApprove === false ? { requesterMayApprove: false as const } : {}),
   };
