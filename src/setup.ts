@@ -138,6 +138,13 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
         description: definition.description,
         dangerous: approvalOf(definition) !== "never",
         approval: approvalOf(definition),
+        // Who decides, where the tool says it (a channel's settings may say otherwise there).
+        ...(definition.dangerous && definition.approvers ? { approvers: definition.approvers } : {}),
+        ...(definition.dangerous && (definition.approvalsNeeded ?? 1) > 1
+          ? { approvalsNeeded: definition.approvalsNeeded }
+          : {}),
+        ...(definition.dangerous && definition.requesterMayApprove === false ? { requesterMayApprove: false } : {}),
+        ...(definition.dangerous && definition.requesterConfirms ? { requesterConfirms: true } : {}),
         from: source ? describeSource(source) : "unknown",
         source,
         parameters: definition.parameters,

@@ -64,6 +64,7 @@ function formatTools(listed: ListedTool[], style: Style, threshold: number): str
   const blocks = listed.map((tool) =>
     [
       `${style.bold(tool.name.padEnd(width))}  ${tool.from}${ASKS[tool.approval] ? `  ${style.yellow(ASKS[tool.approval])}` : ""}`,
+      ...deciders(tool).map((line) => `  ${style.yellow(line)}`),
       `  ${tool.description}`,
       `  ${style.dim(`takes ${parametersOf(tool.parameters)}`)}`,
     ].join("\n"),
@@ -74,7 +75,30 @@ function formatTools(listed: ListedTool[], style: Style, threshold: number): str
         "",
       ]
     : [];
-  return [`${count(listed.length, "tool")} the model can call:`, "", ...selected, blocks.join("\n\n")].join("\n");
+  const channels = process.env.GLASSBOX_CHANNELS
+    ? [
+        "",
+        `Channel settings (GLASSBOX_CHANNELS) may allow fewer of these, and change who decides, per channel: ask "what can you do here?" there.`,
+      ]
+    : [];
+  return [
+    `${count(listed.length, "tool")} the model can call:`,
+    "",
+    ...selected,
+    blocks.join("\n\n"),
+    ...channels,
+  ].join("\n");
+}
+
+/** Who decides a tool's calls, where the tool itself says more than "the requester or an approver". */
+function deciders(tool: ListedTool): string[] {
+  if (tool.approval === "never") return [];
+  const lines: string[] = [];
+  if (tool.requesterConfirms) lines.push("the requester confirms it (it is done in their name)");
+  if (tool.approvalsNeeded) lines.push(`needs ${tool.approvalsNeeded} approvals from different people`);
+  if (tool.requesterMayApprove === false) lines.push("the requester may not approve it");
+  if (tool.approvers) lines.push(`approvers: ${tool.approvers.join(", ")}`);
+  return lines;
 }
 
 /** A schema's top-level properties as "name: type", optional ones marked "?". */

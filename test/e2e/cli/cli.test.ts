@@ -248,6 +248,37 @@ describe("glassbox tools", () => {
     expect(tools.every((tool) => tool.parameters.type === "object")).toBe(true);
   });
 
+  it("says who decides a tool's calls where the tool says it", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "glassbox-tools-policy-"));
+    const module = join(folder, "refunds.mjs");
+    writeFileSync(
+      module,
+      `export default [{
+        name: "refund", description: "Refunds an order.", dangerous: true,
+        approvers: ["U0FIN1", "U0FIN2"], approvalsNeeded: 2, requesterMayApprove: false,
+        parameters: { type: "object", properties: { order: { type: "string" } }, required: ["order"] },
+        handler: async () => "refunded",
+      }];\n`,
+    );
+    const json = await glassbox(["tools", "--tools", module, "--json"], { GLASSBOX_DEMO: "false" });
+    expect(JSON.parse(json.stdout).find((tool: { name: string }) => tool.name === "refund")).toMatchObject({
+      approval: "always",
+      approvers: ["U0FIN1", "U0FIN2"],
+      approvalsNeeded: 2,
+      requesterMayApprove: false,
+    });
+    const table = await glassbox(["tools", "--tools", module], { GLASSBOX_DEMO: "false", NO_COLOR: "1" });
+    expect(table.stdout).toContain(
+      "  needs 2 approvals from different people\n  the requester may not approve it\n  approvers: U0FIN1, U0FIN2\n",
+    );
+    expect(table.stdout).not.toContain("Channel settings");
+    const withChannels = await glassbox(["tools", "--tools", module], {
+      GLASSBOX_DEMO: "false",
+      GLASSBOX_CHANNELS: "examples/channels.yaml",
+    });
+    expect(withChannels.stdout).toContain("Channel settings (GLASSBOX_CHANNELS) may allow fewer of these");
+  });
+
   it("GLASSBOX_TOOLS adds modules too", async () => {
     const { stdout } = await glassbox(["tools", "--json"], { GLASSBOX_TOOLS: "examples/tools.mjs" });
     expect(JSON.parse(stdout).map((tool: { name: string }) => tool.name)).toContain("check_stock");
