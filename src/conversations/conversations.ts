@@ -128,7 +128,7 @@ export function createConversations(
     ...options,
     ...(channelModel ? { modelNamed: channelModel } : {}),
   });
-  const queued = createQueuedTurns(chatAgent, store, bodies, options.receiveFiles);
+  const queued = createQueuedTurns(store, bodies, options.receiveFiles);
 
   return {
     async runQueued(work, context) {

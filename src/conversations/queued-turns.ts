@@ -29,7 +29,6 @@ import type { TurnBodies } from "./turn-bodies.js";
 import type { ChatSurface } from "./conversations.js";
 import {
   resumeAgent,
-  type AgentConfig,
   type PausedRun,
   type RunResult,
   type StopReason,
@@ -86,12 +85,7 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
   };
 }
 
-export function createQueuedTurns(
-  agent: AgentConfig,
-  store: StorePort,
-  bodies: TurnBodies,
-  receiveFiles?: ReceiveFiles,
-) {
+export function createQueuedTurns(store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
   const claimOf = (answerKey: string): AnswerClaim => {
     let claimed: Promise<boolean> | undefined;
     return () =>
@@ -214,6 +208,8 @@ export function createQueuedTurns(
       .filter((stored) => stored.runId === trace.runId && stored.message.role !== "user")
       .map((stored) => stored.message);
     const toolCalls = await toolCallsOf(trace.runId);
+    // The session's channel settings as they are now: its prompt, model, tools, budget and notes.
+    const channel = bodies.channelRunOf(trace.sessionId);
     return bodies.inSlot(context.signal, surface, trace, async () => {
       // Fetched again (nothing of the dead worker's is here), and only once the run has its slot.
       const attachments = await filesOf(files, trace, context);
@@ -241,10 +237,19 @@ export function createQueuedTurns(
         lastResults: {},
         finished: [],
         pending: [],
+        ...(channel.notes && channel.notes !== "channel" ? { notes: channel.notes } : {}),
         ...(attachments?.length ? { readFiles: true } : {}),
       };
       return bodies.settle(
-        await resumeAgent(agent, state, {}, { signal: context.signal, onEvent: (event) => surface.onEvent(event) }),
+        await resumeAgent(
+          channel.agent,
+          state,
+          {},
+          {
+            signal: context.signal,
+            onEvent: (event) => surface.onEvent(event),
+          },
+        ),
         surface,
       );
     });

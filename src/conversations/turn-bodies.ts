@@ -11,6 +11,7 @@ import type { ChatSurface, ConversationOptions, MessageTask } from "./conversati
 import type { ErrorCode } from "../agent/errors.js";
 import type { AgentEvent } from "../agent/events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "../agent/loop.js";
+import type { NotesScope } from "../agent/run.js";
 import { quotaProblem } from "../agent/quota.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
@@ -246,6 +247,13 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     return { root, paused: JSON.parse(stored) as PausedRun, decisions };
   }
 
+  /** What a session's runs take from its channel settings: the agent, and which remembered notes they see. */
+  const channelRunOf = (sessionId: string): { agent: AgentConfig; notes?: NotesScope } => {
+    const here = hereOf(sessionId);
+    const notes = here?.level.notes;
+    return { agent: agentFor(sessionId, here), ...(notes ? { notes } : {}) };
+  };
+
   return {
     settle,
     neverStarted,
@@ -253,6 +261,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     supersede,
     pausedChain,
     openSurface,
+    channelRunOf,
     /** Updates an approval's message; a failure is reported, never thrown. */
     showDecision: shown,
     onError,

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../../src/agent/approvals.js";
 import { createConversations, type ChatSurface } from "../../../src/conversations/conversations.js";
+import { readChannelSettings, type ChannelSettings } from "../../../src/conversations/channel-settings.js";
 import type { ReceiveFiles } from "../../../src/conversations/queued-turns.js";
 import { createRunSlots } from "../../../src/agent/run-slots.js";
 import { runAgent, type AgentConfig, type RunResult } from "../../../src/agent/loop.js";
@@ -58,7 +59,10 @@ for (const target of TARGETS) {
     const first = { signal: new AbortController().signal, delivery: 1 };
     const again = { signal: new AbortController().signal, delivery: 2 };
 
-    async function setUp(script: Script, options: { cancelFromStore?: boolean; tools?: ToolDefinition[] } = {}) {
+    async function setUp(
+      script: Script,
+      options: { cancelFromStore?: boolean; tools?: ToolDefinition[]; channels?: ChannelSettings } = {},
+    ) {
       const server = await startServer({ script });
       const store = await contract.open();
       const model = testModel(server);
@@ -84,6 +88,7 @@ for (const target of TARGETS) {
         openSurface: () => shown.surface,
         showDecision: async (approval) => void decisions.push(approval),
         ...(options.cancelFromStore ? { cancelFromStore: true } : {}),
+        ...(options.channels ? { channels: { current: () => options.channels as ChannelSettings } } : {}),
       });
       return {
         server,
@@ -198,6 +203,38 @@ for (const target of TARGETS) {
       // Delivered once more: the run has ended and its answer was posted.
       expect(await conversations.runQueued(work, { ...again, delivery: 3 })).toBeUndefined();
       expect(server.requests).toHaveLength(1);
+    });
+
+    it("a run taken over runs with its channel's settings: its prompt, its tools, the notes it may see", async () => {
+      const file = join(mkdtempSync(join(tmpdir(), "glassbox-takeover-channels-")), "channels.yaml");
+      writeFileSync(
+        file,
+        [
+          "channels:",
+          "  C0MINE:",
+          "    systemPrompt: You help the mine channel.",
+          "    tools: [lookup]",
+          "    notes: mine",
+          "",
+        ].join("\n"),
+      );
+      const { server, store, conversations } = await setUp(() => ({ content: "Tea it is." }), {
+        channels: readChannelSettings(file),
+      });
+      await store.addFact(USER, "user", "U1 drinks green tea on Fridays.");
+      await store.addFact("U2", "slack:T1:C0MINE", "In C0MINE deploys freeze on Fridays.");
+      const work = await accept(store, "slack:T1:C0MINE:5.5", "What about Fridays and tea?", "EvTake");
+      // The dead worker started the run and was killed before its first step.
+      expect(await inProcesses(contract.database().options, 1, ["start-runs", work.sessionId, work.runId])).toEqual([
+        "started",
+      ]);
+
+      expect(await conversations.runQueued(work, again)).toMatchObject({ stopReason: "final", output: "Tea it is." });
+      const body = server.requests[0]?.body;
+      expect(textOf(body?.messages[0])).toContain("You help the mine channel.");
+      expect((body?.tools ?? []).map((tool) => tool.function.name)).toEqual(["lookup"]);
+      expect(JSON.stringify(body?.messages)).toContain("green tea");
+      expect(JSON.stringify(body?.messages)).not.toContain("deploys freeze");
     });
 
     it("resumes a paused run after a click decided through another handle; the decision is shown first; a second delivery does nothing", async () => {
