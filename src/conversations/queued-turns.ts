@@ -27,13 +27,7 @@ import type { RunTrace, StorePort } from "../store/port.js";
 import { userMessageOf, type Attachment } from "../agent/attachments.js";
 import type { TurnBodies } from "./turn-bodies.js";
 import type { ChatSurface } from "./conversations.js";
-import {
-  resumeAgent,
-  type PausedRun,
-  type RunResult,
-  type StopReason,
-  type ToolCallSummary,
-} from "../agent/loop.js";
+import { resumeAgent, type PausedRun, type RunResult, type StopReason, type ToolCallSummary } from "../agent/loop.js";
 import { answeredBy } from "../agent/run.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import { addUsage, emptyUsage, type Message } from "../agent/types.js";
