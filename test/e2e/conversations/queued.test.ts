@@ -232,7 +232,8 @@ for (const target of TARGETS) {
       expect(await conversations.runQueued(work, again)).toMatchObject({ stopReason: "final", output: "Tea it is." });
       const body = server.requests[0]?.body;
       expect(textOf(body?.messages[0])).toContain("You help the mine channel.");
-      expect((body?.tools ?? []).map((tool) => tool.function.name)).toEqual(["lookup"]);
+      const offered = (body?.tools ?? []) as Array<{ function: { name: string } }>;
+      expect(offered.map((tool) => tool.function.name)).toEqual(["lookup"]);
       expect(JSON.stringify(body?.messages)).toContain("green tea");
       expect(JSON.stringify(body?.messages)).not.toContain("deploys freeze");
     });
