@@ -85,7 +85,7 @@ export async function readBudgets(
         readings.push({ scope, period, unit: "tokens", used: spent.tokens, limit: limits.tokens, of, since, key });
       // A step without a known price counts nothing toward a dollar budget.
       if (limits.cost !== undefined)
-        readings.push({ scope, period, unit: "cost", used: spent.cost ?? 0, limit: limits.cost, of, since, key });
+        readings.push({ scope, period, unit: "cost", used: spent.cost, limit: limits.cost, of, since, key });
     }
   return readings;
 }

@@ -47,10 +47,10 @@ export interface Spender {
   userId: string;
 }
 
-/** Tokens and dollars spent; `cost` null when a step has no known price. */
+/** Tokens and dollars spent; `cost` sums the steps with a known price (a step without one adds nothing). */
 export interface Spent {
   tokens: number;
-  cost: number | null;
+  cost: number;
 }
 export type { UsageExample } from "../tools/usage-learning.js";
 

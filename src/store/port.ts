@@ -208,7 +208,7 @@ export interface TraceReadings extends UsageHistory {
   userUsageSince(userId: string, since: Date): Promise<UsageTotal>;
   /**
    * What the model calls of a place or a person cost since a moment, counted by their stored steps
-   * (runs under way included). `cost` is null when a step has no known price.
+   * (runs under way included). `cost` sums the steps with a known price: one without adds nothing.
    */
   spentSince(scope: SpendScope, since: Date): Promise<Spent>;
   /** Who spent where since a moment: each session and person with a model call since then (for budgets' standings). */

@@ -152,8 +152,7 @@ export function createPostgresTraces(pool: pg.Pool) {
       }
       if (scope.userId !== undefined) conditions.push(`r.user_id = $${params.push(scope.userId)}`);
       const { rows } = await pool.query<Spent>(
-        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
-           CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
+        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens, coalesce(sum(s.cost), 0) AS cost
          FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
         params,
       );

@@ -46,8 +46,7 @@ export function createTraceReader(store: SqliteStore) {
       if (byPlace) conditions.push("(r.session_id = @place OR (r.session_id >= @from AND r.session_id < @to))");
       if (byUser) conditions.push("r.user_id = @userId");
       statement = db.prepare(
-        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens,
-           CASE WHEN count(*) = count(s.cost) THEN coalesce(sum(s.cost), 0) END AS cost
+        `SELECT coalesce(sum(s.prompt_tokens + s.completion_tokens), 0) AS tokens, coalesce(sum(s.cost), 0) AS cost
          FROM steps s JOIN runs r ON r.id = s.run_id WHERE ${conditions.join(" AND ")}`,
       );
       spentStatements.set(shape, statement);
