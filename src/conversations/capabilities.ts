@@ -3,7 +3,7 @@
  * this person in this place, without a model call: the tools it may use here and which ask first
  * (and whom), what is left of their daily budget, what it remembers, and how to have it erased.
  */
-import type { AgentConfig } from "../agent/run.js";
+import type { AgentConfig, NotesScope } from "../agent/run.js";
 import { dayStartOf, type DailyLimits } from "../agent/quota.js";
 import type { StorePort } from "../store/port.js";
 import { approverEntry, approverInWords } from "../tools/approver-entries.js";
@@ -45,6 +45,7 @@ export async function describeCapabilities(
   asker: { userId: string | undefined; sessionId: string },
   dailyLimits: DailyLimits | undefined,
   budgets: BudgetReading[] = [],
+  memory: { retentionDays?: number; notes?: NotesScope } = {},
   now = new Date(),
 ): Promise<string> {
   const { userId, sessionId } = asker;
@@ -71,9 +72,23 @@ export async function describeCapabilities(
     if (parts.length > 0) lines.push(`- Left of your budget today (UTC): ${parts.join(", ")}.`);
   }
   for (const reading of budgets) lines.push(`- ${budgetLeft(reading)}`);
-  lines.push(
-    "- I remember this conversation, summarising its oldest parts, and the notes you ask me to remember;",
-    "  `forget` removes a note. Whoever runs glassbox can erase everything of yours (glassbox erase --user).",
-  );
+  lines.push(...memoryLines(memory));
   return lines.join("\n");
+}
+
+/** What is remembered here, which notes runs here are shown, for how long, and how it goes. */
+function memoryLines({ retentionDays, notes = "channel" }: { retentionDays?: number; notes?: NotesScope }): string[] {
+  const kept =
+    retentionDays === undefined
+      ? "until someone erases it"
+      : `for ${retentionDays} day${retentionDays === 1 ? "" : "s"} after its last message, then deleted`;
+  const shown: Record<NotesScope, string> = {
+    channel: "your notes and those shared with this channel are shown to me here",
+    mine: "only your own notes are shown to me here",
+    none: "no remembered notes are shown to me here",
+  };
+  return [
+    `- I remember this conversation, summarising its oldest parts, ${kept}; and the notes you ask me to remember (${shown[notes]}).`,
+    "  `forget` removes a note. Whoever runs glassbox can erase everything of yours (glassbox erase --user).",
+  ];
 }

@@ -64,6 +64,8 @@ export interface ConversationOptions {
   onError?: (error: unknown, context: string) => void;
   /** Daily caps per user; a user over one gets one sentence and no model call. */
   dailyLimits?: DailyLimits;
+  /** GLASSBOX_RETENTION_DAYS, which "what can you do here?" says. */
+  retentionDays?: number;
   /** Named pipelines a message can run: "/pipeline <name> <input>". */
   pipelines?: Pipelines;
   /** How long a request waits for a run slot before its surface says it is queued (default QUEUED_NOTICE_MS). */

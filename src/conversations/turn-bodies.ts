@@ -286,6 +286,10 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
           { userId: task.userId, sessionId: task.sessionId },
           options.dailyLimits,
           budgets,
+          {
+            ...(options.retentionDays !== undefined ? { retentionDays: options.retentionDays } : {}),
+            ...(here?.level.notes ? { notes: here.level.notes } : {}),
+          },
         );
         return settle(await answeredWithoutModel(task, text), surface);
       }

@@ -104,6 +104,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       receiveFiles: surfaces.receiveFiles,
       approvalTtlSeconds: config.approvalTtlSeconds,
       dailyLimits: config.dailyLimits,
+      ...(config.retentionDays !== undefined ? { retentionDays: config.retentionDays } : {}),
       pipelines: agent.pipelines,
       queuedNoticeMs: options.queuedNoticeMs,
       onError: (error, context) => log.error({ error: (error as Error).message }, `worker: failed ${context}`),

@@ -38,4 +38,23 @@ describe("the notes a channel's runs are shown", () => {
     expect(none).not.toContain("green tea");
     expect(none).not.toContain("deploys freeze");
   });
+
+  it('"what can you do here?" says which notes it is shown there, and how long it keeps what it remembers', async () => {
+    const h = await startHarness({
+      script: () => ({ content: "Noted." }),
+      env: { GLASSBOX_CHANNELS: settingsFile(), GLASSBOX_RETENTION_DAYS: "30" },
+    });
+    const asked = async (channel: string) => {
+      const { ts } = await h.mention(`<@${BOT}> what can you do here?`, { channel });
+      return (await waitForBotMessage(h.fake, channel, ts, "Here is what I can do")).text ?? "";
+    };
+    const open = await asked("C0OPEN");
+    expect(open).toContain(
+      "I remember this conversation, summarising its oldest parts, for 30 days after its last message, then deleted;",
+    );
+    expect(open).toContain("your notes and those shared with this channel are shown to me here");
+    expect(await asked("C0MINE")).toContain("only your own notes are shown to me here");
+    expect(await asked("C0NONE")).toContain("no remembered notes are shown to me here");
+    expect(h.model.requests).toHaveLength(0);
+  });
 });
