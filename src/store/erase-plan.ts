@@ -6,7 +6,8 @@
  *                    with their sub-agents' and pipeline stages')
  *   erase_touched    conversations whose summaries go (they may retell what was removed), and which
  *                    go whole once no run is left in them
- *   erase_scopes     the channel keys whose shared notes go; erase_user the person, if one is erased;
+ *   erase_scopes     the channel keys whose shared notes go, and the sessions of the schedules that go
+ *                    with the conversation, channel or workspace erased; erase_user the person, if one is erased;
  *   erase_workspace  the workspace, if one is erased (its Slack installation goes)
  * then runs the statements below, the same on both, in an order that keeps every reference valid;
  * then, for a person, puts ERASED_MARKER where their id stands in other people's runs (the
@@ -67,6 +68,11 @@ export const ERASE_STATEMENTS: Array<{ table: string; sql: string }> = [
   },
   { table: "quota_reservations", sql: `DELETE FROM quota_reservations WHERE user_id IN (${USER})` },
   { table: "quota_days", sql: `DELETE FROM quota_days WHERE user_id IN (${USER})` },
+  // A schedule goes with its person, or with its place (its session key is among erase_scopes then).
+  {
+    table: "schedules",
+    sql: `DELETE FROM schedules WHERE user_id IN (${USER}) OR session_id IN (SELECT id FROM erase_scopes)`,
+  },
 ];
 
 /**

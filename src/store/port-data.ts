@@ -41,6 +41,27 @@ export interface SpendScope {
   userId?: string;
 }
 
+/**
+ * A run on a schedule: `prompt` asked as `userId` in session `sessionId` at each tick of `cron` in
+ * `timezone`. `lastTick` is the latest tick fired or passed over (a new schedule starts at its
+ * creation), so a tick is fired at most once whichever process sees it first.
+ */
+export interface Schedule {
+  id: string;
+  sessionId: string;
+  userId: string;
+  cron: string;
+  timezone: string;
+  prompt: string;
+  /** A tick missed while nothing ran: fired once when the schedule is next seen, or passed over. */
+  missed: "once" | "skip";
+  paused: boolean;
+  /** Who made it: a person in chat, or the channel settings (by their file). */
+  source: string;
+  createdAt: string;
+  lastTick: string;
+}
+
 /** A person who spent in a session (spendersSince). */
 export interface Spender {
   sessionId: string;

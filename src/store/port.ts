@@ -32,6 +32,7 @@ import type {
   StoredMessage,
   TextNotice,
   UsageTotal,
+  Schedule,
   SpendScope,
   Spender,
   Spent,
@@ -217,6 +218,19 @@ export interface TraceReadings extends UsageHistory {
   foldsOf(sessionId: string): Promise<Fold[]>;
 }
 
+/** Runs on a schedule (conversations/schedules.ts fires them through the run queue). */
+export interface ScheduleStore {
+  /** Adds a schedule, or replaces the one with its id (its last tick kept when it had one). */
+  saveSchedule(schedule: Schedule): Promise<void>;
+  /** Every schedule, or those whose session starts with `sessionPrefix` (a channel's), oldest first. */
+  schedules(sessionPrefix?: string): Promise<Schedule[]>;
+  /** false when there is no such schedule. */
+  pauseSchedule(id: string, paused: boolean): Promise<boolean>;
+  deleteSchedule(id: string): Promise<boolean>;
+  /** Moves the schedule's last tick to `tick` when it is later; false when another process got there first (or it is gone). */
+  advanceSchedule(id: string, tick: string): Promise<boolean>;
+}
+
 /** What people said about answers: 👍 / 👎 per run and person, the latest click counting. */
 export interface FeedbackStore {
   /** Records a person's rating (and reason), replacing theirs; "unknown_run" when there is no such run. */
@@ -239,7 +253,8 @@ export interface StorePort<Transaction = unknown>
     ErasureStore<Transaction>,
     GateStore,
     TraceReadings,
-    FeedbackStore {
+    FeedbackStore,
+    ScheduleStore {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for messages to people: a file path, or a database URL without its password. */
   readonly location: string;

@@ -70,6 +70,12 @@ export function createPostgresErase(pool: pg.Pool) {
         const installations =
           target.kind === "workspace" &&
           (await client.query<{ present: boolean }>(HAS_INSTALLATIONS)).rows[0]?.present === true;
+        if (target.kind === "segment" || target.kind === "workspace" || target.kind === "session")
+          await client.query(
+            `INSERT INTO erase_scopes SELECT session_id FROM schedules
+             WHERE session_id = $1 OR strpos(':' || session_id || ':', ':' || $1 || ':') > 1 ON CONFLICT DO NOTHING`,
+            [id],
+          );
         if (target.kind === "workspace") await client.query("INSERT INTO erase_workspace VALUES ($1)", [id]);
         if (target.kind === "user") {
           await client.query("INSERT INTO erase_user VALUES ($1)", [id]);

@@ -238,6 +238,23 @@ const MIGRATIONS = [
   -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
   ALTER TABLE approvals ADD COLUMN approved_by text;
   `,
+  `
+  -- runs on a schedule (conversations/schedules.ts): last_tick is the latest tick fired or passed over
+  CREATE TABLE schedules (
+    id text PRIMARY KEY,
+    session_id text NOT NULL,
+    user_id text NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL,
+    prompt text NOT NULL,
+    missed text NOT NULL,
+    paused boolean NOT NULL DEFAULT false,
+    source text NOT NULL,
+    created_at timestamptz NOT NULL,
+    last_tick timestamptz NOT NULL
+  );
+  CREATE INDEX schedules_session ON schedules (session_id text_pattern_ops);
+  `,
 ];
 
 /** The schema version a database has once migrated. */

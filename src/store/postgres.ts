@@ -19,6 +19,7 @@ import {
 import { createPostgresErase } from "./postgres-erase.js";
 import { createPostgresFacts } from "./postgres-facts.js";
 import { createPostgresFeedback } from "./postgres-feedback.js";
+import { createPostgresSchedules } from "./postgres-schedules.js";
 import { createPostgresGates } from "./postgres-gates.js";
 import { createHistoryVersions, createPostgresConversations } from "./postgres-messages.js";
 import { createPostgresRuns, keepInstanceRow } from "./postgres-runs.js";
@@ -63,6 +64,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
   const approvals = createPostgresApprovals(pool);
   const traces = createPostgresTraces(pool);
   const sessions = createPostgresSessions(pool);
+  const schedules = createPostgresSchedules(pool);
   const writes = createPostgresWrites(pool, createPostgresSteps(), versions);
   const listen = async () => {
     const client = new pg.Client({
@@ -116,6 +118,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     watchText: gates.watchText,
     ...traces,
     ...sessions,
+    ...schedules,
     async ping() {
       await pool.query("SELECT 1");
     },

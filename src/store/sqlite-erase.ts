@@ -84,6 +84,10 @@ export function createSqliteErase(db: Database.Database) {
       db.prepare(
         "INSERT INTO erase_scopes SELECT DISTINCT scope FROM facts WHERE scope <> 'user' AND instr(':' || scope || ':', ':' || @id || ':') > 0",
       ).run({ id });
+    if (target.kind === "segment" || target.kind === "workspace" || target.kind === "session")
+      db.prepare(
+        "INSERT OR IGNORE INTO erase_scopes SELECT session_id FROM schedules WHERE session_id = @id OR instr(':' || session_id || ':', ':' || @id || ':') > 1",
+      ).run({ id });
     if (target.kind === "workspace") db.prepare("INSERT INTO erase_workspace VALUES (@id)").run({ id });
     if (target.kind === "user") {
       db.prepare("INSERT INTO erase_user VALUES (@id)").run({ id });

@@ -299,6 +299,23 @@ const MIGRATIONS = [
   -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
   ALTER TABLE approvals ADD COLUMN approved_by TEXT;
   `,
+  `
+  -- runs on a schedule (conversations/schedules.ts): last_tick is the latest tick fired or passed over
+  CREATE TABLE schedules (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    cron TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    missed TEXT NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_tick TEXT NOT NULL
+  );
+  CREATE INDEX schedules_session ON schedules (session_id);
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -10,6 +10,7 @@ import { createSqliteErase } from "./sqlite-erase.js";
 import { createFeedbackBook } from "./sqlite-feedback.js";
 import { createFoldReader } from "./sqlite-folds.js";
 import { createSqliteGates } from "./sqlite-gates.js";
+import { createSqliteSchedules } from "./sqlite-schedules.js";
 import { createSessionSearch } from "./sqlite-session-search.js";
 import { openSqliteStore, type SqliteStore } from "./sqlite-store.js";
 import { createTraceReader } from "./sqlite-traces.js";
@@ -56,6 +57,7 @@ function portOver(store: SqliteStore): SqlitePort {
   const searchSessions = createSessionSearch(store);
   const foldsOf = createFoldReader(store);
   const eraser = createSqliteErase(db);
+  const schedules = createSqliteSchedules(db);
   let closed = false;
   const historyVersion = (_sessionId: string) => store.historyVersion();
   const readHistory = db.transaction((sessionId: string) => {
@@ -137,6 +139,12 @@ function portOver(store: SqliteStore): SqlitePort {
     feedbackOf: async (runId) => feedback.ofRun(runId),
     ratedRuns: async (which, limit) => feedback.ratedRuns(which, limit),
     feedbackCounts: async (since) => feedback.counts(since),
+    // schedules
+    saveSchedule: (schedule) => store.atomically(() => schedules.saveSchedule(schedule)),
+    schedules: async (sessionPrefix) => schedules.schedules(sessionPrefix),
+    pauseSchedule: (id, paused) => store.atomically(() => schedules.pauseSchedule(id, paused)),
+    deleteSchedule: (id) => store.atomically(() => schedules.deleteSchedule(id)),
+    advanceSchedule: (id, tick) => store.atomically(() => schedules.advanceSchedule(id, tick)),
     // readings
     run: async (runId) => reader.run(runId),
     runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),

@@ -12,6 +12,7 @@ import { feedbackContract } from "./contract-feedback.js";
 import { gatesContract } from "./contract-gates.js";
 import { readingsContract } from "./contract-readings.js";
 import { runsContract } from "./contract-runs.js";
+import { schedulesContract } from "./contract-schedules.js";
 import { TARGETS, TEST_DATABASE_URL, useContract } from "../helpers/store-targets.js";
 
 for (const target of TARGETS) {
@@ -29,6 +30,7 @@ for (const target of TARGETS) {
     describe("readings", () => readingsContract(contract));
     describe("feedback", () => feedbackContract(contract));
     describe("erasure", () => eraseContract(contract));
+    describe("schedules", () => schedulesContract(contract));
     it("ping answers while the handle is open (readiness), and fails once it is closed", async () => {
       const store = await contract.open();
       await expect(store.ping()).resolves.toBeUndefined();
