@@ -11,6 +11,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterEach, beforeEach } from "vitest";
+import { createInProcessRunQueue } from "../../../src/queue/in-process.js";
+import { openPostgresRunQueue } from "../../../src/queue/postgres.js";
+import type { RunQueue } from "../../../src/queue/types.js";
 import { openStorePort, type AnyStorePort, type StorePortOptions } from "../../../src/store/index.js";
 import type { ApprovalRequest, RunOutcome, RunRecord, StepRecord } from "../../../src/store/index.js";
 
@@ -227,3 +230,25 @@ export async function pausedRun(
 }
 
 export const pause = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+/** The run queue that goes with the store: in this process beside SQLite; beside PostgreSQL, its table in a schema of this test's own. */
+export async function queueBeside(contract: Contract) {
+  const { options } = contract.database();
+  if (contract.target.kind === "sqlite") {
+    const queue = createInProcessRunQueue({ retryDelaysMs: [] });
+    return { queue: queue as RunQueue<unknown>, schemas: [] as string[], close: () => queue.close() };
+  }
+  const schema = `${options.databaseSchema}_queue`;
+  const connectionString = options.databaseUrl as string;
+  const queue = await openPostgresRunQueue({ connectionString, schema, timings: { pollIntervalMs: 50 } });
+  return {
+    queue: queue as RunQueue<unknown>,
+    schemas: [schema],
+    async close() {
+      await queue.close();
+      const admin = new pg.Client({ connectionString });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
+    },
+  };
+}

@@ -10,8 +10,6 @@ import { channelOf } from "../../../src/agent/memory.js";
 import { startRetention } from "../../../src/conversations/retention.js";
 import { acceptMessage, eraseWithTurns } from "../../../src/conversations/turns.js";
 import type { Logger } from "../../../src/logger.js";
-import { createInProcessRunQueue } from "../../../src/queue/in-process.js";
-import { openPostgresRunQueue } from "../../../src/queue/postgres.js";
 import type { RunQueue, Turn } from "../../../src/queue/types.js";
 import type { AnyStorePort, StorePort } from "../../../src/store/index.js";
 import { openInstallationRecords } from "../../../src/store/installations.js";
@@ -19,6 +17,7 @@ import {
   approvalRequest,
   outcomeOf,
   pausedWaitingFor,
+  queueBeside,
   runRecord,
   stepOf,
   type Contract,
@@ -120,28 +119,6 @@ async function everything(contract: Contract, schemas: string[] = []): Promise<s
   } finally {
     await client.end();
   }
-}
-
-/** The run queue that goes with the store: in this process beside SQLite; beside PostgreSQL, its table in a schema of this test's own. */
-async function queueBeside(contract: Contract) {
-  const { options } = contract.database();
-  if (contract.target.kind === "sqlite") {
-    const queue = createInProcessRunQueue({ retryDelaysMs: [] });
-    return { queue: queue as RunQueue<unknown>, schemas: [] as string[], close: () => queue.close() };
-  }
-  const schema = `${options.databaseSchema}_queue`;
-  const connectionString = options.databaseUrl as string;
-  const queue = await openPostgresRunQueue({ connectionString, schema, timings: { pollIntervalMs: 50 } });
-  return {
-    queue: queue as RunQueue<unknown>,
-    schemas: [schema],
-    async close() {
-      await queue.close();
-      const admin = new pg.Client({ connectionString });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
-    },
-  };
 }
 
 /** A message accepted as ingress accepts it: its run, its message and its turn (with a file's reference) in one transaction. */
