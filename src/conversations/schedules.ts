@@ -78,9 +78,11 @@ export function startScheduleTicker<Transaction>(options: ScheduleTickerOptions<
 
   let looking: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    looking = looking.then(look).catch((error: unknown) =>
-      log.warn({ error: (error as Error).message }, "schedules: reading the schedules failed"),
-    );
+    looking = looking
+      .then(look)
+      .catch((error: unknown) =>
+        log.warn({ error: (error as Error).message }, "schedules: reading the schedules failed"),
+      );
   }, everyMs);
   timer.unref();
   return {
