@@ -85,16 +85,19 @@ export function acceptRun(statement: Statement, run: RunRecord, entries: Message
   if (entries.length > 0) statement.with("message", INSERT_MESSAGES, messageValues(sessionId, at, runId, entries));
 }
 
-/** Starts a run, or an accepted one; false when it was started before (memory and the trace both start each run they see). */
-/** A run from the queue, accepted at ingress, starts in this one statement; false when it was not accepted. */
-export async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean> {
+/**
+ * A run from the queue, accepted at ingress, starts in this one statement, which also reads whether a
+ * stop was asked for it meanwhile (the check before its first model call); undefined when it was not accepted.
+ */
+export async function startAcceptedRun(db: Db, run: RunRecord): Promise<{ cancelRequested: boolean } | undefined> {
   await registerInstance(db);
-  const started = await db.query(
+  const { rows } = await db.query<{ cancelRequested: boolean }>(
     // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, input = CASE WHEN left($9, length(input)) = input THEN $9 ELSE input END WHERE id = $3 AND status = 'accepted'",
+    `UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, input = CASE WHEN left($9, length(input)) = input THEN $9 ELSE input END WHERE id = $3 AND status = 'accepted'
+     RETURNING EXISTS (SELECT FROM cancel_requests WHERE run_id = $3) AS "cancelRequested"`,
     [new Date().toISOString(), INSTANCE.id, run.runId, ...startedWith(run), run.input],
   );
-  return started.rowCount === 1;
+  return rows[0];
 }
 
 /** What a run starts with besides its ids: its pipeline stage and its configuration. */

@@ -35,7 +35,16 @@ import {
 } from "./postgres-runs.js";
 import { noteOf, toolCallsOf, type PostgresSteps } from "./postgres-steps.js";
 
-export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versions: HistoryVersions) {
+/**
+ * `readingCancel`: the gates' (see createPostgresGates), for a run's start that reads whether a stop
+ * was asked for it.
+ */
+export function createPostgresWrites(
+  pool: pg.Pool,
+  steps: PostgresSteps,
+  versions: HistoryVersions,
+  readingCancel: () => (runId: string, requested: boolean) => void,
+) {
   /** Sends the writes in order; waits only where a write decides on an answer (a run's start, approvals). */
   async function apply(
     transaction: PostgresTransaction,
@@ -156,7 +165,10 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
     async record(writes: RunWrite[]): Promise<RecordOutcome> {
       // An accepted run's start (memory's and the trace's) is one statement, atomic without a transaction.
       const start = soleStart(writes);
-      if (start && (await startAcceptedRun(pool, start))) {
+      const read = start && readingCancel();
+      const started = start && (await startAcceptedRun(pool, start));
+      if (start && started) {
+        read?.(start.runId, started.cancelRequested);
         steps.startedRun(start.runId);
         return { messageIds: [], startedRuns: [start.runId], approvals: [] };
       }

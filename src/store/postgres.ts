@@ -63,7 +63,6 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
   const approvals = createPostgresApprovals(pool);
   const traces = createPostgresTraces(pool);
   const sessions = createPostgresSessions(pool);
-  const writes = createPostgresWrites(pool, createPostgresSteps(), versions);
   const listen = async () => {
     const client = new pg.Client({
       connectionString: options.url,
@@ -77,6 +76,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     cancel: channelOf("cancel", options.schema),
     text: channelOf("text", options.schema),
   });
+  const writes = createPostgresWrites(pool, createPostgresSteps(), versions, gates.readingCancel);
   let beating: NodeJS.Timeout | undefined;
   let stopKeeping = () => {};
   let closed = false;
