@@ -66,7 +66,7 @@ export const messageValues = (sessionId: string, at: string, runId: string | nul
 ];
 
 /** The entries as INSERT_MESSAGES's columns: role, content, tool calls, tool call id, tokens. */
-export function messageColumns(entries: MessageEntry[]): unknown[][] {
+function messageColumns(entries: MessageEntry[]): unknown[][] {
   const column = <T>(pick: (entry: MessageEntry) => T) => entries.map(pick);
   return [
     column(({ message }) => message.role),

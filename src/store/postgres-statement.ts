@@ -34,7 +34,7 @@ export class Statement {
   }
 }
 
-/** Runs one statement on the pool, again (a few times) after a deadlock or a serialization failure, as inTransaction does. */
+/** Runs one statement on the pool; again, a few times, after a deadlock or a serialization failure. */
 export async function runStatement<R extends pg.QueryResultRow>(
   pool: pg.Pool,
   [text, values]: [string, unknown[]],
