@@ -269,6 +269,28 @@ export function gatesContract({ open, database }: Contract): void {
     expect(await other.cancelRequested("run_running")).toBe(false);
   });
 
+  it("a stop asked while a run waited is found by the checks after its start; one asked after its start is found once its notice came", async () => {
+    const [store, other] = [await open(), await open()];
+    const stop = await store.watchCancels(() => {});
+    const heard: unknown[] = [];
+    const stopOther = await other.watchCancels((notice) => heard.push(notice));
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_stopped_waiting", "slack:T1:C3:1.1") });
+    await store.acceptEvent({ eventIds: [], run: runRecord("run_stopped_later", "slack:T1:C3:2.2") });
+    expect(await other.requestCancel({ sessionId: "slack:T1:C3:1.1" })).toEqual(["run_stopped_waiting"]);
+
+    for (const runId of ["run_stopped_waiting", "run_stopped_later"])
+      expect((await store.record([{ kind: "start_run", run: runRecord(runId, "slack:T1:C3:0") }])).startedRuns).toEqual(
+        [runId],
+      );
+    expect(await store.cancelRequested("run_stopped_waiting")).toBe(true);
+    expect(await store.cancelRequested("run_stopped_later")).toBe(false);
+
+    expect(await other.requestCancel({ sessionId: "slack:T1:C3:2.2" })).toEqual(["run_stopped_later"]);
+    await expect.poll(() => heard, { timeout: 5_000 }).toHaveLength(2);
+    await expect.poll(() => store.cancelRequested("run_stopped_later"), { timeout: 5_000 }).toBe(true);
+    await Promise.all([stop(), stopOther()]);
+  });
+
   it("answer text published is heard, in order, by the watchers on other handles, cancel watchers apart, and by none once they stop; none of it is stored", async () => {
     const [store, other] = [await open(), await open()];
     const heard: unknown[] = [];

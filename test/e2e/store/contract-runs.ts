@@ -278,6 +278,54 @@ export function runsContract({ open, database }: Contract): void {
     expect((await store.totalsByUser("U7"))[0]).toMatchObject({ runs: 2, cost: null });
   });
 
+  it("commits a running run's writes as the loop makes them: a reply with its message, the tool results, the last step with the run's end and price", async () => {
+    const store = await open();
+    const run = runRecord("run_points", "slack:T1:C7:1.1", "U7", "what is 6*7?");
+    await store.acceptEvent({ eventIds: ["slack:event:EvPoints"], run, message: userMessage("what is 6*7?") });
+    expect((await store.record([{ kind: "start_run", run }])).startedRuns).toEqual(["run_points"]);
+    const call: Message = {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "calculator", arguments: "{}" } }],
+    };
+    const reply = await store.record([
+      { kind: "step", step: stepOf("run_points", 1, { content: null, model: "model-a", cost: 0.002 }) },
+      { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: call, tokens: 7 }] },
+    ]);
+    const result: Message = { role: "tool", tool_call_id: "call_1", content: '{"status":"success","data":42}' };
+    const results = await store.record([
+      { kind: "tool_calls", runId: "run_points", step: 1, records: [toolCall("call_1", "calculator")] },
+      { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: result, tokens: 6 }] },
+    ]);
+    const answer: Message = { role: "assistant", content: "42" };
+    const end = await store.record([
+      { kind: "step", step: stepOf("run_points", 2, { content: "42", model: "model-b", cost: 0.003 }) },
+      { kind: "messages", sessionId: run.sessionId, runId: run.runId, entries: [{ message: answer, tokens: 2 }] },
+      { kind: "end_run", outcome: outcomeOf("run_points", { steps: 2, output: "42" }) },
+      { kind: "price_run", runId: "run_points" },
+    ]);
+    const ids = [reply, results, end].map((outcome) => outcome.messageIds);
+    expect(ids.map((list) => list.map((messageIds) => messageIds.length))).toEqual([[1], [1], [1]]);
+    const history = await store.sessionHistory(run.sessionId);
+    expect(history.messages.map((stored) => stored.message)).toEqual([
+      { role: "user", content: "what is 6*7?" },
+      call,
+      result,
+      answer,
+    ]);
+    expect(history.messages.slice(1).map((stored) => [stored.id])).toEqual(ids.map((list) => list[0]));
+    // The price counts the step written in the same commit as the end, and takes its model.
+    const ended = await store.run("run_points");
+    expect(ended).toMatchObject({ status: "final", output: "42", steps: 2, model: "model-b" });
+    expect(ended?.cost).toBeCloseTo(0.005, 10);
+    const steps = await store.steps("run_points");
+    expect(steps.map((step) => [step.step, step.toolCalls.length])).toEqual([
+      [1, 1],
+      [2, 0],
+    ]);
+    expect(await store.historyVersion(run.sessionId)).toBe(history.version);
+  });
+
   it("keeps a step's calls in the order they ended when they are written in several writes (before a pause, after its resume)", async () => {
     const store = await open();
     await store.record([
