@@ -47,6 +47,8 @@ export interface GlassboxConfig {
   encoding?: "o200k_base" | "cl100k_base";
   /** How long a dangerous call waits for a person's decision (GLASSBOX_APPROVAL_TTL, seconds). */
   approvalTtlSeconds: number;
+  /** How often a worker looks for scheduled runs that came due (GLASSBOX_SCHEDULE_LOOK_MS). */
+  scheduleLookMs: number;
   /** GLASSBOX_RUN_TIMEOUT_MS: the longest a run may work (unset: no limit of its own). */
   runTimeoutMs?: number;
   /** Present when SLACK_BOT_TOKEN is set, or the OAuth settings of an app for many workspaces (SLACK_CLIENT_ID ...). */
@@ -206,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
+    scheduleLookMs: positiveNumber(env, "GLASSBOX_SCHEDULE_LOOK_MS", 15_000),
     runTimeoutMs: optionalPositive(env, "GLASSBOX_RUN_TIMEOUT_MS"),
     slack: slackConfig(env),
     discord: discordConfig(env),

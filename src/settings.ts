@@ -242,6 +242,15 @@ export const SETTINGS: readonly Setting[] = [
       "A YAML or JSON file of per-channel settings: a system prompt and the tools allowed, by default, " +
       "workspace and channel; read again when it changes (see [Channels](channels.md)).",
   },
+  {
+    name: "GLASSBOX_SCHEDULE_LOOK_MS",
+    group: "Tools and runs",
+    default: "`15000`",
+    example: "5000",
+    meaning:
+      "How often each worker looks for scheduled runs that came due; a tick fires once whichever worker " +
+      "sees it first (see [Schedules](schedules.md)).",
+  },
   // ---- Storage and scale
   {
     name: "GLASSBOX_DB",

@@ -11,6 +11,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
 import { watchChannelSettings, type LiveChannelSettings } from "../conversations/channel-settings.js";
+import { startScheduleTicker } from "../conversations/schedules.js";
+import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
@@ -124,6 +126,15 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       everyMs: options.sweepMs,
     });
     closing.push(() => sweeper.stop());
+    // Every worker looks for scheduled runs; a tick fires once whichever looks first.
+    const ticker = startScheduleTicker({
+      store,
+      queue,
+      counter: await createTokenCounter(config.encoding ?? encodingForModel(config.model.model)),
+      log,
+      everyMs: config.scheduleLookMs,
+    });
+    closing.push(() => ticker.stop());
 
     const runTurn = async (turn: Turn, context: TurnContext): Promise<void> => {
       let work: TurnWork;
