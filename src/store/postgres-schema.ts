@@ -238,6 +238,10 @@ const MIGRATIONS = [
   -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
   ALTER TABLE approvals ADD COLUMN approved_by text;
   `,
+  `
+  -- what a run read of its thread before the mention (messages, leftOut, through, problem)
+  ALTER TABLE runs ADD COLUMN thread_context jsonb;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

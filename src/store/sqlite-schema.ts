@@ -299,6 +299,10 @@ const MIGRATIONS = [
   -- who approved a call so far (JSON list), for a rule of several approvals (the two-person rule)
   ALTER TABLE approvals ADD COLUMN approved_by TEXT;
   `,
+  `
+  -- what a run read of its thread before the mention (JSON: messages, leftOut, through, problem)
+  ALTER TABLE runs ADD COLUMN thread_context TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */
