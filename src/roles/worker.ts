@@ -17,6 +17,7 @@ import { workOf, type TurnWork } from "../conversations/turns.js";
 import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
 import { createAgentConfig, type GlassboxAgent } from "../setup.js";
 import type { AgentConfig } from "../agent/loop.js";
+import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import type { StorePort } from "../store/port.js";
 import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
@@ -102,6 +103,14 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
       receiveFiles: surfaces.receiveFiles,
+      ...(surfaces.readThread
+        ? {
+            readThread: {
+              read: surfaces.readThread,
+              counter: await createTokenCounter(config.encoding ?? encodingForModel(config.model.model)),
+            },
+          }
+        : {}),
       approvalTtlSeconds: config.approvalTtlSeconds,
       dailyLimits: config.dailyLimits,
       ...(config.retentionDays !== undefined ? { retentionDays: config.retentionDays } : {}),
