@@ -139,7 +139,7 @@ export async function openWorkerSurfaces(
     async readThread({ sessionId, eventIds, after, maxMessages }) {
       if (sessionId.startsWith("slack:") && slack) {
         const { teamId, channel, threadTs } = placeOf(sessionId, "");
-        const mentionTs = eventIds.map((id) => SLACK_MESSAGE.exec(id)?.[1]).find(Boolean);
+        const mentionTs = eventIds.map((id) => slackMentionId.exec(id)?.[1]).find(Boolean);
         if (!threadTs || !mentionTs) return undefined; // a top-level direct message: no thread
         return slackThreads.read(slack.readerOf(sessionId), {
           channel,
@@ -150,7 +150,7 @@ export async function openWorkerSurfaces(
         });
       }
       if (sessionId.startsWith("discord:") && discord) {
-        const mentionId = eventIds.map((id) => DISCORD_MESSAGE.exec(id)?.[1]).find(Boolean);
+        const mentionId = eventIds.map((id) => discordMentionId.exec(id)?.[1]).find(Boolean);
         if (!mentionId) return undefined;
         return discordThreads.read(discord, { sessionId, mentionId, maxMessages, ...(after ? { after } : {}) });
       }
@@ -164,8 +164,8 @@ export async function openWorkerSurfaces(
 }
 
 /** The platform ids of a mention, as ingress claimed them (slack-events.ts, discord-events.ts). */
-const SLACK_MESSAGE = /^slack:message:[^:]+:(\d+\.\d+)$/;
-const DISCORD_MESSAGE = /^discord:message:(\d+)$/;
+const slackMentionId = /^slack:message:[^:]+:(\d+\.\d+)$/;
+const discordMentionId = /^discord:message:(\d+)$/;
 
 interface SlackClients {
   clientOf(sessionId: string): WebClient;

@@ -6,6 +6,8 @@
 // run still answers.
 import { afterEach, describe, expect, it } from "vitest";
 import { THREAD_END, THREAD_START } from "../../../../src/agent/thread-context.js";
+import type { RunTrace } from "../../../../src/agent/trace.js";
+import { formatRunTimeline } from "../../../../src/adapters/trace-report.js";
 import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
 import {
   CHANNEL,
@@ -82,6 +84,10 @@ describe("thread context on Slack", () => {
       threadContext: { messages: Array<{ text: string }> };
     };
     expect(api.threadContext.messages.map((message) => message.text)).toContain("Here is the plan.");
+    // glassbox trace <run-id> prints it.
+    const timeline = formatRunTimeline(first as RunTrace, []);
+    expect(timeline).toContain("read from the thread: 9 messages");
+    expect(timeline).toContain("    CI bot (bot): Build 42 passed.");
 
     // The second mention reads only what came after the first (not the bot's own answer).
     await h.mention("<@U0FAKEBOT1> and again?", { threadTs: root });
