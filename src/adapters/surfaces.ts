@@ -7,13 +7,15 @@
  * the Slack and Discord surfaces read their conversation back (shownAlready): the worker that died
  * may have posted it already. It also fetches the files a message's turn names (ingress passed
  * their references only): Slack's with the workspace's bot token, sent only to Slack's hosts;
- * Discord's signed CDN links with no token; bounded as the adapters fetch them.
+ * Discord's signed CDN links with no token; bounded as the adapters fetch them. And it reads a
+ * thread's earlier messages before a mention in it (slack-thread.ts, discord-thread.ts).
  */
 import { webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { Client, Routes } from "discord.js";
 import { cleanName, type Attachment } from "../agent/attachments.js";
 import type { ReceiveFiles } from "../conversations/queued-turns.js";
+import type { ReadThread } from "../conversations/thread-context.js";
 import type { ChatSurface } from "../conversations/conversations.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -26,6 +28,8 @@ import { placeOf } from "./slack/slack-events.js";
 import { createWorkspaceClients, openSlackInstallations, type SlackInstallations } from "./slack/slack-oauth.js";
 import { downloadSlackFiles } from "./slack/slack-files.js";
 import { openSlackSurface } from "./slack/slack-surface.js";
+import { createSlackThreadReader } from "./slack/slack-thread.js";
+import { createDiscordThreadReader } from "./discord/discord-thread.js";
 import { createAgentSessions } from "./slack/slack-agent-view.js";
 import { withoutBroadcasts } from "./slack/slack-text.js";
 import type { TurnFile } from "../conversations/turn-files.js";
@@ -40,6 +44,8 @@ export interface WorkerSurfaces {
   showDecision(approval: Approval): Promise<void>;
   /** Fetches a queued message's files for its run; says in the conversation which could not be read. */
   receiveFiles: ReceiveFiles;
+  /** Reads a Slack or Discord thread's earlier messages before a mention in it. */
+  readThread?: ReadThread;
   close(): Promise<void>;
 }
 
@@ -60,6 +66,8 @@ export async function openWorkerSurfaces(
   const slack = config.slack ? await slackClients(config.slack, log) : undefined;
   const discord = config.discord ? restOnlyDiscordClient(config.discord) : undefined;
   const agentSessions = slack ? createAgentSessions(log) : undefined;
+  const slackThreads = createSlackThreadReader();
+  const discordThreads = createDiscordThreadReader();
   const unconfigured = new Set<string>();
   /** A session of a platform this process has no settings for: said once per platform, then shown nowhere. */
   const nowhere = (platform: string) => {
@@ -128,6 +136,26 @@ export async function openWorkerSurfaces(
         );
       return attachments;
     },
+    async readThread({ sessionId, eventIds, after, maxMessages }) {
+      if (sessionId.startsWith("slack:") && slack) {
+        const { teamId, channel, threadTs } = placeOf(sessionId, "");
+        const mentionTs = eventIds.map((id) => slackMentionId.exec(id)?.[1]).find(Boolean);
+        if (!threadTs || !mentionTs) return undefined; // a top-level direct message: no thread
+        return slackThreads.read(slack.readerOf(sessionId), {
+          channel,
+          threadTs,
+          mentionTs,
+          teamId,
+          ...(after ? { after } : {}),
+        });
+      }
+      if (sessionId.startsWith("discord:") && discord) {
+        const mentionId = eventIds.map((id) => discordMentionId.exec(id)?.[1]).find(Boolean);
+        if (!mentionId) return undefined;
+        return discordThreads.read(discord, { sessionId, mentionId, maxMessages, ...(after ? { after } : {}) });
+      }
+      return undefined;
+    },
     async close() {
       await slack?.installations?.close();
       await discord?.destroy();
@@ -135,8 +163,14 @@ export async function openWorkerSurfaces(
   };
 }
 
+/** The platform ids of a mention, as ingress claimed them (slack-events.ts, discord-events.ts). */
+const slackMentionId = /^slack:message:[^:]+:(\d+\.\d+)$/;
+const discordMentionId = /^discord:message:(\d+)$/;
+
 interface SlackClients {
   clientOf(sessionId: string): WebClient;
+  /** A client that reads and never waits out a rate limit: a limited reading says so and the run goes on. */
+  readerOf(sessionId: string): WebClient;
   /** The bot token of the session's workspace (for its files); undefined once the app is uninstalled there. */
   tokenOf(sessionId: string): Promise<string | undefined>;
   installations?: SlackInstallations;
@@ -145,15 +179,19 @@ interface SlackClients {
 /** One workspace's client (SLACK_BOT_TOKEN), or one per workspace whose token is read from the installations. */
 async function slackClients(slack: NonNullable<GlassboxConfig["slack"]>, log: Logger): Promise<SlackClients> {
   const options = slackClientOptions(slack, log);
+  const reading = { ...options, rejectRateLimitedCalls: true, retryConfig: { retries: 0 } };
   if (!slack.oauth) {
     const client = new webApi.WebClient(slack.botToken, options);
-    return { clientOf: () => client, tokenOf: async () => slack.botToken };
+    const reader = new webApi.WebClient(slack.botToken, reading);
+    return { clientOf: () => client, readerOf: () => reader, tokenOf: async () => slack.botToken };
   }
   const installations = await openSlackInstallations(slack.oauth);
   const clientFor = createWorkspaceClients(installations, options);
+  const readerFor = createWorkspaceClients(installations, reading);
   const teamOf = (sessionId: string) => placeOf(sessionId, "").teamId;
   return {
     clientOf: (sessionId) => clientFor(teamOf(sessionId)),
+    readerOf: (sessionId) => readerFor(teamOf(sessionId)),
     tokenOf: (sessionId) => installations.botTokenForTeam(teamOf(sessionId)),
     installations,
   };

@@ -13,12 +13,27 @@ export interface NestedRuns {
   steps(runId: string): StepTrace[];
 }
 
+/** What the run read of its thread before the mention: a line saying how much, then each message (cut). */
+function threadLines(run: RunTrace): string[] {
+  const read = run.threadContext;
+  if (!read) return [];
+  const leftOut = read.leftOut > 0 ? `, ${count(read.leftOut, "older message")} left out` : "";
+  const problem = read.problem ? ` (${oneLine(read.problem, 160)})` : "";
+  return [
+    `  read from the thread: ${count(read.messages.length, "message")}${leftOut}${problem}`,
+    ...read.messages.map(
+      (message) => `    ${message.author}${message.bot ? " (bot)" : ""}: ${oneLine(message.text, 160)}`,
+    ),
+  ];
+}
+
 export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: NestedRuns, indent = ""): string {
   const children = nested?.childrenOf(run.runId) ?? [];
   const lines = [
     `Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`,
     `  asked: ${oneLine(run.input, 200)}`,
     ...(run.configuration ? [`  settings: ${run.configuration}`] : []),
+    ...threadLines(run),
   ];
   for (const step of steps) {
     const context = `${count(step.contextMessages, "message")}${step.contextTokens === null ? "" : ` (~${count(step.contextTokens, "token")})`}`;

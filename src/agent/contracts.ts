@@ -9,6 +9,7 @@ import type { UsageExample } from "../tools/usage-learning.js";
 import type { Approval } from "./approvals.js";
 import type { AgentEvent } from "./events.js";
 import type { PipelineStage, RunResult } from "./run.js";
+import type { ThreadReading } from "./thread-context.js";
 import type { StepTrace, UsageTotal } from "./trace.js";
 import type { Message, ToolSpec } from "./types.js";
 
@@ -72,6 +73,8 @@ export interface RunRecord {
   pipeline?: PipelineStage;
   /** The channel settings the run used: their file and version. */
   configuration?: string;
+  /** What the run read of its thread before the mention (kept for the trace and the next mention). */
+  threadContext?: ThreadReading;
 }
 
 export interface RunOutcome {
@@ -88,7 +91,7 @@ export interface RunOutcome {
 
 /** The run a run_start event starts, as the store keeps it. */
 export function runRecordOf(event: Extract<AgentEvent, { type: "run_start" }>): RunRecord {
-  const { runId, sessionId, userId, input, parent, pipeline, configuration } = event;
+  const { runId, sessionId, userId, input, parent, pipeline, configuration, threadContext } = event;
   return {
     runId,
     sessionId,
@@ -97,6 +100,7 @@ export function runRecordOf(event: Extract<AgentEvent, { type: "run_start" }>): 
     ...(parent ? { parent } : {}),
     ...(pipeline ? { pipeline } : {}),
     ...(configuration ? { configuration } : {}),
+    ...(threadContext ? { threadContext } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { ApprovalDecision, ToolEvent } from "../tools/types.js";
 import type { Message, ModelResponse, ToolSpec } from "./types.js";
 import type { PipelineStage, RunResult } from "./run.js";
+import type { ThreadReading } from "./thread-context.js";
 
 /** Progress of a run, as a stream of typed events; adapters and traces render them their own way. */
 export type AgentEvent =
@@ -14,6 +15,8 @@ export type AgentEvent =
       pipeline?: PipelineStage;
       /** The channel settings the run used: their file and version. */
       configuration?: string;
+      /** What the run read of its thread before the mention. */
+      threadContext?: ThreadReading;
     }
   | {
       type: "run_resumed";

@@ -8,6 +8,7 @@ import type { ApprovalDecision, ToolCallRecord } from "../tools/types.js";
 import { inputWithAttachments, userMessageOf } from "./attachments.js";
 import { GlassboxError } from "./errors.js";
 import { liveOf, type Live } from "./live.js";
+import { withThreadContext } from "./thread-context.js";
 import { executorOptions, scopeOf } from "./run-scope.js";
 import {
   newRunState,
@@ -41,8 +42,9 @@ export async function runAgent(config: AgentConfig, task: Task): Promise<RunResu
       ...(task.parent ? { parent: task.parent } : {}),
       ...(task.pipeline ? { pipeline: task.pipeline } : {}),
       ...(config.configuration ? { configuration: config.configuration } : {}),
+      ...(task.threadContext ? { threadContext: task.threadContext } : {}),
     });
-    addMessages(run, live, [userMessageOf(task)]);
+    addMessages(run, live, [withThreadContext(userMessageOf(task), task.threadContext)]);
     await live.commit("start");
     return loop(config, run, live);
   });

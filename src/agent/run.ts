@@ -8,6 +8,7 @@ import type { ErrorCode } from "./errors.js";
 import type { AgentEventListener } from "./events.js";
 import type { Memory } from "./memory.js";
 import type { RunSlots } from "./run-slots.js";
+import type { ThreadReading } from "./thread-context.js";
 import type { TraceRecorder } from "./trace.js";
 import { emptyUsage, type ChatModel, type Message, type ToolSpec, type Usage } from "./types.js";
 
@@ -64,6 +65,8 @@ export interface Task {
   notes?: NotesScope;
   /** Files that came with the message (images, text, anything else), read within the adapter's limits. */
   attachments?: Attachment[];
+  /** What was read of the thread before the message: shown to the model before the request, kept with the run. */
+  threadContext?: ThreadReading;
   /** The run's id, when the caller needs it before the run starts (an HTTP API answering at once). */
   runId?: string;
   /** For a sub-agent's run: the run and the tool call it works for (its trace nests there). */
@@ -174,6 +177,8 @@ export function newRunState(task: Task): RunState {
     ...(task.parent ? { parent: task.parent } : {}),
     ...(task.notes && task.notes !== "channel" ? { notes: task.notes } : {}),
     ...(task.attachments?.length ? { readFiles: true } : {}),
+    // Other people's messages are text the person did not write, as files are.
+    ...(task.threadContext?.messages.length ? { readContent: true } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
  * did to make its reply usable, the tool calls with their results, tokens, latency and cost — and
  * the shapes in which the store gives them back (a run's timeline, totals per run, session, user and day).
  */
+import type { ThreadReading } from "./thread-context.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import { costOf, priceOf, type Price } from "./cost.js";
 import type { AgentEvent } from "./events.js";
@@ -78,6 +79,8 @@ export interface RunTrace {
   pipelineName: string | null;
   /** The channel settings the run used (GLASSBOX_CHANNELS): their file and version, as `channels.yaml@1a2b3c4d5e6f`. */
   configuration: string | null;
+  /** What the run read of its thread before the mention (Slack, Discord); null when it read nothing. */
+  threadContext: ThreadReading | null;
 }
 
 export interface UsageTotal {

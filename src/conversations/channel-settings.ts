@@ -43,7 +43,20 @@ export interface ChannelLevel {
   notes?: NotesScope;
   /** What may be spent there (see channel-budget.ts); each scope's overrides the level before's. */
   budget?: ChannelBudget;
+  /** Whether and how much a mention in a thread reads of it first (thread-context.ts); each key overrides the level before's. */
+  threadContext?: ThreadContextSettings;
 }
+
+/** Reading a thread before answering a mention in it: on or off, and its bounds. */
+export interface ThreadContextSettings {
+  threads?: boolean;
+  maxMessages?: number;
+  maxTokens?: number;
+}
+
+export const THREAD_CONTEXT_KEYS = ["threads", "maxMessages", "maxTokens"] as const;
+/** The bounds a setting may take: enough to be useful, never more than one request should carry. */
+export const THREAD_CONTEXT_LIMITS = { maxMessages: [1, 200], maxTokens: [100, 32_000] } as const;
 
 /** At most this many tokens or dollars in a period. */
 export interface BudgetLimit {
@@ -81,6 +94,7 @@ const LEVEL_KEYS = [
   "twoPersonRule",
   "budget",
   "notes",
+  "threadContext",
 ] as const;
 const TOP_KEYS = ["defaults", "workspaces", "channels"] as const;
 
@@ -128,6 +142,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       else if (key === "users") found.users = idList(value, `${where}.users`, "people");
       else if (key === "approvers") found.approvers = idList(value, `${where}.approvers`, "approvers");
       else if (key === "budget") found.budget = budgetOf(value, `${where}.budget`);
+      else if (key === "threadContext") found.threadContext = threadContextOf(value, `${where}.threadContext`);
       else if (key === "notes") {
         if (!isScalar(value) || !NOTES_SCOPES.includes(value.value as NotesScope))
           throw wrong(value, `${where}.notes must be one of ${NOTES_SCOPES.join(", ")}.`);
@@ -218,6 +233,20 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
         }),
       ),
     );
+  const threadContextOf = (node: Node | null, where: string): ThreadContextSettings =>
+    mapOf(node, where, THREAD_CONTEXT_KEYS, (value, at) => {
+      if (at.endsWith(".threads")) {
+        if (!isScalar(value) || typeof value.value !== "boolean") throw wrong(value, `${at} must be true or false.`);
+        return value.value;
+      }
+      const [least, most] = at.endsWith(".maxMessages")
+        ? THREAD_CONTEXT_LIMITS.maxMessages
+        : THREAD_CONTEXT_LIMITS.maxTokens;
+      const amount = isScalar(value) ? Number(value.value) : Number.NaN;
+      if (!Number.isInteger(amount) || amount < least || amount > most)
+        throw wrong(value, `${at} must be a whole number from ${least} to ${most.toLocaleString("en-US")}.`);
+      return amount;
+    }) as ThreadContextSettings;
   const text_ = (node: Node | null, where: string): string => {
     if (!isScalar(node) || typeof node.value !== "string" || node.value.trim() === "")
       throw wrong(node, `${where} must be a text.`);
@@ -278,9 +307,18 @@ export function settingsFor(settings: ChannelSettings, sessionId: string): Chann
     workspace ? settings.workspaces[workspace] : {},
     channel ? settings.channels[channel] : {},
   ];
-  // Budgets merge by scope: a channel's own budget leaves its workspace's in force.
+  // Budgets merge by scope: a channel's own budget leaves its workspace's in force; thread reading by key.
   const budget = Object.assign({}, ...levels.map((level) => level?.budget ?? {})) as ChannelBudget;
-  return Object.assign({}, ...levels, Object.keys(budget).length > 0 ? { budget } : {}) as ChannelLevel;
+  const threadContext = Object.assign(
+    {},
+    ...levels.map((level) => level?.threadContext ?? {}),
+  ) as ThreadContextSettings;
+  return Object.assign(
+    {},
+    ...levels,
+    Object.keys(budget).length > 0 ? { budget } : {},
+    Object.keys(threadContext).length > 0 ? { threadContext } : {},
+  ) as ChannelLevel;
 }
 
 /** The settings as the file says now: read at start (a mistake stops it), again on change or SIGHUP. */

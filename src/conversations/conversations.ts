@@ -6,7 +6,10 @@
  * Everything goes through the store port (SQLite or PostgreSQL). The turns' bodies are in
  * turn-bodies.ts, and what a queued turn does on each delivery in queued-turns.ts.
  */
-import type { ChannelSettings } from "./channel-settings.js";
+import type { ChannelSettings, ThreadContextSettings } from "./channel-settings.js";
+import type { ReadThread } from "./thread-context.js";
+import type { ThreadReading } from "../agent/thread-context.js";
+import type { TokenCounter } from "../agent/tokens.js";
 import type { TurnWork } from "./turns.js";
 import type { StorePort } from "../store/port.js";
 import type { Approval } from "../agent/approvals.js";
@@ -27,6 +30,8 @@ export interface MessageTask extends Omit<Task, "history"> {
   userId: string;
   /** The message's files, fetched once the run has its slot, so that a waiting run holds none of their bytes. */
   fetchAttachments?: () => Promise<Attachment[] | undefined>;
+  /** Reads the thread before the message, within the channel's settings, once the run has its slot. */
+  fetchThreadContext?: (settings: Required<ThreadContextSettings>) => Promise<ThreadReading | undefined>;
 }
 
 /** How one run shows in a chat (a port: each adapter implements it for its platform). */
@@ -72,6 +77,8 @@ export interface ConversationOptions {
   queuedNoticeMs?: number;
   /** Fetches the files of a queued message (ingress passed only their references). */
   receiveFiles?: ReceiveFiles;
+  /** Reads a thread's earlier messages before a mention in it, counted with `counter`; without it nothing is read. */
+  readThread?: { read: ReadThread; counter: TokenCounter };
   /** Whether each model call first asks the store if its run was stopped from elsewhere (default: on PostgreSQL). */
   cancelFromStore?: boolean;
   /** Per-channel settings (GLASSBOX_CHANNELS): each run takes its session's prompt, model and tools. */
@@ -130,7 +137,7 @@ export function createConversations(
     ...options,
     ...(channelModel ? { modelNamed: channelModel } : {}),
   });
-  const queued = createQueuedTurns(store, bodies, options.receiveFiles);
+  const queued = createQueuedTurns(store, bodies, options.receiveFiles, options.readThread);
 
   return {
     async runQueued(work, context) {

@@ -18,7 +18,9 @@
  *
  * A message's files came as references (ingress never downloads): the run that starts (or takes
  * over) the message fetches them through `receiveFiles`, again on every delivery; what could not be
- * read is told to the person on the first delivery only, and to the model as a line.
+ * read is told to the person on the first delivery only, and to the model as a line. A mention in a
+ * thread reads the thread here too (thread-context.ts), once the run has its slot; a run taken over
+ * keeps what its record says it read.
  */
 import type { TurnFile } from "./turn-files.js";
 import type { TurnWork } from "./turns.js";
@@ -31,6 +33,10 @@ import { resumeAgent, type PausedRun, type RunResult, type StopReason, type Tool
 import { answeredBy } from "../agent/run.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import { addUsage, emptyUsage, type Message } from "../agent/types.js";
+import { withThreadContext } from "../agent/thread-context.js";
+import type { TokenCounter } from "../agent/tokens.js";
+import type { ThreadContextSettings } from "./channel-settings.js";
+import { readThreadContext, type ReadThread } from "./thread-context.js";
 
 /** Statuses a run ends with, as the surface is told them again from the store. */
 const ENDED: Record<string, StopReason> = {
@@ -79,7 +85,13 @@ function surfaceOf(surface: ChatSurface, context: QueuedContext, claim: AnswerCl
   };
 }
 
-export function createQueuedTurns(store: StorePort, bodies: TurnBodies, receiveFiles?: ReceiveFiles) {
+export function createQueuedTurns(
+  store: StorePort,
+  bodies: TurnBodies,
+  receiveFiles?: ReceiveFiles,
+  /** Reads a thread before a mention in it (thread-context.ts); without it nothing is read. */
+  threads?: { read: ReadThread; counter: TokenCounter },
+) {
   const claimOf = (answerKey: string): AnswerClaim => {
     let claimed: Promise<boolean> | undefined;
     return () =>
@@ -213,7 +225,11 @@ export function createQueuedTurns(store: StorePort, bodies: TurnBodies, receiveF
         userId: trace.userId,
         history: [],
         messages: [
-          userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }) satisfies Message,
+          // What the dead worker's run read of its thread is in its record: not read again.
+          withThreadContext(
+            userMessageOf({ input: trace.input, ...(attachments ? { attachments } : {}) }),
+            trace.threadContext ?? undefined,
+          ) satisfies Message,
           ...ours,
         ],
         steps: steps.reduce((most, step) => Math.max(most, step.step), 0),
@@ -288,6 +304,17 @@ export function createQueuedTurns(store: StorePort, bodies: TurnBodies, receiveF
       input: trace.input,
       inputStored: true,
       ...(files?.length ? { fetchAttachments: () => filesOf(files, trace, context) } : {}),
+      ...(threads
+        ? {
+            fetchThreadContext: (settings: Required<ThreadContextSettings>) =>
+              readThreadContext(
+                { store, ...threads },
+                { sessionId: trace.sessionId, eventIds: work.eventIds },
+                settings,
+                context.signal,
+              ),
+          }
+        : {}),
     };
     return answered(await bodies.message(task, context.signal, surface), work.runId, claim, context);
   }

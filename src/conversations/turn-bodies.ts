@@ -19,6 +19,7 @@ import { addUsage, emptyUsage } from "../agent/types.js";
 import { agentIn, refusalHere } from "./channel-agent.js";
 import { settingsFor, type ChannelLevel, type ChannelSettings } from "./channel-settings.js";
 import { CAPABILITIES_QUESTION, describeCapabilities } from "./capabilities.js";
+import { threadSettingsOf } from "./thread-context.js";
 import {
   budgetNote,
   budgetSentence,
@@ -304,9 +305,15 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
         task.onEvent?.(event);
       };
       return inSlot(signal, surface, task, async () => {
-        const { fetchAttachments, ...given } = task;
+        const { fetchAttachments, fetchThreadContext, ...given } = task;
         const attachments = fetchAttachments && (await fetchAttachments());
-        const ready = attachments ? { ...given, attachments } : given;
+        const threadContext =
+          fetchThreadContext && (await fetchThreadContext(threadSettingsOf(here?.level.threadContext)));
+        const ready = {
+          ...given,
+          ...(attachments ? { attachments } : {}),
+          ...(threadContext ? { threadContext } : {}),
+        };
         const command = options.pipelines && ready.input.trim().match(PIPELINE_COMMAND);
         // A pipeline's first stage takes the accepted run over with the stage's own input, which it stores.
         const { inputStored: _stored, ...staged } = ready;

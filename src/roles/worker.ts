@@ -12,13 +12,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createConversations } from "../conversations/conversations.js";
 import { watchChannelSettings, type LiveChannelSettings } from "../conversations/channel-settings.js";
 import { startScheduleTicker } from "../conversations/schedules.js";
-import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import { assertModelConfigured, type GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { workOf, type TurnWork } from "../conversations/turns.js";
 import type { QueueWorker, StopCause, Turn, TurnContext } from "../queue/types.js";
 import { createAgentConfig, type GlassboxAgent } from "../setup.js";
 import type { AgentConfig } from "../agent/loop.js";
+import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
 import type { StorePort } from "../store/port.js";
 import type { Deployment } from "./deployment.js";
 import { startApprovalSweeper, type ApprovalSweeper } from "../conversations/approval-sweeper.js";
@@ -98,12 +98,19 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       ? watchChannelSettings(config.channelsFile, log, agent.tools.names())
       : undefined;
     if (channels) closing.push(async () => channels.stop());
+    // Threads read before a run and scheduled messages are counted in the model's encoding.
+    const counter = await createTokenCounter(config.encoding ?? encodingForModel(config.model.model));
     const conversations = createConversations(agent, store, {
       channels,
       ...(agent.specialists ? { modelNamed: agent.specialists.modelNamed } : {}),
       openSurface: surfaces.openSurface,
       showDecision: surfaces.showDecision,
       receiveFiles: surfaces.receiveFiles,
+      ...(surfaces.readThread
+        ? {
+            readThread: { read: surfaces.readThread, counter },
+          }
+        : {}),
       approvalTtlSeconds: config.approvalTtlSeconds,
       dailyLimits: config.dailyLimits,
       ...(config.retentionDays !== undefined ? { retentionDays: config.retentionDays } : {}),
@@ -130,7 +137,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const ticker = startScheduleTicker({
       store,
       queue,
-      counter: await createTokenCounter(config.encoding ?? encodingForModel(config.model.model)),
+      counter,
       log,
       everyMs: config.scheduleLookMs,
     });

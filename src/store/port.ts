@@ -39,6 +39,7 @@ import type {
   WorkerOffer,
 } from "./port-data.js";
 import type { Message } from "../agent/types.js";
+import type { ThreadReading } from "../agent/thread-context.js";
 import type { FactStore, HistoryStore, RunWriter, UsageHistory } from "../agent/contracts.js";
 import type { Feedback, FeedbackSource, Rating } from "../agent/feedback.js";
 
@@ -198,6 +199,8 @@ export interface TraceReadings extends UsageHistory {
   childrenOf(runId: string): Promise<RunTrace[]>;
   /** A pipeline's stages so far, in order, by its first stage's run. */
   stagesOf(pipelineRunId: string): Promise<RunTrace[]>;
+  /** The newest reading of a session's thread that got through (`through` set): the next mention reads after it. */
+  latestThreadReading(sessionId: string): Promise<ThreadReading | undefined>;
   /** A run's steps in order, from step `fromStep` on (default: all of them). */
   steps(runId: string, fromStep?: number): Promise<StepTrace[]>;
   /** The exact request a step sent to the model (older steps: its messages alone). */

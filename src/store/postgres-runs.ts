@@ -93,20 +93,21 @@ export async function startAcceptedRun(db: Db, run: RunRecord): Promise<{ cancel
   await registerInstance(db);
   const { rows } = await db.query<{ cancelRequested: boolean }>(
     // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-    `UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, input = CASE WHEN left($9, length(input)) = input THEN $9 ELSE input END WHERE id = $3 AND status = 'accepted'
+    `UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, thread_context = $9, input = CASE WHEN left($10, length(input)) = input THEN $10 ELSE input END WHERE id = $3 AND status = 'accepted'
      RETURNING EXISTS (SELECT FROM cancel_requests WHERE run_id = $3) AS "cancelRequested"`,
     [new Date().toISOString(), INSTANCE.id, run.runId, ...startedWith(run), run.input],
   );
   return rows[0];
 }
 
-/** What a run starts with besides its ids: its pipeline stage and its configuration. */
-const startedWith = ({ pipeline, configuration }: RunRecord) => [
+/** What a run starts with besides its ids: its pipeline stage, its configuration and what it read of its thread. */
+const startedWith = ({ pipeline, configuration, threadContext }: RunRecord) => [
   pipeline?.runId ?? null,
   pipeline?.stage ?? null,
   pipeline?.stages ?? null,
   pipeline?.name ?? null,
   configuration ?? null,
+  threadContext ? JSON.stringify(threadContext) : null,
 ];
 
 /** Starts a run, accepted or new (a sub-agent's, a CLI's); `notAccepted`: startAcceptedRun found it was not. */
@@ -118,8 +119,8 @@ export async function startRun(db: Db, run: RunRecord, notAccepted = false): Pro
   if (rows[0] !== undefined) return false;
   await touchSession(db, run.sessionId, at, false);
   const inserted = await db.query(
-    `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name, configuration)
-     VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name, configuration, thread_context)
+     VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
     [
       run.runId,
       run.sessionId,

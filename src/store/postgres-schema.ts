@@ -255,6 +255,10 @@ const MIGRATIONS = [
   );
   CREATE INDEX schedules_session ON schedules (session_id text_pattern_ops);
   `,
+  `
+  -- what a run read of its thread before the mention (messages, leftOut, through, problem)
+  ALTER TABLE runs ADD COLUMN thread_context jsonb;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

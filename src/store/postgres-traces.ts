@@ -5,6 +5,7 @@
  */
 import type pg from "pg";
 import type { Message, ToolSpec } from "../agent/types.js";
+import type { ThreadReading } from "../agent/thread-context.js";
 import { seqsOf } from "./request-refs.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type {
@@ -22,7 +23,7 @@ const RUN_COLUMNS = `id AS "runId", session_id AS "sessionId", user_id AS "userI
   prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", cost, started_at AS "startedAt", ended_at AS "endedAt",
   parent_run_id AS "parentRunId", parent_tool_call_id AS "parentToolCallId",
   pipeline_run_id AS "pipelineRunId", pipeline_stage AS "pipelineStage", pipeline_stages AS "pipelineStages", pipeline_name AS "pipelineName",
-  configuration`;
+  configuration, thread_context AS "threadContext"`;
 
 interface StepRow {
   step: number;
@@ -70,6 +71,14 @@ export function createPostgresTraces(pool: pg.Pool) {
       return (await pool.query<RunTrace>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`, [runId])).rows[0];
     },
     runsOfSession: (sessionId: string) => runs("session_id", sessionId),
+    /** The newest reading of a session's thread that got through (the next mention reads after it). */
+    async latestThreadReading(sessionId: string): Promise<ThreadReading | undefined> {
+      const { rows } = await pool.query<{ reading: ThreadReading }>(
+        "SELECT thread_context AS reading FROM runs WHERE session_id = $1 AND thread_context->>'through' IS NOT NULL ORDER BY started_at DESC, seq DESC LIMIT 1",
+        [sessionId],
+      );
+      return rows[0]?.reading;
+    },
     childrenOf: (runId: string) => runs("parent_run_id", runId),
     async stagesOf(pipelineRunId: string): Promise<RunTrace[]> {
       return (

@@ -316,6 +316,10 @@ const MIGRATIONS = [
   );
   CREATE INDEX schedules_session ON schedules (session_id);
   `,
+  `
+  -- what a run read of its thread before the mention (JSON: messages, leftOut, through, problem)
+  ALTER TABLE runs ADD COLUMN thread_context TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

@@ -132,7 +132,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     ),
     // Idempotent: memory and the trace both start a run they see, whichever is configured.
     insertRun: db.prepare(
-      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name, configuration) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT OR IGNORE INTO runs (id, session_id, user_id, input, status, started_at, parent_run_id, parent_tool_call_id, owner, pipeline_run_id, pipeline_stage, pipeline_stages, pipeline_name, configuration, thread_context) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ),
     // An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
     acceptRun: db.prepare(
@@ -141,7 +141,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     // The input the run starts with replaces the accepted one only where it adds to it (the lines of
     // the files the worker fetched; see agent/attachments.ts inputWithAttachments).
     startAcceptedRun: db.prepare(
-      "UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ?, configuration = ?, input = CASE WHEN substr(@input, 1, length(input)) = input THEN @input ELSE input END WHERE id = ? AND status = 'accepted'",
+      "UPDATE runs SET status = 'running', started_at = ?, owner = ?, pipeline_run_id = ?, pipeline_stage = ?, pipeline_stages = ?, pipeline_name = ?, configuration = ?, thread_context = ?, input = CASE WHEN substr(@input, 1, length(input)) = input THEN @input ELSE input END WHERE id = ? AND status = 'accepted'",
     ),
     endRun: db.prepare(END_RUN),
     endUnstartedRun: db.prepare(`${END_RUN} AND status = 'accepted'`),
@@ -269,6 +269,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
           pipeline?.stages ?? null,
           pipeline?.name ?? null,
           run.configuration ?? null,
+          run.threadContext ? JSON.stringify(run.threadContext) : null,
         ];
         if (status === "accepted")
           return (

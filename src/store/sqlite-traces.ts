@@ -3,6 +3,7 @@ import type { RecordedRequest } from "../agent/contracts.js";
 import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
 import type { SpendScope, Spender, Spent } from "./port-data.js";
 import type { Message } from "../agent/types.js";
+import type { ThreadReading } from "../agent/thread-context.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import type { Statement } from "better-sqlite3";
 import { createRequestLog } from "./sqlite-requests.js";
@@ -31,7 +32,13 @@ const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, in
   prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt,
   parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId,
   pipeline_run_id AS pipelineRunId, pipeline_stage AS pipelineStage, pipeline_stages AS pipelineStages, pipeline_name AS pipelineName,
-  configuration`;
+  configuration, thread_context AS threadContext`;
+
+/** A run's row with its thread reading parsed (SQLite keeps the JSON as text). */
+const traceOf = (row: unknown): RunTrace => {
+  const run = row as Omit<RunTrace, "threadContext"> & { threadContext: string | null };
+  return { ...run, threadContext: run.threadContext ? (JSON.parse(run.threadContext) as ThreadReading) : null };
+};
 
 export function createTraceReader(store: SqliteStore) {
   const { db } = store;
@@ -64,6 +71,11 @@ export function createTraceReader(store: SqliteStore) {
     runsOfSession: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY started_at, rowid`),
     children: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY started_at, rowid`),
     stages: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE pipeline_run_id = ? ORDER BY pipeline_stage`),
+    latestThreadReading: db
+      .prepare(
+        "SELECT thread_context FROM runs WHERE session_id = ? AND json_extract(thread_context, '$.through') IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
+      )
+      .pluck(),
     steps: db.prepare(
       "SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step",
     ),
@@ -79,12 +91,20 @@ export function createTraceReader(store: SqliteStore) {
       .all(...params) as UsageTotal[];
 
   return {
-    run: (runId: string) => statements.run.get(runId) as RunTrace | undefined,
-    runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId) as RunTrace[],
+    run(runId: string): RunTrace | undefined {
+      const row = statements.run.get(runId);
+      return row ? traceOf(row) : undefined;
+    },
+    runsOfSession: (sessionId: string) => statements.runsOfSession.all(sessionId).map(traceOf),
     /** The runs of sub-agents that worked for a run, to nest under its tool calls. */
-    childrenOf: (runId: string) => statements.children.all(runId) as RunTrace[],
+    childrenOf: (runId: string) => statements.children.all(runId).map(traceOf),
     /** A pipeline's stages so far, in order, by its first stage's run. */
-    stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId) as RunTrace[],
+    stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId).map(traceOf),
+    /** The newest reading of a session's thread that got through (the next mention reads after it). */
+    latestThreadReading(sessionId: string): ThreadReading | undefined {
+      const text = statements.latestThreadReading.get(sessionId) as string | undefined;
+      return text ? (JSON.parse(text) as ThreadReading) : undefined;
+    },
     steps(runId: string, fromStep = 1): StepTrace[] {
       return (statements.steps.all(runId, fromStep) as StepRow[]).map((row) => ({
         step: row.step,

@@ -150,6 +150,7 @@ function portOver(store: SqliteStore): SqlitePort {
     runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),
     childrenOf: async (runId) => reader.childrenOf(runId),
     stagesOf: async (pipelineRunId) => reader.stagesOf(pipelineRunId),
+    latestThreadReading: async (sessionId) => reader.latestThreadReading(sessionId),
     steps: async (runId, fromStep) => reader.steps(runId, fromStep),
     payload: async (runId, step) => reader.payload(runId, step),
     totalsByRun: async () => reader.totalsByRun(),

@@ -125,6 +125,8 @@ export interface FakeDiscord {
     mentionsBot?: boolean;
     type?: number;
     attachments?: FakeDiscordFileInput[];
+    /** The message this one replies to (a reply: type 19 with its message_reference). */
+    replyTo?: string;
   }): Promise<{ id: string; content: string }>;
   cdn: FakeDiscordCdn; // serves the attachments of sent messages (fake-discord-files.ts)
   clickButton(input: {
@@ -286,8 +288,17 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         channelId: channel.id,
         authorId: author.id,
         content,
-        type: input.type ?? MessageType.Default,
+        type: input.type ?? (input.replyTo ? MessageType.Reply : MessageType.Default),
         attachments: (input.attachments ?? []).map((file) => cdn.add(input.channelId, file, state.nextId())),
+        ...(input.replyTo
+          ? {
+              reference: {
+                message_id: input.replyTo,
+                channel_id: channel.id,
+                ...(input.guildId ? { guild_id: input.guildId } : {}),
+              },
+            }
+          : {}),
       });
       gateway.broadcastMessage("MESSAGE_CREATE", m);
       return { id: m.id, content };

@@ -16,6 +16,9 @@ export interface FakeMessage {
   bot_id?: string;
   thread_ts?: string;
   reactions?: string[];
+  /** Files shared with it, as listings carry them (id and name here). */
+  files?: Array<{ id: string; name: string }>;
+  bot_profile?: { name: string };
 }
 
 /** Who the bot is, as its messages and listings name it. */

@@ -47,7 +47,10 @@ export interface FakeSlackOptions {
   botUserId?: string;
   botId?: string;
   appId?: string;
-  /** Methods that answer `{ok:false}`. An array uses error "missing_scope"; a record names the error. */
+  /**
+   * Methods that answer `{ok:false}`. An array uses error "missing_scope"; a record names the error;
+   * "ratelimited" answers HTTP 429 with Retry-After, as Slack does.
+   */
   refuse?: string[] | Record<string, string>;
   /** How long sendSocketEvent waits for the client's ack (Slack's own deadline is 3 s). */
   ackTimeoutMs?: number;
@@ -143,7 +146,10 @@ export interface FakeSlack {
   dropSocket(connection?: number): void;
   nextTs(): string;
   /** Stores a message a person wrote, with no event sent (for tests that drive a worker, which receives none); returns its ts. */
-  addUserMessage(channel: string, message: { user: string; text: string; threadTs?: string }): string;
+  addUserMessage(
+    channel: string,
+    message: { user: string; text: string; threadTs?: string; files?: Array<{ name: string }>; botName?: string },
+  ): string;
   close(): Promise<void>;
 }
 
@@ -316,6 +322,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     if (token !== wanted && !installedToken)
       return sendJson(res, fail(token === appToken || token === botToken ? "not_allowed_token_type" : "invalid_auth"));
     const refusal = refused.get(method);
+    // Slack answers a rate-limited call with HTTP 429 and Retry-After (seconds), as the Web API documents.
+    if (refusal === "ratelimited") {
+      res.writeHead(429, { "Content-Type": "application/json", "Retry-After": "30" });
+      return void res.end(JSON.stringify(fail("ratelimited")));
+    }
     sendJson(res, refusal ? refusalOf(method, refusal, args) : handler(args, token));
   }
 
@@ -470,9 +481,19 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     disconnectSocket: (connection = 0, reason = "refresh_requested") => socketMode.disconnect(connection, reason),
     dropSocket: (connection = 0) => socketMode.drop(connection),
     nextTs,
-    addUserMessage(channel, { user, text, threadTs }) {
+    addUserMessage(channel, { user, text, threadTs, files, botName }) {
       const ts = nextTs();
-      channelMessages(channel).push({ ts, text, user, ...(threadTs ? { thread_ts: threadTs } : {}) });
+      channelMessages(channel).push({
+        ts,
+        text,
+        user,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        ...(files?.length
+          ? { files: files.map((file, index) => ({ id: `F${ts.replace(".", "")}${index}`, ...file })) }
+          : {}),
+        // Another app's message: its bot_id and bot_profile, as Slack lists them.
+        ...(botName ? { bot_id: `B${user}`, bot_profile: { name: botName } } : {}),
+      });
       return ts;
     },
     async close() {

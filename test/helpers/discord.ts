@@ -201,7 +201,10 @@ export interface Harness {
   lines: LogLine[];
   log: Logger;
   /** A message in the server channel (or thread) that mentions the bot; returns its id and content. */
-  mention(text: string, options?: { channelId?: string; authorId?: string }): Promise<{ id: string; content: string }>;
+  mention(
+    text: string,
+    options?: { channelId?: string; authorId?: string; replyTo?: string },
+  ): Promise<{ id: string; content: string }>;
   /** A direct message to the bot. */
   dm(text: string, options?: { authorId?: string }): Promise<{ id: string; content: string }>;
 }
@@ -247,6 +250,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         authorId: o.authorId ?? USER,
         content: text,
         mentionsBot: true,
+        ...(o.replyTo ? { replyTo: o.replyTo } : {}),
       }),
     dm: (text, o = {}) => fake.sendMessage({ channelId: DM, authorId: o.authorId ?? USER, content: text }),
   };

@@ -99,9 +99,18 @@ describe("per-channel settings", () => {
     expect(mistake("channels:\n  C1:\n    systemPromptFile: missing.txt\n")).toMatch(
       /^FILE:3: channels\.C1\.systemPromptFile names .*missing\.txt, which cannot be read\.$/,
     );
+    expect(mistake("channels:\n  C1:\n    threadContext: { threads: yes please }\n")).toBe(
+      "FILE:3: channels.C1.threadContext.threads must be true or false.",
+    );
+    expect(mistake("channels:\n  C1:\n    threadContext: { maxMessages: 0 }\n")).toBe(
+      "FILE:3: channels.C1.threadContext.maxMessages must be a whole number from 1 to 200.",
+    );
+    expect(mistake("channels:\n  C1:\n    threadContext: { maxTokns: 500 }\n")).toBe(
+      "FILE:3: channels.C1.threadContext.maxTokns is not a setting; did you mean maxTokens?",
+    );
     expect(mistake("defaults: [1\n")).toMatch(/^FILE:\d+: /);
     expect(mistake('{"channels": {"C1": {"tools": ["calculator"], "temperature": 0.2}}}', "channels.json")).toBe(
-      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule, budget, notes.",
+      "FILE:1: channels.C1.temperature is not a setting; the settings are systemPrompt, systemPromptFile, model, tools, users, approvers, requesterMayApprove, toolApprovers, twoPersonRule, budget, notes, threadContext.",
     );
   });
 
