@@ -6,9 +6,9 @@
 // workers sweeping at the same moment remove it once, without an error. A value that is not whole
 // days stops the start with one sentence.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -53,7 +53,12 @@ async function platform(): Promise<{ fake: FakeSlack; model: ScriptedModelServer
     script: (body) => ({ content: `answer to ${String(body.messages.at(-1)?.content).slice(0, 200)}` }),
   });
   cleanups.push(() => model.close());
-  return { fake, model, slack: fakeSlackEnvironment(fake.apiUrl, SECRET) };
+  // What glassbox keeps is the subject here: threads are not read again from Slack, which keeps its
+  // own history (a mention in a removed thread would otherwise bring its messages back; thread-context.md).
+  const channels = join(mkdtempSync(join(tmpdir(), "glassbox-retention-channels-")), "channels.yaml");
+  writeFileSync(channels, "defaults:\n  threadContext: { threads: false }\n");
+  cleanups.push(() => rmSync(dirname(channels), { recursive: true, force: true }));
+  return { fake, model, slack: { ...fakeSlackEnvironment(fake.apiUrl, SECRET), GLASSBOX_CHANNELS: channels } };
 }
 
 async function started(role: Parameters<typeof startRoleProcess>[0], env: Record<string, string>) {

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
+import { budgetScript as script } from "../../../helpers/budget-script.js";
 import { BOT, botTexts, cleanUp, startHarness, waitForBotMessage } from "../../../helpers/slack.js";
 
 afterEach(cleanUp);
@@ -18,19 +18,6 @@ function settingsFile(): string {
     ["channels:", "  C0BUDGET:", "    budget:", "      channel: { daily: { tokens: 1000 } }", ""].join("\n"),
   );
   return file;
-}
-
-/** "first": one answer of 850 tokens; "second": a calculator call of 300 tokens, then (never reached) an answer. */
-function script(body: ChatCompletionRequestBody) {
-  const asked = String(body.messages.findLast((message) => message.role === "user")?.content ?? "");
-  const last = body.messages.at(-1);
-  if (asked.includes("first")) return { content: "First answer.", usage: { promptTokens: 800, completionTokens: 50 } };
-  if (last?.role === "tool") return { content: "Should not be reached." };
-  return {
-    content: "Let me add that up.",
-    toolCalls: [{ name: "calculator", arguments: JSON.stringify({ expression: "2 + 2" }) }],
-    usage: { promptTokens: 250, completionTokens: 50 },
-  };
 }
 
 describe("channel budgets on Slack", () => {

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
+import { budgetScript as script } from "../../../helpers/budget-script.js";
 import { cleanUp, getJson, postJson, readEvents, startPlayground, type Playground } from "../../../helpers/web.js";
 
 const SERVICE = { authorization: "Bearer service-token" };
@@ -33,18 +33,6 @@ function settingsFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), "glassbox-web-budgets-")), "channels.yaml");
   writeFileSync(file, ["defaults:", "  budget:", "    user: { daily: { tokens: 1000 } }", ""].join("\n"));
   return file;
-}
-
-/** "first": one answer of 850 tokens; "second": a calculator call of 300 tokens, then (never reached) an answer. */
-function script(body: ChatCompletionRequestBody) {
-  const asked = String(body.messages.findLast((message) => message.role === "user")?.content ?? "");
-  if (asked.includes("first")) return { content: "First answer.", usage: { promptTokens: 800, completionTokens: 50 } };
-  if (body.messages.at(-1)?.role === "tool") return { content: "Should not be reached." };
-  return {
-    content: "Let me add that up.",
-    toolCalls: [{ name: "calculator", arguments: JSON.stringify({ expression: "2 + 2" }) }],
-    usage: { promptTokens: 250, completionTokens: 50 },
-  };
 }
 
 describe("channel budgets through the web API", () => {
