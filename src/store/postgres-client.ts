@@ -102,7 +102,7 @@ function statementName(text: string): string {
   return name;
 }
 
-export const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
+const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
 
 /**
  * A transaction: its client's queries; `send` for a statement whose answer nothing in the body needs

@@ -77,14 +77,6 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
   let openings = 0;
   const askedUnder = new Map<string, number>();
 
-  /** A run asked about under `opening` (0: not listening then, which counts for nothing). */
-  function askedAbout(runId: string, opening: number): void {
-    if (opening === 0) return;
-    askedUnder.delete(runId);
-    askedUnder.set(runId, opening);
-    if (askedUnder.size > ASKED_RUNS) askedUnder.delete(askedUnder.keys().next().value as string);
-  }
-
   /** The listening connection (both channels), opened for the first watcher; reopened if it breaks while someone watches. */
   function connectListener(): Promise<pg.Client> {
     if (connection) return connection;
@@ -291,19 +283,12 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
       if (opening !== 0 && askedUnder.get(runId) === opening) return false;
       const requested =
         (await pool.query("SELECT 1 FROM cancel_requests WHERE run_id = $1 LIMIT 1", [runId])).rows.length > 0;
-      askedAbout(runId, opening);
+      if (opening !== 0) {
+        askedUnder.delete(runId);
+        askedUnder.set(runId, opening);
+        if (askedUnder.size > ASKED_RUNS) askedUnder.delete(askedUnder.keys().next().value as string);
+      }
       return requested;
-    },
-    /**
-     * Called before a statement that reads whether a stop was asked for a run beside its other work (a
-     * run's start); the function returned takes its answer. A run found without one counts as asked
-     * about, as by cancelRequested; one found with one does not, so that cancelRequested reads it.
-     */
-    readingCancel(): (runId: string, requested: boolean) => void {
-      const opening = cancelListeners.size > 0 ? listening : 0;
-      return (runId, requested) => {
-        if (!requested) askedAbout(runId, opening);
-      };
     },
     watchCancels: (listener: (notice: CancelNotice) => void) => watch(cancelListeners, listener),
     async publishText(notice: TextNotice): Promise<void> {

@@ -8,7 +8,6 @@ import { toStoredMessage, type MessageRow } from "./message-rows.js";
 import type { MessageEntry, SessionInfo, StoredMessage, Summary, SummaryCall } from "./port-data.js";
 import type { SessionHistory } from "./port.js";
 import { inTransaction, type Db } from "./postgres-client.js";
-import { Statement } from "./postgres-statement.js";
 
 /** Where a session's history stands after a write: its epoch, and the version the write made. */
 export interface SessionWrite {
@@ -17,19 +16,12 @@ export interface SessionWrite {
   version: number;
 }
 
-const touching = (
-  from: string,
-) => `INSERT INTO sessions (id, created_at, updated_at, version) SELECT $1, $2, $2, $3${from}
-     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = sessions.version + $3 RETURNING epoch, version`;
-
 /**
- * The session's upsert, for a statement's WITH (as `session`): creates it on first use and marks its
- * activity, counting a write to its history by $3 (1 or 0); $1 the session, $2 the moment. Returns its epoch and version.
+ * The session's upsert, for a statement's WITH: creates it on first use and marks its activity,
+ * counting a write to its history by $3 (1 or 0); $1 the session, $2 the moment. Returns its epoch and version.
  */
-export const TOUCH_SESSION = touching("");
-
-/** TOUCH_SESSION, done only when `relation` (a WITH query of the same statement) has a row. */
-export const touchSessionIf = (relation: string) => touching(` FROM ${relation}`);
+export const TOUCH_SESSION = `INSERT INTO sessions (id, created_at, updated_at, version) VALUES ($1, $2, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = sessions.version + $3 RETURNING epoch, version`;
 
 /** Creates the session on first use and marks its activity; `historyChanged` counts a write to its history. */
 export async function touchSession(
@@ -48,25 +40,16 @@ export async function touchSession(
 }
 
 /**
- * The insert of messages after a WITH query named `session` (TOUCH_SESSION's): $1 the session, $2 the
- * moment, $3 the run, $4 to $8 the columns of messageColumns (messageValues gives them all). Returns
- * each id with the session's epoch and version.
+ * The insert of messages after a WITH that names `session` (TOUCH_SESSION's): $1 the session, $2 the
+ * moment, $4 the run, $5 to $9 the columns of messageColumns. Returns each id with the session's epoch and version.
  */
 export const INSERT_MESSAGES = `INSERT INTO messages (session_id, epoch, run_id, role, content, tool_calls, tool_call_id, tokens, created_at)
-     SELECT $1, session.epoch, $3, role, content, tool_calls, tool_call_id, tokens, $2
-     FROM session, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::integer[]) WITH ORDINALITY AS entry(role, content, tool_calls, tool_call_id, tokens, position)
+     SELECT $1, session.epoch, $4, role, content, tool_calls, tool_call_id, tokens, $2
+     FROM session, unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::integer[]) WITH ORDINALITY AS entry(role, content, tool_calls, tool_call_id, tokens, position)
      ORDER BY position RETURNING id, epoch, (SELECT version FROM session) AS version`;
 
-/** INSERT_MESSAGES's values. */
-export const messageValues = (sessionId: string, at: string, runId: string | null, entries: MessageEntry[]) => [
-  sessionId,
-  at,
-  runId,
-  ...messageColumns(entries),
-];
-
 /** The entries as INSERT_MESSAGES's columns: role, content, tool calls, tool call id, tokens. */
-function messageColumns(entries: MessageEntry[]): unknown[][] {
+export function messageColumns(entries: MessageEntry[]): unknown[][] {
   const column = <T>(pick: (entry: MessageEntry) => T) => entries.map(pick);
   return [
     column(({ message }) => message.role),
@@ -105,11 +88,14 @@ export function insertMessages(
   const at = new Date().toISOString();
   if (entries.length === 0)
     return touchSession(db, sessionId, at, true).then((session) => ({ ids: [] as number[], session }));
-  const statement = new Statement().with("session", TOUCH_SESSION, [sessionId, at, 1]);
   return db
-    .query<{ id: number; epoch: number; version: number }>(
-      ...statement.finish(INSERT_MESSAGES, messageValues(sessionId, at, runId, entries)),
-    )
+    .query<{ id: number; epoch: number; version: number }>(`WITH session AS (${TOUCH_SESSION}) ${INSERT_MESSAGES}`, [
+      sessionId,
+      at,
+      1,
+      runId,
+      ...messageColumns(entries),
+    ])
     .then(({ rows }) => insertedMessages(sessionId, rows));
 }
 

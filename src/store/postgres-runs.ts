@@ -1,8 +1,7 @@
 /**
  * Runs on PostgreSQL: accepted, started (once), resumed, ended; owned by a process instance, which
  * beats while it lives, so the runs of a process that is gone can be marked interrupted. The write
- * functions take the client of an open transaction (a run's writes), or add to a statement (an
- * event's acceptance, see Statement), or give a statement for one (a run's end).
+ * functions take the client of an open transaction (a run's writes, an event's acceptance).
  */
 import type pg from "pg";
 import { INSTANCE } from "./instances.js";
@@ -10,8 +9,14 @@ import { ownerAlive, type InstanceRecord } from "./instances.js";
 import type { MessageEntry, RunOutcome, RunRecord, WorkerOffer } from "./port-data.js";
 import { liveOffer } from "./worker-offers.js";
 import { inTransaction, type Db, type PostgresTransaction } from "./postgres-client.js";
-import { INSERT_MESSAGES, messageValues, touchSession, touchSessionIf } from "./postgres-messages.js";
-import type { Statement } from "./postgres-statement.js";
+import {
+  INSERT_MESSAGES,
+  insertedMessages,
+  messageColumns,
+  type SessionWrite,
+  TOUCH_SESSION,
+  touchSession,
+} from "./postgres-messages.js";
 
 const UNFINISHED = "('running', 'accepted')";
 const END_RUN =
@@ -53,6 +58,11 @@ async function registerInstance(db: Db): Promise<void> {
   if (beatingHandles === 0) await db.query(REGISTER_INSTANCE, instanceValues());
 }
 
+/** registerInstance, sent with the transaction's next statements. */
+function sendInstance(transaction: PostgresTransaction): void {
+  if (beatingHandles === 0) transaction.send(REGISTER_INSTANCE, instanceValues());
+}
+
 /** The user who started the session's first run (not a sub-agent's). */
 export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string | undefined> {
   const { rows } = await db.query<{ user_id: string }>(
@@ -63,41 +73,53 @@ export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string 
 }
 
 /**
- * The accepted run's insert, after a WITH query named `session` (which has a row only when the event
- * is accepted): $1 the run, $2 its session, $3 its user, $4 its input, $5 the moment, $6 its owner. An
- * accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
+ * The accepted run's insert, for a statement that touches its session: $4 the run, $1 the session, $2 the moment.
+ * An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
  */
-const ACCEPTED_RUN = `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost)
-  SELECT $1, $2, $3, $4, 'accepted', $5, $5, $6, 0 FROM session`;
+const acceptedRun = (user: string, input: string, owner: string) =>
+  `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost) VALUES ($4, $1, ${user}, ${input}, 'accepted', $2, $2, ${owner}, 0)`;
 
 /**
  * A run accepted before it starts (owned by this process until it starts or ends unstarted), with
- * the message it answers (the WITH query `message`) and its session's touch (`session`), added to an
- * acceptance's statement: they are written only when its WITH query `accepted` has a row.
+ * the message it answers, in one statement that also makes or touches its session. Sent at once;
+ * the answer is the message's id.
  */
-export function acceptRun(statement: Statement, run: RunRecord, entries: MessageEntry[]): void {
-  // Unconditional: the instance row is harmless for a duplicate, and kept by heartbeats once they beat.
-  if (beatingHandles === 0) statement.with("instance", REGISTER_INSTANCE, instanceValues());
+export function acceptRun(
+  transaction: PostgresTransaction,
+  run: RunRecord,
+  entries: MessageEntry[],
+): Promise<{ ids: number[]; session?: SessionWrite }> {
+  sendInstance(transaction);
   const at = new Date().toISOString();
-  const { runId, sessionId } = run;
-  statement.with("session", touchSessionIf("accepted"), [sessionId, at, entries.length > 0 ? 1 : 0]);
-  statement.with("run", ACCEPTED_RUN, [runId, sessionId, run.userId, run.input, at, INSTANCE.id]);
-  if (entries.length > 0) statement.with("message", INSERT_MESSAGES, messageValues(sessionId, at, runId, entries));
+  if (entries.length === 0) {
+    transaction.send(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
+      run.sessionId,
+      at,
+      0,
+      run.runId,
+      run.userId,
+      run.input,
+      INSTANCE.id,
+    ]);
+    return Promise.resolve({ ids: [] });
+  }
+  return transaction
+    .query<{ id: number; epoch: number; version: number }>(
+      `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
+      [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
+    )
+    .then(({ rows }) => insertedMessages(run.sessionId, rows));
 }
 
-/**
- * A run from the queue, accepted at ingress, starts in this one statement, which also reads whether a
- * stop was asked for it meanwhile (the check before its first model call); undefined when it was not accepted.
- */
-export async function startAcceptedRun(db: Db, run: RunRecord): Promise<{ cancelRequested: boolean } | undefined> {
+/** A run from the queue, accepted at ingress, starts in this one statement; false when it was not accepted. */
+export async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean> {
   await registerInstance(db);
-  const { rows } = await db.query<{ cancelRequested: boolean }>(
+  const started = await db.query(
     // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-    `UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, thread_context = $9, input = CASE WHEN left($10, length(input)) = input THEN $10 ELSE input END WHERE id = $3 AND status = 'accepted'
-     RETURNING EXISTS (SELECT FROM cancel_requests WHERE run_id = $3) AS "cancelRequested"`,
+    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, thread_context = $9, input = CASE WHEN left($10, length(input)) = input THEN $10 ELSE input END WHERE id = $3 AND status = 'accepted'",
     [new Date().toISOString(), INSTANCE.id, run.runId, ...startedWith(run), run.input],
   );
-  return rows[0];
+  return started.rowCount === 1;
 }
 
 /** What a run starts with besides its ids: its pipeline stage, its configuration and what it read of its thread. */
@@ -156,28 +178,17 @@ export async function takeOverRun(db: Db, runId: string): Promise<boolean> {
 
 /** The run's end, sent; `priced`: with its model and cost (see PRICE), in the same statement. */
 export function endRun(transaction: PostgresTransaction, outcome: RunOutcome, priced = false): void {
-  transaction.send(...endOf(outcome, priced ? PRICE : undefined));
+  transaction.send(
+    priced ? END_RUN.replace(" WHERE id = $1", `, ${PRICE} WHERE id = $1`) : END_RUN,
+    endValues(outcome),
+  );
 }
 
-/** The statement of a run's end; with `price` (priceFrom's), its model and cost too. */
-export function endOf(outcome: RunOutcome, price?: string): [string, unknown[]] {
-  return [price ? END_RUN.replace(" WHERE id = $1", `, ${price} WHERE id = $1`) : END_RUN, endValues(outcome)];
-}
-
-/**
- * Run `$1`'s model (its last step's) and cost (its steps', its sub-agents' runs' and its folds'
- * summarising calls'; unknown if any of them is), its steps read from `steps` (a table or a subquery
- * with run_id, step, model and cost).
- */
-export const priceFrom = (
-  steps: string,
-) => `model = (SELECT model FROM ${steps} WHERE run_id = $1 ORDER BY step DESC LIMIT 1),
+/** Run `$1`'s model (its last step's) and cost (its steps', its sub-agents' runs' and its folds' summarising calls'; unknown if any of them is). */
+export const PRICE = `model = (SELECT model FROM steps WHERE run_id = $1 ORDER BY step DESC LIMIT 1),
   cost = (SELECT CASE WHEN count(*) = count(cost) THEN sum(cost) END FROM (
-    SELECT cost FROM ${steps} WHERE run_id = $1 UNION ALL SELECT cost FROM runs WHERE parent_run_id = $1
+    SELECT cost FROM steps WHERE run_id = $1 UNION ALL SELECT cost FROM runs WHERE parent_run_id = $1
     UNION ALL SELECT cost FROM summaries WHERE run_id = $1) AS costs)`;
-
-/** priceFrom the stored steps. */
-export const PRICE = priceFrom("steps");
 
 export function createPostgresRuns(pool: pg.Pool) {
   return {

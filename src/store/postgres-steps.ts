@@ -2,7 +2,7 @@
  * A run's trace writes on PostgreSQL: a step, its request kept by reference (each distinct message
  * and tool list of a run stored once, in step_messages, numbered within the run; a step keeps the
  * numbers it sent), its finished tool calls and the guards' notes appended to jsonb lists, and the
- * run's price. Part of the one statement of a run's writes, or sent inside their transaction.
+ * run's price. Sent inside the transaction of a run's writes, with the statements after them.
  */
 import { rangesOf } from "./request-refs.js";
 import type { Message, ToolSpec } from "../agent/types.js";
@@ -10,7 +10,6 @@ import type { ToolCallRecord } from "../tools/types.js";
 import type { StepRecord } from "./port-data.js";
 import type { Db, PostgresTransaction } from "./postgres-client.js";
 import { PRICE } from "./postgres-runs.js";
-import { Statement } from "./postgres-statement.js";
 
 type Part = Message | ToolSpec[];
 
@@ -69,23 +68,17 @@ export function createPostgresSteps() {
       runs.set(runId, { next: 1, byObject: new WeakMap(), byJson: new Map() });
     },
     loadParts,
-    /**
-     * The step and the new parts of its request as WITH queries of `statement`: `${name}_parts`, and
-     * `name`, which returns the step's run_id, step, model and cost when it is new (its run's parts loaded first).
-     */
-    addStep(statement: Statement, step: StepRecord, name: string): void {
+    /** The step and the new parts of its request, in one statement, sent (its run's parts loaded first). */
+    appendStep(transaction: PostgresTransaction, step: StepRecord): void {
       const { fresh, requestRefs, toolsRef } = requestOf(step.runId, step.request, step.tools);
-      statement.with(
-        `${name}_parts`,
-        "INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($2::integer[], $3::text[]) AS part(seq, body)",
-        [step.runId, fresh.map((part) => part.seq), fresh.map((part) => part.body)],
-      );
-      statement.with(
-        name,
-        `INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
+      transaction.send(
+        `WITH parts AS (
+           INSERT INTO step_messages (run_id, seq, body) SELECT $1, seq, body FROM unnest($20::integer[], $21::text[]) AS part(seq, body)
+         )
+         INSERT INTO steps (run_id, step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes,
            prompt_tokens, completion_tokens, latency_ms, cost, request_refs, tools_ref, tool_choice, streamed, created_at, requested_calls)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19::jsonb)
-         ON CONFLICT (run_id, step) DO NOTHING RETURNING run_id, step, model, cost`,
+         ON CONFLICT (run_id, step) DO NOTHING`,
         [
           step.runId,
           step.step,
@@ -106,20 +99,24 @@ export function createPostgresSteps() {
           step.streamed ?? null,
           step.at,
           step.requestedCalls.length > 0 ? JSON.stringify(step.requestedCalls) : null,
+          fresh.map((part) => part.seq),
+          fresh.map((part) => part.body),
         ],
       );
     },
-    /** addStep's statement alone, sent. */
-    appendStep(transaction: PostgresTransaction, step: StepRecord): void {
-      const statement = new Statement();
-      this.addStep(statement, step, "step");
-      transaction.send(...statement.finish("SELECT"));
-    },
     addToolCalls(transaction: PostgresTransaction, runId: string, step: number, records: ToolCallRecord[]): void {
-      if (records.length > 0) transaction.send(...toolCallsOf(runId, step, records));
+      if (records.length === 0) return;
+      transaction.send("UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3", [
+        JSON.stringify(records),
+        runId,
+        step,
+      ]);
     },
     addNote(transaction: PostgresTransaction, runId: string, step: number, text: string): void {
-      transaction.send(...noteOf(runId, step, text));
+      transaction.send(
+        "UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3",
+        [text, runId, step],
+      );
     },
     priceRun(transaction: PostgresTransaction, runId: string): void {
       transaction.send(`UPDATE runs SET ${PRICE} WHERE id = $1`, [runId]);
@@ -132,15 +129,3 @@ export function createPostgresSteps() {
 }
 
 export type PostgresSteps = ReturnType<typeof createPostgresSteps>;
-
-/** The statement that appends a step's finished tool calls to it. */
-export const toolCallsOf = (runId: string, step: number, records: ToolCallRecord[]): [string, unknown[]] => [
-  "UPDATE steps SET tool_calls = tool_calls || $1::jsonb WHERE run_id = $2 AND step = $3",
-  [JSON.stringify(records), runId, step],
-];
-
-/** The statement that appends a guard's note to a step. */
-export const noteOf = (runId: string, step: number, text: string): [string, unknown[]] => [
-  "UPDATE steps SET notes = notes || jsonb_build_array($1::text) WHERE run_id = $2 AND step = $3",
-  [text, runId, step],
-];

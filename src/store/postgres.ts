@@ -1,9 +1,8 @@
 /**
  * The store port on PostgreSQL, for several processes sharing one database: a pool of connections,
- * migrations at open (safe when processes start together), each coarse operation one transaction
- * (a running run's commit points a single statement, see postgres-writes.ts), row locks and ON
- * CONFLICT where exactly once matters (claims, decisions, quota), LISTEN/NOTIFY for cancel requests,
- * and, for a long-running process, a heartbeat so others can tell when it is gone.
+ * migrations at open (safe when processes start together), each coarse operation one transaction,
+ * row locks and ON CONFLICT where exactly once matters (claims, decisions, quota), LISTEN/NOTIFY for
+ * cancel requests, and, for a long-running process, a heartbeat so others can tell when it is gone.
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
@@ -66,6 +65,7 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
   const traces = createPostgresTraces(pool);
   const sessions = createPostgresSessions(pool);
   const schedules = createPostgresSchedules(pool);
+  const writes = createPostgresWrites(pool, createPostgresSteps(), versions);
   const listen = async () => {
     const client = new pg.Client({
       connectionString: options.url,
@@ -79,7 +79,6 @@ export async function openPostgresPort(options: PostgresPortOptions): Promise<Po
     cancel: channelOf("cancel", options.schema),
     text: channelOf("text", options.schema),
   });
-  const writes = createPostgresWrites(pool, createPostgresSteps(), versions, gates.readingCancel);
   let beating: NodeJS.Timeout | undefined;
   let stopKeeping = () => {};
   let closed = false;
