@@ -136,11 +136,13 @@ export async function openWorkerSurfaces(
         );
       return attachments;
     },
-    async readThread({ sessionId, eventIds, after, maxMessages }) {
+    async readThread({ sessionId, eventIds, after: readingPoint, maxMessages }) {
       if (sessionId.startsWith("slack:") && slack) {
         const { teamId, channel, threadTs } = placeOf(sessionId, "");
         const mentionTs = eventIds.map((id) => slackMentionId.exec(id)?.[1]).find(Boolean);
-        if (!threadTs || !mentionTs) return undefined; // a top-level direct message: no thread
+        // A top-level direct message has no thread; a mention that starts its thread has nothing before it.
+        if (!threadTs || !mentionTs || mentionTs === threadTs) return undefined;
+        const after = await readingPoint();
         return slackThreads.read(slack.readerOf(sessionId), {
           channel,
           threadTs,
@@ -152,6 +154,7 @@ export async function openWorkerSurfaces(
       if (sessionId.startsWith("discord:") && discord) {
         const mentionId = eventIds.map((id) => discordMentionId.exec(id)?.[1]).find(Boolean);
         if (!mentionId) return undefined;
+        const after = await readingPoint();
         return discordThreads.read(discord, { sessionId, mentionId, maxMessages, ...(after ? { after } : {}) });
       }
       return undefined;

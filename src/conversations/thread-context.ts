@@ -28,12 +28,18 @@ export interface ThreadRead {
 }
 
 /**
- * Reads a session's thread before the message that `eventIds` claimed (its platform ids), after
- * `after` (the last reading's point) when given; undefined where there is no thread to read (a new
- * thread, a direct message, the web). Rejects only for what it cannot put in words.
+ * Reads a session's thread before the message that `eventIds` claimed (its platform ids), after the
+ * last reading's point (`after()`, asked only where there is a thread to read); undefined where there
+ * is none (a mention that starts its thread, a direct message, the web). Rejects only for what it
+ * cannot put in words.
  */
 export type ReadThread = (
-  where: { sessionId: string; eventIds: readonly string[]; after?: string; maxMessages: number },
+  where: {
+    sessionId: string;
+    eventIds: readonly string[];
+    after: () => Promise<string | undefined>;
+    maxMessages: number;
+  },
   signal: AbortSignal,
 ) => Promise<ThreadRead | undefined>;
 
@@ -51,10 +57,10 @@ export async function readThreadContext(
   signal: AbortSignal,
 ): Promise<ThreadReading | undefined> {
   if (!settings.threads) return undefined;
-  const after = (await reader.store.latestThreadReading(where.sessionId))?.through;
+  const after = async () => (await reader.store.latestThreadReading(where.sessionId))?.through;
   let read: ThreadRead | undefined;
   try {
-    read = await reader.read({ ...where, ...(after ? { after } : {}), maxMessages: settings.maxMessages }, signal);
+    read = await reader.read({ ...where, after, maxMessages: settings.maxMessages }, signal);
   } catch (error) {
     read = { messages: [], problem: `reading the conversation failed (${(error as Error).message}).` };
   }

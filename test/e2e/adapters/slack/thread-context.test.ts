@@ -100,6 +100,14 @@ describe("thread context on Slack", () => {
     expect(second).not.toContain("First answer.");
   });
 
+  it("a mention that starts its thread reads nothing: no history call, no block", async () => {
+    const h = await startHarness({ script: answer });
+    const { ts } = await h.mention("<@U0FAKEBOT1> hello there");
+    await waitForBotMessage(h.fake, CHANNEL, ts, "First answer.");
+    expect(h.fake.calls.filter((call) => call.method === "conversations.replies")).toEqual([]);
+    expect(JSON.stringify(h.model.requests[0]?.body.messages)).not.toContain("<thread-context>");
+  });
+
   it("keeps the newest messages within the channel's bounds and says how many were left out", async () => {
     const { mkdtempSync, writeFileSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
