@@ -102,7 +102,9 @@ export interface WebConfig {
   requesterMayApprove?: boolean;
 }
 
-export const BUILTIN_TOOL_NAMES = ["current_time", "calculator", "memory"] as const;
+export const BUILTIN_TOOL_NAMES = ["current_time", "calculator", "memory", "schedules"] as const;
+/** The built-in tools kept when GLASSBOX_BUILTIN_TOOLS is unset: schedules are asked for by name while they are finished. */
+const DEFAULT_BUILTIN_TOOLS: BuiltinToolName[] = ["current_time", "calculator", "memory"];
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface DiscordConfig {
@@ -280,7 +282,7 @@ const IN_PROCESS_TURNS_AT_ONCE = 10_000;
 
 function builtinToolsOf(value: string | undefined): BuiltinToolName[] {
   const names = list(value);
-  if (names.length === 0) return [...BUILTIN_TOOL_NAMES];
+  if (names.length === 0) return [...DEFAULT_BUILTIN_TOOLS];
   if (names.length === 1 && names[0]?.toLowerCase() === "none") return [];
   const unknown = names.filter((name) => !(BUILTIN_TOOL_NAMES as readonly string[]).includes(name));
   if (unknown.length > 0) {

@@ -142,11 +142,12 @@ export const SETTINGS: readonly Setting[] = [
   {
     name: "GLASSBOX_BUILTIN_TOOLS",
     group: "Tools and runs",
-    default: "all",
-    example: "current_time,calculator",
+    default: "`current_time,calculator,memory`",
+    example: "current_time,calculator,memory,schedules",
     meaning:
       "The built-in tools to keep, comma-separated: `current_time`, `calculator`, `memory` (`remember` and " +
-      "`forget`); `none` for none.",
+      "`forget`), `schedules` (`schedule_run` and its kin: not kept by default yet; see [Schedules](schedules.md)); " +
+      "`none` for none.",
   },
   {
     name: "GLASSBOX_DEMO",

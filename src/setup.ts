@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { createOpenAIModel } from "./agent/llm/index.js";
 import type { AgentConfig } from "./agent/loop.js";
 import { createMemoryTools } from "./agent/memory-tools.js";
+import { createScheduleTools } from "./conversations/schedule-tools.js";
 import { createMemory } from "./agent/memory.js";
 import {
   createPipelines,
@@ -55,11 +56,13 @@ export async function loadTools(
   options: {
     toolModules?: string[];
     facts?: Pick<FactStore, "addFact" | "forgetFact">;
+    /** Where schedules are kept (the store port), for the schedules tools. */
+    schedules?: Parameters<typeof createScheduleTools>[0];
     mcpTools?: AnyTool[];
     specialists?: (toolNames: string[]) => AnyTool[];
   } = {},
 ): Promise<DeploymentTools> {
-  const builtins = config.builtinTools.filter((name) => name !== "memory");
+  const builtins = config.builtinTools.filter((name) => name !== "memory" && name !== "schedules");
   const groups: ToolGroup[] = [
     {
       source: { kind: "builtin" },
@@ -69,6 +72,9 @@ export async function loadTools(
           ? createMemoryTools(options.facts, {
               approvers: { slack: config.slack?.approvers ?? [], discord: config.discord?.approvers ?? [] },
             })
+          : []),
+        ...(options.schedules && config.builtinTools.includes("schedules")
+          ? createScheduleTools(options.schedules)
           : []),
       ],
     },
@@ -130,7 +136,13 @@ export async function describeTools(config: GlassboxConfig, log: Logger, toolMod
       config.agentsFile
         ? createSpecialistTools(parseAgentsConfig(readAgentsFile(config.agentsFile), toolNames).agents, () => notRun)
         : [];
-    const loaded = await loadTools(config, { toolModules, facts: store, mcpTools: mcp.tools, specialists });
+    const loaded = await loadTools(config, {
+      toolModules,
+      facts: store,
+      schedules: store,
+      mcpTools: mcp.tools,
+      specialists,
+    });
     return loaded.registry.list().map(({ definition }) => {
       const source = loaded.sources.get(definition.name);
       return {
@@ -247,6 +259,7 @@ export async function createAgentConfig(
   const loaded = await loadTools(config, {
     toolModules: options.toolModules,
     facts: port,
+    schedules: port,
     mcpTools: mcp.tools,
     specialists: specialistTools,
   }).catch(async (error: unknown) => {
