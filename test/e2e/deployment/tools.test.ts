@@ -89,7 +89,7 @@ describe("the tools a deployment has", () => {
     );
     expect(none.registry.names()).toEqual(["get_order_status", "cancel_order", "send_message"]);
     expect(() => loadConfig({ GLASSBOX_BUILTIN_TOOLS: "calculator,shop" })).toThrow(
-      "GLASSBOX_BUILTIN_TOOLS names 'shop'; list some of current_time, calculator, memory (comma-separated), or none.",
+      "GLASSBOX_BUILTIN_TOOLS names 'shop'; list some of current_time, calculator, memory, schedules (comma-separated), or none.",
     );
   });
 
