@@ -140,8 +140,9 @@ export async function openWorkerSurfaces(
       if (sessionId.startsWith("slack:") && slack) {
         const { teamId, channel, threadTs } = placeOf(sessionId, "");
         const mentionTs = eventIds.map((id) => slackMentionId.exec(id)?.[1]).find(Boolean);
-        // A top-level direct message has no thread; a mention that starts its thread has nothing before it.
-        if (!threadTs || !mentionTs || mentionTs === threadTs) return undefined;
+        if (!threadTs || !mentionTs) return undefined; // a top-level direct message: no thread
+        // A mention that starts its thread has nothing before it: read through it without asking the store.
+        if (mentionTs === threadTs) return { messages: [], through: mentionTs };
         const after = await readingPoint();
         return slackThreads.read(slack.readerOf(sessionId), {
           channel,
