@@ -26,6 +26,7 @@ function script(request: ChatCompletionRequestBody) {
   const last = request.messages.at(-1);
   if (last?.role === "tool") return { content: `Result: ${textOf(last)}` };
   const asked = textOf(last);
+  if (asked.includes(PROMPT)) return { content: "Nothing happened yesterday." };
   const deleting = /delete (sch_\w+)/.exec(asked);
   if (deleting) return { toolCalls: [toolCall("delete_schedule", { schedule_id: deleting[1] }, "call_delete")] };
   return {
@@ -74,5 +75,39 @@ describe("schedules in Slack", () => {
     const deleted = await waitForBotMessage(h.fake, CHANNEL, mine.ts, "Result:");
     expect(deleted.text).toContain('"deleted":true');
     expect(schedules(h)).toEqual([]);
+  });
+
+  it("a tick that came due runs the schedule's prompt as its maker and posts the answer at the channel's top level, once", async () => {
+    const h = await startHarness({
+      script,
+      env: { GLASSBOX_BUILTIN_TOOLS: "current_time,calculator,memory,schedules", GLASSBOX_SCHEDULE_LOOK_MS: "50" },
+    });
+    const sessionId = `slack:T0FAKE0001:${CHANNEL}:main`;
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    // Daily, at the minute half an hour ago: that tick is due, the next one is a day away.
+    const due = new Date(Date.now() - 1_800_000);
+    await h.agent.port.saveSchedule({
+      id: "sch_digest",
+      sessionId,
+      userId: "U1",
+      cron: `${due.getUTCMinutes()} ${due.getUTCHours()} * * *`,
+      timezone: "UTC",
+      prompt: PROMPT,
+      missed: "once",
+      paused: false,
+      source: "chat",
+      createdAt: hourAgo,
+      lastTick: hourAgo,
+    });
+    const topLevel = () => h.fake.messages(CHANNEL).filter((message) => !message.thread_ts && message.bot_id);
+    await expect
+      .poll(() => topLevel().map((message) => message.text), { timeout: 15_000 })
+      .toContain("Nothing happened yesterday.");
+    const runs = await h.agent.port.runsOfSession(sessionId);
+    expect(runs.map((run) => [run.input, run.userId, run.status])).toEqual([[PROMPT, "U1", "final"]]);
+    // The tick moved on: later looks (every 50 ms) fire nothing more until tomorrow's.
+    expect((await h.agent.port.schedules())[0]?.lastTick).not.toBe(hourAgo);
+    await h.slack.conversations.idle();
+    expect(await h.agent.port.runsOfSession(sessionId)).toHaveLength(1);
   });
 });
