@@ -106,6 +106,16 @@ export async function budgetStandings(
   );
   const standings = new Map<string, BudgetReading>();
   const seen = new Set<string>();
+  // A person's (or a workspace's) spending is the same whichever place asks: read once.
+  const spent = new Map<string, ReturnType<StorePort["spentSince"]>>();
+  const once: Pick<StorePort, "spentSince"> = {
+    spentSince: (scope, since) => {
+      const key = `${scope.place ?? ""}|${scope.userId ?? ""}|${since.toISOString()}`;
+      let reading = spent.get(key);
+      if (!reading) spent.set(key, (reading = store.spentSince(scope, since)));
+      return reading;
+    },
+  };
   for (const { sessionId, userId: spender } of spenders) {
     // A channel's threads share its settings and its budgets: one reading each.
     const { workspace, channel } = placeOf(sessionId);
@@ -113,7 +123,7 @@ export async function budgetStandings(
     const budget = settingsFor(settings, sessionId).budget;
     if (!budget || seen.has(place)) continue;
     seen.add(place);
-    for (const reading of await readBudgets(store, budget, sessionId, spender, now))
+    for (const reading of await readBudgets(once, budget, sessionId, spender, now))
       standings.set(`${reading.key}|${reading.unit}|${reading.limit}`, reading);
   }
   const order = (reading: BudgetReading) =>

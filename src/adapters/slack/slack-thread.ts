@@ -69,9 +69,8 @@ export function createSlackThreadReader(): SlackThreadReader {
   }
 
   return {
+    // A mention that starts its thread is not read (surfaces.ts): it has nothing before it.
     async read(client, { channel, threadTs, mentionTs, after, teamId }) {
-      // A mention that starts its thread has nothing before it.
-      if (threadTs === mentionTs) return { messages: [], through: mentionTs };
       const replies: SlackReply[] = [];
       let problem: string | undefined;
       try {

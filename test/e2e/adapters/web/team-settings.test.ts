@@ -18,6 +18,8 @@ import {
   collectPageErrors,
   getJson,
   launchChromium,
+  pageOverflow,
+  PHONE,
   postJson,
   startPlayground,
   VISIBLE,
@@ -113,6 +115,15 @@ describe("channel settings on the web pages", () => {
     expect(await row.locator("th").textContent()).toBe("user daily");
     expect(await row.textContent()).toContain("of 10,000 tokens");
     await page.screenshot({ path: join(artifactsDir(), "trace-budgets.png"), fullPage: true });
+
+    // On a phone the panel fits: nothing scrolls sideways.
+    const phone = collectPageErrors(await (await browser.newContext(PHONE)).newPage(), pageErrors);
+    await phone.goto(`${playground.url}trace`);
+    await phone.locator("#budgets").waitFor(VISIBLE);
+    await phone.locator("#budgets summary").click();
+    await phone.locator("#budgets tbody tr", { hasText: "user daily" }).waitFor(VISIBLE);
+    expect(await pageOverflow(phone)).toBe(0);
+    await phone.screenshot({ path: join(artifactsDir(), "trace-budgets-phone.png"), fullPage: true });
     expect(pageErrors).toEqual([]);
   });
 });
