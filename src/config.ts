@@ -103,8 +103,8 @@ export interface WebConfig {
 }
 
 export const BUILTIN_TOOL_NAMES = ["current_time", "calculator", "memory", "schedules"] as const;
-/** The built-in tools kept when GLASSBOX_BUILTIN_TOOLS is unset: schedules are asked for by name while they are finished. */
-const DEFAULT_BUILTIN_TOOLS: BuiltinToolName[] = ["current_time", "calculator", "memory"];
+/** The built-in tools kept when GLASSBOX_BUILTIN_TOOLS is unset. */
+const DEFAULT_BUILTIN_TOOLS: BuiltinToolName[] = [...BUILTIN_TOOL_NAMES];
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface DiscordConfig {

@@ -142,11 +142,11 @@ export const SETTINGS: readonly Setting[] = [
   {
     name: "GLASSBOX_BUILTIN_TOOLS",
     group: "Tools and runs",
-    default: "`current_time,calculator,memory`",
-    example: "current_time,calculator,memory,schedules",
+    default: "`current_time,calculator,memory,schedules`",
+    example: "current_time,calculator",
     meaning:
       "The built-in tools to keep, comma-separated: `current_time`, `calculator`, `memory` (`remember` and " +
-      "`forget`), `schedules` (`schedule_run` and its kin: not kept by default yet; see [Schedules](schedules.md)); " +
+      "`forget`), `schedules` (`schedule_run`, `list_schedules`, `pause_schedule`, `delete_schedule`; see [Schedules](schedules.md)); " +
       "`none` for none.",
   },
   {

@@ -33,6 +33,7 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
     `Run ${run.runId} (${run.status}) by ${run.userId} at ${run.startedAt} in ${run.sessionId}`,
     `  asked: ${oneLine(run.input, 200)}`,
     ...(run.configuration ? [`  settings: ${run.configuration}`] : []),
+    ...(run.scheduleId ? [`  made by schedule ${run.scheduleId}`] : []),
     ...threadLines(run),
   ];
   for (const step of steps) {

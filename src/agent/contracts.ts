@@ -75,6 +75,8 @@ export interface RunRecord {
   configuration?: string;
   /** What the run read of its thread before the mention (kept for the trace and the next mention). */
   threadContext?: ThreadReading;
+  /** The schedule whose tick made the run (recorded when the run is accepted). */
+  scheduleId?: string;
 }
 
 export interface RunOutcome {

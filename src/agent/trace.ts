@@ -81,6 +81,8 @@ export interface RunTrace {
   configuration: string | null;
   /** What the run read of its thread before the mention (Slack, Discord); null when it read nothing. */
   threadContext: ThreadReading | null;
+  /** The schedule whose tick made the run; null for a person's message. */
+  scheduleId: string | null;
 }
 
 export interface UsageTotal {

@@ -32,6 +32,8 @@ export interface MessageTask extends Omit<Task, "history"> {
   fetchAttachments?: () => Promise<Attachment[] | undefined>;
   /** Reads the thread before the message, within the channel's settings, once the run has its slot. */
   fetchThreadContext?: (settings: Required<ThreadContextSettings>) => Promise<ThreadReading | undefined>;
+  /** The schedule whose tick this is: a refusal for a used-up budget is said once per budget and period. */
+  scheduleId?: string;
 }
 
 /** How one run shows in a chat (a port: each adapter implements it for its platform). */

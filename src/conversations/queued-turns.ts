@@ -303,6 +303,7 @@ export function createQueuedTurns(
       userId: trace.userId,
       input: trace.input,
       inputStored: true,
+      ...(trace.scheduleId ? { scheduleId: trace.scheduleId } : {}),
       ...(files?.length ? { fetchAttachments: () => filesOf(files, trace, context) } : {}),
       ...(threads
         ? {

@@ -9,20 +9,28 @@
  * A tick missed while nothing ran fires once when the schedule is next seen (`missed: "once"`), or
  * is passed over when it is older than two looks (`missed: "skip"`); only the latest missed tick
  * counts, so a schedule asleep for a week fires once, not seven times.
+ *
+ * Schedules written in the channel settings file are brought into the store first, whenever the file
+ * changed (settings-schedules.ts).
  */
 import { Cron } from "croner";
 import type { Logger } from "../logger.js";
 import type { Schedule, StorePort } from "../store/port.js";
 import { acceptInboundText, type IngressQueue, type IngressStore } from "./turns.js";
 import type { TokenCounter } from "../agent/tokens.js";
+import type { LiveChannelSettings } from "./channel-settings.js";
+import { syncPlannedSchedules } from "./settings-schedules.js";
 
 export const DEFAULT_SCHEDULE_LOOK_MS = 15_000;
 
 export interface ScheduleTickerOptions<Transaction> {
-  store: IngressStore<Transaction> & Pick<StorePort<Transaction>, "schedules" | "advanceSchedule">;
+  store: IngressStore<Transaction> &
+    Pick<StorePort<Transaction>, "schedules" | "advanceSchedule" | "saveSchedule" | "deleteSchedule">;
   queue: IngressQueue<Transaction>;
   counter: Pick<TokenCounter, "message">;
   log: Logger;
+  /** The channel settings, whose `schedules` are kept in the store. */
+  channels?: Pick<LiveChannelSettings, "current">;
   everyMs?: number;
   now?: () => Date;
 }
@@ -55,14 +63,26 @@ export function startScheduleTicker<Transaction>(options: ScheduleTickerOptions<
       sessionId: schedule.sessionId,
       userId: schedule.userId,
       input: schedule.prompt,
+      scheduleId: schedule.id,
     });
     await store.advanceSchedule(schedule.id, tick);
     return outcome.kind === "accepted" ? "fired" : "taken";
   }
 
+  let synced: string | undefined;
+  /** The settings file's schedules into the store, when the file changed since the last look. */
+  async function syncPlanned(at: Date): Promise<void> {
+    const settings = options.channels?.current();
+    if (!settings || settings.source.version === synced) return;
+    const { added, removed } = await syncPlannedSchedules(store, settings.schedules, at);
+    if (added + removed > 0) log.info({ added, removed, file: settings.source.path }, "schedules: settings file read");
+    synced = settings.source.version;
+  }
+
   /** One look at every schedule; what it did with those that were due, by id. */
   async function look(): Promise<Record<string, TickOutcome>> {
     const at = now();
+    await syncPlanned(at);
     const done: Record<string, TickOutcome> = {};
     for (const schedule of await store.schedules()) {
       if (schedule.paused) continue;

@@ -37,6 +37,10 @@ interface Here {
 }
 
 /** How long a request waits for a slot before the chat says it is queued. */
+/** After a scheduled run's refusal: its later ticks in the same period are refused without a word. */
+const QUIET = "Its later runs are skipped without a message until then.";
+const lowerFirst = (text: string) => `${text.slice(0, 1).toLowerCase()}${text.slice(1)}`;
+
 export const QUEUED_NOTICE_MS = 3_000;
 
 const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
@@ -299,6 +303,16 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       const overQuota =
         (spent && budgetSentence(spent)) ||
         (options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits)));
+      if (overQuota && task.scheduleId) {
+        const refused = await neverStarted(
+          task,
+          `A scheduled run did not run: ${lowerFirst(overQuota)} ${QUIET}`,
+          "quota",
+        );
+        // Said at the first refused tick of a budget's period only, not at every tick.
+        const period = spent ? spent.key : `quota:${new Date().toISOString().slice(0, 10)}`;
+        return (await store.claim(`schedule:${task.scheduleId}:${period}`)) ? settle(refused, surface) : refused;
+      }
       if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);
       const onEvent = (event: AgentEvent) => {
         surface.onEvent(event);

@@ -117,6 +117,8 @@ export interface InboundText {
   files?: TurnFile[];
   /** The user a new session is kept for (the HTTP API's token), checked against the session's. */
   sessionOwner?: string;
+  /** The schedule whose tick this is (schedules.ts), recorded with the run. */
+  scheduleId?: string;
 }
 
 /**
@@ -129,8 +131,8 @@ export async function acceptInboundText<Transaction>(
   counter: Pick<TokenCounter, "message">,
   text: InboundText,
 ): Promise<{ outcome: AcceptOutcome; runId: string }> {
-  const { eventIds, sessionId, userId, input, files = [], sessionOwner } = text;
-  const run = { runId: newRunId(), sessionId, userId, input };
+  const { eventIds, sessionId, userId, input, files = [], sessionOwner, scheduleId } = text;
+  const run = { runId: newRunId(), sessionId, userId, input, ...(scheduleId ? { scheduleId } : {}) };
   const entry = { role: "user" as const, content: storedTextOf(input, files) };
   const outcome = await acceptMessage(store, queue, {
     eventIds,

@@ -139,6 +139,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       queue,
       counter,
       log,
+      ...(channels ? { channels } : {}),
       everyMs: config.scheduleLookMs,
     });
     closing.push(() => ticker.stop());

@@ -60,6 +60,8 @@ export interface Schedule {
   source: string;
   createdAt: string;
   lastTick: string;
+  /** What the settings file calls it (a schedule made in chat has none). */
+  name?: string;
 }
 
 /** A person who spent in a session (spendersSince). */

@@ -76,8 +76,8 @@ export async function sessionOwnerIn(db: Db, sessionId: string): Promise<string 
  * The accepted run's insert, for a statement that touches its session: $4 the run, $1 the session, $2 the moment.
  * An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
  */
-const acceptedRun = (user: string, input: string, owner: string) =>
-  `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost) VALUES ($4, $1, ${user}, ${input}, 'accepted', $2, $2, ${owner}, 0)`;
+const acceptedRun = (user: string, input: string, owner: string, schedule: string) =>
+  `INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost, schedule_id) VALUES ($4, $1, ${user}, ${input}, 'accepted', $2, $2, ${owner}, 0, ${schedule})`;
 
 /**
  * A run accepted before it starts (owned by this process until it starts or ends unstarted), with
@@ -92,7 +92,7 @@ export function acceptRun(
   sendInstance(transaction);
   const at = new Date().toISOString();
   if (entries.length === 0) {
-    transaction.send(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7")}`, [
+    transaction.send(`WITH session AS (${TOUCH_SESSION}) ${acceptedRun("$5", "$6", "$7", "$8")}`, [
       run.sessionId,
       at,
       0,
@@ -100,13 +100,24 @@ export function acceptRun(
       run.userId,
       run.input,
       INSTANCE.id,
+      run.scheduleId ?? null,
     ]);
     return Promise.resolve({ ids: [] });
   }
   return transaction
     .query<{ id: number; epoch: number; version: number }>(
-      `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12")}) ${INSERT_MESSAGES}`,
-      [run.sessionId, at, 1, run.runId, ...messageColumns(entries), run.userId, run.input, INSTANCE.id],
+      `WITH session AS (${TOUCH_SESSION}), run AS (${acceptedRun("$10", "$11", "$12", "$13")}) ${INSERT_MESSAGES}`,
+      [
+        run.sessionId,
+        at,
+        1,
+        run.runId,
+        ...messageColumns(entries),
+        run.userId,
+        run.input,
+        INSTANCE.id,
+        run.scheduleId ?? null,
+      ],
     )
     .then(({ rows }) => insertedMessages(run.sessionId, rows));
 }

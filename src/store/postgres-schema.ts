@@ -259,6 +259,11 @@ const MIGRATIONS = [
   -- what a run read of its thread before the mention (messages, leftOut, through, problem)
   ALTER TABLE runs ADD COLUMN thread_context jsonb;
   `,
+  `
+  -- the schedule a run was made by (its trace names it), and a schedule's name (the settings file's)
+  ALTER TABLE runs ADD COLUMN schedule_id text;
+  ALTER TABLE schedules ADD COLUMN name text;
+  `,
 ];
 
 /** The schema version a database has once migrated. */

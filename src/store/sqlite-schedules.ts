@@ -5,21 +5,22 @@
 import type { Database } from "better-sqlite3";
 import type { Schedule } from "./port-data.js";
 
-interface Row extends Omit<Schedule, "paused"> {
+interface Row extends Omit<Schedule, "paused" | "name"> {
   paused: number;
+  name: string | null;
 }
 
 const COLUMNS = `id, session_id AS sessionId, user_id AS userId, cron, timezone, prompt, missed, paused, source,
-  created_at AS createdAt, last_tick AS lastTick`;
+  created_at AS createdAt, last_tick AS lastTick, name`;
 
 export function createSqliteSchedules(db: Database) {
   const statements = {
     save: db.prepare(
-      `INSERT INTO schedules (id, session_id, user_id, cron, timezone, prompt, missed, paused, source, created_at, last_tick)
-       VALUES (@id, @sessionId, @userId, @cron, @timezone, @prompt, @missed, @paused, @source, @createdAt, @lastTick)
+      `INSERT INTO schedules (id, session_id, user_id, cron, timezone, prompt, missed, paused, source, created_at, last_tick, name)
+       VALUES (@id, @sessionId, @userId, @cron, @timezone, @prompt, @missed, @paused, @source, @createdAt, @lastTick, @name)
        ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, user_id = excluded.user_id, cron = excluded.cron,
          timezone = excluded.timezone, prompt = excluded.prompt, missed = excluded.missed, paused = excluded.paused,
-         source = excluded.source, last_tick = max(schedules.last_tick, excluded.last_tick)`,
+         source = excluded.source, name = excluded.name, last_tick = max(schedules.last_tick, excluded.last_tick)`,
     ),
     all: db.prepare(`SELECT ${COLUMNS} FROM schedules ORDER BY created_at, id`),
     // Keys are ASCII: none under the prefix sorts past U+FFFF after it.
@@ -30,10 +31,14 @@ export function createSqliteSchedules(db: Database) {
     delete: db.prepare("DELETE FROM schedules WHERE id = ?"),
     advance: db.prepare("UPDATE schedules SET last_tick = ? WHERE id = ? AND last_tick < ?"),
   };
-  const scheduleOf = (row: Row): Schedule => ({ ...row, paused: row.paused === 1 });
+  const scheduleOf = ({ name, ...row }: Row): Schedule => ({
+    ...row,
+    paused: row.paused === 1,
+    ...(name === null ? {} : { name }),
+  });
   return {
     saveSchedule(schedule: Schedule): void {
-      statements.save.run({ ...schedule, paused: schedule.paused ? 1 : 0 });
+      statements.save.run({ ...schedule, paused: schedule.paused ? 1 : 0, name: schedule.name ?? null });
     },
     schedules(sessionPrefix?: string): Schedule[] {
       const rows =

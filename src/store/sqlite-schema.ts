@@ -320,6 +320,11 @@ const MIGRATIONS = [
   -- what a run read of its thread before the mention (JSON: messages, leftOut, through, problem)
   ALTER TABLE runs ADD COLUMN thread_context TEXT;
   `,
+  `
+  -- the schedule a run was made by (its trace names it), and a schedule's name (the settings file's)
+  ALTER TABLE runs ADD COLUMN schedule_id TEXT;
+  ALTER TABLE schedules ADD COLUMN name TEXT;
+  `,
 ];
 
 /** The schema version a file has once migrated. */

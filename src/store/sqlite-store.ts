@@ -136,7 +136,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     ),
     // An accepted run has spent nothing yet: its cost is 0, not unknown (which would hide the day's cost from the quota).
     acceptRun: db.prepare(
-      "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner, 0)",
+      "INSERT INTO runs (id, session_id, user_id, input, status, accepted_at, started_at, owner, cost, schedule_id) VALUES (@runId, @sessionId, @userId, @input, 'accepted', @at, @at, @owner, 0, @scheduleId)",
     ),
     // The input the run starts with replaces the accepted one only where it adds to it (the lines of
     // the files the worker fetched; see agent/attachments.ts inputWithAttachments).
@@ -253,6 +253,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
           input: run.input,
           at: now(),
           owner: INSTANCE.id,
+          scheduleId: run.scheduleId ?? null,
         });
       })();
     },

@@ -32,7 +32,7 @@ const RUN_COLUMNS = `id AS runId, session_id AS sessionId, user_id AS userId, in
   prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost, started_at AS startedAt, ended_at AS endedAt,
   parent_run_id AS parentRunId, parent_tool_call_id AS parentToolCallId,
   pipeline_run_id AS pipelineRunId, pipeline_stage AS pipelineStage, pipeline_stages AS pipelineStages, pipeline_name AS pipelineName,
-  configuration, thread_context AS threadContext`;
+  configuration, thread_context AS threadContext, schedule_id AS scheduleId`;
 
 /** A run's row with its thread reading parsed (SQLite keeps the JSON as text). */
 const traceOf = (row: unknown): RunTrace => {

@@ -11,6 +11,7 @@ import { storedRunEvents } from "./store-events.js";
 import { MAX_STREAMS_PER_CALLER, streamsPerCaller } from "./stream-limits.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 import type { BudgetStanding } from "../../conversations/channel-budget.js";
+import { scheduleRoutes } from "./web-schedules.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
 export interface StoreApiContext {
@@ -83,9 +84,20 @@ export function storeRoutes(context: StoreApiContext): Route[] {
   const { hub, store, log } = context;
   const { mayRead, readableRun } = readersOf(store);
   const streams = streamsPerCaller(MAX_STREAMS_PER_CALLER);
+  /** The schedule that made a run, as it is now (only its id once it is deleted). */
+  const scheduleOf = async ({ scheduleId, sessionId }: RunTrace) => {
+    if (!scheduleId) return {};
+    const schedule = (await store.schedules(sessionId)).find((found) => found.id === scheduleId);
+    const { id, name, cron, timezone, prompt } = schedule ?? { id: scheduleId };
+    return { schedule: { id, ...(name ? { name } : {}), ...(cron ? { cron, timezone, prompt } : { deleted: true }) } };
+  };
   const runView = async (run: RunTrace) => {
-    const [approvals, feedback] = await Promise.all([store.approvalsOfRun(run.runId), store.feedbackOf(run.runId)]);
-    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback };
+    const [approvals, feedback, schedule] = await Promise.all([
+      store.approvalsOfRun(run.runId),
+      store.feedbackOf(run.runId),
+      scheduleOf(run),
+    ]);
+    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback, ...schedule };
   };
 
   async function streamRun(
@@ -124,6 +136,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
   }
 
   return [
+    ...scheduleRoutes(store),
     [
       "GET",
       /^\/api\/info$/,

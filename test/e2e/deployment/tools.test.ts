@@ -49,11 +49,13 @@ const ownLookup = [
   { toolCalls: [slack.toolCall("get_order_status", { order_id: "A-77" })] },
   { content: "Order A-77 is packed." },
 ];
+const SCHEDULE_TOOLS = ["schedule_run", "list_schedules", "pause_schedule", "delete_schedule"];
 const TEAM_TOOLS = [
   "current_time",
   "calculator",
   "remember",
   "forget",
+  ...SCHEDULE_TOOLS,
   "get_order_status",
   "cancel_order",
   "send_message",
@@ -116,6 +118,7 @@ describe("the tools a deployment has", () => {
         "calculator",
         "remember",
         "forget",
+        ...SCHEDULE_TOOLS,
         "get_order_status",
         "cancel_order",
         "send_message",
@@ -240,6 +243,7 @@ describe("a team's own send_message, cancel_order and get_order_status", () => {
         ["calculator", "built-in"],
         ["remember", "built-in"],
         ["forget", "built-in"],
+        ...SCHEDULE_TOOLS.map((name) => [name, "built-in"]),
         ["get_order_status", `module ${module}`],
         ["cancel_order", `module ${module}`],
         ["send_message", `module ${module}`],

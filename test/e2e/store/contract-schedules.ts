@@ -3,7 +3,7 @@
 // erasure of the person or the place takes the schedule with it.
 import { expect, it } from "vitest";
 import type { Schedule } from "../../../src/store/index.js";
-import type { Contract } from "../helpers/store-targets.js";
+import { runRecord, type Contract } from "../helpers/store-targets.js";
 
 const scheduleOf = (id: string, sessionId: string, overrides: Partial<Schedule> = {}): Schedule => ({
   id,
@@ -44,6 +44,32 @@ export function schedulesContract({ open }: Contract): void {
     expect(await store.deleteSchedule("sch_2")).toBe(true);
     expect(await store.deleteSchedule("sch_2")).toBe(false);
     expect((await store.schedules()).map((schedule) => schedule.id)).toEqual(["sch_1", "sch_3"]);
+  });
+
+  it("keeps a schedule's name, and the schedule a run was accepted for (with and without its message)", async () => {
+    const store = await open();
+    await store.saveSchedule(scheduleOf("cfg_named", "slack:T1:C5:main", { name: "digest", source: "settings" }));
+    expect((await store.schedules("slack:T1:C5:"))[0]).toEqual(
+      scheduleOf("cfg_named", "slack:T1:C5:main", { name: "digest", source: "settings" }),
+    );
+    const message = { message: { role: "user" as const, content: "Summarise." }, tokens: 3 };
+    await store.acceptEvent({
+      eventIds: ["schedule:cfg_named:2026-12-02T08:00:00.000Z"],
+      run: { ...runRecord("run_ticked", "slack:T1:C5:main"), scheduleId: "cfg_named" },
+      message,
+    });
+    await store.acceptEvent({
+      eventIds: [],
+      run: { ...runRecord("run_ticked_bare", "slack:T1:C5:main"), scheduleId: "cfg_named" },
+    });
+    await store.acceptEvent({
+      eventIds: ["slack:message:C5:1.1"],
+      run: runRecord("run_asked", "slack:T1:C5:main"),
+      message,
+    });
+    expect((await store.run("run_ticked"))?.scheduleId).toBe("cfg_named");
+    expect((await store.run("run_ticked_bare"))?.scheduleId).toBe("cfg_named");
+    expect((await store.run("run_asked"))?.scheduleId).toBeNull();
   });
 
   it("advances a tick once across handles, and never backwards", async () => {

@@ -11,6 +11,7 @@ const settings: ChannelSettings = {
   source: { path: "channels.yaml", version: "0123456789ab" },
   defaults: { budget: { user: { daily: { cost: 2 } } } },
   workspaces: {},
+  schedules: [],
   channels: { C1: { budget: { channel: { monthly: { cost: 5, tokens: 100_000 } } } } },
 };
 

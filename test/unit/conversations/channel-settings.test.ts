@@ -114,6 +114,48 @@ describe("per-channel settings", () => {
     );
   });
 
+  it("schedules: each read into a cron expression for its platform's channel; each mistake is one sentence", () => {
+    const schedule = (lines: string[]) =>
+      ["schedules:", ...lines.map((line) => (line.startsWith("- ") ? `  ${line}` : `    ${line}`))].join("\n");
+    const good = [
+      "- name: digest",
+      "workspace: T0123ABC",
+      "channel: C0456DEF",
+      "every: weekday 09:00",
+      "timezone: Europe/Berlin",
+      "prompt: Summarise yesterday's incidents.",
+      "as: U012AB3CD",
+    ];
+    const settings = readChannelSettings(fileWith(`${schedule(good)}\n`), TOOLS);
+    expect(settings.schedules).toEqual([
+      {
+        name: "digest",
+        platform: "slack",
+        workspace: "T0123ABC",
+        channel: "C0456DEF",
+        cron: "0 9 * * 1-5",
+        timezone: "Europe/Berlin",
+        prompt: "Summarise yesterday's incidents.",
+        as: "U012AB3CD",
+        missed: "once",
+      },
+    ]);
+    const discord = schedule([...good.slice(0, 1), "workspace: 123456789012345678", ...good.slice(2)]);
+    expect(readChannelSettings(fileWith(discord), TOOLS).schedules[0]?.platform).toBe("discord");
+    expect(mistake(schedule([...good.slice(0, 1), "workspace: acme", ...good.slice(2)]))).toBe(
+      "FILE:3: schedules[0].workspace must be a Slack workspace id (T0123ABCD) or a Discord server id (a number of 17 to 20 digits).",
+    );
+    expect(mistake(schedule([...good.slice(0, 3), "every: 2 minutes", ...good.slice(4)]))).toBe(
+      "FILE:5: schedules[0].every: Runs on a schedule must be at least 5 minutes apart.",
+    );
+    expect(mistake(schedule(good.filter((line) => !line.startsWith("as:"))))).toBe(
+      "FILE:2: schedules[0] needs as (name, workspace, channel, every, timezone, prompt, as, missed).",
+    );
+    expect(mistake(schedule([...good, ...good]))).toBe(
+      "FILE:2: schedules names digest twice; each schedule needs a name of its own.",
+    );
+  });
+
   it("approvers may name Slack user groups and Discord roles; each mistake in them is one sentence", () => {
     const path = fileWith(
       [

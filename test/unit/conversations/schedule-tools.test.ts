@@ -3,7 +3,8 @@
 // schedule is kept in its place's conversation (a Slack channel's top level for any of its threads),
 // listed there, and paused or deleted by its maker only.
 import { describe, expect, it } from "vitest";
-import { createScheduleTools, cronOf, nextTicks } from "../../../src/conversations/schedule-tools.js";
+import { createScheduleTools } from "../../../src/conversations/schedule-tools.js";
+import { cronOf, nextTicks } from "../../../src/conversations/schedule-times.js";
 import { openSqlitePort } from "../../../src/store/sqlite.js";
 import type { AnyTool, ToolContext } from "../../../src/tools/types.js";
 

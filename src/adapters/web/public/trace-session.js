@@ -129,7 +129,7 @@ function runMeta(run, parts) {
     "p",
     { class: "meta" },
     el("span", { class: `run-status status-${run.status}` }, run.status.replaceAll("_", " ")),
-    ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}${run.configuration ? ` · settings ${run.configuration}` : ""}`,
+    ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}${run.configuration ? ` · settings ${run.configuration}` : ""}${scheduleLabel(run.schedule)}`,
   );
 }
 
@@ -184,4 +184,11 @@ function attachmentList(run) {
         lines.map((line) => el("li", {}, line)),
       )
     : null;
+}
+
+/** Which schedule made a run: its name (or id), when it runs, or that it was deleted since. */
+function scheduleLabel(schedule) {
+  if (!schedule) return "";
+  const when = schedule.deleted ? "deleted since" : `${schedule.cron} ${schedule.timezone}`;
+  return ` · on schedule ${schedule.name ?? schedule.id} (${when})`;
 }

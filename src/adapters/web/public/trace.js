@@ -3,6 +3,7 @@
 // of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
 import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "./common.js";
 import { showBudgets } from "./trace-budgets.js";
+import { showSchedules } from "./trace-schedules.js";
 import { loadSession, renderSession } from "./trace-session.js";
 
 const dom = {
@@ -22,6 +23,7 @@ const dom = {
   listStatus: $("#sessions-status"),
   listError: $("#sessions-error"),
   budgets: $("#budgets"),
+  schedules: $("#schedules"),
 };
 const SEARCH_DELAY_MS = 250;
 let priced = true;
@@ -62,6 +64,7 @@ async function start() {
 
 async function refresh() {
   void showBudgets(dom.budgets);
+  void showSchedules(dom.schedules);
   await loadSessions();
   await showSelected();
 }
