@@ -92,7 +92,10 @@ describe("schedules on the web", () => {
     ]);
     await playground.agent.port.saveSchedule(chatSchedule("sch_ann", "web:ann", "Say good morning to ann."));
     await playground.agent.port.saveSchedule(chatSchedule("sch_bob", "web:bob", "Tell bob the weather."));
-    page = collectPageErrors(await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage(), pageErrors);
+    page = collectPageErrors(
+      await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage(),
+      pageErrors,
+    );
   });
   afterAll(async () => {
     await browser?.close();
