@@ -2,7 +2,8 @@
 // pipeline (Bolt against the fake Slack, the scripted model, SQLite, the worker's ticker every 50 ms):
 // the file's schedule is kept in the store under an id from its content, fires as its `as` person at
 // the channel's top level, names its schedule in the trace, cannot be deleted in chat, and goes when
-// the file drops it; a schedule whose channel used its budget does not run and says so once.
+// the file drops it; a scheduled run's dangerous call waits for a click on a card at the channel's top
+// level; a schedule whose channel used its budget does not run and says so once.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,17 @@ import { formatRunTimeline } from "../../../../src/adapters/trace-report.js";
 import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
 import { budgetScript } from "../../../helpers/budget-script.js";
 import { textOf } from "../../../helpers/agent.js";
-import { BOT, cleanUp, startHarness, toolCall, waitForBotMessage, type Harness } from "../../../helpers/slack.js";
+import {
+  BOT,
+  CANCELLABLE_ORDER,
+  cleanUp,
+  startHarness,
+  toolCall,
+  visibleText,
+  waitForApproval,
+  waitForBotMessage,
+  type Harness,
+} from "../../../helpers/slack.js";
 
 afterEach(cleanUp);
 
@@ -106,6 +117,43 @@ describe("schedules from the settings file on Slack", () => {
     await expect(startHarness({ script, env: { GLASSBOX_CHANNELS: file } })).rejects.toThrow(
       `${file}:9: schedules[0].missed must be once or skip.`,
     );
+  });
+});
+
+describe("a scheduled run's dangerous call on Slack", () => {
+  it("waits for a click on a card at the channel's top level, then runs", async () => {
+    const cancel = { order_id: CANCELLABLE_ORDER, reason: "scheduled clean-up" };
+    const h = await startHarness({
+      script: (request: ChatCompletionRequestBody) =>
+        request.messages.at(-1)?.role === "tool"
+          ? { content: `Result: ${textOf(request.messages.at(-1))}` }
+          : { toolCalls: [toolCall("cancel_order", cancel, "call_cancel")] },
+      env: { GLASSBOX_SCHEDULE_LOOK_MS: "50" },
+    });
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    await h.agent.port.saveSchedule({
+      id: "sch_cleanup",
+      sessionId: `slack:${TEAM}:C0CLEAN:main`,
+      userId: "U1",
+      cron: minuteAgo(),
+      timezone: "UTC",
+      prompt: "Cancel the orders left over.",
+      missed: "once",
+      paused: false,
+      source: "chat",
+      createdAt: hourAgo,
+      lastTick: hourAgo,
+    });
+    const card = await waitForApproval(h.fake, "C0CLEAN");
+    expect(card.message.thread_ts).toBeUndefined();
+    expect(visibleText(card.message)).toContain("asked me to run `cancel_order`");
+    expect(h.model.requests).toHaveLength(1);
+    expect((await h.click(card, "U1")).status).toBe(200);
+    await expect
+      .poll(() => h.fake.messages("C0CLEAN").find((message) => message.text?.startsWith("Result:"))?.text, {
+        timeout: 15_000,
+      })
+      .toContain('"status":"success"');
   });
 });
 
