@@ -90,8 +90,8 @@ describe("schedules on the web", () => {
         },
       }),
     ]);
-    await playground.agent.port.saveSchedule(chatSchedule("sch_ann", "web:ann", "Say good morning to ann."));
-    await playground.agent.port.saveSchedule(chatSchedule("sch_bob", "web:bob", "Tell bob the weather."));
+    await playground.deployment.store.saveSchedule(chatSchedule("sch_ann", "web:ann", "Say good morning to ann."));
+    await playground.deployment.store.saveSchedule(chatSchedule("sch_bob", "web:bob", "Tell bob the weather."));
     page = collectPageErrors(
       await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage(),
       pageErrors,
@@ -145,7 +145,7 @@ describe("schedules on the web", () => {
     await bob.getByRole("button", { name: "Pause" }).click();
     await bob.getByRole("button", { name: "Resume" }).waitFor(VISIBLE);
     expect(await bob.getAttribute("class")).toBe("paused");
-    expect((await playground.agent.port.schedules()).find((schedule) => schedule.id === "sch_bob")?.paused).toBe(true);
+    expect((await playground.deployment.store.schedules()).find((schedule) => schedule.id === "sch_bob")?.paused).toBe(true);
 
     const file = panel.locator("li", { hasText: "incident digest" });
     expect(await file.locator(".hint").textContent()).toBe("from the settings file");
@@ -155,7 +155,7 @@ describe("schedules on the web", () => {
     page.once("dialog", (dialog) => void dialog.accept());
     await panel.locator('li[data-schedule="sch_ann"]').getByRole("button", { name: "Delete" }).click();
     await expect.poll(() => panel.locator("li").count(), { timeout: 10_000 }).toBe(2);
-    expect((await playground.agent.port.schedules()).map((schedule) => schedule.id)).not.toContain("sch_ann");
+    expect((await playground.deployment.store.schedules()).map((schedule) => schedule.id)).not.toContain("sch_ann");
 
     const phone = collectPageErrors(await (await browser.newContext(PHONE)).newPage(), pageErrors);
     await phone.goto(`${playground.url}trace?token=service-token`);
