@@ -145,7 +145,9 @@ describe("schedules on the web", () => {
     await bob.getByRole("button", { name: "Pause" }).click();
     await bob.getByRole("button", { name: "Resume" }).waitFor(VISIBLE);
     expect(await bob.getAttribute("class")).toBe("paused");
-    expect((await playground.deployment.store.schedules()).find((schedule) => schedule.id === "sch_bob")?.paused).toBe(true);
+    expect((await playground.deployment.store.schedules()).find((schedule) => schedule.id === "sch_bob")?.paused).toBe(
+      true,
+    );
 
     const file = panel.locator("li", { hasText: "incident digest" });
     expect(await file.locator(".hint").textContent()).toBe("from the settings file");
