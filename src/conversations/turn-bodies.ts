@@ -12,7 +12,7 @@ import type { ErrorCode } from "../agent/errors.js";
 import type { AgentEvent } from "../agent/events.js";
 import { resumeAgent, runAgent, type AgentConfig, type PausedRun, type RunResult } from "../agent/loop.js";
 import type { NotesScope } from "../agent/run.js";
-import { quotaProblem } from "../agent/quota.js";
+import { dayStartOf, quotaProblem } from "../agent/quota.js";
 import { runOutcomeOf } from "../agent/contracts.js";
 import type { Pipelines } from "../agent/sub-agents.js";
 import { addUsage, emptyUsage } from "../agent/types.js";
@@ -37,10 +37,6 @@ interface Here {
 }
 
 /** How long a request waits for a slot before the chat says it is queued. */
-/** After a scheduled run's refusal: its later ticks in the same period are refused without a word. */
-const QUIET = "Its later runs are skipped without a message until then.";
-const lowerFirst = (text: string) => `${text.slice(0, 1).toLowerCase()}${text.slice(1)}`;
-
 export const QUEUED_NOTICE_MS = 3_000;
 
 const PIPELINE_COMMAND = /^\/pipeline\s+(\S+)\s+([\s\S]+)$/i;
@@ -228,6 +224,23 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
     }
   }
 
+  /**
+   * A message refused before it starts, the reason said. A schedule's tick would say it at every tick:
+   * its refusal is said once per `period` (the budget's and its period, the settings' version).
+   */
+  async function refuse(
+    task: MessageTask,
+    reason: string,
+    code: ErrorCode,
+    period: string,
+    surface: ChatSurface,
+  ): Promise<RunResult> {
+    if (!task.scheduleId) return settle(await neverStarted(task, reason, code), surface);
+    const said = `A scheduled run did not run. ${reason} Its later runs are skipped without a message until that changes.`;
+    const refused = await neverStarted(task, said, code);
+    return (await store.claim(`schedule:${task.scheduleId}:${period}`)) ? settle(refused, surface) : refused;
+  }
+
   /** A new message makes the session's waiting approvals moot: they expire and their run ends there. */
   async function supersede(sessionId: string): Promise<void> {
     for (const approval of await store.supersedeApprovals(sessionId)) await shown(approval);
@@ -281,7 +294,7 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       const here = hereOf(task.sessionId);
       // Someone the channel does not serve changes nothing there, not even what waits for approval.
       const refused = here && refusalHere(here.level, task.userId);
-      if (refused) return settle(await neverStarted(task, refused, "not_allowed"), surface);
+      if (refused) return refuse(task, refused, "not_allowed", `users:${here.source.version}`, surface);
       const budgets = await budgetsOf(here, task);
       if (CAPABILITIES_QUESTION.test(task.input)) {
         const agentHere = agentFor(task.sessionId, here);
@@ -303,17 +316,14 @@ export function createTurnBodies(agent: AgentConfig, store: StorePort, options: 
       const overQuota =
         (spent && budgetSentence(spent)) ||
         (options.dailyLimits && (await quotaProblem(store, task.userId, options.dailyLimits)));
-      if (overQuota && task.scheduleId) {
-        const refused = await neverStarted(
+      if (overQuota)
+        return refuse(
           task,
-          `A scheduled run did not run: ${lowerFirst(overQuota)} ${QUIET}`,
+          overQuota,
           "quota",
+          spent ? spent.key : `quota:${dayStartOf(new Date()).toISOString()}`,
+          surface,
         );
-        // Said at the first refused tick of a budget's period only, not at every tick.
-        const period = spent ? spent.key : `quota:${new Date().toISOString().slice(0, 10)}`;
-        return (await store.claim(`schedule:${task.scheduleId}:${period}`)) ? settle(refused, surface) : refused;
-      }
-      if (overQuota) return settle(await neverStarted(task, overQuota, "quota"), surface);
       const onEvent = (event: AgentEvent) => {
         surface.onEvent(event);
         task.onEvent?.(event);

@@ -195,8 +195,10 @@ describe("a scheduled run over budget on Slack", () => {
       .messages("C0BUDGET")
       .filter((message) => message.bot_id && message.text?.startsWith("A scheduled run did not run"));
     expect(said).toHaveLength(1);
-    expect(said[0]?.text).toContain("this channel has used its daily budget (850 tokens of 800 tokens)");
-    expect(said[0]?.text).toContain("Its later runs are skipped without a message until then.");
+    expect(said[0]?.text).toContain(
+      "A scheduled run did not run. This channel has used its daily budget (850 tokens of 800 tokens)",
+    );
+    expect(said[0]?.text).toContain("Its later runs are skipped without a message until that changes.");
     expect(said[0]?.thread_ts).toBeUndefined();
     for (const run of await refusedRuns()) expect(run.status).toBe("error");
     expect(h.model.requests.length).toBe(calls);
