@@ -3,7 +3,8 @@
 // the file's schedule is kept in the store under an id from its content, fires as its `as` person at
 // the channel's top level, names its schedule in the trace, cannot be deleted in chat, and goes when
 // the file drops it; a scheduled run's dangerous call waits for a click on a card at the channel's top
-// level; a schedule whose channel used its budget does not run and says so once.
+// level; a schedule whose channel used its budget, or whose person it no longer serves, does not run
+// and says so once.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -202,5 +203,35 @@ describe("a scheduled run over budget on Slack", () => {
     expect(said[0]?.thread_ts).toBeUndefined();
     for (const run of await refusedRuns()) expect(run.status).toBe("error");
     expect(h.model.requests.length).toBe(calls);
+  });
+
+  it("a schedule whose person the channel no longer serves does not run, and says so once", async () => {
+    const file = settingsFile(["channels:", "  C0TEAM:", "    users: [U2]"]);
+    const h = await startHarness({ script, env: { GLASSBOX_CHANNELS: file, GLASSBOX_SCHEDULE_LOOK_MS: "50" } });
+    const sessionId = `slack:${TEAM}:C0TEAM:main`;
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    await h.agent.port.saveSchedule({
+      id: "sch_left",
+      sessionId,
+      userId: "U1",
+      cron: "* * * * * *",
+      timezone: "UTC",
+      prompt: PROMPT,
+      missed: "once",
+      paused: false,
+      source: "chat",
+      createdAt: hourAgo,
+      lastTick: hourAgo,
+    });
+    await expect
+      .poll(async () => (await h.agent.port.runsOfSession(sessionId)).length, { timeout: 20_000 })
+      .toBeGreaterThanOrEqual(3);
+    await h.agent.port.pauseSchedule("sch_left", true);
+    await h.slack.conversations.idle();
+    const said = h.fake.messages("C0TEAM").filter((message) => message.bot_id);
+    expect(said.map((message) => message.text)).toEqual([
+      "A scheduled run did not run. I'm not set up to work for you in this channel; ask whoever runs glassbox here to add you, or ask me where you may. Its later runs are skipped without a message until that changes.",
+    ]);
+    expect(h.model.requests).toHaveLength(0);
   });
 });
