@@ -20,8 +20,8 @@ import { approverEntry, approverMistake } from "../tools/approver-entries.js";
 import { closestNames } from "../tools/closest-names.js";
 import { cronOf, nextTicks } from "./schedule-times.js";
 
-const SLACK_WORKSPACE = /^[TE][A-Z0-9]{2,}$/;
-const DISCORD_GUILD = /^\d{17,20}$/;
+const slackWorkspaceId = /^[TE][A-Z0-9]{2,}$/;
+const discordGuildId = /^\d{17,20}$/;
 /** What one scheduled run may ask, as a chat-made schedule's prompt. */
 const MAX_PROMPT = 2000;
 
@@ -298,7 +298,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       if (!found[key]) throw wrong(node, `${where} needs ${key} (${SCHEDULE_KEYS.join(", ")}).`);
     const get = (key: (typeof SCHEDULE_KEYS)[number]) => found[key]?.text ?? "";
     const workspace = get("workspace");
-    const platform = SLACK_WORKSPACE.test(workspace) ? "slack" : DISCORD_GUILD.test(workspace) ? "discord" : undefined;
+    const platform = slackWorkspaceId.test(workspace) ? "slack" : discordGuildId.test(workspace) ? "discord" : undefined;
     if (!platform)
       throw wrong(
         found.workspace?.node,
