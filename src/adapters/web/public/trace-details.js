@@ -155,11 +155,12 @@ function runDetails(span) {
   const last = span.runs?.at(-1) ?? run;
   const label = span.kind === "specialist" ? "Task" : span.kind === "stage" ? "Input" : "Request";
   const duration = span.end === null ? "still going" : formatMs(span.end - span.start);
+  const steps = (span.runs ?? [run]).reduce((sum, one) => sum + one.steps, 0);
   return [
     el(
       "p",
       { class: "meta" },
-      `${last.status.replaceAll("_", " ")} · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${formatNumber(span.promptTokens)} prompt + ${formatNumber(span.completionTokens)} completion tokens · cost ${formatCost(span.cost)}${last.model ? ` · ${last.model}` : ""}`,
+      `${last.status.replaceAll("_", " ")} · ${steps} step${steps === 1 ? "" : "s"} · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${formatNumber(span.promptTokens)} prompt + ${formatNumber(span.completionTokens)} completion tokens · cost ${formatCost(span.cost)}${last.model ? ` · ${last.model}` : ""}`,
     ),
     el("p", { class: "run-input" }, `${label}: `, el("q", {}, run.input)),
     last.output ? [el("h3", {}, "Answer"), el("div", { class: "run-answer" }, richText(last.output))] : null,

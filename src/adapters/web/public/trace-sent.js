@@ -41,7 +41,8 @@ export function replacedSection(fold, current, previous) {
       loadPayload(current.runId, current.step),
       loadPayload(previous.runId, previous.step),
     ]);
-    const gone = compare(sent.messages, before.messages).removed;
+    // The system message is not replaced but rewritten (the summary rides in it): it is not listed.
+    const gone = compare(sent.messages, before.messages).removed.filter((message) => message !== before.messages[0]);
     const unseen = fold.foldedMessages - gone.length;
     return [
       el(

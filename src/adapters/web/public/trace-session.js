@@ -6,6 +6,7 @@ import { groupStages, pipelineNameOf } from "./pipelines.js";
 import { promptChart } from "./trace-chart.js";
 import { approvalOutcome } from "./trace-details.js";
 import { replayDetails } from "./trace-replay.js";
+import { richText } from "./trace-render.js";
 import { flatten, groupSpan } from "./trace-spans.js";
 import { waterfall } from "./trace-waterfall.js";
 
@@ -132,7 +133,7 @@ function runSection(run, number, root, tree) {
     approvalList(root),
     feedbackList(run),
     tree,
-    run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
+    run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), richText(run.output)) : null,
     run.done && root.children.some((span) => span.kind === "model" && span.step) ? replayDetails(run) : null,
   );
 }
@@ -157,7 +158,7 @@ function pipelineSection(stages, number, root, tree) {
     approvalList(root),
     feedbackList(last),
     tree,
-    last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, last.output)) : null,
+    last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), richText(last.output)) : null,
   );
 }
 

@@ -42,7 +42,7 @@ function script(request: ChatCompletionRequestBody): ScriptedReply {
       ? { toolCalls: [{ name: "cancel_order", arguments: JSON.stringify({ order_id: order, reason: "asked" }) }] }
       : { toolCalls: [{ name: "get_order_status", arguments: JSON.stringify({ order_id: order }) }] };
   }
-  if (system.includes("WRITER")) return { content: `Dear customer: **${text(last)}**` };
+  if (system.includes("WRITER")) return { content: `Dear customer: **${text(last)}** <b>plain</b>` };
   if (hasResult) return { content: `The researcher says: ${JSON.parse(text(last)).data?.answer}` };
   const order = /\d{11}/.exec(task)?.[0] ?? "";
   return { toolCalls: [{ name: "agent_researcher", arguments: JSON.stringify({ task: `Cancel order ${order}` }) }] };
@@ -162,9 +162,11 @@ describe("the run view in Chromium", () => {
       "Stage 1",
       "Stage 2",
     ]);
-    expect(await page.locator("section.run.pipeline .run-output p").textContent()).toBe(
-      "Dear customer: **It was delivered.**",
-    );
+    // Its answer as Markdown: bold as bold, nothing parsed as HTML.
+    const output = page.locator("section.run.pipeline .run-output");
+    expect(await output.locator("p").textContent()).toBe("Dear customer: It was delivered. <b>plain</b>");
+    expect(await output.locator("strong").textContent()).toBe("It was delivered.");
+    expect(await output.locator("b").count()).toBe(0);
     // The approval is listed under the run as before.
     expect(await page.getByRole("list", { name: "Approvals" }).textContent()).toMatch(
       new RegExp(`cancel_order\\(order_id: ${CANCELLABLE_ORDER}, reason: asked\\) for web:.*: approved by web:api at `),
