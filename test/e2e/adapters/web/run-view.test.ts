@@ -294,7 +294,8 @@ describe("the run view in Chromium", () => {
     expect(await pageOverflow(page)).toBeLessThanOrEqual(0);
     await page.screenshot({ path: join(artifactsDir(), "run-view-phone.png"), fullPage: true });
 
-    await page.locator('.waterfall [data-kind="model"][data-step="2"]').last().click();
+    // The first run's own second call (the last in its waterfall).
+    await page.locator(".waterfall").first().locator('[data-kind="model"][data-step="2"]').last().click();
     const panel = page.locator("#span-panel");
     await panel.locator(".payload-message.change-tool-result").waitFor(VISIBLE);
     const width = await panel.evaluate((element) => (element as unknown as { offsetWidth: number }).offsetWidth);
