@@ -19,7 +19,12 @@ function modelDetails({ run, step }) {
     el(
       "p",
       { class: "meta" },
-      `${formatNumber(step.promptTokens)} prompt + ${formatNumber(step.completionTokens)} completion tokens · ${formatMs(step.latencyMs)} · cost ${formatCost(step.cost)} · ended ${formatTime(step.at)}`,
+      [
+        `${formatNumber(step.promptTokens)} prompt + ${formatNumber(step.completionTokens)} completion tokens`,
+        formatMs(step.latencyMs),
+        `cost ${formatCost(step.cost)}`,
+        `ended ${formatTime(step.at)}`,
+      ].join(" · "),
     ),
     el(
       "p",
@@ -160,7 +165,18 @@ function runDetails(span) {
     el(
       "p",
       { class: "meta" },
-      `${last.status.replaceAll("_", " ")} · ${steps} step${steps === 1 ? "" : "s"} · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${formatNumber(span.promptTokens)} prompt + ${formatNumber(span.completionTokens)} completion tokens · cost ${formatCost(span.cost)}${last.model ? ` · ${last.model}` : ""}`,
+      [
+        last.status.replaceAll("_", " "),
+        `${steps} step${steps === 1 ? "" : "s"}`,
+        `by ${run.userId}`,
+        formatTime(run.startedAt),
+        duration,
+        `${formatNumber(span.promptTokens)} prompt + ${formatNumber(span.completionTokens)} completion tokens`,
+        `cost ${formatCost(span.cost)}`,
+        last.model,
+      ]
+        .filter(Boolean)
+        .join(" · "),
     ),
     el("p", { class: "run-input" }, `${label}: `, el("q", {}, run.input)),
     last.output ? [el("h3", {}, "Answer"), el("div", { class: "run-answer" }, richText(last.output))] : null,

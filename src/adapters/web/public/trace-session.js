@@ -60,9 +60,10 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, view) {
     const root = groupSpan(group, index + 1, context, now);
     for (const { span } of flatten(root)) spans.set(span.key, span);
     const tree = waterfall(root, `Spans of run ${index + 1}`, view.state, (span, row) => view.open(span, row), now);
-    return group.length > 1
-      ? pipelineSection(group, index + 1, root, tree)
-      : runSection(group[0], index + 1, root, tree);
+    const section =
+      group.length > 1 ? pipelineSection(group, index + 1, root, tree) : runSection(group[0], index + 1, root, tree);
+    section.dataset.version = versionOf(root, context);
+    return section;
   });
   const nodes = [
     el("h2", { tabindex: "-1" }, sessionId),
@@ -102,6 +103,13 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, view) {
     sections,
   ];
   return { nodes, spans, context };
+}
+
+/** What a run's section is drawn from: a live update leaves a section alone while this stays the same. */
+function versionOf(root, context) {
+  const spans = flatten(root).map(({ span }) => span);
+  const runs = spans.map((span) => span.run).filter((run, index, all) => all.indexOf(run) === index);
+  return JSON.stringify([runs, runs.map((run) => context.stepsOf(run.runId)), spans.map((span) => span.key)]);
 }
 
 /** The model call before a step in the session: the run's step before, or the last of the run before it. */

@@ -84,7 +84,15 @@ function row(span, depth, parent, scale) {
   const item = el(
     "div",
     {
-      class: `span-row span-${span.kind} status-${span.status}${span.end === null ? " running" : ""}${span.folded ? " folded" : ""}`,
+      class: [
+        "span-row",
+        `span-${span.kind}`,
+        `status-${span.status}`,
+        span.end === null && "running",
+        span.folded && "folded",
+      ]
+        .filter(Boolean)
+        .join(" "),
       role: "treeitem",
       tabindex: "-1",
       "aria-level": depth + 1,

@@ -217,7 +217,13 @@ async function rerender(session, { focus = false } = {}) {
   const rendered = renderSession(session, data, { priced, state: viewed.state, open: openSpan });
   viewed.spans = rendered.spans;
   viewed.context = rendered.context;
-  dom.detail.replaceChildren(el("div", { class: "session-view" }, rendered.nodes));
+  const view = el("div", { class: "session-view" }, rendered.nodes);
+  // A run that did not change keeps its elements (a Replay form being filled, details opened).
+  for (const section of view.querySelectorAll("section.run")) {
+    const before = document.getElementById(section.id);
+    if (before?.dataset.version === section.dataset.version) section.replaceWith(before);
+  }
+  dom.detail.replaceChildren(view);
   if (!focus && focused)
     dom.detail.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
   // The span read in the panel follows what changed in it (a call that ended, an approval decided).

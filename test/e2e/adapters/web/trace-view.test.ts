@@ -182,8 +182,15 @@ describe("trace viewer in Chromium", () => {
       "What is the status of order",
     );
     // The folded step is the bar marked in the chart.
-    const step = await page.locator(".waterfall .span-row.folded").first().getAttribute("data-step");
+    const folded = page.locator(".waterfall .span-row.folded").first();
+    const step = await folded.getAttribute("data-step");
     expect(await page.locator("svg.chart rect.bar.folded").first().getAttribute("data-step")).toBe(step);
+    // What that model call saw: the summary in its system message, named as such.
+    await folded.click();
+    const system = panel.locator("section.sent .payload-message.role-system").first();
+    await system.waitFor(VISIBLE);
+    expect(await system.locator(".change-label").textContent()).toBe("summary folded in");
+    expect(await system.textContent()).toContain("## Earlier in this conversation (summary)");
     await page.screenshot({ path: join(artifactsDir(), "web-trace-fold.png"), fullPage: true });
     await page.close();
   });
