@@ -294,7 +294,10 @@ describe.runIf(Boolean(TEST_DATABASE_URL))(`a PostgreSQL deployment (${NEEDS_DAT
     const trace = collectPageErrors(await (browser as Browser).newPage(DESKTOP), pageErrors);
     await trace.goto(`${chatUrl}trace#session=${encodeURIComponent(session)}`);
     await trace.locator(`.session-list a[data-session-id="${session}"]`).waitFor(VISIBLE);
-    await vi.waitFor(async () => expect(await trace.locator("#session-detail tr.step").count()).toBe(2), WAIT);
+    await vi.waitFor(
+      async () => expect(await trace.locator('#session-detail .waterfall [data-kind="model"]').count()).toBe(2),
+      WAIT,
+    );
     const detail = await trace.locator("#session-detail").innerText();
     expect(detail).toContain("wipe_cache");
     expect(detail).toContain("done: wiped.");

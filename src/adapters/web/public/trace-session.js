@@ -1,11 +1,14 @@
 // One session in the trace viewer: its totals, the prompt-token chart with memory's folds marked,
-// and its runs — each with its approvals, steps and output; a pipeline as one run whose stages
-// open one by one; a specialist's run inside the step that called it.
+// and its runs — each with its request, files, approvals, feedback, a waterfall of its spans
+// (trace-waterfall), its output and Replay; a pipeline as one run whose stages are spans in it.
 import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, shorten } from "./common.js";
 import { groupStages, pipelineNameOf } from "./pipelines.js";
 import { promptChart } from "./trace-chart.js";
+import { approvalOutcome } from "./trace-details.js";
 import { replayDetails } from "./trace-replay.js";
-import { nestedRun, stepsTable } from "./trace-steps.js";
+import { richText } from "./trace-render.js";
+import { flatten, groupSpan } from "./trace-spans.js";
+import { waterfall } from "./trace-waterfall.js";
 
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
 export async function loadSession(sessionId) {
@@ -16,7 +19,11 @@ export async function loadSession(sessionId) {
   return { runs, folds: folds ?? [], stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])) };
 }
 
-export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
+/**
+ * The session's elements, and its spans by key. `view`: `{ priced, state, open(span, row) }` where
+ * `state` keeps which spans are open and which is chosen across renders (a live run re-renders).
+ */
+export function renderSession(sessionId, { runs, folds, stepsOf }, view) {
   const childrenOf = new Map();
   for (const run of runs)
     if (run.parentToolCallId)
@@ -25,13 +32,14 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
   for (const fold of folds)
     if (fold.runId)
       foldsAt.set(`${fold.runId}:${fold.step}`, [...(foldsAt.get(`${fold.runId}:${fold.step}`) ?? []), fold]);
+  // Sub-agents' tokens and cost are already counted in the runs they worked for.
+  const groups = groupStages(runs);
   const context = {
     childrenOf: (toolCallId) => childrenOf.get(toolCallId) ?? [],
     stepsOf: (runId) => stepsOf.get(runId) ?? [],
     foldsAt: (runId, step) => foldsAt.get(`${runId}:${step}`) ?? [],
+    previousCall: previousCallIn(groups.flat(), (runId) => stepsOf.get(runId) ?? []),
   };
-  // Sub-agents' tokens and cost are already counted in the runs they worked for.
-  const groups = groupStages(runs);
   const own = groups.flat();
   const totals = own.reduce(
     (sum, run) => ({
@@ -46,14 +54,25 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
     steps: group.flatMap((run) => context.stepsOf(run.runId).map((step) => ({ ...step, runId: run.runId }))),
   }));
   const foldCount = folds.length;
-  return [
+  const spans = new Map();
+  const now = Date.now();
+  const sections = groups.map((group, index) => {
+    const root = groupSpan(group, index + 1, context, now);
+    for (const { span } of flatten(root)) spans.set(span.key, span);
+    const tree = waterfall(root, `Spans of run ${index + 1}`, view.state, (span, row) => view.open(span, row), now);
+    const section =
+      group.length > 1 ? pipelineSection(group, index + 1, root, tree) : runSection(group[0], index + 1, root, tree);
+    section.dataset.version = versionOf(root, context);
+    return section;
+  });
+  const nodes = [
     el("h2", { tabindex: "-1" }, sessionId),
     el(
       "p",
       { class: "meta" },
       `${groups.length} run${groups.length === 1 ? "" : "s"} · ${formatNumber(totals.prompt)} prompt + ${formatNumber(totals.completion)} completion tokens · cost ${formatCost(totals.cost)}${foldCount ? ` · memory folded ${foldCount} time${foldCount === 1 ? "" : "s"}` : ""}`,
     ),
-    priced
+    view.priced
       ? null
       : el(
           "p",
@@ -61,13 +80,52 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
           "Cost shows “—” where the model has no known price; GLASSBOX_PRICES can give it one.",
         ),
     promptChart(chartGroups, context.foldsAt),
-    groups.map((group, index) =>
-      group.length > 1 ? pipelineSection(group, index + 1, context) : runSection(group[0], index + 1, context),
-    ),
+    groups.length
+      ? el(
+          "p",
+          { class: "hint keys" },
+          "Each run is a waterfall of its spans, to scale in time. Choose a span to read it; with the keyboard, ",
+          el("kbd", {}, "↑"),
+          el("kbd", {}, "↓"),
+          " (or ",
+          el("kbd", {}, "k"),
+          el("kbd", {}, "j"),
+          ") move, ",
+          el("kbd", {}, "→"),
+          el("kbd", {}, "←"),
+          " open and close, ",
+          el("kbd", {}, "Enter"),
+          " reads, ",
+          el("kbd", {}, "Esc"),
+          " closes.",
+        )
+      : null,
+    sections,
   ];
+  return { nodes, spans, context };
 }
 
-function runSection(run, number, context) {
+/** What a run's section is drawn from: a live update leaves a section alone while this stays the same. */
+function versionOf(root, context) {
+  const spans = flatten(root).map(({ span }) => span);
+  const runs = spans.map((span) => span.run).filter((run, index, all) => all.indexOf(run) === index);
+  return JSON.stringify([runs, runs.map((run) => context.stepsOf(run.runId)), spans.map((span) => span.key)]);
+}
+
+/** The model call before a step in the session: the run's step before, or the last of the run before it. */
+function previousCallIn(ownRuns, stepsOf) {
+  return (runId, step) => {
+    if (step > 1) return { runId, step: step - 1 };
+    const index = ownRuns.findIndex((run) => run.runId === runId);
+    for (let at = index - 1; at >= 0; at--) {
+      const last = stepsOf(ownRuns[at].runId).at(-1);
+      if (last) return { runId: ownRuns[at].runId, step: last.step };
+    }
+    return null;
+  };
+}
+
+function runSection(run, number, root, tree) {
   const headingId = `run-heading-${run.runId}`;
   return el(
     "section",
@@ -80,18 +138,16 @@ function runSection(run, number, context) {
     ),
     attachmentList(run),
     runMeta(run, [run]),
-    run.approvals.length
-      ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, run.approvals.map(approvalLine))
-      : null,
+    approvalList(root),
     feedbackList(run),
-    stepsTable(run, `Steps of run ${number}`, context.stepsOf(run.runId), context),
-    run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
-    run.done && context.stepsOf(run.runId).length > 0 ? replayDetails(run) : null,
+    tree,
+    run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), richText(run.output)) : null,
+    run.done && root.children.some((span) => span.kind === "model" && span.step) ? replayDetails(run) : null,
   );
 }
 
-/** A pipeline: one run of the conversation, its stages nested in order, each openable. */
-function pipelineSection(stages, number, context) {
+/** A pipeline: one run of the conversation, its stages in order, each openable in the waterfall. */
+function pipelineSection(stages, number, root, tree) {
   const [first] = stages;
   const last = stages.at(-1);
   const name = pipelineNameOf(first);
@@ -107,16 +163,21 @@ function pipelineSection(stages, number, context) {
     ),
     runMeta({ ...last, startedAt: first.startedAt, userId: first.userId }, stages),
     el("p", { class: "hint" }, `${stages.length} stages, each working on the answer of the one before.`),
+    approvalList(root),
     feedbackList(last),
-    el(
-      "ol",
-      { class: "stages" },
-      stages.map((stage, index) =>
-        el("li", {}, nestedRun(stage, `Stage ${index + 1}`, context.stepsOf(stage.runId), context, "Input")),
-      ),
-    ),
-    last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, last.output)) : null,
+    tree,
+    last.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), richText(last.output)) : null,
   );
+}
+
+/** Every approval asked in the run, its specialists' and stages' too. */
+function approvalList(root) {
+  const approvals = flatten(root)
+    .map(({ span }) => span.approval)
+    .filter(Boolean);
+  return approvals.length
+    ? el("ul", { class: "run-approvals", "aria-label": "Approvals" }, approvals.map(approvalLine))
+    : null;
 }
 
 /** Status, who, when, how long, steps, tokens and cost: of one run, or summed over a pipeline's stages. */
@@ -158,19 +219,11 @@ function feedbackList(run) {
 }
 
 function approvalLine(approval) {
-  const outcome =
-    approval.status === "pending"
-      ? `waiting (expires ${formatTime(approval.expiresAt)})`
-      : approval.decidedBy === "superseded"
-        ? "no longer needed (the conversation moved on)"
-        : approval.status === "expired"
-          ? "expired: nobody decided in time"
-          : `${approval.status} by ${approval.decidedBy} at ${formatTime(approval.decidedAt)}`;
   return el(
     "li",
     {},
     el("code", {}, describeCall(approval.tool, approval.arguments)),
-    ` for ${approval.requester}: ${outcome}`,
+    ` for ${approval.requester}: ${approvalOutcome(approval)}`,
   );
 }
 

@@ -1,10 +1,14 @@
 // The trace viewer: every session in the store (from every adapter), found by the text of its
-// messages and narrowed by adapter, status, feedback, tool and date; for one session its runs as a timeline
-// of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
+// messages and narrowed by adapter, status, feedback, tool and date; for one session its runs as
+// waterfalls of spans (trace-session, trace-waterfall) read in a side panel (trace-panel), followed
+// live while they run (trace-live), and a chart of prompt tokens per step (trace-chart).
 import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "./common.js";
 import { showBudgets } from "./trace-budgets.js";
+import { followSession } from "./trace-live.js";
+import { createPanel } from "./trace-panel.js";
 import { showSchedules } from "./trace-schedules.js";
 import { loadSession, renderSession } from "./trace-session.js";
+import { markSelected as markSpan } from "./trace-waterfall.js";
 
 const dom = {
   sessions: $("#sessions"),
@@ -71,7 +75,7 @@ async function refresh() {
 
 function selected() {
   const params = new URLSearchParams(location.hash.slice(1));
-  return { session: params.get("session"), run: params.get("run") };
+  return { session: params.get("session"), run: params.get("run"), span: params.get("span") };
 }
 
 /** The filters as the API's query; dates are the person's own days, sent as moments. */
@@ -168,25 +172,84 @@ function markSelected() {
   }
 }
 
+/** What stays put while the open session re-renders (a live run): spans opened, the one chosen. */
+let viewed = { session: null, state: null, spans: new Map(), context: null, stopFollowing: () => {} };
+const panel = createPanel();
+
 async function showSelected() {
-  const { session, run } = selected();
+  const { session, run, span } = selected();
   markSelected();
   if (!session) return;
+  if (viewed.session !== session) {
+    viewed.stopFollowing();
+    panel.hide();
+    viewed = {
+      session,
+      state: { expanded: new Map(), selected: null },
+      spans: new Map(),
+      context: null,
+      // A run in progress grows in the waterfall as the session's events arrive.
+      stopFollowing: followSession(session, () => void rerender(session)),
+    };
+  }
   dom.detail.replaceChildren(el("p", { class: "empty" }, "Loading…"));
+  if (!(await rerender(session, { focus: true }))) return;
+  // Focus follows the choice (for keyboards and screen readers); a chosen run is scrolled to, a chosen span opened.
+  const target = run ? document.getElementById(`run-${run}`) : null;
+  const chosen = span && viewed.spans.get(span);
+  if (chosen) return openSpan(chosen, dom.detail.querySelector(`[data-key="${CSS.escape(span)}"]`));
+  const heading = (target ?? dom.detail).querySelector("h2, h3");
+  heading?.focus({ preventScroll: true });
+  target?.scrollIntoView({ block: "start" });
+}
+
+/** Reads the session and draws it again, keeping the spans opened, the chosen one and the focus. */
+async function rerender(session, { focus = false } = {}) {
+  let data;
   try {
-    dom.detail.replaceChildren(
-      el("div", { class: "session-view" }, renderSession(session, await loadSession(session), { priced })),
-    );
+    data = await loadSession(session);
   } catch (error) {
+    if (viewed.session !== session) return false;
     dom.detail.replaceChildren(
       el("p", { class: "error", role: "alert" }, `The session ${session} could not be loaded: ${error.message}`),
     );
-    return;
+    return false;
   }
-  // Focus follows the choice (for keyboards and screen readers); a chosen run is scrolled to (and opened, if nested).
-  const target = run ? document.getElementById(`run-${run}`) : null;
-  if (target?.tagName === "DETAILS") target.open = true;
-  const heading = (target ?? dom.detail).querySelector("h2, h3, summary");
-  heading?.focus({ preventScroll: true });
-  target?.scrollIntoView({ block: "start" });
+  if (viewed.session !== session) return false;
+  const focused = document.activeElement?.closest?.(".waterfall [data-key]")?.dataset.key;
+  const rendered = renderSession(session, data, { priced, state: viewed.state, open: openSpan });
+  viewed.spans = rendered.spans;
+  viewed.context = rendered.context;
+  const view = el("div", { class: "session-view" }, rendered.nodes);
+  // A run that did not change keeps its elements (a Replay form being filled, details opened).
+  for (const section of view.querySelectorAll("section.run")) {
+    const before = document.getElementById(section.id);
+    if (before?.dataset.version === section.dataset.version) section.replaceWith(before);
+  }
+  dom.detail.replaceChildren(view);
+  if (!focus && focused)
+    dom.detail.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
+  // The span read in the panel follows what changed in it (a call that ended, an approval decided).
+  const shown = panel.shown();
+  const now = shown && viewed.spans.get(shown.key);
+  if (now && signature(now) !== signature(shown)) panel.show(now, viewed.context, { focus: false, closed: spanClosed });
+  return true;
+}
+
+const signature = (span) => JSON.stringify([span.end, span.status, span.label, span.step?.at, span.call?.id]);
+
+function openSpan(span, row) {
+  viewed.state.selected = span.key;
+  if (row) markSpan(row.closest(".waterfall") ?? dom.detail, span.key);
+  panel.show(span, viewed.context, { closed: spanClosed });
+  // The address names the span, so a link opens it again.
+  const params = new URLSearchParams(location.hash.slice(1));
+  params.set("span", span.key);
+  history.replaceState(null, "", `#${params}`);
+}
+
+function spanClosed() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  params.delete("span");
+  history.replaceState(null, "", `#${params}`);
 }

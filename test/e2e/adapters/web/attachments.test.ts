@@ -75,7 +75,7 @@ describe("files uploaded in the playground", () => {
       "Attached: cat.png (image/png, 70 B) — offered as an image",
       "Attached: notes.txt (text/plain, 15 B) — its text inlined",
     ]);
-    await trace.locator("summary", { hasText: "Exactly what was sent" }).first().click();
+    await trace.locator('.waterfall [data-kind="model"]').first().click(); // what the model saw, in the panel
     await trace.locator(".image-part figcaption", { hasText: "image part: image/png, 70 bytes" }).waitFor(VISIBLE);
     expect(
       await trace

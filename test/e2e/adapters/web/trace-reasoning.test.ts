@@ -249,8 +249,12 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
 
   it("the trace page shows each step's thinking collapsed under Thinking, opening to the text, and the notes as visible lines", async () => {
     await page.goto(`${web.url}trace#session=${encodeURIComponent("web:thinking")}`);
-    const first = page.locator('tr.step[data-step="1"]');
-    await first.waitFor(VISIBLE);
+    const panel = page.locator("#span-panel");
+    const modelCall = (step: number) => page.locator(`.waterfall [data-kind="model"][data-step="${step}"]`);
+    await modelCall(1).waitFor(VISIBLE);
+    await modelCall(1).click();
+    const first = panel;
+    await first.locator("h2", { hasText: "Model call 1" }).waitFor(VISIBLE);
     const thinking = first.locator("details.thinking");
     expect(await thinking.count()).toBe(1);
     expect(await thinking.locator("summary").textContent()).toBe(`Thinking · ${FIRST_THOUGHT.length} characters`);
@@ -265,7 +269,9 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
     // innerText keeps the line break the thinking has.
     expect(await thinking.locator(".thinking-text").innerText()).toBe(FIRST_THOUGHT);
 
-    const second = page.locator('tr.step[data-step="2"]');
+    await modelCall(2).click();
+    const second = panel;
+    await second.locator("h2", { hasText: "Model call 2" }).waitFor(VISIBLE);
     await second.locator("details.thinking summary").click();
     expect(await second.locator(".thinking-text").textContent()).toBe(LONG_THOUGHT.slice(0, MAX_REASONING_CHARS));
     expect(await second.locator("details.thinking .hint").textContent()).toBe(
@@ -276,9 +282,14 @@ describe("a step's thinking and the model layer's notes in the trace", () => {
 
     // A step without reasoning has no Thinking to open, and no notes.
     await page.goto(`${web.url}trace#session=${encodeURIComponent("web:plain")}`);
-    await page.locator("tr.step").first().waitFor(VISIBLE);
-    expect(await page.locator("tr.step").count()).toBe(2);
-    expect(await page.locator("details.thinking, .model-note").count()).toBe(0);
+    const plainCalls = page.locator('.waterfall [data-kind="model"]');
+    await plainCalls.first().waitFor(VISIBLE);
+    expect(await plainCalls.count()).toBe(2);
+    for (const step of [1, 2]) {
+      await modelCall(step).click();
+      await panel.locator("h2", { hasText: `Model call ${step}` }).waitFor(VISIBLE);
+      expect(await page.locator("details.thinking, .model-note").count()).toBe(0);
+    }
     expect(pageErrors).toEqual([]);
   });
 

@@ -1,6 +1,6 @@
 // The trace viewer's first hour, in real headless Chromium over the real server, agent and SQLite:
-// sessions told apart and found (search, filters), memory's folds marked, what a step sent, a
-// specialist's run and a pipeline's stages as nested runs, an API failure said in words, and no
+// sessions told apart and found (search, filters), memory's folds marked (and what they replaced),
+// what a step sent, a specialist's run and a pipeline's stages as spans inside their runs, an API failure said in words, and no
 // horizontal page overflow on a phone or a desktop, whatever a session holds.
 import { closeSync, openSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -160,29 +160,45 @@ describe("trace viewer in Chromium", () => {
       await page.locator("svg.chart rect.bar.folded").count(),
     );
     expect(await page.locator("figcaption").textContent()).toContain("marks a step where memory folded");
-    const fold = page.locator("tr.step.folded details.fold").first();
-    expect(await fold.locator("summary").textContent()).toMatch(
-      /^▼Memory folded \d+ older messages into a summary before this step$/,
+    const fold = page.locator('.waterfall [data-kind="fold"]').first();
+    expect(await fold.locator(".span-label").textContent()).toMatch(/^Memory folded \d+ messages$/);
+    const panel = page.locator("#span-panel");
+    expect(await panel.locator(".fold-summary").isVisible()).toBe(false);
+    await fold.click();
+    await panel.locator(".fold-summary", { hasText: "Earlier, the user asked about order" }).waitFor(VISIBLE);
+    expect(await panel.locator(".fold-title").textContent()).toMatch(
+      /^▼Memory folded \d+ older messages into a summary before model call \d+$/,
     );
-    expect(await fold.locator(".fold-summary").isVisible()).toBe(false);
-    await fold.locator("summary").click();
-    await fold.locator(".fold-summary", { hasText: "Earlier, the user asked about order" }).waitFor(VISIBLE);
-    expect(await fold.locator(".hint").textContent()).toMatch(/the summary is about \d+ tokens/);
+    const hint = panel.locator(".hint").first();
+    expect(await hint.textContent()).toMatch(/the summary is about \d+ tokens/);
     // The summarising call, with its own tokens, counted in the run.
-    expect(await fold.locator(".hint").textContent()).toMatch(
+    expect(await hint.textContent()).toMatch(
       /That call \(.+\) took [\d,]+ prompt and [\d,]+ completion tokens \(.+\), counted in this run's totals\./,
     );
+    // The messages it took out of view: sent in the model call before, not in the one after.
+    const replaced = panel.locator('section[aria-label="Messages it replaced"]');
+    await replaced.locator(".payload-message").first().waitFor(VISIBLE);
+    expect(await replaced.locator(".payload-message.role-user").first().textContent()).toContain(
+      "What is the status of order",
+    );
     // The folded step is the bar marked in the chart.
-    const step = await page.locator("tr.step.folded").first().getAttribute("data-step");
+    const folded = page.locator(".waterfall .span-row.folded").first();
+    const step = await folded.getAttribute("data-step");
     expect(await page.locator("svg.chart rect.bar.folded").first().getAttribute("data-step")).toBe(step);
+    // What that model call saw: the summary in its system message, named as such.
+    await folded.click();
+    const system = panel.locator("section.sent .payload-message.role-system").first();
+    await system.waitFor(VISIBLE);
+    expect(await system.locator(".change-label").textContent()).toBe("summary folded in");
+    expect(await system.textContent()).toContain("## Earlier in this conversation (summary)");
     await page.screenshot({ path: join(artifactsDir(), "web-trace-fold.png"), fullPage: true });
     await page.close();
   });
 
   it("shows what a step sent: the model, the messages, and the tools and tool_choice where the trace keeps them", async () => {
     const page = await open(DESKTOP, "#session=web:json");
-    const payload = page.locator("tr.step details.payload-details").first();
-    await payload.locator("summary").click();
+    await page.locator('.waterfall [data-kind="model"][data-step="1"]').first().click();
+    const payload = page.locator("#span-panel section.sent");
     await payload.locator(".payload-message.role-system").waitFor(VISIBLE);
     expect(await payload.locator(".payload-message.role-user pre").textContent()).toBe("Show me LONGJSON please");
     const settings = await payload.locator(".request-settings dt").allTextContents();
@@ -268,17 +284,22 @@ describe("trace viewer in Chromium", () => {
     expect(await pipeline.locator("h3").textContent()).toBe(
       "Run 2: pipeline triage · /pipeline triage order 20240315001 is late",
     );
-    const stages = pipeline.locator("details.nested-run");
-    expect(await stages.locator(":scope > summary strong").allTextContents()).toEqual(["Stage 1", "Stage 2"]);
-    expect(await stages.nth(1).locator("tr.step").first().isVisible()).toBe(false);
-    await stages.nth(1).locator(":scope > summary").click();
-    await stages.nth(1).locator("tr.step").first().waitFor(VISIBLE);
-    expect(await stages.nth(1).locator(".nested-body > p").first().textContent()).toBe("Input: It was delivered.");
+    const stages = pipeline.locator('.waterfall [data-kind="stage"]');
+    expect(await stages.locator(".span-label").allTextContents()).toEqual(["Stage 1", "Stage 2"]);
+    // A stage is one line until opened; choosing it opens it and reads it in the panel.
+    const insideSecond = pipeline.locator(`[data-parent="${await stages.nth(1).getAttribute("data-key")}"]`);
+    expect(await insideSecond.first().isVisible()).toBe(false);
+    await stages.nth(1).click();
+    await insideSecond.first().waitFor(VISIBLE);
+    expect(await page.locator("#span-panel .run-input").textContent()).toBe("Input: It was delivered.");
     expect(await pipeline.locator(".run-output p").textContent()).toBe("Dear customer: It was delivered.");
-    // The specialist of the first run: under the step that called it.
-    expect(await page.locator("section.run").first().locator("details.nested-run > summary strong").textContent()).toBe(
-      "researcher's run",
-    );
+    // The specialist of the first run: under the call that started it.
+    const firstRun = page.locator("section.run").first();
+    const specialist = firstRun.locator('.waterfall [data-kind="specialist"]');
+    expect(await specialist.locator(".span-label").textContent()).toBe("researcher's run");
+    const call = firstRun.locator(`[data-key="${await specialist.getAttribute("data-parent")}"]`);
+    expect(await call.getAttribute("data-kind")).toBe("tool");
+    expect(await call.locator(".span-label").textContent()).toContain("agent_researcher");
     await page.close();
   });
 
@@ -286,8 +307,12 @@ describe("trace viewer in Chromium", () => {
     for (const size of [PHONE, DESKTOP]) {
       for (const session of ["web:json", "web:team", "web:long"]) {
         const page = await open(size, `#session=${session}`);
-        await page.locator("table.steps").first().waitFor(VISIBLE);
-        // Open everything, twice: opening a run shows the details inside it.
+        await page.locator(".waterfall").first().waitFor(VISIBLE);
+        // Open every span inside another, then read the last model call with everything in it open.
+        while ((await page.locator('.waterfall [aria-expanded="false"]').count()) > 0)
+          await page.locator('.waterfall [aria-expanded="false"] .toggle').first().click();
+        await page.locator('.waterfall [data-kind="model"]').last().click();
+        await page.locator("#span-panel .payload-content").waitFor(VISIBLE);
         for (let round = 0; round < 2; round++)
           await page.evaluate("document.querySelectorAll('details').forEach((details) => { details.open = true; })");
         await expect.poll(() => page.locator(".payload-body p", { hasText: "Loading…" }).count(), WAIT).toBe(0);

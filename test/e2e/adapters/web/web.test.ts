@@ -114,11 +114,11 @@ describe("web playground in Chromium", () => {
     await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name: "Trace" }).click();
     await page.waitForURL(/\/trace#session=/);
     await page.locator(`.session-list a[aria-current="true"][data-session-id="${session}"]`).waitFor(VISIBLE);
-    const rows = page.locator("table.steps tbody tr.step");
+    const rows = page.locator('.waterfall [data-kind="model"]');
     await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(steps.length);
     const shown = await rows.evaluateAll((elements) =>
       elements.map((row) => [
-        row.querySelector("th")?.textContent,
+        row.getAttribute("data-step"),
         row.querySelector(".prompt-tokens")?.textContent,
         row.querySelector(".completion-tokens")?.textContent,
       ]),
@@ -128,9 +128,7 @@ describe("web playground in Chromium", () => {
       steps.map((step) => [String(step.step), format(step.promptTokens), format(step.completionTokens)]),
     );
     // Cost is unknown for the scripted model: shown as —, never as $0.
-    expect(await page.locator("table.steps tbody tr.step td:nth-child(5)").allTextContents()).toEqual(
-      steps.map(() => "—"),
-    );
+    expect(await rows.locator(".cost").allTextContents()).toEqual(steps.map(() => "—"));
 
     // The chart: one bar per step, as tall as its prompt tokens.
     const bars = page.locator("svg.chart rect.bar");
@@ -143,15 +141,20 @@ describe("web playground in Chromium", () => {
     expect(Math.max(...heights)).toBe(heights[tallest]);
     expect(await page.locator("svg.chart").getAttribute("role")).toBe("img");
 
-    // Tool payloads expand: arguments, result envelope, approval.
-    const cancelCall = page.locator("details.tool-call", { hasText: "cancel_order" }).first();
-    await cancelCall.locator("summary").click();
-    await cancelCall.locator("pre", { hasText: '"status": "cancelled"' }).waitFor(VISIBLE);
-    expect(await cancelCall.textContent()).toContain(`Approval: approved by web:`);
+    // A tool call opens in the side panel: arguments, result envelope, approval.
+    const panel = page.locator("#span-panel");
+    await page.locator('.waterfall [data-kind="tool"]', { hasText: "cancel_order" }).first().click();
+    await panel.locator("details.raw > summary").last().click();
+    await panel.locator("pre", { hasText: '"status": "cancelled"' }).waitFor(VISIBLE);
+    expect(await panel.textContent()).toContain(`Approval: approved by web:`);
+    // The approval it waited for is a span of its own.
+    expect(await page.locator('.waterfall [data-kind="approval"] .span-label').allTextContents()).toEqual([
+      "Approval of cancel_order: approved",
+    ]);
 
-    // The exact messages of a step load when opened.
-    const payload = page.locator("tr.step details.payload-details").first();
-    await payload.locator("summary").click();
+    // The exact messages of a model call load when it is opened.
+    await page.locator('.waterfall [data-kind="model"]').first().click();
+    const payload = panel.locator("section.sent");
     await payload.locator(".payload-message.role-system").waitFor(VISIBLE);
     expect(await payload.locator(".payload-message.role-user pre").first().textContent()).toBe(
       `What is the status of order ${CANCELLABLE_ORDER}?`,
@@ -205,16 +208,19 @@ describe("web playground in Chromium", () => {
     await page.goto(`${nestedPlayground.url}trace#session=${encodeURIComponent("web:nested")}`);
     await page.locator("section.run").first().waitFor(VISIBLE);
     expect(await page.locator("section.run").count()).toBe(1); // the sub-agent's run is not a run of its own
-    // Its run is under the step that called it, one line until opened (not hidden inside the call's details).
-    const step = page.locator("tr.step", { has: page.locator("details.tool-call", { hasText: "agent_researcher" }) });
-    const sub = step.locator("details.nested-run");
-    expect(await sub.locator(":scope > summary").textContent()).toMatch(/^researcher's run · final · 2 steps · /);
-    expect(await sub.locator("tr.step").first().isVisible()).toBe(false);
-    await sub.locator(":scope > summary").click();
-    await sub.locator("tr.step").first().waitFor(VISIBLE);
-    expect(await sub.locator("tr.step").count()).toBe(2);
-    expect(await sub.textContent()).toContain("get_order_status");
-    expect(await sub.textContent()).toContain("Answer: It was delivered.");
+    // Its run is under the call that started it, one line until opened.
+    const sub = page.locator('.waterfall [data-kind="specialist"]');
+    expect(await sub.locator(".span-label").textContent()).toBe("researcher's run");
+    const call = page.locator(`.waterfall [data-key="${await sub.getAttribute("data-parent")}"]`);
+    expect(await call.locator(".span-label").textContent()).toContain("agent_researcher");
+    const inside = page.locator(`.waterfall [data-parent="${await sub.getAttribute("data-key")}"]`);
+    expect(await inside.first().isVisible()).toBe(false);
+    await sub.click();
+    await inside.first().waitFor(VISIBLE);
+    expect(await page.locator("#span-panel .meta").first().textContent()).toMatch(/^final · 2 steps · /);
+    expect(await inside.and(page.locator('[data-kind="model"]')).count()).toBe(2);
+    expect(await inside.locator(".span-label").allTextContents()).toContain("get_order_status(order_id: 20240315001)");
+    expect(await page.locator("#span-panel .run-answer").textContent()).toBe("It was delivered.");
     expect(pageErrors).toEqual([]);
   });
 
