@@ -73,6 +73,22 @@ describe("glassbox run --json", () => {
     expect(session.map(({ run }) => run.runId)).toEqual([second.runId]);
   });
 
+  it("with GLASSBOX_PUBLIC_URL it prints the run's address in the trace viewer (traceUrl), naming that run", async () => {
+    server.setScript([{ content: "linked" }]);
+    const env = { GLASSBOX_PUBLIC_URL: "https://glassbox.example.com/" };
+    const ran = JSON.parse((await glassbox(["run", "link me", "--session", "linked", "--json"], env)).stdout) as {
+      runId: string;
+      sessionId: string;
+      traceUrl: string;
+    };
+    expect(ran.sessionId).toBe("cli:linked");
+    expect(ran.traceUrl).toBe(`https://glassbox.example.com/trace#session=cli%3Alinked&run=${ran.runId}`);
+    const traced = JSON.parse((await glassbox(["trace", ran.runId, "--json"])).stdout) as Array<{
+      run: { output: string };
+    }>;
+    expect(traced.map(({ run }) => run.output)).toEqual(["linked"]);
+  });
+
   it("regression: a configuration error is still one JSON object on stdout, with the error's code and sentence", async () => {
     const { code, stdout, stderr } = await glassbox(["run", "hello", "--json"], { OPENAI_BASE_URL: "" });
     expect(code).toBe(2);
