@@ -9,14 +9,21 @@ import { nestedRun, stepsTable } from "./trace-steps.js";
 
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
 export async function loadSession(sessionId) {
-  const { runs, folds } = await api(`/api/sessions/${encodeURIComponent(sessionId)}/runs`);
+  const { runs, folds, title, placeName, userName, startedBy } = await api(
+    `/api/sessions/${encodeURIComponent(sessionId)}/runs`,
+  );
   const steps = await Promise.all(
     runs.map((run) => api(`/api/runs/${encodeURIComponent(run.runId)}/steps`).then((answer) => answer.steps)),
   );
-  return { runs, folds: folds ?? [], stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])) };
+  return {
+    runs,
+    folds: folds ?? [],
+    stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])),
+    names: { title, placeName, userName, startedBy },
+  };
 }
 
-export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
+export function renderSession(sessionId, { runs, folds, stepsOf, names = {} }, { priced }) {
   const childrenOf = new Map();
   for (const run of runs)
     if (run.parentToolCallId)
@@ -47,7 +54,14 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, { priced }) {
   }));
   const foldCount = folds.length;
   return [
-    el("h2", { tabindex: "-1" }, sessionId),
+    el("h2", { tabindex: "-1", title: sessionId }, names.title ?? sessionId),
+    names.placeName
+      ? el(
+          "p",
+          { class: "session-place", title: [sessionId, names.startedBy].filter(Boolean).join(" · ") },
+          `${names.placeName}${names.userName && !names.placeName.includes(names.userName) ? ` · started by ${names.userName}` : ""}`,
+        )
+      : null,
     el(
       "p",
       { class: "meta" },

@@ -1,7 +1,7 @@
 // From a Slack answer to the trace viewer, in real headless Chromium: the one pipeline runs against
 // the fake Slack with its web server where GLASSBOX_PUBLIC_URL says; the browser follows the Trace
 // button of an answer that is not its session's last, and the viewer opens that session with that
-// run in focus.
+// run in focus, and the session named by its first message and place.
 import { createServer } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +75,16 @@ describe("from a Slack answer to its trace, in Chromium", () => {
         page.evaluate(`document.getElementById(${JSON.stringify(`run-${run.id}`)})?.contains(document.activeElement)`),
       )
       .toBe(true);
+    // Names, not ids: the session by its first message and place, with the ids on hover.
+    const listed = page.locator(`.session-list a[data-session-id="${run.session_id}"]`);
+    expect(await listed.locator(".session-title").textContent()).toBe("first question here");
+    const place = listed.locator(".session-place");
+    expect(await place.textContent()).toBe("#channel-c1 · thread by user-u1");
+    expect(await place.getAttribute("title")).toBe(`${run.session_id} · U1`);
+    const heading = page.locator("#session-detail h2");
+    expect(await heading.textContent()).toBe("first question here");
+    expect(await heading.getAttribute("title")).toBe(run.session_id);
+    expect(await page.locator("#session-detail .session-place").textContent()).toBe("#channel-c1 · thread by user-u1");
     expect(errors).toEqual([]);
     await page.close();
   });
