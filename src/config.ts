@@ -67,6 +67,11 @@ export interface GlassboxConfig {
   toolSelectionThreshold: number;
   /** The local web playground and HTTP API. */
   web: WebConfig;
+  /**
+   * Where people reach the web server (GLASSBOX_PUBLIC_URL), without a trailing slash: answers in Slack
+   * and Discord link to their run's trace there. Unset: no link.
+   */
+  publicUrl?: string;
   /** MCP servers whose tools join the registry, by name (GLASSBOX_MCP_SERVERS, JSON). */
   mcpServers: Record<string, McpServerConfig>;
   /**
@@ -231,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
       requesterMayApprove: requesterMayApprove(env),
     },
+    publicUrl: publicUrlOf(env.GLASSBOX_PUBLIC_URL),
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
     role: roleOf(env.GLASSBOX_ROLE),
     workerConcurrency: positiveInteger(
@@ -248,6 +254,27 @@ function webEnabledOf(value: string | undefined): boolean {
   throw configurationError(
     `GLASSBOX_WEB is '${value}'; set it to off to run no chat page, trace viewer or HTTP API, or leave it unset (on).`,
   );
+}
+
+/**
+ * GLASSBOX_PUBLIC_URL: an http(s) address, kept without its trailing slashes, and without any user or
+ * password written in it (the link is posted in chats).
+ */
+function publicUrlOf(value: string | undefined): string | undefined {
+  const text = nonEmpty(value);
+  if (text === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash)
+    throw configurationError(
+      `GLASSBOX_PUBLIC_URL is '${text}'; set it to the http:// or https:// address people open the web server at ` +
+        "(such as https://glassbox.example.com), without a query or fragment.",
+    );
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
 function roleOf(value: string | undefined): GlassboxRole | undefined {

@@ -497,6 +497,15 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "The web page's and HTTP API's port.",
   },
   {
+    name: "GLASSBOX_PUBLIC_URL",
+    group: "Web and HTTP API",
+    default: NONE,
+    example: "https://glassbox.example.com",
+    meaning:
+      "The address people reach this web server at (http or https). With it, every answer in Slack and Discord " +
+      "carries a **Trace** button that opens its run in the trace viewer, and `glassbox run` prints that link too.",
+  },
+  {
     name: "GLASSBOX_HEALTH_PORT",
     group: "Web and HTTP API",
     default: NONE,

@@ -36,6 +36,7 @@ import type { TurnFile } from "../conversations/turn-files.js";
 import type { Approval } from "../store/port.js";
 import type { TextNotice } from "../store/port-data.js";
 import { createTextRelay } from "./web/text-relay.js";
+import { traceLinkOf } from "./trace-link.js";
 import type { UploadShelf } from "./web/web-uploads.js";
 
 export interface WorkerSurfaces {
@@ -56,7 +57,7 @@ const NO_SURFACE: ChatSurface = { onEvent: () => {}, finish: async () => {}, ask
 export type PublishText = (notice: TextNotice) => Promise<void>;
 
 export async function openWorkerSurfaces(
-  config: Pick<GlassboxConfig, "slack" | "discord">,
+  config: Pick<GlassboxConfig, "slack" | "discord" | "publicUrl">,
   log: Logger,
   publishText?: PublishText,
   /** Files uploaded to the web server in this process (`all`). */
@@ -96,12 +97,13 @@ export async function openWorkerSurfaces(
 
   return {
     openSurface(sessionId, userId) {
+      const traceLink = traceLinkOf(config.publicUrl, sessionId);
       if (sessionId.startsWith("slack:"))
         return slack
-          ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log, agentSessions)
+          ? openSlackSurface(slack.clientOf(sessionId), placeOf(sessionId, userId), log, agentSessions, traceLink)
           : nowhere("Slack");
       if (sessionId.startsWith("discord:"))
-        return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log) : nowhere("Discord");
+        return discord ? openDiscordSurface(discord, discordChannelOf(sessionId), log, traceLink) : nowhere("Discord");
       if (sessionId.startsWith("web:") && webSurface) return webSurface(sessionId);
       return NO_SURFACE;
     },

@@ -1,6 +1,7 @@
 /** Traces as text for a terminal: a run's timeline step by step, and usage totals. */
 import { feedbackLine, type Feedback } from "../agent/feedback.js";
 import type { RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
+import type { ModelExchange } from "../agent/types.js";
 import type { BudgetStanding } from "../conversations/channel-budget.js";
 import { describeCall } from "./describe-call.js";
 import { count, formatNumber as number, formatTable } from "./terminal/table.js";
@@ -27,6 +28,22 @@ function threadLines(run: RunTrace): string[] {
   ];
 }
 
+/** What a repair or refusal of the model layer sent and got back, a line each. */
+function exchangeLines(exchange: ModelExchange | undefined): string[] {
+  if (!exchange) return [];
+  const line = (label: string, text: string | undefined) =>
+    text === undefined ? [] : [`      ${label}: ${oneLine(text, 300)}`];
+  return [...line("sent", exchange.sent), ...line("came back", exchange.received), ...line("read as", exchange.readAs)];
+}
+
+/** A tool's stack as the trace keeps it: its first frames, one a line. */
+const STACK_LINES = 10;
+function stackLines(stack: string): string[] {
+  const frames = stack.split("\n");
+  const more = frames.length > STACK_LINES ? [`        … ${count(frames.length - STACK_LINES, "more frame")}`] : [];
+  return [...frames.slice(0, STACK_LINES).map((frame) => `        ${oneLine(frame, 300)}`), ...more];
+}
+
 export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: NestedRuns, indent = ""): string {
   const children = nested?.childrenOf(run.runId) ?? [];
   const lines = [
@@ -42,7 +59,10 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
       `  step ${step.step}  ${step.model ?? "?"}  sent ${context}  prompt ${number(step.promptTokens)} / completion ${number(step.completionTokens)} tokens  ${Math.round(step.latencyMs)} ms  ${dollars(step.cost)}`,
     );
     if (step.reasoning) lines.push(`    ${thinkingLine(step)}`);
-    for (const note of step.modelNotes) lines.push(`    model layer: ${oneLine(note, 200)}`);
+    for (const note of step.modelNotes) {
+      lines.push(`    model layer: ${oneLine(note, 200)}`);
+      lines.push(...exchangeLines(step.modelExchanges?.find((exchange) => exchange.note === note)));
+    }
     if (step.content) lines.push(`    said: ${oneLine(step.content, 200)}`);
     for (const call of step.toolCalls) {
       const outcome =
@@ -51,6 +71,7 @@ export function formatRunTimeline(run: RunTrace, steps: StepTrace[], nested?: Ne
           : `${call.envelope.error.type}: ${oneLine(call.envelope.error.message, 120)}`;
       lines.push(`    → ${describeCall(call.name, call.arguments)}  ${outcome}  ${Math.round(call.durationMs)} ms`);
       if (call.repairs.length) lines.push(`      repaired: ${call.repairs.join("; ")}`);
+      if (call.errorStack) lines.push("      thrown at:", ...stackLines(call.errorStack));
       if (call.approval) lines.push(`      ${call.approval.approved ? "approved" : "denied"} by ${call.approval.by}`);
       for (const child of children.filter((candidate) => candidate.parentToolCallId === call.id)) {
         lines.push(

@@ -5,6 +5,8 @@
  * the shapes in which the store gives them back (a run's timeline, totals per run, session, user and day).
  */
 import type { ThreadReading } from "./thread-context.js";
+import type { ModelExchange } from "./types.js";
+import { redactUrlsIn } from "../redact.js";
 import type { ToolCallRecord } from "../tools/types.js";
 import { costOf, priceOf, type Price } from "./cost.js";
 import type { AgentEvent } from "./events.js";
@@ -42,6 +44,8 @@ export interface StepTrace {
   reasoningCutChars: number;
   /** What the model layer did to make the reply usable (a tool call recovered from text, a refused option dropped). */
   modelNotes: string[];
+  /** For its repairs and refusals: what was sent and what came back (absent when there were none). */
+  modelExchanges?: ModelExchange[];
   /** The calls the model asked for, as it sent them, stored with its reply (before any of them ran). */
   requestedCalls: RequestedCall[];
   /** The calls that ended, as they ended. */
@@ -222,6 +226,7 @@ function stepRecordOf(
     reasoning: reasoning?.text ?? null,
     reasoningCutChars: reasoning?.cutChars ?? 0,
     modelNotes: boundedNotes(event.response.notes),
+    ...(event.response.exchanges?.length ? { modelExchanges: boundedExchanges(event.response.exchanges) } : {}),
     requestedCalls: event.response.toolCalls.map((call) => ({
       id: call.id,
       name: call.function.name,
@@ -244,6 +249,27 @@ export const MAX_REASONING_CHARS = 64 * 1024;
 /** The model layer's notes are short sentences; these bounds only stop a runaway one. */
 const MAX_MODEL_NOTES = 20;
 const MAX_MODEL_NOTE_CHARS = 1_000;
+
+/** What was sent and what came back is kept up to this many characters each, for so many exchanges. */
+const MAX_EXCHANGES = 10;
+const MAX_EXCHANGE_CHARS = 4_000;
+
+function boundedExchanges(exchanges: ModelExchange[]): ModelExchange[] {
+  const bounded = (text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const cut = cutText(text, MAX_EXCHANGE_CHARS);
+    return cut.cutChars ? `${cut.text}… (${cut.cutChars} more characters)` : cut.text;
+  };
+  // A server's words may quote an address it was given: no URL's credentials go in the trace.
+  return exchanges.slice(0, MAX_EXCHANGES).map((exchange) => {
+    const kept: ModelExchange = { note: bounded(exchange.note) ?? "" };
+    for (const field of ["sent", "received", "readAs"] as const) {
+      const text = bounded(exchange[field] === undefined ? undefined : redactUrlsIn(exchange[field]));
+      if (text !== undefined) kept[field] = text;
+    }
+    return kept;
+  });
+}
 
 /** Reasoning as kept: none when empty, else cut to `max` characters (never inside a surrogate pair), with how many were cut. */
 export function cutReasoning(

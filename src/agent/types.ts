@@ -79,8 +79,22 @@ export interface ModelResponse {
   reasoning?: string;
   /** What the model layer did to make the reply usable (a tool call recovered from text, an option the server refused dropped), in words, for the trace. */
   notes?: string[];
+  /** For the repairs and refusals among `notes`: what went to the server and what came back, for the trace. */
+  exchanges?: ModelExchange[];
   /** Whether the request asked for a streamed reply (absent: the model does not say). */
   streamed?: boolean;
+}
+
+/**
+ * One repair or refusal of the model layer as the trace shows it: its note, what glassbox sent (the
+ * option a server refused, as sent), what came back (the server's refusal, or the reply's raw text or
+ * calls) and, for a repair, what glassbox read it as. Texts are cut for the trace, never for the model.
+ */
+export interface ModelExchange {
+  note: string;
+  sent?: string;
+  received?: string;
+  readAs?: string;
 }
 
 /** The model behind a one-function port; tests pass a client pointed at a scripted server. */

@@ -7,14 +7,18 @@ import type { ApprovalGate } from "../tools/types.js";
 import { pasteable } from "./invocation.js";
 import { createCliLogger } from "./logging.js";
 
+/** The agent, with where its runs' traces are read (GLASSBOX_PUBLIC_URL), when that is set. */
+export type CliAgent = GlassboxAgent & { publicUrl?: string };
+
 export async function startAgent(
   view: TerminalView,
   options: { toolModules: string[]; approve?: ApprovalGate; maxSteps?: number },
-): Promise<GlassboxAgent> {
+): Promise<CliAgent> {
   const config = loadConfig();
   // Before the database is opened: a run that cannot start leaves no new file behind.
   assertModelConfigured(config);
-  return createAgentConfig(config, createCliLogger(view), options);
+  const agent = await createAgentConfig(config, createCliLogger(view), options);
+  return Object.assign(agent, config.publicUrl ? { publicUrl: config.publicUrl } : {});
 }
 
 /**
@@ -46,14 +50,22 @@ export function approvalsFor(mode: ApproveMode, interrupt: () => void): { approv
 
 /**
  * On a terminal, after the answer: which conversation this was, how to continue it and where its
- * steps are, as whole commands (`command` is the words that started it: run, or pipeline <name>).
+ * steps are, as whole commands (`command` is the words that started it: run, or pipeline <name>),
+ * and its address in the trace viewer when GLASSBOX_PUBLIC_URL is set (`traceUrl`).
  */
-export function sessionNote(view: TerminalView, command: string[], sessionId: string, runId?: string): void {
+export function sessionNote(
+  view: TerminalView,
+  command: string[],
+  sessionId: string,
+  runId?: string,
+  traceUrl?: string,
+): void {
   if (!view.logForTerminal) return;
   const bare = sessionId.startsWith("cli:") ? sessionId.slice(4) : sessionId;
   const lines = [
     `continue this conversation: ${pasteable(...command, "--session", bare)} "..."`,
     ...(runId ? [`see its steps: ${pasteable("trace", runId)}`] : []),
+    ...(traceUrl ? [`or in the trace viewer: ${traceUrl}`] : []),
   ];
   view.status.print(lines.map((line) => `${view.logStyle.dim(line)}\n`).join(""));
 }

@@ -5,6 +5,7 @@ import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
 import { glassboxCommand } from "./invocation.js";
+import { traceUrl } from "../adapters/trace-link.js";
 
 export default async function pipeline({ positionals, options }: CommandInput): Promise<number> {
   const [name, ...words] = positionals;
@@ -53,7 +54,8 @@ export default async function pipeline({ positionals, options }: CommandInput): 
         output: ran.output,
         stopReason: "final",
       });
-      sessionNote(progress, ["pipeline", name], sessionId);
+      const link = agent.publicUrl ? traceUrl(agent.publicUrl, sessionId) : undefined;
+      sessionNote(progress, ["pipeline", name], sessionId, undefined, link);
     }
     return stages.every((stage) => answeredBy(stage.stopReason)) ? 0 : 1;
   } finally {

@@ -5,6 +5,7 @@ import { approvalsFor, sessionNote, startAgent } from "./agent.js";
 import { approveModeOf, sessionOf, type CommandInput } from "./command.js";
 import { UsageError } from "./help.js";
 import { glassboxCommand } from "./invocation.js";
+import { traceUrl } from "../adapters/trace-link.js";
 
 const EXIT_CODES: Record<RunResult["stopReason"], number> = {
   final: 0,
@@ -41,14 +42,16 @@ export default async function run({ positionals, options }: CommandInput): Promi
       signal: controller.signal,
       onEvent: options.json ? undefined : (event) => renderer.render(event),
     });
+    const link = agent.publicUrl ? traceUrl(agent.publicUrl, result.sessionId, result.runId) : undefined;
     if (options.json) {
       const { runId, sessionId, output, stopReason, steps, usage, toolCalls, error } = result;
+      const extra = { ...(error ? { error } : {}), ...(link ? { traceUrl: link } : {}) };
       process.stdout.write(
-        `${JSON.stringify({ runId, sessionId, output, stopReason, steps, usage, toolCalls, ...(error ? { error } : {}) })}\n`,
+        `${JSON.stringify({ runId, sessionId, output, stopReason, steps, usage, toolCalls, ...extra })}\n`,
       );
     } else {
       renderer.finish(result);
-      sessionNote(view, ["run"], result.sessionId, result.runId);
+      sessionNote(view, ["run"], result.sessionId, result.runId, link);
     }
     return EXIT_CODES[result.stopReason];
   } finally {

@@ -298,7 +298,11 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
       if (!found[key]) throw wrong(node, `${where} needs ${key} (${SCHEDULE_KEYS.join(", ")}).`);
     const get = (key: (typeof SCHEDULE_KEYS)[number]) => found[key]?.text ?? "";
     const workspace = get("workspace");
-    const platform = slackWorkspaceId.test(workspace) ? "slack" : discordGuildId.test(workspace) ? "discord" : undefined;
+    const platform = slackWorkspaceId.test(workspace)
+      ? "slack"
+      : discordGuildId.test(workspace)
+        ? "discord"
+        : undefined;
     if (!platform)
       throw wrong(
         found.workspace?.node,

@@ -5,6 +5,7 @@
  * It opens no model client: nothing here needs OPENAI_API_KEY or OPENAI_BASE_URL. It needs
  * PostgreSQL, which carries the turns to the workers (an in-process queue would keep them here).
  */
+import { createNameBook } from "../adapters/names.js";
 import { priceOf } from "../agent/cost.js";
 import { redactUrl } from "../redact.js";
 import { createTokenCounter, encodingForModel } from "../agent/tokens.js";
@@ -93,6 +94,7 @@ export async function startIngressRole(options: {
       // Without a model the label would name the default one, which is not there.
       modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
       priced: !options.problem && priceOf(config.model.model, config.prices) !== null,
+      names: createNameBook(config, log),
     };
     const api = config.web.enabled
       ? await startHttpIngress({

@@ -4,6 +4,7 @@
  * numbers it sent), its finished tool calls and the guards' notes appended to jsonb lists, and the
  * run's price. Sent inside the transaction of a run's writes, with the statements after them.
  */
+import { modelNotesJson } from "./model-note-rows.js";
 import { rangesOf } from "./request-refs.js";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { ToolCallRecord } from "../tools/types.js";
@@ -88,7 +89,7 @@ export function createPostgresSteps() {
           step.content,
           step.reasoning,
           step.reasoningCutChars,
-          JSON.stringify(step.modelNotes),
+          modelNotesJson(step),
           step.promptTokens,
           step.completionTokens,
           step.latencyMs,

@@ -3,6 +3,7 @@
  * step's exact request, and usage totals by run, session, user and day (sub-agents' runs left out:
  * their tokens are counted in the runs they worked for). Keys sort as SQLite sorts them (bytes).
  */
+import { modelNotesOf } from "./model-note-rows.js";
 import type pg from "pg";
 import type { Message, ToolSpec } from "../agent/types.js";
 import type { ThreadReading } from "../agent/thread-context.js";
@@ -33,7 +34,7 @@ interface StepRow {
   content: string | null;
   reasoning: string | null;
   reasoning_cut_chars: number;
-  model_notes: string[];
+  model_notes: unknown[];
   requested_calls: RequestedCall[] | null;
   tool_calls: ToolCallRecord[];
   notes: string[];
@@ -102,7 +103,7 @@ export function createPostgresTraces(pool: pg.Pool) {
         content: row.content,
         reasoning: row.reasoning,
         reasoningCutChars: row.reasoning_cut_chars,
-        modelNotes: row.model_notes,
+        ...modelNotesOf(row.model_notes),
         requestedCalls: row.requested_calls ?? [],
         toolCalls: row.tool_calls,
         notes: row.notes,

@@ -3,6 +3,7 @@
  * log), its finished tool calls, the guards' notes, the run's price. The trace recorder
  * (src/agent/trace.ts) shapes these writes; this is where they become rows.
  */
+import { modelNotesJson } from "./model-note-rows.js";
 import type Database from "better-sqlite3";
 import { createRequestLog } from "./sqlite-requests.js";
 import type { ToolCallRecord } from "../tools/types.js";
@@ -46,7 +47,7 @@ export function createSqliteSteps(db: Database.Database) {
         step.content,
         step.reasoning,
         step.reasoningCutChars,
-        JSON.stringify(step.modelNotes),
+        modelNotesJson(step),
         calls,
         step.promptTokens,
         step.completionTokens,

@@ -1,4 +1,5 @@
 /** Readings over the trace tables on SQLite, for the CLI and the web page. */
+import { modelNotesOf } from "./model-note-rows.js";
 import type { RecordedRequest } from "../agent/contracts.js";
 import type { RequestedCall, RunTrace, StepTrace, UsageTotal } from "../agent/trace.js";
 import type { SpendScope, Spender, Spent } from "./port-data.js";
@@ -114,7 +115,7 @@ export function createTraceReader(store: SqliteStore) {
         content: row.content,
         reasoning: row.reasoning,
         reasoningCutChars: row.reasoning_cut_chars,
-        modelNotes: JSON.parse(row.model_notes ?? "[]") as string[],
+        ...modelNotesOf(JSON.parse(row.model_notes ?? "[]")),
         requestedCalls: JSON.parse(row.requested_calls ?? "[]") as RequestedCall[],
         toolCalls: JSON.parse(row.tool_calls ?? "[]") as ToolCallRecord[],
         notes: JSON.parse(row.notes ?? "[]") as string[],

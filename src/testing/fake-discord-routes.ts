@@ -152,6 +152,12 @@ export function createRestRoutes(state: DiscordState, gateway: FakeGateway): Rou
     ),
     route("GET", "/users/@me", () => ok(botUser())),
     route("GET", "/users/:id", ({ params }) => ok(user(params[0] ?? ""))),
+    // A server's member, as GET /guilds/{guild}/members/{user} answers it (Unknown Guild for another server).
+    route("GET", "/guilds/:id/members/:id", ({ params }) =>
+      state.guilds.has(params[0] ?? "")
+        ? ok(state.memberJson(params[1] ?? "", params[0] ?? "", true))
+        : error(404, 10004, "Unknown Guild"),
+    ),
     route("POST", "/users/@me/channels", ({ body }) => {
       const recipientId = str(body.recipient_id);
       if (!recipientId) return formError("recipient_id", "BASE_TYPE_REQUIRED", "This field is required");

@@ -418,10 +418,15 @@ export function createDiscordState(options: DiscordStateOptions): DiscordState {
   return state;
 }
 
-/** Discord refuses a message with nothing in it, content over 2,000 characters, and allowed_mentions it cannot read. */
+/**
+ * Discord refuses a message with nothing in it, content over 2,000 characters, allowed_mentions it
+ * cannot read, and buttons it cannot show.
+ */
 export function checkMessageBody(body: Json, files: StoredFile[], creating: boolean): Answer | undefined {
   const mentionsRefused = allowedMentionsProblem(body.allowed_mentions);
   if (mentionsRefused) return formError(mentionsRefused.field, mentionsRefused.code, mentionsRefused.message);
+  const buttonRefused = buttonsProblem(body.components);
+  if (buttonRefused) return formError("components", "COMPONENT_INVALID", buttonRefused);
   const content = str(body.content) ?? "";
   if (content.length > 2000) return formError("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
   const empty =
@@ -432,5 +437,32 @@ export function checkMessageBody(body: Json, files: StoredFile[], creating: bool
     !body.sticker_ids &&
     !body.poll;
   if (creating && empty) return error(400, 50006, "Cannot send an empty message");
+  return undefined;
+}
+
+const LINK_STYLE = 5;
+
+/**
+ * Discord's rules for buttons in action rows: at most 5 in a row; a link button (style 5) has an
+ * http(s) url of at most 512 characters and no custom_id, every other button a custom_id and no url.
+ */
+function buttonsProblem(components: unknown): string | undefined {
+  for (const row of (arr(components) ?? []) as Array<{ components?: unknown }>) {
+    const inner = (arr(row?.components) ?? []) as Array<{
+      type?: number;
+      style?: number;
+      url?: unknown;
+      custom_id?: unknown;
+    }>;
+    if (inner.length > 5) return "An action row holds at most 5 components.";
+    for (const button of inner.filter((component) => component?.type === 2)) {
+      const url = str(button.url);
+      if (button.style === LINK_STYLE) {
+        if (!url || url.length > 512 || !/^https?:\/\//.test(url)) return "A link button needs an http(s) url.";
+        if (button.custom_id !== undefined) return "A link button cannot have a custom_id.";
+      } else if (url !== undefined || str(button.custom_id) === undefined)
+        return "A button that is not a link needs a custom_id and no url.";
+    }
+  }
   return undefined;
 }

@@ -81,12 +81,26 @@ function streamText(args: Args): string {
   return text;
 }
 
-/** Slack refuses blocks it cannot show: here, a section whose text is over its 3,000 characters. */
+/** What Slack's context_actions block takes (Block Kit reference): feedback buttons and icon buttons only. */
+const CONTEXT_ACTIONS_ELEMENTS = ["feedback_buttons", "icon_button"];
+
+/**
+ * Slack refuses blocks it cannot show: here, a section whose text is over its 3,000 characters, a
+ * context_actions block with another element than its two kinds, and a button whose url is not
+ * http(s) or is over 3,000 characters.
+ */
 function blocksProblem(blocks: unknown, unsupported: string[] = []): string | undefined {
-  for (const block of (Array.isArray(blocks) ? blocks : []) as Array<{ type?: string; text?: { text?: unknown } }>) {
+  type Element = { type?: string; url?: unknown };
+  type Block = { type?: string; text?: { text?: unknown }; elements?: Element[] };
+  for (const block of (Array.isArray(blocks) ? blocks : []) as Block[]) {
     if (unsupported.includes(block.type ?? "")) return "invalid_blocks";
     if (block.type === "section" && typeof block.text?.text === "string" && block.text.text.length > 3000)
       return "invalid_blocks";
+    const elements = Array.isArray(block.elements) ? block.elements : [];
+    if (block.type === "context_actions" && elements.some((e) => !CONTEXT_ACTIONS_ELEMENTS.includes(e?.type ?? "")))
+      return "invalid_blocks";
+    const badUrl = (url: unknown) => typeof url !== "string" || url.length > 3000 || !/^https?:\/\//.test(url);
+    if (elements.some((e) => e?.type === "button" && e.url !== undefined && badUrl(e.url))) return "invalid_blocks";
   }
   return undefined;
 }
@@ -96,11 +110,12 @@ export function findElement(
   blocks: unknown[] | undefined,
   actionId: string,
   value: string,
-): { blockId?: string; text?: unknown; type?: string } | undefined {
+): { blockId?: string; text?: unknown; type?: string; url?: string } | undefined {
   type Element = {
     action_id?: string;
     type?: string;
     text?: unknown;
+    url?: string;
     positive_button?: { text?: unknown; value?: string };
     negative_button?: { text?: unknown; value?: string };
   };
@@ -112,7 +127,7 @@ export function findElement(
       hit?.type === "feedback_buttons"
         ? [hit.positive_button, hit.negative_button].find((button) => button?.value === value)
         : undefined;
-    if (hit) return { blockId: block.block_id, text: pressed?.text ?? hit.text, type: hit.type };
+    if (hit) return { blockId: block.block_id, text: pressed?.text ?? hit.text, type: hit.type, url: hit.url };
   }
   return undefined;
 }

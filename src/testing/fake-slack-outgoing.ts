@@ -18,7 +18,8 @@ export interface BlockActionInput {
   channel: string;
   messageTs: string;
   actionId: string;
-  value: string;
+  /** The clicked button's value; a link button has none. */
+  value?: string;
   blockId?: string;
   /** The same click delivered again carries the trigger_id it had (default: a new click, a new trigger). */
   triggerId?: string;
@@ -99,7 +100,7 @@ export function createOutgoing(context: OutgoingContext) {
 
   function blockActionPayload(action: BlockActionInput): Args {
     const original = findMessage(action.channel, action.messageTs);
-    const element = findElement(original?.blocks, action.actionId, action.value);
+    const element = findElement(original?.blocks, action.actionId, action.value ?? "");
     const responseId = randomUUID();
     responseUrls.set(responseId, { channel: action.channel, messageTs: action.messageTs });
     const team = action.teamId === undefined ? teamId : action.teamId;
@@ -129,8 +130,9 @@ export function createOutgoing(context: OutgoingContext) {
           type: element?.type === "feedback_buttons" ? "feedback_buttons" : "button",
           action_id: action.actionId,
           block_id: action.blockId ?? element?.blockId ?? randomBytes(3).toString("hex"),
-          text: element?.text ?? { type: "plain_text", text: action.value, emoji: true },
-          value: action.value,
+          text: element?.text ?? { type: "plain_text", text: action.value ?? action.actionId, emoji: true },
+          ...(action.value === undefined ? {} : { value: action.value }),
+          ...(element?.url ? { url: element.url } : {}), // a link button's click says where it went
           action_ts: `${(Date.now() / 1000).toFixed(6)}`,
         },
       ],

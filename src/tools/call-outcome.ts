@@ -3,6 +3,7 @@
  * raced against its time limit and the run's cancellation, the envelope the model reads, cut to the
  * result limit with a marker, and the semaphore that bounds how many calls run at once.
  */
+import { redactUrlsIn } from "../redact.js";
 import type { ToolEnvelope, ToolErrorType } from "./types.js";
 
 export type Outcome =
@@ -49,6 +50,24 @@ export function errorText(error: unknown): string {
   if (error instanceof Error)
     return error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
   return String(error);
+}
+
+/** How many frames of a thrown error's stack the trace keeps. */
+const MAX_STACK_FRAMES = 20;
+
+/**
+ * Where a thrown error came from, for the people reading the trace (never the model, which gets the
+ * envelope): its stack's frames (function, file, line), at most MAX_STACK_FRAMES, with any URL's
+ * credentials hidden. Undefined for a thrown value without a stack.
+ */
+export function stackOf(error: unknown): string | undefined {
+  if (!(error instanceof Error) || typeof error.stack !== "string") return undefined;
+  const frames = error.stack
+    .split("\n")
+    .filter((line) => /^\s+at /.test(line))
+    .slice(0, MAX_STACK_FRAMES)
+    .map((line) => line.trim());
+  return frames.length > 0 ? redactUrlsIn(frames.join("\n")) : undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   envelopeFor,
   errorEnvelope,
   renderForModel,
+  stackOf,
   settleOrCancel,
   withTimeout,
   type Outcome,
@@ -97,6 +98,7 @@ export async function runCall<U extends CallToRun>(
 
   const { dangerous } = unit;
   const envelope = envelopeFor(outcome, name, timeoutMs, dangerous);
+  const stack = outcome.kind === "threw" ? stackOf(outcome.error) : undefined; // the trace's, not the model's
   if (outcome.kind === "timeout") {
     scope.state.timeouts[name] = (scope.state.timeouts[name] ?? 0) + 1;
     if (dangerous) scope.state.unknownOutcome.push(unit.key);
@@ -112,6 +114,7 @@ export async function runCall<U extends CallToRun>(
     dangerous,
     ...(approval ? { approval } : {}),
     ...(usage ? { usage } : {}),
+    ...(stack ? { errorStack: stack } : {}),
   };
   scope.emit?.({ type: "tool_end", runId: scope.runId, record });
   return record;

@@ -134,6 +134,11 @@ export interface ToolCallRecord {
   approval?: ApprovalDecision;
   /** Model tokens the tool spent itself (a sub-agent), counted toward the run. */
   usage?: TokenUsage;
+  /**
+   * Where the handler threw, for people reading the trace: its stack's frames (file and line). The
+   * model never reads it: `content` holds the envelope alone.
+   */
+  errorStack?: string;
 }
 
 /** What a human is asked to decide. Bound to one exact call by runId, toolCallId and argumentsHash. */

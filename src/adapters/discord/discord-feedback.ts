@@ -1,6 +1,6 @@
 /**
- * Feedback on an answer in Discord: 👍 / 👎 buttons under the answer (their ids name the run), and
- * the modal a 👎 opens to ask for an optional reason.
+ * Feedback on an answer in Discord: 👍 / 👎 buttons under the answer (their ids name the run), beside
+ * a link to the run's trace (GLASSBOX_PUBLIC_URL), and the modal a 👎 opens to ask for an optional reason.
  */
 import {
   ActionRowBuilder,
@@ -29,11 +29,14 @@ export function reasonModalRun(customId: string): string | undefined {
   return /^glassbox:reason:(\S{1,80})$/.exec(customId)?.[1];
 }
 
-export function feedbackRow(runId: string): ActionRowBuilder<ButtonBuilder> {
-  return new ActionRowBuilder<ButtonBuilder>().addComponents(
+/** 👍 / 👎, and a link button (style 5, no interaction) to the run's trace when there is a `traceUrl`. */
+export function feedbackRow(runId: string, traceUrl?: string): ActionRowBuilder<ButtonBuilder> {
+  const row = new ActionRowBuilder<ButtonBuilder>().addComponents(
     new ButtonBuilder().setCustomId(feedbackId("up", runId)).setEmoji("👍").setStyle(ButtonStyle.Secondary),
     new ButtonBuilder().setCustomId(feedbackId("down", runId)).setEmoji("👎").setStyle(ButtonStyle.Secondary),
   );
+  if (traceUrl) row.addComponents(new ButtonBuilder().setLabel("Trace").setStyle(ButtonStyle.Link).setURL(traceUrl));
+  return row;
 }
 
 export function reasonModal(runId: string): ModalBuilder {

@@ -25,6 +25,7 @@ import { argumentsForDisplay, codeName, describeCall } from "../describe-call.js
 import { approvers, whoDecides } from "../approval-replies.js";
 import { splitMessage } from "../split-message.js";
 import { feedbackId, feedbackRow } from "./discord-feedback.js";
+import type { TraceLink } from "../trace-link.js";
 
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 // Discord shows "typing" for about 10 seconds; renew it a little before.
@@ -47,7 +48,8 @@ export const denyId = (approvalId: string) => `glassbox:deny:${approvalId}`;
 /** While a request waits for a run slot (GLASSBOX_MAX_CONCURRENT_RUNS); removed once it starts. */
 export const QUEUED_TEXT = "⏳ Queued: I'm busy with other requests; yours starts as soon as one finishes.";
 
-export function openDiscordSurface(client: Client, channelId: string, log: Logger): ChatSurface {
+/** `traceLink`: each answer links to its run in the trace viewer (a link button beside 👍 / 👎). */
+export function openDiscordSurface(client: Client, channelId: string, log: Logger, traceLink?: TraceLink): ChatSurface {
   let channel: Promise<SendableChannels> | undefined;
   const target = () =>
     // allowUnknownGuild: a worker process's client has no gateway, so no guild is cached to build the channel on.
@@ -133,7 +135,8 @@ export function openDiscordSurface(client: Client, channelId: string, log: Logge
         // An answer's last message carries 👍 / 👎 for its run.
         const rated = answeredBy(result.stopReason);
         for (const [index, part] of parts.entries()) {
-          const components = rated && index === parts.length - 1 ? [feedbackRow(result.runId)] : [];
+          const last = rated && index === parts.length - 1;
+          const components = last ? [feedbackRow(result.runId, traceLink?.(result.runId))] : [];
           then(async () => (await target()).send({ content: part, components, allowedMentions: NO_PINGS }));
         }
       }

@@ -54,6 +54,7 @@ import {
   type SlackMessageEvent,
 } from "./slack-events.js";
 import { withoutBroadcasts } from "./slack-text.js";
+import { TRACE_ACTION } from "./trace-button.js";
 import { createUserGroupLookup } from "./slack-user-groups.js";
 import { decidersOf } from "../../store/approval-rules.js";
 import { groupsAmong } from "../../tools/approver-entries.js";
@@ -352,6 +353,9 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
       });
     },
   );
+
+  // The answer's trace link opens in the browser; Slack still sends its click, which wants an acknowledgement.
+  app.action<BlockAction>(TRACE_ACTION, async ({ ack }) => ack());
 
   // 👍 / 👎 on an answer: Slack's feedback buttons, or the plain buttons where Slack refused those.
   // A rating never starts a run; each click is claimed once, by the trigger Slack made for it.

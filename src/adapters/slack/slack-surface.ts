@@ -17,6 +17,8 @@ import { describeCall } from "../describe-call.js";
 import { splitMessage } from "../split-message.js";
 import { approvalQuestion } from "./approval-blocks.js";
 import { feedbackButtons, feedbackValueOf, plainFeedbackButtons } from "./feedback-blocks.js";
+import { answerButtons } from "./trace-button.js";
+import type { TraceLink } from "../trace-link.js";
 import type { AgentSessions } from "./slack-agent-view.js";
 import { createMarkdownGuard, mrkdwnText, statusText, withoutBroadcasts } from "./slack-text.js";
 import { withoutViewingNote } from "./slack-viewing.js";
@@ -59,13 +61,14 @@ const LOOKUP_PAGES = 3;
 
 /**
  * `agentSessions`: a DM thread is an agent session, "processing" (with Slack's stop button) while a
- * run works and settled when it ends.
+ * run works and settled when it ends. `traceLink`: each answer links to its run in the trace viewer.
  */
 export function openSlackSurface(
   client: WebClient,
   place: SlackPlace,
   log: Logger,
   agentSessions?: AgentSessions,
+  traceLink?: TraceLink,
 ): ChatSurface {
   const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
   // The session's status goes beside the thread's messages (not behind them), in its own order.
@@ -190,13 +193,14 @@ export function openSlackSurface(
   };
 
   /**
-   * Sends with Slack's feedback buttons for the run; where Slack refuses them, sends again with
-   * plain buttons, and remembers that for the workspace.
+   * Sends with Slack's feedback buttons for the run (and its trace link, with a public URL); where
+   * Slack refuses them, sends again with plain buttons, and remembers that for the workspace.
    */
-  const withFeedback = async (runId: string, send: (buttons: KnownBlock) => Promise<unknown>) => {
+  const withFeedback = async (runId: string, send: (buttons: KnownBlock[]) => Promise<unknown>) => {
+    const link = traceLink?.(runId);
     if (!plainFeedbackClients.has(client)) {
       try {
-        return await send(feedbackButtons(runId));
+        return await send(answerButtons(feedbackButtons(runId), runId, link));
       } catch (error) {
         if (!refusedBlocks(error)) throw error;
         plainFeedbackClients.add(client);
@@ -206,7 +210,7 @@ export function openSlackSurface(
         );
       }
     }
-    return send(plainFeedbackButtons(runId));
+    return send(answerButtons(plainFeedbackButtons(runId), runId, link));
   };
 
   const postAnswer = async (markdown: string, runId: string) => {
@@ -219,7 +223,7 @@ export function openSlackSurface(
         await withFeedback(runId, (buttons) => {
           const markdown = tried ? {} : { markdown_text: tail };
           tried = true;
-          return active.stop({ ...markdown, blocks: [buttons] });
+          return active.stop({ ...markdown, blocks: buttons });
         });
         return;
       } catch (error) {
@@ -248,7 +252,7 @@ export function openSlackSurface(
       replacing = target; // a refused attempt changed nothing: the retry goes to the same message
       return post({
         text: rated,
-        blocks: [{ type: "section", text: { type: "mrkdwn", text: rated || " " } }, buttons],
+        blocks: [{ type: "section", text: { type: "mrkdwn", text: rated || " " } }, ...buttons],
       });
     });
   };

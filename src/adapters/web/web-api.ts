@@ -7,6 +7,8 @@ import { actingUser, decodeSegment, eraseTargetOf, type Caller } from "./api-rul
 import { HttpError, openEventStream, readJsonObject, sendJson } from "./http.js";
 import type { ReplayComparison } from "../../agent/replay.js";
 import { sessionFiltersOf } from "./session-filters.js";
+import { namedRun, namedSessions, sessionNamesOf } from "./session-names.js";
+import type { NameBook } from "../names.js";
 import { storedRunEvents } from "./store-events.js";
 import { MAX_STREAMS_PER_CALLER, streamsPerCaller } from "./stream-limits.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
@@ -41,6 +43,8 @@ export interface StoreApiContext {
   replay?: (runId: string, options: { model?: string; systemPrompt?: string }) => Promise<ReplayComparison>;
   /** Why nothing can be replayed here, when `replay` is absent and `problem` does not say. */
   noReplay?: string;
+  /** People's and places' names on their platforms; without it, sessions and runs show ids. */
+  names?: NameBook;
 }
 
 /** Answers an /api request; false when no route matches the path. The caller is resolved once a route matches. */
@@ -97,7 +101,14 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       store.feedbackOf(run.runId),
       scheduleOf(run),
     ]);
-    return { ...run, done: !UNFINISHED.has(run.status), approvals: approvals.map(approvalView), feedback, ...schedule };
+    const named = await namedRun(run, context.names);
+    return {
+      ...named,
+      done: !UNFINISHED.has(run.status),
+      approvals: approvals.map(approvalView),
+      feedback,
+      ...schedule,
+    };
   };
 
   async function streamRun(
@@ -245,11 +256,10 @@ export function storeRoutes(context: StoreApiContext): Route[] {
       /^\/api\/sessions$/,
       async (_request, response, _params, url, caller) => {
         const filters = sessionFiltersOf(url.searchParams);
-        sendJson(
-          response,
-          200,
-          await store.searchSessions(caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId }),
+        const found = await store.searchSessions(
+          caller.userId === undefined ? filters : { ...filters, startedBy: caller.userId },
         );
+        sendJson(response, 200, { ...found, sessions: await namedSessions(found.sessions, context.names) });
       },
     ],
 
@@ -262,8 +272,12 @@ export function storeRoutes(context: StoreApiContext): Route[] {
         const exists = runs.length > 0 || (await store.listSessions()).some((session) => session.id === sessionId);
         if (!(await mayRead(caller, sessionId)) || !exists)
           throw new HttpError(404, `There is no session ${sessionId}.`);
+        const first = runs.find((run) => !run.parentRunId);
+        const startedBy = (await store.sessionOwner(sessionId)) ?? first?.userId ?? null;
         sendJson(response, 200, {
           session: sessionId,
+          ...(await sessionNamesOf(sessionId, first?.input ?? null, startedBy, context.names)),
+          startedBy,
           runs: await Promise.all(runs.map(runView)),
           folds: await store.foldsOf(sessionId),
         });

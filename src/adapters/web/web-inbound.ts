@@ -8,6 +8,7 @@
  * need only the store (reading runs, steps, sessions, usage, feedback), under the same rules as the
  * web server; a page follows its runs by what the workers wrote (store-events.ts).
  */
+import type { NameBook } from "../names.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -72,6 +73,8 @@ export interface HttpIngressOptions<Transaction> {
     priced: boolean;
     /** How the channel settings' budgets stand (all, or those that concern one person); absent without settings. */
     budgets?: (userId?: string) => Promise<BudgetStanding[]>;
+    /** People's and places' names on their platforms (names.ts); absent without Slack or Discord. */
+    names?: NameBook;
   };
 }
 
@@ -216,6 +219,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         toolNames: options.toolNames ?? [],
         priced: trace.priced,
         ...(trace.budgets ? { budgets: trace.budgets } : {}),
+        ...(trace.names ? { names: trace.names } : {}),
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
         problem: options.problem,

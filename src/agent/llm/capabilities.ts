@@ -10,6 +10,7 @@
  * the advice can depend on the server, and that sits in SERVER_ADVICE below.
  */
 import OpenAI from "openai";
+import type { ModelExchange } from "../types.js";
 
 export type RefusableOption = "tools" | "tool_choice" | "parallel_tool_calls" | "stream_options";
 
@@ -143,8 +144,11 @@ export interface ModelCapabilities {
   send<T extends object, R>(params: T, create: (params: T) => Promise<R>): Promise<R>;
   /** Whether this server refuses native tool calling: said by `error` (remembered, announced once) or before. */
   refusesTools(error?: unknown): boolean;
-  /** The reply with a note for the trace naming each option of `params` that was left out as refused. */
-  noted<R extends { notes?: string[] }>(reply: R, params: object): R;
+  /**
+   * The reply with a note for the trace naming each option of `params` that was left out as refused,
+   * with the option as it would have gone and the server's refusal.
+   */
+  noted<R extends { notes?: string[]; exchanges?: ModelExchange[] }>(reply: R, params: object): R;
 }
 
 export function capabilitiesOf(
@@ -201,7 +205,16 @@ export function capabilitiesOf(
       );
       if (left.length === 0) return reply;
       const notes = left.map((option) => `${option} left out: the server refuses it (${known.get(option)})`);
-      return { ...reply, notes: [...(reply.notes ?? []), ...notes] };
+      const exchanges = left.map((option, index) => ({
+        note: notes[index] ?? "",
+        sent: JSON.stringify({ [option]: (params as Record<string, unknown>)[option] }),
+        received: known.get(option) ?? "",
+      }));
+      return {
+        ...reply,
+        notes: [...(reply.notes ?? []), ...notes],
+        exchanges: [...(reply.exchanges ?? []), ...exchanges],
+      };
     },
   };
 }

@@ -17,7 +17,14 @@ import {
   readableModelErrors,
 } from "./server-errors.js";
 import { undiciFetch } from "../../undici-fetch.js";
-import { addUsage, type ChatModel, type Message, type ModelRequest, type ModelResponse } from "../types.js";
+import {
+  addUsage,
+  type ChatModel,
+  type Message,
+  type ModelExchange,
+  type ModelRequest,
+  type ModelResponse,
+} from "../types.js";
 import { capabilitiesOf, refusableIn, type RefusableOption } from "./capabilities.js";
 import { IdFormat } from "./ids.js";
 import { createImageGate, type ImageMode } from "./images.js";
@@ -132,7 +139,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
         );
         const reply = await send(messages, request, withTools, true);
         const note = `the server refused ${refused}; the output limit went as ${limitName}, as it will from now on`;
-        return { ...reply, notes: [...(reply.notes ?? []), note] };
+        const sent = JSON.stringify({ [refused]: options.maxOutputTokens });
+        return withExchange(reply, { note, sent, received: refusalText(error) });
       }
       throw await describeModelFailure(error, where, () => modelsOffered(client));
     }
@@ -253,7 +261,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ChatModel & { re
       const cause = (error as { cause?: unknown }).cause;
       const said = cause instanceof OpenAI.APIError ? cause.message : (error as Error).message;
       const note = `native tool calling refused by the server (${said}); tools described in the prompt from now on (the text protocol)`;
-      return { ...reply, notes: [...(reply.notes ?? []), note] };
+      const sent = JSON.stringify({ tools: request.tools.map((tool) => tool.function.name) });
+      return withExchange(reply, { note, sent, received: refusalText(error) });
     }
   }
 
@@ -324,4 +333,23 @@ function untilAborted<T>(promise: PromiseLike<T>, signal: AbortSignal | undefine
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).then(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+/** The reply with one more note for the trace, and what was sent and came back for it. */
+function withExchange(reply: ModelResponse, exchange: ModelExchange): ModelResponse {
+  return {
+    ...reply,
+    notes: [...(reply.notes ?? []), exchange.note],
+    exchanges: [...(reply.exchanges ?? []), exchange],
+  };
+}
+
+/** What the server answered to a refused request: its status and its own words, as the SDK read them. */
+function refusalText(error: unknown): string {
+  let current = error;
+  while (!(current instanceof OpenAI.APIError) && current instanceof Error && current.cause !== undefined)
+    current = current.cause;
+  if (current instanceof OpenAI.APIError)
+    return `${current.status ?? ""} ${JSON.stringify(current.error ?? current.message)}`.trim();
+  return current instanceof Error ? current.message : String(current);
 }

@@ -3,7 +3,7 @@
  * written as text recovered, every call with a name, JSON arguments and an id of its own, the
  * finish reason that matches what came, and a note for the trace for each thing changed.
  */
-import { emptyUsage, type ModelResponse, type ToolCall } from "../types.js";
+import { emptyUsage, type ModelExchange, type ModelResponse, type ToolCall } from "../types.js";
 import { settleIds } from "./ids.js";
 import type { Assembled } from "./stream.js";
 import { recoverTextCalls } from "./text-calls.js";
@@ -30,6 +30,7 @@ export interface JudgedReply {
 
 export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedReply {
   const notes = [...assembled.notes];
+  const exchanges: ModelExchange[] = []; // what came back and what it was read as, for the repairs below
   const split = splitThinking(assembled.text);
   const tagged = split.reasoning !== "" || split.openedInPrompt;
   if (tagged) notes.push("reasoning written into the answer (think tags) was moved out of it");
@@ -38,10 +39,16 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
   let answer = tagged || assembled.reasoning !== "" ? split.answer.replace(/^\s+/, "") : split.answer;
 
   let calls = assembled.calls.filter((call) => call.name !== "");
-  if (calls.length < assembled.calls.length)
-    notes.push(
-      `dropped ${assembled.calls.length - calls.length} tool call${assembled.calls.length - calls.length === 1 ? "" : "s"} that came without a name`,
-    );
+  if (calls.length < assembled.calls.length) {
+    const dropped = assembled.calls.length - calls.length;
+    const note = `dropped ${dropped} tool call${dropped === 1 ? "" : "s"} that came without a name`;
+    notes.push(note);
+    const nameless = assembled.calls.filter((call) => call.name === "");
+    exchanges.push({
+      note,
+      received: JSON.stringify(nameless.map(({ id, name, arguments: text }) => ({ id, name, arguments: text }))),
+    });
+  }
   let fromText = false;
   if (calls.length === 0 && context.offeredTools.size > 0) {
     const recovered = recoverTextCalls(answer, context.offeredTools);
@@ -50,9 +57,10 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
       calls = recovered.calls.map((call) => ({ id: "", ...call }));
       answer = recovered.text;
       const names = recovered.calls.map((call) => call.name).join(", ");
-      notes.push(
-        `recovered ${recovered.calls.length} tool call${recovered.calls.length === 1 ? "" : "s"} (${names}) that the model wrote as text (${recovered.format}); the server's tool-call parser seems to be off`,
-      );
+      const note = `recovered ${recovered.calls.length} tool call${recovered.calls.length === 1 ? "" : "s"} (${names}) that the model wrote as text (${recovered.format}); the server's tool-call parser seems to be off`;
+      notes.push(note);
+      const readAs = recovered.calls.map(({ name, arguments: text }) => ({ name, arguments: text }));
+      exchanges.push({ note, received: assembled.text, readAs: JSON.stringify(readAs) });
     }
   }
 
@@ -84,6 +92,7 @@ export function judgeReply(assembled: Assembled, context: ReplyContext): JudgedR
     model: assembled.model,
     ...(reasoning !== "" ? { reasoning } : {}),
     ...(notes.length > 0 ? { notes } : {}),
+    ...(exchanges.length > 0 ? { exchanges } : {}),
   };
   return {
     response,

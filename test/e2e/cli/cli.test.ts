@@ -73,6 +73,22 @@ describe("glassbox run --json", () => {
     expect(session.map(({ run }) => run.runId)).toEqual([second.runId]);
   });
 
+  it("with GLASSBOX_PUBLIC_URL it prints the run's address in the trace viewer (traceUrl), naming that run", async () => {
+    server.setScript([{ content: "linked" }]);
+    const env = { GLASSBOX_PUBLIC_URL: "https://glassbox.example.com/" };
+    const ran = JSON.parse((await glassbox(["run", "link me", "--session", "linked", "--json"], env)).stdout) as {
+      runId: string;
+      sessionId: string;
+      traceUrl: string;
+    };
+    expect(ran.sessionId).toBe("cli:linked");
+    expect(ran.traceUrl).toBe(`https://glassbox.example.com/trace#session=cli%3Alinked&run=${ran.runId}`);
+    const traced = JSON.parse((await glassbox(["trace", ran.runId, "--json"])).stdout) as Array<{
+      run: { output: string };
+    }>;
+    expect(traced.map(({ run }) => run.output)).toEqual(["linked"]);
+  });
+
   it("regression: a configuration error is still one JSON object on stdout, with the error's code and sentence", async () => {
     const { code, stdout, stderr } = await glassbox(["run", "hello", "--json"], { OPENAI_BASE_URL: "" });
     expect(code).toBe(2);
@@ -348,6 +364,40 @@ describe("glassbox erase", () => {
 });
 
 describe("glassbox trace and usage", () => {
+  it("shows where a tool threw (file and line) and what the model layer got back and read, never the stack to the model", async () => {
+    server.setScript([
+      { toolCalls: [{ name: "check_stock", arguments: '{"fruit":"kiwi"}' }] },
+      { content: '<tool_call>{"name": "check_stock", "arguments": {"fruit": "plum"}}</tool_call>' },
+      { content: "No kiwis; 7 plums." },
+    ]);
+    await glassbox(["run", "Kiwis? Plums?", "--tools", "examples/tools.mjs", "--session", "thrown", "--json"]);
+    // The model read the error envelope alone.
+    const toolMessage = server.requests[1]?.body.messages.find((message) => message.role === "tool");
+    expect(JSON.parse(String(toolMessage?.content))).toEqual({
+      status: "error",
+      error: { type: "execution_error", message: "Unknown fruit 'kiwi'; known: apple, pear, plum" },
+    });
+    expect(String(toolMessage?.content)).not.toContain("tools.mjs");
+
+    const { code, stdout } = await glassbox(["trace", "thrown"]);
+    expect(code).toBe(0);
+    const lines = stdout.split("\n");
+    const thrownAt = lines.findIndex((line) => line.trim() === "thrown at:");
+    expect(lines[thrownAt - 1]).toContain("→ check_stock(fruit: kiwi)  execution_error: Unknown fruit 'kiwi'");
+    expect(lines[thrownAt + 1]).toMatch(/^ {8}at .*examples\/tools\.mjs:22:\d+\)?$/);
+    const recovered = lines.findIndex((line) => line.includes("model layer: recovered 1 tool call (check_stock)"));
+    expect(lines.slice(recovered + 1, recovered + 3)).toEqual([
+      '      came back: <tool_call>{"name": "check_stock", "arguments": {"fruit": "plum"}}</tool_call>',
+      '      read as: [{"name":"check_stock","arguments":"{\\"fruit\\":\\"plum\\"}"}]',
+    ]);
+
+    const json = JSON.parse((await glassbox(["trace", "thrown", "--json"])).stdout) as Array<{
+      steps: Array<{ toolCalls: Array<{ errorStack?: string }>; modelExchanges?: unknown[] }>;
+    }>;
+    expect(json[0]?.steps[0]?.toolCalls[0]?.errorStack).toMatch(/examples\/tools\.mjs:22:\d+/);
+    expect(json[0]?.steps[1]?.modelExchanges).toHaveLength(1);
+  });
+
   it("prints a run's timeline step by step, with tokens, tool calls and cost", async () => {
     server.setScript([
       {

@@ -141,6 +141,9 @@ export function runsContract({ open, database }: Contract): void {
       },
     ];
     const run = runRecord("run_t", "web:trace", "U7", "Check the order");
+    // What the model layer got back and read it as; kept beside the notes, read back apart from them.
+    const exchange = { note: "a tool call was read from text", received: '<tool_call>{"name":"check"}', readAs: "[]" };
+    const thrown = { ...toolCall("call_2", "lookup", "error"), errorStack: "at lookup (file:///tools.mjs:3:9)" };
     const child = {
       ...runRecord("run_child", "web:trace", "U7", "a specialist's task"),
       parent: { runId: "run_t", toolCallId: "call_1" },
@@ -158,6 +161,7 @@ export function runsContract({ open, database }: Contract): void {
           streamed: true,
           reasoning: "Let me look.",
           modelNotes: ["a tool call was read from text"],
+          modelExchanges: [exchange],
           requestedCalls: [
             { id: "call_1", name: "check", arguments: '{"what":"disk"}' },
             { id: "call_2", name: "lookup", arguments: "{}" },
@@ -177,7 +181,7 @@ export function runsContract({ open, database }: Contract): void {
         kind: "tool_calls",
         runId: "run_t",
         step: 1,
-        records: [toolCall("call_1", "check"), toolCall("call_2", "lookup", "error")],
+        records: [toolCall("call_1", "check"), thrown],
       },
       { kind: "note", runId: "run_t", step: 1, text: "'check' returned the same result." },
       { kind: "note", runId: "run_t", step: 1, text: "Answer with what you have." },
@@ -213,6 +217,7 @@ export function runsContract({ open, database }: Contract): void {
       content: null,
       reasoning: "Let me look.",
       modelNotes: ["a tool call was read from text"],
+      modelExchanges: [exchange],
       notes: ["'check' returned the same result.", "Answer with what you have."],
       promptTokens: 100,
       completionTokens: 10,
@@ -220,7 +225,8 @@ export function runsContract({ open, database }: Contract): void {
       contextMessages: 1,
       contextTokens: 10,
     });
-    expect(steps[0]?.toolCalls).toEqual([toolCall("call_1", "check"), toolCall("call_2", "lookup", "error")]);
+    expect(steps[0]?.toolCalls).toEqual([toolCall("call_1", "check"), thrown]);
+    expect(steps[1]?.modelExchanges).toBeUndefined();
     expect(steps[0]?.requestedCalls).toEqual([
       { id: "call_1", name: "check", arguments: '{"what":"disk"}' },
       { id: "call_2", name: "lookup", arguments: "{}" },

@@ -12,18 +12,25 @@ import { waterfall } from "./trace-waterfall.js";
 
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
 export async function loadSession(sessionId) {
-  const { runs, folds } = await api(`/api/sessions/${encodeURIComponent(sessionId)}/runs`);
+  const { runs, folds, title, placeName, userName, startedBy } = await api(
+    `/api/sessions/${encodeURIComponent(sessionId)}/runs`,
+  );
   const steps = await Promise.all(
     runs.map((run) => api(`/api/runs/${encodeURIComponent(run.runId)}/steps`).then((answer) => answer.steps)),
   );
-  return { runs, folds: folds ?? [], stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])) };
+  return {
+    runs,
+    folds: folds ?? [],
+    stepsOf: new Map(runs.map((run, index) => [run.runId, steps[index] ?? []])),
+    names: { title, placeName, userName, startedBy },
+  };
 }
 
 /**
  * The session's elements, and its spans by key. `view`: `{ priced, state, open(span, row) }` where
  * `state` keeps which spans are open and which is chosen across renders (a live run re-renders).
  */
-export function renderSession(sessionId, { runs, folds, stepsOf }, view) {
+export function renderSession(sessionId, { runs, folds, stepsOf, names = {} }, view) {
   const childrenOf = new Map();
   for (const run of runs)
     if (run.parentToolCallId)
@@ -66,7 +73,14 @@ export function renderSession(sessionId, { runs, folds, stepsOf }, view) {
     return section;
   });
   const nodes = [
-    el("h2", { tabindex: "-1" }, sessionId),
+    el("h2", { tabindex: "-1", title: sessionId }, names.title ?? sessionId),
+    names.placeName
+      ? el(
+          "p",
+          { class: "session-place", title: [sessionId, names.startedBy].filter(Boolean).join(" · ") },
+          `${names.placeName}${names.userName && !names.placeName.includes(names.userName) ? ` · started by ${names.userName}` : ""}`,
+        )
+      : null,
     el(
       "p",
       { class: "meta" },

@@ -145,7 +145,8 @@ function sessionItem(session) {
     el(
       "a",
       { href: `#session=${encodeURIComponent(session.id)}`, "data-session-id": session.id },
-      el("span", { class: "session-title" }, session.firstMessage ?? session.id),
+      el("span", { class: "session-title" }, session.title ?? session.firstMessage ?? session.id),
+      placeLine(session),
       el(
         "span",
         { class: "session-meta" },
@@ -162,6 +163,15 @@ function sessionItem(session) {
         : null,
     ),
   );
+}
+
+/** Where the session is and who started it, by their names; the ids show on hover. */
+function placeLine(session) {
+  if (!session.placeName) return null;
+  // A place like "thread by Ana" or "DM with Ana" names who started it already.
+  const who = session.userName && !session.placeName.includes(session.userName) ? ` · ${session.userName}` : "";
+  const ids = [session.id, session.startedBy].filter(Boolean).join(" · ");
+  return el("span", { class: "session-place", title: ids }, `${session.placeName}${who}`);
 }
 
 function markSelected() {
