@@ -2,6 +2,7 @@
  * Configuration from the environment (see the table in docs/configuration.md). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
+import { resolve } from "node:path";
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import { approverEntry, approverMistake } from "./tools/approver-entries.js";
@@ -41,6 +42,8 @@ export interface GlassboxConfig {
   shopDatabasePath: string;
   /** The SQLite file of sessions, messages, runs, approvals and facts (GLASSBOX_DB). */
   databasePath: string;
+  /** Where eval case files are written and read (GLASSBOX_EVAL_DIR), resolved against the working directory. */
+  evalDir: string;
   /** Most tokens one model request may carry (GLASSBOX_CONTEXT_TOKENS), capped by the model's window. */
   contextTokens: number;
   /** Token encoding override (GLASSBOX_ENCODING); by default it follows the model. */
@@ -67,6 +70,11 @@ export interface GlassboxConfig {
   toolSelectionThreshold: number;
   /** The local web playground and HTTP API. */
   web: WebConfig;
+  /**
+   * Where people reach the web server (GLASSBOX_PUBLIC_URL), without a trailing slash: answers in Slack
+   * and Discord link to their run's trace there. Unset: no link.
+   */
+  publicUrl?: string;
   /** MCP servers whose tools join the registry, by name (GLASSBOX_MCP_SERVERS, JSON). */
   mcpServers: Record<string, McpServerConfig>;
   /**
@@ -207,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     systemPrompt: nonEmpty(env.GLASSBOX_SYSTEM_PROMPT),
     shopDatabasePath: nonEmpty(env.GLASSBOX_SHOP_DB) ?? "data/shop.db",
     databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
+    evalDir: resolve(nonEmpty(env.GLASSBOX_EVAL_DIR) ?? "evals"),
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),
@@ -231,6 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
       apiUsers: apiUsersOf(env.GLASSBOX_API_USERS),
       requesterMayApprove: requesterMayApprove(env),
     },
+    publicUrl: publicUrlOf(env.GLASSBOX_PUBLIC_URL),
     mcpServers: mcpServersOf(env.GLASSBOX_MCP_SERVERS),
     role: roleOf(env.GLASSBOX_ROLE),
     workerConcurrency: positiveInteger(
@@ -248,6 +258,27 @@ function webEnabledOf(value: string | undefined): boolean {
   throw configurationError(
     `GLASSBOX_WEB is '${value}'; set it to off to run no chat page, trace viewer or HTTP API, or leave it unset (on).`,
   );
+}
+
+/**
+ * GLASSBOX_PUBLIC_URL: an http(s) address, kept without its trailing slashes, and without any user or
+ * password written in it (the link is posted in chats).
+ */
+function publicUrlOf(value: string | undefined): string | undefined {
+  const text = nonEmpty(value);
+  if (text === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash)
+    throw configurationError(
+      `GLASSBOX_PUBLIC_URL is '${text}'; set it to the http:// or https:// address people open the web server at ` +
+        "(such as https://glassbox.example.com), without a query or fragment.",
+    );
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
 function roleOf(value: string | undefined): GlassboxRole | undefined {

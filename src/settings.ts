@@ -273,6 +273,15 @@ export const SETTINGS: readonly Setting[] = [
       "then is a table in the same database (schema `glassbox_queue`).",
   },
   {
+    name: "GLASSBOX_EVAL_DIR",
+    group: "Storage and scale",
+    default: "`evals`",
+    example: "test/evals",
+    meaning:
+      "The folder where the trace viewer's **Save as eval case** writes eval case files (one JSON file per run, " +
+      "named by glassbox) and that `glassbox eval --cases` reads by default; relative to the working directory.",
+  },
+  {
     name: "GLASSBOX_DATABASE_SCHEMA",
     group: "Storage and scale",
     default: NONE,
@@ -495,6 +504,15 @@ export const SETTINGS: readonly Setting[] = [
     default: "`8787`",
     example: "8787",
     meaning: "The web page's and HTTP API's port.",
+  },
+  {
+    name: "GLASSBOX_PUBLIC_URL",
+    group: "Web and HTTP API",
+    default: NONE,
+    example: "https://glassbox.example.com",
+    meaning:
+      "The address people reach this web server at (http or https). With it, every answer in Slack and Discord " +
+      "carries a **Trace** button that opens its run in the trace viewer, and `glassbox run` prints that link too.",
   },
   {
     name: "GLASSBOX_HEALTH_PORT",

@@ -70,6 +70,8 @@ export interface HttpIngressOptions<Transaction> {
     modelLabel: string | null;
     /** Whether that model has a known price. */
     priced: boolean;
+    /** Where the trace viewer saves eval cases (GLASSBOX_EVAL_DIR). */
+    evalDir?: string;
     /** How the channel settings' budgets stand (all, or those that concern one person); absent without settings. */
     budgets?: (userId?: string) => Promise<BudgetStanding[]>;
   };
@@ -215,6 +217,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         modelLabel: trace.modelLabel,
         toolNames: options.toolNames ?? [],
         priced: trace.priced,
+        ...(trace.evalDir ? { evalDir: trace.evalDir } : {}),
         ...(trace.budgets ? { budgets: trace.budgets } : {}),
         hints: options.hints ?? [],
         tokenRequired: credentials.length > 0,
