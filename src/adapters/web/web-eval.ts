@@ -31,7 +31,15 @@ export function evalRoutes({ store, readableRun, evalDir }: EvalRoutesContext): 
   const side = async (caller: Caller, runId: string) => {
     const run = await readableRun(caller, runId);
     const { runId: id, sessionId, input, model, status, startedAt } = run;
-    return { runId: id, sessionId, input, model, status, startedAt, summary: summaryOfRecorded(run, await store.steps(id)) };
+    return {
+      runId: id,
+      sessionId,
+      input,
+      model,
+      status,
+      startedAt,
+      summary: summaryOfRecorded(run, await store.steps(id)),
+    };
   };
   const onlyService = (caller: Caller) => {
     if (caller.userId !== undefined)
