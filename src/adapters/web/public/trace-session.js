@@ -4,7 +4,7 @@
 import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, shorten } from "./common.js";
 import { groupStages, pipelineNameOf } from "./pipelines.js";
 import { promptChart } from "./trace-chart.js";
-import { replayDetails } from "./trace-replay.js";
+import { runActions } from "./trace-run-actions.js";
 import { nestedRun, stepsTable } from "./trace-steps.js";
 
 /** Everything the page shows of a session: its runs (sub-agents' too), their steps, and the folds. */
@@ -86,7 +86,7 @@ function runSection(run, number, context) {
     feedbackList(run),
     stepsTable(run, `Steps of run ${number}`, context.stepsOf(run.runId), context),
     run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), el("p", {}, run.output)) : null,
-    run.done && context.stepsOf(run.runId).length > 0 ? replayDetails(run) : null,
+    run.done && context.stepsOf(run.runId).length > 0 ? runActions(run) : null,
   );
 }
 

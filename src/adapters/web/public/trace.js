@@ -3,6 +3,8 @@
 // of steps (trace-session, trace-steps) and a chart of prompt tokens per step (trace-chart).
 import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "./common.js";
 import { showBudgets } from "./trace-budgets.js";
+import { showCompare } from "./trace-compare.js";
+import { saveRatedDown } from "./trace-run-actions.js";
 import { showSchedules } from "./trace-schedules.js";
 import { loadSession, renderSession } from "./trace-session.js";
 
@@ -23,6 +25,8 @@ const dom = {
   listStatus: $("#sessions-status"),
   listError: $("#sessions-error"),
   budgets: $("#budgets"),
+  saveRatedDown: $("#save-rated-down"),
+  saveStatus: $("#save-rated-down-status"),
   schedules: $("#schedules"),
 };
 const SEARCH_DELAY_MS = 250;
@@ -46,6 +50,7 @@ for (const typed of [dom.search, dom.tool]) {
 for (const filter of [dom.adapter, dom.status, dom.rated, dom.from, dom.to])
   filter.addEventListener("change", () => void loadSessions());
 addEventListener("hashchange", () => void showSelected());
+dom.saveRatedDown.addEventListener("click", () => void saveRatedDown(searchQuery(), dom.saveStatus));
 void start();
 
 async function start() {
@@ -71,7 +76,7 @@ async function refresh() {
 
 function selected() {
   const params = new URLSearchParams(location.hash.slice(1));
-  return { session: params.get("session"), run: params.get("run") };
+  return { session: params.get("session"), run: params.get("run"), compare: params.get("compare") };
 }
 
 /** The filters as the API's query; dates are the person's own days, sent as moments. */
@@ -169,8 +174,11 @@ function markSelected() {
 }
 
 async function showSelected() {
-  const { session, run } = selected();
+  const { session, run, compare } = selected();
   markSelected();
+  // #compare=<runA>,<runB>: the two runs side by side (trace-compare).
+  const [runA, runB] = (compare ?? "").split(",");
+  if (runA && runB) return showCompare(dom.detail, runA, runB);
   if (!session) return;
   dom.detail.replaceChildren(el("p", { class: "empty" }, "Loading…"));
   try {
