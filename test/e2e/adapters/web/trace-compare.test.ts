@@ -194,7 +194,9 @@ describe("compare and eval cases in the trace viewer", () => {
     const compared = collectPageErrors(await browser.newPage(DESKTOP), pageErrors);
     await compared.goto(link);
     await compared.locator(".compare-verdict").waitFor(VISIBLE);
-    expect(await compared.locator(".compare-verdict").textContent()).toBe("Same tool calls, same arguments. Same answer.");
+    expect(await compared.locator(".compare-verdict").textContent()).toBe(
+      "Same tool calls, same arguments. Same answer.",
+    );
     await compared.screenshot({ path: join(artifactsDir(), "web-trace-compare-eval.png"), fullPage: true });
     await compared.close();
 
