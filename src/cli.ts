@@ -20,7 +20,7 @@ const COMMANDS: Record<string, () => Promise<{ default: Command }>> = {
   trace: () => import("./cli/trace.js"),
   usage: () => import("./cli/usage.js"),
   replay: async () => ({ default: (await import("./cli/replay.js")).replayCommand }),
-  eval: async () => ({ default: (await import("./cli/replay.js")).evalCommand }),
+  eval: () => import("./cli/eval.js"),
   init: () => import("./cli/init.js"),
 };
 
@@ -41,6 +41,7 @@ export async function main(argv: string[]): Promise<number> {
       model: { type: "string" },
       "system-prompt": { type: "string" },
       feedback: { type: "string" },
+      cases: { type: "string", multiple: true, default: [] },
       dir: { type: "string" },
       platform: { type: "string" },
       "slack-mode": { type: "string" },

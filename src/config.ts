@@ -2,6 +2,7 @@
  * Configuration from the environment (see the table in docs/configuration.md). Reading it never throws for a
  * missing model: that is checked where a model is needed, so `glassbox tools` works without one.
  */
+import { resolve } from "node:path";
 import { parsePrices, type Price } from "./agent/cost.js";
 import { configurationError } from "./agent/errors.js";
 import { approverEntry, approverMistake } from "./tools/approver-entries.js";
@@ -41,6 +42,8 @@ export interface GlassboxConfig {
   shopDatabasePath: string;
   /** The SQLite file of sessions, messages, runs, approvals and facts (GLASSBOX_DB). */
   databasePath: string;
+  /** Where eval case files are written and read (GLASSBOX_EVAL_DIR), resolved against the working directory. */
+  evalDir: string;
   /** Most tokens one model request may carry (GLASSBOX_CONTEXT_TOKENS), capped by the model's window. */
   contextTokens: number;
   /** Token encoding override (GLASSBOX_ENCODING); by default it follows the model. */
@@ -212,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GlassboxConfig
     systemPrompt: nonEmpty(env.GLASSBOX_SYSTEM_PROMPT),
     shopDatabasePath: nonEmpty(env.GLASSBOX_SHOP_DB) ?? "data/shop.db",
     databasePath: nonEmpty(env.GLASSBOX_DB) ?? "data/glassbox.db",
+    evalDir: resolve(nonEmpty(env.GLASSBOX_EVAL_DIR) ?? "evals"),
     contextTokens: positiveNumber(env, "GLASSBOX_CONTEXT_TOKENS", 12_000),
     encoding: encodingOf(env.GLASSBOX_ENCODING),
     approvalTtlSeconds: positiveNumber(env, "GLASSBOX_APPROVAL_TTL", 3_600),

@@ -273,6 +273,15 @@ export const SETTINGS: readonly Setting[] = [
       "then is a table in the same database (schema `glassbox_queue`).",
   },
   {
+    name: "GLASSBOX_EVAL_DIR",
+    group: "Storage and scale",
+    default: "`evals`",
+    example: "test/evals",
+    meaning:
+      "The folder where the trace viewer's **Save as eval case** writes eval case files (one JSON file per run, " +
+      "named by glassbox) and that `glassbox eval --cases` reads by default; relative to the working directory.",
+  },
+  {
     name: "GLASSBOX_DATABASE_SCHEMA",
     group: "Storage and scale",
     default: NONE,

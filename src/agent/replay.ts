@@ -3,23 +3,52 @@
  * tools its first step sent) against another model or system prompt. Tools never run in a replay:
  * a call is answered with the recorded result when the run made the same call (name and
  * arguments), and refused as "not recorded" otherwise; a dangerous tool is answered the same way,
- * never run, and never waits for a person. The two runs come back side by side.
+ * never run, and never waits for a person. The two runs come back side by side (run-compare.ts).
  */
-import type { ToolCallRecord, ToolDefinition } from "../tools/types.js";
+import type { ToolDefinition, ToolEnvelope } from "../tools/types.js";
 import { createToolRegistry } from "../tools/registry.js";
 import { GlassboxError } from "./errors.js";
 import type { AgentEvent } from "./events.js";
 import { DEFAULT_SYSTEM_PROMPT, runAgent } from "./loop.js";
 import type { RunResult } from "./run.js";
 import type { RecordedRequest } from "./contracts.js";
-import type { RunTrace, StepTrace } from "./trace.js";
+import {
+  argumentsOf,
+  canonical,
+  compareSummaries,
+  summaryOfRecorded,
+  type Divergence,
+  type RunSummary,
+  type StepSummary,
+} from "./run-compare.js";
+import type { RunTrace, StepTrace, TraceRecorder } from "./trace.js";
 import { textOf, type ChatModel, type Message, type ToolSpec } from "./types.js";
+
+export type { RunSummary, StepSummary } from "./run-compare.js";
 
 /** What a replay reads of a recorded run (the trace reader has these). */
 export interface RecordedRuns {
   run(runId: string): RunTrace | undefined;
   steps(runId: string): StepTrace[];
   payload(runId: string, step: number): RecordedRequest | Message[] | undefined;
+}
+
+/**
+ * All a replay needs of a recorded run, and all an eval case file keeps: its first request, every
+ * tool call with the result the model read, and the run as compared.
+ */
+export interface Recording {
+  runId: string;
+  userId: string;
+  request: RecordedRequest;
+  calls: RecordedCall[];
+  original: RunSummary;
+}
+
+export interface RecordedCall {
+  name: string;
+  arguments: unknown;
+  envelope: ToolEnvelope;
 }
 
 export interface ReplayOptions {
@@ -29,31 +58,17 @@ export interface ReplayOptions {
   /** Tool definitions to offer instead of the recorded ones (their schemas and descriptions; handlers are never called). */
   tools?: ToolSpec[];
   maxSteps?: number;
+  /** Where the replay is recorded as a run of its own (eval keeps its replays); unrecorded without it. */
+  trace?: TraceRecorder;
+  /** The replay's session (default `replay:<run>`). */
+  sessionId?: string;
 }
 
-/** One side of the comparison. */
-export interface RunSummary {
-  output: string;
-  stopReason: string;
-  toolCalls: Array<{ name: string; arguments: unknown; recorded?: boolean }>;
-  steps: number;
-  promptTokens: number;
-  completionTokens: number;
-  cost: number | null;
-  /** Time spent in model calls. */
-  latencyMs: number;
-}
-
-export interface ReplayComparison {
+export interface ReplayComparison extends Divergence {
   runId: string;
   replayRunId: string;
   original: RunSummary;
   replay: RunSummary;
-  /** The same tools called with the same arguments, in the same order. */
-  sameToolCalls: boolean;
-  sameAnswer: boolean;
-  /** The first tool call (from 1) where the two differ; null when they do not. */
-  divergesAtCall: number | null;
   /** Calls the replay made that the recorded run did not (answered "not recorded"). */
   notRecorded: number;
 }
@@ -66,6 +81,11 @@ export async function replayRun(
   runId: string,
   options: ReplayOptions,
 ): Promise<ReplayComparison> {
+  return replayRecording(recordingOf(recorded, runId), options);
+}
+
+/** A recorded run as a replay reads it; a caller's mistake (no such run, no model call) is one sentence. */
+export function recordingOf(recorded: RecordedRuns, runId: string): Recording {
   const run = recorded.run(runId);
   if (!run)
     throw new GlassboxError(
@@ -76,46 +96,44 @@ export async function replayRun(
   const first = recorded.payload(runId, 1);
   if (!first)
     throw new GlassboxError("configuration", `Run ${runId} has no recorded request to replay (it made no model call).`);
-  const request: RecordedRequest = Array.isArray(first) ? { messages: first } : first;
+  return {
+    runId,
+    userId: run.userId,
+    request: Array.isArray(first) ? { messages: first } : first,
+    calls: steps.flatMap((step) =>
+      step.toolCalls.map((call) => ({ name: call.name, arguments: argumentsOf(call), envelope: call.envelope })),
+    ),
+    original: summaryOfRecorded(run, steps),
+  };
+}
+
+export async function replayRecording(recording: Recording, options: ReplayOptions): Promise<ReplayComparison> {
+  const { runId, request, calls, original } = recording;
   const { systemPrompt, history, input } = contextOf(request.messages, options.systemPrompt);
-  const calls = steps.flatMap((step) => step.toolCalls);
   const specs = options.tools ?? request.tools ?? [];
 
   let notRecorded = 0;
   const answered = new Set<number>();
   const tools = createToolRegistry(specs.map((spec) => recordedTool(spec, calls, answered, () => notRecorded++)));
-  let latencyMs = 0;
-  const onEvent = (event: AgentEvent) => {
-    if (event.type === "model_end") latencyMs += event.latencyMs;
-  };
+  const steps = stepsOf();
   const result = await runAgent(
-    { model: options.model, tools, systemPrompt, maxSteps: options.maxSteps ?? Math.max(8, steps.length + 2) },
-    { input, history, sessionId: `replay:${runId}`, userId: run.userId, onEvent },
+    {
+      model: options.model,
+      tools,
+      systemPrompt,
+      maxSteps: options.maxSteps ?? Math.max(8, original.steps + 2),
+      ...(options.trace ? { trace: options.trace } : {}),
+    },
+    {
+      input,
+      history,
+      sessionId: options.sessionId ?? `replay:${runId}`,
+      userId: recording.userId,
+      onEvent: steps.listen,
+    },
   );
-
-  const original = summaryOfRecorded(run, steps);
-  const replay = summaryOfReplay(result, calls, latencyMs);
-  const key = (call: { name: string; arguments: unknown }) => `${call.name}\n${canonical(call.arguments)}`;
-  const length = Math.max(original.toolCalls.length, replay.toolCalls.length);
-  let divergesAtCall: number | null = null;
-  for (let index = 0; index < length; index++) {
-    const a = original.toolCalls[index];
-    const b = replay.toolCalls[index];
-    if (!a || !b || key(a) !== key(b)) {
-      divergesAtCall = index + 1;
-      break;
-    }
-  }
-  return {
-    runId,
-    replayRunId: result.runId,
-    original,
-    replay,
-    sameToolCalls: divergesAtCall === null,
-    sameAnswer: original.output.trim() === replay.output.trim(),
-    divergesAtCall,
-    notRecorded,
-  };
+  const replay = summaryOfReplay(result, steps.list);
+  return { runId, replayRunId: result.runId, original, replay, ...compareSummaries(original, replay), notRecorded };
 }
 
 /** The recorded first request as a run's parts: its system prompt, the turns before, the request. */
@@ -135,7 +153,7 @@ function contextOf(messages: Message[], systemPrompt: string | undefined) {
 /** A tool with the recorded schema whose handler answers from the recording, each recorded call once. */
 function recordedTool(
   spec: ToolSpec,
-  calls: ToolCallRecord[],
+  calls: RecordedCall[],
   answered: Set<number>,
   missed: () => void,
 ): ToolDefinition {
@@ -147,8 +165,7 @@ function recordedTool(
     handler: async (args: Record<string, unknown>) => {
       const wanted = canonical(args);
       const index = calls.findIndex(
-        (call, at) =>
-          !answered.has(at) && call.name === name && canonical(call.arguments ?? parseOr(call.rawArguments)) === wanted,
+        (call, at) => !answered.has(at) && call.name === name && canonical(call.arguments) === wanted,
       );
       const call = calls[index];
       if (!call) {
@@ -162,22 +179,33 @@ function recordedTool(
   };
 }
 
-function summaryOfRecorded(run: RunTrace, steps: StepTrace[]): RunSummary {
-  return {
-    output: run.output ?? "",
-    stopReason: run.status,
-    toolCalls: steps.flatMap((step) =>
-      step.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments ?? parseOr(call.rawArguments) })),
-    ),
-    steps: steps.length,
-    promptTokens: run.promptTokens,
-    completionTokens: run.completionTokens,
-    cost: run.cost,
-    latencyMs: steps.reduce((sum, step) => sum + step.latencyMs, 0),
+/** The replay's steps as its events tell them: each model call's tokens, time and words, then its calls. */
+function stepsOf() {
+  const list: StepSummary[] = [];
+  const listen = (event: AgentEvent) => {
+    if (event.type === "model_end") {
+      const { usage, content } = event.response;
+      list.push({
+        step: event.step,
+        promptTokens: usage.promptTokens,
+        completionTokens: usage.completionTokens,
+        latencyMs: event.latencyMs,
+        cost: null,
+        said: content ?? "",
+        toolCalls: [],
+      });
+    } else if (event.type === "tool_end") {
+      const { record } = event;
+      const refused = record.envelope.status === "error" && record.envelope.error.message === NOT_RECORDED;
+      list
+        .findLast((step) => step.step === event.step)
+        ?.toolCalls.push({ name: record.name, arguments: argumentsOf(record), recorded: !refused });
+    }
   };
+  return { list, listen };
 }
 
-function summaryOfReplay(result: RunResult, _recordedCalls: ToolCallRecord[], latencyMs: number): RunSummary {
+function summaryOfReplay(result: RunResult, perStep: StepSummary[]): RunSummary {
   return {
     output: result.output,
     stopReason: result.stopReason,
@@ -190,26 +218,7 @@ function summaryOfReplay(result: RunResult, _recordedCalls: ToolCallRecord[], la
     promptTokens: result.usage.promptTokens,
     completionTokens: result.usage.completionTokens,
     cost: null,
-    latencyMs,
+    latencyMs: perStep.reduce((sum, step) => sum + step.latencyMs, 0),
+    perStep,
   };
-}
-
-/** JSON with object keys sorted, so {"a":1,"b":2} and {"b":2,"a":1} are the same call. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-function parseOr(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }

@@ -20,6 +20,8 @@ export interface CommandInput {
     "system-prompt"?: string;
     /** eval: the rated runs to take (down, up or all). */
     feedback?: string;
+    /** eval: eval case files or folders of them. */
+    cases: string[];
     /** init: where to write, and the answers given as flags. */
     dir?: string;
     platform?: string;

@@ -11,7 +11,8 @@ export const HELP = `Usage:
   glassbox pipeline <name> "<input>" [--session ID] [--approve yes|no|ask] [--json]
   glassbox usage [--json]
   glassbox replay <run-id> [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
-  glassbox eval <run-id>... | --feedback down|up|all [--model M] [--system-prompt FILE] [--tools module.mjs]... [--json]
+  glassbox eval <run-id>... | --feedback down|up|all | --cases PATH... [--model M] [--system-prompt FILE]
+                [--tools module.mjs]... [--json]
   glassbox init [--platform slack|discord|web] [--slack-mode socket|http] [--public-url URL]
                 [--model-url URL] [--model M] [--shape single|scale] [--dir DIR] [--force]
 
@@ -30,8 +31,9 @@ init asks for the platform, the model server and the shape (or takes them as fla
 it replaces no file without asking, or --force.
 
 replay re-runs a recorded run from its exact recorded context on another model or prompt; its tools
-are answered from the recording and never run. eval replays several and exits 1 when any of them
-now calls different tools.
+are answered from the recording and never run. eval replays several (or the eval case files
+--cases names, files or folders) and exits 1 when any of them now calls different tools; each row
+links to the recorded run and its replay side by side in the trace viewer.
 
 The model comes from OPENAI_BASE_URL, OPENAI_API_KEY and LLM_MODEL; conversations are kept in
 GLASSBOX_DB (data/glassbox.db by default). See docs/configuration.md for the rest.`;

@@ -1,9 +1,7 @@
 /**
- * `glassbox replay <run-id>` and `glassbox eval <run-id>...`: recorded runs re-run from their exact
- * recorded context against another model (--model) or system prompt (--system-prompt FILE), with
- * tools answered from the recording and never run (src/agent/replay.ts). `replay` shows one run
- * beside its replay; `eval` tabulates many and exits 1 when any now calls different tools, so it
- * can guard a prompt or model change in CI.
+ * `glassbox replay <run-id>`: a recorded run re-run from its exact recorded context against another
+ * model (--model) or system prompt (--system-prompt FILE), with tools answered from the recording and
+ * never run (src/agent/replay.ts), shown beside the recorded one. `glassbox eval` is in eval.ts.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -33,64 +31,6 @@ export async function replayCommand({ positionals, options }: CommandInput): Pro
   return 0;
 }
 
-/** The most rated runs eval takes with --feedback. */
-const MAX_RATED_RUNS = 200;
-
-export async function evalCommand({ positionals, options }: CommandInput): Promise<number> {
-  const which = options.feedback;
-  if (which !== undefined && which !== "down" && which !== "up" && which !== "all")
-    throw new UsageError("--feedback takes down, up or all.");
-  if (positionals.length === 0 && which === undefined)
-    throw new UsageError(
-      `Name the recorded runs to replay (${glassboxCommand()} eval <run-id>...), or take the rated ones: ${glassboxCommand()} eval --feedback down|up|all.`,
-    );
-  const runIds = [...positionals, ...(which ? await ratedRuns(which) : [])];
-  if (runIds.length === 0) {
-    process.stdout.write(
-      `No run is rated${which === "all" ? "" : ` ${which}`} yet; people rate answers with 👍 / 👎.\n`,
-    );
-    return 0;
-  }
-  const comparisons = await replayAll([...new Set(runIds)], options);
-  if (comparisons.length === 0) return 1;
-  const changed = comparisons.filter((comparison) => !comparison.sameToolCalls);
-  if (options.json)
-    process.stdout.write(`${JSON.stringify({ runs: comparisons, changedToolCalls: changed.length }, null, 2)}\n`);
-  else {
-    const rows = comparisons.map((comparison) => [
-      comparison.runId,
-      comparison.sameToolCalls ? "same" : `differ at call ${comparison.divergesAtCall}`,
-      comparison.sameAnswer ? "same" : "changed",
-      `${formatNumber(total(comparison.original))} -> ${formatNumber(total(comparison.replay))}`,
-      `${ms(comparison.original.latencyMs)} -> ${ms(comparison.replay.latencyMs)}`,
-    ]);
-    const table = formatTable(
-      [
-        { header: "run" },
-        { header: "tool calls" },
-        { header: "answer" },
-        { header: "tokens", align: "right" },
-        { header: "model time", align: "right" },
-      ],
-      rows,
-    );
-    process.stdout.write(
-      `${table}\n\n${changed.length === 0 ? `All ${comparisons.length} replayed runs call the same tools.` : `${changed.length} of ${comparisons.length} replayed runs call different tools.`}\n`,
-    );
-  }
-  return changed.length === 0 ? 0 : 1;
-}
-
-async function ratedRuns(which: "down" | "up" | "all"): Promise<string[]> {
-  const { store } = await openRecords();
-  if (!store) return [];
-  try {
-    return await store.ratedRuns(which, MAX_RATED_RUNS);
-  } finally {
-    await store.close();
-  }
-}
-
 /** Each run replayed in turn, on the configured model (or --model); none when nothing is recorded. */
 async function replayAll(runIds: string[], options: CommandInput["options"]): Promise<ReplayComparison[]> {
   const config = loadConfig();
@@ -118,7 +58,7 @@ async function replayAll(runIds: string[], options: CommandInput["options"]): Pr
   }
 }
 
-function readPrompt(file: string): string {
+export function readPrompt(file: string): string {
   try {
     return readFileSync(resolve(file), "utf8").trim();
   } catch (error) {
@@ -129,7 +69,7 @@ function readPrompt(file: string): string {
 }
 
 /** The schemas of the modules' tools (their handlers are never called in a replay). */
-async function toolSpecs(modules: string[]): Promise<ToolSpec[]> {
+export async function toolSpecs(modules: string[]): Promise<ToolSpec[]> {
   const loaded = await loadToolModules(modules);
   return createToolRegistry(loaded.flatMap((module) => module.tools)).specs();
 }
@@ -165,5 +105,5 @@ function sideBySide(comparison: ReplayComparison): string {
   return `${formatTable([{ header: "" }, { header: `recorded (${comparison.runId})` }, { header: "replay" }], rows)}\n\n${verdict}${comparison.sameAnswer ? " Same answer." : " The answer changed."}`;
 }
 
-const total = (summary: RunSummary) => summary.promptTokens + summary.completionTokens;
-const ms = (value: number) => `${formatNumber(Math.round(value))} ms`;
+export const total = (summary: RunSummary) => summary.promptTokens + summary.completionTokens;
+export const ms = (value: number) => `${formatNumber(Math.round(value))} ms`;

@@ -95,6 +95,7 @@ export async function startIngressRole(options: {
       modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
       priced: !options.problem && priceOf(config.model.model, config.prices) !== null,
       names: createNameBook(config, log),
+      evalDir: config.evalDir,
     };
     const api = config.web.enabled
       ? await startHttpIngress({

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { resolve } from "node:path";
 import type { RunTrace, StepTrace } from "../../agent/trace.js";
 import type { EraseTarget, ErasureReceipt, StorePort } from "../../store/port.js";
 import type { Logger } from "../../logger.js";
@@ -14,6 +15,7 @@ import { MAX_STREAMS_PER_CALLER, streamsPerCaller } from "./stream-limits.js";
 import { isRating, MAX_REASON_CHARS } from "../../agent/feedback.js";
 import type { BudgetStanding } from "../../conversations/channel-budget.js";
 import { scheduleRoutes } from "./web-schedules.js";
+import { evalRoutes } from "./web-eval.js";
 
 /** What the routes that need only the store have: no agent, so a process without a model (ingress) can serve them. */
 export interface StoreApiContext {
@@ -45,6 +47,8 @@ export interface StoreApiContext {
   noReplay?: string;
   /** People's and places' names on their platforms; without it, sessions and runs show ids. */
   names?: NameBook;
+  /** Where eval cases are saved (GLASSBOX_EVAL_DIR, resolved); `evals` in the working directory without it. */
+  evalDir?: string;
 }
 
 /** Answers an /api request; false when no route matches the path. The caller is resolved once a route matches. */
@@ -148,6 +152,7 @@ export function storeRoutes(context: StoreApiContext): Route[] {
 
   return [
     ...scheduleRoutes(store),
+    ...evalRoutes({ store, readableRun, evalDir: context.evalDir ?? resolve("evals") }),
     [
       "GET",
       /^\/api\/info$/,

@@ -71,6 +71,8 @@ export interface HttpIngressOptions<Transaction> {
     modelLabel: string | null;
     /** Whether that model has a known price. */
     priced: boolean;
+    /** Where the trace viewer saves eval cases (GLASSBOX_EVAL_DIR). */
+    evalDir?: string;
     /** How the channel settings' budgets stand (all, or those that concern one person); absent without settings. */
     budgets?: (userId?: string) => Promise<BudgetStanding[]>;
     /** People's and places' names on their platforms (names.ts); absent without Slack or Discord. */
@@ -218,6 +220,7 @@ export async function startHttpIngress<Transaction>(options: HttpIngressOptions<
         modelLabel: trace.modelLabel,
         toolNames: options.toolNames ?? [],
         priced: trace.priced,
+        ...(trace.evalDir ? { evalDir: trace.evalDir } : {}),
         ...(trace.budgets ? { budgets: trace.budgets } : {}),
         ...(trace.names ? { names: trace.names } : {}),
         hints: options.hints ?? [],

@@ -65,7 +65,9 @@ describe("glassbox replay", () => {
     const same = await glassbox(["eval", first, second]);
     expect(same.code).toBe(0);
     expect(same.stdout).toContain("All 2 replayed runs call the same tools.");
-    expect(same.stdout.split("\n")[0]).toMatch(/^run\s+tool calls\s+answer\s+tokens\s+model time$/);
+    expect(same.stdout.split("\n")[0]).toMatch(/^run\s+tool calls\s+answer\s+tokens\s+model time\s+compare$/);
+    // Each replay is kept, and its row links to it beside the recorded run (the local web address by default).
+    expect(same.stdout).toContain(`http://127.0.0.1:8787/trace#compare=${first},`);
 
     server().setScript(lookUp("20240410003"));
     const changed = await glassbox(["eval", first, "--json"]);

@@ -2,6 +2,7 @@
 // system prompt (or model, where the server can name one); tools are answered from the recording
 // and never run. The two runs are shown side by side, with where they diverge.
 import { api, el, formatCost, formatMs, formatNumber } from "./common.js";
+import { compareView } from "./trace-compare.js";
 
 export function replayDetails(run) {
   const result = el("div", { class: "replay-result", "aria-live": "polite" });
@@ -38,9 +39,8 @@ export function replayDetails(run) {
         ...(model.value.trim() ? { model: model.value.trim() } : {}),
         ...(prompt.value.trim() ? { systemPrompt: prompt.value } : {}),
       };
-      result.replaceChildren(
-        comparisonView(await api(`/api/runs/${encodeURIComponent(run.runId)}/replay`, { method: "POST", body })),
-      );
+      const comparison = await api(`/api/runs/${encodeURIComponent(run.runId)}/replay`, { method: "POST", body });
+      result.replaceChildren(comparisonView(comparison), compareButton(run, comparison, model.value.trim()));
     } catch (error) {
       result.replaceChildren(el("p", { class: "error", role: "alert" }, `The replay failed: ${error.message}`));
     } finally {
@@ -116,4 +116,35 @@ function comparisonView(comparison) {
       ),
     ),
   );
+}
+
+/** "Compare step by step": the replay beside its recorded run in the main pane (a replay is not stored, so no address). */
+function compareButton(run, comparison, model) {
+  const button = el("button", { type: "button", class: "compare-replay" }, "Compare step by step");
+  button.addEventListener("click", () => {
+    const pane = document.getElementById("session-detail");
+    const back = el(
+      "a",
+      { href: `#session=${encodeURIComponent(run.sessionId)}&run=${encodeURIComponent(run.runId)}` },
+      "Back to the run",
+    );
+    const sides = [
+      {
+        label: "Recorded",
+        runId: run.runId,
+        sessionId: run.sessionId,
+        model: run.model,
+        input: run.input,
+        summary: comparison.original,
+      },
+      { label: "Replay", model: model || "the configured model", summary: comparison.replay },
+    ];
+    // Where the address already names the run, the link changes nothing: the session is read again anyway.
+    back.addEventListener("click", () => {
+      if (location.hash === back.getAttribute("href")) dispatchEvent(new HashChangeEvent("hashchange"));
+    });
+    pane.replaceChildren(el("p", {}, back), compareView(sides, comparison));
+    pane.querySelector("h2")?.focus();
+  });
+  return button;
 }

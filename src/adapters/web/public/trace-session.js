@@ -5,8 +5,8 @@ import { api, describeCall, el, formatCost, formatMs, formatNumber, formatTime, 
 import { groupStages, pipelineNameOf } from "./pipelines.js";
 import { promptChart } from "./trace-chart.js";
 import { approvalOutcome } from "./trace-details.js";
-import { replayDetails } from "./trace-replay.js";
 import { richText } from "./trace-render.js";
+import { runActions } from "./trace-run-actions.js";
 import { flatten, groupSpan } from "./trace-spans.js";
 import { waterfall } from "./trace-waterfall.js";
 
@@ -156,7 +156,7 @@ function runSection(run, number, root, tree) {
     feedbackList(run),
     tree,
     run.output ? el("div", { class: "run-output" }, el("h4", {}, "Output"), richText(run.output)) : null,
-    run.done && root.children.some((span) => span.kind === "model" && span.step) ? replayDetails(run) : null,
+    run.done && root.children.some((span) => span.kind === "model" && span.step) ? runActions(run) : null,
   );
 }
 

@@ -6,6 +6,8 @@ import { $, api, el, formatCost, formatNumber, formatWhen, showActingAs } from "
 import { showBudgets } from "./trace-budgets.js";
 import { followSession } from "./trace-live.js";
 import { createPanel } from "./trace-panel.js";
+import { showCompare } from "./trace-compare.js";
+import { saveRatedDown } from "./trace-run-actions.js";
 import { showSchedules } from "./trace-schedules.js";
 import { loadSession, renderSession } from "./trace-session.js";
 import { markSelected as markSpan } from "./trace-waterfall.js";
@@ -27,6 +29,8 @@ const dom = {
   listStatus: $("#sessions-status"),
   listError: $("#sessions-error"),
   budgets: $("#budgets"),
+  saveRatedDown: $("#save-rated-down"),
+  saveStatus: $("#save-rated-down-status"),
   schedules: $("#schedules"),
 };
 const SEARCH_DELAY_MS = 250;
@@ -50,6 +54,7 @@ for (const typed of [dom.search, dom.tool]) {
 for (const filter of [dom.adapter, dom.status, dom.rated, dom.from, dom.to])
   filter.addEventListener("change", () => void loadSessions());
 addEventListener("hashchange", () => void showSelected());
+dom.saveRatedDown.addEventListener("click", () => void saveRatedDown(searchQuery(), dom.saveStatus));
 void start();
 
 async function start() {
@@ -75,7 +80,12 @@ async function refresh() {
 
 function selected() {
   const params = new URLSearchParams(location.hash.slice(1));
-  return { session: params.get("session"), run: params.get("run"), span: params.get("span") };
+  return {
+    session: params.get("session"),
+    run: params.get("run"),
+    span: params.get("span"),
+    compare: params.get("compare"),
+  };
 }
 
 /** The filters as the API's query; dates are the person's own days, sent as moments. */
@@ -187,8 +197,17 @@ let viewed = { session: null, state: null, spans: new Map(), context: null, stop
 const panel = createPanel();
 
 async function showSelected() {
-  const { session, run, span } = selected();
+  const { session, run, span, compare } = selected();
   markSelected();
+  // #compare=<runA>,<runB>: the two runs side by side (trace-compare).
+  const [runA, runB] = (compare ?? "").split(",");
+  if (runA && runB) {
+    // The session shown before is no longer followed, nor its span read.
+    viewed.stopFollowing();
+    panel.hide();
+    viewed = { ...viewed, session: null, stopFollowing: () => {} };
+    return showCompare(dom.detail, runA, runB);
+  }
   if (!session) return;
   if (viewed.session !== session) {
     viewed.stopFollowing();
