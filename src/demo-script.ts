@@ -27,6 +27,11 @@ const KNOWN_TOOLS = new Set([
   "remember",
   "forget",
   "list_tools",
+  // Built in, and left to real models: the rules below never make a schedule.
+  "schedule_run",
+  "list_schedules",
+  "pause_schedule",
+  "delete_schedule",
 ]);
 export const DEMO_HELLO =
   "Hi! I run on a scripted demo model, so I follow a few simple rules. Try “What is the status of order 20240410003?”, then “Cancel order 20240410003” (that one waits for your Approve).";

@@ -65,6 +65,8 @@ async function startDemo(argv: string[]): Promise<void> {
       ...env,
       OPENAI_API_KEY: "demo",
       GLASSBOX_CONTEXT_TOKENS: process.env.GLASSBOX_CONTEXT_TOKENS ?? "1500",
+      // The scripted model makes no schedules: their tools would only take room from that small budget.
+      GLASSBOX_BUILTIN_TOOLS: process.env.GLASSBOX_BUILTIN_TOOLS ?? "current_time,calculator,memory",
     });
     const log = createLogger({ level: "warn" });
     const agent = await createAgentConfig(config, log);

@@ -103,7 +103,8 @@ describe("glassbox tools", () => {
 
   it("lists each tool for a person: where it is from, whether it asks for approval, what it takes", async () => {
     const { stdout } = await glassbox(["tools", "--tools", "examples/tools.mjs"]);
-    expect(stdout.split("\n")[0]).toBe("9 tools the model can call:");
+    expect(stdout.split("\n")[0]).toBe("13 tools the model can call:");
+    expect(stdout).toMatch(/^schedule_run +built-in {2}asks for approval\n {2}the requester confirms it/m);
     expect(stdout).toMatch(/^restock +module examples\/tools\.mjs {2}asks for approval$/m);
     expect(stdout).toMatch(/^ {2}takes expression: string$/m);
     expect(stdout).not.toContain("\u001b");
