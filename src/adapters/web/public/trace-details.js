@@ -32,7 +32,10 @@ function modelDetails({ run, step }) {
       `Sent ${step.contextMessages} message${step.contextMessages === 1 ? "" : "s"}${step.contextTokens === null ? "" : ` (about ${formatNumber(step.contextTokens)} tokens by glassbox's count)`}${step.model ? ` to ${step.model}` : ""}`,
     ),
     step.reasoning ? thinkingDetails(step.reasoning, step.reasoningCutChars, "were not kept") : null,
-    step.modelNotes.map((note) => el("p", { class: "model-note" }, "Model layer: ", note)),
+    step.modelNotes.map((note) => [
+      el("p", { class: "model-note" }, "Model layer: ", note),
+      exchangeOf(step.modelExchanges?.find((exchange) => exchange.note === note)),
+    ]),
     step.content ? [el("h3", {}, "It answered"), el("div", { class: "content" }, richText(step.content))] : null,
     step.requestedCalls?.length || step.toolCalls.length
       ? [
@@ -63,6 +66,19 @@ function liveModelDetails({ start }) {
   return el("p", { class: "hint" }, `The model has been answering since ${formatTime(new Date(start).toISOString())}.`);
 }
 
+/** What a model-layer repair or refusal sent and what came back, under its note. */
+function exchangeOf(exchange) {
+  if (!exchange) return null;
+  const part = (label, text) => (text ? [el("dt", {}, label), el("dd", {}, el("pre", {}, text))] : null);
+  return el(
+    "dl",
+    { class: "model-exchange" },
+    part("Sent", exchange.sent),
+    part("Came back", exchange.received),
+    part("Read as", exchange.readAs),
+  );
+}
+
 function toolDetails({ call, requested, children }) {
   if (!call)
     return [el("p", { class: "hint" }, "Still running."), el("h3", {}, "Arguments"), valueView(requested.arguments)];
@@ -89,6 +105,14 @@ function toolDetails({ call, requested, children }) {
       : null,
     el("h3", {}, "Result"),
     valueView(call.envelope),
+    call.errorStack
+      ? el(
+          "details",
+          { class: "error-stack", open: true },
+          el("summary", {}, "Where it threw (for people; the model read the result above)"),
+          el("pre", {}, call.errorStack),
+        )
+      : null,
     call.truncatedChars
       ? el("p", { class: "hint" }, `The model saw it cut by ${formatNumber(call.truncatedChars)} characters.`)
       : null,

@@ -148,7 +148,7 @@ function runSection(run, number, root, tree) {
       "h3",
       { id: headingId, tabindex: "-1" },
       `Run ${number}: `,
-      el("q", {}, shorten(run.input.split("\nAttached: ")[0], 120)),
+      el("q", { title: run.input.slice(0, 2000) }, shorten(run.title ?? run.input.split("\nAttached: ")[0], 120)),
     ),
     attachmentList(run),
     runMeta(run, [run]),
@@ -204,7 +204,7 @@ function runMeta(run, parts) {
     "p",
     { class: "meta" },
     el("span", { class: `run-status status-${run.status}` }, run.status.replaceAll("_", " ")),
-    ` · by ${run.userId} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}${run.configuration ? ` · settings ${run.configuration}` : ""}${scheduleLabel(run.schedule)}`,
+    ` · by ${run.userName ?? run.userId}${run.userName ? ` (${run.userId})` : ""} · ${formatTime(run.startedAt)} · ${duration} · ${steps} step${steps === 1 ? "" : "s"} · ${formatNumber(sum("promptTokens"))} prompt + ${formatNumber(sum("completionTokens"))} completion tokens · cost ${formatCost(cost)}${run.model ? ` · ${run.model}` : ""}${run.configuration ? ` · settings ${run.configuration}` : ""}${scheduleLabel(run.schedule)}`,
   );
 }
 
