@@ -374,9 +374,10 @@ describe("glassbox trace and usage", () => {
       { content: '<tool_call>{"name": "check_stock", "arguments": {"fruit": "plum"}}</tool_call>' },
       { content: "No kiwis; 7 plums." },
     ]);
+    const before = server.requests.length;
     await glassbox(["run", "Kiwis? Plums?", "--tools", "examples/tools.mjs", "--session", "thrown", "--json"]);
-    // The model read the error envelope alone.
-    const toolMessage = server.requests[1]?.body.messages.find((message) => message.role === "tool");
+    // The model read the error envelope alone (in the run's second request; the server also served earlier tests).
+    const toolMessage = server.requests[before + 1]?.body.messages.find((message) => message.role === "tool");
     expect(JSON.parse(String(toolMessage?.content))).toEqual({
       status: "error",
       error: { type: "execution_error", message: "Unknown fruit 'kiwi'; known: apple, pear, plum" },
