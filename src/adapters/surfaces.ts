@@ -138,13 +138,24 @@ export async function openWorkerSurfaces(
         );
       return attachments;
     },
-    async readThread({ sessionId, eventIds, after: readingPoint, maxMessages }) {
+    async readThread({ sessionId, eventIds, after: readingPoint, maxMessages, threads, channel: history }) {
       if (sessionId.startsWith("slack:") && slack) {
         const { teamId, channel, threadTs } = placeOf(sessionId, "");
         const mentionTs = eventIds.map((id) => slackMentionId.exec(id)?.[1]).find(Boolean);
         if (!threadTs || !mentionTs) return undefined; // a top-level direct message: no thread
-        // A mention that starts its thread has nothing before it: read through it without asking the store.
-        if (mentionTs === threadTs) return { messages: [], through: mentionTs };
+        if (mentionTs === threadTs) {
+          // A mention that starts its thread has nothing before it in the thread: read through it without
+          // asking the store; with the channel's history on, the channel's messages before it instead.
+          if (!history) return threads ? { messages: [], through: mentionTs } : undefined;
+          const after = await readingPoint(`slack:${teamId}:${channel}`);
+          return slackThreads.read(slack.readerOf(sessionId), {
+            channel,
+            mentionTs,
+            teamId,
+            ...(after ? { after } : {}),
+          });
+        }
+        if (!threads) return undefined;
         const after = await readingPoint();
         return slackThreads.read(slack.readerOf(sessionId), {
           channel,
@@ -157,8 +168,9 @@ export async function openWorkerSurfaces(
       if (sessionId.startsWith("discord:") && discord) {
         const mentionId = eventIds.map((id) => discordMentionId.exec(id)?.[1]).find(Boolean);
         if (!mentionId) return undefined;
-        const after = await readingPoint();
-        return discordThreads.read(discord, { sessionId, mentionId, maxMessages, ...(after ? { after } : {}) });
+        // A Discord channel is one session: its place is the session itself.
+        const after = (channel: boolean) => (channel ? readingPoint(sessionId) : readingPoint());
+        return discordThreads.read(discord, { sessionId, mentionId, maxMessages, threads, channel: history, after });
       }
       return undefined;
     },

@@ -21,7 +21,7 @@ function threadLines(run: RunTrace): string[] {
   const leftOut = read.leftOut > 0 ? `, ${count(read.leftOut, "older message")} left out` : "";
   const problem = read.problem ? ` (${oneLine(read.problem, 160)})` : "";
   return [
-    `  read from the thread: ${count(read.messages.length, "message")}${leftOut}${problem}`,
+    `  read from the ${read.channel ? "channel" : "thread"}: ${count(read.messages.length, "message")}${leftOut}${problem}`,
     ...read.messages.map(
       (message) => `    ${message.author}${message.bot ? " (bot)" : ""}: ${oneLine(message.text, 160)}`,
     ),

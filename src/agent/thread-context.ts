@@ -31,6 +31,8 @@ export type ThreadReading = {
   through?: string;
   /** Why the thread could not be read, or not all of it (a refusal, a rate limit), as a sentence. */
   problem?: string;
+  /** Read from the channel's history before a mention outside a thread (not from a thread). */
+  channel?: true;
 };
 
 export interface ThreadBounds {

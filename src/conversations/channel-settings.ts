@@ -56,11 +56,13 @@ export interface ChannelLevel {
 /** Reading a thread before answering a mention in it: on or off, and its bounds. */
 export interface ThreadContextSettings {
   threads?: boolean;
+  /** Whether a mention outside a thread first reads the channel's recent history (off by default). */
+  channel?: boolean;
   maxMessages?: number;
   maxTokens?: number;
 }
 
-export const THREAD_CONTEXT_KEYS = ["threads", "maxMessages", "maxTokens"] as const;
+export const THREAD_CONTEXT_KEYS = ["threads", "channel", "maxMessages", "maxTokens"] as const;
 /** The bounds a setting may take: enough to be useful, never more than one request should carry. */
 export const THREAD_CONTEXT_LIMITS = { maxMessages: [1, 200], maxTokens: [100, 32_000] } as const;
 
@@ -260,7 +262,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
     );
   const threadContextOf = (node: Node | null, where: string): ThreadContextSettings =>
     mapOf(node, where, THREAD_CONTEXT_KEYS, (value, at) => {
-      if (at.endsWith(".threads")) {
+      if (at.endsWith(".threads") || at.endsWith(".channel")) {
         if (!isScalar(value) || typeof value.value !== "boolean") throw wrong(value, `${at} must be true or false.`);
         return value.value;
       }

@@ -11,9 +11,10 @@ import { fitThreadMessages, type ThreadMessage, type ThreadReading } from "../ag
 import type { StorePort } from "../store/port.js";
 import type { ThreadContextSettings } from "./channel-settings.js";
 
-/** On for threads, 50 messages and 4,000 tokens at most, unless the channel settings say otherwise. */
+/** On for threads, off for channel history, 50 messages and 4,000 tokens at most, unless the channel settings say otherwise. */
 export const THREAD_CONTEXT_DEFAULTS: Required<ThreadContextSettings> = {
   threads: true,
+  channel: false,
   maxMessages: 50,
   maxTokens: 4_000,
 };
@@ -25,20 +26,26 @@ export interface ThreadRead {
   through?: string;
   /** Why it could not read everything (a refusal, a rate limit), as a sentence. */
   problem?: string;
+  /** Read from the channel's history (a mention outside a thread), not from a thread. */
+  channel?: true;
 }
 
 /**
  * Reads a session's thread before the message that `eventIds` claimed (its platform ids), after the
- * last reading's point (`after()`, asked only where there is a thread to read); undefined where there
- * is none (a mention that starts its thread, a direct message, the web). Rejects only for what it
- * cannot put in words.
+ * last reading's point (`after()`, asked only where there is something to read); undefined where
+ * there is nothing (a mention that starts its thread with `channel` off, a direct message, the web).
+ * With `channel`, a mention outside a thread reads the channel's history before it instead, after
+ * the point of the channel's last such reading (`after(place)`, the channel as `slack:T1:C1`).
+ * Rejects only for what it cannot put in words.
  */
 export type ReadThread = (
   where: {
     sessionId: string;
     eventIds: readonly string[];
-    after: () => Promise<string | undefined>;
+    after: (channel?: string) => Promise<string | undefined>;
     maxMessages: number;
+    threads: boolean;
+    channel: boolean;
   },
   signal: AbortSignal,
 ) => Promise<ThreadRead | undefined>;
@@ -56,11 +63,12 @@ export async function readThreadContext(
   settings: Required<ThreadContextSettings>,
   signal: AbortSignal,
 ): Promise<ThreadReading | undefined> {
-  if (!settings.threads) return undefined;
-  const after = async () => (await reader.store.latestThreadReading(where.sessionId))?.through;
+  if (!settings.threads && !settings.channel) return undefined;
+  const after = async (channel?: string) => (await reader.store.latestThreadReading(where.sessionId, channel))?.through;
   let read: ThreadRead | undefined;
   try {
-    read = await reader.read({ ...where, after, maxMessages: settings.maxMessages }, signal);
+    const { maxMessages, threads, channel } = settings;
+    read = await reader.read({ ...where, after, maxMessages, threads, channel }, signal);
   } catch (error) {
     read = { messages: [], problem: `reading the conversation failed (${(error as Error).message}).` };
   }
@@ -71,5 +79,6 @@ export async function readThreadContext(
     leftOut: fitted.leftOut,
     ...(read.through && !read.problem ? { through: read.through } : {}),
     ...(read.problem ? { problem: read.problem } : {}),
+    ...(read.channel ? { channel: true as const } : {}),
   };
 }

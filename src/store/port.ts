@@ -199,8 +199,12 @@ export interface TraceReadings extends UsageHistory {
   childrenOf(runId: string): Promise<RunTrace[]>;
   /** A pipeline's stages so far, in order, by its first stage's run. */
   stagesOf(pipelineRunId: string): Promise<RunTrace[]>;
-  /** The newest reading of a session's thread that got through (`through` set): the next mention reads after it. */
-  latestThreadReading(sessionId: string): Promise<ThreadReading | undefined>;
+  /**
+   * The newest reading of a session's thread that got through (`through` set): the next mention reads
+   * after it. Given `channel` (a place: `slack:T1:C1`, `discord:G1:C1`), the newest reading of that
+   * channel's history (`channel` set) in its sessions (the place itself, and those under it) instead.
+   */
+  latestThreadReading(sessionId: string, channel?: string): Promise<ThreadReading | undefined>;
   /** A run's steps in order, from step `fromStep` on (default: all of them). */
   steps(runId: string, fromStep?: number): Promise<StepTrace[]>;
   /** The exact request a step sent to the model (older steps: its messages alone). */

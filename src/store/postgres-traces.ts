@@ -73,11 +73,17 @@ export function createPostgresTraces(pool: pg.Pool) {
     },
     runsOfSession: (sessionId: string) => runs("session_id", sessionId),
     /** The newest reading of a session's thread that got through (the next mention reads after it). */
-    async latestThreadReading(sessionId: string): Promise<ThreadReading | undefined> {
-      const { rows } = await pool.query<{ reading: ThreadReading }>(
-        "SELECT thread_context AS reading FROM runs WHERE session_id = $1 AND thread_context->>'through' IS NOT NULL ORDER BY started_at DESC, seq DESC LIMIT 1",
-        [sessionId],
-      );
+    async latestThreadReading(sessionId: string, channel?: string): Promise<ThreadReading | undefined> {
+      const { rows } =
+        channel === undefined
+          ? await pool.query<{ reading: ThreadReading }>(
+              "SELECT thread_context AS reading FROM runs WHERE session_id = $1 AND thread_context->>'through' IS NOT NULL ORDER BY started_at DESC, seq DESC LIMIT 1",
+              [sessionId],
+            )
+          : await pool.query<{ reading: ThreadReading }>(
+              "SELECT thread_context AS reading FROM runs WHERE (session_id = $1 OR starts_with(session_id, $1 || ':')) AND (thread_context->>'channel')::boolean AND thread_context->>'through' IS NOT NULL ORDER BY started_at DESC, seq DESC LIMIT 1",
+              [channel],
+            );
       return rows[0]?.reading;
     },
     childrenOf: (runId: string) => runs("parent_run_id", runId),

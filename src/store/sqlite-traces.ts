@@ -77,6 +77,12 @@ export function createTraceReader(store: SqliteStore) {
         "SELECT thread_context FROM runs WHERE session_id = ? AND json_extract(thread_context, '$.through') IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
       )
       .pluck(),
+    // Keys are ASCII: none under the prefix sorts past U+FFFF after it.
+    latestChannelReading: db
+      .prepare(
+        "SELECT thread_context FROM runs WHERE (session_id = ? OR (session_id >= ? AND session_id < ?)) AND json_extract(thread_context, '$.channel') = 1 AND json_extract(thread_context, '$.through') IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
+      )
+      .pluck(),
     steps: db.prepare(
       "SELECT step, model, context_messages, context_tokens, content, reasoning, reasoning_cut_chars, model_notes, requested_calls, tool_calls, notes, prompt_tokens, completion_tokens, latency_ms, cost, created_at FROM steps WHERE run_id = ? AND step >= ? ORDER BY step",
     ),
@@ -102,8 +108,12 @@ export function createTraceReader(store: SqliteStore) {
     /** A pipeline's stages so far, in order, by its first stage's run. */
     stagesOf: (pipelineRunId: string) => statements.stages.all(pipelineRunId).map(traceOf),
     /** The newest reading of a session's thread that got through (the next mention reads after it). */
-    latestThreadReading(sessionId: string): ThreadReading | undefined {
-      const text = statements.latestThreadReading.get(sessionId) as string | undefined;
+    latestThreadReading(sessionId: string, channel?: string): ThreadReading | undefined {
+      const text = (
+        channel === undefined
+          ? statements.latestThreadReading.get(sessionId)
+          : statements.latestChannelReading.get(channel, `${channel}:`, `${channel}:\uffff`)
+      ) as string | undefined;
       return text ? (JSON.parse(text) as ThreadReading) : undefined;
     },
     steps(runId: string, fromStep = 1): StepTrace[] {

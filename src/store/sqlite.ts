@@ -150,7 +150,7 @@ function portOver(store: SqliteStore): SqlitePort {
     runsOfSession: async (sessionId) => reader.runsOfSession(sessionId),
     childrenOf: async (runId) => reader.childrenOf(runId),
     stagesOf: async (pipelineRunId) => reader.stagesOf(pipelineRunId),
-    latestThreadReading: async (sessionId) => reader.latestThreadReading(sessionId),
+    latestThreadReading: async (sessionId, channel) => reader.latestThreadReading(sessionId, channel),
     steps: async (runId, fromStep) => reader.steps(runId, fromStep),
     payload: async (runId, step) => reader.payload(runId, step),
     totalsByRun: async () => reader.totalsByRun(),

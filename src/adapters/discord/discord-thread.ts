@@ -1,7 +1,9 @@
 /**
  * A Discord conversation's earlier messages, read over REST before a mention: in a thread, the
  * thread's messages before the mention (after the last reading's point); elsewhere (a channel, a
- * DM), the chain of messages the mention replies to, one reply after another. The bot's own are left out (its answers
+ * DM), the chain of messages the mention replies to, one reply after another, or, for a mention that
+ * replies to nothing where the channel's history is read, the channel's messages before it (after
+ * the point of the channel's last such reading). The bot's own are left out (its answers
  * are in the session's memory), other bots' are marked, files are named. A refusal (no access, a rate
  * limit) comes back as a sentence with what was read so far, and the run goes on without the rest.
  */
@@ -25,7 +27,15 @@ interface DiscordMessageJson {
 export interface DiscordThreadReader {
   read(
     client: Client,
-    where: { sessionId: string; mentionId: string; after?: string; maxMessages: number },
+    where: {
+      sessionId: string;
+      mentionId: string;
+      /** The last reading's point: the thread's, or with `channel` the channel history's. */
+      after: (channel: boolean) => Promise<string | undefined>;
+      maxMessages: number;
+      threads: boolean;
+      channel: boolean;
+    },
   ): Promise<ThreadRead | undefined>;
 }
 
@@ -62,9 +72,9 @@ export function createDiscordThreadReader(): DiscordThreadReader {
    * The messages the mention replies to, one reply after another, oldest first, at most `most`. Read
    * whole each time: the person pointed at them, and a channel's session has not seen its other messages.
    */
-  async function replyChain(client: Client, channel: string, mentionId: string, most: number) {
+  async function replyChain(client: Client, mention: DiscordMessageJson, most: number) {
     const chain: DiscordMessageJson[] = [];
-    let message = (await client.rest.get(Routes.channelMessage(channel, mentionId))) as DiscordMessageJson;
+    let message = mention;
     while (chain.length < most && message.message_reference?.message_id) {
       const { message_id: id, channel_id: where = message.channel_id } = message.message_reference;
       message = (await client.rest.get(Routes.channelMessage(where, id))) as DiscordMessageJson;
@@ -74,16 +84,27 @@ export function createDiscordThreadReader(): DiscordThreadReader {
   }
 
   return {
-    async read(client, { sessionId, mentionId, after, maxMessages }) {
+    async read(client, { sessionId, mentionId, after, maxMessages, threads, channel: history }) {
       const [, guild = "", channel = "", thread] = sessionId.split(":");
       const inThread = guild !== "dm" && thread !== undefined;
+      if (inThread && !threads) return undefined;
       const read: DiscordMessageJson[] = [];
       let problem: string | undefined;
+      let fromChannel = false;
       try {
         const botId = await botUserOf(client);
-        const found = inThread
-          ? await threadMessages(client, thread, mentionId, after)
-          : await replyChain(client, channel, mentionId, maxMessages);
+        let found: DiscordMessageJson[] = [];
+        if (inThread) found = await threadMessages(client, thread, mentionId, await after(false));
+        else {
+          const mention = (await client.rest.get(Routes.channelMessage(channel, mentionId))) as DiscordMessageJson;
+          if (mention.message_reference?.message_id) {
+            if (!threads) return undefined;
+            found = await replyChain(client, mention, maxMessages);
+          } else if (history) {
+            fromChannel = true;
+            found = await threadMessages(client, channel, mentionId, await after(true));
+          } else return undefined;
+        }
         read.push(...found.filter((message) => message.author?.id !== botId));
       } catch (error) {
         problem = `Discord refused to let glassbox read this conversation (${(error as Error).message}).`;
@@ -99,7 +120,11 @@ export function createDiscordThreadReader(): DiscordThreadReader {
           ...(files.length ? { files } : {}),
         };
       });
-      return { messages, ...(problem ? { problem } : { through: mentionId }) };
+      return {
+        messages,
+        ...(problem ? { problem } : { through: mentionId }),
+        ...(fromChannel ? { channel: true as const } : {}),
+      };
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * A Slack thread's earlier messages, read before a mention in it (conversations.replies, paged with
- * its cursor): after the last reading's point and before the mention, without the bot's own, each
+ * its cursor), or, for a mention outside a thread where the channel's history is read, the channel's
+ * (conversations.history, newest first): after the last reading's point and before the mention, without the bot's own, each
  * with its author's display name (users.info, remembered), its files named and other bots marked.
  * The client must not wait out rate limits (rejectRateLimitedCalls): a limited or refused reading
  * comes back as a sentence with what was read so far, and the run goes on without the rest.
@@ -33,7 +34,8 @@ interface SlackReply {
 export interface SlackThreadReader {
   read(
     client: WebClient,
-    where: { channel: string; threadTs: string; mentionTs: string; after?: string; teamId: string },
+    /** Without `threadTs`: the channel's history before the mention. */
+    where: { channel: string; threadTs?: string; mentionTs: string; after?: string; teamId: string },
   ): Promise<ThreadRead>;
 }
 
@@ -76,16 +78,20 @@ export function createSlackThreadReader(): SlackThreadReader {
       try {
         const botUser = await botUserOf(client, teamId);
         let cursor: string | undefined;
-        for (let page = 0; page < MAX_PAGES; page++) {
-          const answer = await client.conversations.replies({
+        // The channel's history, newest first: one page holds more than the bounds keep (at most 200).
+        const pages = threadTs ? MAX_PAGES : 1;
+        for (let page = 0; page < pages; page++) {
+          const window = {
             channel,
-            ts: threadTs,
             latest: mentionTs,
             ...(after ? { oldest: after } : {}),
             inclusive: false,
             limit: PAGE_SIZE,
             ...(cursor ? { cursor } : {}),
-          });
+          };
+          const answer = threadTs
+            ? await client.conversations.replies({ ...window, ts: threadTs })
+            : await client.conversations.history(window);
           for (const message of (answer.messages ?? []) as SlackReply[]) {
             const ts = message.ts ?? "";
             if (compareTs(ts, mentionTs) >= 0 || (after && compareTs(ts, after) <= 0)) continue;
@@ -94,11 +100,14 @@ export function createSlackThreadReader(): SlackThreadReader {
           }
           cursor = answer.response_metadata?.next_cursor || undefined;
           if (!cursor) break;
-          if (page === MAX_PAGES - 1) problem = `the thread is longer than ${MAX_PAGES * PAGE_SIZE} messages.`;
+          if (threadTs && page === MAX_PAGES - 1)
+            problem = `the thread is longer than ${MAX_PAGES * PAGE_SIZE} messages.`;
         }
       } catch (error) {
-        problem = refusalOf(error);
+        problem = refusalOf(error, threadTs ? "this thread" : "this channel's history");
       }
+      // The channel's history comes newest first: its newest pages were read, and are put in order.
+      replies.sort((a, b) => compareTs(a.ts ?? "", b.ts ?? ""));
       const messages: ThreadMessage[] = [];
       for (const reply of replies) {
         const bot = reply.bot_id !== undefined || reply.subtype === "bot_message";
@@ -116,21 +125,25 @@ export function createSlackThreadReader(): SlackThreadReader {
           ...(files.length ? { files } : {}),
         });
       }
-      return { messages, ...(problem ? { problem } : { through: mentionTs }) };
+      return {
+        messages,
+        ...(problem ? { problem } : { through: mentionTs }),
+        ...(threadTs ? {} : { channel: true as const }),
+      };
     },
   };
 }
 
 /** What Slack said when it would not let the thread be read, as a sentence for the trace and the model. */
-function refusalOf(error: unknown): string {
+function refusalOf(error: unknown, what: string): string {
   const failure = error as { code?: string; retryAfter?: number; data?: { error?: string; needed?: string } };
   if (failure.code === ErrorCode.RateLimitedError)
-    return `Slack rate-limited reading this thread (try again in ${failure.retryAfter ?? "a few"} s), so it was not read.`;
+    return `Slack rate-limited reading ${what} (try again in ${failure.retryAfter ?? "a few"} s), so it was not read.`;
   if (failure.data?.error === "missing_scope")
-    return `Slack refused to let glassbox read this thread: the app lacks the ${failure.data.needed ?? "history"} scope (add it and reinstall the app).`;
-  if (failure.data?.error === "ratelimited") return "Slack rate-limited reading this thread, so it was not read.";
-  if (failure.data?.error) return `Slack refused to let glassbox read this thread (${failure.data.error}).`;
-  return `reading this thread from Slack failed (${(error as Error).message}).`;
+    return `Slack refused to let glassbox read ${what}: the app lacks the ${failure.data.needed ?? "history"} scope (add it and reinstall the app).`;
+  if (failure.data?.error === "ratelimited") return `Slack rate-limited reading ${what}, so it was not read.`;
+  if (failure.data?.error) return `Slack refused to let glassbox read ${what} (${failure.data.error}).`;
+  return `reading ${what} from Slack failed (${(error as Error).message}).`;
 }
 
 /** Compares Slack timestamps exactly ("1730000000.000100"); parseFloat would lose the micro part. */

@@ -105,6 +105,28 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.claim("web:event:1")).toBe(true);
   });
 
+  it("finds the newest thread reading of a session, and the newest channel-history reading of a channel's sessions", async () => {
+    const store = await open();
+    const reading = (through: string, channel = false) => ({
+      messages: [],
+      leftOut: 0,
+      through,
+      ...(channel ? { channel: true as const } : {}),
+    });
+    const start = (runId: string, sessionId: string, threadContext: ReturnType<typeof reading>) =>
+      store.record([{ kind: "start_run", run: { ...runRecord(runId, sessionId), threadContext } }]);
+    await start("run_r1", "slack:T1:C1:1.1", reading("1.1", true));
+    await start("run_r2", "slack:T1:C1:1.1", reading("1.5"));
+    await start("run_r3", "slack:T1:C1:2.2", reading("2.2", true));
+    await start("run_r4", "slack:T1:C12:3.3", reading("3.3", true));
+    await start("run_r5", "discord:G1:C5", reading("900", true));
+    expect((await store.latestThreadReading("slack:T1:C1:1.1"))?.through).toBe("1.5");
+    // The channel's history: the newest reading flagged `channel` in any of its sessions, not another channel's.
+    expect(await store.latestThreadReading("slack:T1:C1:4.4", "slack:T1:C1")).toEqual(reading("2.2", true));
+    expect((await store.latestThreadReading("discord:G1:C5", "discord:G1:C5"))?.through).toBe("900");
+    expect(await store.latestThreadReading("discord:G1:C55", "discord:G1:C55")).toBeUndefined();
+  });
+
   it("of two handles accepting the same event at once, exactly one accepts it (20 events)", async () => {
     const [first, second] = [await open(), await open()];
     const outcomes = await Promise.all(

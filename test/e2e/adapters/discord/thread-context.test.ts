@@ -96,4 +96,33 @@ describe("thread context on Discord", () => {
     await waitForBotMessage(h.fake, CHANNEL, "First answer.");
     expect(threadBlockOf(h, 0)).toBe("");
   });
+
+  it("with the channel's history on, a mention that replies to nothing reads the channel before it, then only what is new", async () => {
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const file = join(mkdtempSync(join(tmpdir(), "glassbox-history-")), "channels.yaml");
+    writeFileSync(file, ["channels:", `  "${CHANNEL}":`, "    threadContext: { channel: true }", ""].join("\n"));
+    const h = await startHarness({ script: answer, env: { GLASSBOX_CHANNELS: file } });
+    const say = (content: string) =>
+      h.fake.sendMessage({ channelId: CHANNEL, guildId: GUILD, authorId: OTHER_USER, content });
+    await say("The deploy failed at 10:02.");
+    await say("Rolled back at 10:15.");
+
+    await h.mention("what happened?");
+    await waitForBotMessage(h.fake, CHANNEL, "First answer.");
+    const block = threadBlockOf(h, 0);
+    expect(block.match(/^- /gm)).toHaveLength(2);
+    expect(block.indexOf("10:02")).toBeLessThan(block.indexOf("10:15"));
+    const [first] = await h.agent.port.runsOfSession(`discord:${GUILD}:${CHANNEL}`);
+    expect(first?.threadContext).toMatchObject({ channel: true, leftOut: 0 });
+
+    await say("Root cause: a bad config push.");
+    await h.mention("and again?");
+    await waitForBotMessage(h.fake, CHANNEL, "Second answer.");
+    const second = threadBlockOf(h, 1);
+    // Only what came since the first mention: not the earlier messages, not the mention, not the bot's answer.
+    expect(second.match(/^- /gm)).toHaveLength(1);
+    expect(second).toContain("- user_000301: Root cause: a bad config push.");
+  });
 });

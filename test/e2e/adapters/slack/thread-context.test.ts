@@ -108,6 +108,46 @@ describe("thread context on Slack", () => {
     expect(JSON.stringify(h.model.requests[0]?.body.messages)).not.toContain("<thread-context>");
   });
 
+  it("with the channel's history on, a mention outside a thread reads the channel before it, then only what is new", async () => {
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const file = join(mkdtempSync(join(tmpdir(), "glassbox-history-")), "channels.yaml");
+    writeFileSync(file, ["channels:", `  ${CHANNEL}:`, "    threadContext: { channel: true }", ""].join("\n"));
+    const h = await startHarness({ script: answer, env: { GLASSBOX_CHANNELS: file } });
+    const { fake } = h;
+    const root = fake.addUserMessage(CHANNEL, { user: "U2", text: "The deploy failed at 10:02." });
+    fake.addUserMessage(CHANNEL, { user: "U3", text: "A reply in a thread, not the channel.", threadTs: root });
+    fake.addUserMessage(CHANNEL, { user: "U3", text: "Rolled back at 10:15." });
+    fake.addUserMessage(CHANNEL, { user: "U9", text: "Alert resolved.", botName: "Pager" });
+
+    const first = await h.mention("<@U0FAKEBOT1> what happened this morning?");
+    await waitForBotMessage(fake, CHANNEL, first.ts, "First answer.");
+    const block = threadBlockOf(h, 0);
+    expect(block.match(/^- /gm)).toHaveLength(3);
+    expect(block).toContain("- user-u2: The deploy failed at 10:02.");
+    expect(block).toContain("- user-u3: Rolled back at 10:15.");
+    expect(block).toContain("- Pager (bot): Alert resolved.");
+    expect(block.indexOf("10:02")).toBeLessThan(block.indexOf("10:15"));
+    expect(block).not.toContain("A reply in a thread");
+    const [run] = await h.agent.port.runsOfSession(`slack:${TEAM}:${CHANNEL}:${first.ts}`);
+    expect(run?.threadContext).toMatchObject({ channel: true, through: first.ts, leftOut: 0 });
+    expect(formatRunTimeline(run as RunTrace, [])).toContain("read from the channel: 3 messages");
+
+    // A later mention elsewhere in the channel reads only what came since the first (not the first itself).
+    fake.addUserMessage(CHANNEL, { user: "U2", text: "Root cause: a bad config push." });
+    const again = await h.mention("<@U0FAKEBOT1> and again?");
+    await waitForBotMessage(fake, CHANNEL, again.ts, "Second answer.");
+    const second = threadBlockOf(h, 1);
+    expect(second.match(/^- /gm)).toHaveLength(1);
+    expect(second).toContain("- user-u2: Root cause: a bad config push.");
+
+    // Another channel, where the history is off (the default), reads nothing.
+    const elsewhere = await h.mention("<@U0FAKEBOT1> hello", { channel: "C0ELSEWHERE" });
+    await waitForBotMessage(fake, "C0ELSEWHERE", elsewhere.ts, "First answer.");
+    expect(h.fake.calls.filter((call) => call.method === "conversations.history")).toHaveLength(2);
+  });
+
   it("keeps the newest messages within the channel's bounds and says how many were left out", async () => {
     const { mkdtempSync, writeFileSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
