@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatRunTimeline } from "../../../../src/adapters/trace-report.js";
+import type { Schedule } from "../../../../src/store/index.js";
 import type { ChatCompletionRequestBody } from "../../../../src/testing/scripted-model-server.js";
 import { budgetScript } from "../../../helpers/budget-script.js";
 import { textOf } from "../../../helpers/agent.js";
@@ -62,6 +63,24 @@ function dueNow(h: Harness, id: string, cron: string) {
   h.agent.store.db
     .prepare("UPDATE schedules SET last_tick = ?, cron = ? WHERE id = ?")
     .run(new Date(Date.now() - 3_600_000).toISOString(), cron, id);
+}
+
+/** A schedule of U1's made in chat an hour ago, in UTC: its ticks since then are due. */
+function keptSince(id: string, sessionId: string, cron: string, prompt: string): Schedule {
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+  return {
+    id,
+    sessionId,
+    userId: "U1",
+    cron,
+    timezone: "UTC",
+    prompt,
+    missed: "once",
+    paused: false,
+    source: "chat",
+    createdAt: hourAgo,
+    lastTick: hourAgo,
+  };
 }
 
 const minuteAgo = () => {
@@ -131,20 +150,9 @@ describe("a scheduled run's dangerous call on Slack", () => {
           : { toolCalls: [toolCall("cancel_order", cancel, "call_cancel")] },
       env: { GLASSBOX_SCHEDULE_LOOK_MS: "50" },
     });
-    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
-    await h.agent.port.saveSchedule({
-      id: "sch_cleanup",
-      sessionId: `slack:${TEAM}:C0CLEAN:main`,
-      userId: "U1",
-      cron: minuteAgo(),
-      timezone: "UTC",
-      prompt: "Cancel the orders left over.",
-      missed: "once",
-      paused: false,
-      source: "chat",
-      createdAt: hourAgo,
-      lastTick: hourAgo,
-    });
+    await h.agent.port.saveSchedule(
+      keptSince("sch_cleanup", `slack:${TEAM}:C0CLEAN:main`, minuteAgo(), "Cancel the orders left over."),
+    );
     const card = await waitForApproval(h.fake, "C0CLEAN");
     expect(card.message.thread_ts).toBeUndefined();
     expect(visibleText(card.message)).toContain("asked me to run `cancel_order`");
@@ -171,21 +179,8 @@ describe("a scheduled run over budget on Slack", () => {
     const calls = h.model.requests.length;
 
     const sessionId = `slack:${TEAM}:C0BUDGET:main`;
-    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
     // Every second (six fields): a tick at each look or two, each refused.
-    await h.agent.port.saveSchedule({
-      id: "sch_often",
-      sessionId,
-      userId: "U1",
-      cron: "* * * * * *",
-      timezone: "UTC",
-      prompt: "Check the queue.",
-      missed: "once",
-      paused: false,
-      source: "chat",
-      createdAt: hourAgo,
-      lastTick: hourAgo,
-    });
+    await h.agent.port.saveSchedule(keptSince("sch_often", sessionId, "* * * * * *", "Check the queue."));
     const refusedRuns = async () =>
       (await h.agent.port.runsOfSession(sessionId)).filter((run) => run.scheduleId === "sch_often");
     await expect.poll(async () => (await refusedRuns()).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
@@ -209,20 +204,7 @@ describe("a scheduled run over budget on Slack", () => {
     const file = settingsFile(["channels:", "  C0TEAM:", "    users: [U2]"]);
     const h = await startHarness({ script, env: { GLASSBOX_CHANNELS: file, GLASSBOX_SCHEDULE_LOOK_MS: "50" } });
     const sessionId = `slack:${TEAM}:C0TEAM:main`;
-    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
-    await h.agent.port.saveSchedule({
-      id: "sch_left",
-      sessionId,
-      userId: "U1",
-      cron: "* * * * * *",
-      timezone: "UTC",
-      prompt: PROMPT,
-      missed: "once",
-      paused: false,
-      source: "chat",
-      createdAt: hourAgo,
-      lastTick: hourAgo,
-    });
+    await h.agent.port.saveSchedule(keptSince("sch_left", sessionId, "* * * * * *", PROMPT));
     await expect
       .poll(async () => (await h.agent.port.runsOfSession(sessionId)).length, { timeout: 20_000 })
       .toBeGreaterThanOrEqual(3);
