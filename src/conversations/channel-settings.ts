@@ -18,12 +18,7 @@ import type { Logger } from "../logger.js";
 import type { NotesScope } from "../agent/run.js";
 import { approverEntry, approverMistake } from "../tools/approver-entries.js";
 import { closestNames } from "../tools/closest-names.js";
-import { cronOf, nextTicks } from "./schedule-times.js";
-
-const slackWorkspaceId = /^[TE][A-Z0-9]{2,}$/;
-const discordGuildId = /^\d{17,20}$/;
-/** What one scheduled run may ask, as a chat-made schedule's prompt. */
-const MAX_PROMPT = 2000;
+import { plannedSchedulesOf, type PlannedSchedule } from "./settings-schedule-entries.js";
 
 /** What one level of the file says; what it leaves out comes from the level before. */
 export interface ChannelLevel {
@@ -91,23 +86,6 @@ export interface ChannelSettings {
   /** Runs on a schedule the file asks for (settings-schedules.ts keeps the store's in step with them). */
   schedules: PlannedSchedule[];
 }
-
-/** A schedule written in the settings file: in a channel of a Slack workspace or Discord guild, as a person. */
-export interface PlannedSchedule {
-  name: string;
-  platform: "slack" | "discord";
-  workspace: string;
-  channel: string;
-  /** A cron expression (the file may say "weekday 09:00"; schedule-times.ts cronOf). */
-  cron: string;
-  timezone: string;
-  prompt: string;
-  /** Whose name, approvals and budget its runs are in. */
-  as: string;
-  missed: "once" | "skip";
-}
-
-const SCHEDULE_KEYS = ["name", "workspace", "channel", "every", "timezone", "prompt", "as", "missed"] as const;
 
 const LEVEL_KEYS = [
   "systemPrompt",
@@ -289,67 +267,6 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
     );
   };
 
-  /** One schedule of the file's `schedules` list, each key checked. */
-  const scheduleOf = (node: Node | null, where: string): PlannedSchedule => {
-    const found = mapOf(node, where, SCHEDULE_KEYS, (value, at) => {
-      if (!isScalar(value) || !["string", "bigint"].includes(typeof value.value) || String(value.value).trim() === "")
-        throw wrong(value, `${at} must be a text.`);
-      return { text: String(value.value).trim(), node: value as Node };
-    });
-    for (const key of ["name", "workspace", "channel", "every", "prompt", "as"] as const)
-      if (!found[key]) throw wrong(node, `${where} needs ${key} (${SCHEDULE_KEYS.join(", ")}).`);
-    const get = (key: (typeof SCHEDULE_KEYS)[number]) => found[key]?.text ?? "";
-    const workspace = get("workspace");
-    const platform = slackWorkspaceId.test(workspace)
-      ? "slack"
-      : discordGuildId.test(workspace)
-        ? "discord"
-        : undefined;
-    if (!platform)
-      throw wrong(
-        found.workspace?.node,
-        `${where}.workspace must be a Slack workspace id (T0123ABCD) or a Discord server id (a number of 17 to 20 digits).`,
-      );
-    const missed = get("missed") || "once";
-    if (missed !== "once" && missed !== "skip")
-      throw wrong(found.missed?.node, `${where}.missed must be once or skip.`);
-    if (approverEntry(get("as")).kind !== "user" || approverMistake(get("as")))
-      throw wrong(found.as?.node, `${where}.as must be the user id its runs are made as, such as U012AB3CD.`);
-    if (get("prompt").length > MAX_PROMPT)
-      throw wrong(found.prompt?.node, `${where}.prompt is longer than ${MAX_PROMPT} characters.`);
-    const timezone = get("timezone") || "UTC";
-    let cron: string;
-    try {
-      cron = cronOf(get("every"));
-      nextTicks(cron, timezone);
-    } catch (error) {
-      throw wrong(found.every?.node, `${where}.every: ${(error as Error).message}`);
-    }
-    return {
-      name: get("name"),
-      platform,
-      workspace,
-      channel: get("channel"),
-      cron,
-      timezone,
-      prompt: get("prompt"),
-      as: get("as"),
-      missed,
-    };
-  };
-  const scheduleList = (node: Node | null): PlannedSchedule[] => {
-    if (!isSeq(node))
-      throw wrong(
-        node,
-        "schedules must be a list of schedules, each with name, workspace, channel, every, prompt and as.",
-      );
-    const planned = (node.items as Node[]).map((item, index) => scheduleOf(item, `schedules[${index}]`));
-    const names = planned.map((schedule) => schedule.name);
-    const twice = names.find((name, index) => names.indexOf(name) !== index);
-    if (twice) throw wrong(node, `schedules names ${twice} twice; each schedule needs a name of its own.`);
-    return planned;
-  };
-
   const settings: ChannelSettings = {
     source: sourceOf(path, text),
     defaults: {},
@@ -362,7 +279,7 @@ export function readChannelSettings(path: string, toolNames?: readonly string[])
     if (key === "defaults") settings.defaults = level(pair.value, "defaults");
     else if (key === "workspaces") settings.workspaces = byId(pair.value, "workspaces");
     else if (key === "channels") settings.channels = byId(pair.value, "channels");
-    else if (key === "schedules") settings.schedules = scheduleList(pair.value);
+    else if (key === "schedules") settings.schedules = plannedSchedulesOf(pair.value, { wrong, mapOf });
     else throw wrong(pair.key as Node, unknownKey(key, key, TOP_KEYS));
   }
   return settings;

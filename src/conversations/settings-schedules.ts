@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Schedule, StorePort } from "../store/port.js";
-import type { PlannedSchedule } from "./channel-settings.js";
+import type { PlannedSchedule } from "./settings-schedule-entries.js";
 
 /** The `source` of a schedule the settings file made. */
 export const SETTINGS_SOURCE = "settings";
