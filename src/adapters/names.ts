@@ -2,8 +2,9 @@
  * People and places by the names the platforms give them, for the trace viewer: a Slack member's
  * display name (users.info) and a channel's (conversations.info), a Discord member's nickname or
  * name (the guild member, or the user in a DM) and a channel's. Each is asked once, with the bot's
- * own credentials, and kept for the life of the process; a lookup that fails or takes too long
- * leaves the id to show. Nothing here writes to the store.
+ * own credentials (with the app installed in many workspaces, each workspace's own token), and kept
+ * for the life of the process; a lookup that fails or takes too long leaves the id to show. Nothing
+ * here writes to the store.
  */
 import { webApi } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
@@ -11,6 +12,7 @@ import { REST, Routes } from "discord.js";
 import type { GlassboxConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { slackClientOptions } from "./slack/slack-client-options.js";
+import { createWorkspaceClients, type SlackInstallations } from "./slack/slack-oauth.js";
 
 export interface NameBook {
   /** The display name of `userId` on the platform of `sessionId`; undefined where unknown. */
@@ -26,9 +28,17 @@ const MAX_NAMES = 10_000;
 
 type Lookup = (key: string) => Promise<string | undefined>;
 
-/** The names of the platforms this process has credentials for; undefined when it has none. */
-export function createNameBook(config: Pick<GlassboxConfig, "slack" | "discord">, log: Logger): NameBook | undefined {
-  const slack = config.slack?.botToken ? slackNames(config.slack, log) : undefined;
+/**
+ * The names of the platforms this process has credentials for; undefined when it has none. With the
+ * Slack app installed through OAuth, `installations` gives each workspace's token.
+ */
+export function createNameBook(
+  config: Pick<GlassboxConfig, "slack" | "discord">,
+  log: Logger,
+  installations?: Pick<SlackInstallations, "botTokenForTeam">,
+): NameBook | undefined {
+  const slack =
+    config.slack && (config.slack.botToken || installations) ? slackNames(config.slack, log, installations) : undefined;
   const discord = config.discord ? discordNames(config.discord) : undefined;
   if (!slack && !discord) return undefined;
   const kept = new Map<string, Promise<string | undefined>>();
@@ -50,7 +60,10 @@ export function createNameBook(config: Pick<GlassboxConfig, "slack" | "discord">
       const parts = sessionId.split(":");
       if (platformOf(sessionId) === "slack" && slack) {
         const user = userId.includes(":") ? (userId.split(":").at(-1) ?? "") : userId; // <team>:<user> with OAuth
-        return /^[UW][A-Z0-9]+$/.test(user) ? once(`slack:user:${user}`, () => slack.person(user)) : none();
+        const team = parts[1] ?? "";
+        return /^[UW][A-Z0-9]+$/.test(user)
+          ? once(`slack:user:${team}:${user}`, () => slack.person(team, user))
+          : none();
       }
       if (platformOf(sessionId) === "discord" && discord && /^\d{5,20}$/.test(userId)) {
         const guild = parts[1] === "dm" ? undefined : parts[1];
@@ -61,7 +74,7 @@ export function createNameBook(config: Pick<GlassboxConfig, "slack" | "discord">
     channel(sessionId) {
       const parts = sessionId.split(":");
       if (platformOf(sessionId) === "slack" && slack && parts[2]?.startsWith("C"))
-        return once(`slack:channel:${parts[2]}`, () => slack.channel(parts[2] as string));
+        return once(`slack:channel:${parts[1]}:${parts[2]}`, () => slack.channel(parts[1] ?? "", parts[2] as string));
       if (platformOf(sessionId) === "discord" && discord && parts[1] !== "dm") {
         const channel = parts.at(-1) ?? "";
         return once(`discord:channel:${channel}`, () => discord.channel(channel));
@@ -84,23 +97,28 @@ function withinWait(name: Promise<string | undefined>): Promise<string | undefin
   });
 }
 
-/** One workspace's bot token: a client that never waits out a rate limit (a page shows the id then). */
-function slackNames(slack: NonNullable<GlassboxConfig["slack"]>, log: Logger) {
-  const client: WebClient = new webApi.WebClient(slack.botToken, {
-    ...slackClientOptions(slack, log),
-    rejectRateLimitedCalls: true,
-    retryConfig: { retries: 0 },
-  });
+/**
+ * One workspace's bot token, or each workspace's from the installations: clients that never wait out
+ * a rate limit (a page shows the id then).
+ */
+function slackNames(
+  slack: NonNullable<GlassboxConfig["slack"]>,
+  log: Logger,
+  installations?: Pick<SlackInstallations, "botTokenForTeam">,
+) {
+  const options = { ...slackClientOptions(slack, log), rejectRateLimitedCalls: true, retryConfig: { retries: 0 } };
+  const single: WebClient | undefined = installations ? undefined : new webApi.WebClient(slack.botToken, options);
+  const clientOf = installations ? createWorkspaceClients(installations, options) : () => single as WebClient;
   return {
-    async person(user: string) {
-      const found = (await client.users.info({ user })).user;
+    async person(team: string, user: string) {
+      const found = (await clientOf(team).users.info({ user })).user;
       const profile = found?.profile;
       return (
         nonEmpty(profile?.display_name) ?? nonEmpty(profile?.real_name) ?? nonEmpty(found?.real_name) ?? found?.name
       );
     },
-    async channel(channel: string) {
-      return nonEmpty((await client.conversations.info({ channel })).channel?.name);
+    async channel(team: string, channel: string) {
+      return nonEmpty((await clientOf(team).conversations.info({ channel })).channel?.name);
     },
   };
 }

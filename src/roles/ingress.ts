@@ -94,7 +94,7 @@ export async function startIngressRole(options: {
       // Without a model the label would name the default one, which is not there.
       modelLabel: options.problem ? null : (options.modelLabel ?? modelLabelOf(config)),
       priced: !options.problem && priceOf(config.model.model, config.prices) !== null,
-      names: createNameBook(config, log),
+      names: createNameBook(config, log, slack?.installations),
       evalDir: config.evalDir,
     };
     const api = config.web.enabled

@@ -42,7 +42,7 @@ import {
 import { channelNames, listenForAgentView, titleThread } from "./slack-agent-view.js";
 import { createViewingMemory, entitiesOfAppContext, viewingNote, withViewingNote } from "./slack-viewing.js";
 import { slackFileRefs } from "./slack-files.js";
-import { assertInstallPortFree, INSTALL_PATH } from "./slack-oauth.js";
+import { assertInstallPortFree, INSTALL_PATH, type SlackInstallations } from "./slack-oauth.js";
 import {
   clickOrigin,
   inputOf,
@@ -94,6 +94,8 @@ export interface SlackIngress {
   installUrl?: string;
   /** Listening on every address: the machine's other addresses its HTTP server answers on. */
   alsoAt: string[];
+  /** Installed through OAuth: each workspace's bot token (closed when ingress stops). */
+  installations?: Pick<SlackInstallations, "botTokenForTeam">;
   stop(): Promise<void>;
 }
 
@@ -417,6 +419,7 @@ export async function startSlackIngress<Transaction>(options: SlackIngressOption
     eventsUrl: address ? `${at.url}/slack/events` : undefined,
     installUrl: installations ? `${at.url}${INSTALL_PATH}` : undefined,
     alsoAt: address || installations ? at.alsoAt : [],
+    ...(installations ? { installations } : {}),
     async stop() {
       await app.stop();
       await inOrder.idle();

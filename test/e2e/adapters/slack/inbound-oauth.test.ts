@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULT_SLACK_SCOPES, type SlackOAuthConfig } from "../../../../src/config.js";
+import { DEFAULT_SLACK_SCOPES, type SlackConfig, type SlackOAuthConfig } from "../../../../src/config.js";
+import { createNameBook } from "../../../../src/adapters/names.js";
 import { startSlackIngress, type SlackIngress } from "../../../../src/adapters/slack/slack-inbound.js";
 import { workOf } from "../../../../src/conversations/turns.js";
 import type { Turn } from "../../../../src/queue/types.js";
@@ -36,6 +37,7 @@ for (const target of TARGETS) {
     let ingress: SlackIngress;
     let directory: string;
     let drop: () => Promise<void>;
+    let slackConfig: SlackConfig;
 
     beforeEach(async () => {
       harness = await target.open();
@@ -57,17 +59,18 @@ for (const target of TARGETS) {
         authorizeUrl: fake.oauth?.authorizeUrl,
         database: backend.database,
       };
+      slackConfig = {
+        oauth,
+        signingSecret: SIGNING_SECRET,
+        port: 0,
+        host: "127.0.0.1",
+        apiUrl: fake.apiUrl,
+        allowedChannels: [],
+        approvers: [],
+      };
       ingress = await startSlackIngress({
         ...harness.ingress,
-        slack: {
-          oauth,
-          signingSecret: SIGNING_SECRET,
-          port: 0,
-          host: "127.0.0.1",
-          apiUrl: fake.apiUrl,
-          allowedChannels: [],
-          approvers: [],
-        },
+        slack: slackConfig,
         log: harness.log,
         counter: harness.counter,
       });
@@ -112,6 +115,16 @@ for (const target of TARGETS) {
       expect(runA).toMatchObject({ userId: `${TEAM_A.teamId}:U1`, input: "hello from A", status: "accepted" });
       expect(runB).toMatchObject({ userId: `${TEAM_B.teamId}:U1`, input: "hello from B", status: "accepted" });
       expect(await harness.store.runsOfSession(`slack:${ORG_WORKSPACE.teamId}:C1:${stranger.ts}`)).toEqual([]);
+    });
+
+    it("names each workspace's people and channels with that workspace's own token; a workspace never installed shows ids", async () => {
+      expect((await install(ingress.installUrl as string, TEAM_A.teamId)).status).toBe(200);
+      const names = createNameBook({ slack: slackConfig }, harness.log, ingress.installations);
+      expect(await names?.person(`slack:${TEAM_A.teamId}:C1:1.1`, `${TEAM_A.teamId}:U7`)).toBe("user-u7");
+      expect(await names?.channel(`slack:${TEAM_A.teamId}:C1:1.1`)).toBe("channel-c1");
+      const asked = fake.calls.filter((call) => call.method === "users.info" || call.method === "conversations.info");
+      expect(asked.map((call) => call.token)).toEqual([TEAM_A.botToken, TEAM_A.botToken]);
+      expect(await names?.person(`slack:${TEAM_B.teamId}:C1:1.1`, `${TEAM_B.teamId}:U7`)).toBeUndefined();
     });
   });
 }
