@@ -49,3 +49,13 @@ export function nextTicks(cron: string, timezone: string, from = new Date(), cou
       throw new Error("Runs on a schedule must be at least 5 minutes apart.");
   return ticks.slice(0, count);
 }
+
+/** When a kept schedule runs next, for people; null while it is paused, or where its time zone is unknown here. */
+export function nextRunOf(schedule: { cron: string; timezone: string; paused: boolean }): string | null {
+  if (schedule.paused) return null;
+  try {
+    return new Cron(schedule.cron, { timezone: schedule.timezone, paused: true }).nextRun()?.toISOString() ?? null;
+  } catch {
+    return null;
+  }
+}

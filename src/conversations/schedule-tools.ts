@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { channelOf } from "../agent/memory.js";
 import type { Schedule, StorePort } from "../store/port.js";
 import type { AnyTool, ToolDefinition } from "../tools/types.js";
-import { cronOf, MAX_SCHEDULES_PER_PLACE, nextTicks } from "./schedule-times.js";
+import { cronOf, MAX_SCHEDULES_PER_PLACE, nextRunOf, nextTicks } from "./schedule-times.js";
 import { SETTINGS_SOURCE } from "./settings-schedules.js";
 
 /** The conversation a place's schedules run in: a Slack channel's top level, or the conversation itself. */
@@ -28,7 +28,7 @@ const view = (schedule: Schedule) => ({
   prompt: schedule.prompt,
   paused: schedule.paused,
   madeBy: schedule.userId,
-  ...(schedule.paused ? {} : { next: nextTicks(schedule.cron, schedule.timezone, new Date(), 1)[0]?.toISOString() }),
+  ...(schedule.paused ? {} : { next: nextRunOf(schedule) ?? undefined }),
 });
 
 export function createScheduleTools(book: ScheduleBook): AnyTool[] {

@@ -4,7 +4,7 @@
  * service token sees and changes every schedule; a person's token only those made in their name. A
  * schedule the settings file makes is paused here but deleted in the file (it would come back).
  */
-import { nextTicks } from "../../conversations/schedule-times.js";
+import { nextRunOf } from "../../conversations/schedule-times.js";
 import { SETTINGS_SOURCE } from "../../conversations/settings-schedules.js";
 import type { Schedule, StorePort } from "../../store/port.js";
 import type { Caller } from "./api-rules.js";
@@ -15,15 +15,7 @@ type ScheduleBook = Pick<StorePort, "schedules" | "pauseSchedule" | "deleteSched
 
 /** A schedule as the API shows it: when it runs next (none while paused). */
 export function scheduleView(schedule: Schedule) {
-  let next: string | null = null;
-  try {
-    next = schedule.paused
-      ? null
-      : (nextTicks(schedule.cron, schedule.timezone, new Date(), 1)[0]?.toISOString() ?? null);
-  } catch {
-    next = null; // a time zone this process does not know: no next run to show
-  }
-  return { ...schedule, next };
+  return { ...schedule, next: nextRunOf(schedule) };
 }
 
 export function scheduleRoutes(store: ScheduleBook): Route[] {
