@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../logger.js";
+import { preparingStatements } from "../store/postgres-client.js";
 import {
   addTurn,
   checkSchemaName,
@@ -289,7 +290,10 @@ function newPool(config: pg.PoolConfig, log: Logger | undefined): pg.Pool {
   const pool = new pg.Pool(config);
   const report = (error: Error) => log?.warn({ error: error.message }, "a queue database connection failed");
   pool.on("error", report);
-  pool.on("connect", (client) => client.on("error", report));
+  pool.on("connect", (client) => {
+    client.on("error", report);
+    preparingStatements(client);
+  });
   return pool;
 }
 

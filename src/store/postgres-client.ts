@@ -6,6 +6,7 @@
  * statement with parameters the first time it runs it, and afterwards only binds and executes it.
  */
 import { createHash } from "node:crypto";
+import type { Writable } from "node:stream";
 import pg from "pg";
 import { GlassboxError } from "../agent/errors.js";
 import { redactUrl } from "../redact.js";
@@ -70,7 +71,7 @@ export function createPool(connection: PostgresConnection): pg.Pool {
   });
   // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
   pool.on("error", () => {});
-  pool.on("connect", preparing);
+  pool.on("connect", preparingStatements);
   return pool;
 }
 
@@ -81,13 +82,30 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
  * PostgreSQL parses and plans it once per connection instead of at every call, which is much of
  * its work for the store's small statements (bench/pipeline-cost.ts). A statement that names its
  * columns with `*` is left unprepared: a migration that adds a column would break its cached plan.
+ *
+ * The statements a caller sends in one go (a transaction's BEGIN and first statement; what it sends
+ * without awaiting, and COMMIT) leave in one write: the connection's socket is held from the first of
+ * them until the current tick's work is done. A write per statement costs a system call on each side.
  */
-function preparing(client: pg.PoolClient): void {
+export function preparingStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query;
-  (client as unknown as { query: Query }).query = (config, values, callback) =>
-    typeof config === "string" && Array.isArray(values) && callback === undefined && !ALL_COLUMNS.test(config)
-      ? query({ name: statementName(config), text: config, values })
+  const socket = (client as unknown as { connection: { stream: Writable } }).connection.stream;
+  let holding = false;
+  const release = () => {
+    holding = false;
+    socket.uncork();
+  };
+  (client as unknown as { query: Query }).query = (config, values, callback) => {
+    if (!holding) {
+      holding = true;
+      socket.cork();
+      process.nextTick(release);
+    }
+    // The pool's own query() passes a callback; a transaction's statements await a promise.
+    return typeof config === "string" && Array.isArray(values) && !ALL_COLUMNS.test(config)
+      ? query({ name: statementName(config), text: config, values }, undefined, callback)
       : query(config, values, callback);
+  };
 }
 
 const ALL_COLUMNS = /\b(select|returning)\s+\*|\.\*/i;

@@ -83,4 +83,43 @@ describe.skipIf(!TEST_DATABASE_URL)(`transactions on PostgreSQL ${NEEDS}`, () =>
     await expect(failing).rejects.toMatchObject({ code: "23505" });
     expect(await values()).toEqual(["taken"]);
   });
+
+  it("a statement with values is prepared once per connection, whether run by the pool or in a transaction", async () => {
+    const prepared = async (text: string) =>
+      (
+        await pool.query<{ count: number }>(
+          "SELECT count(*) AS count FROM pg_prepared_statements WHERE statement = $1",
+          [text],
+        )
+      ).rows[0]?.count;
+    const byPool = "SELECT $1::int + 1 AS next";
+    const inside = "SELECT $1::int + 2 AS next";
+    expect(await prepared(byPool)).toBe(0);
+    for (const value of [1, 2]) expect((await pool.query(byPool, [value])).rows).toEqual([{ next: value + 1 }]);
+    await inTransaction(pool, async (transaction) => transaction.query(inside, [1]));
+    expect(await prepared(byPool)).toBe(1);
+    expect(await prepared(inside)).toBe(1);
+  });
+
+  it("what a transaction sends without waiting leaves in one write to the socket, BEGIN and COMMIT with it", async () => {
+    await pool.query("DELETE FROM notes");
+    const client = await pool.connect();
+    const socket = (client as unknown as { connection: { stream: { _writev: unknown; _write: unknown } } }).connection
+      .stream;
+    let writes = 0;
+    for (const method of ["_writev", "_write"] as const) {
+      const original = socket[method] as (...args: unknown[]) => unknown;
+      socket[method] = (...args: unknown[]) => {
+        writes++;
+        return original.apply(socket, args);
+      };
+    }
+    client.release();
+    await inTransaction(pool, async (transaction) => {
+      for (const value of ["one", "two", "three"]) transaction.send("INSERT INTO notes (value) VALUES ($1)", [value]);
+      return "sent";
+    });
+    expect(writes).toBe(1);
+    expect(await values()).toEqual(["one", "two", "three"]);
+  });
 });
