@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import { preparingStatements } from "../store/postgres-client.js";
+import { preparingStatements, sharingQueries } from "../store/postgres-shared.js";
 import {
   addTurn,
   checkSchemaName,
@@ -42,8 +42,6 @@ export interface PostgresQueueOptions {
   logger?: Logger;
 }
 
-/** Connections a worker's claims and completions share at most, whatever its concurrency. */
-const MAX_WORKER_CONNECTIONS = 10;
 /** The wait before a lost listening connection is opened again. */
 const RELISTEN_MS = 1_000;
 
@@ -70,7 +68,7 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
   const timings = { ...DEFAULT_LIVENESS, ...options.timings };
   checkTimings(timings);
   const retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
-  const pool = newPool({ connectionString: options.connectionString, max: 4 }, options.logger);
+  const pool = newPool({ connectionString: options.connectionString, max: 4 }, options.logger, 1);
   try {
     await installTurns(pool, schema);
   } catch (error) {
@@ -145,11 +143,9 @@ async function startWorker(settings: WorkerSettings, handler: TurnHandler, optio
   const reportError = (error: unknown, context: string) =>
     settings.log?.warn({ error: (error as Error)?.message }, context);
   // Turns and the heartbeat use separate connections, so that busy turns never delay a heartbeat. A
-  // turn holds no connection while it runs (only to be claimed and completed), so a few serve many.
-  const turnsPool = newPool(
-    { connectionString: settings.connectionString, max: Math.min(options.concurrency + 1, MAX_WORKER_CONNECTIONS) },
-    settings.log,
-  );
+  // turn holds no connection while it runs (only to be claimed and completed): the worker's claims and
+  // completions share one connection, and what it sends at once leaves together.
+  const turnsPool = newPool({ connectionString: settings.connectionString, max: 1 }, settings.log, 1);
   const livenessPool = newPool(
     { connectionString: settings.connectionString, max: 2, query_timeout: timings.deadAfterMs },
     settings.log,
@@ -285,9 +281,13 @@ async function listenForWork(
   };
 }
 
-/** A pool whose broken connections are logged, not thrown at the process (an idle one's or a busy one's). */
-function newPool(config: pg.PoolConfig, log: Logger | undefined): pg.Pool {
+/**
+ * A pool whose broken connections are logged, not thrown at the process (an idle one's or a busy one's).
+ * With `shared`, its single statements go on that many connections shared by all callers (postgres-shared.ts).
+ */
+function newPool(config: pg.PoolConfig, log: Logger | undefined, shared?: number): pg.Pool {
   const pool = new pg.Pool(config);
+  if (shared) sharingQueries(pool, { connectionString: config.connectionString }, shared);
   const report = (error: Error) => log?.warn({ error: error.message }, "a queue database connection failed");
   pool.on("error", report);
   pool.on("connect", (client) => {

@@ -4,12 +4,13 @@
  * retried on a deadlock or serialization failure, and one sentence for a database that cannot be
  * reached or opened. A URL's password never appears in what is shown. Each connection prepares a
  * statement with parameters the first time it runs it, and afterwards only binds and executes it.
+ * Single statements, and transactions that need no answer before their COMMIT, travel on a few
+ * connections every caller shares (postgres-shared.ts).
  */
-import { createHash } from "node:crypto";
-import type { Writable } from "node:stream";
 import pg from "pg";
 import { GlassboxError } from "../agent/errors.js";
 import { redactUrl } from "../redact.js";
+import { preparingStatements, type SharedConnections, sharingQueries } from "./postgres-shared.js";
 
 /** What the store's modules query through: the pool, or a client inside a transaction. */
 export interface Db {
@@ -58,67 +59,26 @@ export function createPool(connection: PostgresConnection): pg.Pool {
       `The schema name "${connection.schema.slice(0, 80)}" is not usable; give lowercase letters, digits and "_", starting with a letter (GLASSBOX_DATABASE_SCHEMA).`,
     );
   }
-  const pool = new pg.Pool({
+  const shared = {
     connectionString: connection.url,
-    max: connection.poolSize ?? 10,
     types: TYPES,
     connectionTimeoutMillis: 10_000,
     application_name: "glassbox",
-    // A statement is written without waiting for the one before it to be answered: a transaction's
-    // BEGIN travels with its first statement.
-    pipeline: true,
     ...(connection.schema ? { options: `-c search_path=${connection.schema}` } : {}),
-  });
+  };
+  // A statement is written without waiting for the one before it to be answered: a transaction's
+  // BEGIN travels with its first statement.
+  const pool = new pg.Pool({ ...shared, max: connection.poolSize ?? 10, pipeline: true });
   // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
   pool.on("error", () => {});
-  pool.on("connect", preparingStatements);
+  pool.on("connect", (client) => preparingStatements(client));
+  sharedOf.set(pool, sharingQueries(pool, shared, SHARED_CONNECTIONS));
   return pool;
 }
 
-type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
-
-/**
- * Makes `client` run each statement with parameters as a prepared statement, named by its text:
- * PostgreSQL parses and plans it once per connection instead of at every call, which is much of
- * its work for the store's small statements (bench/pipeline-cost.ts). A statement that names its
- * columns with `*` is left unprepared: a migration that adds a column would break its cached plan.
- *
- * The statements a caller sends in one go (a transaction's BEGIN and first statement; what it sends
- * without awaiting, and COMMIT) leave in one write: the connection's socket is held from the first of
- * them until the current tick's work is done. A write per statement costs a system call on each side.
- */
-export function preparingStatements(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as Query;
-  const socket = (client as unknown as { connection: { stream: Writable } }).connection.stream;
-  let holding = false;
-  const release = () => {
-    holding = false;
-    socket.uncork();
-  };
-  (client as unknown as { query: Query }).query = (config, values, callback) => {
-    if (!holding) {
-      holding = true;
-      socket.cork();
-      process.nextTick(release);
-    }
-    // The pool's own query() passes a callback; a transaction's statements await a promise.
-    return typeof config === "string" && Array.isArray(values) && !ALL_COLUMNS.test(config)
-      ? query({ name: statementName(config), text: config, values }, undefined, callback)
-      : query(config, values, callback);
-  };
-}
-
-const ALL_COLUMNS = /\b(select|returning)\s+\*|\.\*/i;
-const statementNames = new Map<string, string>();
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `glassbox_${createHash("sha256").update(text).digest("base64url").slice(0, 24)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
+/** Connections shared by every caller of a pool (postgres-shared.ts); a few keep one slow statement from holding all. */
+const SHARED_CONNECTIONS = 2;
+const sharedOf = new WeakMap<pg.Pool, SharedConnections>();
 
 const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
 
@@ -144,10 +104,10 @@ export const answeredLater = <T>(answer: Promise<T>) => new Answered(answer);
 /**
  * Runs `body` in a transaction: committed when it resolves, rolled back when it or any statement in it
  * fails; retried a few times on a deadlock or a serialization failure. `begin` may ask for another
- * isolation level. The connection pipelines: BEGIN travels with the body's first statement, and what
- * the body sends without awaiting (`send`, or an `answeredLater` it returns) travels with COMMIT, so
- * a body that needs no answer before its end is one round trip. Callbacks handed to `afterCommit`
- * run once the transaction has committed, in order.
+ * isolation level. What the body sends without awaiting (`send`, or an `answeredLater` it returns)
+ * travels with COMMIT. A body that needs no answer before its end is sent whole, BEGIN to COMMIT,
+ * on a shared connection in one write; one that waits for an answer takes a connection of its own
+ * from the moment it waits. Callbacks handed to `afterCommit` run once it has committed, in order.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
@@ -155,43 +115,99 @@ export async function inTransaction<T>(
   begin = "BEGIN",
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
-    const committed: Array<() => void> = [];
-    const answers: Promise<unknown>[] = [];
-    // Each statement's answer is kept, with a handler at once: one may fail while the body awaits another.
-    const kept = <A>(answer: Promise<A>) => {
-      answers.push(answer);
-      answer.catch(() => {});
-      return answer;
-    };
-    const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
-    const transaction: PostgresTransaction = {
-      query: ((text: string, values?: unknown[]) => kept(query(text, values))) as pg.ClientBase["query"],
-      send: (text, values) => void kept(query(text, values)),
-      afterCommit: (callback) => void committed.push(callback),
-    };
-    let broken = false;
     try {
-      kept(query(begin));
-      const result = await body(transaction);
-      const commit = query("COMMIT");
-      const value = result instanceof Answered ? result.answer : Promise.resolve(result);
-      // A statement that failed ends the transaction in a rollback, which COMMIT then reports as done:
-      // the first failure is the transaction's outcome.
-      const settled = await Promise.allSettled([...answers, value, commit]);
-      const failed = settled.find((outcome) => outcome.status === "rejected");
-      if (failed) throw failed.reason;
-      for (const callback of committed) callback();
-      return (settled[answers.length] as PromiseFulfilledResult<T>).value;
+      return await transactionOnce(pool, body, begin);
     } catch (error) {
-      await Promise.allSettled(answers); // the connection answers in order: nothing of this body is left on it
-      await client.query("ROLLBACK").catch(() => (broken = true));
       if (attempt < 4 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
       throw error;
-    } finally {
-      client.release(broken);
     }
   }
+}
+
+interface Held {
+  text: string;
+  values?: unknown[];
+  resolve(result: pg.QueryResult): void;
+  reject(error: unknown): void;
+}
+
+async function transactionOnce<T>(
+  pool: pg.Pool,
+  body: (transaction: PostgresTransaction) => Promise<T | Answered<T>>,
+  begin: string,
+): Promise<T> {
+  const committed: Array<() => void> = [];
+  const answers: Promise<unknown>[] = [];
+  // Each statement's answer is kept, with a handler at once: one may fail while the body awaits another.
+  const kept = <A>(answer: Promise<A>) => {
+    answers.push(answer);
+    answer.catch(() => {});
+    return answer;
+  };
+  // The body's statements are held until it ends or waits for one of them; then they go, in order.
+  const held: Held[] = [];
+  let client: pg.PoolClient | undefined;
+  const run = (text: string, values?: unknown[]) =>
+    client
+      ? (client.query(text, values) as Promise<pg.QueryResult>)
+      : new Promise<pg.QueryResult>((resolve, reject) => held.push({ text, values, resolve, reject }));
+  const transaction: PostgresTransaction = {
+    query: ((text: string, values?: unknown[]) => kept(run(text, values))) as pg.ClientBase["query"],
+    send: (text, values) => void kept(run(text, values)),
+    afterCommit: (callback) => void committed.push(callback),
+  };
+  const outcome = body(transaction);
+  let ended = false;
+  outcome.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  const shared = sharedOf.get(pool);
+  if (shared) await new Promise<void>((resolve) => process.nextTick(resolve)); // the body's own microtasks first
+  const sendHeld = (connection: pg.ClientBase) => {
+    kept(connection.query(begin));
+    for (const statement of held.splice(0))
+      (connection.query(statement.text, statement.values) as Promise<pg.QueryResult>).then(
+        statement.resolve,
+        statement.reject,
+      );
+  };
+  if (shared && ended) {
+    const result = await outcome; // a body that threw has sent nothing
+    const connection = await shared.connection();
+    sendHeld(connection);
+    return committedValue(connection.query("COMMIT"), result, answers, committed);
+  }
+  client = await pool.connect();
+  let broken = false;
+  try {
+    sendHeld(client);
+    const result = await outcome;
+    return await committedValue(client.query("COMMIT"), result, answers, committed);
+  } catch (error) {
+    await Promise.allSettled(answers); // the connection answers in order: nothing of this body is left on it
+    await client.query("ROLLBACK").catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** The body's value once COMMIT and every statement before it are answered; the first failure otherwise. */
+async function committedValue<T>(
+  commit: Promise<unknown>,
+  result: T | Answered<T>,
+  answers: Promise<unknown>[],
+  committed: Array<() => void>,
+): Promise<T> {
+  const value = result instanceof Answered ? result.answer : Promise.resolve(result);
+  // A statement that failed ends the transaction in a rollback, which COMMIT then reports as done:
+  // the first failure is the transaction's outcome.
+  const settled = await Promise.allSettled([...answers, value, commit]);
+  const failed = settled.find((outcome) => outcome.status === "rejected");
+  if (failed) throw failed.reason;
+  for (const callback of committed) callback();
+  return (settled[answers.length] as PromiseFulfilledResult<T>).value;
 }
 
 /** One sentence for a database that cannot be opened; errors of any other kind pass unchanged. */

@@ -2,6 +2,7 @@
 // waiting travel with COMMIT, and still make the transaction whole or nothing. Against the database
 // GLASSBOX_TEST_DATABASE_URL names, in a schema of its own.
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answeredLater, createPool, inTransaction } from "../../../src/store/postgres-client.js";
@@ -84,42 +85,76 @@ describe.skipIf(!TEST_DATABASE_URL)(`transactions on PostgreSQL ${NEEDS}`, () =>
     expect(await values()).toEqual(["taken"]);
   });
 
-  it("a statement with values is prepared once per connection, whether run by the pool or in a transaction", async () => {
-    const prepared = async (text: string) =>
-      (
-        await pool.query<{ count: number }>(
-          "SELECT count(*) AS count FROM pg_prepared_statements WHERE statement = $1",
-          [text],
-        )
-      ).rows[0]?.count;
-    const byPool = "SELECT $1::int + 1 AS next";
-    const inside = "SELECT $1::int + 2 AS next";
-    expect(await prepared(byPool)).toBe(0);
-    for (const value of [1, 2]) expect((await pool.query(byPool, [value])).rows).toEqual([{ next: value + 1 }]);
-    await inTransaction(pool, async (transaction) => transaction.query(inside, [1]));
-    expect(await prepared(byPool)).toBe(1);
-    expect(await prepared(inside)).toBe(1);
+  it("a statement with values is prepared, whether run by the pool or in a transaction", async () => {
+    // While a statement runs, pg_prepared_statements lists it if it was prepared (current_query() is its text).
+    const prepared = (text: string) =>
+      `${text}, (SELECT count(*) FROM pg_prepared_statements WHERE statement = current_query()) AS prepared`;
+    const byPool = prepared("SELECT $1::int + 1 AS next");
+    const inside = prepared("SELECT $1::int + 2 AS next");
+    for (const value of [1, 2, 3])
+      expect((await pool.query(byPool, [value])).rows).toEqual([{ next: value + 1, prepared: 1 }]);
+    const answer = await inTransaction(pool, async (transaction) => (await transaction.query(inside, [1])).rows);
+    expect(answer).toEqual([{ next: 3, prepared: 1 }]);
+    // Without values it is sent as it is (the simple protocol), and not kept.
+    expect((await pool.query(prepared("SELECT 1 AS next"))).rows).toEqual([{ next: 1, prepared: 0 }]);
   });
 
-  it("what a transaction sends without waiting leaves in one write to the socket, BEGIN and COMMIT with it", async () => {
+  it("what many callers send at once (statements, and transactions that need no answer midway) leaves in a write per shared connection", async () => {
     await pool.query("DELETE FROM notes");
-    const client = await pool.connect();
-    const socket = (client as unknown as { connection: { stream: { _writev: unknown; _write: unknown } } }).connection
-      .stream;
-    let writes = 0;
-    for (const method of ["_writev", "_write"] as const) {
-      const original = socket[method] as (...args: unknown[]) => unknown;
-      socket[method] = (...args: unknown[]) => {
-        writes++;
-        return original.apply(socket, args);
-      };
+    const writes = countingWrites();
+    try {
+      const values = Array.from({ length: 20 }, (_, index) => `note ${index}`);
+      await Promise.all([
+        ...values.slice(0, 10).map((value) => pool.query("INSERT INTO notes (value) VALUES ($1)", [value])),
+        ...values.slice(10).map((value) =>
+          inTransaction(pool, async (transaction) => {
+            transaction.send("INSERT INTO notes (value) VALUES ($1)", [value]);
+            transaction.send("UPDATE notes SET value = value || '!' WHERE value = $1", [value]);
+            return value;
+          }),
+        ),
+      ]);
+      // Two connections shared (postgres-client.ts): a statement or a transaction each would be 20 writes.
+      expect(writes.count()).toBeLessThanOrEqual(2);
+    } finally {
+      writes.stop();
     }
-    client.release();
-    await inTransaction(pool, async (transaction) => {
-      for (const value of ["one", "two", "three"]) transaction.send("INSERT INTO notes (value) VALUES ($1)", [value]);
-      return "sent";
-    });
-    expect(writes).toBe(1);
-    expect(await values()).toEqual(["one", "two", "three"]);
+    const stored = await values();
+    expect(stored).toHaveLength(20);
+    expect(stored.filter((value) => value.endsWith("!"))).toHaveLength(10);
+  });
+
+  it("a transaction that fails on a shared connection takes back only its own statements, not those sent with it", async () => {
+    await pool.query("DELETE FROM notes");
+    const [failed, inserted] = await Promise.allSettled([
+      inTransaction(pool, async (transaction) => {
+        transaction.send("INSERT INTO notes (value) VALUES ($1)", ["in the failing transaction"]);
+        transaction.send("INSERT INTO notes (value) VALUES ($1)", [null]); // NOT NULL: fails
+        return "sent";
+      }),
+      pool.query("INSERT INTO notes (value) VALUES ($1)", ["sent with it"]),
+    ]);
+    expect(failed).toMatchObject({ status: "rejected", reason: { code: "23502" } });
+    expect(inserted.status).toBe("fulfilled");
+    expect(await values()).toEqual(["sent with it"]);
   });
 });
+
+/** Counts the writes this process makes to PostgreSQL's port from now until stop(). */
+function countingWrites(): { count(): number; stop(): void } {
+  const port = Number(new URL(TEST_DATABASE_URL as string).port || 5432);
+  const socket = net.Socket.prototype as unknown as Record<"_writev" | "_write", (...args: unknown[]) => unknown>;
+  const originals = { _writev: socket._writev, _write: socket._write };
+  let writes = 0;
+  for (const method of ["_writev", "_write"] as const) {
+    const original = originals[method];
+    socket[method] = function (this: net.Socket, ...args: unknown[]) {
+      if (this.remotePort === port) writes++;
+      return original.apply(this, args);
+    };
+  }
+  return {
+    count: () => writes,
+    stop: () => Object.assign(socket, originals),
+  };
+}
