@@ -299,11 +299,11 @@ export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
 
 /**
  * Turns a worker process runs at once on PostgreSQL, from bench/pipeline-cost.ts (300 Slack threads
- * at once on ingress + 2 workers, 2-core host): 8 took 9.6 s; 32, 64 and 100 took 4.3 to 4.5 s (the
- * host's CPU is the limit from 32 on). An idle worker looks for work once a second whatever this
- * says, so raising it costs nothing while idle. Raise it for long model calls and bursty teams.
+ * at once on ingress + 2 workers, 2-core host): 8 took 8.5 s, 32 3.1 s, 64 2.6 s and 100 2.3 s (1.15x
+ * one process on SQLite). A running turn holds no connection, and an idle worker looks for work once a
+ * second whatever this says; so it is the process's bound on runs, as on SQLite.
  */
-export const DEFAULT_WORKER_CONCURRENCY = 32;
+export const DEFAULT_WORKER_CONCURRENCY = DEFAULT_MAX_CONCURRENT_RUNS;
 
 /**
  * One process on SQLite starts every conversation's turn as it comes (the queue keeps only each

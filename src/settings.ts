@@ -300,7 +300,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     name: "GLASSBOX_WORKER_CONCURRENCY",
     group: "Storage and scale",
-    default: "`32` on PostgreSQL; every turn on SQLite",
+    default: "`100` on PostgreSQL; every turn on SQLite",
     example: "32",
     meaning:
       "Turns a worker process runs at once. On SQLite every conversation's turn starts as it comes and runs " +
