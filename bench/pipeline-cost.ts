@@ -432,7 +432,7 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
       "every glassbox process is src/main.ts (under tsx) with the default settings; the fake Slack and the model server run in the bench process; the PostgreSQL server's CPU is the sum over its processes (the postmaster's own and reaped children's time, and its living children's), on a server nobody else uses during the bench",
       "statements and round trips are counted inside each glassbox process by a preloaded module (bench/fixtures/count-queries.mjs): SQLite statement runs, pg queries, and pg round trips (a query sent while its connection awaits no answer starts one; one sent behind others waits in theirs); transactions are the BEGINs among them",
       `acknowledgements: ${ACK_THREADS} new threads at once, ${ACK_ROUNDS} times, on the PostgreSQL ingress + 2 workers above; each event from its send until ingress answered it`,
-      `worker concurrency: the ${THREADS}-thread burst on fresh ingress + 2 workers for each GLASSBOX_WORKER_CONCURRENCY, ${SWEEP_ROUNDS} bursts each after a warm-up; then ${IDLE_MS / 1000} s with nothing coming in (graphile-worker polls once a second for each free turn of a worker)`,
+      `worker concurrency: the ${THREADS}-thread burst on fresh ingress + 2 workers for each GLASSBOX_WORKER_CONCURRENCY, ${SWEEP_ROUNDS} bursts each after a warm-up; then ${IDLE_MS / 1000} s with nothing coming in (a worker with room for a turn looks for one once a second)`,
     ],
     rows,
     targets,
