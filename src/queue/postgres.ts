@@ -68,7 +68,8 @@ export async function openPostgresRunQueue(options: PostgresQueueOptions): Promi
   const timings = { ...DEFAULT_LIVENESS, ...options.timings };
   checkTimings(timings);
   const retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
-  const pool = newPool({ connectionString: options.connectionString, max: 4 }, options.logger, 1);
+  // Its own connection only to install the tables; enqueues and wake-ups go on the shared one.
+  const pool = newPool({ connectionString: options.connectionString, max: 1 }, options.logger, 1);
   try {
     await installTurns(pool, schema);
   } catch (error) {
@@ -287,8 +288,8 @@ async function listenForWork(
  */
 function newPool(config: pg.PoolConfig, log: Logger | undefined, shared?: number): pg.Pool {
   const pool = new pg.Pool(config);
-  if (shared) sharingQueries(pool, { connectionString: config.connectionString }, shared);
   const report = (error: Error) => log?.warn({ error: error.message }, "a queue database connection failed");
+  if (shared) sharingQueries(pool, { connectionString: config.connectionString }, shared, report);
   pool.on("error", report);
   pool.on("connect", (client) => {
     client.on("error", report);

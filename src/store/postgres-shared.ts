@@ -20,8 +20,15 @@ export interface SharedConnections {
   close(): Promise<void>;
 }
 
-/** `count` pipelined connections made with `config`, opened when first needed and again after one breaks. */
-export function sharedConnections(config: pg.ClientConfig, count: number): SharedConnections {
+/**
+ * `count` pipelined connections made with `config`, opened when first needed and again after one
+ * breaks (`onError` hears why).
+ */
+function sharedConnections(
+  config: pg.ClientConfig,
+  count: number,
+  onError?: (error: Error) => void,
+): SharedConnections {
   const open: Array<Promise<pg.Client> | undefined> = new Array(count).fill(undefined);
   let next = 0;
   let closed = false;
@@ -34,7 +41,10 @@ export function sharedConnections(config: pg.ClientConfig, count: number): Share
     const drop = () => {
       if (open[slot] === opened) open[slot] = undefined;
     };
-    client.on("error", drop);
+    client.on("error", (error) => {
+      onError?.(error);
+      drop();
+    });
     client.on("end", drop);
     opened.catch(drop);
     open[slot] = opened;
@@ -59,8 +69,13 @@ export function sharedConnections(config: pg.ClientConfig, count: number): Share
  * Makes `pool.query` run on `count` connections shared by all its callers (opened with the pool's
  * `config`), and `pool.end` close them too; `pool.connect` still hands out a connection of its own.
  */
-export function sharingQueries(pool: pg.Pool, config: pg.ClientConfig, count: number): SharedConnections {
-  const connections = sharedConnections(config, count);
+export function sharingQueries(
+  pool: pg.Pool,
+  config: pg.ClientConfig,
+  count: number,
+  onError?: (error: Error) => void,
+): SharedConnections {
+  const connections = sharedConnections(config, count, onError);
   pool.query = ((text: string, values?: unknown[]) =>
     connections.connection().then((client) => client.query(text, values))) as typeof pool.query;
   const end = pool.end.bind(pool);
