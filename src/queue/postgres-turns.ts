@@ -11,7 +11,8 @@
  *   one at a time.
  * - claim: one UPDATE of up to n free heads, oldest first, `for update skip locked` so that workers
  *   never wait on each other; the claim is the delivery (its count goes up by one).
- * - complete: one DELETE by the holder, who then looks for work at once and so finds the
+ * - complete: one DELETE by the holder (committed with the others of that moment: commitTogether), who then
+ *   looks for work at once and so finds the
  *   conversation's next turn, now its head.
  * - release: a turn given back as it was (same id, so same place in its conversation) by a worker
  *   that lost its lease.
@@ -21,6 +22,7 @@
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
+import { commitTogether } from "../store/postgres-shared.js";
 import { checkTurn, type Turn, type TurnSelection } from "./types.js";
 
 export type Queryable = Pick<pg.ClientBase, "query">;
@@ -162,8 +164,8 @@ export async function claimTurns(
 }
 
 /** Deletes a finished turn that `workerId` still holds. */
-export async function completeTurn(client: Queryable, schema: string, id: string, workerId: string): Promise<void> {
-  await client.query(`delete from "${schema}".turns where id = $1 and locked_by = $2`, [id, workerId]);
+export async function completeTurn(pool: pg.Pool, schema: string, id: string, workerId: string): Promise<void> {
+  await commitTogether(pool, `delete from "${schema}".turns where id = $1 and locked_by = $2`, [id, workerId]);
 }
 
 /**

@@ -5,12 +5,13 @@
  * reached or opened. A URL's password never appears in what is shown. Each connection prepares a
  * statement with parameters the first time it runs it, and afterwards only binds and executes it.
  * Single statements, and transactions that need no answer before their COMMIT, travel on a few
- * connections every caller shares (postgres-shared.ts).
+ * connections every caller shares, and such transactions sent at the same moment commit as one
+ * (postgres-shared.ts).
  */
 import pg from "pg";
 import { GlassboxError } from "../agent/errors.js";
 import { redactUrl } from "../redact.js";
-import { preparingStatements, type SharedConnections, sharingQueries } from "./postgres-shared.js";
+import { type HeldStatement, preparingStatements, sharedConnectionsOf, sharingQueries } from "./postgres-shared.js";
 
 /** What the store's modules query through: the pool, or a client inside a transaction. */
 export interface Db {
@@ -72,13 +73,12 @@ export function createPool(connection: PostgresConnection): pg.Pool {
   // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
   pool.on("error", () => {});
   pool.on("connect", (client) => preparingStatements(client));
-  sharedOf.set(pool, sharingQueries(pool, shared, SHARED_CONNECTIONS));
+  sharingQueries(pool, shared, SHARED_CONNECTIONS);
   return pool;
 }
 
 /** Connections shared by every caller of a pool (postgres-shared.ts); a few keep one slow statement from holding all. */
 const SHARED_CONNECTIONS = 2;
-const sharedOf = new WeakMap<pg.Pool, SharedConnections>();
 
 const RETRYABLE = new Set(["40001", "40P01"]); // serialization failure, deadlock detected
 
@@ -105,9 +105,9 @@ export const answeredLater = <T>(answer: Promise<T>) => new Answered(answer);
  * Runs `body` in a transaction: committed when it resolves, rolled back when it or any statement in it
  * fails; retried a few times on a deadlock or a serialization failure. `begin` may ask for another
  * isolation level. What the body sends without awaiting (`send`, or an `answeredLater` it returns)
- * travels with COMMIT. A body that needs no answer before its end is sent whole, BEGIN to COMMIT,
- * on a shared connection in one write; one that waits for an answer takes a connection of its own
- * from the moment it waits. Callbacks handed to `afterCommit` run once it has committed, in order.
+ * travels with COMMIT. A body that needs no answer before its end is sent whole on a shared connection,
+ * committed together with the other such transactions of this turn of the event loop (postgres-shared.ts);
+ * one that waits for an answer takes a connection of its own from the moment it waits. Callbacks handed to `afterCommit` run once it has committed, in order.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
@@ -124,13 +124,6 @@ export async function inTransaction<T>(
   }
 }
 
-interface Held {
-  text: string;
-  values?: unknown[];
-  resolve(result: pg.QueryResult): void;
-  reject(error: unknown): void;
-}
-
 async function transactionOnce<T>(
   pool: pg.Pool,
   body: (transaction: PostgresTransaction) => Promise<T | Answered<T>>,
@@ -145,7 +138,7 @@ async function transactionOnce<T>(
     return answer;
   };
   // The body's statements are held until it ends or waits for one of them; then they go, in order.
-  const held: Held[] = [];
+  const held: HeldStatement[] = [];
   let client: pg.PoolClient | undefined;
   const run = (text: string, values?: unknown[]) =>
     client
@@ -162,7 +155,7 @@ async function transactionOnce<T>(
     () => (ended = true),
     () => (ended = true),
   );
-  const shared = sharedOf.get(pool);
+  const shared = sharedConnectionsOf(pool);
   if (shared) await new Promise<void>((resolve) => process.nextTick(resolve)); // the body's own microtasks first
   const sendHeld = (connection: pg.ClientBase) => {
     kept(connection.query(begin));
@@ -172,11 +165,9 @@ async function transactionOnce<T>(
         statement.reject,
       );
   };
-  if (shared && ended) {
+  if (shared && ended && begin === "BEGIN") {
     const result = await outcome; // a body that threw has sent nothing
-    const connection = await shared.connection();
-    sendHeld(connection);
-    return committedValue(connection.query("COMMIT"), result, answers, committed);
+    return committedValue(shared.commit(held.splice(0)), result, answers, committed);
   }
   client = await pool.connect();
   let broken = false;

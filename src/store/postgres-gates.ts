@@ -19,7 +19,7 @@ import type {
   QuotaSpent,
   TextNotice,
 } from "./port-data.js";
-import { inTransaction, type Db } from "./postgres-client.js";
+import { answeredLater, inTransaction, type Db } from "./postgres-client.js";
 import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, growth, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
@@ -138,7 +138,9 @@ export function createPostgresGates(pool: pg.Pool, listen: () => Promise<pg.Clie
   }
 
   return {
-    claim: (eventIds: string[]) => claimIn(pool, eventIds),
+    // Committed with what other turns send now (postgres-shared.ts).
+    claim: (eventIds: string[]) =>
+      inTransaction(pool, async (transaction) => answeredLater(claimIn(transaction, eventIds))),
     async pruneClaims(olderThan: Date): Promise<number> {
       return (await pool.query("DELETE FROM claims WHERE claimed_at < $1", [olderThan.toISOString()])).rowCount ?? 0;
     },

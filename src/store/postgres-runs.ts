@@ -123,15 +123,27 @@ export function acceptRun(
 }
 
 /** A run from the queue, accepted at ingress, starts in this one statement; false when it was not accepted. */
-export async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean> {
+async function startAcceptedRun(db: Db, run: RunRecord): Promise<boolean> {
   await registerInstance(db);
-  const started = await db.query(
-    // The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
-    "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, thread_context = $9, input = CASE WHEN left($10, length(input)) = input THEN $10 ELSE input END WHERE id = $3 AND status = 'accepted'",
-    [new Date().toISOString(), INSTANCE.id, run.runId, ...startedWith(run), run.input],
-  );
-  return started.rowCount === 1;
+  return (await db.query(START_ACCEPTED, startValues(run))).rowCount === 1;
 }
+
+/** startAcceptedRun, sent with the transaction's next statements. */
+export function sendAcceptedStart(transaction: PostgresTransaction, run: RunRecord): Promise<boolean> {
+  sendInstance(transaction);
+  return transaction.query(START_ACCEPTED, startValues(run)).then((started) => started.rowCount === 1);
+}
+
+// The input the run starts with replaces the accepted one only where it adds to it (the files' lines).
+const START_ACCEPTED =
+  "UPDATE runs SET status = 'running', started_at = $1, owner = $2, pipeline_run_id = $4, pipeline_stage = $5, pipeline_stages = $6, pipeline_name = $7, configuration = $8, thread_context = $9, input = CASE WHEN left($10, length(input)) = input THEN $10 ELSE input END WHERE id = $3 AND status = 'accepted'";
+const startValues = (run: RunRecord) => [
+  new Date().toISOString(),
+  INSTANCE.id,
+  run.runId,
+  ...startedWith(run),
+  run.input,
+];
 
 /** What a run starts with besides its ids: its pipeline stage, its configuration and what it read of its thread. */
 const startedWith = ({ pipeline, configuration, threadContext }: RunRecord) => [

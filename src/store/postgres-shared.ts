@@ -7,6 +7,12 @@
  * takes a connection of the pool to itself. Such a body uses only its transaction, never the pool: a
  * statement on a shared connection waits behind the others there, and one of them may be waiting for
  * a row the body holds.
+ *
+ * The transactions handed over in the same turn of the event loop also commit together, as one
+ * transaction (a group commit): each COMMIT waits for the server's write-ahead log to reach the disk,
+ * and on one connection those waits come one after the other, so a commit per turn's step was much of
+ * the server's work. When anything in a group fails, each of its transactions runs again on its own,
+ * so that only the one at fault fails; none of a group's answers is given before the group commits.
  */
 import { createHash } from "node:crypto";
 import type { Writable } from "node:stream";
@@ -17,7 +23,50 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 export interface SharedConnections {
   /** A connection open and ready; the statements given to it in one go are sent together, in order. */
   connection(): Promise<pg.Client>;
+  /**
+   * Runs `statements` in a transaction, committed together with the others given in the same turn of
+   * the event loop; settles once it has committed (or failed). Each statement hears its own answer.
+   */
+  commit(statements: HeldStatement[]): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A statement of a transaction, answered through its callbacks. */
+export interface HeldStatement {
+  text: string;
+  values?: unknown[];
+  resolve(result: pg.QueryResult): void;
+  reject(error: unknown): void;
+}
+
+interface HeldTransaction {
+  statements: HeldStatement[];
+  committed(): void;
+  failed(error: unknown): void;
+}
+
+/**
+ * What is left to do at the end of this turn of the event loop: first the transactions gathered in it
+ * are sent, then the connections' held writes go (so that a group leaves in the same write as the
+ * statements sent before it).
+ */
+interface TurnEnd {
+  send: Array<() => void>;
+  release: Array<() => void>;
+}
+let turnEnd: TurnEnd | undefined;
+
+function atTurnEnd(step: keyof TurnEnd, callback: () => void): void {
+  if (!turnEnd) {
+    const steps: TurnEnd = { send: [], release: [] };
+    turnEnd = steps;
+    setImmediate(() => {
+      for (const send of steps.send) send(); // may hold more writes, released below
+      turnEnd = undefined;
+      for (const release of steps.release) release();
+    });
+  }
+  turnEnd[step].push(callback);
 }
 
 /**
@@ -30,16 +79,20 @@ function sharedConnections(
   onError?: (error: Error) => void,
 ): SharedConnections {
   const open: Array<Promise<pg.Client> | undefined> = new Array(count).fill(undefined);
+  const ready: Array<pg.Client | undefined> = new Array(count).fill(undefined);
   let next = 0;
   let closed = false;
   function connect(slot: number): Promise<pg.Client> {
     const client = new pg.Client({ ...config, pipeline: true });
     const opened = client.connect().then(() => {
-      preparingStatements(client, setImmediate);
+      preparingStatements(client, (release) => atTurnEnd("release", release));
+      if (open[slot] === opened) ready[slot] = client;
       return client;
     });
     const drop = () => {
-      if (open[slot] === opened) open[slot] = undefined;
+      if (open[slot] !== opened) return;
+      open[slot] = undefined;
+      ready[slot] = undefined;
     };
     client.on("error", (error) => {
       onError?.(error);
@@ -50,12 +103,27 @@ function sharedConnections(
     open[slot] = opened;
     return opened;
   }
+  /** The next connection: at once when it is open (so that what is sent now joins this turn's write). */
+  const connection = (): pg.Client | Promise<pg.Client> => {
+    if (closed) return Promise.reject(new Error("the store is closed"));
+    const slot = next;
+    next = (next + 1) % count;
+    return ready[slot] ?? open[slot] ?? connect(slot);
+  };
+  let gathering: HeldTransaction[] | undefined;
   return {
-    connection() {
-      if (closed) return Promise.reject(new Error("the store is closed"));
-      const slot = next;
-      next = (next + 1) % count;
-      return open[slot] ?? connect(slot);
+    connection: async () => connection(),
+    commit(statements) {
+      return new Promise<void>((committed, failed) => {
+        if (!gathering) {
+          const group: HeldTransaction[] = (gathering = []);
+          atTurnEnd("send", () => {
+            gathering = undefined;
+            commitGroup(connection, group);
+          });
+        }
+        gathering.push({ statements, committed, failed });
+      });
     },
     async close() {
       closed = true;
@@ -63,6 +131,104 @@ function sharedConnections(
       await Promise.all(clients.map((client) => (client.status === "fulfilled" ? client.value.end() : undefined)));
     },
   };
+}
+
+type Connection = () => pg.Client | Promise<pg.Client>;
+
+/** Runs `send` on a connection: at once when one is open, else once it is. */
+function onConnection(connection: Connection, send: (client: pg.Client) => Promise<void>): Promise<void> {
+  try {
+    const client = connection();
+    return client instanceof pg.Client ? send(client) : client.then(send);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Sends `group` as one transaction: BEGIN, every statement, COMMIT. When the server takes it back
+ * (a statement of one of them failed), each is sent again on its own, so that only the one at fault
+ * fails; when it cannot be known whether the group committed (the connection broke), each hears why.
+ */
+function commitGroup(connection: Connection, group: HeldTransaction[]): void {
+  const [only] = group;
+  if (group.length === 1 && only) return void commitAlone(connection, only);
+  onConnection(connection, async (client) => {
+    const answers = await sendTransaction(
+      client,
+      group.flatMap((transaction) => transaction.statements),
+    );
+    if (committedAll(answers)) {
+      let index = 1;
+      for (const transaction of group) {
+        for (const statement of transaction.statements)
+          statement.resolve((answers[index++] as PromiseFulfilledResult<pg.QueryResult>).value);
+        transaction.committed();
+      }
+    } else if (rolledBack(answers)) {
+      for (const transaction of group) void commitAlone(connection, transaction);
+    } else throw (answers.at(-1) as PromiseRejectedResult).reason;
+  }).catch((error: unknown) => {
+    for (const transaction of group) fail(transaction, error);
+  });
+}
+
+function commitAlone(connection: Connection, transaction: HeldTransaction): Promise<void> {
+  return onConnection(connection, async (client) => {
+    const answers = await sendTransaction(client, transaction.statements, true);
+    if (committedAll(answers)) return transaction.committed();
+    const failed = answers.find((answer) => answer.status === "rejected");
+    transaction.failed(failed ? failed.reason : new Error("the transaction was rolled back"));
+  }).catch((error: unknown) => fail(transaction, error));
+}
+
+/** BEGIN, the statements, COMMIT, all sent at once; `answerEach`: each statement hears its answer as it comes. */
+function sendTransaction(
+  client: pg.Client,
+  statements: HeldStatement[],
+  answerEach = false,
+): Promise<PromiseSettledResult<pg.QueryResult>[]> {
+  const query = (text: string, values?: unknown[]) => client.query(text, values) as Promise<pg.QueryResult>;
+  const begin = query("BEGIN");
+  const sent = statements.map((statement) => {
+    const answer = query(statement.text, statement.values);
+    if (answerEach) answer.then(statement.resolve, statement.reject);
+    return answer;
+  });
+  return Promise.allSettled([begin, ...sent, query("COMMIT")]);
+}
+
+/** Whether every statement was answered and COMMIT committed (after a failure it answers ROLLBACK). */
+const committedAll = (answers: PromiseSettledResult<pg.QueryResult>[]) =>
+  answers.every((answer) => answer.status === "fulfilled") &&
+  (answers.at(-1) as PromiseFulfilledResult<pg.QueryResult>).value.command === "COMMIT";
+
+/** Whether the server answered that nothing was committed: COMMIT answered ROLLBACK, or refused with an error. */
+function rolledBack(answers: PromiseSettledResult<pg.QueryResult>[]): boolean {
+  const commit = answers.at(-1);
+  return commit?.status === "fulfilled"
+    ? commit.value.command === "ROLLBACK"
+    : commit?.reason instanceof pg.DatabaseError;
+}
+
+function fail(transaction: HeldTransaction, error: unknown): void {
+  for (const statement of transaction.statements) statement.reject(error);
+  transaction.failed(error);
+}
+
+const sharedOf = new WeakMap<pg.Pool, SharedConnections>();
+
+/** The connections `pool`'s statements share (sharingQueries), if it has them. */
+export const sharedConnectionsOf = (pool: pg.Pool): SharedConnections | undefined => sharedOf.get(pool);
+
+/**
+ * Runs one statement that writes as a transaction of its own, committed with the others given in this
+ * turn of the event loop (on a pool without shared connections, as it is).
+ */
+export function commitTogether(pool: pg.Pool, text: string, values?: unknown[]): Promise<pg.QueryResult> {
+  const shared = sharedOf.get(pool);
+  if (!shared) return pool.query(text, values);
+  return new Promise((resolve, reject) => void shared.commit([{ text, values, resolve, reject }]).catch(reject));
 }
 
 /**
@@ -76,6 +242,7 @@ export function sharingQueries(
   onError?: (error: Error) => void,
 ): SharedConnections {
   const connections = sharedConnections(config, count, onError);
+  sharedOf.set(pool, connections);
   pool.query = ((text: string, values?: unknown[]) =>
     connections.connection().then((client) => client.query(text, values))) as typeof pool.query;
   const end = pool.end.bind(pool);

@@ -16,7 +16,7 @@ import {
   endRun,
   resumeRun,
   sessionOwnerIn,
-  startAcceptedRun,
+  sendAcceptedStart,
   startRun,
   takeOverRun,
 } from "./postgres-runs.js";
@@ -90,9 +90,12 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
 
   return {
     async record(writes: RunWrite[]): Promise<RecordOutcome> {
-      // An accepted run's start (memory's and the trace's) is one statement, atomic without a transaction.
+      // An accepted run's start (memory's and the trace's) is one statement, committed with what other turns send now.
       const start = soleStart(writes);
-      if (start && (await startAcceptedRun(pool, start))) {
+      if (
+        start &&
+        (await inTransaction(pool, async (transaction) => answeredLater(sendAcceptedStart(transaction, start))))
+      ) {
         steps.startedRun(start.runId);
         return { messageIds: [], startedRuns: [start.runId], approvals: [] };
       }

@@ -138,6 +138,45 @@ describe.skipIf(!TEST_DATABASE_URL)(`transactions on PostgreSQL ${NEEDS}`, () =>
     expect(inserted.status).toBe("fulfilled");
     expect(await values()).toEqual(["sent with it"]);
   });
+
+  it("transactions handed over at the same moment commit as one, each with its own answers", async () => {
+    await pool.query("DELETE FROM notes");
+    const values10 = Array.from({ length: 10 }, (_, index) => `grouped ${index}`);
+    const answers = await Promise.all(
+      values10.map((value) =>
+        inTransaction(pool, async (transaction) => {
+          const inserted = transaction.query<{ value: string; tx: string }>(
+            "INSERT INTO notes (value) VALUES ($1) RETURNING value, txid_current()::text AS tx",
+            [value],
+          );
+          return answeredLater(inserted.then(({ rows }) => rows[0]));
+        }),
+      ),
+    );
+    expect(answers.map((answer) => answer?.value)).toEqual(values10);
+    // One transaction, so one commit (and one wait for the disk) for all ten.
+    expect(new Set(answers.map((answer) => answer?.tx)).size).toBe(1);
+    expect(await values()).toEqual(values10);
+  });
+
+  it("when one transaction of a group fails, the others still commit, each alone, and only it fails", async () => {
+    await pool.query("DELETE FROM notes");
+    const send = (value: string | null) =>
+      inTransaction(pool, async (transaction) => {
+        transaction.send("INSERT INTO notes (value) VALUES ($1)", [`${value} (first)`]);
+        const second = transaction.query<{ tx: string }>(
+          "INSERT INTO notes (value) VALUES ($1) RETURNING txid_current()::text AS tx",
+          [value],
+        );
+        return answeredLater(second.then(({ rows }) => rows[0]?.tx));
+      });
+    const outcomes = await Promise.allSettled([send("a"), send(null), send("c")]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(outcomes[1]).toMatchObject({ reason: { code: "23502" } });
+    const [first, , third] = outcomes as PromiseFulfilledResult<string>[];
+    expect(first?.value).not.toEqual(third?.value);
+    expect(await values()).toEqual(["a (first)", "a", "c (first)", "c"]);
+  });
 });
 
 /** Counts the writes this process makes to PostgreSQL's port from now until stop(). */
