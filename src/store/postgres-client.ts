@@ -156,7 +156,9 @@ async function transactionOnce<T>(
     () => (ended = true),
   );
   const shared = sharedConnectionsOf(pool);
-  if (shared) await new Promise<void>((resolve) => process.nextTick(resolve)); // the body's own microtasks first
+  // The body's own microtasks first: a body that waits for none of its statements' answers has ended by then
+  // (its statements are held until then anyway: a shared connection sends at the end of this turn).
+  if (shared) await new Promise<void>((resolve) => setImmediate(resolve));
   const sendHeld = (connection: pg.ClientBase) => {
     kept(connection.query(begin));
     for (const statement of held.splice(0))

@@ -19,7 +19,7 @@ import type {
   QuotaSpent,
   TextNotice,
 } from "./port-data.js";
-import { answeredLater, inTransaction, type Db } from "./postgres-client.js";
+import { answeredLater, inTransaction, type Db, type PostgresTransaction } from "./postgres-client.js";
 import { admission, dayOf, dayStart, DEFAULT_HOLD_SECONDS, growth, heldInFlight, type HoldRow } from "./quota-rules.js";
 
 /** Reservations whose hold ended this long ago are deleted (a late settle of one still counts its spending until then). */
@@ -37,6 +37,28 @@ function parsed(payload: string | undefined): unknown {
     return undefined;
   }
 }
+
+/** Whether any of the ids was claimed before (the claims stay as they are). */
+export async function claimedAny(db: Db, eventIds: string[]): Promise<boolean> {
+  if (eventIds.length === 0) return false;
+  return (await db.query("SELECT 1 FROM claims WHERE id = ANY($1::text[]) LIMIT 1", [eventIds])).rowCount === 1;
+}
+
+/**
+ * Claims all the ids in one statement, sent with the transaction's next statements; the transaction
+ * fails with a unique violation (isClaimedAlready) when one was claimed before.
+ */
+export function sendClaims(transaction: PostgresTransaction, eventIds: string[]): void {
+  if (eventIds.length === 0) return;
+  transaction.send("INSERT INTO claims (id, claimed_at) SELECT id, $2 FROM unnest($1::text[]) AS claim(id)", [
+    eventIds,
+    new Date().toISOString(),
+  ]);
+}
+
+/** The failure of sendClaims's transaction when an id had been claimed before. */
+export const isClaimedAlready = (error: unknown) =>
+  (error as { code?: string; table?: string }).code === "23505" && (error as { table?: string }).table === "claims";
 
 /** Claims all the ids in one statement; true when none was claimed before. */
 export async function claimIn(db: Db, eventIds: string[]): Promise<boolean> {

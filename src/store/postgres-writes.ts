@@ -6,10 +6,10 @@
  * are sent one behind the other, so a step's writes and their COMMIT travel together.
  */
 import type pg from "pg";
-import type { AcceptOutcome, EventAcceptance, RecordOutcome, RunRecord, RunWrite } from "./port-data.js";
+import type { AcceptOutcome, EventAcceptance, MessageEntry, RecordOutcome, RunRecord, RunWrite } from "./port-data.js";
 import { answeredLater, inTransaction, type PostgresTransaction } from "./postgres-client.js";
 import { openApprovals } from "./postgres-approvals.js";
-import { claimIn } from "./postgres-gates.js";
+import { claimedAny, claimIn, isClaimedAlready, sendClaims } from "./postgres-gates.js";
 import { insertMessages, type HistoryVersions, type SessionWrite } from "./postgres-messages.js";
 import {
   acceptRun,
@@ -118,38 +118,76 @@ export function createPostgresWrites(pool: pg.Pool, steps: PostgresSteps, versio
     ): Promise<AcceptOutcome> {
       const { run, message, sessionOwner } = acceptance;
       if (message && !run) throw new Error("an accepted event's message needs its run");
-      let written: SessionWrite | undefined;
-      const outcome = await inTransaction(pool, async (client) => {
-        written = undefined;
-        if (run && sessionOwner !== undefined) {
-          // The session locked until the end (it may not exist yet): two users cannot both take a new session.
-          await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.session'), hashtext($1))", [
-            run.sessionId,
-          ]);
-          const owner = await sessionOwnerIn(client, run.sessionId);
-          if (owner !== undefined && owner !== sessionOwner) throw new NotOwner(owner);
-        }
+      if (run && sessionOwner !== undefined) return acceptOwned(acceptance, run, sessionOwner, alsoInTransaction);
+      // Nothing here waits midway, so the acceptance goes whole, committed with what else is sent now: a
+      // redelivery is told by its claimed id first; an id claimed in between fails the claims (unique),
+      // and takes back the caller's writes with the rest.
+      const duplicate = async (): Promise<AcceptOutcome> => {
         // The claims commit even for a duplicate (a redelivery's new id is remembered too).
-        if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" } as AcceptOutcome;
-        // The run, its message and its session's touch: one statement, sent with the caller's and COMMIT.
-        const accepted: ReturnType<typeof acceptRun> = run
-          ? acceptRun(client, run, message ? [message] : [])
-          : Promise.resolve({ ids: [] });
-        if (alsoInTransaction) await alsoInTransaction(client);
-        return answeredLater(
-          accepted.then(({ ids, session }): AcceptOutcome => {
-            written = session;
-            return { kind: "accepted", messageId: ids[0] ?? null };
-          }),
-        );
-      }).catch((error: unknown) => {
-        if (error instanceof NotOwner) return { kind: "not_owner" as const, owner: error.owner };
+        await inTransaction(pool, async (transaction) => answeredLater(claimIn(transaction, acceptance.eventIds)));
+        return { kind: "duplicate" };
+      };
+      if (await claimedAny(pool, acceptance.eventIds)) return duplicate();
+      let written: SessionWrite | undefined;
+      try {
+        const outcome = await inTransaction(pool, async (transaction) => {
+          sendClaims(transaction, acceptance.eventIds);
+          const accepted = acceptedIn(transaction, run, message);
+          if (alsoInTransaction) await alsoInTransaction(transaction);
+          return answeredLater(accepted.then(({ ids, session }) => ((written = session), ids[0] ?? null)));
+        });
+        if (written) versions.wrote(written);
+        return { kind: "accepted", messageId: outcome };
+      } catch (error) {
+        if (isClaimedAlready(error)) return duplicate();
         throw error;
-      });
-      if (outcome.kind === "accepted" && written) versions.wrote(written);
-      return outcome;
+      }
     },
   };
+
+  /** The run, its message and its session's touch: one statement, sent with the caller's and COMMIT. */
+  function acceptedIn(
+    transaction: PostgresTransaction,
+    run?: RunRecord,
+    message?: MessageEntry,
+  ): Promise<{ ids: number[]; session?: SessionWrite }> {
+    return run ? acceptRun(transaction, run, message ? [message] : []) : Promise.resolve({ ids: [] });
+  }
+
+  /**
+   * An acceptance into a session kept for one user (the HTTP API's): the session is locked and its
+   * owner checked before anything is written, so it waits midway, on a connection of its own.
+   */
+  async function acceptOwned(
+    acceptance: EventAcceptance,
+    run: RunRecord,
+    sessionOwner: string,
+    alsoInTransaction?: (transaction: PostgresTransaction) => Promise<void>,
+  ): Promise<AcceptOutcome> {
+    let written: SessionWrite | undefined;
+    const outcome = await inTransaction(pool, async (client) => {
+      written = undefined;
+      // The session locked until the end (it may not exist yet): two users cannot both take a new session.
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('glassbox.session'), hashtext($1))", [run.sessionId]);
+      const owner = await sessionOwnerIn(client, run.sessionId);
+      if (owner !== undefined && owner !== sessionOwner) throw new NotOwner(owner);
+      // The claims commit even for a duplicate (a redelivery's new id is remembered too).
+      if (!(await claimIn(client, acceptance.eventIds))) return { kind: "duplicate" } as AcceptOutcome;
+      const accepted = acceptedIn(client, run, acceptance.message);
+      if (alsoInTransaction) await alsoInTransaction(client);
+      return answeredLater(
+        accepted.then(({ ids, session }): AcceptOutcome => {
+          written = session;
+          return { kind: "accepted", messageId: ids[0] ?? null };
+        }),
+      );
+    }).catch((error: unknown) => {
+      if (error instanceof NotOwner) return { kind: "not_owner" as const, owner: error.owner };
+      throw error;
+    });
+    if (outcome.kind === "accepted" && written) versions.wrote(written);
+    return outcome;
+  }
 }
 
 /** The run a unit only starts, when it does nothing else. */

@@ -79,6 +79,24 @@ export function runsContract({ open, database }: Contract): void {
     expect(await store.run("run_refused")).toMatchObject({ status: "error", output: "over the cap" });
   });
 
+  it("two acceptances of one message at the same moment: one is accepted, the other is a duplicate that writes nothing but its claims", async () => {
+    const store = await open();
+    const session = "slack:T1:C2:2.2";
+    const accept = (event: string, runId: string) =>
+      store.acceptEvent({
+        eventIds: [`slack:event:${event}`, "slack:message:C2:2.2"],
+        run: runRecord(runId, session),
+        message: userMessage("hello at once"),
+      });
+    const outcomes = await Promise.all([accept("EvA", "run_a"), accept("EvB", "run_b")]);
+    expect(outcomes.map((outcome) => outcome.kind).sort()).toEqual(["accepted", "duplicate"]);
+    const loser = outcomes[0]?.kind === "duplicate" ? "run_a" : "run_b";
+    expect(await store.run(loser)).toBeUndefined();
+    expect(await store.messagesAfter(session, 0, 0)).toHaveLength(1);
+    expect(await store.claim("slack:event:EvA")).toBe(false);
+    expect(await store.claim("slack:event:EvB")).toBe(false);
+  });
+
   it("regression: an accepted run has spent nothing, so a user's day's cost stays known (the cost cap refuses before a run)", async () => {
     const store = await open();
     await store.acceptEvent({ eventIds: ["slack:event:EvCost"], run: runRecord("run_waits", "slack:T1:C9:1.1", "U9") });
