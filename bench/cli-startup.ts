@@ -10,13 +10,13 @@
  *
  * dist/ is built first (npm run build's tsc), so the figures are for the current source.
  */
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startScriptedModelServer } from "../src/testing/scripted-model-server.js";
+import { buildDist } from "./fixtures/build-dist.js";
 import { sig3, statsOf, type Benchmark, type Row, type Stats, type Target } from "./measure.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -124,19 +124,6 @@ const benchmark: Benchmark = {
 };
 
 export default benchmark;
-
-/** dist/ from the current source; tsc writes it even when it reports type errors elsewhere. */
-function buildDist(): { errors: boolean } {
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-  try {
-    execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "pipe" });
-    return { errors: false };
-  } catch (error) {
-    if (!existsSync(CLI))
-      throw new Error(`tsc did not build dist/cli.js: ${String((error as { stdout?: Buffer }).stdout ?? error)}`);
-    return { errors: true };
-  }
-}
 
 /** Milliseconds from spawning `node args` to its exit; a command that fails breaks the benchmark. */
 function timeChild(args: string[], env: Record<string, string>): Promise<number> {
