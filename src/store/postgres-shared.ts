@@ -13,6 +13,7 @@
  * and on one connection those waits come one after the other, so a commit per turn's step was much of
  * the server's work. When anything in a group fails, each of its transactions runs again on its own,
  * so that only the one at fault fails; none of a group's answers is given before the group commits.
+ * Groups take turns on one connection, so that two groups never wait for rows the other holds.
  */
 import { createHash } from "node:crypto";
 import type { Writable } from "node:stream";
@@ -104,12 +105,16 @@ function sharedConnections(
     return opened;
   }
   /** The next connection: at once when it is open (so that what is sent now joins this turn's write). */
-  const connection = (): pg.Client | Promise<pg.Client> => {
+  const onSlot = (slot: number): pg.Client | Promise<pg.Client> => {
     if (closed) return Promise.reject(new Error("the store is closed"));
-    const slot = next;
-    next = (next + 1) % count;
     return ready[slot] ?? open[slot] ?? connect(slot);
   };
+  const connection = () => {
+    const slot = next;
+    next = (next + 1) % count;
+    return onSlot(slot);
+  };
+  const groupConnection = () => onSlot(0);
   let gathering: HeldTransaction[] | undefined;
   return {
     connection: async () => connection(),
@@ -119,7 +124,7 @@ function sharedConnections(
           const group: HeldTransaction[] = (gathering = []);
           atTurnEnd("send", () => {
             gathering = undefined;
-            commitGroup(connection, group);
+            commitGroup(groupConnection, group);
           });
         }
         gathering.push({ statements, committed, failed });
