@@ -58,7 +58,8 @@ import { type Benchmark, type BenchmarkReport, type Row, type Stats, statsOf, ty
 const THREADS = Number(process.env.BENCH_PIPELINE_THREADS) || 300;
 const ACK_THREADS = Number(process.env.BENCH_ACK_THREADS) || 500;
 const ACK_ROUNDS = 2;
-const WARMUP_THREADS = 100;
+/** Bursts of THREADS before the timed ones: each process's compiled code and heap settle (an ingress and two workers each see a share). */
+const WARMUP_BURSTS = 2;
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 3;
 const PASSES = Number(process.env.BENCH_PASSES) || 2;
 const SWEEP_ROUNDS = 2;
@@ -230,6 +231,11 @@ async function countsNow(children: Child[]): Promise<Record<string, QueryCounts>
   return Object.fromEntries(children.map((child, index) => [child.label, read[index] as QueryCounts]));
 }
 
+async function warmUp(deployed: Deployed): Promise<void> {
+  for (let round = 0; round < WARMUP_BURSTS; round++) await burst(deployed, `w${round}t`, THREADS);
+  await sleep(SETTLE_MS);
+}
+
 /** One timed burst with the CPU and the statements it took. */
 async function measuredBurst(deployed: Deployed, prefix: string): Promise<Round> {
   const countsBefore = await countsNow(deployed.children);
@@ -262,8 +268,7 @@ async function measuredBurst(deployed: Deployed, prefix: string): Promise<Round>
 async function measureCost(layout: Layout): Promise<Measured> {
   const deployed = await deploy(layout);
   try {
-    await burst(deployed, "w", WARMUP_THREADS);
-    await sleep(SETTLE_MS);
+    await warmUp(deployed);
     const rounds: Round[] = [];
     for (let round = 0; round < ROUNDS; round++) rounds.push(await measuredBurst(deployed, `r${round}t`));
     if (layout !== "postgres-split") return { layout, rounds };
@@ -281,7 +286,7 @@ interface SweepPoint {
   wallMs: Stats;
   /** While nothing comes in, after the bursts: CPU of the glassbox processes and the server, ms per second. */
   idleCpuMsPerSecond: number;
-  /** And round trips per second (graphile-worker's idle polls, heartbeats). */
+  /** And round trips per second (the run queue's idle polls, heartbeats). */
   idleRoundTripsPerSecond: number;
 }
 
@@ -289,7 +294,7 @@ interface SweepPoint {
 async function measureWall(concurrency: number): Promise<SweepPoint> {
   const deployed = await deploy("postgres-split", { GLASSBOX_WORKER_CONCURRENCY: String(concurrency) });
   try {
-    await burst(deployed, "w", WARMUP_THREADS);
+    await warmUp(deployed);
     const walls: number[] = [];
     for (let round = 0; round < SWEEP_ROUNDS; round++)
       walls.push((await burst(deployed, `c${concurrency}r${round}t`, THREADS)).wallMs);
@@ -447,7 +452,7 @@ function report(measured: Measured[], sweep: SweepPoint[]): BenchmarkReport {
       });
   return {
     notes: [
-      `${THREADS} new threads sent at once (every event in flight together), each a run of 2 model calls of ${MODEL_LATENCY_MS} ms and one calculator call; ${PASSES} passes over the setups in alternating order, each on fresh processes with ${ROUNDS} timed bursts after a warm-up of ${WARMUP_THREADS}; CPU read from /proc before each burst and ${SETTLE_MS} ms after its last answer, divided by ${THREADS}`,
+      `${THREADS} new threads sent at once (every event in flight together), each a run of 2 model calls of ${MODEL_LATENCY_MS} ms and one calculator call; ${PASSES} passes over the setups in alternating order, each on fresh processes with ${ROUNDS} timed bursts after ${WARMUP_BURSTS} untimed ones; CPU read from /proc before each burst and ${SETTLE_MS} ms after its last answer, divided by ${THREADS}`,
       "every glassbox process is dist/main.js (built by tsc first, as npm start runs it) with the default settings; the fake Slack and the model server run in the bench process; the PostgreSQL server's CPU is the sum over its processes (the postmaster's own and reaped children's time, and its living children's), on a server nobody else uses during the bench",
       "statements and round trips are counted inside each glassbox process by a preloaded module (bench/fixtures/count-queries.mjs): SQLite statement runs, pg queries, and pg round trips (a query sent while its connection awaits no answer starts one; one sent behind others waits in theirs); transactions are the BEGINs among them",
       `acknowledgements: ${ACK_THREADS} new threads at once, ${ACK_ROUNDS} times in each pass, on the PostgreSQL ingress + 2 workers above; each event from its send until ingress answered it`,
