@@ -165,55 +165,72 @@ function commitGroup(connection: Connection, group: HeldTransaction[]): void {
     );
     if (committedAll(answers)) {
       let index = 1;
-      for (const transaction of group) {
-        for (const statement of transaction.statements)
-          statement.resolve((answers[index++] as PromiseFulfilledResult<pg.QueryResult>).value);
-        transaction.committed();
-      }
+      for (const transaction of group) index = answered(transaction, answers, index);
     } else if (rolledBack(answers)) {
       for (const transaction of group) void commitAlone(connection, transaction);
-    } else throw (answers.at(-1) as PromiseRejectedResult).reason;
+    } else throw firstFailure(answers);
   }).catch((error: unknown) => {
     for (const transaction of group) fail(transaction, error);
   });
 }
 
-function commitAlone(connection: Connection, transaction: HeldTransaction): Promise<void> {
+/**
+ * Sends `transaction` on its own. One that failed only because a statement in it had been parsed by
+ * an earlier one that failed first (pg sends a statement's Parse once per connection, and those
+ * behind it in the pipeline rely on it) is sent once more: nothing of it ran.
+ */
+function commitAlone(connection: Connection, transaction: HeldTransaction, attempt = 1): Promise<void> {
   return onConnection(connection, async (client) => {
-    const answers = await sendTransaction(client, transaction.statements, true);
-    if (committedAll(answers)) return transaction.committed();
-    const failed = answers.find((answer) => answer.status === "rejected");
-    transaction.failed(failed ? failed.reason : new Error("the transaction was rolled back"));
+    const answers = await sendTransaction(client, transaction.statements);
+    if (committedAll(answers)) return void answered(transaction, answers, 1);
+    const failure = firstFailure(answers);
+    if (attempt === 1 && rolledBack(answers) && isUnparsed(failure)) return commitAlone(connection, transaction, 2);
+    fail(transaction, failure);
   }).catch((error: unknown) => fail(transaction, error));
 }
 
-/** BEGIN, the statements, COMMIT, all sent at once; `answerEach`: each statement hears its answer as it comes. */
+/** BEGIN, the statements, COMMIT, all sent at once; the answers of all, in that order. */
 function sendTransaction(
   client: pg.Client,
   statements: HeldStatement[],
-  answerEach = false,
 ): Promise<PromiseSettledResult<pg.QueryResult>[]> {
   const query = (text: string, values?: unknown[]) => client.query(text, values) as Promise<pg.QueryResult>;
-  const begin = query("BEGIN");
-  const sent = statements.map((statement) => {
-    const answer = query(statement.text, statement.values);
-    if (answerEach) answer.then(statement.resolve, statement.reject);
-    return answer;
-  });
-  return Promise.allSettled([begin, ...sent, query("COMMIT")]);
+  return Promise.allSettled([
+    query("BEGIN"),
+    ...statements.map((statement) => query(statement.text, statement.values)),
+    query("COMMIT"),
+  ]);
 }
+
+/** Gives `transaction`'s statements their answers, from `answers[index]` on; the index after them. */
+function answered(transaction: HeldTransaction, answers: PromiseSettledResult<pg.QueryResult>[], index: number) {
+  let next = index;
+  for (const statement of transaction.statements)
+    statement.resolve((answers[next++] as PromiseFulfilledResult<pg.QueryResult>).value);
+  transaction.committed();
+  return next;
+}
+
+const firstFailure = (answers: PromiseSettledResult<pg.QueryResult>[]): unknown =>
+  answers.find((answer): answer is PromiseRejectedResult => answer.status === "rejected")?.reason ??
+  new Error("the transaction was rolled back");
+
+/** A named statement the server does not know: its Parse travelled with an earlier statement that failed first. */
+const isUnparsed = (error: unknown) => (error as { code?: string }).code === "26000";
 
 /** Whether every statement was answered and COMMIT committed (after a failure it answers ROLLBACK). */
 const committedAll = (answers: PromiseSettledResult<pg.QueryResult>[]) =>
   answers.every((answer) => answer.status === "fulfilled") &&
   (answers.at(-1) as PromiseFulfilledResult<pg.QueryResult>).value.command === "COMMIT";
 
-/** Whether the server answered that nothing was committed: COMMIT answered ROLLBACK, or refused with an error. */
+/**
+ * Whether the server answered that nothing was committed: COMMIT answered ROLLBACK, or refused with an
+ * error that leaves the connection up (a FATAL one ends it, perhaps after the commit).
+ */
 function rolledBack(answers: PromiseSettledResult<pg.QueryResult>[]): boolean {
   const commit = answers.at(-1);
-  return commit?.status === "fulfilled"
-    ? commit.value.command === "ROLLBACK"
-    : commit?.reason instanceof pg.DatabaseError;
+  if (commit?.status === "fulfilled") return commit.value.command === "ROLLBACK";
+  return commit?.reason instanceof pg.DatabaseError && commit.reason.severity === "ERROR";
 }
 
 function fail(transaction: HeldTransaction, error: unknown): void {
@@ -248,8 +265,14 @@ export function sharingQueries(
 ): SharedConnections {
   const connections = sharedConnections(config, count, onError);
   sharedOf.set(pool, connections);
+  // A single statement never runs when it fails as unparsed (see commitAlone): it is sent once more.
+  const query = (client: pg.Client, text: string, values?: unknown[]) =>
+    (client.query(text, values) as Promise<pg.QueryResult>).catch((error: unknown) => {
+      if (isUnparsed(error)) return client.query(text, values);
+      throw error;
+    });
   pool.query = ((text: string, values?: unknown[]) =>
-    connections.connection().then((client) => client.query(text, values))) as typeof pool.query;
+    connections.connection().then((client) => query(client, text, values))) as typeof pool.query;
   const end = pool.end.bind(pool);
   pool.end = (async () => {
     await connections.close();

@@ -159,6 +159,24 @@ describe.skipIf(!TEST_DATABASE_URL)(`transactions on PostgreSQL ${NEEDS}`, () =>
     expect(await values()).toEqual(values10);
   });
 
+  it("a statement sent right behind a failed transaction that carried its first Parse still runs", async () => {
+    // pg parses a named statement once per connection: those behind the first use rely on it, and a
+    // transaction that fails before it reaches that Parse leaves it unparsed.
+    const statement = `SELECT $1::int + 40 AS n_${randomBytes(4).toString("hex")}`;
+    const failing = inTransaction(pool, async (transaction) => {
+      transaction.send("INSERT INTO notes (value) VALUES ($1)", [null]); // NOT NULL: fails
+      transaction.send(statement, [0]);
+      return "sent";
+    });
+    failing.catch(() => {});
+    // Once the transaction has been written, a statement on each shared connection, one behind it.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    const behind = await Promise.all([1, 2].map((value) => pool.query(statement, [value])));
+    expect(behind.map((result) => Object.values(result.rows[0] ?? {})[0])).toEqual([41, 42]);
+    await expect(failing).rejects.toMatchObject({ code: "23502" });
+  });
+
   it("when one transaction of a group fails, the others still commit, each alone, and only it fails", async () => {
     await pool.query("DELETE FROM notes");
     const send = (value: string | null) =>
