@@ -58,7 +58,10 @@ import { type Benchmark, type BenchmarkReport, type Row, type Stats, statsOf, ty
 const THREADS = Number(process.env.BENCH_PIPELINE_THREADS) || 300;
 const ACK_THREADS = Number(process.env.BENCH_ACK_THREADS) || 500;
 const ACK_ROUNDS = 2;
-/** Bursts of THREADS before the timed ones: each process's compiled code and heap settle (an ingress and two workers each see a share). */
+/**
+ * Bursts of THREADS before the timed ones, so that each process's compiled code and heap settle (an
+ * ingress and two workers each see only a share of them).
+ */
 const WARMUP_BURSTS = 2;
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 3;
 const PASSES = Number(process.env.BENCH_PASSES) || 2;

@@ -298,10 +298,9 @@ function roleOf(value: string | undefined): GlassboxRole | undefined {
 export const DEFAULT_MAX_CONCURRENT_RUNS = 100;
 
 /**
- * Turns a worker process runs at once on PostgreSQL, from bench/pipeline-cost.ts (300 Slack threads
- * at once on ingress + 2 workers, 2-core host): 8 took 8.5 s, 32 3.1 s, 64 2.6 s and 100 2.3 s (1.15x
- * one process on SQLite). A running turn holds no connection, and an idle worker looks for work once a
- * second whatever this says; so it is the process's bound on runs, as on SQLite.
+ * Turns a worker process runs at once on PostgreSQL: in bench/pipeline-cost.ts's sweep (bench/RESULTS.md) a burst
+ * gets faster up to 100, where it takes what one process on SQLite does. A running turn holds no connection and an
+ * idle worker polls once a second whatever this says, so this bounds the process's runs, as on SQLite.
  */
 export const DEFAULT_WORKER_CONCURRENCY = DEFAULT_MAX_CONCURRENT_RUNS;
 

@@ -11,9 +11,8 @@
  *   one at a time.
  * - claim: one UPDATE of up to n free heads, oldest first, `for update skip locked` so that workers
  *   never wait on each other; the claim is the delivery (its count goes up by one).
- * - complete: one DELETE by the holder (committed with the others of that moment: commitTogether), who then
- *   looks for work at once and so finds the
- *   conversation's next turn, now its head.
+ * - complete: one DELETE by the holder, committed with the others of that moment (commitTogether); the
+ *   holder then looks for work at once and so finds the conversation's next turn, now its head.
  * - release: a turn given back as it was (same id, so same place in its conversation) by a worker
  *   that lost its lease.
  * - forget: the DELETE of an erasure, in the store's transaction (turnDelete).

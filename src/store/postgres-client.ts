@@ -103,20 +103,20 @@ export const answeredLater = <T>(answer: Promise<T>) => new Answered(answer);
 
 /**
  * Runs `body` in a transaction: committed when it resolves, rolled back when it or any statement in it
- * fails; retried a few times on a deadlock or a serialization failure. `begin` may ask for another
- * isolation level. What the body sends without awaiting (`send`, or an `answeredLater` it returns)
- * travels with COMMIT. A body that needs no answer before its end is sent whole on a shared connection,
- * committed together with the other such transactions of this turn of the event loop (postgres-shared.ts);
- * one that waits for an answer takes a connection of its own from the moment it waits. Callbacks handed to `afterCommit` run once it has committed, in order.
+ * fails; retried a few times on a deadlock or a serialization failure. What the body sends without
+ * awaiting (`send`, or an `answeredLater` it returns) travels with COMMIT. A body that needs no answer
+ * before its end is sent whole on a shared connection, committed together with the other such
+ * transactions of this turn of the event loop (postgres-shared.ts); one that waits for an answer takes
+ * a connection of its own from the moment it waits. Callbacks handed to `afterCommit` run once it has
+ * committed, in order.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
   body: (transaction: PostgresTransaction) => Promise<T | Answered<T>>,
-  begin = "BEGIN",
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await transactionOnce(pool, body, begin);
+      return await transactionOnce(pool, body);
     } catch (error) {
       if (attempt < 4 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
       throw error;
@@ -127,7 +127,6 @@ export async function inTransaction<T>(
 async function transactionOnce<T>(
   pool: pg.Pool,
   body: (transaction: PostgresTransaction) => Promise<T | Answered<T>>,
-  begin: string,
 ): Promise<T> {
   const committed: Array<() => void> = [];
   const answers: Promise<unknown>[] = [];
@@ -160,14 +159,14 @@ async function transactionOnce<T>(
   // (its statements are held until then anyway: a shared connection sends at the end of this turn).
   if (shared) await new Promise<void>((resolve) => setImmediate(resolve));
   const sendHeld = (connection: pg.ClientBase) => {
-    kept(connection.query(begin));
+    kept(connection.query("BEGIN"));
     for (const statement of held.splice(0))
       (connection.query(statement.text, statement.values) as Promise<pg.QueryResult>).then(
         statement.resolve,
         statement.reject,
       );
   };
-  if (shared && ended && begin === "BEGIN") {
+  if (shared && ended) {
     const result = await outcome; // a body that threw has sent nothing
     return committedValue(shared.commit(held.splice(0)), result, answers, committed);
   }

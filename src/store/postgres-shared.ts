@@ -104,11 +104,12 @@ function sharedConnections(
     open[slot] = opened;
     return opened;
   }
-  /** The next connection: at once when it is open (so that what is sent now joins this turn's write). */
+  /** The connection in `slot`: itself when it is open, so that what is sent now joins this turn's write. */
   const onSlot = (slot: number): pg.Client | Promise<pg.Client> => {
     if (closed) return Promise.reject(new Error("the store is closed"));
     return ready[slot] ?? open[slot] ?? connect(slot);
   };
+  /** The connections in turn, for single statements; groups all go on the first. */
   const connection = () => {
     const slot = next;
     next = (next + 1) % count;
@@ -262,7 +263,7 @@ export function sharingQueries(
   config: pg.ClientConfig,
   count: number,
   onError?: (error: Error) => void,
-): SharedConnections {
+): void {
   const connections = sharedConnections(config, count, onError);
   sharedOf.set(pool, connections);
   // A single statement never runs when it fails as unparsed (see commitAlone): it is sent once more.
@@ -278,7 +279,6 @@ export function sharingQueries(
     await connections.close();
     await end();
   }) as typeof pool.end;
-  return connections;
 }
 
 /**
